@@ -94,6 +94,9 @@ void sf_link_free(struct sf_link *l);
  * until SF_LINK_EV_NONE, then give it the rest). Bytes after the link closed are dropped. */
 size_t sf_link_recv(struct sf_link *l, const uint8_t *p, size_t n, uint64_t now_ms);
 
+/* How many bytes sf_link_recv would take now: read at most this much from the socket. */
+size_t sf_link_rx_room(const struct sf_link *l);
+
 /* The transport reached end of stream, or failed with errno_val (0 for a clean end). The next
  * poll reports SF_LINK_EV_CLOSED with what that means at this point of the link. */
 void sf_link_eof(struct sf_link *l, int errno_val);

@@ -134,6 +134,13 @@ size_t sf_link_recv(struct sf_link *l, const uint8_t *p, size_t n, uint64_t now_
 	return take;
 }
 
+size_t sf_link_rx_room(const struct sf_link *l)
+{
+	if (l->state == SF_LINK_CLOSED || l->eof)
+		return 0;
+	return l->rx_raw.limit - sf_buf_used(&l->rx_raw);
+}
+
 void sf_link_eof(struct sf_link *l, int errno_val)
 {
 	l->eof = true;
@@ -248,14 +255,18 @@ uint64_t sf_link_deadline(const struct sf_link *l)
 /* What the end of the stream means where the link stands. */
 static void fail_at_eof(struct sf_link *l)
 {
+	char os[96] = "";
 	if (l->eof_errno)
-		sf__link_fail(l, SF_E_IO, "the connection failed (%s)", strerror(l->eof_errno));
-	else if (l->state == SF_LINK_HANDSHAKE && l->cfg.role == SF_ROLE_HEAD)
+		snprintf(os, sizeof(os), " (%s)", strerror(l->eof_errno));
+	/* At the handshake a reset means the same as a close: the peer would not talk to us. */
+	if (l->state == SF_LINK_HANDSHAKE && l->cfg.role == SF_ROLE_HEAD)
 		sf__link_fail(l, SF_E_CLOSED,
-			      "closed the connection at the handshake; check that --fleet-auth holds "
-			      "the token in the node's --auth-file");
+			      "closed the connection at the handshake%s; check that --fleet-auth holds "
+			      "the token in the node's --auth-file", os);
 	else if (l->state == SF_LINK_HANDSHAKE)
-		sf__link_fail(l, SF_E_CLOSED, "the head closed the connection at the handshake");
+		sf__link_fail(l, SF_E_CLOSED, "the head closed the connection at the handshake%s", os);
+	else if (l->eof_errno)
+		sf__link_fail(l, SF_E_IO, "the connection failed%s", os);
 	else if (sf_buf_used(&l->rx_raw) || sf_buf_used(&l->rx_plain))
 		sf__link_fail(l, SF_E_TRUNCATED,
 			      "closed the connection in the middle of a %s (%zu bytes of it came)",

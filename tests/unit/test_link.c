@@ -315,11 +315,20 @@ static void closed_at_the_handshake(void **state)
 	assert_string_equal(p->hev.err.msg, "closed the connection at the handshake; check that "
 					    "--fleet-auth holds the token in the node's --auth-file");
 	pair_free(p);
-	/* A reset is an I/O error with the OS's words. */
+	/* A reset at the handshake means the same, with the OS's words. */
 	p = pair_new(NULL, NULL, 0, 0);
 	sf_link_eof(p->head, 104 /* ECONNRESET */);
 	poll_side(p, p->head);
+	assert_int_equal(p->hev.err.code, SF_E_CLOSED);
+	assert_non_null(strstr(p->hev.err.msg, "at the handshake (Connection reset by peer)"));
+	pair_free(p);
+	/* Once open, a reset is an I/O error. */
+	p = pair_new(NULL, NULL, 0, 0);
+	expect_open(p);
+	sf_link_eof(p->head, 104);
+	poll_side(p, p->head);
 	assert_int_equal(p->hev.err.code, SF_E_IO);
+	assert_string_equal(p->hev.err.msg, "the connection failed (Connection reset by peer)");
 	pair_free(p);
 }
 
