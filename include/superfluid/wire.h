@@ -49,12 +49,12 @@ struct sf_frame_hdr {
 
 #define SF__STRUCT(name) struct sf_##name { SF_FIELDS_##name(SF__DECL_F, SF__DECL_W, _) };
 SF_PARTS(SF__STRUCT)
-#define SF__MSG_STRUCT(NAME, name, code, ver) SF__STRUCT(name)
+#define SF__MSG_STRUCT(NAME, name, code, ver, dir) SF__STRUCT(name)
 SF_MESSAGES(SF__MSG_STRUCT)
 #undef SF__MSG_STRUCT
 
 enum sf_msg_type {
-#define SF__TYPE(NAME, name, code, ver) SF_MSG_##NAME = code,
+#define SF__TYPE(NAME, name, code, ver, dir) SF_MSG_##NAME = code,
 	SF_MESSAGES(SF__TYPE)
 #undef SF__TYPE
 };
@@ -63,7 +63,7 @@ enum sf_msg_type {
 struct sf_msg {
 	uint16_t type;
 	union {
-#define SF__UNION(NAME, name, code, ver) struct sf_##name name;
+#define SF__UNION(NAME, name, code, ver, dir) struct sf_##name name;
 		SF_MESSAGES(SF__UNION)
 #undef SF__UNION
 	} u;
@@ -85,6 +85,9 @@ const char *sf_msg_name(uint16_t type);
 /* First protocol version that has the type, 0 when it is not one. */
 uint32_t sf_msg_min_version(uint16_t type);
 
+/* Who may send the type: SF_DIR_H2N, SF_DIR_N2H or SF_DIR_BOTH; 0 when it is not one. */
+unsigned sf_msg_direction(uint16_t type);
+
 /* Appends one frame (header and payload) carrying msg, which points to the struct for type.
  * Refuses (SF_E_VERSION) a type the negotiated version lacks, and any field over its limit or
  * a payload over max_payload, so a peer never gets a frame it must reject. On error out is as
@@ -103,7 +106,7 @@ int sf_msg_decode(uint16_t type, const uint8_t *payload, size_t len, uint32_t ve
 bool sf_msg_equal(uint16_t type, const void *a, const void *b);
 
 /* Typed wrappers: sf_encode_<name>(out, &msg, version, max_payload, err). */
-#define SF__ENC(NAME, name, code, ver)                                                       \
+#define SF__ENC(NAME, name, code, ver, dir)                                                       \
 	static inline int __attribute__((warn_unused_result))                                \
 	sf_encode_##name(struct sf_buf *out, const struct sf_##name *m, uint32_t version,    \
 			 uint32_t max_payload, struct sf_err *err)                           \

@@ -350,40 +350,45 @@ enum { SF_STAGE_HIDDEN = 0, SF_STAGE_TOKEN = 1, SF_STAGE_ERROR = 2 };
 	W(T, kind, SF_STAGE_TOKEN, U32, token, 0, 0)                                         \
 	W(T, kind, SF_STAGE_ERROR, STR, error, SF_MAX_REASON, 0)
 
-/* M(NAME, name, type code, first version that has it), in type order. */
+/* Who sends a message: the head, the node, or either. */
+#define SF_DIR_H2N 1
+#define SF_DIR_N2H 2
+#define SF_DIR_BOTH 3
+
+/* M(NAME, name, type code, first version that has it, who sends it), in type order. */
 #define SF_MESSAGES(M)                                                                       \
-	M(HELLO, hello, 0x0001, 2)                                                           \
-	M(HELLO_ACK, hello_ack, 0x0002, 2)                                                   \
-	M(GOODBYE, goodbye, 0x0003, 2)                                                       \
-	M(HEARTBEAT, heartbeat, 0x0004, 2)                                                   \
-	M(CONTROL_ASK, control_ask, 0x0005, 2)                                               \
-	M(REFUSED, refused, 0x0006, 2)                                                       \
-	M(TOKENIZER, tokenizer, 0x0010, 3)                                                   \
-	M(TOKENIZER_EXPORT_REQ, tokenizer_export_req, 0x0011, 3)                             \
-	M(TOKENIZER_EXPORT, tokenizer_export, 0x0012, 3)                                     \
-	M(TOKENIZE_REQ, tokenize_req, 0x0013, 3)                                             \
-	M(TOKENIZE_RESP, tokenize_resp, 0x0014, 3)                                           \
-	M(SESSION_ASSIGN, session_assign, 0x0020, 2)                                         \
-	M(SESSION_APPEND, session_append, 0x0021, 2)                                         \
-	M(SESSION_REVOKE, session_revoke, 0x0022, 2)                                         \
-	M(GENERATE_OPTS, generate_opts, 0x0030, 3)                                           \
-	M(GENERATE, generate, 0x0031, 2)                                                     \
-	M(CANCEL, cancel, 0x0032, 2)                                                         \
-	M(TOKEN_EVENTS, token_events, 0x0033, 2)                                             \
-	M(WATERMARK_ACK, watermark_ack, 0x0034, 2)                                           \
-	M(LEASE_RENEW, lease_renew, 0x0040, 2)                                               \
-	M(LEASE_GRANT, lease_grant, 0x0041, 2)                                               \
-	M(NODE_STATUS, node_status, 0x0042, 2)                                               \
-	M(RECONCILE, reconcile, 0x0050, 2)                                                   \
-	M(RECONCILE_ACK, reconcile_ack, 0x0051, 2)                                           \
-	M(XFER_BEGIN, xfer_begin, 0x0060, 2)                                                 \
-	M(XFER_CHUNK, xfer_chunk, 0x0061, 2)                                                 \
-	M(XFER_END, xfer_end, 0x0062, 2)                                                     \
-	M(XFER_RESULT, xfer_result, 0x0063, 2)                                               \
-	M(STATE_OP_REQ, state_op_req, 0x0070, 3)                                             \
-	M(STATE_OP_SEGMENT, state_op_segment, 0x0071, 3)                                     \
-	M(STATE_OP_RESP, state_op_resp, 0x0072, 3)                                           \
-	M(STAGE_FORWARD_REQ, stage_forward_req, 0x0080, 2)                                   \
-	M(STAGE_FORWARD_RESP, stage_forward_resp, 0x0081, 2)
+	M(HELLO, hello, 0x0001, 2, SF_DIR_H2N)                                              \
+	M(HELLO_ACK, hello_ack, 0x0002, 2, SF_DIR_N2H)                                      \
+	M(GOODBYE, goodbye, 0x0003, 2, SF_DIR_BOTH)                                         \
+	M(HEARTBEAT, heartbeat, 0x0004, 2, SF_DIR_BOTH)                                     \
+	M(CONTROL_ASK, control_ask, 0x0005, 2, SF_DIR_H2N)                                  \
+	M(REFUSED, refused, 0x0006, 2, SF_DIR_N2H)                                          \
+	M(TOKENIZER, tokenizer, 0x0010, 3, SF_DIR_N2H)                                      \
+	M(TOKENIZER_EXPORT_REQ, tokenizer_export_req, 0x0011, 3, SF_DIR_H2N)                \
+	M(TOKENIZER_EXPORT, tokenizer_export, 0x0012, 3, SF_DIR_N2H)                        \
+	M(TOKENIZE_REQ, tokenize_req, 0x0013, 3, SF_DIR_H2N)                                \
+	M(TOKENIZE_RESP, tokenize_resp, 0x0014, 3, SF_DIR_N2H)                              \
+	M(SESSION_ASSIGN, session_assign, 0x0020, 2, SF_DIR_H2N)                            \
+	M(SESSION_APPEND, session_append, 0x0021, 2, SF_DIR_H2N)                            \
+	M(SESSION_REVOKE, session_revoke, 0x0022, 2, SF_DIR_H2N)                            \
+	M(GENERATE_OPTS, generate_opts, 0x0030, 3, SF_DIR_H2N)                              \
+	M(GENERATE, generate, 0x0031, 2, SF_DIR_H2N)                                        \
+	M(CANCEL, cancel, 0x0032, 2, SF_DIR_H2N)                                            \
+	M(TOKEN_EVENTS, token_events, 0x0033, 2, SF_DIR_N2H)                                \
+	M(WATERMARK_ACK, watermark_ack, 0x0034, 2, SF_DIR_H2N)                              \
+	M(LEASE_RENEW, lease_renew, 0x0040, 2, SF_DIR_N2H)                                  \
+	M(LEASE_GRANT, lease_grant, 0x0041, 2, SF_DIR_H2N)                                  \
+	M(NODE_STATUS, node_status, 0x0042, 2, SF_DIR_N2H)                                  \
+	M(RECONCILE, reconcile, 0x0050, 2, SF_DIR_H2N)                                      \
+	M(RECONCILE_ACK, reconcile_ack, 0x0051, 2, SF_DIR_N2H)                              \
+	M(XFER_BEGIN, xfer_begin, 0x0060, 2, SF_DIR_H2N)                                    \
+	M(XFER_CHUNK, xfer_chunk, 0x0061, 2, SF_DIR_H2N)                                    \
+	M(XFER_END, xfer_end, 0x0062, 2, SF_DIR_H2N)                                        \
+	M(XFER_RESULT, xfer_result, 0x0063, 2, SF_DIR_N2H)                                  \
+	M(STATE_OP_REQ, state_op_req, 0x0070, 3, SF_DIR_H2N)                                \
+	M(STATE_OP_SEGMENT, state_op_segment, 0x0071, 3, SF_DIR_N2H)                        \
+	M(STATE_OP_RESP, state_op_resp, 0x0072, 3, SF_DIR_N2H)                              \
+	M(STAGE_FORWARD_REQ, stage_forward_req, 0x0080, 2, SF_DIR_H2N)                      \
+	M(STAGE_FORWARD_RESP, stage_forward_resp, 0x0081, 2, SF_DIR_N2H)
 
 #endif

@@ -202,6 +202,11 @@ int sf_link_send(struct sf_link *l, uint16_t type, const void *msg, uint64_t now
 	if (l->state != SF_LINK_OPEN)
 		return sf_err_set(err, SF_E_STATE, "link is not open (%s)",
 				  l->state == SF_LINK_HANDSHAKE ? "still in the handshake" : "closed");
+	unsigned may = l->cfg.role == SF_ROLE_HEAD ? SF_DIR_H2N : SF_DIR_N2H;
+	if (!(sf_msg_direction(type) & may))
+		return sf_err_set(err, SF_E_PROTOCOL, "a %s does not send %s",
+				  l->cfg.role == SF_ROLE_HEAD ? "head" : "node",
+				  sf_msg_name(type) ? sf_msg_name(type) : "an unknown message");
 	uint32_t need = sf_msg_min_version(type);
 	if (need && l->version < need)
 		return sf_err_set(err, SF_E_UNSUPPORTED,
@@ -329,6 +334,12 @@ static int open_frame(struct sf_link *l, struct sf_link_event *ev)
 	if (rc <= 0)
 		return rc;
 	struct sf_err err;
+	/* What the peer's role may send: a node never sends GENERATE, a head never TOKEN_EVENTS. */
+	unsigned from = l->cfg.role == SF_ROLE_HEAD ? SF_DIR_N2H : SF_DIR_H2N;
+	unsigned dir = sf_msg_direction(hdr.type);
+	if (dir && !(dir & from))
+		return sf__link_fail(l, SF_E_PROTOCOL, "sent %s, which only a %s sends",
+				     sf_msg_name(hdr.type), from == SF_DIR_N2H ? "head" : "node");
 	rc = sf_msg_decode(hdr.type, payload, hdr.len, l->version, &l->arena, &l->msg, &err);
 	sf__link_frame_done(l, &hdr);
 	if (rc)

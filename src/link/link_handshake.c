@@ -23,6 +23,8 @@ static void put_preamble(uint8_t out[SF_PREAMBLE_LEN], uint8_t mode, uint8_t sta
  * good, 0 when more are needed, or a negative code after failing the link. */
 static int check_preamble(struct sf_link *l, const uint8_t *p, size_t n)
 {
+	if (n == 0)
+		return 0;
 	size_t k = n < 4 ? n : 4;
 	if (memcmp(p, magic, k) != 0) {
 		char shown[16] = "";

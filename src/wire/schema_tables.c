@@ -81,27 +81,28 @@
 /* Parts first: messages and later parts point at them. */
 #define SF__DECLARE(name) extern const struct sf_schema sf__schema_##name;
 SF_PARTS(SF__DECLARE)
-#define SF__MSG_DECLARE(NAME, name, code, ver) SF__DECLARE(name)
+#define SF__MSG_DECLARE(NAME, name, code, ver, dir) SF__DECLARE(name)
 SF_MESSAGES(SF__MSG_DECLARE)
 
 #define SF__PART_TABLE(name) SF__TABLE(#name, name)
 SF_PARTS(SF__PART_TABLE)
-#define SF__MSG_TABLE(NAME, name, code, ver) SF__TABLE(#NAME, name)
+#define SF__MSG_TABLE(NAME, name, code, ver, dir) SF__TABLE(#NAME, name)
 SF_MESSAGES(SF__MSG_TABLE)
 
 struct sf_msg_entry {
 	uint16_t type;
-	uint32_t min_version;
+	uint8_t min_version;
+	uint8_t dir;
 	const struct sf_schema *schema;
 };
 
 static const struct sf_msg_entry sf__messages[] = {
-#define SF__ENTRY(NAME, name, code, ver) { code, ver, &sf__schema_##name },
+#define SF__ENTRY(NAME, name, code, ver, dir) { code, ver, dir, &sf__schema_##name },
 	SF_MESSAGES(SF__ENTRY)
 };
 
 const uint16_t sf_msg_types[] = {
-#define SF__CODE(NAME, name, code, ver) code,
+#define SF__CODE(NAME, name, code, ver, dir) code,
 	SF_MESSAGES(SF__CODE)
 };
 const size_t sf_msg_type_count = sizeof(sf_msg_types) / sizeof(sf_msg_types[0]);
@@ -138,4 +139,10 @@ uint32_t sf_msg_min_version(uint16_t type)
 {
 	const struct sf_msg_entry *e = entry_of(type);
 	return e ? e->min_version : 0;
+}
+
+unsigned sf_msg_direction(uint16_t type)
+{
+	const struct sf_msg_entry *e = entry_of(type);
+	return e ? e->dir : 0;
 }

@@ -559,7 +559,8 @@ static void random_chunking_delivers_everything(void **state)
 			uint16_t t;
 			do
 				t = sf_msg_types[sf_test_rand(&p->rng) % sf_msg_type_count];
-			while (t <= SF_MSG_HEARTBEAT); /* link messages the link itself handles */
+			/* What a head sends, but for what the link itself handles. */
+			while (t <= SF_MSG_HEARTBEAT || !(sf_msg_direction(t) & SF_DIR_H2N));
 			assert_int_equal(sf_msg_sample(t, seed * 100 + i, 6, &a, &sent[i]), 0);
 			assert_int_equal(sf_link_send(p->head, t, &sent[i].u, p->now, &err), 0);
 		}
@@ -583,6 +584,28 @@ static void random_chunking_delivers_everything(void **state)
 		sf_arena_free(&a);
 		pair_free(p);
 	}
+}
+
+static void each_side_sends_only_its_own_messages(void **state)
+{
+	struct pair *p = pair_new(NULL, NULL, 0, 0);
+	expect_open(p);
+	struct sf_err err;
+	struct sf_token_events te = { 0 };
+	assert_int_equal(sf_link_send(p->head, SF_MSG_TOKEN_EVENTS, &te, p->now, &err), SF_E_PROTOCOL);
+	assert_string_equal(err.msg, "a head does not send TOKEN_EVENTS");
+	struct sf_cancel c = { 1, 2, 3 };
+	assert_int_equal(sf_link_send(p->node, SF_MSG_CANCEL, &c, p->now, &err), SF_E_PROTOCOL);
+	/* A head that receives a head's message ends the link. */
+	struct sf_buf b;
+	sf_buf_init(&b, 1 << 16);
+	assert_int_equal(sf_encode_cancel(&b, &c, 3, SF_FRAME_PAYLOAD_MAX, &err), 0);
+	sf_link_recv(p->head, sf_buf_head(&b), sf_buf_used(&b), p->now);
+	poll_side(p, p->head);
+	assert_int_equal(p->hev.err.code, SF_E_PROTOCOL);
+	assert_string_equal(p->hev.err.msg, "sent CANCEL, which only a head sends");
+	sf_buf_free(&b);
+	pair_free(p);
 }
 
 static void connect_errors_name_the_os_error(void **state)
@@ -611,6 +634,7 @@ int main(void)
 		cmocka_unit_test(goodbye_says_why),
 		cmocka_unit_test(send_queue_is_bounded),
 		cmocka_unit_test(random_chunking_delivers_everything),
+		cmocka_unit_test(each_side_sends_only_its_own_messages),
 		cmocka_unit_test(connect_errors_name_the_os_error),
 	};
 	return cmocka_run_group_tests_name("link", tests, NULL, NULL);

@@ -63,6 +63,7 @@ static void every_message_round_trips(void **state)
 	for (size_t i = 0; i < sf_msg_type_count; i++) {
 		uint16_t t = sf_msg_types[i];
 		assert_non_null(sf_msg_name(t));
+		assert_true(sf_msg_direction(t) != 0);
 		for (uint64_t seed = 0; seed < 40; seed++) {
 			sf_arena_reset(&f->a);
 			sf_arena_reset(&f->b);

@@ -1,0 +1,86 @@
+/* What the harnesses, the corpus maker and the replayer share: the libFuzzer entry point, a
+ * deterministic randombytes for libsodium, the codec's round-trip oracle, and the input
+ * formats the corpus maker has to write. */
+#ifndef SF_FUZZ_COMMON_H
+#define SF_FUZZ_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <superfluid/wire.h>
+
+/* Each harness defines it; replay_main.c and libFuzzer call it. */
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* ---- deterministic randomness ---- */
+
+/* Every input starts from this seed, so ephemeral keys (and with them recorded sealed
+ * transcripts) repeat from run to run. */
+#define FUZZ_RNG_SEED 0x5f2a11c0ffee0001ULL
+
+/* Makes libsodium draw from a seeded generator instead of the OS, then starts libsodium.
+ * Call before anything else touches libsodium; safe to call again. */
+void fuzz_rng_install(void);
+/* Restarts the generator at seed. */
+void fuzz_rng_reset(uint64_t seed);
+
+/* ---- the codec oracle ---- */
+
+/* Prints why and aborts: the harness found a bug. */
+void fuzz_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* m was decoded from payload (type, version). Checks that it encodes back to exactly payload,
+ * and that decoding that encoding gives a message equal to m. Aborts otherwise. */
+void fuzz_check_roundtrip(const struct sf_msg *m, const uint8_t *payload, size_t len,
+			  uint32_t version, uint32_t max_payload);
+
+/* The arena bound the link uses for one message of up to max_payload bytes. */
+static inline size_t fuzz_arena_bound(size_t max_payload)
+{
+	return 8 * max_payload + 65536;
+}
+
+/* ---- fuzz_frame: [max payload choice] [version - 2] frame stream ---- */
+
+#define FUZZ_FRAME_N_MAX 8
+extern const uint32_t fuzz_frame_max[FUZZ_FRAME_N_MAX];
+
+/* ---- fuzz_noise: [mode] (u16 LE length, bytes)... ---- */
+
+enum {
+	FUZZ_NOISE_PSK = 1,       /* NNpsk0, else NN */
+	FUZZ_NOISE_INITIATOR = 2, /* the input is message 2, else message 1 */
+};
+#define FUZZ_NOISE_PROLOGUE "superfluid fuzz"
+#define FUZZ_TOKEN "fuzz-token"
+
+/* ---- fuzz_link: [mode] [flags] (u16 LE length, u8 clock step, bytes)... ---- */
+
+enum {
+	FUZZ_LINK_HEAD = 0,      /* one head; the input is what the node sends */
+	FUZZ_LINK_NODE = 1,      /* one node; the input is what the head sends */
+	FUZZ_LINK_PAIR_NODE = 2, /* plain pair opened in memory; the input goes to the node */
+	FUZZ_LINK_PAIR_HEAD = 3, /* ... to the head */
+	FUZZ_LINK_N_MODES = 4,
+};
+enum {
+	FUZZ_LINK_SEALED = 1,    /* lone modes: a token */
+	FUZZ_LINK_VER_SHIFT = 1, /* 2 bits: versions, see fuzz_link_versions() */
+	FUZZ_LINK_SMALL = 8,     /* max_payload 4096 */
+	FUZZ_LINK_EOF = 16,      /* end of stream after the input */
+	FUZZ_LINK_TIMERS = 32,   /* then run the clock through the deadlines */
+	FUZZ_LINK_RESET = 64,    /* the end of stream is an error (ECONNRESET) */
+};
+#define FUZZ_LINK_STEP_MS 8 /* the clock advances step * this per chunk */
+#define FUZZ_LINK_SMALL_MAX 4096
+
+static inline void fuzz_link_versions(uint8_t flags, uint32_t *lo, uint32_t *hi)
+{
+	static const uint32_t v[4][2] = { { 2, 3 }, { 2, 2 }, { 3, 3 }, { 2, 3 } };
+	unsigned i = (flags >> FUZZ_LINK_VER_SHIFT) & 3;
+	*lo = v[i][0];
+	*hi = v[i][1];
+}
+
+#endif
