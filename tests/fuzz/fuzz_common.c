@@ -115,3 +115,41 @@ void fuzz_check_roundtrip(const struct sf_msg *m, const uint8_t *payload, size_t
 	sf_arena_free(&a);
 	sf_buf_free(&out);
 }
+
+/* ---- links ---- */
+
+struct sf_link *fuzz_link_new(enum sf_role role, bool sealed, uint8_t flags, uint64_t now)
+{
+	static const struct sf_model_info models[] = {
+		{ .name = "fuzz-model", .name_len = 10, .tokenizer_digest = 0x1234, .n_layers = 2,
+		  .ctx_len = 4096, .vocab_size = 1000 },
+	};
+	struct sf_link_config cfg = {
+		.role = role,
+		.token = sealed ? (const uint8_t *)FUZZ_TOKEN : NULL,
+		.token_len = sealed ? strlen(FUZZ_TOKEN) : 0,
+		.max_payload = (flags & FUZZ_LINK_SMALL) ? FUZZ_LINK_SMALL_MAX : 0,
+		.identity = role == SF_ROLE_HEAD ? "fuzz-head" : "fuzz-node",
+		.capacity = { .max_sessions = 4, .free_sessions = 4 },
+		.models = models,
+		.n_models = 1,
+	};
+	struct sf_err err = { 0 };
+	fuzz_link_versions(flags, &cfg.version_min, &cfg.version_max);
+	struct sf_link *l = sf_link_new(&cfg, now, &err);
+	if (!l)
+		fuzz_fail("link_new: %s", err.msg);
+	return l;
+}
+
+uint16_t fuzz_pick_type(uint64_t seed, enum sf_role sender, uint32_t version)
+{
+	unsigned may = sender == SF_ROLE_HEAD ? SF_DIR_H2N : SF_DIR_N2H;
+	for (size_t i = 0; i < sf_msg_type_count; i++) {
+		uint16_t t = sf_msg_types[(seed + i) % sf_msg_type_count];
+		if (t != SF_MSG_HELLO && t != SF_MSG_HELLO_ACK && t != SF_MSG_GOODBYE &&
+		    (sf_msg_direction(t) & may) && sf_msg_min_version(t) <= version)
+			return t;
+	}
+	return SF_MSG_HEARTBEAT;
+}

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <superfluid/link.h>
 #include <superfluid/wire.h>
 
 /* Each harness defines it; replay_main.c and libFuzzer call it. */
@@ -82,5 +83,13 @@ static inline void fuzz_link_versions(uint8_t flags, uint32_t *lo, uint32_t *hi)
 	*lo = v[i][0];
 	*hi = v[i][1];
 }
+
+/* A type that sender may send once open in version, from seed: never HELLO, HELLO_ACK or
+ * GOODBYE, which end an open link. */
+uint16_t fuzz_pick_type(uint64_t seed, enum sf_role sender, uint32_t version);
+
+/* The link the harness runs for a role and flags (the corpus maker records with it too).
+ * Aborts when it cannot be made. */
+struct sf_link *fuzz_link_new(enum sf_role role, bool sealed, uint8_t flags, uint64_t now);
 
 #endif

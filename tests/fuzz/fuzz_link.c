@@ -13,14 +13,20 @@
 #include "fuzz_common.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <superfluid/link.h>
 
-#define POLL_MAX 100000 /* events one poll loop may hand out (frames are >= 8 bytes) */
+/* Why the last link that closed did (for the pair oracle). */
+static struct sf_err last_close;
+
+/* Events one poll loop may hand out: fewer than the bytes it was given (frames are >= 8). */
+static size_t poll_max;
 
 struct fz {
 	struct sf_link *l, *peer; /* peer: in the pair modes, the other side */
+	bool head;                /* l is the head */
 	uint64_t now;
 	struct sf_arena a;
 	struct sf_buf scratch;
@@ -30,6 +36,11 @@ static void check_event(struct sf_link *l, const struct sf_link_event *ev, struc
 {
 	struct sf_err err = { 0 };
 
+#ifdef FUZZ_TRACE /* -DFUZZ_TRACE: what each input gets to, on stderr */
+	fprintf(stderr, "  %s: event %d %s%s\n", sf_link_peer(l) ? "open" : "-", ev->kind,
+		ev->kind == SF_LINK_EV_MSG ? sf_msg_name(ev->msg->type) : "",
+		ev->kind == SF_LINK_EV_CLOSED ? ev->err.msg : "");
+#endif
 	switch (ev->kind) {
 	case SF_LINK_EV_OPEN: {
 		const struct sf_link_peer *p = sf_link_peer(l);
@@ -54,6 +65,7 @@ static void check_event(struct sf_link *l, const struct sf_link_event *ev, struc
 		if (sf_link_state(l) != SF_LINK_CLOSED || ev->err.code >= 0)
 			fuzz_fail("closed event with code %d in state %d", ev->err.code,
 				  sf_link_state(l));
+		last_close = ev->err;
 		break;
 	case SF_LINK_EV_NONE:
 		break;
@@ -65,12 +77,12 @@ static void check_event(struct sf_link *l, const struct sf_link_event *ev, struc
 static void drain_events(struct sf_link *l, uint64_t now, struct sf_buf *scratch)
 {
 	struct sf_link_event ev;
-	for (int i = 0; i < POLL_MAX; i++) {
+	for (size_t i = 0; i < poll_max; i++) {
 		if (sf_link_poll(l, now, &ev) == SF_LINK_EV_NONE)
 			return;
 		check_event(l, &ev, scratch);
 	}
-	fuzz_fail("poll did not get to SF_LINK_EV_NONE in %d events", POLL_MAX);
+	fuzz_fail("poll did not get to SF_LINK_EV_NONE in %zu events", poll_max);
 }
 
 /* Gives l all of p, polling whenever its buffer is full. */
@@ -111,43 +123,28 @@ static void send_one(struct fz *f, uint8_t step)
 	if (sf_link_state(f->l) != SF_LINK_OPEN)
 		return;
 	uint16_t type = sf_msg_types[step % sf_msg_type_count];
+	/* sf_link_send takes HELLO and HELLO_ACK on an open link, which the peer then must
+	 * reject: not sent here, so the pair oracle below holds. */
+	if (type == SF_MSG_HELLO || type == SF_MSG_HELLO_ACK)
+		return;
 	sf_arena_reset(&f->a);
 	if (sf_msg_sample(type, step, 3, &f->a, &m))
 		fuzz_fail("sample %s failed", sf_msg_name(type));
 	int rc = sf_link_send(f->l, type, &m.u, f->now, &err);
-	if (rc && rc != SF_E_UNSUPPORTED && rc != SF_E_LIMIT && rc != SF_E_FRAME_TOO_BIG)
+	bool mine = sf_msg_direction(type) & (f->head ? SF_DIR_H2N : SF_DIR_N2H);
+	if (rc == SF_E_PROTOCOL ? mine : !mine)
+		fuzz_fail("send %s from a %s: %d %s", sf_msg_name(type), f->head ? "head" : "node",
+			  rc, err.msg);
+	if (rc && rc != SF_E_PROTOCOL && rc != SF_E_UNSUPPORTED && rc != SF_E_LIMIT &&
+	    rc != SF_E_FRAME_TOO_BIG)
 		fuzz_fail("send %s on an open link: %d %s", sf_msg_name(type), rc, err.msg);
-}
-
-static struct sf_link *new_link(enum sf_role role, bool sealed, uint8_t flags, uint64_t now)
-{
-	static const struct sf_model_info models[] = {
-		{ .name = "fuzz-model", .name_len = 10, .tokenizer_digest = 0x1234, .n_layers = 2,
-		  .ctx_len = 4096, .vocab_size = 1000 },
-	};
-	struct sf_link_config cfg = {
-		.role = role,
-		.token = sealed ? (const uint8_t *)FUZZ_TOKEN : NULL,
-		.token_len = sealed ? strlen(FUZZ_TOKEN) : 0,
-		.max_payload = (flags & FUZZ_LINK_SMALL) ? FUZZ_LINK_SMALL_MAX : 0,
-		.identity = role == SF_ROLE_HEAD ? "fuzz-head" : "fuzz-node",
-		.capacity = { .max_sessions = 4, .free_sessions = 4 },
-		.models = models,
-		.n_models = 1,
-	};
-	struct sf_err err = { 0 };
-	fuzz_link_versions(flags, &cfg.version_min, &cfg.version_max);
-	struct sf_link *l = sf_link_new(&cfg, now, &err);
-	if (!l)
-		fuzz_fail("link_new: %s", err.msg);
-	return l;
 }
 
 /* A plain head and node, opened against each other. */
 static void open_pair(struct fz *f, uint8_t mode, uint8_t flags)
 {
-	struct sf_link *head = new_link(SF_ROLE_HEAD, false, flags, f->now);
-	struct sf_link *node = new_link(SF_ROLE_NODE, false, flags, f->now);
+	struct sf_link *head = fuzz_link_new(SF_ROLE_HEAD, false, flags, f->now);
+	struct sf_link *node = fuzz_link_new(SF_ROLE_NODE, false, flags, f->now);
 	for (int i = 0; i < 8; i++) {
 		shuttle(head, node, f->now, &f->scratch);
 		shuttle(node, head, f->now, &f->scratch);
@@ -160,9 +157,11 @@ static void open_pair(struct fz *f, uint8_t mode, uint8_t flags)
 	if (mode == FUZZ_LINK_PAIR_NODE) {
 		f->l = node;
 		f->peer = head;
+		f->head = false;
 	} else {
 		f->l = head;
 		f->peer = node;
+		f->head = true;
 	}
 }
 
@@ -174,15 +173,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_rng_reset(FUZZ_RNG_SEED);
 
 	uint8_t mode = data[0] % FUZZ_LINK_N_MODES, flags = data[1];
+	poll_max = size + 1000;
 	struct fz f = { .now = 1000000 };
 	sf_arena_init(&f.a, 1u << 20);
 	sf_buf_init(&f.scratch, SF_FRAME_HDR_LEN + (size_t)SF_FRAME_PAYLOAD_MAX);
 
-	if (mode == FUZZ_LINK_HEAD || mode == FUZZ_LINK_NODE)
-		f.l = new_link(mode == FUZZ_LINK_HEAD ? SF_ROLE_HEAD : SF_ROLE_NODE,
+	if (mode == FUZZ_LINK_HEAD || mode == FUZZ_LINK_NODE) {
+		f.head = mode == FUZZ_LINK_HEAD;
+		f.l = fuzz_link_new(mode == FUZZ_LINK_HEAD ? SF_ROLE_HEAD : SF_ROLE_NODE,
 			       flags & FUZZ_LINK_SEALED, flags, f.now);
-	else
+	} else {
 		open_pair(&f, mode, flags);
+	}
 
 	const uint8_t *p = data + 2;
 	size_t left = size - 2;
@@ -199,11 +201,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		left -= n;
 		/* What it answers goes to the peer, when there is one. */
 		shuttle(f.l, f.peer, f.now, &f.scratch);
-		if (f.peer)
-			shuttle(f.peer, NULL, f.now, &f.scratch);
 		send_one(&f, step);
 		drain_events(f.l, f.now, &f.scratch);
 		shuttle(f.l, f.peer, f.now, &f.scratch);
+		if (f.peer) {
+			shuttle(f.peer, NULL, f.now, &f.scratch);
+			/* Whatever the input did to l, l itself only sends what a peer takes. */
+			if (sf_link_state(f.peer) == SF_LINK_CLOSED && sf_link_state(f.l) == SF_LINK_OPEN)
+				fuzz_fail("the %s refused what an open %s sent: %s",
+					  f.head ? "node" : "head", f.head ? "head" : "node",
+					  last_close.msg);
+		}
 	}
 	if (flags & FUZZ_LINK_EOF) {
 		sf_link_eof(f.l, (flags & FUZZ_LINK_RESET) ? ECONNRESET : 0);

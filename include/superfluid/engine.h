@@ -1,0 +1,267 @@
+/* The engine interface the node daemon drives: tokenizer, per-session contexts, a batched
+ * decode step, staged forward over a layer range, state operations and a timing model.
+ *
+ * An engine is one table of functions (struct sf_engine_ops) over the implementation's own
+ * state. The node calls the sf_engine_* wrappers below, which check arguments and bounds the
+ * same way for every implementation, then dispatch. An engine is used by one thread at a time.
+ *
+ * Every call that fills a buffer takes its capacity; when the answer does not fit it returns
+ * SF_E_LIMIT and sets the length argument to the size that would have fitted. Calls return 0
+ * or a negative sf_code with err saying what was wrong. */
+#ifndef SUPERFLUID_ENGINE_H
+#define SUPERFLUID_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <superfluid/err.h>
+#include <superfluid/wire.h>
+
+struct sf_engine;     /* opaque: the ops table and the implementation's state */
+struct sf_engine_ctx; /* opaque, defined by each implementation: one session's context */
+
+/* What an engine serves; fixed for its life. */
+struct sf_engine_info {
+	char model[SF_MAX_NAME];
+	uint32_t vocab_size;
+	uint32_t n_layers;
+	uint32_t hidden;              /* width of the hidden state */
+	uint32_t stage_bytes;         /* size of the hidden-state blob between pipeline stages */
+	uint32_t ctx_len;             /* most tokens one context holds */
+	uint32_t batch_size;          /* most contexts in one decode step */
+	uint64_t ctx_bytes_per_token; /* context (KV) memory one token takes */
+	uint64_t ctx_mem_total;       /* context memory of all contexts together, 0: unbounded */
+	uint64_t tokenizer_digest;    /* DESIGN.md fleet link point 3; never 0 */
+	bool has_bos;
+	uint32_t bos;
+	uint32_t eos;
+	bool encodes_plain;  /* offers encoding without special-token parsing */
+	bool encodes_pieces; /* offers encoding of (text, is_special) pieces */
+};
+
+/* A special token: its text (also its bytes) and id. */
+struct sf_engine_special {
+	const char *text;
+	uint32_t token;
+};
+
+/* A named chat template (names as in Hugging Face's chat_template dictionary). */
+struct sf_engine_template {
+	const char *name;
+	const char *text;
+};
+
+/* Log-probability of a produced token and of the most likely alternatives. */
+struct sf_engine_logprob {
+	uint32_t token;
+	float logprob;
+	uint32_t n_top;
+	struct sf_top_logprob top[SF_MAX_TOP_LOGPROBS]; /* most likely first */
+};
+
+/* One context's entry in a decode step. */
+struct sf_engine_step {
+	struct sf_engine_ctx *ctx;  /* in */
+	bool logprobs;              /* in: fill lp */
+	uint32_t top_logprobs;      /* in: alternatives wanted in lp.top, 0..SF_MAX_TOP_LOGPROBS */
+	int rc;                     /* out: 0, or why this context got no token (SF_E_LIMIT: full) */
+	uint32_t token;             /* out: the next token, already appended to ctx */
+	struct sf_engine_logprob lp; /* out when logprobs or top_logprobs */
+};
+
+/* A stage's input: tokens into the first stage, the previous stage's hidden blob otherwise.
+ * Stages are stateless: the first stage gets the whole context each time. */
+struct sf_engine_stage_in {
+	uint32_t start_layer;
+	uint32_t end_layer;                /* start_layer < end_layer <= n_layers */
+	const uint32_t *tokens;            /* start_layer == 0 */
+	size_t n_tokens;
+	const uint8_t *hidden;             /* start_layer > 0 */
+	size_t hidden_len;
+	const struct sf_sampling *sampling; /* for the last stage's token; NULL: greedy */
+};
+
+/* A stage's output: SF_STAGE_HIDDEN (hidden_len bytes in the caller's buffer) or SF_STAGE_TOKEN
+ * (end_layer == n_layers). */
+struct sf_engine_stage_out {
+	uint8_t kind;
+	uint32_t token;
+	size_t hidden_len;
+};
+
+/* A blob a state operation reads, already fetched by hash. */
+struct sf_engine_blob {
+	const uint8_t *data;
+	size_t len;
+};
+
+/* A state operation: an engine operation beside generation, named. */
+struct sf_engine_op_req {
+	const char *op;
+	const uint8_t *args;
+	size_t args_len;
+	const struct sf_engine_blob *blobs;
+	size_t n_blobs;
+	struct sf_engine_ctx *ctx; /* the session it acts on, or NULL */
+};
+
+/* Takes one streamed segment (its text is valid during the call). A nonzero return, a
+ * negative sf_code, stops the operation, which then returns that value. */
+typedef int (*sf_engine_segment_fn)(void *arg, const struct sf_segment *seg);
+
+/* The implementation's side. The wrappers have checked every pointer, count and range they
+ * document before calling; optional entries may be NULL. */
+struct sf_engine_ops {
+	const char *kind; /* "sim", ... */
+	void (*destroy)(void *impl);
+	/* Fills info; tokenizer_digest 0 lets sf_engine_create compute it from token_bytes. */
+	void (*info)(void *impl, struct sf_engine_info *info);
+
+	int (*encode)(void *impl, const char *text, size_t len, bool specials, uint32_t *out,
+		      size_t cap, size_t *n_out, struct sf_err *err);
+	int (*encode_pieces)(void *impl, const struct sf_piece *pieces, size_t n, uint32_t *out,
+			     size_t cap, size_t *n_out, struct sf_err *err); /* optional */
+	int (*token_bytes)(void *impl, uint32_t token, uint8_t *out, size_t cap, size_t *len,
+			   struct sf_err *err);
+	void (*specials)(void *impl, const struct sf_engine_special **list, size_t *n);
+	void (*templates)(void *impl, const struct sf_engine_template **list, size_t *n);
+
+	int (*ctx_new)(void *impl, const struct sf_sampling *s, struct sf_engine_ctx **out,
+		       struct sf_err *err);
+	void (*ctx_free)(void *impl, struct sf_engine_ctx *ctx);
+	int (*prefill)(void *impl, struct sf_engine_ctx *ctx, const uint32_t *tokens, size_t n,
+		       struct sf_err *err);
+	size_t (*ctx_len)(void *impl, const struct sf_engine_ctx *ctx);
+	int (*ctx_truncate)(void *impl, struct sf_engine_ctx *ctx, size_t n, struct sf_err *err);
+	uint64_t (*mem_used)(void *impl);
+
+	int (*decode)(void *impl, struct sf_engine_step *steps, size_t n, struct sf_err *err);
+	int (*stage_forward)(void *impl, const struct sf_engine_stage_in *in, uint8_t *hidden_out,
+			     size_t cap, struct sf_engine_stage_out *out, struct sf_err *err);
+
+	void (*state_op_names)(void *impl, const char *const **names, size_t *n);
+	int (*state_op)(void *impl, const struct sf_engine_op_req *req, sf_engine_segment_fn cb,
+			void *cb_arg, uint8_t *result, size_t cap, size_t *result_len,
+			struct sf_err *err);
+
+	double (*prefill_ms)(void *impl, size_t n_tokens);
+	double (*decode_ms)(void *impl, size_t batch);
+};
+
+/* ---- the engine ---- */
+
+/* Wraps impl behind ops (the engine owns impl from here, also on failure). */
+int sf_engine_create(const struct sf_engine_ops *ops, void *impl, struct sf_engine **out,
+		     struct sf_err *err);
+
+/* Destroys the engine and its implementation; contexts must be freed first. NULL is a no-op. */
+void sf_engine_free(struct sf_engine *e);
+
+/* The implementation's state, for its own helpers and tests. */
+void *sf_engine_impl(const struct sf_engine *e);
+
+/* The ops table's kind ("sim"). */
+const char *sf_engine_kind(const struct sf_engine *e);
+
+/* What the engine serves (valid for the engine's life). */
+const struct sf_engine_info *sf_engine_info(const struct sf_engine *e);
+
+/* Fills a wire model_info from the engine's info; name points into the engine. */
+void sf_engine_model_info(const struct sf_engine *e, struct sf_model_info *out);
+
+/* ---- tokenizer ---- */
+
+/* Encodes text, turning special-token texts (e.g. "<|im_start|>") into their tokens. */
+int sf_engine_encode(struct sf_engine *e, const char *text, size_t len, uint32_t *out,
+		     size_t cap, size_t *n_out, struct sf_err *err);
+
+/* Encodes text as plain text: special-token texts stay ordinary text. */
+int sf_engine_encode_plain(struct sf_engine *e, const char *text, size_t len, uint32_t *out,
+			   size_t cap, size_t *n_out, struct sf_err *err);
+
+/* Encodes pieces: a special piece must be exactly one special token's text, others are plain. */
+int sf_engine_encode_pieces(struct sf_engine *e, const struct sf_piece *pieces, size_t n,
+			    uint32_t *out, size_t cap, size_t *n_out, struct sf_err *err);
+
+/* The bytes of one token (a special's bytes are its text); SF_E_RANGE past the vocabulary. */
+int sf_engine_token_bytes(struct sf_engine *e, uint32_t token, uint8_t *out, size_t cap,
+			  size_t *len, struct sf_err *err);
+
+/* The bytes of a token sequence, concatenated (not NUL-terminated). */
+int sf_engine_detokenize(struct sf_engine *e, const uint32_t *tokens, size_t n, uint8_t *out,
+			 size_t cap, size_t *len, struct sf_err *err);
+
+/* The special tokens (engine-owned, valid for the engine's life). */
+void sf_engine_specials(struct sf_engine *e, const struct sf_engine_special **list, size_t *n);
+
+/* The named chat templates, the default one first (engine-owned). */
+void sf_engine_templates(struct sf_engine *e, const struct sf_engine_template **list, size_t *n);
+
+/* The template named name, or the default one for NULL; NULL when there is none. */
+const char *sf_engine_chat_template(struct sf_engine *e, const char *name);
+
+/* The tokenizer digest of any engine, from its token bytes: SHA-256 over (vocab size u32 LE,
+ * then each token's byte length u32 LE and bytes), first 8 bytes little-endian, 0 -> 1. */
+int sf_engine_compute_digest(struct sf_engine *e, uint64_t *digest, struct sf_err *err);
+
+/* ---- contexts ---- */
+
+/* A new empty context sampling with s (SF_E_RANGE: temperature < 0, top_p outside [0,1]). */
+int sf_engine_ctx_new(struct sf_engine *e, const struct sf_sampling *s,
+		      struct sf_engine_ctx **out, struct sf_err *err);
+
+/* Frees a context and its memory. NULL is a no-op. */
+void sf_engine_ctx_free(struct sf_engine *e, struct sf_engine_ctx *ctx);
+
+/* Appends tokens. SF_E_LIMIT past ctx_len, SF_E_NOMEM past the context memory, SF_E_RANGE for
+ * a token past the vocabulary; on error the context is as it was. */
+int sf_engine_prefill(struct sf_engine *e, struct sf_engine_ctx *ctx, const uint32_t *tokens,
+		      size_t n, struct sf_err *err);
+
+/* Tokens the context holds. */
+size_t sf_engine_ctx_len(struct sf_engine *e, const struct sf_engine_ctx *ctx);
+
+/* Drops the context's tokens past the first n (n <= its length), as if never appended. */
+int sf_engine_ctx_truncate(struct sf_engine *e, struct sf_engine_ctx *ctx, size_t n,
+			   struct sf_err *err);
+
+/* Context memory all contexts hold now, in bytes. */
+uint64_t sf_engine_mem_used(struct sf_engine *e);
+
+/* ---- generation ---- */
+
+/* One decode step over n <= batch_size distinct contexts: each gets its next token appended,
+ * and its logprobs when asked. A context's token does not depend on the others in the batch.
+ * Returns a negative sf_code when it refused the whole batch (nothing changed); otherwise 0,
+ * with steps[i].rc saying whether each context got its token. */
+int sf_engine_decode(struct sf_engine *e, struct sf_engine_step *steps, size_t n,
+		     struct sf_err *err);
+
+/* Runs layers [start_layer, end_layer): the hidden blob into hidden_out (capacity cap,
+ * info.stage_bytes suffices) or, when end_layer == n_layers, the next token. Running [0,k) then
+ * [k,n) gives what [0,n) gives, and that token is the decode step's for the same context. */
+int sf_engine_stage_forward(struct sf_engine *e, const struct sf_engine_stage_in *in,
+			    uint8_t *hidden_out, size_t cap, struct sf_engine_stage_out *out,
+			    struct sf_err *err);
+
+/* ---- state operations ---- */
+
+/* The names of the state operations the engine offers (engine-owned). */
+void sf_engine_state_op_names(struct sf_engine *e, const char *const **names, size_t *n);
+
+/* Runs a state operation: segments stream to cb (may be NULL) in seq order, then the result
+ * goes into result (capacity cap). SF_E_RANGE for an operation the engine lacks. */
+int sf_engine_state_op(struct sf_engine *e, const struct sf_engine_op_req *req,
+		       sf_engine_segment_fn cb, void *cb_arg, uint8_t *result, size_t cap,
+		       size_t *result_len, struct sf_err *err);
+
+/* ---- timing model (the engine does not sleep; the node's scheduler paces itself) ---- */
+
+/* Milliseconds a prefill of n_tokens takes. */
+double sf_engine_prefill_ms(struct sf_engine *e, size_t n_tokens);
+
+/* Milliseconds decode steps for batch contexts take (more than batch_size: several steps). */
+double sf_engine_decode_ms(struct sf_engine *e, size_t batch);
+
+#endif

@@ -1,0 +1,102 @@
+/* The simulated engine: deterministic, cheap, with configurable speed, so that any test can
+ * compute the exact stream a client must receive and one machine can stand in for a fleet.
+ *
+ * Tokenizer. Byte level: token b (0..255) is byte b; then the specials
+ *   <|bos|> 256  <|eos|> 257  <|im_start|> 258  <|im_end|> 259
+ *   <|tool_call|> 260  <|/tool_call|> 261  <|think|> 262  <|/think|> 263
+ * (vocab 264). A special's bytes are its text. Encoding never adds <|bos|>.
+ *
+ * Chat template (ChatML; "default" and "chatml" are this one, "tool_use" also lists tools):
+ *   <|im_start|>system\n{content}<|im_end|>\n
+ *   <|im_start|>user\n{content}<|im_end|>\n
+ *   <|im_start|>assistant\n            (the generation prompt)
+ * An assistant turn ends with <|im_end|>; reasoning is <|think|>...<|/think|> and a tool call
+ * <|tool_call|>{"name": ..., "arguments": {...}}<|/tool_call|> inside it.
+ *
+ * Model. A context is summed up by a running 64-bit hash of its tokens, its "run" (tokens
+ * since the last special token, or since the start) and its last token, all kept as tokens
+ * are appended, so a step is O(1). The hash (mixed with the config seed) gives a float
+ * embedding of width `hidden`; layer i computes h = tanh(W_i h + b_i) in float in a fixed
+ * order, W_i and b_i from the seed. The last layer's h gives pseudo-logits over 97 candidates
+ * ('\n', the printable bytes 0x20..0x7e, <|eos|>): an English-like letter prior plus a
+ * projection of h, with a space/newline after a space/newline pushed down. The <|eos|> logit
+ * is -13 + 2.2 * log2(1 + run) plus its projection, so a reply (its run starts after
+ * "<|im_start|>assistant\n"'s specials) ends more and more often as it grows. No other token
+ * is ever produced.
+ *
+ * Sampling. temperature < 1e-5 takes the argmax (ties: lowest id). Otherwise the logits are
+ * divided by temperature, cut to the top_k most likely (0: all) and then to the smallest set
+ * whose probability reaches top_p (0 or 1: all), and a draw made from sampling.seed and the
+ * bits of the final hidden state picks one: deterministic given the context and seeds.
+ * Logprobs are the log-softmax of the raw logits over the candidates (temperature 1, before
+ * top_k/top_p), whatever the sampling; at temperature 0 the chosen token is the top one.
+ *
+ * Pipeline stages exchange a hidden blob: u32 width, u32 layer (the next layer to run), u32
+ * run, u32 last token (0xffffffff: none), u32 model check (from the seed and shapes), then
+ * width f32, all little-endian; positions travel beside activations as in a real engine.
+ *
+ * State operations: "echo" (result = args), "transcribe" (input: the first blob, or args when
+ * there is none; one segment per 16 input bytes, 1000 ms each (a last short one in
+ * proportion), text of two to four lowercase words made from the chunk and the seed; result
+ * = the segments' texts joined by single spaces), "context_hash" (needs a session; result =
+ * u32 length, u64 running hash, LE).
+ *
+ * Timing: a prefill of n tokens takes n * prefill_us_per_token us; a decode step, any batch
+ * up to batch_size, takes 1000 / decode_steps_per_s ms (0: as fast as possible). */
+#ifndef SUPERFLUID_SIM_ENGINE_H
+#define SUPERFLUID_SIM_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <superfluid/engine.h>
+
+enum {
+	SF_SIM_BOS = 256,
+	SF_SIM_EOS = 257,
+	SF_SIM_IM_START = 258,
+	SF_SIM_IM_END = 259,
+	SF_SIM_TOOL_CALL = 260,
+	SF_SIM_TOOL_CALL_END = 261,
+	SF_SIM_THINK = 262,
+	SF_SIM_THINK_END = 263,
+	SF_SIM_VOCAB = 264,
+};
+
+#define SF_SIM_MAX_LAYERS 128
+#define SF_SIM_MAX_HIDDEN 256
+#define SF_SIM_MAX_CTX SF_MAX_TOKENS
+#define SF_SIM_MAX_BATCH 4096
+#define SF_SIM_STAGE_HDR 20
+
+/* A zero field takes its default (shown); sf_sim_config_default fills them in. */
+struct sf_sim_config {
+	uint64_t seed;
+	const char *model;            /* "sim-1" */
+	uint32_t n_layers;            /* 8 */
+	uint32_t hidden;              /* 16 */
+	uint32_t ctx_len;             /* 32768 */
+	uint32_t batch_size;          /* 8 */
+	double decode_steps_per_s;    /* 0: as fast as possible */
+	double prefill_us_per_token;  /* 0: free */
+	uint64_t ctx_bytes_per_token; /* 2 * n_layers * hidden * 4 (a K and a V row per layer) */
+	uint64_t ctx_mem_total;       /* 0: unbounded */
+};
+
+/* Sets every field to its default, seed 0. */
+void sf_sim_config_default(struct sf_sim_config *cfg);
+
+/* A simulated engine with cfg (SF_E_RANGE for shapes past the SF_SIM_MAX_* limits). */
+int sf_sim_engine_new(const struct sf_sim_config *cfg, struct sf_engine **out,
+		      struct sf_err *err);
+
+/* The stream a client must receive for a generation after the context ctx (the whole
+ * context: prompt and earlier turns, as the node holds it) with sampling s: into out
+ * (capacity cap) the new tokens without the final <|eos|>, and finish_reason SF_FINISH_STOP
+ * when <|eos|> came, SF_FINISH_LENGTH at max_new_tokens or when the context reached ctx_len.
+ * Pure and reentrant. SF_E_LIMIT when the context is over ctx_len or the stream over cap. */
+int sf_sim_expected(const struct sf_sim_config *cfg, const struct sf_sampling *s,
+		    const uint32_t *ctx, size_t n_ctx, uint32_t max_new_tokens, uint32_t *out,
+		    size_t cap, size_t *n_out, uint32_t *finish_reason, struct sf_err *err);
+
+#endif

@@ -1,0 +1,97 @@
+/* Shared inside the simulated engine: the model, a context's running summary, the engine. */
+#ifndef SF_ENGINE_SIM_INTERNAL_H
+#define SF_ENGINE_SIM_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <superfluid/sim_engine.h>
+
+#define SIM_NCAND 97          /* '\n', 0x20..0x7e, <|eos|> */
+#define SIM_NO_TOKEN 0xffffffffu
+
+/* Weights and priors, all made from the config's seed. */
+struct sim_model {
+	uint64_t seed;
+	uint32_t n_layers;
+	uint32_t hidden;
+	uint32_t check; /* in every hidden blob: the two ends of a pipeline share a model */
+	float *w;       /* n_layers x hidden x hidden, row-major */
+	float *b;       /* n_layers x hidden */
+	float *proj;    /* SIM_NCAND x hidden */
+	float prior[SIM_NCAND];
+};
+
+/* What the next token depends on, kept as tokens are appended. */
+struct sim_state {
+	uint64_t hash;
+	uint32_t run;  /* tokens since the last special token */
+	uint32_t last; /* SIM_NO_TOKEN for an empty context */
+};
+
+struct sim_ctx {
+	struct sim_state st;
+	struct sf_sampling s;
+	uint32_t *tokens;
+	uint32_t len;
+	uint32_t cap;
+};
+
+struct sim {
+	struct sf_sim_config cfg; /* defaults filled in; cfg.model points to model */
+	char model[SF_MAX_NAME];
+	struct sim_model m;
+	uint64_t mem_used;
+};
+
+static inline struct sim_ctx *sim_ctx(struct sf_engine_ctx *c)
+{
+	return (struct sim_ctx *)c;
+}
+
+static inline const struct sim_ctx *sim_cctx(const struct sf_engine_ctx *c)
+{
+	return (const struct sim_ctx *)c;
+}
+
+/* sim_engine.c */
+int sim_config_resolve(const struct sf_sim_config *in, struct sf_sim_config *out,
+		       struct sf_err *err);
+
+/* sim_model.c */
+uint64_t sim_mix64(uint64_t x);
+int sim_model_init(struct sim_model *m, const struct sf_sim_config *cfg, struct sf_err *err);
+void sim_model_fini(struct sim_model *m);
+void sim_state_init(struct sim_state *st);
+void sim_state_push(struct sim_state *st, uint32_t token);
+void sim_embed(const struct sim_model *m, const struct sim_state *st, float *h);
+void sim_layers(const struct sim_model *m, float *h, uint32_t start, uint32_t end);
+uint32_t sim_pick(const struct sim_model *m, const float *h, uint32_t run, uint32_t last,
+		  const struct sf_sampling *s, struct sf_engine_logprob *lp, uint32_t n_top);
+uint32_t sim_next(const struct sim_model *m, const struct sim_state *st,
+		  const struct sf_sampling *s, struct sf_engine_logprob *lp, uint32_t n_top);
+size_t sim_stage_bytes(const struct sim_model *m);
+void sim_hidden_pack(const struct sim_model *m, const float *h, uint32_t layer,
+		     uint32_t run, uint32_t last, uint8_t *out);
+int sim_hidden_unpack(const struct sim_model *m, const uint8_t *in, size_t len,
+		      uint32_t layer, float *h, uint32_t *run, uint32_t *last,
+		      struct sf_err *err);
+
+/* sim_tokenizer.c */
+int sim_encode(void *impl, const char *text, size_t len, bool specials, uint32_t *out,
+	       size_t cap, size_t *n_out, struct sf_err *err);
+int sim_encode_pieces(void *impl, const struct sf_piece *pieces, size_t n, uint32_t *out,
+		      size_t cap, size_t *n_out, struct sf_err *err);
+int sim_token_bytes(void *impl, uint32_t token, uint8_t *out, size_t cap, size_t *len,
+		    struct sf_err *err);
+void sim_specials(void *impl, const struct sf_engine_special **list, size_t *n);
+void sim_templates(void *impl, const struct sf_engine_template **list, size_t *n);
+
+/* sim_ops.c */
+void sim_state_op_names(void *impl, const char *const **names, size_t *n);
+int sim_state_op(void *impl, const struct sf_engine_op_req *req, sf_engine_segment_fn cb,
+		 void *cb_arg, uint8_t *result, size_t cap, size_t *result_len,
+		 struct sf_err *err);
+
+#endif

@@ -1,0 +1,354 @@
+/* The simulated model: context summary, embedding, layers, pseudo-logits, sampling. */
+#include "sim_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GOLDEN 0x9e3779b97f4a7c15ull
+#define HASH0 0x243f6a8885a308d3ull
+#define NOISE 2.5f
+#define EOS_BASE -13.0
+#define EOS_SLOPE 2.2
+#define REPEAT_SPACE -5.0f
+
+uint64_t sim_mix64(uint64_t x)
+{
+	x += GOLDEN;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* A float in [-1, 1) with 24 significant bits, exact in float. */
+static float unit(uint64_t x)
+{
+	return (float)((int32_t)(x >> 40) - (1 << 23)) / (float)(1 << 23);
+}
+
+static uint32_t cand_token(int c)
+{
+	if (c == 0)
+		return '\n';
+	if (c == SIM_NCAND - 1)
+		return SF_SIM_EOS;
+	return (uint32_t)(0x20 + c - 1);
+}
+
+/* English-like frequencies per 10,000 characters. */
+static double byte_freq(uint32_t b)
+{
+	static const double lower[26] = {
+		660, 120, 230, 350, 1000, 180, 160, 490, 570, 10, 60, 330, 200,
+		560, 610, 150, 8, 490, 510, 740, 230, 80, 190, 12, 160, 6,
+	};
+	if (b >= 'a' && b <= 'z')
+		return lower[b - 'a'];
+	if (b >= 'A' && b <= 'Z')
+		return lower[b - 'A'] / 12;
+	if (b >= '0' && b <= '9')
+		return 8;
+	switch (b) {
+	case ' ': return 1800;
+	case ',': case '.': return 90;
+	case '\n': return 40;
+	case '\'': return 20;
+	case '-': return 15;
+	case '"': return 10;
+	case '?': return 8;
+	case '!': case ':': return 6;
+	case ';': case '(': case ')': return 4;
+	}
+	return 1;
+}
+
+int sim_model_init(struct sim_model *m, const struct sf_sim_config *cfg, struct sf_err *err)
+{
+	uint32_t n = cfg->hidden, l = cfg->n_layers;
+	memset(m, 0, sizeof(*m));
+	m->seed = cfg->seed;
+	m->n_layers = l;
+	m->hidden = n;
+	m->check = (uint32_t)sim_mix64(cfg->seed ^ ((uint64_t)l << 32 | n) ^ 0x5346483100000000ull);
+	m->w = malloc(sizeof(float) * l * n * n);
+	m->b = malloc(sizeof(float) * l * n);
+	m->proj = malloc(sizeof(float) * SIM_NCAND * n);
+	if (!m->w || !m->b || !m->proj) {
+		sim_model_fini(m);
+		return sf_err_set(err, SF_E_NOMEM, "no memory for the sim model's weights");
+	}
+	/* Scales that keep tanh out of saturation and the projection near unit variance. */
+	float ws = 2.0f / sqrtf((float)n), ps = sqrtf(3.0f / (float)n);
+	uint64_t x = sim_mix64(cfg->seed ^ 0x57);
+	for (size_t i = 0; i < (size_t)l * n * n; i++)
+		m->w[i] = unit(x = sim_mix64(x)) * ws;
+	for (size_t i = 0; i < (size_t)l * n; i++)
+		m->b[i] = unit(x = sim_mix64(x)) * 0.5f;
+	for (size_t i = 0; i < (size_t)SIM_NCAND * n; i++)
+		m->proj[i] = unit(x = sim_mix64(x)) * ps;
+	for (int c = 0; c < SIM_NCAND - 1; c++)
+		m->prior[c] = (float)log(byte_freq(cand_token(c)) / 10000.0);
+	m->prior[SIM_NCAND - 1] = 0; /* eos: by run, in sim_pick */
+	return 0;
+}
+
+void sim_model_fini(struct sim_model *m)
+{
+	free(m->w);
+	free(m->b);
+	free(m->proj);
+	m->w = m->b = m->proj = NULL;
+}
+
+void sim_state_init(struct sim_state *st)
+{
+	st->hash = HASH0;
+	st->run = 0;
+	st->last = SIM_NO_TOKEN;
+}
+
+void sim_state_push(struct sim_state *st, uint32_t token)
+{
+	st->hash = sim_mix64(st->hash ^ ((uint64_t)token + 1) * GOLDEN);
+	st->run = token >= 256 ? 0 : st->run + 1;
+	st->last = token;
+}
+
+void sim_embed(const struct sim_model *m, const struct sim_state *st, float *h)
+{
+	uint64_t base = st->hash ^ sim_mix64(m->seed);
+	for (uint32_t j = 0; j < m->hidden; j++)
+		h[j] = unit(sim_mix64(base + j * GOLDEN));
+}
+
+/* One copy of the float arithmetic, so a pipeline and the decode step run the same code. */
+__attribute__((noinline)) void sim_layers(const struct sim_model *m, float *h, uint32_t start,
+					  uint32_t end)
+{
+	float t[SF_SIM_MAX_HIDDEN];
+	uint32_t n = m->hidden;
+	for (uint32_t l = start; l < end; l++) {
+		const float *w = m->w + (size_t)l * n * n, *b = m->b + (size_t)l * n;
+		for (uint32_t i = 0; i < n; i++) {
+			float acc = b[i];
+			for (uint32_t j = 0; j < n; j++)
+				acc += w[(size_t)i * n + j] * h[j];
+			t[i] = tanhf(acc);
+		}
+		memcpy(h, t, sizeof(float) * n);
+	}
+}
+
+__attribute__((noinline)) static void logits_of(const struct sim_model *m, const float *h,
+						uint32_t run, uint32_t last, float *lg)
+{
+	uint32_t n = m->hidden;
+	for (int c = 0; c < SIM_NCAND; c++) {
+		const float *p = m->proj + (size_t)c * n;
+		float z = 0;
+		for (uint32_t j = 0; j < n; j++)
+			z += p[j] * h[j];
+		lg[c] = m->prior[c] + NOISE * z;
+	}
+	lg[SIM_NCAND - 1] += (float)(EOS_BASE + EOS_SLOPE * log2(1.0 + run));
+	if (last == ' ' || last == '\n') {
+		lg[0] += REPEAT_SPACE;
+		lg[1] += REPEAT_SPACE;
+	}
+}
+
+/* Candidates by logit, most likely first, ties by token id. */
+static void sort_cands(const float *lg, int *ord)
+{
+	for (int i = 0; i < SIM_NCAND; i++) {
+		int c = i, k = i;
+		while (k > 0 && lg[ord[k - 1]] < lg[c]) {
+			ord[k] = ord[k - 1];
+			k--;
+		}
+		ord[k] = c;
+	}
+}
+
+static uint64_t draw_seed(const float *h, uint32_t n, uint32_t run, uint32_t last,
+			  uint64_t seed)
+{
+	uint64_t x = sim_mix64(seed * GOLDEN ^ ((uint64_t)run << 32 | last));
+	for (uint32_t j = 0; j < n; j++) {
+		uint32_t bits;
+		memcpy(&bits, &h[j], 4);
+		x = sim_mix64(x ^ bits);
+	}
+	return x;
+}
+
+static int sample(const float *lg, const int *ord, const float *h, uint32_t n, uint32_t run,
+		  uint32_t last, const struct sf_sampling *s)
+{
+	double p[SIM_NCAND], sum = 0, t = s->temperature;
+	int keep = SIM_NCAND;
+	if (s->top_k && s->top_k < (uint32_t)keep)
+		keep = (int)s->top_k;
+	for (int i = 0; i < keep; i++)
+		sum += p[i] = exp(((double)lg[ord[i]] - lg[ord[0]]) / t);
+	if (s->top_p > 0 && s->top_p < 1) {
+		double cum = 0, want = s->top_p * sum;
+		for (int i = 0; i < keep; i++) {
+			cum += p[i];
+			if (cum >= want) {
+				keep = i + 1;
+				sum = cum;
+				break;
+			}
+		}
+	}
+	uint64_t x = draw_seed(h, n, run, last, s->seed);
+	double target = (double)(x >> 11) * 0x1p-53 * sum, cum = 0;
+	for (int i = 0; i < keep; i++) {
+		cum += p[i];
+		if (cum > target)
+			return ord[i];
+	}
+	return ord[keep - 1];
+}
+
+uint32_t sim_pick(const struct sim_model *m, const float *h, uint32_t run, uint32_t last,
+		  const struct sf_sampling *s, struct sf_engine_logprob *lp, uint32_t n_top)
+{
+	float lg[SIM_NCAND];
+	int ord[SIM_NCAND], c;
+	logits_of(m, h, run, last, lg);
+	sort_cands(lg, ord);
+	if (!s || s->temperature < 1e-5f)
+		c = ord[0];
+	else
+		c = sample(lg, ord, h, m->hidden, run, last, s);
+	if (lp) {
+		double sum = 0, lse;
+		for (int i = 0; i < SIM_NCAND; i++)
+			sum += exp((double)lg[i] - lg[ord[0]]);
+		lse = lg[ord[0]] + log(sum);
+		lp->token = cand_token(c);
+		lp->logprob = (float)(lg[c] - lse);
+		lp->n_top = n_top < SIM_NCAND ? n_top : SIM_NCAND;
+		for (uint32_t i = 0; i < lp->n_top; i++) {
+			lp->top[i].token = cand_token(ord[i]);
+			lp->top[i].logprob = (float)(lg[ord[i]] - lse);
+		}
+	}
+	return cand_token(c);
+}
+
+uint32_t sim_next(const struct sim_model *m, const struct sim_state *st,
+		  const struct sf_sampling *s, struct sf_engine_logprob *lp, uint32_t n_top)
+{
+	float h[SF_SIM_MAX_HIDDEN];
+	sim_embed(m, st, h);
+	sim_layers(m, h, 0, m->n_layers);
+	return sim_pick(m, h, st->run, st->last, s, lp, n_top);
+}
+
+/* ---- the hidden blob between stages ---- */
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+size_t sim_stage_bytes(const struct sim_model *m)
+{
+	return SF_SIM_STAGE_HDR + 4 * (size_t)m->hidden;
+}
+
+void sim_hidden_pack(const struct sim_model *m, const float *h, uint32_t layer,
+		     uint32_t run, uint32_t last, uint8_t *out)
+{
+	put32(out, m->hidden);
+	put32(out + 4, layer);
+	put32(out + 8, run);
+	put32(out + 12, last);
+	put32(out + 16, m->check);
+	for (uint32_t j = 0; j < m->hidden; j++) {
+		uint32_t bits;
+		memcpy(&bits, &h[j], 4);
+		put32(out + SF_SIM_STAGE_HDR + 4 * j, bits);
+	}
+}
+
+int sim_hidden_unpack(const struct sim_model *m, const uint8_t *in, size_t len,
+		      uint32_t layer, float *h, uint32_t *run, uint32_t *last,
+		      struct sf_err *err)
+{
+	if (len != sim_stage_bytes(m) || get32(in) != m->hidden)
+		return sf_err_set(err, SF_E_RANGE, "hidden state of %zu bytes, not %zu (width %u)",
+				  len, sim_stage_bytes(m), m->hidden);
+	if (get32(in + 16) != m->check)
+		return sf_err_set(err, SF_E_RANGE,
+				  "hidden state from another model (check %08x, this one %08x)",
+				  get32(in + 16), m->check);
+	if (get32(in + 4) != layer)
+		return sf_err_set(err, SF_E_RANGE, "hidden state for layer %u given to layer %u",
+				  get32(in + 4), layer);
+	*run = get32(in + 8);
+	*last = get32(in + 12);
+	for (uint32_t j = 0; j < m->hidden; j++) {
+		uint32_t bits = get32(in + SF_SIM_STAGE_HDR + 4 * j);
+		memcpy(&h[j], &bits, 4);
+		if (!isfinite(h[j]))
+			return sf_err_set(err, SF_E_RANGE, "hidden state value %u is not finite", j);
+	}
+	return 0;
+}
+
+/* ---- the expected stream ---- */
+
+int sf_sim_expected(const struct sf_sim_config *cfg, const struct sf_sampling *s,
+		    const uint32_t *ctx, size_t n_ctx, uint32_t max_new_tokens, uint32_t *out,
+		    size_t cap, size_t *n_out, uint32_t *finish_reason, struct sf_err *err)
+{
+	struct sf_sim_config c;
+	struct sim_model m;
+	struct sim_state st;
+	*n_out = 0;
+	*finish_reason = SF_FINISH_LENGTH;
+	int rc = sim_config_resolve(cfg, &c, err);
+	if (rc)
+		return rc;
+	if (n_ctx > c.ctx_len)
+		return sf_err_set(err, SF_E_LIMIT, "context of %zu tokens, over the context length %u",
+				  n_ctx, c.ctx_len);
+	sim_state_init(&st);
+	for (size_t i = 0; i < n_ctx; i++) {
+		if (ctx[i] >= SF_SIM_VOCAB)
+			return sf_err_set(err, SF_E_RANGE, "token %zu (%u) past the vocabulary", i,
+					  ctx[i]);
+		sim_state_push(&st, ctx[i]);
+	}
+	rc = sim_model_init(&m, &c, err);
+	if (rc)
+		return rc;
+	size_t len = n_ctx, n = 0;
+	for (uint32_t i = 0; i < max_new_tokens && len < c.ctx_len; i++) {
+		uint32_t t = sim_next(&m, &st, s, NULL, 0);
+		if (t == SF_SIM_EOS) {
+			*finish_reason = SF_FINISH_STOP;
+			break;
+		}
+		if (n == cap) {
+			rc = sf_err_set(err, SF_E_LIMIT, "expected stream over %zu tokens", cap);
+			break;
+		}
+		out[n++] = t;
+		sim_state_push(&st, t);
+		len++;
+	}
+	sim_model_fini(&m);
+	*n_out = n;
+	return rc;
+}

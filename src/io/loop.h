@@ -1,0 +1,117 @@
+/* The event loop one shard runs: its connections, listeners and timers, on io_uring or epoll
+ * behind one interface. Single-threaded: a loop is touched only by the thread that runs it
+ * (sf_loop_wake is the one call another thread may make).
+ *
+ * Connections deliver bytes to on_recv and take bytes with sf_conn_write; the loop sends what
+ * was written once per turn, in one submit for all connections. A connection is never freed
+ * inside one of its own callbacks: sf_conn_close flags it, and the loop reaps it after the
+ * batch, when no operation of the kernel's still points into it. */
+#ifndef SF_IO_LOOP_H
+#define SF_IO_LOOP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <superfluid/buf.h>
+#include <superfluid/err.h>
+
+#include "io/timer_heap.h"
+
+enum sf_io_kind {
+	SF_IO_AUTO = 0,  /* io_uring when the kernel allows it, else epoll (said in one line) */
+	SF_IO_URING = 1,
+	SF_IO_EPOLL = 2,
+};
+
+struct sf_loop_config {
+	enum sf_io_kind io;
+	uint32_t max_conns;     /* 0: 65536 */
+	size_t conn_tx_limit;   /* bytes written and not yet sent, per connection; 0: 64 MiB */
+	size_t conn_rx_stash;   /* bytes a connection may hold that on_recv did not take; 0: 4 MiB */
+	uint32_t ring_entries;  /* io_uring submission queue size; 0: 4096 */
+	bool quiet;             /* do not print the fallback line */
+};
+
+struct sf_loop;
+struct sf_conn;
+
+struct sf_conn_ops {
+	/* Bytes arrived; returns how many it took. What it leaves is offered again, first, on
+	 * the next turn (bounded by conn_rx_stash: past it the connection is closed). */
+	size_t (*on_recv)(struct sf_conn *c, const uint8_t *p, size_t n);
+	/* A dial finished: err 0, or the errno of the failure (then on_closed follows). */
+	void (*on_connected)(struct sf_conn *c, int err);
+	/* The connection is gone: err 0 for the peer's clean end of stream or our close, else
+	 * an errno. Called once; the connection is freed right after. */
+	void (*on_closed)(struct sf_conn *c, int err);
+	/* Called at the end of every turn in which the connection received bytes, so the owner
+	 * can run its state machine once for the whole batch (may be NULL). */
+	void (*on_turn)(struct sf_conn *c);
+};
+
+/* A listener calls this with each accepted socket (non-blocking, close-on-exec). */
+typedef void (*sf_accept_fn)(struct sf_loop *loop, int fd, void *arg);
+
+/* A new loop. Returns 0 or a negative sf_code with err set. */
+int sf_loop_new(struct sf_loop **out, const struct sf_loop_config *cfg, struct sf_err *err);
+/* Closes every connection and listener (their on_closed runs) and frees the loop. */
+void sf_loop_free(struct sf_loop *loop);
+
+/* The backend in use. */
+enum sf_io_kind sf_loop_kind(const struct sf_loop *loop);
+const char *sf_io_kind_name(enum sf_io_kind k);
+
+/* The loop's clock: monotonic milliseconds, read once per turn. */
+uint64_t sf_loop_now(const struct sf_loop *loop);
+
+/* Runs one turn: timers due, sends written, then waits up to max_wait_ms (or the next timer)
+ * for completions and handles them all. Returns 0 or a negative sf_code. */
+int sf_loop_turn(struct sf_loop *loop, int max_wait_ms);
+/* Runs turns until sf_loop_stop. */
+int sf_loop_run(struct sf_loop *loop);
+void sf_loop_stop(struct sf_loop *loop);
+/* Wakes the loop from another thread (eventfd); cheap, may be called often. */
+void sf_loop_wake(struct sf_loop *loop);
+/* Called on the loop's thread after each wake (may be NULL). */
+void sf_loop_on_wake(struct sf_loop *loop, void (*fn)(struct sf_loop *loop, void *arg), void *arg);
+
+/* Listens on the bound, listening socket fd; the loop owns it. Returns 0 or negative. */
+int sf_loop_listen(struct sf_loop *loop, int fd, sf_accept_fn fn, void *arg);
+
+/* Takes a connected socket (made non-blocking here); NULL when the table is full. */
+struct sf_conn *sf_conn_new(struct sf_loop *loop, int fd, const struct sf_conn_ops *ops, void *user);
+/* Dials addr within timeout_ms; on_connected tells how it went. NULL on an immediate error
+ * (err set). */
+struct sf_conn *sf_conn_dial(struct sf_loop *loop, const struct sockaddr *addr, socklen_t len,
+			     int timeout_ms, const struct sf_conn_ops *ops, void *user,
+			     struct sf_err *err);
+
+/* Queues bytes to send (copied). Returns 0, or SF_E_LIMIT when the connection already holds
+ * conn_tx_limit unsent bytes (nothing queued), or SF_E_STATE when it is closing. */
+int sf_conn_write(struct sf_conn *c, const void *p, size_t n);
+/* Room left before sf_conn_write refuses. */
+size_t sf_conn_write_room(const struct sf_conn *c);
+/* Bytes written and not yet handed to the kernel or acknowledged by a send completion. */
+size_t sf_conn_unsent(const struct sf_conn *c);
+/* Closes after what was written is sent (flush) or at once (!flush); on_closed follows. */
+void sf_conn_close(struct sf_conn *c, bool flush);
+
+void *sf_conn_user(const struct sf_conn *c);
+void sf_conn_set_user(struct sf_conn *c, void *user);
+struct sf_loop *sf_conn_loop(const struct sf_conn *c);
+int sf_conn_fd(const struct sf_conn *c);
+
+/* Timers on the loop's clock. */
+uint64_t sf_loop_timer(struct sf_loop *loop, uint64_t deadline_ms, sf_timer_fn fn, void *arg);
+void sf_loop_timer_cancel(struct sf_loop *loop, uint64_t id);
+
+/* Counters for benchmarks and metrics. */
+struct sf_loop_stats {
+	uint64_t turns, submits, syscalls, recv_calls, send_calls, bytes_in, bytes_out;
+	uint32_t conns;
+};
+void sf_loop_stats(const struct sf_loop *loop, struct sf_loop_stats *out);
+
+#endif

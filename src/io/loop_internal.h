@@ -1,0 +1,83 @@
+/* What the loop core and its backends share. */
+#ifndef SF_IO_LOOP_INTERNAL_H
+#define SF_IO_LOOP_INTERNAL_H
+
+#include <sys/socket.h>
+
+#include "io/loop.h"
+
+struct sf_listener {
+	int fd;
+	sf_accept_fn fn;
+	void *arg;
+	bool armed; /* io_uring: a multishot accept is in flight */
+};
+
+struct sf_conn {
+	struct sf_loop *loop;
+	int fd;
+	uint32_t slot, gen;
+	const struct sf_conn_ops *ops;
+	void *user;
+	struct sf_buf out;      /* written, not yet sent */
+	struct sf_buf inflight; /* io_uring: handed to the kernel, awaiting completion */
+	struct sf_buf stash;    /* received, not yet taken by on_recv */
+	uint64_t dial_timer;
+	int ops_in_flight;      /* kernel operations that still point into this conn */
+	int close_err;
+	bool dialing, closing, flush_close, dead, on_dirty, on_turn_list;
+	bool recv_armed; /* io_uring: a multishot recv is in flight; epoll: fd registered */
+	bool want_write; /* epoll: EPOLLOUT registered */
+	int dial_timeout_ms;
+	struct sockaddr_storage dial_addr; /* io_uring: lives until the connect completes */
+	struct sf_conn *next_dirty, *next_turn, *next_dead;
+};
+
+struct sf_backend_ops {
+	const char *name;
+	bool dial_times_out; /* the backend ends a dial at dial_timeout_ms itself */
+	int (*init)(struct sf_loop *loop, struct sf_err *err);
+	void (*fini)(struct sf_loop *loop);
+	int (*listen)(struct sf_loop *loop, struct sf_listener *l);
+	int (*conn_start)(struct sf_loop *loop, struct sf_conn *c); /* start receiving */
+	int (*dial)(struct sf_loop *loop, struct sf_conn *c, const struct sockaddr *a, socklen_t n);
+	void (*send)(struct sf_loop *loop, struct sf_conn *c); /* out has bytes */
+	void (*cancel)(struct sf_loop *loop, struct sf_conn *c); /* stop its operations */
+	int (*wait)(struct sf_loop *loop, int timeout_ms); /* submit, wait, dispatch */
+};
+
+extern const struct sf_backend_ops sf_backend_uring;
+extern const struct sf_backend_ops sf_backend_epoll;
+
+struct sf_loop {
+	struct sf_loop_config cfg;
+	const struct sf_backend_ops *be;
+	void *be_state;
+	enum sf_io_kind kind;
+	uint64_t now;
+	bool stop;
+	struct sf_timers timers;
+	struct sf_conn **conns; /* slot table */
+	uint32_t *free_slots, n_free, n_conns;
+	struct sf_listener *listeners;
+	uint32_t n_listeners;
+	struct sf_conn *dirty, *turn_list, *dead_list;
+	int wake_fd;
+	void (*wake_fn)(struct sf_loop *loop, void *arg);
+	void *wake_arg;
+	struct sf_loop_stats stats;
+	uint8_t *rx_scratch; /* epoll: one read's worth */
+};
+
+/* Backends call these with what completed. */
+void sf__loop_deliver(struct sf_loop *loop, struct sf_conn *c, const uint8_t *p, size_t n);
+void sf__loop_conn_failed(struct sf_loop *loop, struct sf_conn *c, int err);
+void sf__loop_connected(struct sf_loop *loop, struct sf_conn *c, int err);
+void sf__loop_accepted(struct sf_loop *loop, struct sf_listener *l, int fd);
+void sf__loop_woken(struct sf_loop *loop);
+void sf__loop_mark_dirty(struct sf_conn *c);
+struct sf_conn *sf__loop_conn_at(struct sf_loop *loop, uint32_t slot, uint32_t gen);
+
+#define SF_RX_CHUNK 65536
+
+#endif

@@ -1,0 +1,471 @@
+/* Writes the seed corpora of the harnesses: make_corpus DIR [harness...] fills
+ * DIR/<harness>/ (emptied first) for each harness named, or all of them. The output is the
+ * same on every run: messages come from sf_msg_sample with fixed seeds, and libsodium draws
+ * from the fuzzing generator, reset where the harness resets it, so the recorded sealed
+ * handshakes get through when replayed. */
+#include "fuzz_common.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <superfluid/link.h>
+#include <superfluid/noise.h>
+
+static const char *out_dir; /* DIR/<harness> being written */
+static unsigned n_written;
+
+static void die(const char *what)
+{
+	fprintf(stderr, "make_corpus: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static void put_file(const char *name, const struct sf_buf *b)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", out_dir, name);
+	FILE *f = fopen(path, "wb");
+	if (!f)
+		die(path);
+	if (sf_buf_used(b) && fwrite(sf_buf_head(b), 1, sf_buf_used(b), f) != sf_buf_used(b))
+		die(path);
+	if (fclose(f))
+		die(path);
+	n_written++;
+}
+
+static void app(struct sf_buf *b, const void *p, size_t n)
+{
+	if (sf_buf_append(b, p, n))
+		fuzz_fail("corpus buffer full");
+}
+
+static void app_u8(struct sf_buf *b, uint8_t v)
+{
+	app(b, &v, 1);
+}
+
+static void app_u16(struct sf_buf *b, size_t v)
+{
+	uint8_t le[2] = { (uint8_t)v, (uint8_t)(v >> 8) };
+	app(b, le, 2);
+}
+
+/* Makes dir (if needed) and empties it of regular files. */
+static void start_dir(const char *root, const char *harness)
+{
+	static char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", root, harness);
+	if (mkdir(path, 0777) && errno != EEXIST)
+		die(path);
+	DIR *d = opendir(path);
+	if (!d)
+		die(path);
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char f[4096 + 256];
+		struct stat st;
+		snprintf(f, sizeof(f), "%s/%s", path, e->d_name);
+		if (lstat(f, &st) == 0 && S_ISREG(st.st_mode) && unlink(f))
+			die(f);
+	}
+	closedir(d);
+	out_dir = path;
+	n_written = 0;
+}
+
+/* Appends the frame of sample (type, seed, items) at version; false when the type is not
+ * in it. */
+static bool sample_frame(struct sf_buf *b, uint16_t type, uint64_t seed, uint32_t items,
+			 uint32_t version)
+{
+	struct sf_arena a;
+	struct sf_msg m;
+	struct sf_err err;
+
+	if (sf_msg_min_version(type) > version)
+		return false;
+	sf_arena_init(&a, 64u << 20);
+	if (sf_msg_sample(type, seed, items, &a, &m))
+		fuzz_fail("sample %s", sf_msg_name(type));
+	if (sf_msg_encode(b, type, &m.u, version, SF_FRAME_PAYLOAD_MAX, &err))
+		fuzz_fail("encode %s: %s", sf_msg_name(type), err.msg);
+	sf_arena_free(&a);
+	return true;
+}
+
+/* ---- fuzz_msg: u16 type index, payload ---- */
+
+static void make_msg(void)
+{
+	static const uint32_t items[] = { 0, 1, 4 };
+	struct sf_buf b, f;
+	char name[128];
+
+	sf_buf_init(&b, 64u << 20);
+	sf_buf_init(&f, 64u << 20);
+	for (size_t i = 0; i < sf_msg_type_count; i++) {
+		for (uint64_t seed = 1; seed <= 3; seed++) {
+			for (size_t k = 0; k < sizeof(items) / sizeof(items[0]); k++) {
+				sf_buf_clear(&f);
+				sample_frame(&f, sf_msg_types[i], seed, items[k], SF_VERSION_MAX);
+				sf_buf_clear(&b);
+				app_u16(&b, i);
+				app(&b, sf_buf_head(&f) + SF_FRAME_HDR_LEN,
+				    sf_buf_used(&f) - SF_FRAME_HDR_LEN);
+				snprintf(name, sizeof(name), "%s-s%llu-n%u", sf_msg_name(sf_msg_types[i]),
+					 (unsigned long long)seed, items[k]);
+				put_file(name, &b);
+			}
+		}
+	}
+	sf_buf_free(&b);
+	sf_buf_free(&f);
+}
+
+/* ---- fuzz_frame: [max choice] [version - 2] frames ---- */
+
+static void make_frame(void)
+{
+	struct sf_buf b;
+	char name[128];
+
+	sf_buf_init(&b, 64u << 20);
+	for (uint32_t v = SF_VERSION_MIN; v <= SF_VERSION_MAX; v++) {
+		for (size_t i = 0; i < sf_msg_type_count; i++) {
+			for (uint64_t seed = 1; seed <= 2; seed++) {
+				sf_buf_clear(&b);
+				app_u8(&b, FUZZ_FRAME_N_MAX - 1); /* SF_FRAME_PAYLOAD_MAX */
+				app_u8(&b, (uint8_t)(v - SF_VERSION_MIN));
+				/* 1 to 3 frames: this type, then two others. */
+				size_t frames = 1 + (i + seed) % 3, put = 0;
+				for (size_t k = 0; k < frames; k++) {
+					uint16_t t = sf_msg_types[(i + k * 7) % sf_msg_type_count];
+					put += sample_frame(&b, t, seed + k, (uint32_t)(seed * 2), v);
+				}
+				if (!put)
+					continue;
+				snprintf(name, sizeof(name), "v%u-%s-s%llu", v,
+					 sf_msg_name(sf_msg_types[i]), (unsigned long long)seed);
+				put_file(name, &b);
+			}
+		}
+	}
+	/* A few against a small limit (1024): some frames fit, some do not. */
+	for (uint64_t seed = 1; seed <= 4; seed++) {
+		sf_buf_clear(&b);
+		app_u8(&b, 4);
+		app_u8(&b, 1);
+		sample_frame(&b, SF_MSG_HEARTBEAT, seed, 0, SF_VERSION_MAX);
+		sample_frame(&b, SF_MSG_XFER_CHUNK, seed, (uint32_t)(seed * 400), SF_VERSION_MAX);
+		snprintf(name, sizeof(name), "limit1024-s%llu", (unsigned long long)seed);
+		put_file(name, &b);
+	}
+	sf_buf_free(&b);
+}
+
+/* ---- fuzz_noise: [mode] (u16 length, bytes)... ---- */
+
+static void noise_init(struct sf_noise_hs *hs, bool psk_mode, bool initiator)
+{
+	uint8_t psk[SF_NOISE_PSKLEN];
+	sf_noise_psk_from_token((const uint8_t *)FUZZ_TOKEN, strlen(FUZZ_TOKEN), psk);
+	if (sf_noise_hs_init(hs, psk_mode ? SF_NOISE_NNPSK0 : SF_NOISE_NN, initiator,
+			     (const uint8_t *)FUZZ_NOISE_PROLOGUE, strlen(FUZZ_NOISE_PROLOGUE),
+			     psk_mode ? psk : NULL))
+		fuzz_fail("noise init");
+}
+
+/* One handshake as the harness runs it, the peer's side recorded, then n_records transport
+ * messages from the peer. */
+static void noise_transcript(bool psk_mode, bool harness_initiates, const char *hello,
+			     int n_records, const char *name)
+{
+	static uint8_t pl[SF_NOISE_MAX_MSG], msg1[256], msg2[256], ct[SF_NOISE_MAX_MSG];
+	struct sf_noise_hs ini, resp;
+	struct sf_noise_cs ini_tx, ini_rx, resp_tx, resp_rx;
+	struct sf_buf b;
+	int n1, n2;
+
+	sf_buf_init(&b, 1u << 20);
+	app_u8(&b, (uint8_t)((psk_mode ? FUZZ_NOISE_PSK : 0) |
+			     (harness_initiates ? FUZZ_NOISE_INITIATOR : 0)));
+	/* The harness's side starts from the reset generator, like the harness does. */
+	if (harness_initiates)
+		fuzz_rng_reset(FUZZ_RNG_SEED);
+	noise_init(&ini, psk_mode, true);
+	n1 = sf_noise_hs_write(&ini, (const uint8_t *)hello, hello ? strlen(hello) : 0, msg1,
+			       sizeof(msg1));
+	if (!harness_initiates)
+		fuzz_rng_reset(FUZZ_RNG_SEED);
+	noise_init(&resp, psk_mode, false);
+	if (n1 < 0 || sf_noise_hs_read(&resp, msg1, (size_t)n1, pl, sizeof(pl)) < 0)
+		fuzz_fail("noise message 1");
+	n2 = sf_noise_hs_write(&resp, (const uint8_t *)"ok", 2, msg2, sizeof(msg2));
+	if (n2 < 0 || sf_noise_hs_read(&ini, msg2, (size_t)n2, pl, sizeof(pl)) < 0)
+		fuzz_fail("noise message 2");
+	if (sf_noise_hs_split(&ini, &ini_tx, &ini_rx, NULL) ||
+	    sf_noise_hs_split(&resp, &resp_tx, &resp_rx, NULL))
+		fuzz_fail("noise split");
+	struct sf_noise_cs *peer_tx = harness_initiates ? &resp_tx : &ini_tx;
+	if (harness_initiates) {
+		app_u16(&b, (size_t)n2);
+		app(&b, msg2, (size_t)n2);
+	} else {
+		app_u16(&b, (size_t)n1);
+		app(&b, msg1, (size_t)n1);
+	}
+	for (int i = 0; i < n_records; i++) {
+		size_t len = (size_t)i * 37 % 300;
+		memset(pl, 'a' + i, len);
+		int c = sf_noise_cs_encrypt(peer_tx, NULL, 0, pl, len, ct);
+		if (c < 0)
+			fuzz_fail("noise encrypt");
+		app_u16(&b, (size_t)c);
+		app(&b, ct, (size_t)c);
+	}
+	put_file(name, &b);
+	sf_buf_free(&b);
+}
+
+static void make_noise(void)
+{
+	char name[128];
+	for (int psk = 0; psk <= 1; psk++) {
+		for (int ini = 0; ini <= 1; ini++) {
+			for (int recs = 0; recs <= 3; recs += 3) {
+				snprintf(name, sizeof(name), "%s-%s-r%d", psk ? "nnpsk0" : "nn",
+					 ini ? "initiator" : "responder", recs);
+				noise_transcript(psk, ini, NULL, recs, name);
+			}
+			if (!ini) {
+				snprintf(name, sizeof(name), "%s-responder-payload",
+					 psk ? "nnpsk0" : "nn");
+				noise_transcript(psk, false, "hello, node", 1, name);
+			}
+		}
+	}
+}
+
+/* ---- fuzz_link: [mode] [flags] (u16 length, u8 step, bytes)... ---- */
+
+static uint64_t now;
+
+static void poll_all(struct sf_link *l)
+{
+	struct sf_link_event ev;
+	for (int i = 0; i < 100000; i++)
+		if (sf_link_poll(l, now, &ev) == SF_LINK_EV_NONE)
+			return;
+	fuzz_fail("recording: poll does not end");
+}
+
+/* Moves from's tx to to, recording it as chunks when rec is given. */
+static void move(struct sf_link *from, struct sf_link *to, struct sf_buf *rec)
+{
+	const uint8_t *p;
+	size_t n = sf_link_tx(from, &p);
+	if (!n)
+		return;
+	now += FUZZ_LINK_STEP_MS;
+	for (size_t off = 0; off < n;) {
+		size_t k = n - off < 65535 ? n - off : 65535;
+		if (rec) {
+			app_u16(rec, k);
+			app_u8(rec, 1);
+			app(rec, p + off, k);
+		}
+		for (size_t took = 0; took < k;) {
+			size_t t = sf_link_recv(to, p + off + took, k - took, now);
+			poll_all(to);
+			if (!t)
+				break;
+			took += t;
+		}
+		off += k;
+	}
+	sf_link_tx_done(from, n);
+	poll_all(to);
+}
+
+/* Some messages the version has, from seed. */
+static void send_some(struct sf_link *l, enum sf_role role, uint64_t seed, int n)
+{
+	for (int i = 0; i < n; i++) {
+		uint16_t t = fuzz_pick_type(seed * 5 + (uint64_t)i * 11, role, sf_link_version(l));
+		struct sf_arena a;
+		struct sf_msg m;
+		struct sf_err err;
+		sf_arena_init(&a, 64u << 20);
+		if (sf_msg_sample(t, seed + (uint64_t)i, 3, &a, &m))
+			fuzz_fail("recording: sample %s", sf_msg_name(t));
+		if (sf_link_send(l, t, &m.u, now, &err))
+			fuzz_fail("recording: send %s: %s", sf_msg_name(t), err.msg);
+		sf_arena_free(&a);
+	}
+}
+
+/* A head and a node against each other; records what the lone side (the harness's link,
+ * made with flags) receives from the other (made with peer_flags). */
+static void link_transcript(uint8_t mode, uint8_t flags, uint8_t peer_flags, int extra,
+			    bool goodbye, const char *name)
+{
+	bool lone_head = mode == FUZZ_LINK_HEAD;
+	struct sf_link *head, *node;
+	struct sf_buf rec;
+
+	sf_buf_init(&rec, 64u << 20);
+	app_u8(&rec, mode);
+	app_u8(&rec, flags);
+	now = 1000000;
+	/* The lone side starts from the reset generator, like in the harness. */
+	uint8_t hf = lone_head ? flags : peer_flags, nf = lone_head ? peer_flags : flags;
+	if (lone_head)
+		fuzz_rng_reset(FUZZ_RNG_SEED);
+	head = fuzz_link_new(SF_ROLE_HEAD, hf & FUZZ_LINK_SEALED, hf, now);
+	if (!lone_head)
+		fuzz_rng_reset(FUZZ_RNG_SEED);
+	node = fuzz_link_new(SF_ROLE_NODE, nf & FUZZ_LINK_SEALED, nf, now);
+	for (int i = 0; i < 8; i++) {
+		move(head, node, lone_head ? NULL : &rec);
+		move(node, head, lone_head ? &rec : NULL);
+	}
+	struct sf_link *peer = lone_head ? node : head, *lone = lone_head ? head : node;
+	if (sf_link_state(peer) == SF_LINK_OPEN) {
+		send_some(peer, lone_head ? SF_ROLE_NODE : SF_ROLE_HEAD, (uint64_t)flags * 31 + peer_flags, extra);
+		if (goodbye)
+			sf_link_goodbye(peer, 0, "fuzz corpus says goodbye", now);
+		move(peer, lone, &rec);
+	}
+	put_file(name, &rec);
+	sf_link_free(head);
+	sf_link_free(node);
+	sf_buf_free(&rec);
+}
+
+/* Post-handshake traffic for the pair modes: plain frames at the version the pair agrees. */
+static void link_pair_stream(uint8_t mode, uint8_t flags, uint64_t seed, const char *name)
+{
+	uint32_t lo, hi;
+	struct sf_buf rec, f;
+
+	fuzz_link_versions(flags, &lo, &hi);
+	sf_buf_init(&rec, 64u << 20);
+	sf_buf_init(&f, 64u << 20);
+	app_u8(&rec, mode);
+	app_u8(&rec, flags);
+	for (int k = 0; k < 4; k++) {
+		/* The target's peer sends: a head to the node, a node to the head. */
+		uint16_t t = fuzz_pick_type(seed * 7 + (uint64_t)k * 3,
+					    mode == FUZZ_LINK_PAIR_NODE ? SF_ROLE_HEAD : SF_ROLE_NODE, hi);
+		sf_buf_clear(&f);
+		if (!sample_frame(&f, t, seed + (uint64_t)k, 3, hi))
+			continue;
+		app_u16(&rec, sf_buf_used(&f));
+		app_u8(&rec, (uint8_t)(3 + k * 40)); /* never HELLO: see send_one */
+		app(&rec, sf_buf_head(&f), sf_buf_used(&f));
+	}
+	put_file(name, &rec);
+	sf_buf_free(&f);
+	sf_buf_free(&rec);
+}
+
+static void make_link(void)
+{
+	/* Versions configurations 0 (2..3), 1 (2..2), 2 (3..3). */
+	static const uint8_t vers[] = { 0, 1 << FUZZ_LINK_VER_SHIFT, 2 << FUZZ_LINK_VER_SHIFT };
+	char name[128];
+
+	for (uint8_t mode = FUZZ_LINK_HEAD; mode <= FUZZ_LINK_NODE; mode++) {
+		const char *role = mode == FUZZ_LINK_HEAD ? "head" : "node";
+		for (int sealed = 0; sealed <= 1; sealed++) {
+			for (size_t v = 0; v < 3; v++) {
+				uint8_t fl = (uint8_t)((sealed ? FUZZ_LINK_SEALED : 0) | vers[v]);
+				/* The peer alike: a whole handshake and some traffic. */
+				snprintf(name, sizeof(name), "%s-%s-v%zu", role,
+					 sealed ? "sealed" : "plain", v);
+				link_transcript(mode, fl, fl, 4, false, name);
+				snprintf(name, sizeof(name), "%s-%s-v%zu-goodbye-eof", role,
+					 sealed ? "sealed" : "plain", v);
+				link_transcript(mode, fl | FUZZ_LINK_EOF, fl, 2, true, name);
+				snprintf(name, sizeof(name), "%s-%s-v%zu-small-timers", role,
+					 sealed ? "sealed" : "plain", v);
+				link_transcript(mode, fl | FUZZ_LINK_SMALL | FUZZ_LINK_TIMERS,
+						fl | FUZZ_LINK_SMALL, 3, false, name);
+				/* The peer differs: mode or versions. */
+				uint8_t other = (uint8_t)(fl ^ FUZZ_LINK_SEALED);
+				snprintf(name, sizeof(name), "%s-%s-v%zu-mode-mismatch", role,
+					 sealed ? "sealed" : "plain", v);
+				link_transcript(mode, fl, other, 0, false, name);
+				uint8_t ov = (uint8_t)((fl & FUZZ_LINK_SEALED) | vers[(v + 1) % 3]);
+				snprintf(name, sizeof(name), "%s-%s-v%zu-peer-v%zu", role,
+					 sealed ? "sealed" : "plain", v, (v + 1) % 3);
+				link_transcript(mode, fl | FUZZ_LINK_EOF | FUZZ_LINK_RESET, ov, 1,
+						false, name);
+			}
+		}
+	}
+	for (uint8_t mode = FUZZ_LINK_PAIR_NODE; mode <= FUZZ_LINK_PAIR_HEAD; mode++) {
+		for (size_t v = 0; v < 3; v++) {
+			for (uint64_t seed = 1; seed <= 4; seed++) {
+				uint8_t fl = vers[v];
+				if (seed == 3)
+					fl |= FUZZ_LINK_TIMERS;
+				if (seed == 4)
+					fl |= FUZZ_LINK_EOF | FUZZ_LINK_SMALL;
+				snprintf(name, sizeof(name), "pair-%s-v%zu-s%llu",
+					 mode == FUZZ_LINK_PAIR_NODE ? "node" : "head", v,
+					 (unsigned long long)seed);
+				link_pair_stream(mode, fl, seed, name);
+			}
+		}
+	}
+}
+
+static const struct {
+	const char *name;
+	void (*make)(void);
+} harnesses[] = {
+	{ "fuzz_frame", make_frame },
+	{ "fuzz_msg", make_msg },
+	{ "fuzz_noise", make_noise },
+	{ "fuzz_link", make_link },
+};
+
+int main(int argc, char **argv)
+{
+	size_t n_h = sizeof(harnesses) / sizeof(harnesses[0]);
+
+	if (argc < 2 || argv[1][0] == '-') {
+		fprintf(stderr, "usage: make_corpus DIR [harness...]\n");
+		return 2;
+	}
+	fuzz_rng_install();
+	if (mkdir(argv[1], 0777) && errno != EEXIST)
+		die(argv[1]);
+	for (int i = 2; i < argc; i++) {
+		size_t k = 0;
+		while (k < n_h && strcmp(argv[i], harnesses[k].name))
+			k++;
+		if (k == n_h) {
+			fprintf(stderr, "make_corpus: no harness %s\n", argv[i]);
+			return 2;
+		}
+	}
+	for (size_t k = 0; k < n_h; k++) {
+		bool want = argc == 2;
+		for (int i = 2; i < argc; i++)
+			want |= !strcmp(argv[i], harnesses[k].name);
+		if (!want)
+			continue;
+		start_dir(argv[1], harnesses[k].name);
+		harnesses[k].make();
+		printf("make_corpus: %u inputs in %s\n", n_written, out_dir);
+	}
+	return 0;
+}

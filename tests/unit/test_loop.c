@@ -1,0 +1,385 @@
+/* The event loop on each backend: echo over many real loopback connections, dial errors,
+ * timers, flushing close, write limits, partial takes, cross-thread wake. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "io/loop.h"
+
+static enum sf_io_kind kinds[] = { SF_IO_URING, SF_IO_EPOLL };
+
+static struct sf_loop *new_loop(enum sf_io_kind k)
+{
+	struct sf_loop *loop;
+	struct sf_err err;
+	struct sf_loop_config cfg = { .io = k, .quiet = true };
+	if (sf_loop_new(&loop, &cfg, &err))
+		fail_msg("loop on %s: %s", sf_io_kind_name(k), err.msg);
+	assert_int_equal(sf_loop_kind(loop), k);
+	return loop;
+}
+
+static int listen_any(struct sockaddr_in *addr)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	*addr = (struct sockaddr_in){ .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	assert_int_equal(bind(fd, (struct sockaddr *)addr, sizeof(*addr)), 0);
+	assert_int_equal(listen(fd, 512), 0);
+	socklen_t len = sizeof(*addr);
+	getsockname(fd, (struct sockaddr *)addr, &len);
+	return fd;
+}
+
+/* ---- echo ---- */
+
+struct peer {
+	struct sf_conn *c;
+	uint8_t *got;
+	size_t n_got, want;
+	int connected, closed, close_err;
+	bool server;
+	size_t take_max; /* 0: all */
+};
+
+static struct peer servers[256];
+static int n_servers;
+
+static size_t echo_recv(struct sf_conn *c, const uint8_t *p, size_t n)
+{
+	struct peer *pe = sf_conn_user(c);
+	if (pe->take_max && n > pe->take_max)
+		n = pe->take_max;
+	if (pe->server) {
+		assert_int_equal(sf_conn_write(c, p, n), 0);
+		return n;
+	}
+	memcpy(pe->got + pe->n_got, p, n);
+	pe->n_got += n;
+	return n;
+}
+
+static void peer_connected(struct sf_conn *c, int err)
+{
+	struct peer *pe = sf_conn_user(c);
+	pe->connected = err ? -err : 1;
+}
+
+static void peer_closed(struct sf_conn *c, int err)
+{
+	struct peer *pe = sf_conn_user(c);
+	pe->closed++;
+	pe->close_err = err;
+}
+
+static const struct sf_conn_ops echo_ops = { echo_recv, peer_connected, peer_closed, NULL };
+
+static void on_accept(struct sf_loop *loop, int fd, void *arg)
+{
+	struct peer *pe = &servers[n_servers++];
+	memset(pe, 0, sizeof(*pe));
+	pe->server = true;
+	pe->take_max = (size_t)(uintptr_t)arg;
+	pe->c = sf_conn_new(loop, fd, &echo_ops, pe);
+	assert_non_null(pe->c);
+}
+
+static void run_until(struct sf_loop *loop, bool (*done)(void *), void *arg)
+{
+	for (int i = 0; i < 20000 && !done(arg); i++)
+		assert_int_equal(sf_loop_turn(loop, 10), 0);
+	assert_true(done(arg));
+}
+
+struct echo_run {
+	struct peer *clients;
+	int n;
+};
+
+static bool all_echoed(void *arg)
+{
+	struct echo_run *r = arg;
+	for (int i = 0; i < r->n; i++)
+		if (r->clients[i].n_got < r->clients[i].want)
+			return false;
+	return true;
+}
+
+static bool all_closed(void *arg)
+{
+	struct echo_run *r = arg;
+	for (int i = 0; i < r->n; i++)
+		if (!r->clients[i].closed)
+			return false;
+	return true;
+}
+
+static void echo_many(enum sf_io_kind k, size_t take_max)
+{
+	struct sf_loop *loop = new_loop(k);
+	struct sockaddr_in addr;
+	int lfd = listen_any(&addr);
+	n_servers = 0;
+	assert_int_equal(sf_loop_listen(loop, lfd, on_accept, (void *)(uintptr_t)take_max), 0);
+	enum { N = 64, MSG = 3000, ROUNDS = 20 };
+	struct peer *cl = calloc(N, sizeof(*cl));
+	struct sf_err err;
+	for (int i = 0; i < N; i++) {
+		cl[i].want = MSG * ROUNDS;
+		cl[i].got = malloc(cl[i].want);
+		cl[i].c = sf_conn_dial(loop, (struct sockaddr *)&addr, sizeof(addr), 5000, &echo_ops,
+				       &cl[i], &err);
+		assert_non_null(cl[i].c);
+	}
+	/* Writes before the dial completes wait for it. */
+	uint8_t msg[MSG];
+	for (int r = 0; r < ROUNDS; r++)
+		for (int i = 0; i < N; i++) {
+			for (int j = 0; j < MSG; j++)
+				msg[j] = (uint8_t)(i * 7 + r * 13 + j);
+			assert_int_equal(sf_conn_write(cl[i].c, msg, MSG), 0);
+		}
+	struct echo_run run = { cl, N };
+	run_until(loop, all_echoed, &run);
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(cl[i].connected, 1);
+		for (int r = 0; r < ROUNDS; r++)
+			for (int j = 0; j < MSG; j++)
+				if (cl[i].got[r * MSG + j] != (uint8_t)(i * 7 + r * 13 + j))
+					fail_msg("client %d round %d byte %d wrong", i, r, j);
+		sf_conn_close(cl[i].c, true);
+	}
+	run_until(loop, all_closed, &run);
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(cl[i].closed, 1);
+		assert_int_equal(cl[i].close_err, 0);
+		free(cl[i].got);
+	}
+	/* The servers see the end of stream and close too. */
+	for (int i = 0; i < 200 && sf_loop_turn(loop, 10) == 0; i++) {
+		int closed = 0;
+		for (int j = 0; j < n_servers; j++)
+			closed += servers[j].closed;
+		if (closed == N)
+			break;
+	}
+	struct sf_loop_stats st;
+	sf_loop_stats(loop, &st);
+	assert_int_equal(st.conns, 0);
+	assert_true(st.bytes_out >= 2ull * N * MSG * ROUNDS);
+	free(cl);
+	sf_loop_free(loop);
+}
+
+static void echo_over_many_connections(void **state)
+{
+	for (size_t i = 0; i < 2; i++)
+		echo_many(kinds[i], 0);
+}
+
+static void partial_takes_keep_order(void **state)
+{
+	for (size_t i = 0; i < 2; i++)
+		echo_many(kinds[i], 1000);
+}
+
+static bool peer_closed_yet(void *arg)
+{
+	return ((struct peer *)arg)->closed > 0;
+}
+
+static void dial_refused(void **state)
+{
+	for (size_t k = 0; k < 2; k++) {
+		struct sf_loop *loop = new_loop(kinds[k]);
+		struct sockaddr_in addr;
+		int lfd = listen_any(&addr);
+		close(lfd); /* nothing listens there now */
+		struct peer p = { 0 };
+		struct sf_err err;
+		p.c = sf_conn_dial(loop, (struct sockaddr *)&addr, sizeof(addr), 5000, &echo_ops, &p, &err);
+		assert_non_null(p.c);
+		run_until(loop, peer_closed_yet, &p);
+		assert_int_equal(p.connected, -ECONNREFUSED);
+		assert_int_equal(p.close_err, ECONNREFUSED);
+		sf_loop_free(loop);
+	}
+}
+
+/* ---- timers ---- */
+
+static int fired[8], n_fired;
+
+static void note(void *arg, uint64_t now)
+{
+	fired[n_fired++] = (int)(uintptr_t)arg;
+}
+
+static bool three_fired(void *arg)
+{
+	return n_fired >= 3;
+}
+
+static void timers_fire_in_order(void **state)
+{
+	for (size_t k = 0; k < 2; k++) {
+		struct sf_loop *loop = new_loop(kinds[k]);
+		n_fired = 0;
+		uint64_t now = sf_loop_now(loop);
+		sf_loop_timer(loop, now + 30, note, (void *)3);
+		sf_loop_timer(loop, now + 10, note, (void *)1);
+		uint64_t id = sf_loop_timer(loop, now + 15, note, (void *)9);
+		sf_loop_timer(loop, now + 20, note, (void *)2);
+		sf_loop_timer_cancel(loop, id);
+		sf_loop_timer_cancel(loop, id); /* twice is harmless */
+		run_until(loop, three_fired, NULL);
+		assert_int_equal(n_fired, 3);
+		assert_int_equal(fired[0], 1);
+		assert_int_equal(fired[1], 2);
+		assert_int_equal(fired[2], 3);
+		assert_true(sf_loop_now(loop) >= now + 30);
+		sf_loop_free(loop);
+	}
+}
+
+static void timer_heap_under_churn(void **state)
+{
+	struct sf_timers t;
+	sf_timers_init(&t, 0);
+	uint64_t ids[1000];
+	uint64_t s = 1;
+	for (int i = 0; i < 1000; i++) {
+		s = s * 6364136223846793005ULL + 1;
+		ids[i] = sf_timers_add(&t, s >> 40, note, NULL);
+		assert_true(ids[i] != 0);
+	}
+	for (int i = 0; i < 1000; i += 2)
+		sf_timers_cancel(&t, ids[i]);
+	assert_int_equal(sf_timers_count(&t), 500);
+	uint64_t last = 0;
+	while (sf_timers_count(&t)) {
+		uint64_t next = sf_timers_next(&t);
+		assert_true(next >= last);
+		last = next;
+		n_fired = 0;
+		sf_timers_run(&t, next);
+	}
+	sf_timers_free(&t);
+	/* A limit is a limit. */
+	sf_timers_init(&t, 64);
+	int added = 0;
+	while (sf_timers_add(&t, 5, note, NULL))
+		added++;
+	assert_int_equal(added, 64);
+	sf_timers_free(&t);
+}
+
+/* ---- limits, flush, wake ---- */
+
+static struct peer sink;
+
+static size_t sink_recv(struct sf_conn *c, const uint8_t *p, size_t n)
+{
+	sink.n_got += n;
+	return n;
+}
+
+static const struct sf_conn_ops sink_ops = { sink_recv, peer_connected, peer_closed, NULL };
+
+static void on_accept_sink(struct sf_loop *loop, int fd, void *arg)
+{
+	sink.c = sf_conn_new(loop, fd, &sink_ops, &sink);
+}
+
+static bool sink_done(void *arg)
+{
+	return sink.closed > 0;
+}
+
+static void close_flushes_and_writes_are_bounded(void **state)
+{
+	for (size_t k = 0; k < 2; k++) {
+		struct sf_loop *loop;
+		struct sf_err err;
+		struct sf_loop_config cfg = { .io = kinds[k], .quiet = true, .conn_tx_limit = 8u << 20 };
+		assert_int_equal(sf_loop_new(&loop, &cfg, &err), 0);
+		struct sockaddr_in addr;
+		int lfd = listen_any(&addr);
+		memset(&sink, 0, sizeof(sink));
+		assert_int_equal(sf_loop_listen(loop, lfd, on_accept_sink, NULL), 0);
+		struct peer p = { 0 };
+		p.c = sf_conn_dial(loop, (struct sockaddr *)&addr, sizeof(addr), 5000, &echo_ops, &p, &err);
+		size_t chunk = 1u << 20;
+		uint8_t *data = calloc(1, chunk);
+		for (int i = 0; i < 8; i++)
+			assert_int_equal(sf_conn_write(p.c, data, chunk), 0);
+		assert_int_equal(sf_conn_write(p.c, data, 1), SF_E_LIMIT);
+		assert_int_equal(sf_conn_write_room(p.c), 0);
+		sf_conn_close(p.c, true);
+		assert_int_equal(sf_conn_write(p.c, data, 1), SF_E_STATE);
+		run_until(loop, sink_done, NULL);
+		assert_int_equal(sink.n_got, 8 * chunk);
+		assert_int_equal(p.closed, 1);
+		free(data);
+		sf_loop_free(loop);
+	}
+}
+
+static int woken;
+
+static void on_wake(struct sf_loop *loop, void *arg)
+{
+	woken++;
+}
+
+static void *waker(void *arg)
+{
+	usleep(20000);
+	sf_loop_wake(arg);
+	return NULL;
+}
+
+static bool was_woken(void *arg)
+{
+	return woken > 0;
+}
+
+static void another_thread_wakes_the_loop(void **state)
+{
+	for (size_t k = 0; k < 2; k++) {
+		struct sf_loop *loop = new_loop(kinds[k]);
+		woken = 0;
+		sf_loop_on_wake(loop, on_wake, NULL);
+		pthread_t t;
+		pthread_create(&t, NULL, waker, loop);
+		run_until(loop, was_woken, NULL);
+		pthread_join(t, NULL);
+		sf_loop_free(loop);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(echo_over_many_connections),
+		cmocka_unit_test(partial_takes_keep_order),
+		cmocka_unit_test(dial_refused),
+		cmocka_unit_test(timers_fire_in_order),
+		cmocka_unit_test(timer_heap_under_churn),
+		cmocka_unit_test(close_flushes_and_writes_are_bounded),
+		cmocka_unit_test(another_thread_wakes_the_loop),
+	};
+	return cmocka_run_group_tests_name("loop", tests, NULL, NULL);
+}
