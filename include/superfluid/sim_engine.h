@@ -6,7 +6,7 @@
  *   <|tool_call|> 260  <|/tool_call|> 261  <|think|> 262  <|/think|> 263
  * (vocab 264). A special's bytes are its text. Encoding never adds <|bos|>.
  *
- * Chat template (ChatML; "default" and "chatml" are this one, "tool_use" also lists tools):
+ * Chat templates: "default" (ChatML, below) and "tool_use" (the same, tools in the system turn):
  *   <|im_start|>system\n{content}<|im_end|>\n
  *   <|im_start|>user\n{content}<|im_end|>\n
  *   <|im_start|>assistant\n            (the generation prompt)

@@ -7,9 +7,12 @@
 
 #define GOLDEN 0x9e3779b97f4a7c15ull
 #define HASH0 0x243f6a8885a308d3ull
+#ifndef NOISE
 #define NOISE 2.5f
 #define EOS_BASE -13.0
 #define EOS_SLOPE 2.2
+#define WGAIN 2.0f
+#endif
 #define REPEAT_SPACE -5.0f
 
 uint64_t sim_mix64(uint64_t x)
@@ -78,7 +81,7 @@ int sim_model_init(struct sim_model *m, const struct sf_sim_config *cfg, struct 
 		return sf_err_set(err, SF_E_NOMEM, "no memory for the sim model's weights");
 	}
 	/* Scales that keep tanh out of saturation and the projection near unit variance. */
-	float ws = 2.0f / sqrtf((float)n), ps = sqrtf(3.0f / (float)n);
+	float ws = WGAIN / sqrtf((float)n), ps = sqrtf(3.0f / (float)n);
 	uint64_t x = sim_mix64(cfg->seed ^ 0x57);
 	for (size_t i = 0; i < (size_t)l * n * n; i++)
 		m->w[i] = unit(x = sim_mix64(x)) * ws;
@@ -320,6 +323,9 @@ int sf_sim_expected(const struct sf_sim_config *cfg, const struct sf_sampling *s
 	int rc = sim_config_resolve(cfg, &c, err);
 	if (rc)
 		return rc;
+	if (s && (!(s->temperature >= 0) || isinf(s->temperature) ||
+		  !(s->top_p >= 0 && s->top_p <= 1)))
+		return sf_err_set(err, SF_E_RANGE, "sampling out of range");
 	if (n_ctx > c.ctx_len)
 		return sf_err_set(err, SF_E_LIMIT, "context of %zu tokens, over the context length %u",
 				  n_ctx, c.ctx_len);
