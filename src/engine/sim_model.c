@@ -7,12 +7,11 @@
 
 #define GOLDEN 0x9e3779b97f4a7c15ull
 #define HASH0 0x243f6a8885a308d3ull
-#ifndef NOISE
-#define NOISE 2.5f
-#define EOS_BASE -13.0
+#define WGAIN 3.0f   /* layer gain: above 1, so contexts stay apart through the stack */
+#define NOISE 2.0f   /* weight of the hidden state's projection against the prior */
+#define PRIOR_W 0.75 /* weight of the letter prior (log frequency) */
+#define EOS_BASE -17.0
 #define EOS_SLOPE 2.2
-#define WGAIN 2.0f
-#endif
 #define REPEAT_SPACE -5.0f
 
 uint64_t sim_mix64(uint64_t x)
@@ -90,7 +89,7 @@ int sim_model_init(struct sim_model *m, const struct sf_sim_config *cfg, struct 
 	for (size_t i = 0; i < (size_t)SIM_NCAND * n; i++)
 		m->proj[i] = unit(x = sim_mix64(x)) * ps;
 	for (int c = 0; c < SIM_NCAND - 1; c++)
-		m->prior[c] = (float)log(byte_freq(cand_token(c)) / 10000.0);
+		m->prior[c] = (float)(PRIOR_W * log(byte_freq(cand_token(c)) / 10000.0));
 	m->prior[SIM_NCAND - 1] = 0; /* eos: by run, in sim_pick */
 	return 0;
 }

@@ -1,0 +1,44 @@
+/* A fleet link over a loop connection: the loop's bytes go into the sans-I/O link, the link's
+ * events go to the owner once per turn, the link's bytes go out in the loop's batched send,
+ * and a timer keeps the link's deadline (heartbeat, silence, handshake limit). */
+#ifndef SF_IO_LINK_CONN_H
+#define SF_IO_LINK_CONN_H
+
+#include <superfluid/link.h>
+
+#include "io/loop.h"
+
+struct sf_link_conn;
+
+struct sf_link_conn_ops {
+	/* The handshake finished; sf_link_peer() says who it is. */
+	void (*on_open)(struct sf_link_conn *lc);
+	/* A message; valid during the call. */
+	void (*on_msg)(struct sf_link_conn *lc, const struct sf_msg *m);
+	/* The link ended: err says why in the operator's words (a dial that failed says
+	 * "unreachable (...)"). The link conn is freed after this returns. */
+	void (*on_closed)(struct sf_link_conn *lc, const struct sf_err *err);
+};
+
+/* Runs a link over an accepted socket. NULL when the loop or the link refuses (err set). */
+struct sf_link_conn *sf_link_conn_accept(struct sf_loop *loop, int fd, const struct sf_link_config *cfg,
+					 const struct sf_link_conn_ops *ops, void *user, struct sf_err *err);
+
+/* Dials addr and runs a link over it once connected (connect limit timeout_ms). */
+struct sf_link_conn *sf_link_conn_dial(struct sf_loop *loop, const struct sockaddr *addr, socklen_t len,
+				       int timeout_ms, const struct sf_link_config *cfg,
+				       const struct sf_link_conn_ops *ops, void *user, struct sf_err *err);
+
+/* Sends a message (see sf_link_send); it goes out with this turn's batch. */
+int sf_link_conn_send(struct sf_link_conn *lc, uint16_t type, const void *msg, struct sf_err *err)
+	__attribute__((warn_unused_result));
+
+/* Ends the link: a GOODBYE when open, then the socket closes once it is sent. */
+void sf_link_conn_close(struct sf_link_conn *lc, uint32_t code, const char *reason);
+
+struct sf_link *sf_link_conn_link(const struct sf_link_conn *lc);
+void *sf_link_conn_user(const struct sf_link_conn *lc);
+void sf_link_conn_set_user(struct sf_link_conn *lc, void *user);
+struct sf_loop *sf_link_conn_loop(const struct sf_link_conn *lc);
+
+#endif
