@@ -20,7 +20,7 @@ static const char usage[] =
 	"usage: superfluid-linkdemo node --listen HOST:PORT [--auth-file FILE] [--identity NAME]\n"
 	"                                [--version-max 2|3] [--once]\n"
 	"       superfluid-linkdemo head --connect HOST:PORT [--fleet-auth FILE] [--prompt TEXT]\n"
-	"                                [--max-tokens N]\n"
+	"                                [--max-tokens N] [--model NAME]\n"
 	"\n"
 	"  node  serves the fleet link: answers GENERATE with a deterministic token stream\n"
 	"  head  opens a link to a node, assigns a session, appends the prompt, generates,\n"
@@ -34,7 +34,8 @@ static const char usage[] =
 	"  --version-max N        node: highest protocol version to speak (default 3)\n"
 	"  --once                 node: exit after the first head disconnects\n"
 	"  --prompt TEXT          head: the prompt (default \"hello fleet\")\n"
-	"  --max-tokens N         head: tokens to generate (default 16)\n";
+	"  --max-tokens N         head: tokens to generate (default 16)\n"
+	"  --model NAME           head: the model the session asks for (default demo)\n";
 
 /* The demo's engine: token i after a context is a letter from a pure function of the context
  * length, the last token and i. */
@@ -45,7 +46,7 @@ static uint32_t demo_next_token(uint32_t prev, uint32_t ctx_len, uint32_t i)
 }
 
 struct opts {
-	const char *addr, *token_path, *identity, *prompt;
+	const char *addr, *token_path, *identity, *prompt, *model;
 	uint32_t version_max, max_tokens;
 	bool once;
 };
@@ -231,8 +232,9 @@ static int run_head(const struct opts *o)
 				for (size_t i = 0; i < plen; i++)
 					ptoks[i] = (uint8_t)o->prompt[i];
 				struct sf_session_assign as = { .command_id = 1, .session_id = 1, .epoch = 1,
-								.lease_ms = 30000, .model = "demo",
-								.model_len = 4 };
+								.lease_ms = 30000,
+								.model = (char *)o->model,
+								.model_len = (uint32_t)strlen(o->model) };
 				struct sf_session_append ap = { .command_id = 2, .session_id = 1, .epoch = 1,
 								.tokens = ptoks, .n_tokens = (uint32_t)plen };
 				struct sf_generate g = { .command_id = 3, .session_id = 1, .epoch = 1,
@@ -245,6 +247,11 @@ static int run_head(const struct opts *o)
 					done = true;
 				}
 				free(ptoks);
+			} else if (k == SF_LINK_EV_MSG && ev.msg->type == SF_MSG_REFUSED) {
+				fprintf(stderr, "node %s refused command %llu: %s\n", o->addr,
+					(unsigned long long)ev.msg->u.refused.command_id,
+					ev.msg->u.refused.reason);
+				done = true;
 			} else if (k == SF_LINK_EV_MSG && ev.msg->type == SF_MSG_TOKEN_EVENTS) {
 				const struct sf_token_events *te = &ev.msg->u.token_events;
 				uint64_t last = 0;
@@ -287,7 +294,8 @@ int main(int argc, char **argv)
 		return argc < 2 ? 1 : 0;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	struct opts o = { .prompt = "hello fleet", .max_tokens = 16, .version_max = 3 };
+	struct opts o = { .prompt = "hello fleet", .max_tokens = 16, .version_max = 3,
+			  .model = "demo" };
 	bool node = !strcmp(argv[1], "node");
 	if (!node && strcmp(argv[1], "head")) {
 		fprintf(stderr, "superfluid-linkdemo: unknown role %s\n%s", argv[1], usage);
@@ -300,6 +308,7 @@ int main(int argc, char **argv)
 		{ "identity", required_argument, 0, 'i' }, { "version-max", required_argument, 0, 'v' },
 		{ "once", no_argument, 0, 'o' }, { "prompt", required_argument, 0, 'p' },
 		{ "max-tokens", required_argument, 0, 'n' }, { "help", no_argument, 0, 'h' },
+		{ "model", required_argument, 0, 'm' },
 		{ 0, 0, 0, 0 },
 	};
 	int c;
@@ -313,6 +322,7 @@ int main(int argc, char **argv)
 		case 'o': o.once = true; break;
 		case 'p': o.prompt = optarg; break;
 		case 'n': o.max_tokens = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case 'm': o.model = optarg; break;
 		case 'h': fputs(usage, stdout); return 0;
 		default: fputs(usage, stderr); return 1;
 		}
