@@ -17,7 +17,9 @@
  * since the last special token, or since the start) and its last token, all kept as tokens
  * are appended, so a step is O(1). The hash (mixed with the config seed) gives a float
  * embedding of width `hidden`; layer i computes h = tanh(W_i h + b_i) in float in a fixed
- * order, W_i and b_i from the seed. The last layer's h gives pseudo-logits over 97 candidates
+ * order, W_i and b_i from the seed, tanh being x(27 + x^2)/(27 + 9x^2) clamped to +-1 at
+ * |x| >= 3, and no fused multiply-adds: every build and machine gives the same bits. The
+ * last layer's h gives pseudo-logits over 97 candidates
  * ('\n', the printable bytes 0x20..0x7e, <|eos|>): 0.75 * ln(English letter frequency)
  * + 2 * (P h)_t, P a projection from the seed, and -5 for a space or newline right after a
  * space or newline. The <|eos|> logit is -17 + 2.2 * log2(1 + run) + 2 * (P h)_eos, so a reply

@@ -1,0 +1,65 @@
+/* The node's session machine, with no I/O in it: sessions, fencing, generations on the engine
+ * with continuous batching, token events with sequence numbers kept until the head's
+ * watermark covers them, leases, reconcile and replay, and the engine's other requests.
+ *
+ * The daemon feeds it messages from its links (each link named by an id the daemon picks)
+ * and the time; the node answers through io->send, coalescing token events into one
+ * TOKEN_EVENTS frame per link per flush. */
+#ifndef SF_NODE_NODE_H
+#define SF_NODE_NODE_H
+
+#include <stdint.h>
+
+#include <superfluid/engine.h>
+#include <superfluid/link.h>
+#include <superfluid/wire.h>
+
+struct sf_node_config {
+	uint32_t max_sessions;        /* 0: 4096; ASSIGN past it is refused */
+	uint32_t max_retained_events; /* per session, unacknowledged; 0: 65536 (then it pauses) */
+	uint32_t max_links;           /* 0: 1024 */
+	uint32_t status_ms;           /* NODE_STATUS at least this often; 0: 5000 */
+};
+
+struct sf_node_io {
+	void *arg;
+	/* Sends a message on a link; 0 or a negative sf_code (the node drops what it cannot
+	 * send and relies on reconcile to replay it). */
+	int (*send)(void *arg, uint64_t link_id, uint16_t type, const void *msg);
+	/* A log line for the operator (may be NULL). */
+	void (*log)(void *arg, const char *line);
+};
+
+struct sf_node;
+
+/* A node on engine (not owned). Returns 0 or a negative sf_code with err set. */
+int sf_node_new(struct sf_node **out, const struct sf_node_config *cfg, struct sf_engine *engine,
+		const struct sf_node_io *io, uint64_t now_ms, struct sf_err *err);
+void sf_node_free(struct sf_node *n);
+
+/* A head's link opened (peer says its version) / closed. Sessions outlive their link: the
+ * head reconciles them on its next one. */
+void sf_node_link_open(struct sf_node *n, uint64_t link_id, uint32_t version, uint64_t now_ms);
+void sf_node_link_closed(struct sf_node *n, uint64_t link_id, uint64_t now_ms);
+
+/* One message from a head's link. */
+void sf_node_handle(struct sf_node *n, uint64_t link_id, const struct sf_msg *m, uint64_t now_ms);
+
+/* Runs what is due at now_ms: decode steps (paced by the engine's timing model), budgets,
+ * lease renewals and expiry, status. Then sends the coalesced events. */
+void sf_node_tick(struct sf_node *n, uint64_t now_ms);
+
+/* When sf_node_tick next has work; UINT64_MAX when idle. */
+uint64_t sf_node_deadline(const struct sf_node *n);
+
+/* The capacity summary for HELLO_ACK and NODE_STATUS. */
+void sf_node_capacity(const struct sf_node *n, struct sf_capacity *out);
+
+/* Counters for status and tests. */
+struct sf_node_stats {
+	uint32_t sessions, generating, links;
+	uint64_t events_sent, events_replayed, refused, expired, decode_steps, tokens_out;
+};
+void sf_node_stats(const struct sf_node *n, struct sf_node_stats *out);
+
+#endif

@@ -1,0 +1,246 @@
+/* Session commands and their fencing. Epochs and command ids are numbered across all of a
+ * head's connections: a command id at or below the session's last is a repeat, an epoch below
+ * the session's is stale, and an older epoch never overrides a newer one. */
+#include "node/node_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Checks a command against the session's epoch and last command; refuses and returns NULL
+ * when it must not run. */
+static struct node_session *fenced(struct sf_node *n, uint64_t link, uint64_t cmd, uint64_t sid,
+				   uint64_t epoch, const char *what)
+{
+	struct node_session *s = sf__node_find(n, sid);
+	if (!s || s->expired) {
+		sf__node_refuse(n, link, cmd, sid, SF_E_STATE,
+				"%s for session %llu, which this node does not hold", what,
+				(unsigned long long)sid);
+		return NULL;
+	}
+	if (epoch != s->epoch) {
+		sf__node_refuse(n, link, cmd, sid, SF_E_STATE,
+				"%s for session %llu at epoch %llu, but it is at epoch %llu", what,
+				(unsigned long long)sid, (unsigned long long)epoch,
+				(unsigned long long)s->epoch);
+		return NULL;
+	}
+	if (cmd <= s->last_cmd) {
+		sf__node_refuse(n, link, cmd, sid, SF_E_STATE,
+				"%s: command %llu was seen before (the last was %llu)", what,
+				(unsigned long long)cmd, (unsigned long long)s->last_cmd);
+		return NULL;
+	}
+	s->last_cmd = cmd;
+	s->link_id = link;
+	return s;
+}
+
+void sf__node_on_assign(struct sf_node *n, uint64_t link, const struct sf_session_assign *m)
+{
+	struct sf_err err;
+	if (strcmp(m->model, n->info->model) != 0) {
+		sf__node_refuse(n, link, m->command_id, m->session_id, SF_E_RANGE,
+				"this node does not serve model %s (it serves %s)", m->model,
+				n->info->model);
+		return;
+	}
+	struct node_session *s = sf__node_find(n, m->session_id);
+	if (s && !s->expired) {
+		if (m->epoch <= s->epoch) {
+			sf__node_refuse(n, link, m->command_id, m->session_id, SF_E_STATE,
+					"assign of session %llu at epoch %llu, not newer than its epoch %llu",
+					(unsigned long long)m->session_id, (unsigned long long)m->epoch,
+					(unsigned long long)s->epoch);
+			return;
+		}
+		if (m->command_id <= s->last_cmd) {
+			sf__node_refuse(n, link, m->command_id, m->session_id, SF_E_STATE,
+					"assign: command %llu was seen before",
+					(unsigned long long)m->command_id);
+			return;
+		}
+		sf__node_session_clear(n, s); /* the newer epoch supersedes what it had */
+	} else if (s) {
+		sf__node_session_clear(n, s);
+	} else {
+		s = sf__node_insert(n, m->session_id);
+		if (!s) {
+			sf__node_refuse(n, link, m->command_id, m->session_id, SF_E_LIMIT,
+					"this node is full: it holds %u sessions, its limit",
+					n->n_sessions);
+			return;
+		}
+	}
+	if (sf_engine_ctx_new(n->engine, &m->sampling, &s->ctx, &err)) {
+		sf__node_refuse(n, link, m->command_id, m->session_id, err.code, "%s", err.msg);
+		sf__node_remove(n, s);
+		return;
+	}
+	s->epoch = m->epoch;
+	s->last_cmd = m->command_id;
+	s->link_id = link;
+	s->qos = m->qos;
+	s->sampling = m->sampling;
+	s->lease_ms = m->lease_ms;
+	s->lease_expires = m->lease_ms ? n->now + m->lease_ms : 0;
+	s->renew_asked = false;
+	s->expired = false;
+}
+
+/* The longest common prefix of the context and the new content stays; the rest is prefilled
+ * (a turn's content usually extends the last one, so only the new tokens cost anything). */
+void sf__node_on_append(struct sf_node *n, uint64_t link, const struct sf_session_append *m)
+{
+	struct node_session *s = fenced(n, link, m->command_id, m->session_id, m->epoch, "append");
+	if (!s)
+		return;
+	for (uint32_t i = 0; i < s->n_gens; i++)
+		if (s->gens[i].running) {
+			sf__node_refuse(n, link, m->command_id, m->session_id, SF_E_STATE,
+					"append to session %llu while generation %llu runs",
+					(unsigned long long)s->id, (unsigned long long)s->gens[i].id);
+			return;
+		}
+	uint32_t keep = 0;
+	while (keep < s->n_content && keep < m->n_tokens && s->content[keep] == m->tokens[keep])
+		keep++;
+	struct sf_err err;
+	size_t had = sf_engine_ctx_len(n->engine, s->ctx);
+	if (had > keep && sf_engine_ctx_truncate(n->engine, s->ctx, keep, &err)) {
+		sf__node_refuse(n, link, m->command_id, m->session_id, err.code, "%s", err.msg);
+		return;
+	}
+	if (had < keep)
+		keep = (uint32_t)had; /* the context never held the generated tail: prefill it */
+	if (m->n_tokens > keep &&
+	    sf_engine_prefill(n->engine, s->ctx, m->tokens + keep, m->n_tokens - keep, &err)) {
+		sf__node_refuse(n, link, m->command_id, m->session_id, err.code, "%s", err.msg);
+		return;
+	}
+	if (m->n_tokens > s->cap_content) {
+		uint32_t *c = realloc(s->content, m->n_tokens * sizeof(uint32_t));
+		if (!c) {
+			sf__node_refuse(n, link, m->command_id, m->session_id, SF_E_NOMEM,
+					"no memory for session %llu's content", (unsigned long long)s->id);
+			return;
+		}
+		s->content = c;
+		s->cap_content = m->n_tokens;
+	}
+	if (m->n_tokens)
+		memcpy(s->content, m->tokens, m->n_tokens * sizeof(uint32_t));
+	s->n_content = m->n_tokens;
+	/* The engine is busy prefilling for this long. */
+	double ms = sf_engine_prefill_ms(n->engine, m->n_tokens - keep);
+	uint64_t busy = n->now + (uint64_t)ms;
+	if (busy > n->next_step_at)
+		n->next_step_at = busy;
+	n->status_dirty = true;
+}
+
+void sf__node_on_revoke(struct sf_node *n, uint64_t link, const struct sf_session_revoke *m)
+{
+	struct node_session *s = sf__node_find(n, m->session_id);
+	if (!s)
+		return; /* already gone: a revoke is idempotent */
+	if (m->epoch < s->epoch) {
+		sf__node_refuse(n, link, m->command_id, m->session_id, SF_E_STATE,
+				"revoke of session %llu at epoch %llu, older than its epoch %llu",
+				(unsigned long long)s->id, (unsigned long long)m->epoch,
+				(unsigned long long)s->epoch);
+		return;
+	}
+	if (m->command_id > s->last_cmd)
+		s->last_cmd = m->command_id;
+	sf__node_remove(n, s);
+}
+
+void sf__node_on_opts(struct sf_node *n, uint64_t link, const struct sf_generate_opts *m)
+{
+	struct node_session *s = sf__node_find(n, m->session_id);
+	if (!s)
+		return;
+	sf__node_drop_opts(s);
+	s->opts = *m;
+	s->opts.stops = NULL; /* copied when the generation starts */
+	s->opts.n_stops = 0;
+	s->opts.blobs = NULL;
+	s->opts.n_blobs = 0;
+	s->has_opts = true;
+	/* Stop sequences are short and few (limits in wire_msgs.h): keep copies now. */
+	struct node_gen tmp = { 0 };
+	if (m->n_stops) {
+		tmp.stops = calloc(m->n_stops, sizeof(*tmp.stops));
+		for (uint32_t i = 0; tmp.stops && i < m->n_stops; i++) {
+			tmp.stops[i].tokens = malloc((m->stops[i].n_tokens + 1) * sizeof(uint32_t));
+			if (!tmp.stops[i].tokens)
+				break;
+			memcpy(tmp.stops[i].tokens, m->stops[i].tokens, m->stops[i].n_tokens * sizeof(uint32_t));
+			tmp.stops[i].n_tokens = m->stops[i].n_tokens;
+			tmp.n_stops++;
+		}
+	}
+	s->opts.stops = tmp.stops;
+	s->opts.n_stops = tmp.n_stops;
+}
+
+static void drop_oldest_finished(struct node_session *s)
+{
+	for (uint32_t i = 0; i < s->n_gens; i++)
+		if (!s->gens[i].running) {
+			sf__node_gen_clear(&s->gens[i]);
+			s->gens[i] = s->gens[--s->n_gens];
+			memset(&s->gens[s->n_gens], 0, sizeof(s->gens[0]));
+			return;
+		}
+}
+
+void sf__node_on_generate(struct sf_node *n, uint64_t link, const struct sf_generate *m)
+{
+	struct node_session *s = fenced(n, link, m->command_id, m->session_id, m->epoch, "generate");
+	if (!s)
+		return;
+	if (sf__node_gen(s, m->generation_id)) {
+		sf__node_refuse(n, link, m->command_id, m->session_id, SF_E_STATE,
+				"generation %llu of session %llu already ran",
+				(unsigned long long)m->generation_id, (unsigned long long)s->id);
+		return;
+	}
+	for (uint32_t i = 0; i < s->n_gens; i++)
+		if (s->gens[i].running) {
+			sf__node_refuse(n, link, m->command_id, m->session_id, SF_E_STATE,
+					"session %llu already runs generation %llu",
+					(unsigned long long)s->id, (unsigned long long)s->gens[i].id);
+			return;
+		}
+	if (s->n_gens == SF_NODE_MAX_GENS)
+		drop_oldest_finished(s); /* its events were never acknowledged: the head moved on */
+	struct node_gen *g = &s->gens[s->n_gens++];
+	memset(g, 0, sizeof(*g));
+	g->id = m->generation_id;
+	g->epoch = s->epoch;
+	g->max_new = m->max_new_tokens;
+	g->max_wall_ms = m->max_wall_ms;
+	g->started_ms = n->now;
+	g->running = true;
+	g->last_step = n->step_turn;
+	if (s->has_opts && s->opts.generation_id == m->generation_id) {
+		g->logprobs = s->opts.logprobs;
+		g->top_logprobs = s->opts.top_logprobs;
+		g->stops = s->opts.stops;
+		g->n_stops = s->opts.n_stops;
+		s->opts.stops = NULL;
+		s->opts.n_stops = 0;
+		s->has_opts = false;
+	}
+	n->status_dirty = true;
+}
+
+void sf__node_on_cancel(struct sf_node *n, uint64_t link, const struct sf_cancel *m)
+{
+	struct node_session *s = sf__node_find(n, m->session_id);
+	struct node_gen *g = s ? sf__node_gen(s, m->generation_id) : NULL;
+	if (g && g->running)
+		sf__node_finish(n, s, g, SF_FINISH_CANCELLED);
+}

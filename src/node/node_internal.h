@@ -1,0 +1,134 @@
+/* The node machine's state, shared by its files: the session table (node_sessions.c),
+ * commands and fencing (node_commands.c), events, watermarks and reconcile (node_events.c),
+ * the scheduler, budgets and leases (node_sched.c), and the engine's other requests
+ * (node_requests.c). */
+#ifndef SF_NODE_INTERNAL_H
+#define SF_NODE_INTERNAL_H
+
+#include "node/node.h"
+
+#define SF_NODE_MAX_GENS 16        /* generations a session keeps (running or unacknowledged) */
+#define SF_NODE_EVENTS_PER_FRAME 4096
+
+/* One event the head has not acknowledged yet. */
+struct node_event {
+	uint64_t seq;
+	uint8_t kind;
+	uint32_t value; /* the token (TOKENS) or the reason (FINISH) */
+	struct sf_logprob *lp; /* LOGPROBS: one entry with its alternatives */
+};
+
+struct node_gen {
+	uint64_t id, epoch;
+	uint32_t max_new, max_wall_ms;
+	uint64_t started_ms;
+	uint32_t produced;
+	uint64_t next_seq;
+	bool running, finished;
+	bool logprobs;
+	uint8_t top_logprobs;
+	struct sf_stop *stops; /* owned copies */
+	uint32_t n_stops;
+	struct node_event *log; /* retained events, in seq order */
+	uint32_t n_log, cap_log;
+	uint64_t last_step; /* scheduler turn it last ran, for round-robin */
+};
+
+struct node_session {
+	uint64_t id, epoch, last_cmd;
+	uint64_t link_id; /* where its events go: the link its latest command came on */
+	uint8_t qos;
+	struct sf_sampling sampling;
+	uint32_t lease_ms;
+	uint64_t lease_expires; /* 0: no lease */
+	bool renew_asked, expired;
+	struct sf_engine_ctx *ctx;
+	uint32_t *content;
+	uint32_t n_content, cap_content;
+	struct node_gen gens[SF_NODE_MAX_GENS];
+	uint32_t n_gens;
+	/* GENERATE_OPTS that came before their GENERATE. */
+	struct sf_generate_opts opts;
+	bool has_opts;
+	struct node_session *next; /* hash chain */
+};
+
+/* What goes out on one link at the next flush. */
+struct node_outbox {
+	uint64_t link_id;
+	uint32_t version;
+	bool open;
+	struct sf_token_event *events;
+	uint32_t n_events, cap_events;
+	uint32_t *tokens;            /* one per TOKENS event, pointed at when sending */
+	struct sf_logprob *lps;      /* one per LOGPROBS event */
+	struct sf_lease_ask *renew;
+	uint32_t n_renew, cap_renew;
+};
+
+struct sf_node {
+	struct sf_node_config cfg;
+	struct sf_engine *engine;
+	const struct sf_engine_info *info;
+	struct sf_node_io io;
+	struct node_session **buckets;
+	uint32_t n_buckets, n_sessions;
+	struct node_outbox *links;
+	uint32_t n_links;
+	uint64_t now;
+	uint64_t next_step_at; /* the engine is busy until then */
+	uint64_t step_turn;
+	uint64_t next_status_at;
+	bool status_dirty;
+	struct sf_node_stats stats;
+};
+
+/* Sessions. */
+struct node_session *sf__node_find(struct sf_node *n, uint64_t id);
+struct node_session *sf__node_insert(struct sf_node *n, uint64_t id);
+void sf__node_remove(struct sf_node *n, struct node_session *s);
+void sf__node_session_clear(struct sf_node *n, struct node_session *s);
+/* Frees GENERATE_OPTS still waiting for their GENERATE. */
+void sf__node_drop_opts(struct node_session *s);
+/* Calls fn for every session; fn may remove the one it is given. */
+void sf__node_each(struct sf_node *n, void (*fn)(struct sf_node *, struct node_session *, void *),
+		   void *arg);
+
+/* Generations. */
+struct node_gen *sf__node_gen(struct node_session *s, uint64_t id);
+void sf__node_gen_clear(struct node_gen *g);
+/* Appends an event to the generation's log and queues it for the session's link. */
+int sf__node_emit(struct sf_node *n, struct node_session *s, struct node_gen *g, uint8_t kind,
+		  uint32_t value, const struct sf_engine_logprob *lp);
+/* Ends a running generation with a finish event. */
+void sf__node_finish(struct sf_node *n, struct node_session *s, struct node_gen *g, uint32_t reason);
+
+/* Links and sending. */
+struct node_outbox *sf__node_link(struct sf_node *n, uint64_t link_id);
+int sf__node_send(struct sf_node *n, uint64_t link_id, uint16_t type, const void *msg);
+void sf__node_refuse(struct sf_node *n, uint64_t link_id, uint64_t cmd, uint64_t sid, int code,
+		     const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+void sf__node_log(struct sf_node *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sf__node_flush(struct sf_node *n);
+
+/* Handlers. */
+void sf__node_on_assign(struct sf_node *n, uint64_t link, const struct sf_session_assign *m);
+void sf__node_on_append(struct sf_node *n, uint64_t link, const struct sf_session_append *m);
+void sf__node_on_revoke(struct sf_node *n, uint64_t link, const struct sf_session_revoke *m);
+void sf__node_on_opts(struct sf_node *n, uint64_t link, const struct sf_generate_opts *m);
+void sf__node_on_generate(struct sf_node *n, uint64_t link, const struct sf_generate *m);
+void sf__node_on_cancel(struct sf_node *n, uint64_t link, const struct sf_cancel *m);
+void sf__node_on_watermark(struct sf_node *n, uint64_t link, const struct sf_watermark_ack *m);
+void sf__node_on_lease_grant(struct sf_node *n, uint64_t link, const struct sf_lease_grant *m);
+void sf__node_on_reconcile(struct sf_node *n, uint64_t link, const struct sf_reconcile *m);
+void sf__node_on_tokenizer_export(struct sf_node *n, uint64_t link,
+				  const struct sf_tokenizer_export_req *m);
+void sf__node_on_tokenize(struct sf_node *n, uint64_t link, const struct sf_tokenize_req *m);
+void sf__node_on_stage_forward(struct sf_node *n, uint64_t link, const struct sf_stage_forward_req *m);
+void sf__node_on_state_op(struct sf_node *n, uint64_t link, const struct sf_state_op_req *m);
+
+/* Scheduler. */
+void sf__node_schedule(struct sf_node *n);
+void sf__node_leases(struct sf_node *n);
+
+#endif

@@ -1,0 +1,187 @@
+/* The engine's requests beside sessions: tokenizer export, tokenizing, staged forward and
+ * state operations with streamed segments. */
+#include "node/node_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void sf__node_on_tokenizer_export(struct sf_node *n, uint64_t link,
+				  const struct sf_tokenizer_export_req *m)
+{
+	struct sf_tokenizer_export x = { .request_id = m->request_id, .model = m->model,
+					 .model_len = m->model_len };
+	if (strcmp(m->model, n->info->model) != 0) {
+		/* Not served here: an empty answer with digest 0 (PROTOCOL.md). */
+		(void)sf__node_send(n, link, SF_MSG_TOKENIZER_EXPORT, &x);
+		return;
+	}
+	uint32_t vocab = n->info->vocab_size;
+	struct sf_vocab_entry *v = calloc(vocab ? vocab : 1, sizeof(*v));
+	size_t cap = (size_t)vocab * 8 + 4096, at = 0;
+	uint8_t *bytes = malloc(cap);
+	const struct sf_engine_special *sp;
+	const struct sf_engine_template *tp;
+	size_t n_sp, n_tp;
+	sf_engine_specials(n->engine, &sp, &n_sp);
+	sf_engine_templates(n->engine, &tp, &n_tp);
+	struct sf_special *specials = calloc(n_sp + 1, sizeof(*specials));
+	struct sf_named_template *templates = calloc(n_tp + 1, sizeof(*templates));
+	if (!v || !bytes || !specials || !templates)
+		goto out;
+	struct sf_err err;
+	/* Offsets first: the buffer grows, so pointers are set once it is whole. */
+	for (uint32_t t = 0; t < vocab; t++) {
+		if (cap - at < SF_MAX_TOKEN_BYTES) {
+			uint8_t *nb = realloc(bytes, cap * 2);
+			if (!nb)
+				goto out;
+			bytes = nb;
+			cap *= 2;
+		}
+		size_t len = 0;
+		if (sf_engine_token_bytes(n->engine, t, bytes + at, SF_MAX_TOKEN_BYTES, &len, &err))
+			len = 0;
+		v[t].bytes = (uint8_t *)(uintptr_t)at;
+		v[t].bytes_len = (uint32_t)len;
+		at += len;
+	}
+	for (uint32_t t = 0; t < vocab; t++)
+		v[t].bytes = bytes + (uintptr_t)v[t].bytes;
+	for (size_t i = 0; i < n_sp; i++)
+		specials[i] = (struct sf_special){ (char *)sp[i].text, (uint32_t)strlen(sp[i].text),
+						   sp[i].token };
+	for (size_t i = 0; i < n_tp; i++)
+		templates[i] = (struct sf_named_template){ (char *)tp[i].name, (uint32_t)strlen(tp[i].name),
+							   (char *)tp[i].text, (uint32_t)strlen(tp[i].text) };
+	const char *chat = sf_engine_chat_template(n->engine, NULL);
+	x.digest = n->info->tokenizer_digest;
+	x.vocab = v;
+	x.n_vocab = vocab;
+	x.specials = specials;
+	x.n_specials = (uint32_t)n_sp;
+	x.has_bos = n->info->has_bos;
+	x.bos = n->info->bos;
+	x.eos = n->info->eos;
+	x.chat_template = (char *)(chat ? chat : "");
+	x.chat_template_len = (uint32_t)strlen(x.chat_template);
+	x.templates = templates;
+	x.n_templates = (uint32_t)n_tp;
+	x.plain = n->info->encodes_plain;
+	x.pieces = n->info->encodes_pieces;
+	(void)sf__node_send(n, link, SF_MSG_TOKENIZER_EXPORT, &x);
+out:
+	free(v);
+	free(bytes);
+	free(specials);
+	free(templates);
+}
+
+void sf__node_on_tokenize(struct sf_node *n, uint64_t link, const struct sf_tokenize_req *m)
+{
+	struct sf_tokenize_resp r = { .request_id = m->request_id };
+	struct sf_err err = { 0 };
+	size_t cap = SF_MAX_TOKENS, got = 0;
+	uint32_t *out = malloc(cap * sizeof(uint32_t));
+	int rc = SF_E_NOMEM;
+	if (strcmp(m->model, n->info->model) != 0)
+		rc = sf_err_set(&err, SF_E_RANGE, "this node does not serve model %s", m->model);
+	else if (out && m->mode == SF_TOKENIZE_ENCODE)
+		rc = sf_engine_encode(n->engine, m->text, m->text_len, out, cap, &got, &err);
+	else if (out && m->mode == SF_TOKENIZE_PLAIN)
+		rc = sf_engine_encode_plain(n->engine, m->plain_text, m->plain_text_len, out, cap, &got, &err);
+	else if (out)
+		rc = sf_engine_encode_pieces(n->engine, m->pieces, m->n_pieces, out, cap, &got, &err);
+	else
+		sf_err_set(&err, SF_E_NOMEM, "no memory to encode");
+	r.ok = rc == 0;
+	if (r.ok) {
+		r.tokens = out;
+		r.n_tokens = (uint32_t)got;
+	} else {
+		r.error = err.msg;
+		r.error_len = (uint32_t)strlen(err.msg);
+	}
+	(void)sf__node_send(n, link, SF_MSG_TOKENIZE_RESP, &r);
+	free(out);
+}
+
+void sf__node_on_stage_forward(struct sf_node *n, uint64_t link, const struct sf_stage_forward_req *m)
+{
+	struct sf_stage_forward_resp r = { .request_id = m->request_id };
+	struct sf_engine_stage_in in = {
+		.start_layer = m->start_layer, .end_layer = m->end_layer,
+		.tokens = m->tokens, .n_tokens = m->n_tokens,
+		.hidden = m->has_hidden ? m->hidden : NULL, .hidden_len = m->has_hidden ? m->hidden_len : 0,
+	};
+	size_t cap = n->info->stage_bytes ? n->info->stage_bytes : 4096;
+	uint8_t *hidden = malloc(cap);
+	struct sf_engine_stage_out out = { 0 };
+	struct sf_err err = { 0 };
+	int rc = hidden ? sf_engine_stage_forward(n->engine, &in, hidden, cap, &out, &err)
+			: sf_err_set(&err, SF_E_NOMEM, "no memory for the hidden state");
+	if (rc) {
+		r.kind = SF_STAGE_ERROR;
+		r.error = err.msg;
+		r.error_len = (uint32_t)strlen(err.msg);
+	} else if (out.kind == SF_STAGE_TOKEN) {
+		r.kind = SF_STAGE_TOKEN;
+		r.token = out.token;
+	} else {
+		r.kind = SF_STAGE_HIDDEN;
+		r.hidden = hidden;
+		r.hidden_len = (uint32_t)out.hidden_len;
+	}
+	(void)sf__node_send(n, link, SF_MSG_STAGE_FORWARD_RESP, &r);
+	free(hidden);
+}
+
+struct segment_sink {
+	struct sf_node *n;
+	uint64_t link, request_id;
+};
+
+static int send_segment(void *arg, const struct sf_segment *seg)
+{
+	struct segment_sink *k = arg;
+	struct sf_state_op_segment m = { .request_id = k->request_id, .segment = *seg };
+	return sf__node_send(k->n, k->link, SF_MSG_STATE_OP_SEGMENT, &m);
+}
+
+void sf__node_on_state_op(struct sf_node *n, uint64_t link, const struct sf_state_op_req *m)
+{
+	struct sf_state_op_resp r = { .request_id = m->request_id };
+	struct sf_err err = { 0 };
+	uint8_t *result = malloc(SF_MAX_OPAQUE);
+	size_t len = 0;
+	struct node_session *s = m->session_id ? sf__node_find(n, m->session_id) : NULL;
+	int rc;
+	if (m->n_blobs) {
+		/* Blobs by hash come with the blob store; until then say plainly which is missing. */
+		char hex[65];
+		for (int i = 0; i < 32; i++)
+			snprintf(hex + 2 * i, 3, "%02x", m->blobs[0].sha256[i]);
+		rc = sf_err_set(&err, SF_E_RANGE, "blob %s is not on this node", hex);
+	} else if (m->session_id && (!s || !s->ctx)) {
+		rc = sf_err_set(&err, SF_E_STATE, "session %llu is not held here",
+				(unsigned long long)m->session_id);
+	} else if (!result) {
+		rc = sf_err_set(&err, SF_E_NOMEM, "no memory for the result");
+	} else {
+		struct sf_engine_op_req req = { .op = m->op, .args = m->args, .args_len = m->args_len,
+						.ctx = s ? s->ctx : NULL };
+		struct segment_sink sink = { n, link, m->request_id };
+		rc = sf_engine_state_op(n->engine, &req, send_segment, &sink, result, SF_MAX_OPAQUE,
+					&len, &err);
+	}
+	r.ok = rc == 0;
+	if (r.ok) {
+		r.result = result;
+		r.result_len = (uint32_t)len;
+	} else {
+		r.error = err.msg;
+		r.error_len = (uint32_t)strlen(err.msg);
+	}
+	(void)sf__node_send(n, link, SF_MSG_STATE_OP_RESP, &r);
+	free(result);
+}
