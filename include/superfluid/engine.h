@@ -6,7 +6,7 @@
  * same way for every implementation, then dispatch. An engine is used by one thread at a time.
  *
  * Every call that fills a buffer takes its capacity; when the answer does not fit it returns
- * SF_E_LIMIT and sets the length argument to the size that would have fitted. Calls return 0
+ * SF_E_LIMIT and sets the length argument to the size it needs. Calls return 0
  * or a negative sf_code with err saying what was wrong. */
 #ifndef SUPERFLUID_ENGINE_H
 #define SUPERFLUID_ENGINE_H

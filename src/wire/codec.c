@@ -259,7 +259,7 @@ static int measure_struct(const struct sf_schema *s, const void *obj, uint64_t *
 			continue;
 		}
 		uint32_t count = *CAT(obj, f->len_off, uint32_t);
-		const void *ptr = *CAT(obj, f->off, const void *);
+		const void *ptr = *CAT(obj, f->off, void *);
 		if (count > f->max)
 			return sf_err_set(err, SF_E_LIMIT, "%s: %u over the limit %llu", f->name, count,
 					  (unsigned long long)f->max);
@@ -304,7 +304,7 @@ static void write_struct(const struct sf_schema *s, const void *obj, uint8_t **w
 			write_struct(f->sub, CAT(obj, f->off, void), w);
 		} else {
 			uint32_t count = *CAT(obj, f->len_off, uint32_t);
-			const void *ptr = *CAT(obj, f->off, const void *);
+			const void *ptr = *CAT(obj, f->off, void *);
 			put_le(*w, count, 4);
 			*w += 4;
 			if (f->kind == SF_K_STR || f->kind == SF_K_BYTES) {
@@ -382,7 +382,7 @@ static bool struct_equal(const struct sf_schema *s, const void *a, const void *b
 			uint32_t n = *CAT(a, f->len_off, uint32_t);
 			if (n != *CAT(b, f->len_off, uint32_t))
 				return false;
-			const char *x = *CAT(a, f->off, const char *), *y = *CAT(b, f->off, const char *);
+			const char *x = *CAT(a, f->off, char *), *y = *CAT(b, f->off, char *);
 			if (!n)
 				continue;
 			if (f->kind == SF_K_ARR) {

@@ -1,0 +1,420 @@
+/* The node machine on the simulated engine, driven with messages and time: generations equal
+ * the engine's expected stream, fencing refuses repeats and stale epochs, events are kept
+ * until watermarked and replayed on reconcile, leases renew and expire, batches interleave. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <superfluid/sim_engine.h>
+
+#include "node/node.h"
+
+/* What the node sent, per link, decoded back. */
+struct sent {
+	struct sf_arena arena;
+	struct sf_msg msgs[4096];
+	uint64_t links[4096];
+	int n;
+};
+
+struct fx {
+	struct sf_engine *engine;
+	struct sf_sim_config sim;
+	struct sf_node *node;
+	struct sent sent;
+	uint64_t now;
+	uint64_t cmd;
+};
+
+static int capture(void *arg, uint64_t link, uint16_t type, const void *msg)
+{
+	struct sent *s = arg;
+	struct sf_buf b;
+	struct sf_err err;
+	sf_buf_init(&b, 64u << 20);
+	int rc = sf_msg_encode(&b, type, msg, 3, SF_FRAME_PAYLOAD_MAX, &err);
+	if (rc)
+		fail_msg("node sent an unencodable %s: %s", sf_msg_name(type), err.msg);
+	assert_true(s->n < 4096);
+	rc = sf_msg_decode(type, sf_buf_head(&b) + SF_FRAME_HDR_LEN, sf_buf_used(&b) - SF_FRAME_HDR_LEN,
+			   3, &s->arena, &s->msgs[s->n], &err);
+	assert_int_equal(rc, 0);
+	s->links[s->n++] = link;
+	sf_buf_free(&b);
+	return 0;
+}
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	sf_sim_config_default(&f->sim);
+	struct sf_err err;
+	assert_int_equal(sf_sim_engine_new(&f->sim, &f->engine, &err), 0);
+	sf_arena_init(&f->sent.arena, 256u << 20);
+	struct sf_node_io io = { .arg = &f->sent, .send = capture };
+	struct sf_node_config cfg = { .max_sessions = 64 };
+	f->now = 1000;
+	assert_int_equal(sf_node_new(&f->node, &cfg, f->engine, &io, f->now, &err), 0);
+	sf_node_link_open(f->node, 1, 3, f->now);
+	f->cmd = 1;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	sf_node_free(f->node);
+	sf_engine_free(f->engine);
+	sf_arena_free(&f->sent.arena);
+	free(f);
+	return 0;
+}
+
+static void deliver(struct fx *f, uint64_t link, uint16_t type, const void *body)
+{
+	struct sf_msg m = { .type = type };
+	switch (type) {
+	case SF_MSG_SESSION_ASSIGN: m.u.session_assign = *(const struct sf_session_assign *)body; break;
+	case SF_MSG_SESSION_APPEND: m.u.session_append = *(const struct sf_session_append *)body; break;
+	case SF_MSG_SESSION_REVOKE: m.u.session_revoke = *(const struct sf_session_revoke *)body; break;
+	case SF_MSG_GENERATE: m.u.generate = *(const struct sf_generate *)body; break;
+	case SF_MSG_GENERATE_OPTS: m.u.generate_opts = *(const struct sf_generate_opts *)body; break;
+	case SF_MSG_CANCEL: m.u.cancel = *(const struct sf_cancel *)body; break;
+	case SF_MSG_WATERMARK_ACK: m.u.watermark_ack = *(const struct sf_watermark_ack *)body; break;
+	case SF_MSG_LEASE_GRANT: m.u.lease_grant = *(const struct sf_lease_grant *)body; break;
+	case SF_MSG_RECONCILE: m.u.reconcile = *(const struct sf_reconcile *)body; break;
+	case SF_MSG_TOKENIZE_REQ: m.u.tokenize_req = *(const struct sf_tokenize_req *)body; break;
+	case SF_MSG_TOKENIZER_EXPORT_REQ:
+		m.u.tokenizer_export_req = *(const struct sf_tokenizer_export_req *)body;
+		break;
+	case SF_MSG_STAGE_FORWARD_REQ:
+		m.u.stage_forward_req = *(const struct sf_stage_forward_req *)body;
+		break;
+	default: fail_msg("test cannot deliver %s", sf_msg_name(type));
+	}
+	sf_node_handle(f->node, link, &m, f->now);
+}
+
+static void assign(struct fx *f, uint64_t sid, uint64_t epoch, uint32_t lease_ms)
+{
+	struct sf_session_assign a = { .command_id = f->cmd++, .session_id = sid, .epoch = epoch,
+				       .lease_ms = lease_ms, .model = "sim-1", .model_len = 5 };
+	deliver(f, 1, SF_MSG_SESSION_ASSIGN, &a);
+}
+
+static void append(struct fx *f, uint64_t sid, uint64_t epoch, const char *text)
+{
+	uint32_t toks[256];
+	size_t n = strlen(text);
+	for (size_t i = 0; i < n; i++)
+		toks[i] = (uint8_t)text[i];
+	struct sf_session_append a = { .command_id = f->cmd++, .session_id = sid, .epoch = epoch,
+				       .tokens = toks, .n_tokens = (uint32_t)n };
+	deliver(f, 1, SF_MSG_SESSION_APPEND, &a);
+}
+
+static void generate(struct fx *f, uint64_t link, uint64_t sid, uint64_t epoch, uint64_t gid,
+		     uint32_t max_new)
+{
+	struct sf_generate g = { .command_id = f->cmd++, .session_id = sid, .epoch = epoch,
+				 .generation_id = gid, .max_new_tokens = max_new };
+	deliver(f, link, SF_MSG_GENERATE, &g);
+}
+
+static void run(struct fx *f, int ticks)
+{
+	for (int i = 0; i < ticks; i++) {
+		sf_node_tick(f->node, f->now);
+		f->now += 1;
+	}
+}
+
+/* Collects the tokens and finish reason of (sid, gid) from what was sent, checking the event
+ * seqs run 0, 1, 2, ... with no gap or repeat. */
+static size_t stream_of(struct fx *f, uint64_t sid, uint64_t gid, uint32_t *out, uint32_t *finish)
+{
+	size_t n = 0;
+	uint64_t seq = 0;
+	*finish = UINT32_MAX - 1;
+	for (int i = 0; i < f->sent.n; i++) {
+		if (f->sent.msgs[i].type != SF_MSG_TOKEN_EVENTS)
+			continue;
+		const struct sf_token_events *te = &f->sent.msgs[i].u.token_events;
+		for (uint32_t j = 0; j < te->n_events; j++) {
+			const struct sf_token_event *e = &te->events[j];
+			if (e->session_id != sid || e->generation_id != gid)
+				continue;
+			assert_int_equal(e->seq, seq);
+			seq++;
+			if (e->kind == SF_EVENT_TOKENS)
+				for (uint32_t k = 0; k < e->n_tokens; k++)
+					out[n++] = e->tokens[k];
+			else if (e->kind == SF_EVENT_FINISH)
+				*finish = e->reason;
+		}
+	}
+	return n;
+}
+
+static int count_type(struct fx *f, uint16_t type)
+{
+	int c = 0;
+	for (int i = 0; i < f->sent.n; i++)
+		c += f->sent.msgs[i].type == type;
+	return c;
+}
+
+static const struct sf_msg *last_of(struct fx *f, uint16_t type)
+{
+	for (int i = f->sent.n - 1; i >= 0; i--)
+		if (f->sent.msgs[i].type == type)
+			return &f->sent.msgs[i];
+	return NULL;
+}
+
+static void expect_stream(struct fx *f, const char *prompt, uint64_t sid, uint64_t gid, uint32_t max_new)
+{
+	uint32_t ctx[256], want[4096], got[4096];
+	size_t n_ctx = strlen(prompt), n_want = 0;
+	for (size_t i = 0; i < n_ctx; i++)
+		ctx[i] = (uint8_t)prompt[i];
+	struct sf_sampling smp = { 0 };
+	uint32_t want_finish, got_finish;
+	struct sf_err err;
+	assert_int_equal(sf_sim_expected(&f->sim, &smp, ctx, n_ctx, max_new, want, 4096, &n_want,
+					 &want_finish, &err), 0);
+	size_t n_got = stream_of(f, sid, gid, got, &got_finish);
+	assert_int_equal(n_got, n_want);
+	assert_memory_equal(got, want, n_want * sizeof(uint32_t));
+	assert_int_equal(got_finish, want_finish);
+}
+
+static void a_generation_is_the_expected_stream(void **state)
+{
+	struct fx *f = *state;
+	assign(f, 7, 1, 0);
+	append(f, 7, 1, "hello node");
+	generate(f, 1, 7, 1, 1, 40);
+	run(f, 200);
+	expect_stream(f, "hello node", 7, 1, 40);
+	assert_int_equal(count_type(f, SF_MSG_REFUSED), 0);
+}
+
+static void many_sessions_share_batches(void **state)
+{
+	struct fx *f = *state;
+	char prompts[20][32];
+	for (int i = 0; i < 20; i++) {
+		snprintf(prompts[i], sizeof(prompts[i]), "prompt number %d", i);
+		assign(f, 100 + i, 1, 0);
+		append(f, 100 + i, 1, prompts[i]);
+		generate(f, 1, 100 + i, 1, 1, 30);
+	}
+	run(f, 400);
+	for (int i = 0; i < 20; i++)
+		expect_stream(f, prompts[i], 100 + i, 1, 30);
+	struct sf_node_stats st;
+	sf_node_stats(f->node, &st);
+	/* Batches of up to 8: far fewer steps than 20 sessions times 30 tokens. */
+	assert_true(st.decode_steps < 20 * 30 / 4);
+}
+
+static void fencing_refuses_repeats_and_stale_epochs(void **state)
+{
+	struct fx *f = *state;
+	assign(f, 5, 10, 0);
+	/* The same command id again. */
+	struct sf_session_append a = { .command_id = f->cmd - 1, .session_id = 5, .epoch = 10 };
+	deliver(f, 1, SF_MSG_SESSION_APPEND, &a);
+	assert_int_equal(count_type(f, SF_MSG_REFUSED), 1);
+	assert_non_null(strstr(last_of(f, SF_MSG_REFUSED)->u.refused.reason, "seen before"));
+	/* An older epoch does not override the newer one. */
+	struct sf_session_assign old = { .command_id = f->cmd++, .session_id = 5, .epoch = 9,
+					 .model = "sim-1", .model_len = 5 };
+	deliver(f, 1, SF_MSG_SESSION_ASSIGN, &old);
+	assert_int_equal(count_type(f, SF_MSG_REFUSED), 2);
+	assert_non_null(strstr(last_of(f, SF_MSG_REFUSED)->u.refused.reason, "not newer"));
+	/* A command at the wrong epoch. */
+	generate(f, 1, 5, 9, 1, 5);
+	assert_int_equal(count_type(f, SF_MSG_REFUSED), 3);
+	assert_non_null(strstr(last_of(f, SF_MSG_REFUSED)->u.refused.reason, "at epoch 9, but it is at epoch 10"));
+	/* An older revoke leaves it be; a newer assign supersedes. */
+	struct sf_session_revoke rv = { .command_id = f->cmd++, .session_id = 5, .epoch = 3 };
+	deliver(f, 1, SF_MSG_SESSION_REVOKE, &rv);
+	assert_int_equal(count_type(f, SF_MSG_REFUSED), 4);
+	assign(f, 5, 11, 0);
+	append(f, 5, 11, "again");
+	generate(f, 1, 5, 11, 2, 10);
+	run(f, 100);
+	expect_stream(f, "again", 5, 2, 10);
+	/* The same generation id twice. */
+	generate(f, 1, 5, 11, 2, 10);
+	assert_non_null(strstr(last_of(f, SF_MSG_REFUSED)->u.refused.reason, "already ran"));
+	/* A model this node does not serve. */
+	struct sf_session_assign other = { .command_id = f->cmd++, .session_id = 6, .epoch = 1,
+					   .model = "gpt-x", .model_len = 5 };
+	deliver(f, 1, SF_MSG_SESSION_ASSIGN, &other);
+	assert_string_equal(last_of(f, SF_MSG_REFUSED)->u.refused.reason,
+			    "this node does not serve model gpt-x (it serves sim-1)");
+}
+
+static void events_wait_for_the_watermark_and_replay(void **state)
+{
+	struct fx *f = *state;
+	assign(f, 9, 1, 0);
+	append(f, 9, 1, "replay me");
+	generate(f, 1, 9, 1, 1, 25);
+	run(f, 3); /* a few tokens out on link 1 */
+	/* The link drops; the generation goes on with no link to send to. */
+	sf_node_link_closed(f->node, 1, f->now);
+	run(f, 200);
+	int before = f->sent.n;
+	/* The head had acknowledged nothing, and saw seqs below 2. */
+	sf_node_link_open(f->node, 2, 3, f->now);
+	struct sf_reconcile_gen rg = { .generation_id = 1, .next_seq = 2 };
+	struct sf_reconcile_session rs = { .session_id = 9, .epoch = 1, .gens = &rg, .n_gens = 1 };
+	struct sf_reconcile rec = { .sessions = &rs, .n_sessions = 1 };
+	deliver(f, 2, SF_MSG_RECONCILE, &rec);
+	const struct sf_msg *ack = last_of(f, SF_MSG_RECONCILE_ACK);
+	assert_non_null(ack);
+	assert_int_equal(ack->u.reconcile_ack.n_sessions, 1);
+	assert_true(ack->u.reconcile_ack.sessions[0].held);
+	assert_int_equal(ack->u.reconcile_ack.sessions[0].n_ranges, 1);
+	const struct sf_retry_range *r = &ack->u.reconcile_ack.sessions[0].ranges[0];
+	assert_int_equal(r->from_seq, 2);
+	/* Everything the head lacks came after the answer, in order, and the first two events
+	 * (which went out before the drop) with it make the whole expected stream. */
+	uint64_t seq = 2, last = 0;
+	for (int i = before; i < f->sent.n; i++) {
+		if (f->sent.msgs[i].type != SF_MSG_TOKEN_EVENTS)
+			continue;
+		assert_int_equal(f->sent.links[i], 2);
+		const struct sf_token_events *te = &f->sent.msgs[i].u.token_events;
+		for (uint32_t j = 0; j < te->n_events; j++) {
+			assert_int_equal(te->events[j].seq, seq++);
+			last = te->events[j].seq;
+		}
+	}
+	assert_int_equal(last, r->to_seq);
+	/* Once acknowledged, nothing is left to replay. */
+	struct sf_watermark wm = { .session_id = 9, .generation_id = 1, .epoch = 1, .seq = last };
+	struct sf_watermark_ack wa = { .marks = &wm, .n_marks = 1 };
+	deliver(f, 2, SF_MSG_WATERMARK_ACK, &wa);
+	deliver(f, 2, SF_MSG_RECONCILE, &rec);
+	ack = last_of(f, SF_MSG_RECONCILE_ACK);
+	assert_true(ack->u.reconcile_ack.sessions[0].held);
+	assert_int_equal(ack->u.reconcile_ack.sessions[0].n_ranges, 0);
+	/* A session the node never had is not held. */
+	rs.session_id = 12345;
+	deliver(f, 2, SF_MSG_RECONCILE, &rec);
+	assert_false(last_of(f, SF_MSG_RECONCILE_ACK)->u.reconcile_ack.sessions[0].held);
+}
+
+static void leases_renew_and_expire(void **state)
+{
+	struct fx *f = *state;
+	assign(f, 3, 1, 300);
+	append(f, 3, 1, "x");
+	run(f, 150);
+	assert_int_equal(count_type(f, SF_MSG_LEASE_RENEW), 0);
+	run(f, 100); /* past two thirds */
+	assert_int_equal(count_type(f, SF_MSG_LEASE_RENEW), 1);
+	struct sf_lease_answer ans = { .session_id = 3, .epoch = 1, .granted = true, .lease_ms = 300 };
+	struct sf_lease_grant lg = { .leases = &ans, .n_leases = 1 };
+	deliver(f, 1, SF_MSG_LEASE_GRANT, &lg);
+	run(f, 250); /* the renewed lease holds past the first one's end */
+	struct sf_node_stats st;
+	sf_node_stats(f->node, &st);
+	assert_int_equal(st.expired, 0);
+	/* Now a generation that outlives an unrenewed lease ends with the expired reason. */
+	generate(f, 1, 3, 1, 1, 0);
+	run(f, 400);
+	sf_node_stats(f->node, &st);
+	assert_int_equal(st.expired, 1);
+	uint32_t toks[SF_SIM_MAX_CTX > 8192 ? 8192 : SF_SIM_MAX_CTX], fin;
+	stream_of(f, 3, 1, toks, &fin);
+	(void)toks;
+}
+
+static void cancel_ends_a_generation(void **state)
+{
+	struct fx *f = *state;
+	assign(f, 4, 1, 0);
+	append(f, 4, 1, "cancel me");
+	generate(f, 1, 4, 1, 1, 0);
+	run(f, 5);
+	struct sf_cancel c = { .command_id = f->cmd++, .session_id = 4, .generation_id = 1 };
+	deliver(f, 1, SF_MSG_CANCEL, &c);
+	run(f, 5);
+	uint32_t toks[4096], fin;
+	stream_of(f, 4, 1, toks, &fin);
+	assert_int_equal(fin, SF_FINISH_CANCELLED);
+}
+
+static void a_full_node_says_so(void **state)
+{
+	struct fx *f = *state;
+	for (int i = 0; i < 64; i++)
+		assign(f, 1000 + i, 1, 0);
+	assert_int_equal(count_type(f, SF_MSG_REFUSED), 0);
+	assign(f, 2000, 1, 0);
+	assert_non_null(strstr(last_of(f, SF_MSG_REFUSED)->u.refused.reason, "this node is full"));
+}
+
+static void requests_beside_sessions(void **state)
+{
+	struct fx *f = *state;
+	struct sf_tokenize_req tr = { .request_id = 5, .model = "sim-1", .model_len = 5,
+				      .mode = SF_TOKENIZE_ENCODE, .text = "<|im_start|>hi",
+				      .text_len = 14 };
+	deliver(f, 1, SF_MSG_TOKENIZE_REQ, &tr);
+	const struct sf_msg *m = last_of(f, SF_MSG_TOKENIZE_RESP);
+	assert_non_null(m);
+	assert_true(m->u.tokenize_resp.ok);
+	assert_int_equal(m->u.tokenize_resp.n_tokens, 3);
+	assert_int_equal(m->u.tokenize_resp.tokens[0], SF_SIM_IM_START);
+	struct sf_tokenizer_export_req xr = { .request_id = 6, .model = "sim-1", .model_len = 5 };
+	deliver(f, 1, SF_MSG_TOKENIZER_EXPORT_REQ, &xr);
+	m = last_of(f, SF_MSG_TOKENIZER_EXPORT);
+	assert_int_equal(m->u.tokenizer_export.n_vocab, SF_SIM_VOCAB);
+	assert_int_equal(m->u.tokenizer_export.digest, sf_engine_info(f->engine)->tokenizer_digest);
+	assert_int_equal(m->u.tokenizer_export.vocab['A'].bytes_len, 1);
+	assert_int_equal(m->u.tokenizer_export.vocab['A'].bytes[0], 'A');
+	/* A whole-stack forward gives the next token the decode would. */
+	uint32_t ctx[3] = { 'a', 'b', 'c' };
+	struct sf_stage_forward_req sr = { .request_id = 7, .tokens = ctx, .n_tokens = 3,
+					   .start_layer = 0, .end_layer = f->sim.n_layers };
+	deliver(f, 1, SF_MSG_STAGE_FORWARD_REQ, &sr);
+	m = last_of(f, SF_MSG_STAGE_FORWARD_RESP);
+	assert_int_equal(m->u.stage_forward_resp.kind, SF_STAGE_TOKEN);
+	uint32_t want[1];
+	size_t n_want;
+	uint32_t fin;
+	struct sf_sampling smp = { 0 };
+	struct sf_err err;
+	assert_int_equal(sf_sim_expected(&f->sim, &smp, ctx, 3, 1, want, 1, &n_want, &fin, &err), 0);
+	if (n_want == 1)
+		assert_int_equal(m->u.stage_forward_resp.token, want[0]);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(a_generation_is_the_expected_stream, setup, teardown),
+		cmocka_unit_test_setup_teardown(many_sessions_share_batches, setup, teardown),
+		cmocka_unit_test_setup_teardown(fencing_refuses_repeats_and_stale_epochs, setup, teardown),
+		cmocka_unit_test_setup_teardown(events_wait_for_the_watermark_and_replay, setup, teardown),
+		cmocka_unit_test_setup_teardown(leases_renew_and_expire, setup, teardown),
+		cmocka_unit_test_setup_teardown(cancel_ends_a_generation, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_full_node_says_so, setup, teardown),
+		cmocka_unit_test_setup_teardown(requests_beside_sessions, setup, teardown),
+	};
+	return cmocka_run_group_tests_name("node", tests, NULL, NULL);
+}
