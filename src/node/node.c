@@ -81,6 +81,8 @@ void sf_node_link_open(struct sf_node *n, uint64_t link_id, uint32_t version, ui
 void sf_node_link_closed(struct sf_node *n, uint64_t link_id, uint64_t now_ms)
 {
 	n->now = now_ms;
+	if (n->cfg.blobs)
+		sf_blob_abort_link(n->cfg.blobs, link_id);
 	struct node_outbox *o = sf__node_link(n, link_id);
 	if (!o)
 		return;
@@ -112,8 +114,11 @@ void sf_node_handle(struct sf_node *n, uint64_t link, const struct sf_msg *m, ui
 	case SF_MSG_TOKENIZE_REQ: sf__node_on_tokenize(n, link, &m->u.tokenize_req); break;
 	case SF_MSG_STAGE_FORWARD_REQ: sf__node_on_stage_forward(n, link, &m->u.stage_forward_req); break;
 	case SF_MSG_STATE_OP_REQ: sf__node_on_state_op(n, link, &m->u.state_op_req); break;
+	case SF_MSG_XFER_BEGIN:
+	case SF_MSG_XFER_CHUNK:
+	case SF_MSG_XFER_END: sf__node_on_xfer(n, link, m); break;
 	default:
-		/* CONTROL_ASK and the blob transfer are the daemon's; the rest a head never sends. */
+		/* CONTROL_ASK is the daemon's; the rest a head never sends. */
 		break;
 	}
 }

@@ -14,11 +14,14 @@
 #include <superfluid/link.h>
 #include <superfluid/wire.h>
 
+#include "node/blob_store.h"
+
 struct sf_node_config {
 	uint32_t max_sessions;        /* 0: 4096; ASSIGN past it is refused */
 	uint32_t max_retained_events; /* per session, unacknowledged; 0: 65536 (then it pauses) */
 	uint32_t max_links;           /* 0: 1024 */
 	uint32_t status_ms;           /* NODE_STATUS at least this often; 0: 5000 */
+	struct sf_blob_store *blobs;  /* where XFER_* blobs go (not owned); NULL: refused */
 };
 
 struct sf_node_io {

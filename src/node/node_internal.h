@@ -126,6 +126,7 @@ void sf__node_on_tokenizer_export(struct sf_node *n, uint64_t link,
 void sf__node_on_tokenize(struct sf_node *n, uint64_t link, const struct sf_tokenize_req *m);
 void sf__node_on_stage_forward(struct sf_node *n, uint64_t link, const struct sf_stage_forward_req *m);
 void sf__node_on_state_op(struct sf_node *n, uint64_t link, const struct sf_state_op_req *m);
+void sf__node_on_xfer(struct sf_node *n, uint64_t link, const struct sf_msg *m);
 
 /* Scheduler. */
 void sf__node_schedule(struct sf_node *n);

@@ -155,13 +155,22 @@ void sf__node_on_state_op(struct sf_node *n, uint64_t link, const struct sf_stat
 	uint8_t *result = malloc(SF_MAX_OPAQUE);
 	size_t len = 0;
 	struct node_session *s = m->session_id ? sf__node_find(n, m->session_id) : NULL;
-	int rc;
-	if (m->n_blobs) {
-		/* Blobs by hash come with the blob store; until then say plainly which is missing. */
-		char hex[65];
-		for (int i = 0; i < 32; i++)
-			snprintf(hex + 2 * i, 3, "%02x", m->blobs[0].sha256[i]);
-		rc = sf_err_set(&err, SF_E_RANGE, "blob %s is not on this node", hex);
+	struct sf_engine_blob blobs[SF_MAX_BLOB_REFS];
+	uint32_t n_blobs = 0;
+	int rc = 0;
+	for (uint32_t i = 0; i < m->n_blobs && !rc; i++) {
+		uint8_t *data;
+		size_t blen;
+		if (!n->cfg.blobs) {
+			char hex[65];
+			sf_blob_hex(m->blobs[i].sha256, hex);
+			rc = sf_err_set(&err, SF_E_RANGE, "blob %s is not on this node (no --blob-dir)", hex);
+		} else if (!(rc = sf_blob_read(n->cfg.blobs, m->blobs[i].sha256, &data, &blen, &err))) {
+			blobs[n_blobs++] = (struct sf_engine_blob){ data, blen };
+		}
+	}
+	if (rc) {
+		/* err says which blob */
 	} else if (m->session_id && (!s || !s->ctx)) {
 		rc = sf_err_set(&err, SF_E_STATE, "session %llu is not held here",
 				(unsigned long long)m->session_id);
@@ -169,6 +178,7 @@ void sf__node_on_state_op(struct sf_node *n, uint64_t link, const struct sf_stat
 		rc = sf_err_set(&err, SF_E_NOMEM, "no memory for the result");
 	} else {
 		struct sf_engine_op_req req = { .op = m->op, .args = m->args, .args_len = m->args_len,
+						.blobs = blobs, .n_blobs = n_blobs,
 						.ctx = s ? s->ctx : NULL };
 		struct segment_sink sink = { n, link, m->request_id };
 		rc = sf_engine_state_op(n->engine, &req, send_segment, &sink, result, SF_MAX_OPAQUE,
@@ -183,5 +193,55 @@ void sf__node_on_state_op(struct sf_node *n, uint64_t link, const struct sf_stat
 		r.error_len = (uint32_t)strlen(err.msg);
 	}
 	(void)sf__node_send(n, link, SF_MSG_STATE_OP_RESP, &r);
+	for (uint32_t i = 0; i < n_blobs; i++)
+		free((void *)blobs[i].data);
 	free(result);
+}
+
+static void xfer_result(struct sf_node *n, uint64_t link, uint64_t id, const uint8_t sha[32],
+			bool ok, const char *why)
+{
+	struct sf_xfer_result x = { .transfer_id = id, .ok = ok, .reason = (char *)why,
+				    .reason_len = (uint32_t)strlen(why) };
+	if (sha)
+		memcpy(x.sha256, sha, 32);
+	(void)sf__node_send(n, link, SF_MSG_XFER_RESULT, &x);
+}
+
+/* Blob transfers: a failure is told once, in an XFER_RESULT, and the transfer is forgotten;
+ * its later chunks are dropped quietly. */
+void sf__node_on_xfer(struct sf_node *n, uint64_t link, const struct sf_msg *m)
+{
+	struct sf_err err = { 0 };
+	struct sf_blob_store *bs = n->cfg.blobs;
+	uint8_t sha[32] = { 0 };
+	int rc;
+	switch (m->type) {
+	case SF_MSG_XFER_BEGIN:
+		rc = bs ? sf_blob_begin(bs, link, m->u.xfer_begin.transfer_id, m->u.xfer_begin.total_len,
+					m->u.xfer_begin.sha256, &err)
+			: sf_err_set(&err, SF_E_STATE, "this node keeps no blobs (no --blob-dir)");
+		if (rc)
+			xfer_result(n, link, m->u.xfer_begin.transfer_id, m->u.xfer_begin.sha256, false,
+				    err.msg);
+		break;
+	case SF_MSG_XFER_CHUNK:
+		if (!bs)
+			break;
+		rc = sf_blob_chunk(bs, link, m->u.xfer_chunk.transfer_id, m->u.xfer_chunk.offset,
+				   m->u.xfer_chunk.data, m->u.xfer_chunk.data_len, &err);
+		if (rc && rc != SF_E_STATE)
+			xfer_result(n, link, m->u.xfer_chunk.transfer_id, NULL, false, err.msg);
+		break;
+	case SF_MSG_XFER_END:
+		if (!bs)
+			break;
+		rc = sf_blob_end(bs, link, m->u.xfer_end.transfer_id, sha, &err);
+		if (rc == SF_E_STATE)
+			break; /* refused earlier: the head was told then */
+		xfer_result(n, link, m->u.xfer_end.transfer_id, sha, rc == 0, rc ? err.msg : "stored");
+		if (!rc)
+			n->status_dirty = true;
+		break;
+	}
 }

@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <sodium.h>
+#include <unistd.h>
 
 #include <superfluid/sim_engine.h>
 
@@ -94,6 +96,10 @@ static void deliver(struct fx *f, uint64_t link, uint16_t type, const void *body
 	case SF_MSG_TOKENIZER_EXPORT_REQ:
 		m.u.tokenizer_export_req = *(const struct sf_tokenizer_export_req *)body;
 		break;
+	case SF_MSG_XFER_BEGIN: m.u.xfer_begin = *(const struct sf_xfer_begin *)body; break;
+	case SF_MSG_XFER_CHUNK: m.u.xfer_chunk = *(const struct sf_xfer_chunk *)body; break;
+	case SF_MSG_XFER_END: m.u.xfer_end = *(const struct sf_xfer_end *)body; break;
+	case SF_MSG_STATE_OP_REQ: m.u.state_op_req = *(const struct sf_state_op_req *)body; break;
 	case SF_MSG_STAGE_FORWARD_REQ:
 		m.u.stage_forward_req = *(const struct sf_stage_forward_req *)body;
 		break;
@@ -404,6 +410,76 @@ static void requests_beside_sessions(void **state)
 		assert_int_equal(m->u.stage_forward_resp.token, want[0]);
 }
 
+/* A blob crosses in chunks, is verified, and a state operation reads it and streams its
+ * segments; a blob with the wrong hash is refused. */
+static void blobs_feed_state_operations(void **state)
+{
+	struct fx *f = *state;
+	char dir[64];
+	snprintf(dir, sizeof(dir), "/tmp/sf-node-blobs-%d-XXXXXX", (int)getpid());
+	assert_non_null(mkdtemp(dir));
+	struct sf_blob_store *bs;
+	struct sf_err err;
+	assert_int_equal(sf_blob_store_open(&bs, dir, 0, &err), 0);
+	sf_node_free(f->node);
+	struct sf_node_io io = { .arg = &f->sent, .send = capture };
+	struct sf_node_config cfg = { .max_sessions = 64, .blobs = bs };
+	assert_int_equal(sf_node_new(&f->node, &cfg, f->engine, &io, f->now, &err), 0);
+	sf_node_link_open(f->node, 1, 3, f->now);
+
+	uint8_t audio[100];
+	for (int i = 0; i < 100; i++)
+		audio[i] = (uint8_t)('a' + i % 26);
+	uint8_t sha[32];
+	crypto_hash_sha256(sha, audio, sizeof(audio));
+	struct sf_xfer_begin xb = { .transfer_id = 1, .total_len = 100 };
+	memcpy(xb.sha256, sha, 32);
+	deliver(f, 1, SF_MSG_XFER_BEGIN, &xb);
+	struct sf_xfer_chunk c1 = { .transfer_id = 1, .offset = 0, .data = audio, .data_len = 60 };
+	struct sf_xfer_chunk c2 = { .transfer_id = 1, .offset = 60, .data = audio + 60, .data_len = 40 };
+	deliver(f, 1, SF_MSG_XFER_CHUNK, &c1);
+	deliver(f, 1, SF_MSG_XFER_CHUNK, &c2);
+	struct sf_xfer_end xe = { .transfer_id = 1 };
+	deliver(f, 1, SF_MSG_XFER_END, &xe);
+	const struct sf_msg *m = last_of(f, SF_MSG_XFER_RESULT);
+	assert_non_null(m);
+	assert_true(m->u.xfer_result.ok);
+
+	struct sf_blob_ref ref;
+	memcpy(ref.sha256, sha, 32);
+	struct sf_state_op_req op = { .request_id = 3, .op = "transcribe", .op_len = 10,
+				      .blobs = &ref, .n_blobs = 1 };
+	deliver(f, 1, SF_MSG_STATE_OP_REQ, &op);
+	m = last_of(f, SF_MSG_STATE_OP_RESP);
+	assert_non_null(m);
+	if (!m->u.state_op_resp.ok)
+		fail_msg("transcribe: %s", m->u.state_op_resp.error);
+	/* One segment per 16 bytes of input, in order. */
+	int segs = 0;
+	for (int i = 0; i < f->sent.n; i++)
+		if (f->sent.msgs[i].type == SF_MSG_STATE_OP_SEGMENT)
+			assert_int_equal(f->sent.msgs[i].u.state_op_segment.segment.seq, (uint64_t)segs++);
+	assert_int_equal(segs, (100 + 15) / 16);
+
+	/* The wrong hash: refused, and the store does not have it. */
+	struct sf_xfer_begin bad = { .transfer_id = 2, .total_len = 100, .sha256 = { 0x55 } };
+	deliver(f, 1, SF_MSG_XFER_BEGIN, &bad);
+	c1.transfer_id = c2.transfer_id = xe.transfer_id = 2;
+	deliver(f, 1, SF_MSG_XFER_CHUNK, &c1);
+	deliver(f, 1, SF_MSG_XFER_CHUNK, &c2);
+	deliver(f, 1, SF_MSG_XFER_END, &xe);
+	m = last_of(f, SF_MSG_XFER_RESULT);
+	assert_false(m->u.xfer_result.ok);
+	assert_non_null(strstr(m->u.xfer_result.reason, "refused and deleted"));
+	assert_false(sf_blob_has(bs, bad.sha256));
+	sf_node_free(f->node);
+	f->node = NULL;
+	sf_blob_store_close(bs);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -415,6 +491,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(cancel_ends_a_generation, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_full_node_says_so, setup, teardown),
 		cmocka_unit_test_setup_teardown(requests_beside_sessions, setup, teardown),
+		cmocka_unit_test_setup_teardown(blobs_feed_state_operations, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("node", tests, NULL, NULL);
 }

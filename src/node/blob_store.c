@@ -1,0 +1,288 @@
+#include "node/blob_store.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+struct transfer {
+	bool used;
+	uint64_t link, id, total, got;
+	uint8_t want[32];
+	int fd;
+	char partial[64];
+	crypto_hash_sha256_state hash;
+};
+
+struct sf_blob_store {
+	int dirfd;
+	char dir[4096];
+	uint64_t used, max;
+	struct transfer t[SF_BLOB_MAX_TRANSFERS];
+};
+
+void sf_blob_hex(const uint8_t sha256[32], char out[65])
+{
+	static const char digits[] = "0123456789abcdef";
+	for (int i = 0; i < 32; i++) {
+		out[2 * i] = digits[sha256[i] >> 4];
+		out[2 * i + 1] = digits[sha256[i] & 15];
+	}
+	out[64] = 0;
+}
+
+static bool is_blob_name(const char *name)
+{
+	if (strlen(name) != 64)
+		return false;
+	for (int i = 0; i < 64; i++)
+		if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
+			return false;
+	return true;
+}
+
+int sf_blob_store_open(struct sf_blob_store **out, const char *dir, uint64_t max_bytes,
+		       struct sf_err *err)
+{
+	if (sodium_init() < 0)
+		return sf_err_set(err, SF_E_CRYPTO, "libsodium failed to start");
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return sf_err_set(err, SF_E_IO, "cannot create blob directory %s: %s", dir, strerror(errno));
+	struct sf_blob_store *bs = calloc(1, sizeof(*bs));
+	if (!bs)
+		return sf_err_set(err, SF_E_NOMEM, "no memory for the blob store");
+	snprintf(bs->dir, sizeof(bs->dir), "%s", dir);
+	bs->max = max_bytes ? max_bytes : 16ull << 30;
+	bs->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (bs->dirfd < 0) {
+		int e = errno;
+		free(bs);
+		return sf_err_set(err, SF_E_IO, "cannot open blob directory %s: %s", dir, strerror(e));
+	}
+	DIR *d = fdopendir(dup(bs->dirfd));
+	if (d) {
+		struct dirent *de;
+		while ((de = readdir(d))) {
+			struct stat st;
+			if (!strncmp(de->d_name, ".partial-", 9))
+				unlinkat(bs->dirfd, de->d_name, 0); /* a crash cut it short */
+			else if (is_blob_name(de->d_name) && !fstatat(bs->dirfd, de->d_name, &st, 0))
+				bs->used += (uint64_t)st.st_size;
+		}
+		closedir(d);
+	}
+	for (int i = 0; i < SF_BLOB_MAX_TRANSFERS; i++)
+		bs->t[i].fd = -1;
+	*out = bs;
+	return 0;
+}
+
+static void drop(struct sf_blob_store *bs, struct transfer *t)
+{
+	if (t->fd >= 0) {
+		close(t->fd);
+		unlinkat(bs->dirfd, t->partial, 0);
+	}
+	memset(t, 0, sizeof(*t));
+	t->fd = -1;
+}
+
+void sf_blob_store_close(struct sf_blob_store *bs)
+{
+	if (!bs)
+		return;
+	for (int i = 0; i < SF_BLOB_MAX_TRANSFERS; i++)
+		if (bs->t[i].used)
+			drop(bs, &bs->t[i]);
+	close(bs->dirfd);
+	free(bs);
+}
+
+static struct transfer *find(struct sf_blob_store *bs, uint64_t link, uint64_t id)
+{
+	for (int i = 0; i < SF_BLOB_MAX_TRANSFERS; i++)
+		if (bs->t[i].used && bs->t[i].link == link && bs->t[i].id == id)
+			return &bs->t[i];
+	return NULL;
+}
+
+static uint64_t in_flight(const struct sf_blob_store *bs)
+{
+	uint64_t n = 0;
+	for (int i = 0; i < SF_BLOB_MAX_TRANSFERS; i++)
+		if (bs->t[i].used)
+			n += bs->t[i].total;
+	return n;
+}
+
+int sf_blob_begin(struct sf_blob_store *bs, uint64_t link, uint64_t id, uint64_t total_len,
+		  const uint8_t sha256[32], struct sf_err *err)
+{
+	if (find(bs, link, id))
+		return sf_err_set(err, SF_E_STATE, "transfer %llu began twice", (unsigned long long)id);
+	if (total_len > bs->max || bs->used + in_flight(bs) > bs->max - total_len)
+		return sf_err_set(err, SF_E_LIMIT,
+				  "blob store full: %llu of %llu bytes used, a %llu-byte blob does not fit",
+				  (unsigned long long)bs->used, (unsigned long long)bs->max,
+				  (unsigned long long)total_len);
+	struct transfer *t = NULL;
+	for (int i = 0; i < SF_BLOB_MAX_TRANSFERS && !t; i++)
+		if (!bs->t[i].used)
+			t = &bs->t[i];
+	if (!t)
+		return sf_err_set(err, SF_E_LIMIT, "%d blob transfers already in progress",
+				  SF_BLOB_MAX_TRANSFERS);
+	snprintf(t->partial, sizeof(t->partial), ".partial-%llx-%llx", (unsigned long long)link,
+		 (unsigned long long)id);
+	t->fd = openat(bs->dirfd, t->partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (t->fd < 0)
+		return sf_err_set(err, SF_E_IO, "cannot create %s/%s: %s", bs->dir, t->partial,
+				  strerror(errno));
+	t->used = true;
+	t->link = link;
+	t->id = id;
+	t->total = total_len;
+	t->got = 0;
+	memcpy(t->want, sha256, 32);
+	crypto_hash_sha256_init(&t->hash);
+	return 0;
+}
+
+int sf_blob_chunk(struct sf_blob_store *bs, uint64_t link, uint64_t id, uint64_t offset,
+		  const uint8_t *data, size_t n, struct sf_err *err)
+{
+	struct transfer *t = find(bs, link, id);
+	if (!t)
+		return sf_err_set(err, SF_E_STATE, "chunk for transfer %llu, which is not in progress",
+				  (unsigned long long)id);
+	int rc = 0;
+	if (offset != t->got)
+		rc = sf_err_set(err, SF_E_RANGE, "chunk at offset %llu, but transfer %llu stands at %llu",
+				(unsigned long long)offset, (unsigned long long)id,
+				(unsigned long long)t->got);
+	else if (n > t->total - t->got)
+		rc = sf_err_set(err, SF_E_RANGE, "chunk passes the announced %llu bytes of transfer %llu",
+				(unsigned long long)t->total, (unsigned long long)id);
+	for (size_t done = 0; !rc && done < n;) {
+		ssize_t w = write(t->fd, data + done, n - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			rc = sf_err_set(err, SF_E_IO, "writing blob transfer %llu: %s",
+					(unsigned long long)id, w < 0 ? strerror(errno) : "no space");
+		else
+			done += (size_t)w;
+	}
+	if (rc) {
+		drop(bs, t);
+		return rc;
+	}
+	crypto_hash_sha256_update(&t->hash, data, n);
+	t->got += n;
+	return 0;
+}
+
+int sf_blob_end(struct sf_blob_store *bs, uint64_t link, uint64_t id, uint8_t sha256[32],
+		struct sf_err *err)
+{
+	struct transfer *t = find(bs, link, id);
+	if (!t)
+		return sf_err_set(err, SF_E_STATE, "end of transfer %llu, which is not in progress",
+				  (unsigned long long)id);
+	memcpy(sha256, t->want, 32);
+	char want[65], got[65];
+	sf_blob_hex(t->want, want);
+	if (t->got != t->total) {
+		int rc = sf_err_set(err, SF_E_TRUNCATED, "blob %s ended after %llu of %llu bytes; deleted",
+				    want, (unsigned long long)t->got, (unsigned long long)t->total);
+		drop(bs, t);
+		return rc;
+	}
+	uint8_t digest[32];
+	crypto_hash_sha256_final(&t->hash, digest);
+	if (sodium_memcmp(digest, t->want, 32) != 0) {
+		sf_blob_hex(digest, got);
+		int rc = sf_err_set(err, SF_E_RANGE,
+				    "blob announced as %s hashes to %s; refused and deleted", want, got);
+		drop(bs, t);
+		return rc;
+	}
+	bool had = sf_blob_has(bs, t->want);
+	/* Durable before it has a name: data, then the name, then the directory. */
+	if (fdatasync(t->fd) < 0 || renameat(bs->dirfd, t->partial, bs->dirfd, want) < 0) {
+		int rc = sf_err_set(err, SF_E_IO, "storing blob %s: %s", want, strerror(errno));
+		drop(bs, t);
+		return rc;
+	}
+	fsync(bs->dirfd);
+	close(t->fd);
+	t->fd = -1;
+	if (!had)
+		bs->used += t->total;
+	memset(t, 0, sizeof(*t));
+	t->fd = -1;
+	return 0;
+}
+
+void sf_blob_abort_link(struct sf_blob_store *bs, uint64_t link)
+{
+	for (int i = 0; i < SF_BLOB_MAX_TRANSFERS; i++)
+		if (bs->t[i].used && bs->t[i].link == link)
+			drop(bs, &bs->t[i]);
+}
+
+bool sf_blob_has(struct sf_blob_store *bs, const uint8_t sha256[32])
+{
+	char name[65];
+	sf_blob_hex(sha256, name);
+	return faccessat(bs->dirfd, name, F_OK, 0) == 0;
+}
+
+int sf_blob_read(struct sf_blob_store *bs, const uint8_t sha256[32], uint8_t **data, size_t *len,
+		 struct sf_err *err)
+{
+	char name[65];
+	sf_blob_hex(sha256, name);
+	int fd = openat(bs->dirfd, name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return sf_err_set(err, SF_E_RANGE, "blob %s is not on this node", name);
+	struct stat st;
+	int rc = 0;
+	uint8_t *buf = NULL;
+	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size > SF_BLOB_READ_MAX) {
+		rc = sf_err_set(err, SF_E_LIMIT, "blob %s is over the %u bytes an operation may read",
+				name, SF_BLOB_READ_MAX);
+		goto out;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	size_t got = 0;
+	while (buf && got < (size_t)st.st_size) {
+		ssize_t r = pread(fd, buf + got, (size_t)st.st_size - got, (off_t)got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	if (!buf || got != (size_t)st.st_size) {
+		rc = sf_err_set(err, SF_E_IO, "reading blob %s failed", name);
+		free(buf);
+		goto out;
+	}
+	*data = buf;
+	*len = got;
+out:
+	close(fd);
+	return rc;
+}
+
+uint64_t sf_blob_store_used(const struct sf_blob_store *bs)
+{
+	return bs->used;
+}
