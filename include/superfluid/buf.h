@@ -22,7 +22,11 @@ void sf_buf_init(struct sf_buf *b, size_t limit);
 void sf_buf_free(struct sf_buf *b);
 
 static inline size_t sf_buf_used(const struct sf_buf *b) { return b->len - b->off; }
-static inline uint8_t *sf_buf_head(const struct sf_buf *b) { return b->data + b->off; }
+/* The first unconsumed byte; NULL for a buffer that never held any (NULL + 0 is undefined). */
+static inline uint8_t *sf_buf_head(const struct sf_buf *b)
+{
+	return b->data ? b->data + b->off : NULL;
+}
 
 /* Makes room for n more bytes; returns a pointer to them (at len), or NULL when that would go
  * past the limit or memory is short. Does not change len. */

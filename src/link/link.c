@@ -202,6 +202,14 @@ int sf_link_send(struct sf_link *l, uint16_t type, const void *msg, uint64_t now
 	if (l->state != SF_LINK_OPEN)
 		return sf_err_set(err, SF_E_STATE, "link is not open (%s)",
 				  l->state == SF_LINK_HANDSHAKE ? "still in the handshake" : "closed");
+	switch (type) {
+	case SF_MSG_HELLO:
+	case SF_MSG_HELLO_ACK:
+	case SF_MSG_HEARTBEAT:
+	case SF_MSG_GOODBYE:
+		return sf_err_set(err, SF_E_STATE, "the link sends %s itself%s", sf_msg_name(type),
+				  type == SF_MSG_GOODBYE ? " (use sf_link_goodbye)" : "");
+	}
 	unsigned may = l->cfg.role == SF_ROLE_HEAD ? SF_DIR_H2N : SF_DIR_N2H;
 	if (!(sf_msg_direction(type) & may))
 		return sf_err_set(err, SF_E_PROTOCOL, "a %s does not send %s",

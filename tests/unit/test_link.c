@@ -596,6 +596,12 @@ static void each_side_sends_only_its_own_messages(void **state)
 	assert_string_equal(err.msg, "a head does not send TOKEN_EVENTS");
 	struct sf_cancel c = { 1, 2, 3 };
 	assert_int_equal(sf_link_send(p->node, SF_MSG_CANCEL, &c, p->now, &err), SF_E_PROTOCOL);
+	/* What the link says itself cannot be sent through it. */
+	struct sf_hello h = { 0 };
+	assert_int_equal(sf_link_send(p->head, SF_MSG_HELLO, &h, p->now, &err), SF_E_STATE);
+	struct sf_goodbye g = { 0 };
+	assert_int_equal(sf_link_send(p->node, SF_MSG_GOODBYE, &g, p->now, &err), SF_E_STATE);
+	assert_non_null(strstr(err.msg, "sf_link_goodbye"));
 	/* A head that receives a head's message ends the link. */
 	struct sf_buf b;
 	sf_buf_init(&b, 1 << 16);
