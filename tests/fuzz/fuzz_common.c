@@ -147,9 +147,10 @@ uint16_t fuzz_pick_type(uint64_t seed, enum sf_role sender, uint32_t version)
 	unsigned may = sender == SF_ROLE_HEAD ? SF_DIR_H2N : SF_DIR_N2H;
 	for (size_t i = 0; i < sf_msg_type_count; i++) {
 		uint16_t t = sf_msg_types[(seed + i) % sf_msg_type_count];
+		/* Not what the link sends itself (sf_link_send refuses those). */
 		if (t != SF_MSG_HELLO && t != SF_MSG_HELLO_ACK && t != SF_MSG_GOODBYE &&
-		    (sf_msg_direction(t) & may) && sf_msg_min_version(t) <= version)
+		    t != SF_MSG_HEARTBEAT && (sf_msg_direction(t) & may) && sf_msg_min_version(t) <= version)
 			return t;
 	}
-	return SF_MSG_HEARTBEAT;
+	return sender == SF_ROLE_HEAD ? SF_MSG_CANCEL : SF_MSG_NODE_STATUS;
 }
