@@ -33,6 +33,7 @@ int sf_node_new(struct sf_node **out, const struct sf_node_config *cfg, struct s
 		return sf_err_set(err, SF_E_NOMEM, "no memory for %u sessions", n->cfg.max_sessions);
 	}
 	n->next_status_at = now_ms + n->cfg.status_ms;
+	n->next_lease_at = UINT64_MAX;
 	*out = n;
 	return 0;
 }
@@ -126,7 +127,11 @@ void sf_node_handle(struct sf_node *n, uint64_t link, const struct sf_msg *m, ui
 static void send_status(struct sf_node *n)
 {
 	struct sf_node_status st = { 0 };
+	struct sf_model_info model;
 	sf_node_capacity(n, &st.capacity);
+	sf_engine_model_info(n->engine, &model);
+	st.models = &model;
+	st.n_models = 1;
 	for (uint32_t i = 0; i < n->n_links; i++)
 		if (n->links[i].open)
 			(void)n->io.send(n->io.arg, n->links[i].link_id, SF_MSG_NODE_STATUS, &st);
@@ -147,6 +152,8 @@ void sf_node_tick(struct sf_node *n, uint64_t now_ms)
 uint64_t sf_node_deadline(const struct sf_node *n)
 {
 	uint64_t d = n->next_status_at;
+	if (n->next_lease_at < d)
+		d = n->next_lease_at;
 	if (n->stats.generating && n->next_step_at < d)
 		d = n->next_step_at > n->now ? n->next_step_at : n->now;
 	return d;

@@ -86,6 +86,9 @@ void sf__node_on_assign(struct sf_node *n, uint64_t link, const struct sf_sessio
 	s->lease_expires = m->lease_ms ? n->now + m->lease_ms : 0;
 	s->renew_asked = false;
 	s->expired = false;
+	uint64_t due = sf__node_lease_due(s);
+	if (due < n->next_lease_at)
+		n->next_lease_at = due;
 }
 
 /* The longest common prefix of the context and the new content stays; the rest is prefilled

@@ -79,6 +79,7 @@ struct sf_node {
 	uint64_t next_step_at; /* the engine is busy until then */
 	uint64_t step_turn;
 	uint64_t next_status_at;
+	uint64_t next_lease_at; /* the earliest renewal or expiry due, UINT64_MAX: none */
 	bool status_dirty;
 	struct sf_node_stats stats;
 };
@@ -131,5 +132,7 @@ void sf__node_on_xfer(struct sf_node *n, uint64_t link, const struct sf_msg *m);
 /* Scheduler. */
 void sf__node_schedule(struct sf_node *n);
 void sf__node_leases(struct sf_node *n);
+/* The next time a session's lease needs a look, UINT64_MAX for none. */
+uint64_t sf__node_lease_due(const struct node_session *s);
 
 #endif

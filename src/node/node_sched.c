@@ -143,6 +143,21 @@ void sf__node_schedule(struct sf_node *n)
 	free(c.picks);
 }
 
+/* When the session's lease next needs a look: its renewal point, or its end once asked. */
+uint64_t sf__node_lease_due(const struct node_session *s)
+{
+	if (!s->lease_expires || s->expired)
+		return UINT64_MAX;
+	return s->renew_asked ? s->lease_expires : s->lease_expires - s->lease_ms / 3;
+}
+
+static void note_due(struct sf_node *n, const struct node_session *s)
+{
+	uint64_t due = sf__node_lease_due(s);
+	if (due < n->next_lease_at)
+		n->next_lease_at = due;
+}
+
 static void lease_check(struct sf_node *n, struct node_session *s, void *arg)
 {
 	if (!s->lease_expires || s->expired)
@@ -179,10 +194,14 @@ static void lease_check(struct sf_node *n, struct node_session *s, void *arg)
 		o->renew[o->n_renew++] = (struct sf_lease_ask){ s->id, s->epoch };
 		s->renew_asked = true;
 	}
+	note_due(n, s);
 }
 
 void sf__node_leases(struct sf_node *n)
 {
+	if (n->now < n->next_lease_at)
+		return;
+	n->next_lease_at = UINT64_MAX;
 	sf__node_each(n, lease_check, NULL);
 }
 
@@ -200,5 +219,6 @@ void sf__node_on_lease_grant(struct sf_node *n, uint64_t link, const struct sf_l
 		} else {
 			s->lease_expires = n->now; /* placed elsewhere: let go at once */
 		}
+		note_due(n, s);
 	}
 }

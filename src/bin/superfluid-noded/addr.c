@@ -1,0 +1,75 @@
+#include "addr.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+int noded_resolve(const char *addr, bool passive, struct sockaddr_storage *ss, socklen_t *len,
+		  char *why, size_t why_len)
+{
+	char host[256];
+	const char *colon = strrchr(addr, ':');
+	const char *h = addr;
+	size_t hlen = colon ? (size_t)(colon - addr) : 0;
+	if (hlen >= 2 && h[0] == '[' && h[hlen - 1] == ']') {
+		h++;
+		hlen -= 2;
+	}
+	if (!colon || !hlen || hlen >= sizeof(host)) {
+		snprintf(why, why_len, "%s is not HOST:PORT", addr);
+		return -1;
+	}
+	memcpy(host, h, hlen);
+	host[hlen] = 0;
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				  .ai_flags = passive ? AI_PASSIVE : 0 };
+	struct addrinfo *res;
+	int rc = getaddrinfo(host, colon + 1, &hints, &res);
+	if (rc) {
+		snprintf(why, why_len, "cannot resolve %s: %s", addr, gai_strerror(rc));
+		return -1;
+	}
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	*len = res->ai_addrlen;
+	freeaddrinfo(res);
+	return 0;
+}
+
+void noded_addr_name(const struct sockaddr *sa, socklen_t len, char *out, size_t n)
+{
+	char host[NI_MAXHOST], port[NI_MAXSERV];
+	if (getnameinfo(sa, len, host, sizeof(host), port, sizeof(port),
+			NI_NUMERICHOST | NI_NUMERICSERV)) {
+		snprintf(out, n, "?");
+		return;
+	}
+	snprintf(out, n, sa->sa_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, port);
+}
+
+int noded_listen_socket(const char *addr, char *bound, size_t bound_len, char *why,
+			size_t why_len)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	if (noded_resolve(addr, true, &ss, &len, why, why_len))
+		return -1;
+	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int one = 1;
+	if (fd >= 0)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (fd < 0 || bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 512) < 0) {
+		snprintf(why, why_len, "cannot listen on %s: %s", addr, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	len = sizeof(ss);
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0)
+		noded_addr_name((struct sockaddr *)&ss, len, bound, bound_len);
+	else
+		snprintf(bound, bound_len, "%s", addr);
+	return fd;
+}

@@ -1,0 +1,22 @@
+/* HOST:PORT addresses: resolving them, listening on them, naming a socket's peer. */
+#ifndef NODED_ADDR_H
+#define NODED_ADDR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/socket.h>
+
+/* Resolves addr (HOST:PORT, [V6]:PORT) to its first TCP address. Returns 0, or -1 with a
+ * sentence in why. Blocks on the resolver for a host name; numeric hosts do not. */
+int noded_resolve(const char *addr, bool passive, struct sockaddr_storage *ss, socklen_t *len,
+		  char *why, size_t why_len);
+
+/* A listening socket bound to addr; the port it got (for port 0) goes into bound as
+ * HOST:PORT. Returns the fd, or -1 with a sentence in why. */
+int noded_listen_socket(const char *addr, char *bound, size_t bound_len, char *why,
+			size_t why_len);
+
+/* "HOST:PORT" of a socket address. */
+void noded_addr_name(const struct sockaddr *sa, socklen_t len, char *out, size_t n);
+
+#endif
