@@ -10,13 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define BUF_GROUP 1
 #define BUF_COUNT 512    /* power of two */
 #define BUF_SIZE 16384
 
-enum { OP_ACCEPT = 1, OP_RECV, OP_SEND, OP_CONNECT, OP_TIMEOUT, OP_CANCEL, OP_WAKE };
+enum { OP_ACCEPT = 1, OP_RECV, OP_SEND, OP_CONNECT, OP_TIMEOUT, OP_CANCEL, OP_WAKE, OP_FILE_READ,
+       OP_FILE_SEND };
 
 struct uring_state {
 	struct io_uring ring;
@@ -24,6 +26,8 @@ struct uring_state {
 	size_t br_bytes;
 	uint8_t *bufs;
 	unsigned pending; /* SQEs queued since the last submit */
+	uint8_t *fixed;   /* SF_FIXED_BUFS registered buffers, NULL when not registered */
+	uint32_t fixed_free; /* bitmask of free ones */
 };
 
 static inline uint64_t ud(int op, uint32_t gen, uint32_t slot)
@@ -131,6 +135,20 @@ static int ur_init(struct sf_loop *loop, struct sf_err *err)
 	io_uring_buf_ring_advance(s->br, BUF_COUNT);
 	loop->be_state = s;
 
+	/* Registered buffers for file ranges (blob chunks); without them, ranges copy. */
+	if (!loop->cfg.no_fixed &&
+	    posix_memalign((void **)&s->fixed, 4096, (size_t)SF_FIXED_BUFS * SF_FIXED_BUF_SIZE) == 0) {
+		struct iovec iov[SF_FIXED_BUFS];
+		for (int i = 0; i < SF_FIXED_BUFS; i++)
+			iov[i] = (struct iovec){ s->fixed + (size_t)i * SF_FIXED_BUF_SIZE, SF_FIXED_BUF_SIZE };
+		if (io_uring_register_buffers(&s->ring, iov, SF_FIXED_BUFS) == 0) {
+			s->fixed_free = (1u << SF_FIXED_BUFS) - 1;
+		} else {
+			free(s->fixed);
+			s->fixed = NULL;
+		}
+	}
+
 	struct io_uring_sqe *sqe = get_sqe(loop);
 	io_uring_prep_poll_multishot(sqe, loop->wake_fd, POLLIN);
 	io_uring_sqe_set_data64(sqe, ud(OP_WAKE, 0, 0));
@@ -145,6 +163,7 @@ static void ur_fini(struct sf_loop *loop)
 	io_uring_queue_exit(&s->ring);
 	munmap(s->br, s->br_bytes);
 	free(s->bufs);
+	free(s->fixed);
 	free(s);
 	loop->be_state = NULL;
 }
@@ -282,10 +301,141 @@ static void on_send(struct sf_loop *loop, struct sf_conn *c, int res)
 	sf_buf_consume(&c->inflight, (size_t)res);
 	if (sf_buf_used(&c->inflight))
 		start_send(loop, c); /* a short send: the rest */
-	else if (sf_buf_used(&c->out))
-		sf__loop_mark_dirty(c);
-	else if (c->flush_close)
-		sf__loop_mark_dirty(c); /* flush() sees it drained and closes */
+	else if (sf_buf_used(&c->out) || c->seg_head || c->flush_close)
+		sf__loop_mark_dirty(c); /* more to send, the next segment, or a close */
+}
+
+/* ---- file ranges through registered buffers ---- */
+
+static void release_fixed(struct sf_loop *loop, struct sf_conn *c)
+{
+	struct uring_state *s = loop->be_state;
+	if (c->fixed < 0)
+		return;
+	s->fixed_free |= 1u << c->fixed;
+	c->fixed = -1;
+	/* Whoever waited for a buffer tries again this turn. */
+	for (uint32_t i = 0; i < loop->n_fixed_waiters; i++) {
+		struct sf_conn *w = loop->fixed_waiters[i];
+		w->waiting_fixed = false;
+		sf__loop_mark_dirty(w);
+	}
+	loop->n_fixed_waiters = 0;
+}
+
+static void file_read(struct sf_loop *loop, struct sf_conn *c, struct sf_seg *seg)
+{
+	struct uring_state *s = loop->be_state;
+	uint8_t *buf = s->fixed + (size_t)c->fixed * SF_FIXED_BUF_SIZE;
+	struct io_uring_sqe *sqe = get_sqe(loop);
+	io_uring_prep_read_fixed(sqe, seg->fd, buf + c->fixed_done, c->fixed_total - c->fixed_done,
+				 seg->off + (c->fixed_done - seg->prefix_len), c->fixed);
+	io_uring_sqe_set_data64(sqe, ud(OP_FILE_READ, c->gen, c->slot));
+	c->ops_in_flight++;
+}
+
+static void file_send(struct sf_loop *loop, struct sf_conn *c)
+{
+	struct uring_state *s = loop->be_state;
+	uint8_t *buf = s->fixed + (size_t)c->fixed * SF_FIXED_BUF_SIZE;
+	struct io_uring_sqe *sqe = get_sqe(loop);
+	uint32_t left = c->fixed_total - c->fixed_done;
+	if (loop->cfg.send_zc) {
+		io_uring_prep_send_zc_fixed(sqe, c->fd, buf + c->fixed_done, left, MSG_NOSIGNAL, 0,
+					    (unsigned)c->fixed);
+		loop->stats.file_zc++;
+	} else {
+		io_uring_prep_send(sqe, c->fd, buf + c->fixed_done, left, MSG_NOSIGNAL);
+	}
+	io_uring_sqe_set_data64(sqe, ud(OP_FILE_SEND, c->gen, c->slot));
+	c->ops_in_flight++;
+	loop->stats.send_calls++;
+}
+
+static void ur_send_file(struct sf_loop *loop, struct sf_conn *c, struct sf_seg *seg)
+{
+	struct uring_state *s = loop->be_state;
+	if (!s->fixed) {
+		/* No registered buffers: the epoll way, read into memory and send that. */
+		uint8_t *dst = sf_buf_reserve(&c->out, seg->prefix_len + seg->len);
+		ssize_t r = dst ? pread(seg->fd, dst + seg->prefix_len, seg->len, (off_t)seg->off) : -1;
+		if (!dst || r != (ssize_t)seg->len) {
+			sf__loop_file_done(loop, c, r < 0 ? errno : EIO);
+			return;
+		}
+		memcpy(dst, seg->prefix, seg->prefix_len);
+		c->out.len += seg->prefix_len + seg->len;
+		sf__loop_file_done(loop, c, 0);
+		return;
+	}
+	if (!s->fixed_free) {
+		if (!c->waiting_fixed && loop->n_fixed_waiters < SF_FIXED_BUFS * 8) {
+			c->waiting_fixed = true;
+			loop->fixed_waiters[loop->n_fixed_waiters++] = c;
+		}
+		return;
+	}
+	c->fixed = __builtin_ctz(s->fixed_free);
+	s->fixed_free &= ~(1u << c->fixed);
+	c->file_busy = true;
+	memcpy(s->fixed + (size_t)c->fixed * SF_FIXED_BUF_SIZE, seg->prefix, seg->prefix_len);
+	c->fixed_total = seg->prefix_len + seg->len;
+	c->fixed_done = seg->prefix_len;
+	c->zc_pending = 0;
+	loop->stats.file_fixed++;
+	file_read(loop, c, seg);
+}
+
+static void on_file_read(struct sf_loop *loop, struct sf_conn *c, int res)
+{
+	c->ops_in_flight--;
+	if (c->dead) {
+		release_fixed(loop, c);
+		return;
+	}
+	if (res <= 0) {
+		release_fixed(loop, c);
+		sf__loop_file_done(loop, c, res < 0 ? -res : EIO); /* 0: the file is shorter */
+		return;
+	}
+	c->fixed_done += (uint32_t)res;
+	if (c->fixed_done < c->fixed_total) {
+		file_read(loop, c, c->seg_head);
+		return;
+	}
+	c->fixed_done = 0;
+	file_send(loop, c);
+}
+
+static void on_file_send(struct sf_loop *loop, struct sf_conn *c, struct io_uring_cqe *cqe)
+{
+	if (cqe->flags & IORING_CQE_F_NOTIF) {
+		/* SEND_ZC: the kernel is done with the buffer's pages. */
+		c->ops_in_flight--;
+		c->zc_pending--;
+	} else {
+		if (cqe->flags & IORING_CQE_F_MORE)
+			c->zc_pending++; /* a notification follows */
+		else
+			c->ops_in_flight--;
+		if (!c->dead && cqe->res < 0) {
+			sf__loop_file_done(loop, c, -cqe->res);
+		} else if (!c->dead) {
+			loop->stats.bytes_out += (uint64_t)cqe->res;
+			c->fixed_done += (uint32_t)cqe->res;
+			if (c->fixed_done < c->fixed_total) {
+				file_send(loop, c);
+				return;
+			}
+		}
+	}
+	if (c->zc_pending > 0 || (c->fixed_done < c->fixed_total && !c->dead))
+		return;
+	if (c->fixed >= 0) {
+		release_fixed(loop, c);
+		if (!c->dead && c->file_busy)
+			sf__loop_file_done(loop, c, 0);
+	}
 }
 
 static void dispatch(struct sf_loop *loop, struct io_uring_cqe *cqe)
@@ -326,6 +476,12 @@ static void dispatch(struct sf_loop *loop, struct io_uring_cqe *cqe)
 	case OP_SEND:
 		on_send(loop, c, cqe->res);
 		break;
+	case OP_FILE_READ:
+		on_file_read(loop, c, cqe->res);
+		break;
+	case OP_FILE_SEND:
+		on_file_send(loop, c, cqe);
+		break;
 	case OP_CONNECT:
 		c->ops_in_flight--;
 		sf__loop_connected(loop, c, cqe->res == -ECANCELED ? ETIMEDOUT : -cqe->res);
@@ -363,6 +519,7 @@ const struct sf_backend_ops sf_backend_uring = {
 	.conn_start = ur_conn_start,
 	.dial = ur_dial,
 	.send = ur_send,
+	.send_file = ur_send_file,
 	.cancel = ur_cancel,
 	.wait = ur_wait,
 };

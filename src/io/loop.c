@@ -92,9 +92,25 @@ int sf_loop_new(struct sf_loop **out, const struct sf_loop_config *cfg, struct s
 	return 0;
 }
 
+static void segs_free(struct sf_conn *c)
+{
+	while (c->seg_head) {
+		struct sf_seg *s = c->seg_head;
+		c->seg_head = s->next;
+		sf_buf_free(&s->bytes);
+		free(s);
+	}
+	c->seg_tail = NULL;
+	c->seg_bytes = 0;
+}
+
 static void conn_free(struct sf_conn *c)
 {
 	struct sf_loop *loop = c->loop;
+	segs_free(c);
+	for (uint32_t i = 0; i < loop->n_fixed_waiters; i++)
+		if (loop->fixed_waiters[i] == c)
+			loop->fixed_waiters[i--] = loop->fixed_waiters[--loop->n_fixed_waiters];
 	loop->conns[c->slot] = NULL;
 	loop->free_slots[loop->n_free++] = c->slot;
 	loop->n_conns--;
@@ -223,6 +239,7 @@ static struct sf_conn *conn_alloc(struct sf_loop *loop, int fd, const struct sf_
 	c->fd = fd;
 	c->slot = loop->free_slots[--loop->n_free];
 	c->gen = ++gen_counter & 0xffffff;
+	c->fixed = -1;
 	c->ops = ops;
 	c->user = user;
 	sf_buf_init(&c->out, loop->cfg.conn_tx_limit);
@@ -327,12 +344,35 @@ void sf__loop_mark_dirty(struct sf_conn *c)
 	c->loop->dirty = c;
 }
 
+static struct sf_seg *seg_push(struct sf_conn *c, bool is_file)
+{
+	struct sf_seg *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->is_file = is_file;
+	sf_buf_init(&s->bytes, c->loop->cfg.conn_tx_limit);
+	if (c->seg_tail)
+		c->seg_tail->next = s;
+	else
+		c->seg_head = s;
+	c->seg_tail = s;
+	return s;
+}
+
 int sf_conn_write(struct sf_conn *c, const void *p, size_t n)
 {
 	if (c->dead || c->closing)
 		return SF_E_STATE;
 	if (n > sf_conn_write_room(c))
 		return SF_E_LIMIT;
+	if (c->seg_tail) {
+		/* Behind a file range: these bytes wait their turn in the queue. */
+		struct sf_seg *s = c->seg_tail->is_file ? seg_push(c, false) : c->seg_tail;
+		if (!s || sf_buf_append(&s->bytes, p, n))
+			return SF_E_NOMEM;
+		c->seg_bytes += n;
+		return 0;
+	}
 	int rc = sf_buf_append(&c->out, p, n);
 	if (rc)
 		return rc;
@@ -341,9 +381,73 @@ int sf_conn_write(struct sf_conn *c, const void *p, size_t n)
 	return 0;
 }
 
+int sf_conn_write_file(struct sf_conn *c, const void *prefix, size_t prefix_len, int fd,
+		       uint64_t offset, uint32_t len)
+{
+	if (c->dead || c->closing)
+		return SF_E_STATE;
+	if (prefix_len > SF_SEG_PREFIX_MAX || len > SF_FIXED_BUF_SIZE - 4096)
+		return SF_E_RANGE;
+	if (prefix_len + len > sf_conn_write_room(c))
+		return SF_E_LIMIT;
+	struct sf_seg *s = seg_push(c, true);
+	if (!s)
+		return SF_E_NOMEM;
+	memcpy(s->prefix, prefix, prefix_len);
+	s->prefix_len = (uint32_t)prefix_len;
+	s->fd = fd;
+	s->off = offset;
+	s->len = len;
+	c->seg_bytes += prefix_len + len;
+	if (!c->dialing)
+		sf__loop_mark_dirty(c);
+	return 0;
+}
+
+void sf__loop_file_done(struct sf_loop *loop, struct sf_conn *c, int err)
+{
+	struct sf_seg *s = c->seg_head;
+	c->file_busy = false;
+	if (s && s->is_file) {
+		c->seg_head = s->next;
+		if (!c->seg_head)
+			c->seg_tail = NULL;
+		c->seg_bytes -= s->prefix_len + s->len;
+		sf_buf_free(&s->bytes);
+		free(s);
+	}
+	loop->stats.file_sends++;
+	if (err)
+		conn_kill(c, err);
+	else
+		sf__loop_mark_dirty(c);
+}
+
+/* The out buffer is empty: the next segment takes its place, or goes to the backend. */
+static void next_segment(struct sf_loop *loop, struct sf_conn *c)
+{
+	while (c->seg_head && !c->file_busy && !sf_buf_used(&c->out) && !sf_buf_used(&c->inflight)) {
+		struct sf_seg *s = c->seg_head;
+		if (s->is_file) {
+			loop->be->send_file(loop, c, s);
+			return;
+		}
+		struct sf_buf t = c->out;
+		c->out = s->bytes;
+		s->bytes = t;
+		c->seg_bytes -= sf_buf_used(&c->out);
+		c->seg_head = s->next;
+		if (!c->seg_head)
+			c->seg_tail = NULL;
+		sf_buf_free(&s->bytes);
+		free(s);
+		loop->be->send(loop, c);
+	}
+}
+
 size_t sf_conn_unsent(const struct sf_conn *c)
 {
-	return sf_buf_used(&c->out) + sf_buf_used(&c->inflight);
+	return sf_buf_used(&c->out) + sf_buf_used(&c->inflight) + c->seg_bytes;
 }
 
 size_t sf_conn_write_room(const struct sf_conn *c)
@@ -430,6 +534,8 @@ static void flush(struct sf_loop *loop)
 		c->on_dirty = false;
 		if (!c->dead && !c->dialing && sf_buf_used(&c->out))
 			loop->be->send(loop, c);
+		if (!c->dead && !c->dialing)
+			next_segment(loop, c);
 		if (!c->dead && c->flush_close && !sf_conn_unsent(c))
 			conn_kill(c, 0);
 		c = next;

@@ -31,6 +31,8 @@ struct sf_loop_config {
 	size_t conn_tx_limit;   /* bytes written and not yet sent, per connection; 0: 64 MiB */
 	size_t conn_rx_stash;   /* bytes a connection may hold that on_recv did not take; 0: 4 MiB */
 	uint32_t ring_entries;  /* io_uring submission queue size; 0: 4096 */
+	bool send_zc;           /* io_uring: file ranges go out with SEND_ZC (measure: perf/) */
+	bool no_fixed;          /* io_uring: no registered buffers (file ranges copy, as on epoll) */
 	bool quiet;             /* do not print the fallback line */
 };
 
@@ -91,6 +93,14 @@ struct sf_conn *sf_conn_dial(struct sf_loop *loop, const struct sockaddr *addr, 
 /* Queues bytes to send (copied). Returns 0, or SF_E_LIMIT when the connection already holds
  * conn_tx_limit unsent bytes (nothing queued), or SF_E_STATE when it is closing. */
 int sf_conn_write(struct sf_conn *c, const void *p, size_t n);
+/* Queues prefix (at most 64 bytes, e.g. a frame header) and then len bytes of file fd from
+ * offset, after everything written before and before everything written after. On io_uring
+ * the bytes go from the file into a registered buffer and out from there (with SEND_ZC when
+ * the loop was made with send_zc); on epoll they are read and sent from memory. The fd must
+ * stay open until the connection is closed. Returns 0, SF_E_LIMIT, SF_E_RANGE (len over
+ * 1 MiB or prefix over 64 bytes) or SF_E_STATE. */
+int sf_conn_write_file(struct sf_conn *c, const void *prefix, size_t prefix_len, int fd,
+		       uint64_t offset, uint32_t len);
 /* Room left before sf_conn_write refuses. */
 size_t sf_conn_write_room(const struct sf_conn *c);
 /* Bytes written and not yet handed to the kernel or acknowledged by a send completion. */
@@ -110,6 +120,7 @@ void sf_loop_timer_cancel(struct sf_loop *loop, uint64_t id);
 /* Counters for benchmarks and metrics. */
 struct sf_loop_stats {
 	uint64_t turns, submits, syscalls, recv_calls, send_calls, bytes_in, bytes_out;
+	uint64_t file_sends, file_fixed, file_zc; /* file ranges sent; by fixed buffer; with SEND_ZC */
 	uint32_t conns;
 };
 void sf_loop_stats(const struct sf_loop *loop, struct sf_loop_stats *out);

@@ -6,11 +6,28 @@
 
 #include "io/loop.h"
 
+#define SF_SEG_PREFIX_MAX 64
+#define SF_FIXED_BUFS 8                            /* registered buffers per loop */
+#define SF_FIXED_BUF_SIZE ((1u << 20) + 4096)      /* a 1 MiB chunk and its prefix */
+
 struct sf_listener {
 	int fd;
 	sf_accept_fn fn;
 	void *arg;
 	bool armed; /* io_uring: a multishot accept is in flight */
+};
+
+/* A piece of a connection's send queue behind its out buffer: bytes, or a prefix and a range
+ * of a file (a blob chunk: its frame header, then the bytes straight from the file). */
+struct sf_seg {
+	struct sf_seg *next;
+	bool is_file;
+	struct sf_buf bytes;
+	int fd;
+	uint64_t off;
+	uint32_t len;
+	uint8_t prefix[SF_SEG_PREFIX_MAX];
+	uint32_t prefix_len;
 };
 
 struct sf_conn {
@@ -31,6 +48,14 @@ struct sf_conn {
 	int dial_timeout_ms;
 	struct sockaddr_storage dial_addr; /* io_uring: lives until the connect completes */
 	struct sf_conn *next_dirty, *next_turn, *next_dead;
+	struct sf_seg *seg_head, *seg_tail; /* sent after out, in order */
+	size_t seg_bytes;    /* bytes the segments hold, files included */
+	bool file_busy;      /* the head segment is being sent by the backend */
+	/* io_uring: the fixed buffer a file segment is going through */
+	int fixed;
+	uint32_t fixed_total, fixed_done;
+	int zc_pending;      /* SEND_ZC notifications still to come */
+	bool waiting_fixed;  /* wants a fixed buffer when one is free */
 };
 
 struct sf_backend_ops {
@@ -42,6 +67,8 @@ struct sf_backend_ops {
 	int (*conn_start)(struct sf_loop *loop, struct sf_conn *c); /* start receiving */
 	int (*dial)(struct sf_loop *loop, struct sf_conn *c, const struct sockaddr *a, socklen_t n);
 	void (*send)(struct sf_loop *loop, struct sf_conn *c); /* out has bytes */
+	/* The head segment is a file range: send it, then call sf__loop_file_done. */
+	void (*send_file)(struct sf_loop *loop, struct sf_conn *c, struct sf_seg *seg);
 	void (*cancel)(struct sf_loop *loop, struct sf_conn *c); /* stop its operations */
 	int (*wait)(struct sf_loop *loop, int timeout_ms); /* submit, wait, dispatch */
 };
@@ -67,6 +94,8 @@ struct sf_loop {
 	void *wake_arg;
 	struct sf_loop_stats stats;
 	uint8_t *rx_scratch; /* epoll: one read's worth */
+	struct sf_conn *fixed_waiters[SF_FIXED_BUFS * 8];
+	uint32_t n_fixed_waiters;
 };
 
 /* Backends call these with what completed. */
@@ -76,6 +105,8 @@ void sf__loop_connected(struct sf_loop *loop, struct sf_conn *c, int err);
 void sf__loop_accepted(struct sf_loop *loop, struct sf_listener *l, int fd);
 void sf__loop_woken(struct sf_loop *loop);
 void sf__loop_mark_dirty(struct sf_conn *c);
+/* The head file segment went out (err 0) or failed (errno). */
+void sf__loop_file_done(struct sf_loop *loop, struct sf_conn *c, int err);
 struct sf_conn *sf__loop_conn_at(struct sf_loop *loop, uint32_t slot, uint32_t gen);
 
 #define SF_RX_CHUNK 65536
