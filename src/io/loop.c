@@ -331,7 +331,7 @@ void sf__loop_connected(struct sf_loop *loop, struct sf_conn *c, int err)
 	}
 	if (!c->dead && loop->be->conn_start(loop, c))
 		conn_kill(c, EIO);
-	if (sf_buf_used(&c->out))
+	if (sf_buf_used(&c->out) || c->seg_head)
 		sf__loop_mark_dirty(c);
 }
 
