@@ -123,28 +123,10 @@ static void ep_send(struct sf_loop *loop, struct sf_conn *c)
 /* epoll has no registered buffers: the range is read into the out buffer and sent from there. */
 static void ep_send_file(struct sf_loop *loop, struct sf_conn *c, struct sf_seg *seg)
 {
-	uint8_t *dst = sf_buf_reserve(&c->out, seg->prefix_len + seg->len);
-	if (!dst) {
-		sf__loop_file_done(loop, c, ENOBUFS);
-		return;
-	}
-	memcpy(dst, seg->prefix, seg->prefix_len);
-	size_t got = 0;
-	while (got < seg->len) {
-		loop->stats.syscalls++;
-		ssize_t r = pread(seg->fd, dst + seg->prefix_len + got, seg->len - got,
-				  (off_t)(seg->off + got));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			sf__loop_file_done(loop, c, r < 0 ? errno : EIO);
-			return;
-		}
-		got += (size_t)r;
-	}
-	c->out.len += seg->prefix_len + seg->len;
-	sf__loop_file_done(loop, c, 0);
-	ep_send(loop, c);
+	int err = sf__loop_copy_seg(loop, c, seg);
+	sf__loop_file_done(loop, c, err);
+	if (!err)
+		ep_send(loop, c);
 }
 
 static void ep_cancel(struct sf_loop *loop, struct sf_conn *c)

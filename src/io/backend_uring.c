@@ -357,15 +357,7 @@ static void ur_send_file(struct sf_loop *loop, struct sf_conn *c, struct sf_seg 
 	struct uring_state *s = loop->be_state;
 	if (!s->fixed) {
 		/* No registered buffers: the epoll way, read into memory and send that. */
-		uint8_t *dst = sf_buf_reserve(&c->out, seg->prefix_len + seg->len);
-		ssize_t r = dst ? pread(seg->fd, dst + seg->prefix_len, seg->len, (off_t)seg->off) : -1;
-		if (!dst || r != (ssize_t)seg->len) {
-			sf__loop_file_done(loop, c, r < 0 ? errno : EIO);
-			return;
-		}
-		memcpy(dst, seg->prefix, seg->prefix_len);
-		c->out.len += seg->prefix_len + seg->len;
-		sf__loop_file_done(loop, c, 0);
+		sf__loop_file_done(loop, c, sf__loop_copy_seg(loop, c, seg));
 		return;
 	}
 	if (!s->fixed_free) {

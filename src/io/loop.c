@@ -423,6 +423,26 @@ void sf__loop_file_done(struct sf_loop *loop, struct sf_conn *c, int err)
 		sf__loop_mark_dirty(c);
 }
 
+int sf__loop_copy_seg(struct sf_loop *loop, struct sf_conn *c, const struct sf_seg *seg)
+{
+	uint8_t *dst = sf_buf_reserve(&c->out, seg->prefix_len + seg->len);
+	if (!dst)
+		return ENOBUFS;
+	memcpy(dst, seg->prefix, seg->prefix_len);
+	for (size_t got = 0; got < seg->len;) {
+		loop->stats.syscalls++;
+		ssize_t r = pread(seg->fd, dst + seg->prefix_len + got, seg->len - got,
+				  (off_t)(seg->off + got));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r < 0 ? errno : EIO; /* 0: the file is shorter than the range */
+		got += (size_t)r;
+	}
+	c->out.len += seg->prefix_len + seg->len;
+	return 0;
+}
+
 /* The out buffer is empty: the next segment takes its place, or goes to the backend. */
 static void next_segment(struct sf_loop *loop, struct sf_conn *c)
 {

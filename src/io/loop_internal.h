@@ -105,6 +105,8 @@ void sf__loop_connected(struct sf_loop *loop, struct sf_conn *c, int err);
 void sf__loop_accepted(struct sf_loop *loop, struct sf_listener *l, int fd);
 void sf__loop_woken(struct sf_loop *loop);
 void sf__loop_mark_dirty(struct sf_conn *c);
+/* Reads a file segment into the out buffer (the copying way); 0 or an errno. */
+int sf__loop_copy_seg(struct sf_loop *loop, struct sf_conn *c, const struct sf_seg *seg);
 /* The head file segment went out (err 0) or failed (errno). */
 void sf__loop_file_done(struct sf_loop *loop, struct sf_conn *c, int err);
 struct sf_conn *sf__loop_conn_at(struct sf_loop *loop, uint32_t slot, uint32_t gen);

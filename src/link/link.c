@@ -147,7 +147,9 @@ void sf_link_eof(struct sf_link *l, int errno_val)
 	l->eof_errno = errno_val;
 }
 
-int sf__link_next_frame(struct sf_link *l, struct sf_frame_hdr *hdr, const uint8_t **payload)
+/* The next whole frame of the (opened) stream: 1 and hdr/payload set, 0 when not all there
+ * yet, or a negative code after the link failed. The frame stays until frame_done. */
+static int next_frame(struct sf_link *l, struct sf_frame_hdr *hdr, const uint8_t **payload)
 {
 	struct sf_buf *in = l->sealed ? &l->rx_plain : &l->rx_raw;
 	struct sf_err err;
@@ -167,7 +169,7 @@ int sf__link_next_frame(struct sf_link *l, struct sf_frame_hdr *hdr, const uint8
 	}
 }
 
-void sf__link_frame_done(struct sf_link *l, const struct sf_frame_hdr *hdr)
+static void frame_done(struct sf_link *l, const struct sf_frame_hdr *hdr)
 {
 	struct sf_buf *in = l->sealed ? &l->rx_plain : &l->rx_raw;
 	sf_buf_consume(in, SF_FRAME_HDR_LEN + (size_t)hdr->len);
@@ -333,26 +335,36 @@ static enum sf_link_ev_kind report_close(struct sf_link *l, struct sf_link_event
 	return ev->kind;
 }
 
-/* One frame of an open link: handled here (heartbeat, goodbye) or handed out. */
-static int open_frame(struct sf_link *l, struct sf_link_event *ev)
+int sf__link_read_msg(struct sf_link *l, struct sf_arena *arena, uint32_t version,
+		      struct sf_msg *m, const char *where)
 {
 	struct sf_frame_hdr hdr;
-	const uint8_t *payload;
-	int rc = sf__link_next_frame(l, &hdr, &payload);
+	const uint8_t *payload = NULL;
+	int rc = next_frame(l, &hdr, &payload);
 	if (rc <= 0)
 		return rc;
-	struct sf_err err;
 	/* What the peer's role may send: a node never sends GENERATE, a head never TOKEN_EVENTS. */
 	unsigned from = l->cfg.role == SF_ROLE_HEAD ? SF_DIR_N2H : SF_DIR_H2N;
 	unsigned dir = sf_msg_direction(hdr.type);
 	if (dir && !(dir & from))
 		return sf__link_fail(l, SF_E_PROTOCOL, "sent %s, which only a %s sends",
 				     sf_msg_name(hdr.type), from == SF_DIR_N2H ? "head" : "node");
-	rc = sf_msg_decode(hdr.type, payload, hdr.len, l->version, &l->arena, &l->msg, &err);
-	sf__link_frame_done(l, &hdr);
+	struct sf_err err;
+	rc = sf_msg_decode(hdr.type, payload, hdr.len, version, arena, m, &err);
+	frame_done(l, &hdr);
 	if (rc)
-		return sf__link_fail(l, rc, "sent a bad frame: %s", err.msg);
-	switch (hdr.type) {
+		return sf__link_fail(l, rc, "sent a bad frame%s: %s", where, err.msg);
+	return 1;
+}
+
+/* One message of an open link: handled here (heartbeat, goodbye) or handed out. */
+static int open_frame(struct sf_link *l, struct sf_link_event *ev)
+{
+	int rc = sf__link_read_msg(l, &l->arena, l->version, &l->msg, "");
+	if (rc <= 0)
+		return rc;
+	uint16_t type = l->msg.type;
+	switch (type) {
 	case SF_MSG_HEARTBEAT:
 		return 0;
 	case SF_MSG_GOODBYE:
@@ -361,7 +373,7 @@ static int open_frame(struct sf_link *l, struct sf_link_event *ev)
 	case SF_MSG_HELLO:
 	case SF_MSG_HELLO_ACK:
 		return sf__link_fail(l, SF_E_PROTOCOL, "sent %s after the handshake",
-				     sf_msg_name(hdr.type));
+				     sf_msg_name(type));
 	}
 	ev->kind = SF_LINK_EV_MSG;
 	ev->msg = &l->msg;

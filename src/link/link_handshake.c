@@ -231,16 +231,9 @@ static int node_preamble(struct sf_link *l)
 /* The next handshake frame, decoded into the arena kept for the link's life. */
 static int handshake_frame(struct sf_link *l, struct sf_msg *m)
 {
-	struct sf_frame_hdr hdr;
-	const uint8_t *payload;
-	int rc = sf__link_next_frame(l, &hdr, &payload);
+	int rc = sf__link_read_msg(l, &l->peer_arena, l->cfg.version_max, m, " in the handshake");
 	if (rc <= 0)
 		return rc;
-	struct sf_err err;
-	rc = sf_msg_decode(hdr.type, payload, hdr.len, l->cfg.version_max, &l->peer_arena, m, &err);
-	sf__link_frame_done(l, &hdr);
-	if (rc)
-		return sf__link_fail(l, rc, "sent a bad frame in the handshake: %s", err.msg);
 	if (m->type == SF_MSG_GOODBYE)
 		return sf__link_fail(l,
 				     m->u.goodbye.code == (uint32_t)-SF_E_NO_VERSION ? SF_E_NO_VERSION

@@ -66,10 +66,11 @@ int sf__link_start_head(struct sf_link *l, uint64_t now_ms);
  * (OPEN or CLOSED), 0 when it needs more bytes. */
 int sf__link_handshake_step(struct sf_link *l, uint64_t now_ms, struct sf_link_event *ev);
 
-/* The next whole frame of the (opened) stream: 1 and hdr/payload set, 0 when not all there
- * yet, or a negative code after the link failed. The frame stays until sf__link_frame_done. */
-int sf__link_next_frame(struct sf_link *l, struct sf_frame_hdr *hdr, const uint8_t **payload);
-void sf__link_frame_done(struct sf_link *l, const struct sf_frame_hdr *hdr);
+/* The next whole message, checked for its direction and decoded into arena at version: 1,
+ * 0 when not all there yet, or a negative code after failing the link ("sent a bad
+ * frame<where>: ..."). */
+int sf__link_read_msg(struct sf_link *l, struct sf_arena *arena, uint32_t version,
+		      struct sf_msg *m, const char *where);
 
 /* Encodes and queues one message, sealing it on a sealed link. No state check. */
 int sf__link_queue(struct sf_link *l, uint16_t type, const void *msg, uint32_t version,

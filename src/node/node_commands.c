@@ -36,6 +36,15 @@ static struct node_session *fenced(struct sf_node *n, uint64_t link, uint64_t cm
 	return s;
 }
 
+/* The session's running generation (at most one), or NULL. */
+static const struct node_gen *running_gen(const struct node_session *s)
+{
+	for (uint32_t i = 0; i < s->n_gens; i++)
+		if (s->gens[i].running)
+			return &s->gens[i];
+	return NULL;
+}
+
 void sf__node_on_assign(struct sf_node *n, uint64_t link, const struct sf_session_assign *m)
 {
 	struct sf_err err;
@@ -98,13 +107,13 @@ void sf__node_on_append(struct sf_node *n, uint64_t link, const struct sf_sessio
 	struct node_session *s = fenced(n, link, m->command_id, m->session_id, m->epoch, "append");
 	if (!s)
 		return;
-	for (uint32_t i = 0; i < s->n_gens; i++)
-		if (s->gens[i].running) {
-			sf__node_refuse(n, link, m->command_id, m->session_id, SF_E_STATE,
-					"append to session %llu while generation %llu runs",
-					(unsigned long long)s->id, (unsigned long long)s->gens[i].id);
-			return;
-		}
+	const struct node_gen *busy = running_gen(s);
+	if (busy) {
+		sf__node_refuse(n, link, m->command_id, m->session_id, SF_E_STATE,
+				"append to session %llu while generation %llu runs",
+				(unsigned long long)s->id, (unsigned long long)busy->id);
+		return;
+	}
 	uint32_t keep = 0;
 	while (keep < s->n_content && keep < m->n_tokens && s->content[keep] == m->tokens[keep])
 		keep++;
@@ -136,9 +145,9 @@ void sf__node_on_append(struct sf_node *n, uint64_t link, const struct sf_sessio
 	s->n_content = m->n_tokens;
 	/* The engine is busy prefilling for this long. */
 	double ms = sf_engine_prefill_ms(n->engine, m->n_tokens - keep);
-	uint64_t busy = n->now + (uint64_t)ms;
-	if (busy > n->next_step_at)
-		n->next_step_at = busy;
+	uint64_t free_at = n->now + (uint64_t)ms;
+	if (free_at > n->next_step_at)
+		n->next_step_at = free_at;
 	n->status_dirty = true;
 }
 
@@ -210,13 +219,13 @@ void sf__node_on_generate(struct sf_node *n, uint64_t link, const struct sf_gene
 				(unsigned long long)m->generation_id, (unsigned long long)s->id);
 		return;
 	}
-	for (uint32_t i = 0; i < s->n_gens; i++)
-		if (s->gens[i].running) {
-			sf__node_refuse(n, link, m->command_id, m->session_id, SF_E_STATE,
-					"session %llu already runs generation %llu",
-					(unsigned long long)s->id, (unsigned long long)s->gens[i].id);
-			return;
-		}
+	const struct node_gen *busy = running_gen(s);
+	if (busy) {
+		sf__node_refuse(n, link, m->command_id, m->session_id, SF_E_STATE,
+				"session %llu already runs generation %llu", (unsigned long long)s->id,
+				(unsigned long long)busy->id);
+		return;
+	}
 	if (s->n_gens == SF_NODE_MAX_GENS)
 		drop_oldest_finished(s); /* its events were never acknowledged: the head moved on */
 	struct node_gen *g = &s->gens[s->n_gens++];

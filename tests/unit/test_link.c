@@ -69,43 +69,6 @@ static void pair_free(struct pair *p)
 	free(p);
 }
 
-/* Moves what from has queued into to, in the pair's chunking. Returns bytes moved. */
-static size_t move(struct pair *p, struct sf_link *from, struct sf_link *to)
-{
-	const uint8_t *d;
-	size_t n = sf_link_tx(from, &d), moved = 0;
-	while (moved < n) {
-		size_t c = n - moved;
-		if (p->rng)
-			c = 1 + sf_test_rand(&p->rng) % (c < 3000 ? c : 3000);
-		else if (p->chunk && c > p->chunk)
-			c = p->chunk;
-		size_t took = sf_link_recv(to, d + moved, c, p->now);
-		moved += took;
-		struct sf_link_event ev;
-		while (sf_link_poll(to, p->now, &ev) != SF_LINK_EV_NONE) {
-			struct pair_side_dummy;
-			if (to == p->head) {
-				p->hev = ev;
-				p->head_open += ev.kind == SF_LINK_EV_OPEN;
-				p->head_closed += ev.kind == SF_LINK_EV_CLOSED;
-			} else {
-				p->nev = ev;
-				p->node_open += ev.kind == SF_LINK_EV_OPEN;
-				p->node_closed += ev.kind == SF_LINK_EV_CLOSED;
-			}
-		}
-		if (!took && sf_link_state(to) != SF_LINK_CLOSED)
-			fail_msg("receiver took nothing while open");
-		if (sf_link_state(to) == SF_LINK_CLOSED) {
-			moved = n;
-			break;
-		}
-	}
-	sf_link_tx_done(from, moved);
-	return moved;
-}
-
 static void poll_side(struct pair *p, struct sf_link *l)
 {
 	struct sf_link_event ev;
@@ -120,6 +83,31 @@ static void poll_side(struct pair *p, struct sf_link *l)
 			p->node_closed += ev.kind == SF_LINK_EV_CLOSED;
 		}
 	}
+}
+
+/* Moves what from has queued into to, in the pair's chunking. Returns bytes moved. */
+static size_t move(struct pair *p, struct sf_link *from, struct sf_link *to)
+{
+	const uint8_t *d;
+	size_t n = sf_link_tx(from, &d), moved = 0;
+	while (moved < n) {
+		size_t c = n - moved;
+		if (p->rng)
+			c = 1 + sf_test_rand(&p->rng) % (c < 3000 ? c : 3000);
+		else if (p->chunk && c > p->chunk)
+			c = p->chunk;
+		size_t took = sf_link_recv(to, d + moved, c, p->now);
+		moved += took;
+		poll_side(p, to);
+		if (!took && sf_link_state(to) != SF_LINK_CLOSED)
+			fail_msg("receiver took nothing while open");
+		if (sf_link_state(to) == SF_LINK_CLOSED) {
+			moved = n;
+			break;
+		}
+	}
+	sf_link_tx_done(from, moved);
+	return moved;
 }
 
 /* Runs both directions until nothing moves. */
