@@ -26,6 +26,7 @@ struct uring_state {
 	size_t br_bytes;
 	uint8_t *bufs;
 	unsigned pending; /* SQEs queued since the last submit */
+	bool fixed_files; /* connections' sockets sit in a registered file table, by slot */
 	uint8_t *fixed;   /* SF_FIXED_BUFS registered buffers, NULL when not registered */
 	uint32_t fixed_free; /* bitmask of free ones */
 };
@@ -135,6 +136,11 @@ static int ur_init(struct sf_loop *loop, struct sf_err *err)
 	io_uring_buf_ring_advance(s->br, BUF_COUNT);
 	loop->be_state = s;
 
+	/* A registered file table, one entry per connection slot: the kernel skips the fd
+	 * lookup on every receive and send. Best effort, as a kernel may refuse it. */
+	s->fixed_files = io_uring_register_files_sparse(&s->ring, loop->cfg.max_conns) == 0;
+	loop->stats.fixed_files = s->fixed_files;
+
 	/* Registered buffers for file ranges (blob chunks); without them, ranges copy. */
 	if (!loop->cfg.no_fixed &&
 	    posix_memalign((void **)&s->fixed, 4096, (size_t)SF_FIXED_BUFS * SF_FIXED_BUF_SIZE) == 0) {
@@ -143,6 +149,7 @@ static int ur_init(struct sf_loop *loop, struct sf_err *err)
 			iov[i] = (struct iovec){ s->fixed + (size_t)i * SF_FIXED_BUF_SIZE, SF_FIXED_BUF_SIZE };
 		if (io_uring_register_buffers(&s->ring, iov, SF_FIXED_BUFS) == 0) {
 			s->fixed_free = (1u << SF_FIXED_BUFS) - 1;
+			loop->stats.fixed_buffers = true;
 		} else {
 			free(s->fixed);
 			s->fixed = NULL;
@@ -182,10 +189,23 @@ static int ur_listen(struct sf_loop *loop, struct sf_listener *l)
 	return 0;
 }
 
+/* The socket an SQE names: its registered slot when the file table holds it, else its fd. */
+static int sock_of(struct sf_loop *loop, const struct sf_conn *c)
+{
+	return c->fixed_file ? (int)c->slot : c->fd;
+}
+
+static void use_sock(struct io_uring_sqe *sqe, const struct sf_conn *c)
+{
+	if (c->fixed_file)
+		sqe->flags |= IOSQE_FIXED_FILE;
+}
+
 static void arm_recv(struct sf_loop *loop, struct sf_conn *c)
 {
 	struct io_uring_sqe *sqe = get_sqe(loop);
-	io_uring_prep_recv_multishot(sqe, c->fd, NULL, 0, 0);
+	io_uring_prep_recv_multishot(sqe, sock_of(loop, c), NULL, 0, 0);
+	use_sock(sqe, c);
 	sqe->flags |= IOSQE_BUFFER_SELECT;
 	sqe->buf_group = BUF_GROUP;
 	io_uring_sqe_set_data64(sqe, ud(OP_RECV, c->gen, c->slot));
@@ -195,8 +215,24 @@ static void arm_recv(struct sf_loop *loop, struct sf_conn *c)
 
 static int ur_conn_start(struct sf_loop *loop, struct sf_conn *c)
 {
+	struct uring_state *s = loop->be_state;
+	if (s->fixed_files && !c->fixed_file &&
+	    io_uring_register_files_update(&s->ring, c->slot, &c->fd, 1) == 1) {
+		loop->stats.syscalls++;
+		c->fixed_file = true;
+	}
 	arm_recv(loop, c);
 	return 0;
+}
+
+static void ur_conn_gone(struct sf_loop *loop, struct sf_conn *c)
+{
+	struct uring_state *s = loop->be_state;
+	if (!c->fixed_file)
+		return;
+	int none = -1;
+	io_uring_register_files_update(&s->ring, c->slot, &none, 1);
+	c->fixed_file = false;
 }
 
 static int ur_dial(struct sf_loop *loop, struct sf_conn *c, const struct sockaddr *a, socklen_t n)
@@ -228,8 +264,9 @@ static int ur_dial(struct sf_loop *loop, struct sf_conn *c, const struct sockadd
 static void start_send(struct sf_loop *loop, struct sf_conn *c)
 {
 	struct io_uring_sqe *sqe = get_sqe(loop);
-	io_uring_prep_send(sqe, c->fd, sf_buf_head(&c->inflight), sf_buf_used(&c->inflight),
+	io_uring_prep_send(sqe, sock_of(loop, c), sf_buf_head(&c->inflight), sf_buf_used(&c->inflight),
 			   MSG_NOSIGNAL);
+	use_sock(sqe, c);
 	io_uring_sqe_set_data64(sqe, ud(OP_SEND, c->gen, c->slot));
 	c->ops_in_flight++;
 	loop->stats.send_calls++;
@@ -251,7 +288,8 @@ static void ur_cancel(struct sf_loop *loop, struct sf_conn *c)
 	if (c->ops_in_flight <= 0 || c->fd < 0)
 		return;
 	struct io_uring_sqe *sqe = get_sqe(loop);
-	io_uring_prep_cancel_fd(sqe, c->fd, IORING_ASYNC_CANCEL_ALL);
+	io_uring_prep_cancel_fd(sqe, sock_of(loop, c),
+				IORING_ASYNC_CANCEL_ALL | (c->fixed_file ? IORING_ASYNC_CANCEL_FD_FIXED : 0));
 	io_uring_sqe_set_data64(sqe, ud(OP_CANCEL, 0, 0));
 }
 
@@ -341,12 +379,13 @@ static void file_send(struct sf_loop *loop, struct sf_conn *c)
 	struct io_uring_sqe *sqe = get_sqe(loop);
 	uint32_t left = c->fixed_total - c->fixed_done;
 	if (loop->cfg.send_zc) {
-		io_uring_prep_send_zc_fixed(sqe, c->fd, buf + c->fixed_done, left, MSG_NOSIGNAL, 0,
-					    (unsigned)c->fixed);
+		io_uring_prep_send_zc_fixed(sqe, sock_of(loop, c), buf + c->fixed_done, left,
+					    MSG_NOSIGNAL, 0, (unsigned)c->fixed);
 		loop->stats.file_zc++;
 	} else {
-		io_uring_prep_send(sqe, c->fd, buf + c->fixed_done, left, MSG_NOSIGNAL);
+		io_uring_prep_send(sqe, sock_of(loop, c), buf + c->fixed_done, left, MSG_NOSIGNAL);
 	}
+	use_sock(sqe, c);
 	io_uring_sqe_set_data64(sqe, ud(OP_FILE_SEND, c->gen, c->slot));
 	c->ops_in_flight++;
 	loop->stats.send_calls++;
@@ -513,5 +552,6 @@ const struct sf_backend_ops sf_backend_uring = {
 	.send = ur_send,
 	.send_file = ur_send_file,
 	.cancel = ur_cancel,
+	.conn_gone = ur_conn_gone,
 	.wait = ur_wait,
 };

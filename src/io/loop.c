@@ -131,6 +131,8 @@ static void reap(struct sf_loop *loop)
 			continue;
 		}
 		*pp = c->next_dead;
+		if (loop->be->conn_gone)
+			loop->be->conn_gone(loop, c);
 		if (c->fd >= 0)
 			close(c->fd);
 		c->fd = -1;

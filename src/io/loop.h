@@ -121,6 +121,7 @@ void sf_loop_timer_cancel(struct sf_loop *loop, uint64_t id);
 struct sf_loop_stats {
 	uint64_t turns, submits, syscalls, recv_calls, send_calls, bytes_in, bytes_out;
 	uint64_t file_sends, file_fixed, file_zc; /* file ranges sent; by fixed buffer; with SEND_ZC */
+	bool fixed_files, fixed_buffers; /* io_uring: registered file table / buffers in use */
 	uint32_t conns;
 };
 void sf_loop_stats(const struct sf_loop *loop, struct sf_loop_stats *out);

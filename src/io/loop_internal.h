@@ -56,6 +56,7 @@ struct sf_conn {
 	uint32_t fixed_total, fixed_done;
 	int zc_pending;      /* SEND_ZC notifications still to come */
 	bool waiting_fixed;  /* wants a fixed buffer when one is free */
+	bool fixed_file;     /* io_uring: its socket is in the registered file table at slot */
 };
 
 struct sf_backend_ops {
@@ -70,6 +71,7 @@ struct sf_backend_ops {
 	/* The head segment is a file range: send it, then call sf__loop_file_done. */
 	void (*send_file)(struct sf_loop *loop, struct sf_conn *c, struct sf_seg *seg);
 	void (*cancel)(struct sf_loop *loop, struct sf_conn *c); /* stop its operations */
+	void (*conn_gone)(struct sf_loop *loop, struct sf_conn *c); /* before its fd closes; may be NULL */
 	int (*wait)(struct sf_loop *loop, int timeout_ms); /* submit, wait, dispatch */
 };
 
