@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -138,7 +139,12 @@ static int ur_init(struct sf_loop *loop, struct sf_err *err)
 
 	/* A registered file table, one entry per connection slot: the kernel skips the fd
 	 * lookup on every receive and send. Best effort, as a kernel may refuse it. */
-	s->fixed_files = io_uring_register_files_sparse(&s->ring, loop->cfg.max_conns) == 0;
+	/* The kernel caps the table at RLIMIT_NOFILE; slots past it use their plain fd. */
+	struct rlimit nofile;
+	unsigned table = loop->cfg.max_conns;
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < table)
+		table = (unsigned)nofile.rlim_cur;
+	s->fixed_files = io_uring_register_files_sparse(&s->ring, table) == 0;
 	loop->stats.fixed_files = s->fixed_files;
 
 	/* Registered buffers for file ranges (blob chunks); without them, ranges copy. */
