@@ -77,6 +77,7 @@ void sf_node_link_open(struct sf_node *n, uint64_t link_id, uint32_t version, ui
 	o->open = true;
 	o->version = version;
 	n->stats.links++;
+	n->next_lease_at = now_ms; /* renewals put off for want of a link can go out now */
 }
 
 void sf_node_link_closed(struct sf_node *n, uint64_t link_id, uint64_t now_ms)

@@ -181,8 +181,12 @@ static void lease_check(struct sf_node *n, struct node_session *s, void *arg)
 	/* Ask for a renewal once two thirds of the lease have passed. */
 	if (!s->renew_asked && n->now >= s->lease_expires - s->lease_ms / 3) {
 		struct node_outbox *o = sf__node_link(n, s->link_id);
-		if (!o || !o->open)
+		if (!o || !o->open) {
+			/* No link to ask on: look again when it runs out (or a link comes back). */
+			if (s->lease_expires < n->next_lease_at)
+				n->next_lease_at = s->lease_expires;
 			return;
+		}
 		if (o->n_renew == o->cap_renew) {
 			uint32_t cap = o->cap_renew ? o->cap_renew * 2 : 16;
 			struct sf_lease_ask *r = realloc(o->renew, cap * sizeof(*r));

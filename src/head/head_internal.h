@@ -1,0 +1,181 @@
+/* The head machine's state, shared by its files: nodes and links (head.c), the session table
+ * (head_sessions.c), placement (head_place.c), commands and the per-session sync
+ * (head_commands.c), token events, watermarks, leases and refusals (head_events.c), and
+ * reconcile (head_reconcile.c). */
+#ifndef SF_HEAD_INTERNAL_H
+#define SF_HEAD_INTERNAL_H
+
+#include "head/head.h"
+
+/* Where a generation stands on its node. */
+enum head_gen_state {
+	GEN_PENDING = 0, /* asked, not sent yet */
+	GEN_SENT = 1,    /* GENERATE went out: the node may be running it */
+	GEN_DONE = 2,    /* the node finished it, refused it or lost it: nothing runs */
+};
+
+struct head_gen {
+	uint64_t id;
+	uint64_t epoch; /* the session epoch it was sent under; events of others are stale */
+	uint32_t max_new, max_wall_ms;
+	enum head_gen_state state;
+	bool told;       /* the caller had its FINISH or ERROR */
+	bool delivered;  /* something of it reached the caller */
+	bool cancel, cancel_sent;
+	bool probe;      /* after a reconcile: ask again; the node refuses it if it has it */
+	bool ranged;     /* scratch for a reconcile answer */
+	bool has_opts;
+	struct sf_generate_opts opts; /* owned copies of stops and blobs */
+	uint64_t cmd;    /* the first GENERATE's command id: a refusal of it ends the generation */
+	uint64_t deadline; /* wall budget + grace, 0: none */
+	uint64_t next_seq;
+	uint32_t reason;
+	uint32_t *tokens; /* what reached the caller, in order */
+	uint32_t n_tokens, cap_tokens;
+	uint64_t mark_round; /* a watermark of it is queued at mark_idx in this round */
+	uint32_t mark_idx;
+};
+
+struct head_session {
+	uint64_t id;
+	char model[SF_MAX_NAME + 1];
+	char codec[SF_MAX_NAME + 1];
+	uint8_t qos;
+	struct sf_sampling sampling;
+	uint32_t lease_ms;
+	uint32_t node, last_node;  /* SF_HEAD_NO_NODE: not placed */
+	uint64_t epoch;            /* the last ASSIGN's; 0: never assigned */
+	bool assigned;             /* the node holds it at epoch (as far as the head knows) */
+	bool awaiting;             /* listed in a RECONCILE not answered yet */
+	bool content_sent;         /* the latest content went out at this epoch */
+	bool content_confirmed;    /* and the node is known to have it */
+	bool content_resend;       /* a reconcile asks it again, whatever runs */
+	bool append_resend;        /* the last APPEND was such: its refusal means nothing */
+	bool move_reported;        /* a failed move was told once */
+	uint64_t assign_cmd, append_cmd;
+	uint32_t *content;
+	uint32_t n_content, cap_content;
+	struct head_gen gens[SF_HEAD_MAX_GENS]; /* in the order they were asked */
+	uint32_t n_gens;
+	struct head_session *next;               /* hash chain */
+	struct head_session *node_prev, *node_next; /* the node's list */
+};
+
+struct head_model {
+	char name[SF_MAX_NAME + 1];
+	uint64_t digest; /* fixed by the first node seen serving it with one; 0: not yet */
+};
+
+struct node_model {
+	char name[SF_MAX_NAME + 1];
+	uint64_t digest; /* 0: not stated (version 2) */
+};
+
+struct head_node {
+	char label[SF_MAX_NAME + 1];
+	char identity[SF_MAX_NAME + 1]; /* from its handshake; "" until then */
+	bool up;
+	uint64_t link_id;
+	uint32_t version; /* of its latest link; 0: never up */
+	struct sf_capacity cap;
+	uint32_t free; /* sessions it can still take, by its last report less our placements */
+	struct node_model models[SF_HEAD_NODE_MODELS];
+	uint32_t n_models;
+	struct head_session *sessions; /* placed here */
+	uint32_t n_sessions;
+	uint64_t down_since, next_move_at;
+	uint32_t acks_due; /* RECONCILE frames not answered yet */
+	uint64_t reconcile_by;
+	int broken;        /* a send failed: the link is dropped at the next tick */
+	char broken_why[256];
+	struct sf_watermark *marks; /* queued for the next WATERMARK_ACK */
+	uint32_t n_marks, cap_marks;
+	struct sf_lease_ask *stale; /* sessions moved away: revoked when it returns */
+	uint32_t n_stale;
+};
+
+struct sf_head {
+	struct sf_head_config cfg;
+	struct sf_head_io io;
+	uint64_t now;
+	uint64_t next_id; /* epochs, command ids and generation ids, across all links */
+	struct head_node *nodes;
+	uint32_t n_nodes;
+	struct head_model *models;
+	uint32_t n_models;
+	struct head_session **buckets;
+	uint32_t n_buckets, n_sessions;
+	uint64_t mark_round;
+	uint64_t wake_at; /* the earliest generation deadline, UINT64_MAX: none */
+	struct sf_head_stats stats;
+};
+
+/* Nodes. */
+const char *sf__head_node_name(const struct sf_head *h, uint32_t node);
+/* Queues the link to be dropped at the next tick, with why. */
+void sf__head_node_broken(struct sf_head *h, uint32_t node, int code, const char *why);
+/* The node's current link takes it now, and the session's commands go out. */
+bool sf__head_node_ready(const struct sf_head *h, const struct head_session *s);
+
+/* Events to the caller. */
+void sf__head_tell(struct sf_head *h, const struct sf_head_event *ev);
+void sf__head_error(struct sf_head *h, uint32_t node, uint64_t sid, uint64_t gid, int code,
+		    const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* Ends a generation for the caller with FINISH reason (once). */
+void sf__head_gen_finish(struct sf_head *h, struct head_session *s, struct head_gen *g,
+			 uint32_t reason);
+/* Ends a generation for the caller with an error (once); it runs no more. */
+void sf__head_gen_fail(struct sf_head *h, struct head_session *s, struct head_gen *g, int code,
+		       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* Sessions. */
+struct head_session *sf__head_find(const struct sf_head *h, uint64_t id);
+struct head_session *sf__head_insert(struct sf_head *h, uint64_t id);
+void sf__head_remove(struct sf_head *h, struct head_session *s);
+struct head_gen *sf__head_gen(struct head_session *s, uint64_t id);
+void sf__head_gen_clear(struct head_gen *g);
+/* Drops the oldest ended generation; false when every one is still live. */
+bool sf__head_gen_evict(struct head_session *s);
+void sf__head_attach(struct sf_head *h, struct head_session *s, uint32_t node);
+void sf__head_detach(struct sf_head *h, struct head_session *s);
+
+/* Placement. */
+/* Notes a node's models and digests (from its handshake or a status); digests fix a model's. */
+void sf__head_node_models(struct sf_head *h, uint32_t node, const struct sf_model_info *models,
+			  uint32_t n, const struct sf_model_digest *digests, uint32_t n_digests,
+			  bool stated);
+/* The best node for the session, other than avoid; SF_HEAD_NO_NODE with err when none. */
+uint32_t sf__head_place(struct sf_head *h, const struct head_session *s, uint32_t avoid,
+			struct sf_err *err);
+/* Puts a session on another node: what its old node ran is restarted or failed there. */
+void sf__head_move(struct sf_head *h, struct head_session *s, uint32_t to);
+/* Remembers to revoke the session on a node it left, for when that node is back. */
+void sf__head_note_stale(struct sf_head *h, uint32_t node, const struct head_session *s);
+/* Moves the sessions of a node down past the limit. */
+void sf__head_move_all(struct sf_head *h, uint32_t node);
+
+/* Commands. */
+uint64_t sf__head_next_id(struct sf_head *h);
+int sf__head_send(struct sf_head *h, uint32_t node, uint16_t type, const void *msg);
+/* Sends what the session's state asks and its node can take now. */
+void sf__head_sync(struct sf_head *h, struct head_session *s);
+/* A generation that its node lost: asked again when nothing of it reached the caller,
+ * failed otherwise. */
+void sf__head_gen_lost(struct sf_head *h, struct head_session *s, struct head_gen *g,
+		       const char *where);
+void sf__head_revoke_stale(struct sf_head *h, uint32_t node);
+
+/* Events and acknowledgements. */
+void sf__head_on_events(struct sf_head *h, uint32_t node, const struct sf_token_events *m);
+void sf__head_on_lease_renew(struct sf_head *h, uint32_t node, const struct sf_lease_renew *m);
+void sf__head_on_refused(struct sf_head *h, uint32_t node, const struct sf_refused *m);
+/* Queues a watermark for g up to seq on its node's next WATERMARK_ACK. */
+void sf__head_mark(struct sf_head *h, uint32_t node, const struct head_session *s,
+		   struct head_gen *g, uint64_t seq);
+void sf__head_flush_marks(struct sf_head *h, uint32_t node);
+
+/* Reconcile. */
+void sf__head_reconcile(struct sf_head *h, uint32_t node);
+void sf__head_on_reconcile_ack(struct sf_head *h, uint32_t node, const struct sf_reconcile_ack *m);
+
+#endif

@@ -1,0 +1,173 @@
+/* Placement: which node takes a session. A node qualifies when its link is up, it serves the
+ * session's model with the model's tokenizer (the first digest seen for a model fixes it; a
+ * version 2 node states none and is taken on trust), and it has room. The node the session
+ * was on comes first, then the one with the most room. Moving a session re-assigns it there
+ * with its content; what ran on the old node is asked again or failed. */
+#include "head/head_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static struct head_model *fleet_model(struct sf_head *h, const char *name)
+{
+	for (uint32_t i = 0; i < h->n_models; i++)
+		if (!strcmp(h->models[i].name, name))
+			return &h->models[i];
+	return NULL;
+}
+
+static const struct node_model *node_model(const struct head_node *n, const char *name)
+{
+	for (uint32_t i = 0; i < n->n_models; i++)
+		if (!strcmp(n->models[i].name, name))
+			return &n->models[i];
+	return NULL;
+}
+
+static uint64_t digest_of(const char *name, const struct sf_model_info *mi,
+			  const struct sf_model_digest *d, uint32_t n_d, bool stated)
+{
+	if (!stated)
+		return 0;
+	for (uint32_t i = 0; i < n_d; i++)
+		if (!strcmp(d[i].model, name))
+			return d[i].digest;
+	return mi->tokenizer_digest;
+}
+
+/* Holds the node's digest for a model against the fleet's; the first one seen fixes it. */
+static void check_digest(struct sf_head *h, uint32_t node, const struct node_model *nm, bool tell)
+{
+	if (!nm->digest)
+		return;
+	struct head_model *fm = fleet_model(h, nm->name);
+	if (!fm) {
+		if (h->n_models == h->cfg.max_models) {
+			if (tell)
+				sf__head_error(h, node, 0, 0, SF_E_LIMIT,
+					       "node %s serves %s, past the head's limit of %u models; "
+					       "not used for it", sf__head_node_name(h, node), nm->name,
+					       h->cfg.max_models);
+			return;
+		}
+		fm = &h->models[h->n_models++];
+		snprintf(fm->name, sizeof(fm->name), "%s", nm->name);
+	}
+	if (!fm->digest)
+		fm->digest = nm->digest;
+	else if (fm->digest != nm->digest && tell)
+		sf__head_error(h, node, 0, 0, SF_E_RANGE,
+			       "node %s's tokenizer for %s differs (digest %016llx, the fleet's is "
+			       "%016llx); not used for %s", sf__head_node_name(h, node), nm->name,
+			       (unsigned long long)nm->digest, (unsigned long long)fm->digest,
+			       nm->name);
+}
+
+void sf__head_node_models(struct sf_head *h, uint32_t node, const struct sf_model_info *models,
+			  uint32_t n, const struct sf_model_digest *digests, uint32_t n_digests,
+			  bool stated)
+{
+	struct head_node *hn = &h->nodes[node];
+	bool tell = !hn->n_models; /* first sight on this link: status repeats do not retell */
+	if (n > SF_HEAD_NODE_MODELS) {
+		if (tell)
+			sf__head_error(h, node, 0, 0, SF_E_LIMIT,
+				       "node %s lists %u models; the head keeps the first %u",
+				       sf__head_node_name(h, node), n, SF_HEAD_NODE_MODELS);
+		n = SF_HEAD_NODE_MODELS;
+	}
+	hn->n_models = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		struct node_model *nm = &hn->models[hn->n_models++];
+		snprintf(nm->name, sizeof(nm->name), "%s", models[i].name ? models[i].name : "");
+		nm->digest = digest_of(nm->name, &models[i], digests, n_digests, stated);
+		check_digest(h, node, nm, tell);
+	}
+}
+
+uint32_t sf__head_place(struct sf_head *h, const struct head_session *s, uint32_t avoid,
+			struct sf_err *err)
+{
+	const struct head_model *fm = fleet_model(h, s->model);
+	uint32_t best = SF_HEAD_NO_NODE, differs = SF_HEAD_NO_NODE;
+	bool served = false, compatible = false;
+	for (uint32_t i = 0; i < h->n_nodes; i++) {
+		const struct head_node *n = &h->nodes[i];
+		const struct node_model *nm = n->up && i != avoid ? node_model(n, s->model) : NULL;
+		if (!nm)
+			continue;
+		served = true;
+		if (fm && fm->digest && nm->digest && nm->digest != fm->digest) {
+			if (differs == SF_HEAD_NO_NODE)
+				differs = i;
+			continue;
+		}
+		compatible = true;
+		if (!n->free || n->n_sessions >= n->cap.max_sessions)
+			continue;
+		if (best == SF_HEAD_NO_NODE || i == s->last_node ||
+		    (best != s->last_node && n->free > h->nodes[best].free))
+			best = i;
+	}
+	if (best != SF_HEAD_NO_NODE)
+		return best;
+	if (!served)
+		sf_err_set(err, SF_E_RANGE, "no node serves model %s", s->model);
+	else if (!compatible)
+		sf_err_set(err, SF_E_RANGE, "node %s's tokenizer for %s differs",
+			   sf__head_node_name(h, differs), s->model);
+	else
+		sf_err_set(err, SF_E_LIMIT, "every node serving %s is full", s->model);
+	return SF_HEAD_NO_NODE;
+}
+
+void sf__head_note_stale(struct sf_head *h, uint32_t node, const struct head_session *s)
+{
+	struct head_node *n = &h->nodes[node];
+	if (n->n_stale == h->cfg.max_stale)
+		return; /* past the bound its lease ends it: renewals are refused */
+	n->stale[n->n_stale++] = (struct sf_lease_ask){ s->id, s->epoch };
+}
+
+void sf__head_move(struct sf_head *h, struct head_session *s, uint32_t to)
+{
+	uint32_t from = s->node;
+	char where[SF_MAX_NAME + 64];
+	snprintf(where, sizeof(where), "node %s",
+		 from == SF_HEAD_NO_NODE ? "(none)" : sf__head_node_name(h, from));
+	if (from != SF_HEAD_NO_NODE && s->assigned)
+		sf__head_note_stale(h, from, s);
+	sf__head_detach(h, s);
+	sf__head_attach(h, s, to);
+	s->assigned = false;
+	s->content_sent = s->content_confirmed = s->content_resend = false;
+	s->move_reported = false;
+	for (uint32_t i = 0; i < s->n_gens; i++)
+		if (s->gens[i].state == GEN_SENT)
+			sf__head_gen_lost(h, s, &s->gens[i], where);
+	h->stats.moved++;
+	sf__head_sync(h, s);
+}
+
+void sf__head_move_all(struct sf_head *h, uint32_t node)
+{
+	struct head_node *n = &h->nodes[node];
+	struct head_session *s = n->sessions;
+	while (s) {
+		struct head_session *next = s->node_next;
+		struct sf_err err;
+		uint32_t to = sf__head_place(h, s, node, &err);
+		if (to != SF_HEAD_NO_NODE) {
+			sf__head_move(h, s, to);
+		} else if (!s->move_reported) {
+			s->move_reported = true;
+			sf__head_error(h, node, s->id, 0, err.code,
+				       "session %llu: node %s has been down for %llu ms and no other "
+				       "node can take it: %s", (unsigned long long)s->id,
+				       sf__head_node_name(h, node),
+				       (unsigned long long)(h->now - n->down_since), err.msg);
+		}
+		s = next;
+	}
+	n->next_move_at = h->now + h->cfg.replace_after_ms;
+}

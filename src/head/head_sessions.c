@@ -1,0 +1,116 @@
+/* The session table: chained hashing by session id over a bucket array sized from the session
+ * limit, so it never rehashes; each placed session is also on its node's list. */
+#include "head/head_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static uint32_t bucket_of(const struct sf_head *h, uint64_t id)
+{
+	uint64_t x = id * 0x9e3779b97f4a7c15ULL;
+	return (uint32_t)(x >> 32) & (h->n_buckets - 1);
+}
+
+struct head_session *sf__head_find(const struct sf_head *h, uint64_t id)
+{
+	for (struct head_session *s = h->buckets[bucket_of(h, id)]; s; s = s->next)
+		if (s->id == id)
+			return s;
+	return NULL;
+}
+
+struct head_session *sf__head_insert(struct sf_head *h, uint64_t id)
+{
+	if (h->n_sessions >= h->cfg.max_sessions)
+		return NULL;
+	struct head_session *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->id = id;
+	s->node = s->last_node = SF_HEAD_NO_NODE;
+	uint32_t b = bucket_of(h, id);
+	s->next = h->buckets[b];
+	h->buckets[b] = s;
+	h->n_sessions++;
+	return s;
+}
+
+void sf__head_gen_clear(struct head_gen *g)
+{
+	for (uint32_t i = 0; i < g->opts.n_stops; i++)
+		free(g->opts.stops[i].tokens);
+	free(g->opts.stops);
+	free(g->opts.blobs);
+	free(g->tokens);
+	memset(g, 0, sizeof(*g));
+}
+
+void sf__head_remove(struct sf_head *h, struct head_session *s)
+{
+	sf__head_detach(h, s);
+	for (uint32_t i = 0; i < s->n_gens; i++)
+		sf__head_gen_clear(&s->gens[i]);
+	free(s->content);
+	struct head_session **pp = &h->buckets[bucket_of(h, s->id)];
+	while (*pp != s)
+		pp = &(*pp)->next;
+	*pp = s->next;
+	h->n_sessions--;
+	free(s);
+}
+
+struct head_gen *sf__head_gen(struct head_session *s, uint64_t id)
+{
+	for (uint32_t i = 0; i < s->n_gens; i++)
+		if (s->gens[i].id == id)
+			return &s->gens[i];
+	return NULL;
+}
+
+bool sf__head_gen_evict(struct head_session *s)
+{
+	for (uint32_t i = 0; i < s->n_gens; i++) {
+		struct head_gen *g = &s->gens[i];
+		if (g->state != GEN_DONE || !g->told)
+			continue;
+		sf__head_gen_clear(g);
+		memmove(g, g + 1, (s->n_gens - i - 1) * sizeof(*g));
+		s->n_gens--;
+		memset(&s->gens[s->n_gens], 0, sizeof(*g));
+		return true;
+	}
+	return false;
+}
+
+void sf__head_attach(struct sf_head *h, struct head_session *s, uint32_t node)
+{
+	struct head_node *n = &h->nodes[node];
+	s->node = s->last_node = node;
+	s->node_prev = NULL;
+	s->node_next = n->sessions;
+	if (n->sessions)
+		n->sessions->node_prev = s;
+	n->sessions = s;
+	n->n_sessions++;
+	if (n->free)
+		n->free--;
+}
+
+void sf__head_detach(struct sf_head *h, struct head_session *s)
+{
+	if (s->node == SF_HEAD_NO_NODE)
+		return;
+	struct head_node *n = &h->nodes[s->node];
+	if (s->node_prev)
+		s->node_prev->node_next = s->node_next;
+	else
+		n->sessions = s->node_next;
+	if (s->node_next)
+		s->node_next->node_prev = s->node_prev;
+	s->node_prev = s->node_next = NULL;
+	n->n_sessions--;
+	if (n->free < n->cap.max_sessions)
+		n->free++;
+	s->node = SF_HEAD_NO_NODE;
+	s->awaiting = false;
+}

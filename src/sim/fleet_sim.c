@@ -1,0 +1,303 @@
+/* The in-memory fleet's machines, connections and clock. Each step the nodes tick, the head
+ * ticks, and the bytes each link queued move to the other end until nothing moves; a
+ * stalled step leaves them queued. Cutting a connection throws away what was queued. */
+#include "sim/fleet_sim_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int node_send(void *arg, uint64_t link_id, uint16_t type, const void *msg)
+{
+	struct sim_node *n = arg;
+	struct sf_err err;
+	if (!n->nl || link_id != n->link_id || !n->node_open)
+		return SF_E_STATE;
+	if (type == SF_MSG_NODE_STATUS && n->digest) {
+		/* The digest this node states everywhere, as a node with another tokenizer would. */
+		struct sf_node_status st = *(const struct sf_node_status *)msg;
+		struct sf_model_info models[SF_HEAD_NODE_MODELS];
+		if (st.n_models <= SF_HEAD_NODE_MODELS) {
+			for (uint32_t i = 0; i < st.n_models; i++) {
+				models[i] = st.models[i];
+				models[i].tokenizer_digest = n->digest;
+			}
+			st.models = models;
+		}
+		return sf_link_send(n->nl, type, &st, n->f->now, &err);
+	}
+	return sf_link_send(n->nl, type, msg, n->f->now, &err);
+}
+
+static int head_send(void *arg, uint64_t link_id, uint16_t type, const void *msg)
+{
+	struct sf_fleet_sim *f = arg;
+	struct sf_err err;
+	for (uint32_t i = 0; i < f->n_nodes; i++) {
+		struct sim_node *n = &f->nodes[i];
+		if (!n->hl || n->link_id != link_id || !n->head_open)
+			continue;
+		if (f->tap)
+			f->tap(f->tap_arg, i, type, msg);
+		return sf_link_send(n->hl, type, msg, f->now, &err);
+	}
+	return SF_E_STATE;
+}
+
+static int node_machine(struct sim_node *n, struct sf_err *err)
+{
+	struct sf_node_io io = { .arg = n, .send = node_send };
+	return sf_node_new(&n->node, &n->f->cfg.node, n->engine, &io, n->f->now, err);
+}
+
+int sf_fleet_sim_new(struct sf_fleet_sim **out, const struct sf_fleet_sim_config *cfg,
+		     struct sf_err *err)
+{
+	if (!cfg->n_nodes || cfg->n_nodes > SF_FLEET_SIM_MAX_NODES)
+		return sf_err_set(err, SF_E_RANGE, "a simulated fleet has 1..%d nodes",
+				  SF_FLEET_SIM_MAX_NODES);
+	struct sf_fleet_sim *f = calloc(1, sizeof(*f));
+	if (!f)
+		return sf_err_set(err, SF_E_NOMEM, "no memory for the simulated fleet");
+	f->cfg = *cfg;
+	f->now = cfg->start_ms ? cfg->start_ms : 1000;
+	f->streams = calloc(SF_FLEET_SIM_MAX_STREAMS, sizeof(*f->streams));
+	struct sf_head_io hio = { .arg = f, .send = head_send, .event = sf__fleet_record };
+	int rc = f->streams ? sf_head_new(&f->head, &cfg->head, &hio, f->now, err)
+			    : sf_err_set(err, SF_E_NOMEM, "no memory for the streams");
+	for (uint32_t i = 0; !rc && i < cfg->n_nodes; i++) {
+		struct sim_node *n = &f->nodes[i];
+		n->f = f;
+		n->index = i;
+		snprintf(n->label, sizeof(n->label), "node-%u", i);
+		f->n_nodes++;
+		rc = sf_sim_engine_new(&cfg->engine, &n->engine, err);
+		if (!rc)
+			rc = node_machine(n, err);
+		if (!rc && (rc = sf_head_node_add(f->head, n->label, err)) >= 0)
+			rc = 0;
+	}
+	if (rc) {
+		sf_fleet_sim_free(f);
+		return rc;
+	}
+	*out = f;
+	return 0;
+}
+
+static void cut(struct sim_node *n)
+{
+	sf_link_free(n->hl);
+	sf_link_free(n->nl);
+	n->hl = n->nl = NULL;
+	n->head_open = n->node_open = n->closing = false;
+	n->link_id = 0;
+}
+
+void sf_fleet_sim_free(struct sf_fleet_sim *f)
+{
+	if (!f)
+		return;
+	for (uint32_t i = 0; i < f->n_nodes; i++) {
+		cut(&f->nodes[i]);
+		sf_node_free(f->nodes[i].node);
+		if (f->nodes[i].engine)
+			sf_engine_free(f->nodes[i].engine);
+	}
+	sf_head_free(f->head);
+	sf__fleet_record_free(f);
+	free(f);
+}
+
+struct sf_head *sf_fleet_sim_head(struct sf_fleet_sim *f) { return f->head; }
+struct sf_node *sf_fleet_sim_node(struct sf_fleet_sim *f, uint32_t i) { return f->nodes[i].node; }
+uint64_t sf_fleet_sim_now(const struct sf_fleet_sim *f) { return f->now; }
+const struct sf_sim_config *sf_fleet_sim_engine(const struct sf_fleet_sim *f)
+{
+	return &f->cfg.engine;
+}
+
+void sf_fleet_sim_set_version(struct sf_fleet_sim *f, uint32_t i, uint32_t version_max)
+{
+	f->nodes[i].version_max = version_max;
+}
+
+void sf_fleet_sim_set_digest(struct sf_fleet_sim *f, uint32_t i, uint64_t digest)
+{
+	f->nodes[i].digest = digest;
+}
+
+void sf_fleet_sim_tap(struct sf_fleet_sim *f, sf_fleet_tap_fn fn, void *arg)
+{
+	f->tap = fn;
+	f->tap_arg = arg;
+}
+
+/* Tells both machines their ends closed (those that were open). */
+static void closed(struct sf_fleet_sim *f, struct sim_node *n, const struct sf_err *why)
+{
+	if (n->head_open)
+		sf_head_link_down(f->head, n->index, n->link_id, why, f->now);
+	if (n->node_open)
+		sf_node_link_closed(n->node, n->link_id, f->now);
+	n->head_open = n->node_open = false;
+	n->closing = true;
+}
+
+/* Takes what one end has to say and hands it to its machine. */
+static void drain(struct sf_fleet_sim *f, struct sim_node *n, bool head_end)
+{
+	struct sf_link *l = head_end ? n->hl : n->nl;
+	struct sf_link_event ev;
+	while (!n->closing && sf_link_poll(l, f->now, &ev) != SF_LINK_EV_NONE) {
+		if (ev.kind == SF_LINK_EV_CLOSED) {
+			closed(f, n, &ev.err);
+		} else if (ev.kind == SF_LINK_EV_OPEN && head_end) {
+			n->head_open = true;
+			sf_head_link_up(f->head, n->index, n->link_id, sf_link_peer(l), f->now);
+		} else if (ev.kind == SF_LINK_EV_OPEN) {
+			n->node_open = true;
+			sf_node_link_open(n->node, n->link_id, sf_link_version(l), f->now);
+		} else if (ev.kind == SF_LINK_EV_MSG && head_end) {
+			(void)sf_head_on_msg(f->head, n->index, ev.msg, f->now);
+		} else if (ev.kind == SF_LINK_EV_MSG) {
+			sf_node_handle(n->node, n->link_id, ev.msg, f->now);
+		}
+	}
+}
+
+/* Moves what one end queued into the other; returns the bytes moved. */
+static size_t move(struct sf_fleet_sim *f, struct sim_node *n, bool to_head)
+{
+	struct sf_link *from = to_head ? n->nl : n->hl, *to = to_head ? n->hl : n->nl;
+	const uint8_t *d;
+	size_t len = sf_link_tx(from, &d), moved = 0;
+	while (moved < len && !n->closing) {
+		size_t took = sf_link_recv(to, d + moved, len - moved, f->now);
+		moved += took;
+		drain(f, n, to_head);
+		if (!took)
+			break;
+	}
+	if (!n->closing)
+		sf_link_tx_done(from, moved);
+	return moved;
+}
+
+static void settle(struct sf_fleet_sim *f)
+{
+	for (int round = 0; round < 100000; round++) {
+		size_t moved = 0;
+		for (uint32_t i = 0; i < f->n_nodes; i++) {
+			struct sim_node *n = &f->nodes[i];
+			if (!n->hl)
+				continue;
+			drain(f, n, true);
+			if (!n->closing)
+				drain(f, n, false);
+			if (!n->closing)
+				moved += move(f, n, false);
+			if (!n->closing)
+				moved += move(f, n, true);
+			if (n->closing)
+				cut(n);
+		}
+		if (!moved)
+			return;
+	}
+}
+
+int sf_fleet_sim_connect(struct sf_fleet_sim *f, uint32_t i)
+{
+	struct sim_node *n = &f->nodes[i];
+	if (n->hl)
+		sf_fleet_sim_drop(f, i);
+	struct sf_link_config hc = { .role = SF_ROLE_HEAD, .identity = "head" };
+	struct sf_link_config nc = { .role = SF_ROLE_NODE, .identity = n->label,
+				     .version_max = n->version_max };
+	sf_engine_model_info(n->engine, &n->model);
+	if (n->digest)
+		n->model.tokenizer_digest = n->digest;
+	sf_node_capacity(n->node, &nc.capacity);
+	nc.models = &n->model;
+	nc.n_models = 1;
+	struct sf_err err;
+	n->link_id = ++f->next_link;
+	n->redial_at = 0;
+	n->hl = sf_link_new(&hc, f->now, &err);
+	n->nl = n->hl ? sf_link_new(&nc, f->now, &err) : NULL;
+	if (!n->nl) {
+		cut(n);
+		return err.code;
+	}
+	settle(f);
+	return n->head_open ? 0 : SF_E_CLOSED;
+}
+
+void sf_fleet_sim_drop(struct sf_fleet_sim *f, uint32_t i)
+{
+	struct sim_node *n = &f->nodes[i];
+	if (!n->hl)
+		return;
+	const uint8_t *d;
+	sf_link_tx_done(n->hl, sf_link_tx(n->hl, &d));
+	sf_link_tx_done(n->nl, sf_link_tx(n->nl, &d));
+	struct sf_err why;
+	sf_err_set(&why, SF_E_CLOSED, "cut by the simulator");
+	closed(f, n, &why);
+	cut(n);
+}
+
+int sf_fleet_sim_restart(struct sf_fleet_sim *f, uint32_t i)
+{
+	struct sim_node *n = &f->nodes[i];
+	struct sf_err err;
+	sf_fleet_sim_drop(f, i);
+	sf_node_free(n->node);
+	n->node = NULL;
+	return node_machine(n, &err);
+}
+
+static void step(struct sf_fleet_sim *f, bool deliver)
+{
+	f->now++;
+	for (uint32_t i = 0; i < f->n_nodes; i++)
+		sf_node_tick(f->nodes[i].node, f->now);
+	sf_head_tick(f->head, f->now);
+	for (uint32_t i = 0; i < f->n_nodes; i++) {
+		struct sim_node *n = &f->nodes[i];
+		if (f->drops[i] && f->drops[i] == n->link_id) {
+			sf_fleet_sim_drop(f, i); /* the head already counts it closed */
+			if (f->cfg.redial_after_ms)
+				n->redial_at = f->now + f->cfg.redial_after_ms;
+		}
+		f->drops[i] = 0;
+		if (n->redial_at && f->now >= n->redial_at && !n->hl)
+			(void)sf_fleet_sim_connect(f, i);
+	}
+	if (deliver)
+		settle(f);
+}
+
+void sf_fleet_sim_run(struct sf_fleet_sim *f, uint32_t ms)
+{
+	for (uint32_t i = 0; i < ms; i++)
+		step(f, true);
+}
+
+void sf_fleet_sim_run_stalled(struct sf_fleet_sim *f, uint32_t ms)
+{
+	for (uint32_t i = 0; i < ms; i++)
+		step(f, false);
+}
+
+bool sf_fleet_sim_run_until(struct sf_fleet_sim *f, bool (*done)(struct sf_fleet_sim *, void *),
+			    void *arg, uint32_t max_ms)
+{
+	for (uint32_t i = 0; i < max_ms; i++) {
+		if (done(f, arg))
+			return true;
+		step(f, true);
+	}
+	return done(f, arg);
+}

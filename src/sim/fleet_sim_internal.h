@@ -1,0 +1,43 @@
+/* The in-memory fleet's state, shared by fleet_sim.c (machines, connections, the clock) and
+ * fleet_sim_record.c (what the head told its caller). */
+#ifndef SF_HEAD_FLEET_SIM_INTERNAL_H
+#define SF_HEAD_FLEET_SIM_INTERNAL_H
+
+#include "sim/fleet_sim.h"
+
+struct sim_node {
+	struct sf_fleet_sim *f;
+	uint32_t index;
+	char label[32];
+	struct sf_engine *engine;
+	struct sf_node *node;
+	uint32_t version_max;
+	uint64_t digest; /* stated instead of the engine's; 0: the engine's */
+	struct sf_model_info model;
+	struct sf_link *hl, *nl; /* the head's end and the node's end of the connection */
+	uint64_t link_id;
+	bool head_open, node_open, closing;
+	uint64_t redial_at; /* 0: none due */
+};
+
+struct sf_fleet_sim {
+	struct sf_fleet_sim_config cfg;
+	uint64_t now;
+	uint64_t next_link;
+	struct sf_head *head;
+	struct sim_node nodes[SF_FLEET_SIM_MAX_NODES];
+	uint32_t n_nodes;
+	sf_fleet_tap_fn tap;
+	void *tap_arg;
+	struct sf_fleet_stream *streams;
+	uint32_t n_streams;
+	struct sf_fleet_note notes[SF_FLEET_SIM_MAX_NOTES];
+	uint32_t n_notes;
+	uint64_t drops[SF_FLEET_SIM_MAX_NODES]; /* links the head gave up on, to cut */
+};
+
+/* The head's event callback. */
+void sf__fleet_record(void *arg, const struct sf_head_event *ev);
+void sf__fleet_record_free(struct sf_fleet_sim *f);
+
+#endif

@@ -1,0 +1,157 @@
+/* What the head told its caller in the simulated fleet: each generation's stream, and the
+ * errors and dropped links beside them; and the check of a stream against the engine's. */
+#include "sim/fleet_sim_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct sf_fleet_stream *stream_of(struct sf_fleet_sim *f, uint64_t sid, uint64_t gid)
+{
+	for (uint32_t i = 0; i < f->n_streams; i++)
+		if (f->streams[i].session_id == sid && f->streams[i].generation_id == gid)
+			return &f->streams[i];
+	if (f->n_streams == SF_FLEET_SIM_MAX_STREAMS)
+		return NULL;
+	struct sf_fleet_stream *s = &f->streams[f->n_streams++];
+	s->session_id = sid;
+	s->generation_id = gid;
+	return s;
+}
+
+static void note(struct sf_fleet_sim *f, const struct sf_head_event *ev)
+{
+	if (f->n_notes == SF_FLEET_SIM_MAX_NOTES)
+		return;
+	struct sf_fleet_note *n = &f->notes[f->n_notes++];
+	n->kind = ev->kind;
+	n->node = ev->node;
+	n->session_id = ev->session_id;
+	n->code = ev->code;
+	snprintf(n->msg, sizeof(n->msg), "%s", ev->msg ? ev->msg : "");
+}
+
+static void add_tokens(struct sf_fleet_stream *s, const uint32_t *t, uint32_t n)
+{
+	if (s->n_tokens + n > s->cap_tokens) {
+		uint32_t cap = s->cap_tokens ? s->cap_tokens : 256;
+		while (cap < s->n_tokens + n)
+			cap *= 2;
+		uint32_t *nt = realloc(s->tokens, cap * sizeof(*nt));
+		if (!nt)
+			return;
+		s->tokens = nt;
+		s->cap_tokens = cap;
+	}
+	memcpy(s->tokens + s->n_tokens, t, n * sizeof(*t));
+	s->n_tokens += n;
+}
+
+void sf__fleet_record(void *arg, const struct sf_head_event *ev)
+{
+	struct sf_fleet_sim *f = arg;
+	if (ev->kind == SF_HEAD_EV_DROP_LINK && ev->node < f->n_nodes)
+		f->drops[ev->node] = ev->link_id;
+	if (ev->kind == SF_HEAD_EV_STATUS)
+		return;
+	bool gen = ev->generation_id && ev->kind != SF_HEAD_EV_DROP_LINK;
+	if (!gen) {
+		note(f, ev);
+		return;
+	}
+	struct sf_fleet_stream *s = stream_of(f, ev->session_id, ev->generation_id);
+	if (!s)
+		return;
+	if (s->finishes || s->errors)
+		s->after_end++;
+	switch (ev->kind) {
+	case SF_HEAD_EV_TOKENS:
+		add_tokens(s, ev->tokens, ev->n_tokens);
+		break;
+	case SF_HEAD_EV_FINISH:
+		s->finishes++;
+		s->reason = ev->reason;
+		break;
+	case SF_HEAD_EV_ERROR:
+		s->errors++;
+		s->code = ev->code;
+		snprintf(s->msg, sizeof(s->msg), "%s", ev->msg ? ev->msg : "");
+		break;
+	default:
+		break;
+	}
+}
+
+void sf__fleet_record_free(struct sf_fleet_sim *f)
+{
+	for (uint32_t i = 0; f->streams && i < f->n_streams; i++)
+		free(f->streams[i].tokens);
+	free(f->streams);
+}
+
+const struct sf_fleet_stream *sf_fleet_sim_stream(const struct sf_fleet_sim *f, uint64_t sid,
+						  uint64_t gid)
+{
+	for (uint32_t i = 0; i < f->n_streams; i++)
+		if (f->streams[i].session_id == sid && f->streams[i].generation_id == gid)
+			return &f->streams[i];
+	return NULL;
+}
+
+bool sf_fleet_sim_ended(const struct sf_fleet_sim *f, uint64_t sid, uint64_t gid)
+{
+	const struct sf_fleet_stream *s = sf_fleet_sim_stream(f, sid, gid);
+	return s && (s->finishes || s->errors);
+}
+
+uint32_t sf_fleet_sim_n_notes(const struct sf_fleet_sim *f)
+{
+	return f->n_notes;
+}
+
+const struct sf_fleet_note *sf_fleet_sim_note(const struct sf_fleet_sim *f, uint32_t k)
+{
+	return k < f->n_notes ? &f->notes[k] : NULL;
+}
+
+int sf_fleet_sim_check(const struct sf_fleet_sim *f, uint64_t sid, uint64_t gid,
+		       const struct sf_sampling *smp, const uint32_t *ctx, size_t n_ctx,
+		       uint32_t max_new, char *why, size_t why_len)
+{
+	const struct sf_fleet_stream *s = sf_fleet_sim_stream(f, sid, gid);
+	size_t cap = max_new + 1, n_want = 0;
+	uint32_t *want = malloc(cap * sizeof(*want)), reason = 0;
+	struct sf_err err;
+	int rc = -1;
+	if (!want) {
+		snprintf(why, why_len, "no memory");
+	} else if (sf_sim_expected(&f->cfg.engine, smp, ctx, n_ctx, max_new, want, cap, &n_want,
+				   &reason, &err)) {
+		snprintf(why, why_len, "no expected stream: %s", err.msg);
+	} else if (!s) {
+		snprintf(why, why_len, "the caller got nothing of generation %llu",
+			 (unsigned long long)gid);
+	} else if (s->errors) {
+		snprintf(why, why_len, "generation %llu ended with an error: %s",
+			 (unsigned long long)gid, s->msg);
+	} else if (s->finishes != 1 || s->after_end) {
+		snprintf(why, why_len, "generation %llu: %d finishes, %d events after the end",
+			 (unsigned long long)gid, s->finishes, s->after_end);
+	} else if (s->n_tokens != n_want) {
+		snprintf(why, why_len, "generation %llu: %u tokens, the engine's stream has %zu",
+			 (unsigned long long)gid, s->n_tokens, n_want);
+	} else if (n_want && memcmp(s->tokens, want, n_want * sizeof(*want))) {
+		size_t at = 0;
+		while (s->tokens[at] == want[at])
+			at++;
+		snprintf(why, why_len, "generation %llu: token %zu is %u, the engine's is %u",
+			 (unsigned long long)gid, at, s->tokens[at], want[at]);
+	} else if (s->reason != reason) {
+		snprintf(why, why_len, "generation %llu finished with reason %u, the engine's is %u",
+			 (unsigned long long)gid, s->reason, reason);
+	} else {
+		rc = 0;
+	}
+	free(want);
+	return rc;
+}
