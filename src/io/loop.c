@@ -126,7 +126,8 @@ static void reap(struct sf_loop *loop)
 	struct sf_conn **pp = &loop->dead_list;
 	while (*pp) {
 		struct sf_conn *c = *pp;
-		if (c->ops_in_flight > 0) {
+		/* Not while the kernel points into it, nor while a batch list still holds it. */
+		if (c->ops_in_flight > 0 || c->on_dirty || c->on_turn_list) {
 			pp = &c->next_dead;
 			continue;
 		}
@@ -164,8 +165,12 @@ void sf_loop_free(struct sf_loop *loop)
 		return;
 	if (loop->be) {
 		for (uint32_t i = 0; i < loop->cfg.max_conns; i++)
-			if (loop->conns[i])
+			if (loop->conns[i]) {
+				/* No more batches: take them off the lists reap() waits on. */
+				loop->conns[i]->on_dirty = loop->conns[i]->on_turn_list = false;
 				conn_kill(loop->conns[i], ECANCELED);
+			}
+		loop->dirty = loop->turn_list = NULL;
 		/* Let the kernel hand back what still points into the connections. */
 		for (int i = 0; i < 100 && loop->dead_list; i++) {
 			reap(loop);
