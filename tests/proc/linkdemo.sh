@@ -8,12 +8,12 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$work"; }
 trap cleanup EXIT
 fails=0 passes=0
-port=$((20000 + $$ % 20000))
+port=$((10000 + $$ % 20000)) # below the ephemeral range (32768+), where others bind
 
 next_port() { port=$((port + 1)); }
 wait_listen() {
 	local hex; hex=$(printf '%04X' "$1")
-	for _ in $(seq 100); do
+	for _ in $(seq 400); do # 20 s: python3 starts slowly on a loaded machine
 		grep -q ":$hex 00000000:0000 0A" /proc/net/tcp && return 0
 		sleep 0.05
 	done

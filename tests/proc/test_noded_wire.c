@@ -490,6 +490,117 @@ static void bad_frames_end_one_link_only(void **state)
 	assert_int_equal(waitpid(noded_pid, NULL, WNOHANG), 0); /* still running */
 }
 
+/* The rest of the session and generation messages over the wire: options with logprobs,
+ * cancel, revoke, staged forward, a blob with the wrong hash, status. */
+static void every_other_message(void **state)
+{
+	stop_noded();
+	start_noded("--sim-tokens-per-s=100"); /* paced, so the cancel lands mid-generation */
+	struct client c;
+	connect_client(&c, "wire-token");
+	place(&c, 6, 1, "options", 0);
+	struct sf_generate_opts o = { .session_id = 6, .generation_id = 1, .logprobs = true,
+				      .top_logprobs = 3 };
+	send_msg(&c, SF_MSG_GENERATE_OPTS, &o);
+	gen(&c, 6, 1, 1, 6);
+	struct want_finish w = { 6, 1 };
+	assert_true(turn_until(&c, finished, &w, 10000));
+	check_stream(&c, "options", 6, 1, 6);
+	int lps = 0;
+	for (int i = 0; i < c.n_got; i++)
+		if (c.got[i].type == SF_MSG_TOKEN_EVENTS)
+			for (uint32_t j = 0; j < c.got[i].u.token_events.n_events; j++) {
+				const struct sf_token_event *e = &c.got[i].u.token_events.events[j];
+				if (e->kind == SF_EVENT_LOGPROBS) {
+					assert_int_equal(e->logprobs[0].n_top, 3);
+					assert_true(e->logprobs[0].logprob <= 0);
+					lps++;
+				}
+			}
+	assert_int_equal(lps, 6);
+	/* Cancel a long generation: it finishes CANCELLED. */
+	gen(&c, 6, 1, 2, 0);
+	for (int i = 0; i < 10; i++)
+		sf_loop_turn(c.loop, 5);
+	struct sf_cancel cn = { .command_id = cmd++, .session_id = 6, .generation_id = 2 };
+	send_msg(&c, SF_MSG_CANCEL, &cn);
+	w.gid = 2;
+	assert_true(turn_until(&c, finished, &w, 10000));
+	uint32_t toks[4096], fin;
+	tokens_of(&c, 6, 2, toks, &fin, NULL);
+	assert_int_equal(fin, SF_FINISH_CANCELLED);
+	/* Revoke: the session is gone; a generation on it is refused. */
+	struct sf_session_revoke rv = { .command_id = cmd++, .session_id = 6, .epoch = 1 };
+	send_msg(&c, SF_MSG_SESSION_REVOKE, &rv);
+	int mark = c.n_got;
+	gen(&c, 6, 1, 3, 4);
+	const struct sf_msg *r = NULL;
+	for (int i = 0; i < 400 && !(r = find(&c, SF_MSG_REFUSED, mark)); i++)
+		sf_loop_turn(c.loop, 5);
+	assert_non_null(r);
+	/* A staged forward over the whole stack gives a token. */
+	uint32_t ctx[2] = { 'h', 'i' };
+	struct sf_stage_forward_req sf = { .request_id = 11, .tokens = ctx, .n_tokens = 2,
+					   .start_layer = 0, .end_layer = 8 };
+	send_msg(&c, SF_MSG_STAGE_FORWARD_REQ, &sf);
+	const struct sf_msg *m = NULL;
+	for (int i = 0; i < 400 && !(m = find(&c, SF_MSG_STAGE_FORWARD_RESP, 0)); i++)
+		sf_loop_turn(c.loop, 5);
+	assert_non_null(m);
+	assert_int_equal(m->u.stage_forward_resp.kind, SF_STAGE_TOKEN);
+	/* A blob whose bytes do not match its hash is refused, and not kept. */
+	uint8_t bytes[100] = { 9 };
+	struct sf_xfer_begin xb = { .transfer_id = 77, .total_len = 100, .sha256 = { 0xee } };
+	send_msg(&c, SF_MSG_XFER_BEGIN, &xb);
+	struct sf_xfer_chunk ch = { .transfer_id = 77, .data = bytes, .data_len = 100 };
+	send_msg(&c, SF_MSG_XFER_CHUNK, &ch);
+	struct sf_xfer_end xe = { .transfer_id = 77 };
+	send_msg(&c, SF_MSG_XFER_END, &xe);
+	for (int i = 0; i < 400 && !(m = find(&c, SF_MSG_XFER_RESULT, 0)); i++)
+		sf_loop_turn(c.loop, 5);
+	assert_non_null(m);
+	assert_false(m->u.xfer_result.ok);
+	assert_non_null(strstr(m->u.xfer_result.reason, "refused and deleted"));
+	/* Status reports came with the node's capacity and model. */
+	m = find(&c, SF_MSG_NODE_STATUS, 0);
+	assert_non_null(m);
+	assert_int_equal(m->u.node_status.n_models, 1);
+	assert_string_equal(m->u.node_status.models[0].name, "sim-1");
+	free_client(&c);
+}
+
+/* A lease that is never renewed runs out: the generation ends with the expired reason, and
+ * what came before is the expected stream's beginning. The node is paced (50 tokens/s) so
+ * the lease (400 ms) ends long before the engine would. */
+static void a_lease_runs_out(void **state)
+{
+	stop_noded();
+	start_noded("--sim-tokens-per-s=50");
+	struct sf_sim_config sim;
+	sf_sim_config_default(&sim);
+	uint32_t ctx[16], want[64], got[8192], wf, fin;
+	size_t n_want;
+	const char *prompt = "expire";
+	for (size_t i = 0; i < strlen(prompt); i++)
+		ctx[i] = (uint8_t)prompt[i];
+	struct sf_sampling smp = { 0 };
+	struct sf_err err;
+	assert_int_equal(sf_sim_expected(&sim, &smp, ctx, strlen(prompt), 60, want, 64, &n_want, &wf, &err), 0);
+	assert_int_equal(wf, SF_FINISH_LENGTH); /* the engine alone would go past 60 tokens */
+
+	struct client c;
+	connect_client(&c, "wire-token");
+	place(&c, 8, 1, prompt, 400);
+	gen(&c, 8, 1, 1, 0); /* until stopped */
+	struct want_finish w = { 8, 1 };
+	assert_true(turn_until(&c, finished, &w, 10000));
+	size_t n = tokens_of(&c, 8, 1, got, &fin, NULL);
+	assert_int_equal(fin, SF_FINISH_EXPIRED);
+	assert_true(n > 0 && n < 60);
+	assert_memory_equal(got, want, n * sizeof(uint32_t));
+	free_client(&c);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -500,6 +611,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(leases_are_asked_for, setup, teardown),
 		cmocka_unit_test_setup_teardown(requests_and_blobs, setup, teardown),
 		cmocka_unit_test_setup_teardown(bad_frames_end_one_link_only, setup, teardown),
+		cmocka_unit_test_setup_teardown(every_other_message, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_lease_runs_out, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("noded_wire", tests, NULL, NULL);
 }
