@@ -118,6 +118,8 @@ static void ep_send(struct sf_loop *loop, struct sf_conn *c)
 	set_write_interest(loop, c, false);
 	if (c->flush_close || c->seg_head)
 		sf__loop_mark_dirty(c); /* flush() closes, or takes the next segment */
+	else
+		sf__loop_sent(loop, c); /* all taken: the owner may write more */
 }
 
 /* epoll has no registered buffers: the range is read into the out buffer and sent from there. */

@@ -347,6 +347,8 @@ static void on_send(struct sf_loop *loop, struct sf_conn *c, int res)
 		start_send(loop, c); /* a short send: the rest */
 	else if (sf_buf_used(&c->out) || c->seg_head || c->flush_close)
 		sf__loop_mark_dirty(c); /* more to send, the next segment, or a close */
+	else
+		sf__loop_sent(loop, c);
 }
 
 /* ---- file ranges through registered buffers ---- */

@@ -155,11 +155,21 @@ static void on_conn_closed(struct sf_conn *c, int err)
 	pump(lc); /* reports the close in the link's words */
 }
 
+/* The connection took all it had: what the link still holds (it may hold more than one
+ * connection write's room) goes now rather than at the next timer or read. */
+static void on_drained(struct sf_conn *c)
+{
+	struct sf_link_conn *lc = sf_conn_user(c);
+	if (lc && !lc->in_events)
+		move_tx(lc);
+}
+
 static const struct sf_conn_ops conn_ops = {
 	.on_recv = on_recv,
 	.on_connected = on_connected,
 	.on_closed = on_conn_closed,
 	.on_turn = on_turn,
+	.on_drained = on_drained,
 };
 
 static struct sf_link_conn *make(struct sf_loop *loop, const struct sf_link_config *cfg,

@@ -411,6 +411,12 @@ int sf_conn_write_file(struct sf_conn *c, const void *prefix, size_t prefix_len,
 	return 0;
 }
 
+void sf__loop_sent(struct sf_loop *loop, struct sf_conn *c)
+{
+	if (!c->dead && !sf_conn_unsent(c) && c->ops && c->ops->on_drained)
+		c->ops->on_drained(c);
+}
+
 void sf__loop_file_done(struct sf_loop *loop, struct sf_conn *c, int err)
 {
 	struct sf_seg *s = c->seg_head;

@@ -51,6 +51,8 @@ struct sf_conn_ops {
 	/* Called at the end of every turn in which the connection received bytes, so the owner
 	 * can run its state machine once for the whole batch (may be NULL). */
 	void (*on_turn)(struct sf_conn *c);
+	/* Everything written has been handed to the kernel: room to write more (may be NULL). */
+	void (*on_drained)(struct sf_conn *c);
 };
 
 /* A listener calls this with each accepted socket (non-blocking, close-on-exec). */

@@ -107,6 +107,8 @@ void sf__loop_connected(struct sf_loop *loop, struct sf_conn *c, int err);
 void sf__loop_accepted(struct sf_loop *loop, struct sf_listener *l, int fd);
 void sf__loop_woken(struct sf_loop *loop);
 void sf__loop_mark_dirty(struct sf_conn *c);
+/* A send completed; tells the owner when nothing is left to send. */
+void sf__loop_sent(struct sf_loop *loop, struct sf_conn *c);
 /* Reads a file segment into the out buffer (the copying way); 0 or an errno. */
 int sf__loop_copy_seg(struct sf_loop *loop, struct sf_conn *c, const struct sf_seg *seg);
 /* The head file segment went out (err 0) or failed (errno). */

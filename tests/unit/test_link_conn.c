@@ -176,11 +176,75 @@ static void unreachable_names_the_os_error(void **state)
 	}
 }
 
+/* A link that holds more than its connection may take at once sends the rest as the
+ * connection drains, not at its next timer: heartbeats are a minute apart here. */
+static int big_got;
+
+static void big_msg(struct sf_link_conn *lc, const struct sf_msg *m)
+{
+	if (m->type == SF_MSG_XFER_CHUNK)
+		big_got++;
+}
+
+static void big_open(struct sf_link_conn *lc) { ((struct side *)sf_link_conn_user(lc))->opened++; }
+
+static const struct sf_link_conn_ops big_ops = { big_open, big_msg, on_closed };
+
+static void big_accepted(struct sf_loop *loop, int fd, void *arg)
+{
+	struct sf_err err;
+	node.lc = sf_link_conn_accept(loop, fd, &node_cfg, &big_ops, &node, &err);
+}
+
+static bool all_chunks(void) { return big_got == 32 || head.closed || node.closed; }
+static bool head_open(void) { return head.opened > 0 || head.closed; }
+
+static void the_rest_goes_as_the_connection_drains(void **state)
+{
+	enum sf_io_kind kinds[] = { SF_IO_URING, SF_IO_EPOLL };
+	for (int k = 0; k < 2; k++) {
+		struct sf_loop *loop;
+		struct sf_err err;
+		struct sf_loop_config cfg = { .io = kinds[k], .quiet = true, .conn_tx_limit = 64u << 10 };
+		assert_int_equal(sf_loop_new(&loop, &cfg, &err), 0);
+		memset(&head, 0, sizeof(head));
+		memset(&node, 0, sizeof(node));
+		big_got = 0;
+		node_cfg = (struct sf_link_config){ .role = SF_ROLE_NODE, .heartbeat_ms = 60000,
+						    .silence_ms = UINT32_MAX };
+		struct sf_link_config hcfg = { .role = SF_ROLE_HEAD, .heartbeat_ms = 60000,
+					       .silence_ms = UINT32_MAX };
+		struct sockaddr_in addr;
+		int lfd = listen_any(&addr);
+		assert_int_equal(sf_loop_listen(loop, lfd, big_accepted, NULL), 0);
+		head.lc = sf_link_conn_dial(loop, (struct sockaddr *)&addr, sizeof(addr), 5000, &hcfg,
+					    &big_ops, &head, &err);
+		run(loop, head_open);
+		assert_int_equal(head.opened, 1);
+		static uint8_t data[256 << 10];
+		for (int i = 0; i < 32; i++) {
+			struct sf_xfer_chunk c = { .transfer_id = 1, .offset = (uint64_t)i * sizeof(data),
+						   .data = data, .data_len = sizeof(data) };
+			assert_int_equal(sf_link_conn_send(head.lc, SF_MSG_XFER_CHUNK, &c, &err), 0);
+		}
+		run(loop, all_chunks);
+		if (big_got != 32) {
+			const uint8_t *p;
+			fprintf(stderr, "%s: got %d, head closed %d node closed %d (%s), link tx %zu\n",
+				sf_io_kind_name(kinds[k]), big_got, head.closed, node.closed, node.err.msg,
+				head.lc ? sf_link_tx(sf_link_conn_link(head.lc), &p) : 0);
+		}
+		assert_int_equal(big_got, 32);
+		sf_loop_free(loop);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(links_over_real_sockets),
 		cmocka_unit_test(unreachable_names_the_os_error),
+		cmocka_unit_test(the_rest_goes_as_the_connection_drains),
 	};
 	return cmocka_run_group_tests_name("link_conn", tests, NULL, NULL);
 }

@@ -84,7 +84,7 @@ static void peer_closed(struct sf_conn *c, int err)
 	pe->close_err = err;
 }
 
-static const struct sf_conn_ops echo_ops = { echo_recv, peer_connected, peer_closed, NULL };
+static const struct sf_conn_ops echo_ops = { echo_recv, peer_connected, peer_closed, NULL, NULL };
 
 static void on_accept(struct sf_loop *loop, int fd, void *arg)
 {
@@ -298,7 +298,7 @@ static size_t sink_recv(struct sf_conn *c, const uint8_t *p, size_t n)
 	return n;
 }
 
-static const struct sf_conn_ops sink_ops = { sink_recv, peer_connected, peer_closed, NULL };
+static const struct sf_conn_ops sink_ops = { sink_recv, peer_connected, peer_closed, NULL, NULL };
 
 static void on_accept_sink(struct sf_loop *loop, int fd, void *arg)
 {
@@ -397,7 +397,7 @@ static void collect_closed(struct sf_conn *c, int err)
 	((struct collector *)sf_conn_user(c))->closed++;
 }
 
-static const struct sf_conn_ops collect_ops = { collect, NULL, collect_closed, NULL };
+static const struct sf_conn_ops collect_ops = { collect, NULL, collect_closed, NULL, NULL };
 
 static void on_accept_collect(struct sf_loop *loop, int fd, void *arg)
 {
