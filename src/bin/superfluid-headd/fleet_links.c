@@ -1,0 +1,294 @@
+/* The fleet links: one dial per --fleet node, redialed with back-off, and the routing between
+ * the links and the head machine (link events into sf_head_*, the head's sends out to the
+ * link they name). */
+#include "headd.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "addr.h"
+#include "log.h"
+
+static void dial(struct headd_node *n);
+
+int headd_nodes_add(struct headd *d)
+{
+	const char *s = d->opts->fleet;
+	for (;;) {
+		const char *comma = strchr(s, ',');
+		size_t len = comma ? (size_t)(comma - s) : strlen(s);
+		if (d->n_nodes >= HEADD_MAX_NODES) {
+			headd_err("--fleet: more than %d nodes", HEADD_MAX_NODES);
+			return -1;
+		}
+		struct headd_node *n = &d->nodes[d->n_nodes];
+		memset(n, 0, sizeof(*n));
+		n->d = d;
+		snprintf(n->addr, sizeof(n->addr), "%.*s", (int)len, s);
+		char label[160];
+		snprintf(label, sizeof(label), "%s", n->addr);
+		struct sf_err err;
+		int idx = sf_head_node_add(d->head, label, &err);
+		if (idx < 0) {
+			headd_err("--fleet %s: %s", n->addr, err.msg);
+			return -1;
+		}
+		n->index = (uint32_t)idx;
+		n->backoff_ms = HEADD_BACKOFF_MIN_MS;
+		d->n_nodes++;
+		if (!comma)
+			return 0;
+		s = comma + 1;
+	}
+}
+
+static struct headd_node *node_of(struct headd *d, uint32_t index)
+{
+	for (uint32_t i = 0; i < d->n_nodes; i++)
+		if (d->nodes[i].index == index)
+			return &d->nodes[i];
+	return NULL;
+}
+
+static void redial_fired(void *arg, uint64_t now)
+{
+	struct headd_node *n = arg;
+	n->timer = 0;
+	if (!n->d->stopping && !n->lc)
+		dial(n);
+}
+
+/* The next back-off with jitter (three quarters to all of it); doubles the one after. */
+static uint32_t next_delay(struct headd_node *n)
+{
+	struct headd *d = n->d;
+	d->rng ^= d->rng << 13;
+	d->rng ^= d->rng >> 7;
+	d->rng ^= d->rng << 17;
+	uint32_t b = n->backoff_ms;
+	uint32_t delay = b - (uint32_t)(d->rng % (b / 4 + 1));
+	n->backoff_ms = b * 2 > HEADD_BACKOFF_MAX_MS ? HEADD_BACKOFF_MAX_MS : b * 2;
+	return delay;
+}
+
+static void schedule_redial(struct headd_node *n, bool was_open, const char *why)
+{
+	struct headd *d = n->d;
+	if (d->stopping) {
+		headd_debug("node %s: %s", n->addr, why);
+		return;
+	}
+	if (was_open)
+		n->backoff_ms = HEADD_BACKOFF_MIN_MS;
+	else
+		n->failures++;
+	uint32_t delay = next_delay(n);
+	headd_log(was_open ? HEADD_LOG_INFO : HEADD_LOG_WARN, "node %s: %s; dialing again in %u ms",
+		  n->addr, why, delay);
+	n->timer = sf_loop_timer(d->loop, sf_loop_now(d->loop) + delay, redial_fired, n);
+}
+
+static void on_open(struct sf_link_conn *lc)
+{
+	struct headd_node *n = sf_link_conn_user(lc);
+	struct headd *d = n->d;
+	if (lc != n->lc)
+		return;
+	const struct sf_link_peer *p = sf_link_peer(sf_link_conn_link(lc));
+	n->open = true;
+	n->failures = 0;
+	n->backoff_ms = HEADD_BACKOFF_MIN_MS;
+	snprintf(n->identity, sizeof(n->identity), "%s",
+		 p->identity && *p->identity ? p->identity : "(unnamed)");
+	n->version = p->version;
+	n->cap = p->capacity;
+	char models[512] = "";
+	size_t at = 0;
+	for (uint32_t i = 0; i < p->n_models && at < sizeof(models) - 1; i++)
+		at += (size_t)snprintf(models + at, sizeof(models) - at, "%s%s", i ? "," : "",
+				       p->models[i].name ? p->models[i].name : "?");
+	headd_info("node %s: up: %s, %s link, protocol %u, models %s, %u sessions free", n->addr,
+		   n->identity, p->encrypted ? "sealed" : "plain", p->version, models,
+		   p->capacity.free_sessions);
+	sf_head_link_up(d->head, n->index, n->link_id, p, sf_loop_now(d->loop));
+}
+
+static void on_msg(struct sf_link_conn *lc, const struct sf_msg *m)
+{
+	struct headd_node *n = sf_link_conn_user(lc);
+	if (lc != n->lc || !n->open)
+		return;
+	if (!sf_head_on_msg(n->d->head, n->index, m, sf_loop_now(n->d->loop))) {
+		const char *name = sf_msg_name(m->type);
+		headd_debug("node %s: ignored a %s", n->addr, name ? name : "message");
+	}
+}
+
+static void on_closed(struct sf_link_conn *lc, const struct sf_err *err)
+{
+	struct headd_node *n = sf_link_conn_user(lc);
+	struct headd *d = n->d;
+	if (lc != n->lc)
+		return; /* a link the head already gave up on */
+	bool was_open = n->open;
+	n->lc = NULL;
+	n->open = false;
+	n->closing = false;
+	if (was_open)
+		sf_head_link_down(d->head, n->index, n->link_id, err, sf_loop_now(d->loop));
+	n->link_id = 0;
+	schedule_redial(n, was_open, err->msg);
+}
+
+static const struct sf_link_conn_ops link_ops = {
+	.on_open = on_open,
+	.on_msg = on_msg,
+	.on_closed = on_closed,
+};
+
+static void dial(struct headd_node *n)
+{
+	struct headd *d = n->d;
+	struct sockaddr_storage ss;
+	socklen_t len;
+	char why[256];
+	/* Resolving again on each dial follows a node that moved. */
+	if (headd_resolve(n->addr, &ss, &len, why, sizeof(why))) {
+		n->failures++;
+		schedule_redial(n, false, why);
+		return;
+	}
+	struct sf_link_config cfg = {
+		.role = SF_ROLE_HEAD,
+		.token = d->token_len ? d->token : NULL,
+		.token_len = d->token_len,
+		.identity = d->identity,
+	};
+	struct sf_err err;
+	n->link_id = ++d->next_link_id;
+	n->open = false;
+	n->lc = sf_link_conn_dial(d->loop, (struct sockaddr *)&ss, len, HEADD_CONNECT_MS, &cfg,
+				  &link_ops, n, &err);
+	if (!n->lc) {
+		n->link_id = 0;
+		schedule_redial(n, false, err.msg);
+		return;
+	}
+	headd_debug("node %s: dialing (link %llu)", n->addr, (unsigned long long)n->link_id);
+}
+
+void headd_nodes_start(struct headd *d)
+{
+	d->rng = ((uint64_t)time(NULL) * 0x9e3779b97f4a7c15ULL) ^ ((uint64_t)getpid() << 1) ^ 1;
+	for (uint32_t i = 0; i < d->n_nodes; i++)
+		dial(&d->nodes[i]);
+}
+
+void headd_nodes_drop_pending(struct headd *d)
+{
+	for (uint32_t i = 0; i < d->n_nodes; i++) {
+		struct headd_node *n = &d->nodes[i];
+		if (!n->drop_link)
+			continue;
+		bool ours = n->drop_link == n->link_id && n->lc;
+		n->drop_link = 0;
+		if (!ours)
+			continue;
+		struct sf_link_conn *lc = n->lc;
+		n->lc = NULL; /* the head counts it closed already: its on_closed is not news */
+		n->open = false;
+		n->link_id = 0;
+		sf_link_conn_close(lc, 0, "the head gave up on this link");
+		schedule_redial(n, true, "the head gave up on the link");
+	}
+}
+
+void headd_nodes_goodbye_all(struct headd *d, const char *reason)
+{
+	for (uint32_t i = 0; i < d->n_nodes; i++) {
+		struct headd_node *n = &d->nodes[i];
+		if (n->lc && n->open) {
+			n->closing = true;
+			sf_link_conn_close(n->lc, 0, reason);
+		}
+	}
+}
+
+uint32_t headd_nodes_busy(const struct headd *d)
+{
+	/* A link closes (on_closed) as soon as its goodbye is queued; the connection lives on
+	 * until it is sent. Busy is every connection but the dials still shaking hands (they
+	 * have no goodbye to say); admin connections flushing their last line count too. */
+	uint32_t handshaking = 0;
+	for (uint32_t i = 0; i < d->n_nodes; i++)
+		handshaking += d->nodes[i].lc && !d->nodes[i].open;
+	struct sf_loop_stats st;
+	sf_loop_stats(d->loop, &st);
+	return st.conns > handshaking ? st.conns - handshaking : 0;
+}
+
+void headd_nodes_stop(struct headd *d)
+{
+	for (uint32_t i = 0; i < d->n_nodes; i++) {
+		if (d->nodes[i].timer)
+			sf_loop_timer_cancel(d->loop, d->nodes[i].timer);
+		d->nodes[i].timer = 0;
+	}
+}
+
+/* ---- the head machine's I/O ---- */
+
+static int head_send(void *arg, uint64_t link_id, uint16_t type, const void *msg)
+{
+	struct headd *d = arg;
+	for (uint32_t i = 0; i < d->n_nodes; i++) {
+		struct headd_node *n = &d->nodes[i];
+		if (n->link_id != link_id)
+			continue;
+		if (!n->lc || !n->open)
+			return SF_E_STATE;
+		struct sf_err err;
+		int rc = sf_link_conn_send(n->lc, type, msg, &err);
+		if (rc) {
+			const char *name = sf_msg_name(type);
+			headd_warn("node %s: cannot send %s: %s", n->addr, name ? name : "?", err.msg);
+		}
+		return rc;
+	}
+	return SF_E_STATE;
+}
+
+/* Events about nodes are handled here; those about sessions go to their clients. */
+static void head_event(void *arg, const struct sf_head_event *ev)
+{
+	struct headd *d = arg;
+	struct headd_node *n = ev->node != SF_HEAD_NO_NODE ? node_of(d, ev->node) : NULL;
+	switch (ev->kind) {
+	case SF_HEAD_EV_DROP_LINK:
+		if (n) {
+			headd_warn("node %s: %s", n->addr, ev->msg ? ev->msg : "the head gave up on the link");
+			n->drop_link = ev->link_id;
+		}
+		return;
+	case SF_HEAD_EV_STATUS:
+		if (n && ev->capacity)
+			n->cap = *ev->capacity;
+		return;
+	case SF_HEAD_EV_ERROR:
+		if (!ev->session_id) {
+			headd_log(d->stopping ? HEADD_LOG_DEBUG : HEADD_LOG_WARN, "node %s: %s", n ? n->addr : "?", ev->msg ? ev->msg : "error");
+			return;
+		}
+		break;
+	default:
+		break;
+	}
+	headd_head_event(d, ev);
+}
+
+const struct sf_head_io headd_head_io_base = {
+	.send = head_send,
+	.event = head_event,
+};

@@ -1,0 +1,58 @@
+/* superfluid-headd's options: the command line and the `key = value` config file, one table
+ * for both, so a key in the file is exactly a long option without its dashes. */
+#ifndef HEADD_OPTIONS_H
+#define HEADD_OPTIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "io/loop.h"
+
+/* Keep in step with project() in the top CMakeLists.txt. */
+#define HEADD_VERSION "0.1.0"
+#define HEADD_DEFAULT_ADMIN_SOCKET "/run/superfluid/headd.sock"
+
+enum headd_log_level {
+	HEADD_LOG_ERROR = 0,
+	HEADD_LOG_WARN = 1,
+	HEADD_LOG_INFO = 2,
+	HEADD_LOG_DEBUG = 3,
+};
+
+/* Strings point into argv or into memory the options own (headd_opts_free). */
+struct headd_opts {
+	const char *fleet;      /* HOST:PORT[,HOST:PORT...] */
+	const char *fleet_auth; /* NULL: plain links */
+	const char *admin_socket;
+	const char *identity;   /* NULL: "superfluid-headd" */
+	const char *config;
+	enum sf_io_kind io;
+	uint32_t replace_after_ms;
+	enum headd_log_level log_level;
+
+	uint64_t set_by_cmdline;
+	char **owned;
+	unsigned n_owned;
+};
+
+enum headd_parse_result {
+	HEADD_PARSE_RUN = 0,
+	HEADD_PARSE_EXIT_OK = 1,    /* --help or --version was printed */
+	HEADD_PARSE_EXIT_USAGE = 2, /* a line naming the bad option or file:line was printed */
+};
+
+enum headd_parse_result headd_opts_parse(struct headd_opts *o, int argc, char **argv);
+void headd_opts_free(struct headd_opts *o);
+
+/* Sets option `name` from text (from_file: skipped when the command line set it). Returns 0,
+ * or -1 with a sentence in why. */
+int headd_opt_set(struct headd_opts *o, const char *name, const char *value, bool from_file,
+		  char *why, unsigned why_len);
+
+/* config_file.c: reads path into o; prints "FILE:LINE: ..." on the first bad line, -1. */
+int headd_config_file_apply(struct headd_opts *o, const char *path);
+
+const char *headd_opts_keep(struct headd_opts *o, const char *s);
+
+#endif
