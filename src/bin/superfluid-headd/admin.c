@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "addr.h"
-#include "log.h"
+#include "daemon/addr.h"
+#include "daemon/log.h"
 
 static size_t on_recv(struct sf_conn *conn, const uint8_t *p, size_t n)
 {
@@ -67,7 +67,7 @@ static void on_accept(struct sf_loop *loop, int fd, void *arg)
 	c->d = d;
 	c->conn = sf_conn_new(loop, fd, &client_ops, c);
 	if (!c->conn) {
-		headd_warn("turned away an admin connection: the connection table is full");
+		sfd_warn("turned away an admin connection: the connection table is full");
 		close(fd);
 		free(c);
 		return;
@@ -79,18 +79,18 @@ static void on_accept(struct sf_loop *loop, int fd, void *arg)
 int headd_admin_listen(struct headd *d)
 {
 	char why[512];
-	int fd = headd_unix_listen(d->opts->admin_socket, why, sizeof(why));
+	int fd = sfd_unix_listen(d->opts->admin_socket, "--admin-socket", why, sizeof(why));
 	if (fd < 0) {
-		headd_err("%s", why);
+		sfd_err("%s", why);
 		return -1;
 	}
 	int rc = sf_loop_listen(d->loop, fd, on_accept, d);
 	if (rc) {
-		headd_err("--admin-socket %s: the event loop refused it (%s)", d->opts->admin_socket,
+		sfd_err("--admin-socket %s: the event loop refused it (%s)", d->opts->admin_socket,
 			  sf_code_name(rc));
 		return -1;
 	}
-	headd_info("admin socket %s", d->opts->admin_socket);
+	sfd_info("admin socket %s", d->opts->admin_socket);
 	return 0;
 }
 
@@ -148,7 +148,7 @@ void headd_clients_sweep(struct headd *d)
 		}
 		*pp = c->next;
 		if (c->session_id && c->generation_id && !c->ended)
-			headd_info("session %llu: the client went away; generation cancelled",
+			sfd_info("session %llu: the client went away; generation cancelled",
 				   (unsigned long long)c->session_id);
 		client_free(d, c);
 	}

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "daemon/log.h"
 
 static struct headd_client *client_of(struct headd *d, uint64_t session_id)
 {
@@ -93,12 +93,12 @@ static void generate(struct headd_client *c, char *rest)
 				      &c->generation_id, &err);
 	free(toks);
 	if (rc) {
-		headd_info("GENERATE %s: %s", model, err.msg);
+		sfd_info("GENERATE %s: %s", model, err.msg);
 		fail(c, err.msg);
 		return;
 	}
 	uint32_t node = sf_head_session_node(d->head, sid);
-	headd_debug("session %llu: %s, %u prompt tokens, on %s", (unsigned long long)sid, model, n,
+	sfd_debug("session %llu: %s, %u prompt tokens, on %s", (unsigned long long)sid, model, n,
 		    node == SF_HEAD_NO_NODE ? "no node yet" : sf_head_node_name(d->head, node));
 }
 

@@ -8,8 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "addr.h"
-#include "log.h"
+#include "daemon/addr.h"
+#include "daemon/log.h"
 
 static void dial(struct headd_node *n);
 
@@ -20,7 +20,7 @@ int headd_nodes_add(struct headd *d)
 		const char *comma = strchr(s, ',');
 		size_t len = comma ? (size_t)(comma - s) : strlen(s);
 		if (d->n_nodes >= HEADD_MAX_NODES) {
-			headd_err("--fleet: more than %d nodes", HEADD_MAX_NODES);
+			sfd_err("--fleet: more than %d nodes", HEADD_MAX_NODES);
 			return -1;
 		}
 		struct headd_node *n = &d->nodes[d->n_nodes];
@@ -32,7 +32,7 @@ int headd_nodes_add(struct headd *d)
 		struct sf_err err;
 		int idx = sf_head_node_add(d->head, label, &err);
 		if (idx < 0) {
-			headd_err("--fleet %s: %s", n->addr, err.msg);
+			sfd_err("--fleet %s: %s", n->addr, err.msg);
 			return -1;
 		}
 		n->index = (uint32_t)idx;
@@ -77,7 +77,7 @@ static void schedule_redial(struct headd_node *n, bool was_open, const char *why
 {
 	struct headd *d = n->d;
 	if (d->stopping) {
-		headd_debug("node %s: %s", n->addr, why);
+		sfd_debug("node %s: %s", n->addr, why);
 		return;
 	}
 	if (was_open)
@@ -85,7 +85,7 @@ static void schedule_redial(struct headd_node *n, bool was_open, const char *why
 	else
 		n->failures++;
 	uint32_t delay = next_delay(n);
-	headd_log(was_open ? HEADD_LOG_INFO : HEADD_LOG_WARN, "node %s: %s; dialing again in %u ms",
+	sfd_log(was_open ? SFD_LOG_INFO : SFD_LOG_WARN, "node %s: %s; dialing again in %u ms",
 		  n->addr, why, delay);
 	n->timer = sf_loop_timer(d->loop, sf_loop_now(d->loop) + delay, redial_fired, n);
 }
@@ -109,7 +109,7 @@ static void on_open(struct sf_link_conn *lc)
 	for (uint32_t i = 0; i < p->n_models && at < sizeof(models) - 1; i++)
 		at += (size_t)snprintf(models + at, sizeof(models) - at, "%s%s", i ? "," : "",
 				       p->models[i].name ? p->models[i].name : "?");
-	headd_info("node %s: up: %s, %s link, protocol %u, models %s, %u sessions free", n->addr,
+	sfd_info("node %s: up: %s, %s link, protocol %u, models %s, %u sessions free", n->addr,
 		   n->identity, p->encrypted ? "sealed" : "plain", p->version, models,
 		   p->capacity.free_sessions);
 	sf_head_link_up(d->head, n->index, n->link_id, p, sf_loop_now(d->loop));
@@ -122,7 +122,7 @@ static void on_msg(struct sf_link_conn *lc, const struct sf_msg *m)
 		return;
 	if (!sf_head_on_msg(n->d->head, n->index, m, sf_loop_now(n->d->loop))) {
 		const char *name = sf_msg_name(m->type);
-		headd_debug("node %s: ignored a %s", n->addr, name ? name : "message");
+		sfd_debug("node %s: ignored a %s", n->addr, name ? name : "message");
 	}
 }
 
@@ -155,7 +155,7 @@ static void dial(struct headd_node *n)
 	socklen_t len;
 	char why[256];
 	/* Resolving again on each dial follows a node that moved. */
-	if (headd_resolve(n->addr, &ss, &len, why, sizeof(why))) {
+	if (sfd_resolve(n->addr, false, &ss, &len, why, sizeof(why))) {
 		n->failures++;
 		schedule_redial(n, false, why);
 		return;
@@ -176,7 +176,7 @@ static void dial(struct headd_node *n)
 		schedule_redial(n, false, err.msg);
 		return;
 	}
-	headd_debug("node %s: dialing (link %llu)", n->addr, (unsigned long long)n->link_id);
+	sfd_debug("node %s: dialing (link %llu)", n->addr, (unsigned long long)n->link_id);
 }
 
 void headd_nodes_start(struct headd *d)
@@ -253,7 +253,7 @@ static int head_send(void *arg, uint64_t link_id, uint16_t type, const void *msg
 		int rc = sf_link_conn_send(n->lc, type, msg, &err);
 		if (rc) {
 			const char *name = sf_msg_name(type);
-			headd_warn("node %s: cannot send %s: %s", n->addr, name ? name : "?", err.msg);
+			sfd_warn("node %s: cannot send %s: %s", n->addr, name ? name : "?", err.msg);
 		}
 		return rc;
 	}
@@ -268,7 +268,7 @@ static void head_event(void *arg, const struct sf_head_event *ev)
 	switch (ev->kind) {
 	case SF_HEAD_EV_DROP_LINK:
 		if (n) {
-			headd_warn("node %s: %s", n->addr, ev->msg ? ev->msg : "the head gave up on the link");
+			sfd_warn("node %s: %s", n->addr, ev->msg ? ev->msg : "the head gave up on the link");
 			n->drop_link = ev->link_id;
 		}
 		return;
@@ -278,7 +278,7 @@ static void head_event(void *arg, const struct sf_head_event *ev)
 		return;
 	case SF_HEAD_EV_ERROR:
 		if (!ev->session_id) {
-			headd_log(d->stopping ? HEADD_LOG_DEBUG : HEADD_LOG_WARN, "node %s: %s", n ? n->addr : "?", ev->msg ? ev->msg : "error");
+			sfd_log(d->stopping ? SFD_LOG_DEBUG : SFD_LOG_WARN, "node %s: %s", n ? n->addr : "?", ev->msg ? ev->msg : "error");
 			return;
 		}
 		break;

@@ -8,8 +8,8 @@
 #include <sodium.h>
 
 #include "headd.h"
-#include "log.h"
-#include "signals.h"
+#include "daemon/log.h"
+#include "daemon/signals.h"
 
 enum { EXIT_CLEAN = 0, EXIT_USAGE = 1, EXIT_RUNTIME = 2 };
 
@@ -31,7 +31,7 @@ static int start(struct headd *d)
 	struct sf_err err;
 	struct sf_loop_config lcfg = { .io = d->opts->io };
 	if (sf_loop_new(&d->loop, &lcfg, &err)) {
-		headd_err("--io %s: %s", sf_io_kind_name(d->opts->io), err.msg);
+		sfd_err("--io %s: %s", sf_io_kind_name(d->opts->io), err.msg);
 		return EXIT_RUNTIME;
 	}
 	struct sf_head_config hcfg = { .max_nodes = HEADD_MAX_NODES,
@@ -39,18 +39,18 @@ static int start(struct headd *d)
 	struct sf_head_io io = headd_head_io_base;
 	io.arg = d;
 	if (sf_head_new(&d->head, &hcfg, &io, sf_loop_now(d->loop), &err)) {
-		headd_err("%s", err.msg);
+		sfd_err("%s", err.msg);
 		return EXIT_RUNTIME;
 	}
 	if (headd_nodes_add(d))
 		return EXIT_USAGE;
-	if (headd_signals_install(d->loop)) {
-		headd_err("cannot install the signal handlers");
+	if (sfd_signals_install(d->loop)) {
+		sfd_err("cannot install the signal handlers");
 		return EXIT_RUNTIME;
 	}
 	if (headd_admin_listen(d))
 		return EXIT_RUNTIME;
-	headd_info("head %s: %u node%s, %s loop, %s links", d->identity, d->n_nodes,
+	sfd_info("head %s: %u node%s, %s loop, %s links", d->identity, d->n_nodes,
 		   d->n_nodes == 1 ? "" : "s", sf_io_kind_name(sf_loop_kind(d->loop)),
 		   d->token_len ? "sealed" : "plain");
 	headd_nodes_start(d);
@@ -61,11 +61,11 @@ static int run(struct headd *d)
 {
 	bool due = headd_tick(d);
 	for (;;) {
-		if (headd_signals_take_stop())
+		if (sfd_signals_take_stop())
 			return EXIT_CLEAN;
 		int rc = sf_loop_turn(d->loop, due ? 0 : 1000);
 		if (rc) {
-			headd_err("the event loop failed (%s)", sf_code_name(rc));
+			sfd_err("the event loop failed (%s)", sf_code_name(rc));
 			return EXIT_RUNTIME;
 		}
 		due = headd_tick(d);
@@ -84,7 +84,7 @@ static void say_goodbye(struct headd *d)
 	uint32_t up = 0;
 	for (uint32_t i = 0; i < d->n_nodes; i++)
 		up += d->nodes[i].open;
-	headd_info("shutting down: goodbye to %u node%s", up, up == 1 ? "" : "s");
+	sfd_info("shutting down: goodbye to %u node%s", up, up == 1 ? "" : "s");
 	headd_nodes_goodbye_all(d, "head shutting down");
 	uint64_t until = sf_loop_now(d->loop) + HEADD_SHUTDOWN_MS;
 	while (headd_nodes_busy(d) && sf_loop_now(d->loop) < until)
@@ -94,7 +94,7 @@ static void say_goodbye(struct headd *d)
 
 static void stop(struct headd *d)
 {
-	headd_signals_reset();
+	sfd_signals_reset();
 	d->stopping = true;
 	if (d->loop)
 		sf_loop_free(d->loop); /* closes what is left; on_closed runs here */
@@ -113,6 +113,7 @@ static void stop(struct headd *d)
 
 int main(int argc, char **argv)
 {
+	sfd_log_init("superfluid-headd");
 	struct headd_opts o;
 	switch (headd_opts_parse(&o, argc, argv)) {
 	case HEADD_PARSE_RUN:
@@ -124,7 +125,7 @@ int main(int argc, char **argv)
 		headd_opts_free(&o);
 		return EXIT_USAGE;
 	}
-	headd_log_set_level(o.log_level);
+	sfd_log_set_level(o.log_level);
 	signal(SIGPIPE, SIG_IGN);
 	if (sodium_init() < 0) {
 		fprintf(stderr, "superfluid-headd: libsodium failed to start\n");
@@ -139,7 +140,7 @@ int main(int argc, char **argv)
 		rc = run(&d);
 		say_goodbye(&d);
 		if (rc == EXIT_CLEAN)
-			headd_info("stopped");
+			sfd_info("stopped");
 	}
 	if (!listening)
 		o.admin_socket = NULL; /* not ours to remove */

@@ -1,6 +1,8 @@
 /* The option table, its setters, the command line and --help. */
 #include "options.h"
 
+#include "daemon/config_file.h"
+
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -225,7 +227,7 @@ int headd_opt_set(struct headd_opts *o, const char *name, const char *value, boo
 				 dd, value);
 			return -1;
 		}
-		*(enum headd_log_level *)field = (enum headd_log_level)k;
+		*(enum sfd_log_level *)field = (enum sfd_log_level)k;
 		return 0;
 	}
 	case K_HELP:
@@ -290,7 +292,7 @@ enum headd_parse_result headd_opts_parse(struct headd_opts *o, int argc, char **
 	o->admin_socket = HEADD_DEFAULT_ADMIN_SOCKET;
 	o->io = SF_IO_AUTO;
 	o->replace_after_ms = 30000;
-	o->log_level = HEADD_LOG_INFO;
+	o->log_level = SFD_LOG_INFO;
 	enum headd_parse_result r = parse_argv(o, argc, argv, &help, &version);
 	if (r)
 		return r;
@@ -319,4 +321,14 @@ void headd_opts_free(struct headd_opts *o)
 	free(o->owned);
 	o->owned = NULL;
 	o->n_owned = 0;
+}
+
+static int set_from_file(void *arg, const char *key, const char *value, char *why, size_t n)
+{
+	return headd_opt_set(arg, key, value, true, why, n);
+}
+
+int headd_config_file_apply(struct headd_opts *o, const char *path)
+{
+	return sfd_config_file_read("superfluid-headd", path, set_from_file, o);
 }

@@ -7,18 +7,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "daemon/log.h"
+
 #include "io/loop.h"
 
 /* Keep in step with project() in the top CMakeLists.txt. */
 #define HEADD_VERSION "0.1.0"
 #define HEADD_DEFAULT_ADMIN_SOCKET "/run/superfluid/headd.sock"
 
-enum headd_log_level {
-	HEADD_LOG_ERROR = 0,
-	HEADD_LOG_WARN = 1,
-	HEADD_LOG_INFO = 2,
-	HEADD_LOG_DEBUG = 3,
-};
 
 /* Strings point into argv or into memory the options own (headd_opts_free). */
 struct headd_opts {
@@ -29,7 +25,7 @@ struct headd_opts {
 	const char *config;
 	enum sf_io_kind io;
 	uint32_t replace_after_ms;
-	enum headd_log_level log_level;
+	enum sfd_log_level log_level;
 
 	uint64_t set_by_cmdline;
 	char **owned;

@@ -9,10 +9,10 @@
 #include <sodium.h>
 
 #include "engine_setup.h"
-#include "log.h"
+#include "daemon/log.h"
 #include "noded.h"
 #include "options.h"
-#include "signals.h"
+#include "daemon/signals.h"
 
 enum { EXIT_CLEAN = 0, EXIT_USAGE = 1, EXIT_RUNTIME = 2 };
 
@@ -46,21 +46,21 @@ static void reread_token(struct noded *d)
 {
 	const char *path = d->opts->auth_file;
 	if (!path) {
-		noded_info("SIGHUP: no --auth-file to read again; links stay plain");
+		sfd_info("SIGHUP: no --auth-file to read again; links stay plain");
 		return;
 	}
 	uint8_t tok[SF_TOKEN_MAX];
 	size_t len;
 	struct sf_err err;
 	if (sf_token_file_read(path, tok, &len, &err)) {
-		noded_err("SIGHUP: %s; new links keep the token read before", err.msg);
+		sfd_err("SIGHUP: %s; new links keep the token read before", err.msg);
 		return;
 	}
 	bool same = len == d->token_len && sodium_memcmp(tok, d->token, len) == 0;
 	memcpy(d->token, tok, len);
 	d->token_len = len;
 	sodium_memzero(tok, sizeof(tok));
-	noded_info("SIGHUP: read %s again: %s", path,
+	sfd_info("SIGHUP: read %s again: %s", path,
 		   same ? "the token is unchanged" : "new links use the new token, open links keep theirs");
 }
 
@@ -68,13 +68,13 @@ static int run(struct noded *d)
 {
 	bool due = noded_tick(d);
 	for (;;) {
-		if (noded_signals_take_hup())
+		if (sfd_signals_take_hup())
 			reread_token(d);
-		if (noded_signals_take_stop())
+		if (sfd_signals_take_stop())
 			return EXIT_CLEAN;
 		int rc = sf_loop_turn(d->loop, due ? 0 : 1000);
 		if (rc) {
-			noded_err("the event loop failed (%s)", sf_code_name(rc));
+			sfd_err("the event loop failed (%s)", sf_code_name(rc));
 			return EXIT_RUNTIME;
 		}
 		due = noded_tick(d);
@@ -91,7 +91,7 @@ static void say_goodbye(struct noded *d)
 	d->node_timer = 0;
 	struct sf_node_stats st;
 	sf_node_stats(d->node, &st);
-	noded_info("shutting down: goodbye to %u head link%s", st.links, st.links == 1 ? "" : "s");
+	sfd_info("shutting down: goodbye to %u head link%s", st.links, st.links == 1 ? "" : "s");
 	noded_links_goodbye_all(d, "node shutting down");
 	uint64_t until = sf_loop_now(d->loop) + NODED_SHUTDOWN_MS;
 	while (noded_links_busy(d) && sf_loop_now(d->loop) < until)
@@ -99,7 +99,7 @@ static void say_goodbye(struct noded *d)
 			break;
 	uint32_t left = noded_links_busy(d);
 	if (left)
-		noded_warn("%u link%s did not take the goodbye in time; closing", left,
+		sfd_warn("%u link%s did not take the goodbye in time; closing", left,
 			   left == 1 ? "" : "s");
 }
 
@@ -115,11 +115,11 @@ static int start(struct noded *d)
 
 	struct sf_loop_config lcfg = { .io = d->opts->io };
 	if (sf_loop_new(&d->loop, &lcfg, &err)) {
-		noded_err("--io %s: %s", sf_io_kind_name(d->opts->io), err.msg);
+		sfd_err("--io %s: %s", sf_io_kind_name(d->opts->io), err.msg);
 		return EXIT_RUNTIME;
 	}
 	if (sf_blob_store_open(&d->blobs, d->opts->blob_dir, 0, &err)) {
-		noded_err("--blob-dir %s: %s", d->opts->blob_dir, err.msg);
+		sfd_err("--blob-dir %s: %s", d->opts->blob_dir, err.msg);
 		return EXIT_RUNTIME;
 	}
 	struct sf_node_config ncfg = { .max_sessions = d->opts->max_sessions,
@@ -127,26 +127,26 @@ static int start(struct noded *d)
 	struct sf_node_io io = noded_node_io;
 	io.arg = d;
 	if (sf_node_new(&d->node, &ncfg, d->engine, &io, sf_loop_now(d->loop), &err)) {
-		noded_err("%s", err.msg);
+		sfd_err("%s", err.msg);
 		return EXIT_RUNTIME;
 	}
 	if (noded_links_init(d)) {
-		noded_err("no memory for the link table");
+		sfd_err("no memory for the link table");
 		return EXIT_RUNTIME;
 	}
-	if (noded_signals_install(d->loop)) {
-		noded_err("cannot install the signal handlers");
+	if (sfd_signals_install(d->loop)) {
+		sfd_err("cannot install the signal handlers");
 		return EXIT_RUNTIME;
 	}
 	if (d->opts->listen && noded_listen(d))
 		return EXIT_RUNTIME;
 	const struct sf_engine_info *info = sf_engine_info(d->engine);
-	noded_info("node %s: engine %s, model %s (%u layers, batch %u, context %u), %s loop, "
+	sfd_info("node %s: engine %s, model %s (%u layers, batch %u, context %u), %s loop, "
 		   "protocol %d..%u, up to %u sessions", d->identity, sf_engine_kind(d->engine),
 		   info->model, info->n_layers, info->batch_size, info->ctx_len,
 		   sf_io_kind_name(sf_loop_kind(d->loop)), SF_VERSION_MIN, d->opts->version_max,
 		   d->opts->max_sessions);
-	noded_info("blobs in %s (%llu bytes kept)", d->opts->blob_dir,
+	sfd_info("blobs in %s (%llu bytes kept)", d->opts->blob_dir,
 		   (unsigned long long)sf_blob_store_used(d->blobs));
 	if (d->opts->join)
 		noded_join_start(d);
@@ -155,7 +155,7 @@ static int start(struct noded *d)
 
 static void stop(struct noded *d)
 {
-	noded_signals_reset();
+	sfd_signals_reset();
 	/* Closes the links still open or shaking hands (their on_closed runs here). */
 	sf_loop_free(d->loop);
 	d->loop = NULL;
@@ -168,6 +168,7 @@ static void stop(struct noded *d)
 
 int main(int argc, char **argv)
 {
+	sfd_log_init("superfluid-noded");
 	struct noded_opts o;
 	switch (noded_opts_parse(&o, argc, argv)) {
 	case NODED_PARSE_RUN:
@@ -179,7 +180,7 @@ int main(int argc, char **argv)
 		noded_opts_free(&o);
 		return EXIT_USAGE;
 	}
-	noded_log_set_level(o.log_level);
+	sfd_log_set_level(o.log_level);
 	signal(SIGPIPE, SIG_IGN);
 	if (sodium_init() < 0) {
 		fprintf(stderr, "superfluid-noded: libsodium failed to start\n");
@@ -194,7 +195,7 @@ int main(int argc, char **argv)
 		rc = run(&d);
 		say_goodbye(&d);
 		if (rc == EXIT_CLEAN)
-			noded_info("stopped");
+			sfd_info("stopped");
 	}
 	if (d.loop || d.node || d.engine || d.blobs)
 		stop(&d);

@@ -5,7 +5,7 @@
 
 #include <sodium.h>
 
-#include "log.h"
+#include "daemon/log.h"
 
 static void dial_now(struct noded *d);
 
@@ -19,7 +19,7 @@ static void redial_fired(void *arg, uint64_t now)
 
 /* Waits between half the back-off and all of it (never under the minimum), then doubles
  * the back-off up to its maximum. */
-static void schedule(struct noded *d, enum noded_log_level level, const char *why)
+static void schedule(struct noded *d, enum sfd_log_level level, const char *why)
 {
 	uint32_t b = d->join.backoff_ms;
 	uint32_t wait = b / 2 + randombytes_uniform(b / 2 + 1);
@@ -27,10 +27,10 @@ static void schedule(struct noded *d, enum noded_log_level level, const char *wh
 		wait = NODED_BACKOFF_MIN_MS;
 	d->join.backoff_ms = b >= NODED_BACKOFF_MAX_MS / 2 ? NODED_BACKOFF_MAX_MS : b * 2;
 	d->join.failures++;
-	noded_log(level, "join %s: %s; dialing again in %u ms", d->opts->join, why, wait);
+	sfd_log(level, "join %s: %s; dialing again in %u ms", d->opts->join, why, wait);
 	d->join.timer = sf_loop_timer(d->loop, sf_loop_now(d->loop) + wait, redial_fired, d);
 	if (!d->join.timer)
-		noded_err("join %s: no timer for the next dial; not dialing again", d->opts->join);
+		sfd_err("join %s: no timer for the next dial; not dialing again", d->opts->join);
 }
 
 static void dial_now(struct noded *d)
@@ -38,7 +38,7 @@ static void dial_now(struct noded *d)
 	struct sf_err err;
 	struct noded_link *l = noded_link_dial(d, LINK_JOINED, d->opts->join, &err);
 	if (!l) {
-		schedule(d, NODED_LOG_WARN, err.msg);
+		schedule(d, SFD_LOG_WARN, err.msg);
 		return;
 	}
 	d->join.link_id = l->id;
@@ -47,7 +47,7 @@ static void dial_now(struct noded *d)
 void noded_join_start(struct noded *d)
 {
 	d->join.backoff_ms = NODED_BACKOFF_MIN_MS;
-	noded_info("joining head %s", d->opts->join);
+	sfd_info("joining head %s", d->opts->join);
 	dial_now(d);
 }
 
@@ -61,7 +61,7 @@ void noded_join_opened(struct noded *d)
 void noded_join_lost(struct noded *d, bool was_open, const char *why)
 {
 	if (!d->stopping && !d->join.timer)
-		schedule(d, was_open ? NODED_LOG_INFO : NODED_LOG_WARN, why);
+		schedule(d, was_open ? SFD_LOG_INFO : SFD_LOG_WARN, why);
 }
 
 void noded_join_stop(struct noded *d)
@@ -75,7 +75,7 @@ void noded_control_dial(struct noded *d, const struct noded_link *asked_on, uint
 {
 	if (asked_on->kind == LINK_ACCEPTED || !d->opts->join) {
 		/* The head dialed this link, so it can dial another itself. */
-		noded_warn("link %llu (head %s): asked for a control connection (request %llu) on "
+		sfd_warn("link %llu (head %s): asked for a control connection (request %llu) on "
 			   "a link it dialed; ignored", (unsigned long long)asked_on->id,
 			   asked_on->peer, (unsigned long long)request_id);
 		return;
@@ -85,9 +85,9 @@ void noded_control_dial(struct noded *d, const struct noded_link *asked_on, uint
 	struct sf_err err;
 	struct noded_link *l = noded_link_dial(d, LINK_CONTROL, d->opts->join, &err);
 	if (!l)
-		noded_warn("control connection to %s (request %llu): %s", d->opts->join,
+		sfd_warn("control connection to %s (request %llu): %s", d->opts->join,
 			   (unsigned long long)request_id, err.msg);
 	else
-		noded_debug("link %llu: control connection to %s (request %llu)",
+		sfd_debug("link %llu: control connection to %s (request %llu)",
 			    (unsigned long long)l->id, d->opts->join, (unsigned long long)request_id);
 }

@@ -6,8 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "addr.h"
-#include "log.h"
+#include "daemon/addr.h"
+#include "daemon/log.h"
 
 static void link_config(struct noded *d, struct sf_link_config *cfg)
 {
@@ -51,7 +51,7 @@ static void on_open(struct sf_link_conn *lc)
 	l->open = true;
 	snprintf(l->peer, sizeof(l->peer), "%s", p->identity && *p->identity ? p->identity : "(unnamed)");
 	static const char *const how[] = { "accepted from", "joined at", "control link to" };
-	noded_info("link %llu: head %s %s %s: %s link, protocol %u", (unsigned long long)l->id,
+	sfd_info("link %llu: head %s %s %s: %s link, protocol %u", (unsigned long long)l->id,
 		   l->peer, how[l->kind], l->where, p->encrypted ? "sealed" : "plain", p->version);
 	sf_node_link_open(d->node, l->id, p->version, sf_loop_now(d->loop));
 	if (l->kind == LINK_JOINED)
@@ -87,13 +87,13 @@ static void on_closed(struct sf_link_conn *lc, const struct sf_err *err)
 		char why[512];
 		snprintf(why, sizeof(why), "%s%s%s", who, *who ? ": " : "", err->msg);
 		if (d->stopping)
-			noded_debug("join %s: %s", l->where, why);
+			sfd_debug("join %s: %s", l->where, why);
 		else
 			noded_join_lost(d, l->open, why);
 	} else {
-		enum noded_log_level lv = d->stopping ? NODED_LOG_DEBUG :
-					  l->open ? NODED_LOG_INFO : NODED_LOG_WARN;
-		noded_log(lv, "link %llu (%s%s%s%s): %s", (unsigned long long)l->id,
+		enum sfd_log_level lv = d->stopping ? SFD_LOG_DEBUG :
+					  l->open ? SFD_LOG_INFO : SFD_LOG_WARN;
+		sfd_log(lv, "link %llu (%s%s%s%s): %s", (unsigned long long)l->id,
 			  l->kind == LINK_ACCEPTED ? "from " : "to ", l->where,
 			  l->open ? ", " : "", l->open ? who : "", err->msg);
 	}
@@ -110,7 +110,7 @@ struct noded_link *noded_link_accept(struct noded *d, int fd, const char *where)
 {
 	struct noded_link *l = link_new(d, LINK_ACCEPTED, where);
 	if (!l) {
-		noded_warn("no memory for a link from %s; closed it", where);
+		sfd_warn("no memory for a link from %s; closed it", where);
 		close(fd);
 		return NULL;
 	}
@@ -119,12 +119,12 @@ struct noded_link *noded_link_accept(struct noded *d, int fd, const char *where)
 	link_config(d, &cfg);
 	l->lc = sf_link_conn_accept(d->loop, fd, &cfg, &link_ops, l, &err);
 	if (!l->lc) {
-		noded_warn("link from %s: %s", where, err.msg);
+		sfd_warn("link from %s: %s", where, err.msg);
 		close(fd);
 		link_free(d, l);
 		return NULL;
 	}
-	noded_debug("link %llu: connection from %s", (unsigned long long)l->id, where);
+	sfd_debug("link %llu: connection from %s", (unsigned long long)l->id, where);
 	return l;
 }
 
@@ -136,7 +136,7 @@ struct noded_link *noded_link_dial(struct noded *d, enum noded_link_kind kind, c
 	char why[256];
 	/* Resolving again on each dial follows a head that moved; for a host name it waits on
 	 * the resolver, which a dial every 100 ms .. 10 s can afford. */
-	if (noded_resolve(addr, false, &ss, &len, why, sizeof(why))) {
+	if (sfd_resolve(addr, false, &ss, &len, why, sizeof(why))) {
 		sf_err_set(err, SF_E_IO, "%s", why);
 		return NULL;
 	}
@@ -153,7 +153,7 @@ struct noded_link *noded_link_dial(struct noded *d, enum noded_link_kind kind, c
 		link_free(d, l);
 		return NULL;
 	}
-	noded_debug("link %llu: dialing %s", (unsigned long long)l->id, addr);
+	sfd_debug("link %llu: dialing %s", (unsigned long long)l->id, addr);
 	return l;
 }
 
@@ -164,13 +164,13 @@ static void on_accept(struct sf_loop *loop, int fd, void *arg)
 	socklen_t len = sizeof(ss);
 	char where[128] = "?";
 	if (getpeername(fd, (struct sockaddr *)&ss, &len) == 0)
-		noded_addr_name((struct sockaddr *)&ss, len, where, sizeof(where));
+		sfd_addr_name((struct sockaddr *)&ss, len, where, sizeof(where));
 	if (d->stopping) {
 		close(fd);
 		return;
 	}
 	if (d->links.count >= NODED_MAX_LINKS) {
-		noded_warn("turned away a connection from %s: already %u links", where,
+		sfd_warn("turned away a connection from %s: already %u links", where,
 			   NODED_MAX_LINKS);
 		close(fd);
 		return;
@@ -186,17 +186,17 @@ int noded_links_init(struct noded *d)
 int noded_listen(struct noded *d)
 {
 	char bound[128], why[256];
-	int fd = noded_listen_socket(d->opts->listen, bound, sizeof(bound), why, sizeof(why));
+	int fd = sfd_listen_socket(d->opts->listen, bound, sizeof(bound), why, sizeof(why));
 	if (fd < 0) {
-		noded_err("%s", why);
+		sfd_err("%s", why);
 		return -1;
 	}
 	int rc = sf_loop_listen(d->loop, fd, on_accept, d);
 	if (rc) {
-		noded_err("cannot listen on %s: the event loop refused (%s)", bound, sf_code_name(rc));
+		sfd_err("cannot listen on %s: the event loop refused (%s)", bound, sf_code_name(rc));
 		return -1;
 	}
-	noded_info("listening on %s (%s links)", bound, d->token_len ? "sealed" : "plain");
+	sfd_info("listening on %s (%s links)", bound, d->token_len ? "sealed" : "plain");
 	return 0;
 }
 
@@ -246,7 +246,7 @@ static int node_send(void *arg, uint64_t link_id, uint16_t type, const void *msg
 	int rc = sf_link_conn_send(l->lc, type, msg, &err);
 	if (rc) {
 		const char *name = sf_msg_name(type);
-		noded_log(l->send_failures++ ? NODED_LOG_DEBUG : NODED_LOG_WARN,
+		sfd_log(l->send_failures++ ? SFD_LOG_DEBUG : SFD_LOG_WARN,
 			  "link %llu (head %s): cannot send %s: %s", (unsigned long long)l->id,
 			  l->peer, name ? name : "?", err.msg);
 	}
@@ -255,7 +255,7 @@ static int node_send(void *arg, uint64_t link_id, uint16_t type, const void *msg
 
 static void node_log(void *arg, const char *line)
 {
-	noded_info("%s", line);
+	sfd_info("%s", line);
 }
 
 const struct sf_node_io noded_node_io = {

@@ -1,6 +1,8 @@
 /* The option table, its setters, the command line and --help. */
 #include "options.h"
 
+#include "daemon/config_file.h"
+
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -232,7 +234,7 @@ int noded_opt_set(struct noded_opts *o, const char *name, const char *value, boo
 		static const char *const names[] = { "error", "warn", "info", "debug" };
 		for (unsigned i = 0; i < 4; i++) {
 			if (!strcmp(value, names[i])) {
-				*(enum noded_log_level *)field = (enum noded_log_level)i;
+				*(enum sfd_log_level *)field = (enum sfd_log_level)i;
 				return 0;
 			}
 		}
@@ -260,7 +262,7 @@ static void set_defaults(struct noded_opts *o)
 	o->sim_ctx_len = 32768;
 	o->silence_ms = SF_LINK_SILENCE_MS;
 	o->heartbeat_ms = SF_LINK_HEARTBEAT_MS;
-	o->log_level = NODED_LOG_INFO;
+	o->log_level = SFD_LOG_INFO;
 }
 
 static int usage_error(const char *why)
@@ -352,4 +354,14 @@ void noded_opts_free(struct noded_opts *o)
 	free(o->owned);
 	o->owned = NULL;
 	o->n_owned = 0;
+}
+
+static int set_from_file(void *arg, const char *key, const char *value, char *why, size_t n)
+{
+	return noded_opt_set(arg, key, value, true, why, n);
+}
+
+int noded_config_file_apply(struct noded_opts *o, const char *path)
+{
+	return sfd_config_file_read("superfluid-noded", path, set_from_file, o);
 }

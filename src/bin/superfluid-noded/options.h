@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "daemon/log.h"
+
 #include "io/loop.h"
 
 /* Keep in step with project() in the top CMakeLists.txt. */
@@ -14,12 +16,6 @@
 
 #define NODED_DEFAULT_BLOB_DIR "/var/lib/superfluid/blobs"
 
-enum noded_log_level {
-	NODED_LOG_ERROR = 0,
-	NODED_LOG_WARN = 1,
-	NODED_LOG_INFO = 2,
-	NODED_LOG_DEBUG = 3,
-};
 
 /* Strings point into argv or into memory the options own (noded_opts_free). */
 struct noded_opts {
@@ -40,7 +36,7 @@ struct noded_opts {
 	uint32_t sim_ctx_len;
 	uint32_t silence_ms;
 	uint32_t heartbeat_ms;
-	enum noded_log_level log_level;
+	enum sfd_log_level log_level;
 
 	/* Private: which options the command line set (they beat the file), and the strings
 	 * the config file left behind. */

@@ -1,13 +1,15 @@
-#include "addr.h"
+#include "daemon/addr.h"
 
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
-int noded_resolve(const char *addr, bool passive, struct sockaddr_storage *ss, socklen_t *len,
+int sfd_resolve(const char *addr, bool passive, struct sockaddr_storage *ss, socklen_t *len,
 		  char *why, size_t why_len)
 {
 	char host[256];
@@ -38,7 +40,7 @@ int noded_resolve(const char *addr, bool passive, struct sockaddr_storage *ss, s
 	return 0;
 }
 
-void noded_addr_name(const struct sockaddr *sa, socklen_t len, char *out, size_t n)
+void sfd_addr_name(const struct sockaddr *sa, socklen_t len, char *out, size_t n)
 {
 	char host[NI_MAXHOST], port[NI_MAXSERV];
 	if (getnameinfo(sa, len, host, sizeof(host), port, sizeof(port),
@@ -49,12 +51,12 @@ void noded_addr_name(const struct sockaddr *sa, socklen_t len, char *out, size_t
 	snprintf(out, n, sa->sa_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, port);
 }
 
-int noded_listen_socket(const char *addr, char *bound, size_t bound_len, char *why,
+int sfd_listen_socket(const char *addr, char *bound, size_t bound_len, char *why,
 			size_t why_len)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
-	if (noded_resolve(addr, true, &ss, &len, why, why_len))
+	if (sfd_resolve(addr, true, &ss, &len, why, why_len))
 		return -1;
 	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	int one = 1;
@@ -68,8 +70,31 @@ int noded_listen_socket(const char *addr, char *bound, size_t bound_len, char *w
 	}
 	len = sizeof(ss);
 	if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0)
-		noded_addr_name((struct sockaddr *)&ss, len, bound, bound_len);
+		sfd_addr_name((struct sockaddr *)&ss, len, bound, bound_len);
 	else
 		snprintf(bound, bound_len, "%s", addr);
+	return fd;
+}
+
+int sfd_unix_listen(const char *path, const char *what, char *why, size_t why_len)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		snprintf(why, why_len, "%s %s: longer than %zu bytes", what, path,
+			 sizeof(sun.sun_path) - 1);
+		return -1;
+	}
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	struct stat st;
+	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+		unlink(path); /* left by a head that did not stop cleanly */
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 || listen(fd, 128) < 0) {
+		snprintf(why, why_len, "%s %s: cannot listen: %s", what, path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	chmod(path, 0600);
 	return fd;
 }

@@ -1,4 +1,4 @@
-#include "signals.h"
+#include "daemon/signals.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -17,7 +17,7 @@ static void on_signal(int sig)
 	errno = saved;
 }
 
-int noded_signals_install(struct sf_loop *loop)
+int sfd_signals_install(struct sf_loop *loop)
 {
 	wake_loop = loop;
 	struct sigaction sa;
@@ -32,7 +32,7 @@ int noded_signals_install(struct sf_loop *loop)
 	return 0;
 }
 
-void noded_signals_reset(void)
+void sfd_signals_reset(void)
 {
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGINT, SIG_DFL);
@@ -40,12 +40,12 @@ void noded_signals_reset(void)
 	wake_loop = NULL;
 }
 
-bool noded_signals_take_stop(void)
+bool sfd_signals_take_stop(void)
 {
 	return atomic_exchange(&stop_flag, 0) != 0;
 }
 
-bool noded_signals_take_hup(void)
+bool sfd_signals_take_hup(void)
 {
 	return atomic_exchange(&hup_flag, 0) != 0;
 }

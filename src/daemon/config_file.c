@@ -1,7 +1,7 @@
-/* The config file: `key = value`, one option a line, `#` to the end of a line is a comment,
- * blank lines are fine. Values are taken as they stand after trimming (no quoting), so a
- * value cannot hold '#'. */
-#include "options.h"
+/* The config file reader (see config_file.h). */
+#include "daemon/config_file.h"
+
+#include <stdio.h>
 
 #include <errno.h>
 #include <string.h>
@@ -18,17 +18,17 @@ static char *trim(char *s)
 	return s;
 }
 
-static int bad_line(const char *path, unsigned line, const char *why)
+static int bad_line(const char *prog, const char *path, unsigned line, const char *why)
 {
-	fprintf(stderr, "superfluid-noded: %s:%u: %s\n", path, line, why);
+	fprintf(stderr, "%s: %s:%u: %s\n", prog, path, line, why);
 	return -1;
 }
 
-int noded_config_file_apply(struct noded_opts *o, const char *path)
+int sfd_config_file_read(const char *prog, const char *path, sfd_config_set_fn set, void *arg)
 {
 	FILE *f = fopen(path, "r");
 	if (!f) {
-		fprintf(stderr, "superfluid-noded: --config %s: %s\n", path, strerror(errno));
+		fprintf(stderr, "%s: --config %s: %s\n", prog, path, strerror(errno));
 		return -1;
 	}
 	char buf[LINE_MAX_LEN];
@@ -39,7 +39,7 @@ int noded_config_file_apply(struct noded_opts *o, const char *path)
 		line++;
 		size_t len = strlen(buf);
 		if (len == sizeof(buf) - 1 && buf[len - 1] != '\n' && !feof(f)) {
-			rc = bad_line(path, line, "line longer than 4095 bytes");
+			rc = bad_line(prog, path, line, "line longer than 4095 bytes");
 			break;
 		}
 		char *hash = strchr(buf, '#');
@@ -51,22 +51,22 @@ int noded_config_file_apply(struct noded_opts *o, const char *path)
 		char *eq = strchr(s, '=');
 		if (!eq) {
 			snprintf(why, sizeof(why), "expected 'key = value', got '%.200s'", s);
-			rc = bad_line(path, line, why);
+			rc = bad_line(prog, path, line, why);
 			break;
 		}
 		*eq = 0;
 		char *key = trim(s), *value = trim(eq + 1);
 		if (!*key) {
-			rc = bad_line(path, line, "a value without a key");
+			rc = bad_line(prog, path, line, "a value without a key");
 			break;
 		}
-		if (noded_opt_set(o, key, value, true, why, sizeof(why))) {
-			rc = bad_line(path, line, why);
+		if (set(arg, key, value, why, sizeof(why))) {
+			rc = bad_line(prog, path, line, why);
 			break;
 		}
 	}
 	if (!rc && ferror(f)) {
-		fprintf(stderr, "superfluid-noded: --config %s: read error\n", path);
+		fprintf(stderr, "%s: --config %s: read error\n", prog, path);
 		rc = -1;
 	}
 	fclose(f);

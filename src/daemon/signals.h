@@ -1,18 +1,18 @@
 /* SIGTERM, SIGINT and SIGHUP into the event loop: the handler sets a flag and wakes the loop
  * (sf_loop_wake is one write to an eventfd, safe in a handler); the loop's thread acts. */
-#ifndef NODED_SIGNALS_H
-#define NODED_SIGNALS_H
+#ifndef SF_DAEMON_SIGNALS_H
+#define SF_DAEMON_SIGNALS_H
 
 #include <stdbool.h>
 
 #include "io/loop.h"
 
 /* Installs the handlers (and ignores SIGPIPE). Returns 0 or -1 with errno set. */
-int noded_signals_install(struct sf_loop *loop);
+int sfd_signals_install(struct sf_loop *loop);
 /* Restores the default actions (before the loop is freed). */
-void noded_signals_reset(void);
+void sfd_signals_reset(void);
 /* Whether the signal came since the last call (SIGTERM and SIGINT are one: "stop"). */
-bool noded_signals_take_stop(void);
-bool noded_signals_take_hup(void);
+bool sfd_signals_take_stop(void);
+bool sfd_signals_take_hup(void);
 
 #endif

@@ -1,29 +1,35 @@
-#include "log.h"
+#include "daemon/log.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-static enum noded_log_level cur_level = NODED_LOG_INFO;
+static enum sfd_log_level cur_level = SFD_LOG_INFO;
+static const char *prog = "superfluid";
 
-void noded_log_set_level(enum noded_log_level level)
+void sfd_log_init(const char *program)
+{
+	prog = program;
+}
+
+void sfd_log_set_level(enum sfd_log_level level)
 {
 	cur_level = level;
 }
 
-bool noded_log_enabled(enum noded_log_level level)
+bool sfd_log_enabled(enum sfd_log_level level)
 {
 	return level <= cur_level;
 }
 
-void noded_log(enum noded_log_level level, const char *fmt, ...)
+void sfd_log(enum sfd_log_level level, const char *fmt, ...)
 {
 	static const char *const tags[] = { "error: ", "warning: ", "", "debug: " };
-	if (!noded_log_enabled(level))
+	if (!sfd_log_enabled(level))
 		return;
 	/* One write per line, so lines from several processes do not interleave. */
 	char line[1024];
-	int at = snprintf(line, sizeof(line), "superfluid-noded: %s", tags[level]);
+	int at = snprintf(line, sizeof(line), "%s: %s", prog, tags[level]);
 	va_list ap;
 	va_start(ap, fmt);
 	int n = vsnprintf(line + at, sizeof(line) - (size_t)at - 1, fmt, ap);

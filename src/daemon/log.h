@@ -1,0 +1,25 @@
+/* A daemon's log: one line per event on stderr, "PROGRAM: [level: ]text", filtered by level. */
+#ifndef SF_DAEMON_LOG_H
+#define SF_DAEMON_LOG_H
+
+#include <stdbool.h>
+
+enum sfd_log_level {
+	SFD_LOG_ERROR = 0,
+	SFD_LOG_WARN = 1,
+	SFD_LOG_INFO = 2,
+	SFD_LOG_DEBUG = 3,
+};
+
+/* Names the program the lines start with ("superfluid-noded"). */
+void sfd_log_init(const char *program);
+void sfd_log_set_level(enum sfd_log_level level);
+bool sfd_log_enabled(enum sfd_log_level level);
+void sfd_log(enum sfd_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define sfd_err(...) sfd_log(SFD_LOG_ERROR, __VA_ARGS__)
+#define sfd_warn(...) sfd_log(SFD_LOG_WARN, __VA_ARGS__)
+#define sfd_info(...) sfd_log(SFD_LOG_INFO, __VA_ARGS__)
+#define sfd_debug(...) sfd_log(SFD_LOG_DEBUG, __VA_ARGS__)
+
+#endif
