@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "daemon/log.h"
+#include "daemon/options.h"
 
 #include "io/loop.h"
 
@@ -27,9 +28,7 @@ struct headd_opts {
 	uint32_t replace_after_ms;
 	enum sfd_log_level log_level;
 
-	uint64_t set_by_cmdline;
-	char **owned;
-	unsigned n_owned;
+	struct sfd_opt_state st; /* private: what the command line set, strings from files */
 };
 
 enum headd_parse_result {
@@ -41,14 +40,7 @@ enum headd_parse_result {
 enum headd_parse_result headd_opts_parse(struct headd_opts *o, int argc, char **argv);
 void headd_opts_free(struct headd_opts *o);
 
-/* Sets option `name` from text (from_file: skipped when the command line set it). Returns 0,
- * or -1 with a sentence in why. */
-int headd_opt_set(struct headd_opts *o, const char *name, const char *value, bool from_file,
-		  char *why, unsigned why_len);
 
-/* config_file.c: reads path into o; prints "FILE:LINE: ..." on the first bad line, -1. */
-int headd_config_file_apply(struct headd_opts *o, const char *path);
 
-const char *headd_opts_keep(struct headd_opts *o, const char *s);
 
 #endif

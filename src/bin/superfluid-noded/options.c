@@ -1,7 +1,8 @@
 /* The option table, its setters, the command line and --help. */
+
 #include "options.h"
 
-#include "daemon/config_file.h"
+#include "daemon/options.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -12,52 +13,39 @@
 #include <superfluid/sim_engine.h>
 #include <superfluid/wire.h>
 
-enum opt_kind {
-	K_STR,     /* any non-empty text */
-	K_ADDR,    /* HOST:PORT */
-	K_U32,     /* decimal in [min, max] */
-	K_U64,     /* decimal */
-	K_IO,      /* auto | uring | epoll */
-	K_LOG,     /* error | warn | info | debug */
-	K_ENGINE,  /* sim */
-	K_CONFIG,  /* command line only */
-	K_HELP,    /* no value, command line only */
-	K_VERSION, /* no value, command line only */
-};
-
-struct opt {
-	const char *name;
-	enum opt_kind kind;
-	size_t off;
-	uint64_t min, max;
-};
+static const char *const engines[] = { "sim", NULL };
 
 #define F(field) offsetof(struct noded_opts, field)
 
-static const struct opt opts[] = {
-	{ "listen", K_ADDR, F(listen), 0, 0 },
-	{ "join", K_ADDR, F(join), 0, 0 },
-	{ "auth-file", K_STR, F(auth_file), 0, 0 },
-	{ "engine", K_ENGINE, F(engine), 0, 0 },
-	{ "identity", K_STR, F(identity), 0, 0 },
-	{ "config", K_CONFIG, F(config), 0, 0 },
-	{ "io", K_IO, F(io), 0, 0 },
-	{ "version-max", K_U32, F(version_max), SF_VERSION_MIN, SF_VERSION_MAX },
-	{ "max-sessions", K_U32, F(max_sessions), 1, 1u << 20 },
-	{ "sim-seed", K_U64, F(sim_seed), 0, UINT64_MAX },
-	{ "sim-tokens-per-s", K_U32, F(sim_tokens_per_s), 0, 10000000 },
-	{ "sim-batch", K_U32, F(sim_batch), 1, SF_SIM_MAX_BATCH },
-	{ "sim-layers", K_U32, F(sim_layers), 1, SF_SIM_MAX_LAYERS },
-	{ "sim-ctx-len", K_U32, F(sim_ctx_len), 1, SF_SIM_MAX_CTX },
-	{ "silence-ms", K_U32, F(silence_ms), 1, UINT32_MAX },
-	{ "heartbeat-ms", K_U32, F(heartbeat_ms), 1, 3600000 },
-	{ "blob-dir", K_STR, F(blob_dir), 0, 0 },
-	{ "log-level", K_LOG, F(log_level), 0, 0 },
-	{ "help", K_HELP, 0, 0, 0 },
-	{ "version", K_VERSION, 0, 0, 0 },
+static const struct sfd_opt opts[] = {
+	{ "listen", SFD_OPT_ADDR, F(listen), 0, 0, NULL },
+	{ "join", SFD_OPT_ADDR, F(join), 0, 0, NULL },
+	{ "auth-file", SFD_OPT_STR, F(auth_file), 0, 0, NULL },
+	{ "engine", SFD_OPT_CHOICE, F(engine), 0, 0, engines },
+	{ "identity", SFD_OPT_STR, F(identity), 0, 0, NULL },
+	{ "config", SFD_OPT_CONFIG, F(config), 0, 0, NULL },
+	{ "io", SFD_OPT_IO, F(io), 0, 0, NULL },
+	{ "version-max", SFD_OPT_U32, F(version_max), SF_VERSION_MIN, SF_VERSION_MAX, NULL },
+	{ "max-sessions", SFD_OPT_U32, F(max_sessions), 1, 1u << 20, NULL },
+	{ "sim-seed", SFD_OPT_U64, F(sim_seed), 0, UINT64_MAX, NULL },
+	{ "sim-tokens-per-s", SFD_OPT_U32, F(sim_tokens_per_s), 0, 10000000, NULL },
+	{ "sim-batch", SFD_OPT_U32, F(sim_batch), 1, SF_SIM_MAX_BATCH, NULL },
+	{ "sim-layers", SFD_OPT_U32, F(sim_layers), 1, SF_SIM_MAX_LAYERS, NULL },
+	{ "sim-ctx-len", SFD_OPT_U32, F(sim_ctx_len), 1, SF_SIM_MAX_CTX, NULL },
+	{ "silence-ms", SFD_OPT_U32, F(silence_ms), 1, UINT32_MAX, NULL },
+	{ "heartbeat-ms", SFD_OPT_U32, F(heartbeat_ms), 1, 3600000, NULL },
+	{ "blob-dir", SFD_OPT_STR, F(blob_dir), 0, 0, NULL },
+	{ "log-level", SFD_OPT_LOG, F(log_level), 0, 0, NULL },
+	{ "help", SFD_OPT_HELP, 0, 0, 0, NULL },
+	{ "version", SFD_OPT_VERSION, 0, 0, 0, NULL },
 };
 
-#define N_OPTS (sizeof(opts) / sizeof(opts[0]))
+static const struct sfd_opts_spec spec = {
+	.program = "superfluid-noded",
+	.table = opts,
+	.n = sizeof(opts) / sizeof(opts[0]),
+	.state_off = offsetof(struct noded_opts, st),
+};
 
 static const char usage_text[] =
 	"usage: superfluid-noded --listen HOST:PORT [options]\n"
@@ -107,148 +95,6 @@ void noded_usage(FILE *f)
 	fputs(usage_text, f);
 }
 
-static const struct opt *find(const char *name)
-{
-	for (size_t i = 0; i < N_OPTS; i++)
-		if (!strcmp(opts[i].name, name))
-			return &opts[i];
-	return NULL;
-}
-
-static int parse_u64(const char *s, uint64_t *out)
-{
-	if (!*s || *s == '-' || *s == '+' || *s == ' ')
-		return -1;
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || *end)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-static bool valid_addr(const char *s)
-{
-	const char *colon = strrchr(s, ':');
-	uint64_t port;
-	if (!colon || colon == s || parse_u64(colon + 1, &port) || port > 65535)
-		return false;
-	/* [v6]:port, or a host without more colons */
-	if (s[0] == '[')
-		return colon[-1] == ']' && colon - s > 2;
-	return memchr(s, ':', (size_t)(colon - s)) == NULL;
-}
-
-const char *noded_opts_keep(struct noded_opts *o, const char *s)
-{
-	char **n = realloc(o->owned, (o->n_owned + 1) * sizeof(*n));
-	if (!n)
-		return NULL;
-	o->owned = n;
-	if (!(n[o->n_owned] = strdup(s)))
-		return NULL;
-	return n[o->n_owned++];
-}
-
-int noded_opt_set(struct noded_opts *o, const char *name, const char *value, bool from_file,
-		  char *why, unsigned why_len)
-{
-	const struct opt *d = find(name);
-	if (!d) {
-		snprintf(why, why_len, "unknown option %s%s", from_file ? "" : "--", name);
-		return -1;
-	}
-	size_t idx = (size_t)(d - opts);
-	if (from_file) {
-		if (d->kind == K_CONFIG || d->kind == K_HELP || d->kind == K_VERSION) {
-			snprintf(why, why_len, "%s belongs on the command line, not in a config file",
-				 name);
-			return -1;
-		}
-		if (o->set_by_cmdline & (1ull << idx))
-			return 0;
-	} else {
-		o->set_by_cmdline |= 1ull << idx;
-	}
-	char *field = (char *)o + d->off;
-	uint64_t v;
-	if (!value || (!*value && d->kind != K_HELP && d->kind != K_VERSION)) {
-		snprintf(why, why_len, "%s%s needs a value", from_file ? "" : "--", name);
-		return -1;
-	}
-	switch (d->kind) {
-	case K_ADDR:
-		if (!valid_addr(value)) {
-			snprintf(why, why_len, "%s%s: '%s' is not HOST:PORT", from_file ? "" : "--",
-				 name, value);
-			return -1;
-		}
-		/* fall through */
-	case K_STR:
-	case K_CONFIG:
-		if (from_file && !(value = noded_opts_keep(o, value))) {
-			snprintf(why, why_len, "out of memory");
-			return -1;
-		}
-		*(const char **)field = value;
-		return 0;
-	case K_ENGINE:
-		if (strcmp(value, "sim")) {
-			snprintf(why, why_len, "%sengine: unknown engine '%s' (this build has: sim)",
-				 from_file ? "" : "--", value);
-			return -1;
-		}
-		*(const char **)field = "sim";
-		return 0;
-	case K_U32:
-	case K_U64:
-		if (parse_u64(value, &v) || v < d->min || v > d->max) {
-			snprintf(why, why_len, "%s%s: '%s' is not a number from %llu to %llu",
-				 from_file ? "" : "--", name, value, (unsigned long long)d->min,
-				 (unsigned long long)d->max);
-			return -1;
-		}
-		if (d->kind == K_U32)
-			*(uint32_t *)field = (uint32_t)v;
-		else
-			*(uint64_t *)field = v;
-		return 0;
-	case K_IO: {
-		enum sf_io_kind k;
-		if (!strcmp(value, "auto")) {
-			k = SF_IO_AUTO;
-		} else if (!strcmp(value, "uring") || !strcmp(value, "io_uring")) {
-			k = SF_IO_URING;
-		} else if (!strcmp(value, "epoll")) {
-			k = SF_IO_EPOLL;
-		} else {
-			snprintf(why, why_len, "%sio: '%s' is not auto, uring or epoll",
-				 from_file ? "" : "--", value);
-			return -1;
-		}
-		*(enum sf_io_kind *)field = k;
-		return 0;
-	}
-	case K_LOG: {
-		static const char *const names[] = { "error", "warn", "info", "debug" };
-		for (unsigned i = 0; i < 4; i++) {
-			if (!strcmp(value, names[i])) {
-				*(enum sfd_log_level *)field = (enum sfd_log_level)i;
-				return 0;
-			}
-		}
-		snprintf(why, why_len, "%slog-level: '%s' is not error, warn, info or debug",
-			 from_file ? "" : "--", value);
-		return -1;
-	}
-	case K_HELP:
-	case K_VERSION:
-		return 0;
-	}
-	return 0;
-}
-
 static void set_defaults(struct noded_opts *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -265,53 +111,11 @@ static void set_defaults(struct noded_opts *o)
 	o->log_level = SFD_LOG_INFO;
 }
 
-static int usage_error(const char *why)
+/* A usage error for what only the whole set of options shows. */
+static enum noded_parse_result usage_error(const char *why)
 {
-	fprintf(stderr, "superfluid-noded: %s (see --help)\n", why);
+	sfd_usage_error(&spec, why);
 	return NODED_PARSE_EXIT_USAGE;
-}
-
-/* --name value, --name=value; --help and --version take none. */
-static enum noded_parse_result parse_argv(struct noded_opts *o, int argc, char **argv,
-					  bool *help, bool *version)
-{
-	char why[512];
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (strncmp(a, "--", 2) || !a[2]) {
-			snprintf(why, sizeof(why), "unexpected argument '%s'", a);
-			return usage_error(why);
-		}
-		char name[64];
-		const char *eq = strchr(a + 2, '=');
-		size_t nlen = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
-		if (nlen >= sizeof(name)) {
-			snprintf(why, sizeof(why), "unknown option %.80s", a);
-			return usage_error(why);
-		}
-		memcpy(name, a + 2, nlen);
-		name[nlen] = 0;
-		const struct opt *d = find(name);
-		const char *value = eq ? eq + 1 : NULL;
-		if (d && (d->kind == K_HELP || d->kind == K_VERSION)) {
-			if (value) {
-				snprintf(why, sizeof(why), "--%s takes no value", name);
-				return usage_error(why);
-			}
-			*(d->kind == K_HELP ? help : version) = true;
-			continue;
-		}
-		if (d && !value) {
-			if (i + 1 >= argc) {
-				snprintf(why, sizeof(why), "--%s needs a value", name);
-				return usage_error(why);
-			}
-			value = argv[++i];
-		}
-		if (noded_opt_set(o, name, value, false, why, sizeof(why)))
-			return usage_error(why);
-	}
-	return NODED_PARSE_RUN;
 }
 
 /* What only makes sense once every source is in. */
@@ -330,9 +134,8 @@ enum noded_parse_result noded_opts_parse(struct noded_opts *o, int argc, char **
 {
 	bool help = false, version = false;
 	set_defaults(o);
-	enum noded_parse_result r = parse_argv(o, argc, argv, &help, &version);
-	if (r)
-		return r;
+	if (sfd_opts_parse_argv(&spec, o, argc, argv, &help, &version))
+		return NODED_PARSE_EXIT_USAGE;
 	if (help) {
 		noded_usage(stdout);
 		return NODED_PARSE_EXIT_OK;
@@ -342,26 +145,12 @@ enum noded_parse_result noded_opts_parse(struct noded_opts *o, int argc, char **
 		       SF_VERSION_MIN, SF_VERSION_MAX);
 		return NODED_PARSE_EXIT_OK;
 	}
-	if (o->config && noded_config_file_apply(o, o->config))
+	if (o->config && sfd_opts_read_config(&spec, o, o->config))
 		return NODED_PARSE_EXIT_USAGE;
 	return check(o);
 }
 
 void noded_opts_free(struct noded_opts *o)
 {
-	for (unsigned i = 0; i < o->n_owned; i++)
-		free(o->owned[i]);
-	free(o->owned);
-	o->owned = NULL;
-	o->n_owned = 0;
-}
-
-static int set_from_file(void *arg, const char *key, const char *value, char *why, size_t n)
-{
-	return noded_opt_set(arg, key, value, true, why, n);
-}
-
-int noded_config_file_apply(struct noded_opts *o, const char *path)
-{
-	return sfd_config_file_read("superfluid-noded", path, set_from_file, o);
+	sfd_opts_free(&spec, o);
 }

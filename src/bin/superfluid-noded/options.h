@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "daemon/log.h"
+#include "daemon/options.h"
 
 #include "io/loop.h"
 
@@ -38,11 +39,7 @@ struct noded_opts {
 	uint32_t heartbeat_ms;
 	enum sfd_log_level log_level;
 
-	/* Private: which options the command line set (they beat the file), and the strings
-	 * the config file left behind. */
-	uint64_t set_by_cmdline;
-	char **owned;
-	unsigned n_owned;
+	struct sfd_opt_state st; /* private: what the command line set, strings from files */
 };
 
 enum noded_parse_result {
@@ -56,18 +53,8 @@ enum noded_parse_result {
 enum noded_parse_result noded_opts_parse(struct noded_opts *o, int argc, char **argv);
 void noded_opts_free(struct noded_opts *o);
 
-/* Sets option `name` (long name without dashes) from text. from_file: skip it when the
- * command line already set it. Returns 0, or -1 with a sentence in why (naming no location;
- * the caller adds it): unknown option, missing or bad value. */
-int noded_opt_set(struct noded_opts *o, const char *name, const char *value, bool from_file,
-		  char *why, unsigned why_len);
 
-/* Reads the config file path into o (options.c's table). Prints "FILE:LINE: ..." on the first
- * bad line and returns -1; 0 on success. */
-int noded_config_file_apply(struct noded_opts *o, const char *path);
 
-/* Keeps a copy of s for the life of o; NULL when memory is short. */
-const char *noded_opts_keep(struct noded_opts *o, const char *s);
 
 void noded_usage(FILE *f);
 
