@@ -87,6 +87,7 @@ struct sf_head_stats {
 	uint32_t nodes_up, sessions;
 	uint64_t commands, events, duplicates, gaps, stale_events, delivered_tokens;
 	uint64_t reconciles, replayed, resent_content, probes, reassigned, restarted, lost;
+	uint64_t resumed; /* lost runs that went on from what the caller had */
 	uint64_t moved, leases_granted, leases_refused, refused, acks_sent, links_dropped;
 };
 

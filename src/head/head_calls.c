@@ -65,6 +65,18 @@ int sf_head_session_open(struct sf_head *h, uint64_t sid, const struct sf_head_s
 	return 0;
 }
 
+int sf__head_content_reserve(struct head_session *s, uint32_t n)
+{
+	if (n <= s->cap_content)
+		return 0;
+	uint32_t *c = realloc(s->content, (size_t)n * sizeof(*c));
+	if (!c)
+		return SF_E_NOMEM;
+	s->content = c;
+	s->cap_content = n;
+	return 0;
+}
+
 int sf_head_append(struct sf_head *h, uint64_t sid, const uint32_t *tokens, uint32_t n,
 		   uint64_t now_ms, struct sf_err *err)
 {
@@ -82,14 +94,9 @@ int sf_head_append(struct sf_head *h, uint64_t sid, const uint32_t *tokens, uint
 					  "ended; append after it, or cancel it",
 					  (unsigned long long)sid,
 					  (unsigned long long)s->gens[i].id);
-	if (n > s->cap_content) {
-		uint32_t *c = realloc(s->content, (size_t)n * sizeof(*c));
-		if (!c)
-			return sf_err_set(err, SF_E_NOMEM, "no memory for session %llu's content",
-					  (unsigned long long)sid);
-		s->content = c;
-		s->cap_content = n;
-	}
+	if (sf__head_content_reserve(s, n))
+		return sf_err_set(err, SF_E_NOMEM, "no memory for session %llu's content",
+				  (unsigned long long)sid);
 	if (n)
 		memcpy(s->content, tokens, (size_t)n * sizeof(*tokens));
 	s->n_content = n;

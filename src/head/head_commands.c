@@ -90,9 +90,11 @@ static int send_generate(struct sf_head *h, struct head_session *s, struct head_
 		if ((rc = sf__head_send(h, s->node, SF_MSG_GENERATE_OPTS, &o)))
 			return rc;
 	}
+	/* A resumed run asks only for what the caller has not had yet. */
+	uint32_t max_new = g->max_new ? g->max_new - g->resumed : 0;
 	struct sf_generate m = { .command_id = sf__head_next_id(h), .session_id = s->id,
 				 .epoch = s->epoch, .generation_id = g->id,
-				 .max_new_tokens = g->max_new, .max_wall_ms = g->max_wall_ms };
+				 .max_new_tokens = max_new, .max_wall_ms = g->max_wall_ms };
 	if ((rc = sf__head_send(h, s->node, SF_MSG_GENERATE, &m)))
 		return rc;
 	if (probe) {
@@ -179,12 +181,38 @@ void sf__head_gen_lost(struct sf_head *h, struct head_session *s, struct head_ge
 		h->stats.restarted++;
 		return;
 	}
-	g->state = GEN_DONE;
-	h->stats.lost++;
-	sf__head_gen_fail(h, s, g, SF_E_CLOSED,
-			  "generation %llu of session %llu was lost with %s after %u tokens had "
-			  "reached the caller; ask again", (unsigned long long)g->id,
-			  (unsigned long long)s->id, where, g->n_tokens);
+	if (g->max_new && g->n_tokens >= g->max_new) {
+		sf__head_gen_finish(h, s, g, SF_FINISH_LENGTH); /* it had all it asked for */
+		g->state = GEN_DONE;
+		return;
+	}
+	/* Tokens reached the caller: the run goes on from them. The context it ran on was the
+	 * content and what it produced, so the content grows by what the caller got and the next
+	 * run (on whichever node holds the session now) asks for the rest: an engine whose next
+	 * token depends on the context alone continues the same stream, and the caller gets each
+	 * token once. */
+	uint32_t add = g->n_tokens - g->resumed;
+	if (s->n_content + add > h->cfg.max_content ||
+	    sf__head_content_reserve(s, s->n_content + add)) {
+		g->state = GEN_DONE;
+		h->stats.lost++;
+		sf__head_gen_fail(h, s, g, SF_E_CLOSED,
+				  "generation %llu of session %llu was lost with %s after %u tokens "
+				  "had reached the caller, and its content cannot grow to go on; ask "
+				  "again", (unsigned long long)g->id, (unsigned long long)s->id, where,
+				  g->n_tokens);
+		return;
+	}
+	memcpy(s->content + s->n_content, g->tokens + g->resumed, (size_t)add * sizeof(uint32_t));
+	s->n_content += add;
+	s->content_sent = s->content_confirmed = false;
+	g->resumed = g->n_tokens;
+	g->state = GEN_PENDING;
+	g->epoch = 0;
+	g->next_seq = 0;
+	g->probe = g->cancel_sent = false;
+	g->deadline = 0;
+	h->stats.resumed++;
 }
 
 void sf__head_revoke_stale(struct sf_head *h, uint32_t node)

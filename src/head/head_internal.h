@@ -32,6 +32,8 @@ struct head_gen {
 	uint32_t reason;
 	uint32_t *tokens; /* what reached the caller, in order */
 	uint32_t n_tokens, cap_tokens;
+	uint32_t resumed; /* of those, how many the session's content holds: a run that was
+			   * lost goes on from them on the next node (max_new counts them) */
 	uint64_t mark_round; /* a watermark of it is queued at mark_idx in this round */
 	uint32_t mark_idx;
 };
@@ -159,8 +161,10 @@ uint64_t sf__head_next_id(struct sf_head *h);
 int sf__head_send(struct sf_head *h, uint32_t node, uint16_t type, const void *msg);
 /* Sends what the session's state asks and its node can take now. */
 void sf__head_sync(struct sf_head *h, struct head_session *s);
-/* A generation that its node lost: asked again when nothing of it reached the caller,
- * failed otherwise. */
+/* Room for n tokens of content: 0 or SF_E_NOMEM. */
+int sf__head_content_reserve(struct head_session *s, uint32_t n);
+/* A generation that its node lost: asked again when nothing of it reached the caller, else
+ * resumed from what did (the content grows by it); failed only when it cannot grow. */
 void sf__head_gen_lost(struct sf_head *h, struct head_session *s, struct head_gen *g,
 		       const char *where);
 void sf__head_revoke_stale(struct sf_head *h, uint32_t node);

@@ -21,9 +21,9 @@ check() { if [ "$2" = 0 ]; then ok "$1"; else fail "$1"; fi; }
 sock="$work/headd.sock"
 
 # Starts a node on a free port: sets $port and $npid.
-start_node() { # name
+start_node() { # name [more options]
 	"$noded" --listen 127.0.0.1:0 --blob-dir "$work/blobs-$1" --auth-file "$work/tok" \
-		--identity "$1" 2>"$work/$1.err" &
+		--identity "$1" "${@:2}" 2>"$work/$1.err" &
 	npid=$!; pids+=("$npid")
 	for _ in $(seq 100); do
 		port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/$1.err" | head -1)
@@ -32,10 +32,10 @@ start_node() { # name
 	done
 	echo "     | node $1 did not start"; return 1
 }
-start_head() { # token file
+start_head() { # token file [more options]
 	: >"$work/head.err"
 	"$headd" --fleet "127.0.0.1:$p1,127.0.0.1:$p2" --fleet-auth "$1" --admin-socket "$sock" \
-		2>"$work/head.err" &
+		"${@:2}" 2>"$work/head.err" &
 	hpid=$!; pids+=("$hpid")
 	for _ in $(seq 100); do [ -S "$sock" ] && return 0; sleep 0.05; done
 	echo "     | the head did not make its admin socket"; return 1
@@ -120,6 +120,33 @@ wait_log() { # text expected in the file within 3 s
 }
 wait_log "node 127.0.0.1:$p1: unreachable (Connection refused); dialing again in" "$work/head.err"
 check "the lost node is redialed, one line per failure" $?
+
+# ---- kill -9 the node a stream runs on, mid-stream ----
+# Paced nodes (50 tokens/s) and a head that gives a dead node 300 ms: the stream goes on from
+# what the client had, on the other node, and the client's text is the undisturbed one.
+start_node n3 --sim-tokens-per-s 50 && p3=$port && n3pid=$npid
+start_node n4 --sim-tokens-per-s 50 && p4=$port && n4pid=$npid
+sock2="$work/headd2.sock"
+"$headd" --fleet "127.0.0.1:$p3,127.0.0.1:$p4" --fleet-auth "$work/tok" --admin-socket "$sock2" \
+	--replace-after-ms 300 2>"$work/head2.err" &
+h2pid=$!; pids+=("$h2pid")
+for _ in $(seq 100); do "$cli" status --admin-socket "$sock2" 2>/dev/null | grep -c ' up ' | grep -qx 2 && break; sleep 0.05; done
+"$cli" generate --admin-socket "$sock2" --model sim-1 --max-tokens 60 "keep going" >"$work/whole" 2>"$work/err"
+"$cli" generate --admin-socket "$sock2" --model sim-1 --max-tokens 60 "keep going" >"$work/out" 2>"$work/err" &
+gpid=$!
+sleep 0.5
+victim=
+for _ in $(seq 40); do
+	line=$("$cli" status --admin-socket "$sock2" 2>/dev/null | grep 'sessions=1' | head -1)
+	case "$line" in *":$p3 "*) victim=$n3pid ;; *":$p4 "*) victim=$n4pid ;; esac
+	[ -n "$victim" ] && break
+	sleep 0.05
+done
+[ -n "$victim" ] && kill -9 "$victim"
+wait "$gpid"; r=$?
+[ -n "$victim" ] && [ "$r" = 0 ] && [ -s "$work/whole" ] && cmp -s "$work/out" "$work/whole" || r=1
+check "a node killed mid-stream: the stream completes on the other, no token lost or repeated" $r
+kill -TERM "$h2pid" 2>/dev/null; wait "$h2pid" 2>/dev/null
 
 # ---- SIGTERM ----
 kill -TERM "$hpid"; wait "$hpid"; r=$?
