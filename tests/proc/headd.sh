@@ -127,25 +127,50 @@ check "the lost node is redialed, one line per failure" $?
 start_node n3 --sim-tokens-per-s 50 && p3=$port && n3pid=$npid
 start_node n4 --sim-tokens-per-s 50 && p4=$port && n4pid=$npid
 sock2="$work/headd2.sock"
-"$headd" --fleet "127.0.0.1:$p3,127.0.0.1:$p4" --fleet-auth "$work/tok" --admin-socket "$sock2" \
-	--replace-after-ms 300 2>"$work/head2.err" &
-h2pid=$!; pids+=("$h2pid")
-for _ in $(seq 100); do "$cli" status --admin-socket "$sock2" 2>/dev/null | grep -c ' up ' | grep -qx 2 && break; sleep 0.05; done
+# A head on two paced nodes; prints the pid. $1: its socket, the rest: more options.
+start_head2() {
+	"$headd" --fleet "127.0.0.1:$p3,127.0.0.1:$p4" --fleet-auth "$work/tok" --admin-socket "$1" \
+		"${@:2}" 2>"$work/$(basename "$1").err" &
+	h2pid=$!; pids+=("$h2pid")
+	for _ in $(seq 100); do "$cli" status --admin-socket "$1" 2>/dev/null | grep -c ' up ' | grep -qx 2 && return 0; sleep 0.05; done
+	return 1
+}
+# Starts a 60-token stream on $1 in the background, finds the node it runs on: $victim.
+stream_and_find() {
+	"$cli" generate --admin-socket "$1" --model sim-1 --max-tokens 60 "keep going" >"$work/out" 2>"$work/err" &
+	gpid=$!
+	sleep 0.4
+	victim=
+	for _ in $(seq 40); do
+		line=$("$cli" status --admin-socket "$1" 2>/dev/null | grep 'sessions=1' | head -1)
+		case "$line" in *":$p3 "*) victim=$n3pid ;; *":$p4 "*) victim=$n4pid ;; esac
+		[ -n "$victim" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+start_head2 "$sock2" --replace-after-ms 300
 "$cli" generate --admin-socket "$sock2" --model sim-1 --max-tokens 60 "keep going" >"$work/whole" 2>"$work/err"
-"$cli" generate --admin-socket "$sock2" --model sim-1 --max-tokens 60 "keep going" >"$work/out" 2>"$work/err" &
-gpid=$!
-sleep 0.5
-victim=
-for _ in $(seq 40); do
-	line=$("$cli" status --admin-socket "$sock2" 2>/dev/null | grep 'sessions=1' | head -1)
-	case "$line" in *":$p3 "*) victim=$n3pid ;; *":$p4 "*) victim=$n4pid ;; esac
-	[ -n "$victim" ] && break
-	sleep 0.05
-done
-[ -n "$victim" ] && kill -9 "$victim"
+stream_and_find "$sock2" && kill -9 "$victim"
 wait "$gpid"; r=$?
 [ -n "$victim" ] && [ "$r" = 0 ] && [ -s "$work/whole" ] && cmp -s "$work/out" "$work/whole" || r=1
 check "a node killed mid-stream: the stream completes on the other, no token lost or repeated" $r
+kill -TERM "$h2pid" 2>/dev/null; wait "$h2pid" 2>/dev/null
+
+# ---- SIGSTOP the node a stream runs on, past the silence limit, then SIGCONT ----
+[ "$victim" = "$n3pid" ] && { start_node n5 --sim-tokens-per-s 50 && p3=$port && n3pid=$npid; }
+[ "$victim" = "$n4pid" ] && { start_node n5 --sim-tokens-per-s 50 && p4=$port && n4pid=$npid; }
+sock3="$work/headd3.sock"
+start_head2 "$sock3" --replace-after-ms 300 --silence-ms 600 --heartbeat-ms 150
+stream_and_find "$sock3" && kill -STOP "$victim"
+wait "$gpid"; r=$?
+[ -n "$victim" ] && [ "$r" = 0 ] && cmp -s "$work/out" "$work/whole" || r=1
+grep -qF "silence limit" "$work/headd3.sock.err" || r=1
+check "a node stopped past the silence limit: the stream completes on the other" $r
+kill -CONT "$victim" 2>/dev/null
+for _ in $(seq 100); do "$cli" status --admin-socket "$sock3" 2>/dev/null | grep -c ' up ' | grep -qx 2 && break; sleep 0.05; done
+"$cli" status --admin-socket "$sock3" 2>/dev/null | grep -c ' up ' | grep -qx 2
+check "the continued node is linked again" $?
 kill -TERM "$h2pid" 2>/dev/null; wait "$h2pid" 2>/dev/null
 
 # ---- SIGTERM ----

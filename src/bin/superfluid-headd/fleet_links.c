@@ -165,6 +165,8 @@ static void dial(struct headd_node *n)
 		.token = d->token_len ? d->token : NULL,
 		.token_len = d->token_len,
 		.identity = d->identity,
+		.silence_ms = d->opts->silence_ms,
+		.heartbeat_ms = d->opts->heartbeat_ms,
 	};
 	struct sf_err err;
 	n->link_id = ++d->next_link_id;

@@ -4,6 +4,8 @@
 
 #include "daemon/options.h"
 
+#include <superfluid/link.h>
+
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -21,6 +23,8 @@ static const struct sfd_opt opts[] = {
 	{ "config", SFD_OPT_CONFIG, F(config), 0, 0, NULL },
 	{ "io", SFD_OPT_IO, F(io), 0, 0, NULL },
 	{ "replace-after-ms", SFD_OPT_U32, F(replace_after_ms), 1, UINT32_MAX, NULL },
+	{ "silence-ms", SFD_OPT_U32, F(silence_ms), 1, UINT32_MAX, NULL },
+	{ "heartbeat-ms", SFD_OPT_U32, F(heartbeat_ms), 1, 3600000, NULL },
 	{ "log-level", SFD_OPT_LOG, F(log_level), 0, 0, NULL },
 	{ "help", SFD_OPT_HELP, 0, 0, 0, NULL },
 	{ "version", SFD_OPT_VERSION, 0, 0, 0, NULL },
@@ -54,6 +58,9 @@ static const char usage_text[] =
 	"  --io auto|uring|epoll   the event loop backend (default auto)\n"
 	"  --replace-after-ms N    a node down this long loses its sessions to other nodes\n"
 	"                          (default 30000)\n"
+	"  --silence-ms N          end a node's link after this much silence (default 10000;\n"
+	"                          4294967295: never); its sessions wait --replace-after-ms\n"
+	"  --heartbeat-ms N        send a heartbeat after this much quiet (default 1000)\n"
 	"  --log-level LEVEL       error, warn, info or debug (default info)\n"
 	"  --help                  this text\n"
 	"  --version               the program's and the protocol's versions\n"
@@ -86,6 +93,8 @@ enum headd_parse_result headd_opts_parse(struct headd_opts *o, int argc, char **
 	o->admin_socket = HEADD_DEFAULT_ADMIN_SOCKET;
 	o->io = SF_IO_AUTO;
 	o->replace_after_ms = 30000;
+	o->silence_ms = SF_LINK_SILENCE_MS;
+	o->heartbeat_ms = SF_LINK_HEARTBEAT_MS;
 	o->log_level = SFD_LOG_INFO;
 	if (sfd_opts_parse_argv(&spec, o, argc, argv, &help, &version))
 		return HEADD_PARSE_EXIT_USAGE;
@@ -104,6 +113,8 @@ enum headd_parse_result headd_opts_parse(struct headd_opts *o, int argc, char **
 		return usage_error("needs --fleet HOST:PORT[,HOST:PORT...]");
 	if (o->identity && strlen(o->identity) >= SF_MAX_NAME)
 		return usage_error("--identity: longer than 255 bytes");
+	if (o->silence_ms != UINT32_MAX && o->heartbeat_ms >= o->silence_ms)
+		return usage_error("--heartbeat-ms must be below --silence-ms");
 	return HEADD_PARSE_RUN;
 }
 

@@ -26,6 +26,7 @@ struct headd_opts {
 	const char *config;
 	enum sf_io_kind io;
 	uint32_t replace_after_ms;
+	uint32_t silence_ms, heartbeat_ms; /* the links' liveness */
 	enum sfd_log_level log_level;
 
 	struct sfd_opt_state st; /* private: what the command line set, strings from files */
