@@ -53,7 +53,7 @@ wait_up() { # count of nodes up, within 5 s
 
 # ---- usage ----
 "$headd" --help >"$work/out" 2>"$work/err"; r=$?
-for o in fleet fleet-auth admin-socket config io replace-after-ms help version GENERATE STATUS; do
+for o in fleet fleet-auth fleet-listen admin-socket config io replace-after-ms silence-ms help version GENERATE STATUS; do
 	grep -qF -- "$o" "$work/out" || { echo "     | --help lacks $o"; r=1; }
 done
 check "superfluid-headd --help documents its options and the admin protocol" $r
@@ -172,6 +172,39 @@ for _ in $(seq 100); do "$cli" status --admin-socket "$sock3" 2>/dev/null | grep
 "$cli" status --admin-socket "$sock3" 2>/dev/null | grep -c ' up ' | grep -qx 2
 check "the continued node is linked again" $?
 kill -TERM "$h2pid" 2>/dev/null; wait "$h2pid" 2>/dev/null
+
+# ---- nodes that dial in (--fleet-listen, noded --join) ----
+sock4="$work/headd4.sock"
+jport=$((10000 + ($$ + 7) % 20000))
+"$headd" --fleet-listen "127.0.0.1:$jport" --fleet-auth "$work/tok" --admin-socket "$sock4" \
+	2>"$work/head4.err" &
+h4pid=$!; pids+=("$h4pid")
+for _ in $(seq 100); do [ -S "$sock4" ] && break; sleep 0.05; done
+join_node() {
+	"$noded" --join "127.0.0.1:$jport" --auth-file "$work/tok" --identity joiner \
+		--blob-dir "$work/blobs-j" 2>>"$work/joiner.err" &
+	jpid=$!; pids+=("$jpid")
+}
+joined_up() { # count of lines "joiner (joined) up", within 5 s
+	for _ in $(seq 100); do
+		[ "$("$cli" status --admin-socket "$sock4" 2>/dev/null | grep -c '^joiner (joined) up')" = "$1" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+join_node
+joined_up 1
+check "a node that dials in is placed in the head by its identity" $?
+cli generate --admin-socket "$sock4" --model sim-1 --max-tokens 20 "hello"
+r=0; [ "$(rc)" = 0 ] && cmp -s "$work/out" "$work/first" || r=1
+check "generate works through a node that dialed in" $r
+kill -9 "$jpid"; wait "$jpid" 2>/dev/null
+wait_log "waiting for it to join again" "$work/head4.err"
+check "a joined node's dropped link is waited for, not dialed" $?
+join_node
+joined_up 1 && [ "$("$cli" status --admin-socket "$sock4" | grep -c .)" = 1 ]
+check "the same node joining again takes its old place (one node, up)" $?
+kill -TERM "$h4pid" 2>/dev/null; wait "$h4pid" 2>/dev/null
 
 # ---- SIGTERM ----
 kill -TERM "$hpid"; wait "$hpid"; r=$?

@@ -16,7 +16,7 @@ static void dial(struct headd_node *n);
 int headd_nodes_add(struct headd *d)
 {
 	const char *s = d->opts->fleet;
-	for (;;) {
+	for (; s;) {
 		const char *comma = strchr(s, ',');
 		size_t len = comma ? (size_t)(comma - s) : strlen(s);
 		if (d->n_nodes >= HEADD_MAX_NODES) {
@@ -42,6 +42,7 @@ int headd_nodes_add(struct headd *d)
 			return 0;
 		s = comma + 1;
 	}
+	return 0; /* none: only nodes that join (--fleet-listen) */
 }
 
 static struct headd_node *node_of(struct headd *d, uint32_t index)
@@ -80,6 +81,12 @@ static void schedule_redial(struct headd_node *n, bool was_open, const char *why
 		sfd_debug("node %s: %s", n->addr, why);
 		return;
 	}
+	if (n->joined) {
+		/* A node that dialed in cannot be dialed: it joins again when it can. */
+		sfd_log(was_open ? SFD_LOG_INFO : SFD_LOG_WARN, "node %s: %s; waiting for it to "
+			"join again", n->addr, why);
+		return;
+	}
 	if (was_open)
 		n->backoff_ms = HEADD_BACKOFF_MIN_MS;
 	else
@@ -90,9 +97,8 @@ static void schedule_redial(struct headd_node *n, bool was_open, const char *why
 	n->timer = sf_loop_timer(d->loop, sf_loop_now(d->loop) + delay, redial_fired, n);
 }
 
-static void on_open(struct sf_link_conn *lc)
+void headd_node_opened(struct headd_node *n, struct sf_link_conn *lc)
 {
-	struct headd_node *n = sf_link_conn_user(lc);
 	struct headd *d = n->d;
 	if (lc != n->lc)
 		return;
@@ -115,10 +121,15 @@ static void on_open(struct sf_link_conn *lc)
 	sf_head_link_up(d->head, n->index, n->link_id, p, sf_loop_now(d->loop));
 }
 
-static void on_msg(struct sf_link_conn *lc, const struct sf_msg *m)
+static void on_open(struct sf_link_conn *lc)
+{
+	headd_node_opened(sf_link_conn_user(lc), lc);
+}
+
+void headd_node_msg(struct sf_link_conn *lc, const struct sf_msg *m)
 {
 	struct headd_node *n = sf_link_conn_user(lc);
-	if (lc != n->lc || !n->open)
+	if (!n || lc != n->lc || !n->open)
 		return;
 	if (!sf_head_on_msg(n->d->head, n->index, m, sf_loop_now(n->d->loop))) {
 		const char *name = sf_msg_name(m->type);
@@ -126,9 +137,8 @@ static void on_msg(struct sf_link_conn *lc, const struct sf_msg *m)
 	}
 }
 
-static void on_closed(struct sf_link_conn *lc, const struct sf_err *err)
+void headd_node_closed(struct headd_node *n, struct sf_link_conn *lc, const struct sf_err *err)
 {
-	struct headd_node *n = sf_link_conn_user(lc);
 	struct headd *d = n->d;
 	if (lc != n->lc)
 		return; /* a link the head already gave up on */
@@ -142,11 +152,28 @@ static void on_closed(struct sf_link_conn *lc, const struct sf_err *err)
 	schedule_redial(n, was_open, err->msg);
 }
 
+static void on_closed(struct sf_link_conn *lc, const struct sf_err *err)
+{
+	headd_node_closed(sf_link_conn_user(lc), lc, err);
+}
+
 static const struct sf_link_conn_ops link_ops = {
 	.on_open = on_open,
-	.on_msg = on_msg,
+	.on_msg = headd_node_msg,
 	.on_closed = on_closed,
 };
+
+void headd_link_config(const struct headd *d, struct sf_link_config *cfg)
+{
+	*cfg = (struct sf_link_config){
+		.role = SF_ROLE_HEAD, /* also on a link a node dialed: the head leads */
+		.token = d->token_len ? d->token : NULL,
+		.token_len = d->token_len,
+		.identity = d->identity,
+		.silence_ms = d->opts->silence_ms,
+		.heartbeat_ms = d->opts->heartbeat_ms,
+	};
+}
 
 static void dial(struct headd_node *n)
 {
@@ -160,14 +187,8 @@ static void dial(struct headd_node *n)
 		schedule_redial(n, false, why);
 		return;
 	}
-	struct sf_link_config cfg = {
-		.role = SF_ROLE_HEAD,
-		.token = d->token_len ? d->token : NULL,
-		.token_len = d->token_len,
-		.identity = d->identity,
-		.silence_ms = d->opts->silence_ms,
-		.heartbeat_ms = d->opts->heartbeat_ms,
-	};
+	struct sf_link_config cfg;
+	headd_link_config(d, &cfg);
 	struct sf_err err;
 	n->link_id = ++d->next_link_id;
 	n->open = false;
@@ -185,7 +206,8 @@ void headd_nodes_start(struct headd *d)
 {
 	d->rng = ((uint64_t)time(NULL) * 0x9e3779b97f4a7c15ULL) ^ ((uint64_t)getpid() << 1) ^ 1;
 	for (uint32_t i = 0; i < d->n_nodes; i++)
-		dial(&d->nodes[i]);
+		if (!d->nodes[i].joined)
+			dial(&d->nodes[i]);
 }
 
 void headd_nodes_drop_pending(struct headd *d)

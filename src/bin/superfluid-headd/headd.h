@@ -30,6 +30,7 @@ struct headd_node {
 	struct sf_link_conn *lc;
 	uint64_t link_id;      /* the current attempt or link; 0 while waiting to dial */
 	bool open;
+	bool joined;           /* it dialed in (--fleet-listen): never dialed, waited for */
 	bool closing;          /* said goodbye at shutdown; lc lives until it is sent */
 	uint64_t drop_link;    /* the head gave up on this link: closed at the next tick */
 	uint32_t backoff_ms;
@@ -76,6 +77,15 @@ void headd_nodes_drop_pending(struct headd *d); /* closes links the head gave up
 void headd_nodes_goodbye_all(struct headd *d, const char *reason);
 uint32_t headd_nodes_busy(const struct headd *d);
 void headd_nodes_stop(struct headd *d); /* cancels the redial timers */
+/* The link config every fleet link uses, dialed or joined. */
+void headd_link_config(const struct headd *d, struct sf_link_config *cfg);
+/* A node's link opened / brought a message / closed (the link_conn callbacks' bodies). */
+void headd_node_opened(struct headd_node *n, struct sf_link_conn *lc);
+void headd_node_msg(struct sf_link_conn *lc, const struct sf_msg *m);
+void headd_node_closed(struct headd_node *n, struct sf_link_conn *lc, const struct sf_err *err);
+
+/* fleet_join.c: nodes that dial in (--fleet-listen). 0 or -1 (logged). */
+int headd_join_listen(struct headd *d);
 extern const struct sf_head_io headd_head_io_base;
 
 /* admin.c: the admin socket and its connections */

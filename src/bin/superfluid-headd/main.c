@@ -48,7 +48,7 @@ static int start(struct headd *d)
 		sfd_err("cannot install the signal handlers");
 		return EXIT_RUNTIME;
 	}
-	if (headd_admin_listen(d))
+	if (headd_admin_listen(d) || headd_join_listen(d))
 		return EXIT_RUNTIME;
 	sfd_info("head %s: %u node%s, %s loop, %s links", d->identity, d->n_nodes,
 		   d->n_nodes == 1 ? "" : "s", sf_io_kind_name(sf_loop_kind(d->loop)),

@@ -18,6 +18,7 @@
 static const struct sfd_opt opts[] = {
 	{ "fleet", SFD_OPT_ADDRS, F(fleet), 0, 0, NULL },
 	{ "fleet-auth", SFD_OPT_STR, F(fleet_auth), 0, 0, NULL },
+	{ "fleet-listen", SFD_OPT_ADDR, F(fleet_listen), 0, 0, NULL },
 	{ "admin-socket", SFD_OPT_STR, F(admin_socket), 0, 0, NULL },
 	{ "identity", SFD_OPT_STR, F(identity), 0, 0, NULL },
 	{ "config", SFD_OPT_CONFIG, F(config), 0, 0, NULL },
@@ -39,6 +40,7 @@ static const struct sfd_opts_spec spec = {
 
 static const char usage_text[] =
 	"usage: superfluid-headd --fleet HOST:PORT[,HOST:PORT...] [options]\n"
+	"       superfluid-headd --fleet-listen HOST:PORT [options]\n"
 	"\n"
 	"Runs a superfluid head: it dials every node of the fleet, places conversations on\n"
 	"them and streams their generations to clients on the admin socket.\n"
@@ -46,6 +48,9 @@ static const char usage_text[] =
 	"  --fleet HOST:PORT,...   the nodes to dial (their --listen). A node that cannot be\n"
 	"                          reached is dialed again, backing off from 100 ms to 10 s,\n"
 	"                          one log line per failure; it never holds up the others\n"
+	"  --fleet-listen HOST:PORT  accept nodes that dial in (superfluid-noded --join); such a\n"
+	"                          node is known by its --identity, waited for when its link\n"
+	"                          drops, and keeps its sessions when it joins again\n"
 	"  --fleet-auth FILE       the fleet token (each node's --auth-file holds the same);\n"
 	"                          must not be readable by group or others; without it links\n"
 	"                          are plain\n"
@@ -109,8 +114,8 @@ enum headd_parse_result headd_opts_parse(struct headd_opts *o, int argc, char **
 	}
 	if (o->config && sfd_opts_read_config(&spec, o, o->config))
 		return HEADD_PARSE_EXIT_USAGE;
-	if (!o->fleet)
-		return usage_error("needs --fleet HOST:PORT[,HOST:PORT...]");
+	if (!o->fleet && !o->fleet_listen)
+		return usage_error("needs --fleet HOST:PORT[,HOST:PORT...] or --fleet-listen HOST:PORT");
 	if (o->identity && strlen(o->identity) >= SF_MAX_NAME)
 		return usage_error("--identity: longer than 255 bytes");
 	if (o->silence_ms != UINT32_MAX && o->heartbeat_ms >= o->silence_ms)

@@ -20,7 +20,8 @@
 /* Strings point into argv or into memory the options own (headd_opts_free). */
 struct headd_opts {
 	const char *fleet;      /* HOST:PORT[,HOST:PORT...] */
-	const char *fleet_auth; /* NULL: plain links */
+	const char *fleet_auth;   /* NULL: plain links */
+	const char *fleet_listen; /* HOST:PORT where nodes may join, or NULL */
 	const char *admin_socket;
 	const char *identity;   /* NULL: "superfluid-headd" */
 	const char *config;
