@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <sodium.h>
+
 static enum sfd_log_level cur_level = SFD_LOG_INFO;
 static const char *prog = "superfluid";
 
@@ -39,4 +41,14 @@ void sfd_log(enum sfd_log_level level, const char *fmt, ...)
 	size_t len = strlen(line);
 	line[len] = '\n';
 	fwrite(line, 1, len + 1, stderr);
+}
+
+int sfd_daemon_start(enum sfd_log_level level)
+{
+	sfd_log_set_level(level);
+	if (sodium_init() < 0) {
+		sfd_err("libsodium failed to start");
+		return -1;
+	}
+	return 0;
 }

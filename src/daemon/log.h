@@ -17,6 +17,10 @@ void sfd_log_set_level(enum sfd_log_level level);
 bool sfd_log_enabled(enum sfd_log_level level);
 void sfd_log(enum sfd_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* A daemon's start, once its options are read: the log level, and libsodium (SIGPIPE is
+ * ignored by sfd_signals_install). 0, or -1 after logging why. */
+int sfd_daemon_start(enum sfd_log_level level);
+
 #define sfd_err(...) sfd_log(SFD_LOG_ERROR, __VA_ARGS__)
 #define sfd_warn(...) sfd_log(SFD_LOG_WARN, __VA_ARGS__)
 #define sfd_info(...) sfd_log(SFD_LOG_INFO, __VA_ARGS__)

@@ -125,12 +125,8 @@ int main(int argc, char **argv)
 		headd_opts_free(&o);
 		return EXIT_USAGE;
 	}
-	sfd_log_set_level(o.log_level);
-	signal(SIGPIPE, SIG_IGN);
-	if (sodium_init() < 0) {
-		fprintf(stderr, "superfluid-headd: libsodium failed to start\n");
+	if (sfd_daemon_start(o.log_level))
 		return EXIT_RUNTIME;
-	}
 	static struct headd d; /* large (the token buffer and node table); one per process */
 	d.opts = &o;
 	snprintf(d.identity, sizeof(d.identity), "%s", o.identity ? o.identity : "superfluid-headd");

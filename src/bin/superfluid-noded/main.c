@@ -180,12 +180,8 @@ int main(int argc, char **argv)
 		noded_opts_free(&o);
 		return EXIT_USAGE;
 	}
-	sfd_log_set_level(o.log_level);
-	signal(SIGPIPE, SIG_IGN);
-	if (sodium_init() < 0) {
-		fprintf(stderr, "superfluid-noded: libsodium failed to start\n");
+	if (sfd_daemon_start(o.log_level))
 		return EXIT_RUNTIME;
-	}
 
 	static struct noded d; /* large (the token buffer); one per process */
 	d.opts = &o;
