@@ -1,0 +1,88 @@
+/* What a generation's tokens become for the client, incrementally: bytes from the vocabulary,
+ * split into channels (content; reasoning inside <|think|>...<|/think|>; tool calls inside
+ * <|tool_call|>...<|/tool_call|>), stop sequences found across token boundaries and cut off,
+ * incomplete UTF-8 held back until it completes. Streaming and non-streaming responses both
+ * come from this, so they carry the same text. */
+#ifndef SF_API_API_OUTPUT_H
+#define SF_API_API_OUTPUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api/api_request.h"
+
+#define SF_OUT_NONE UINT32_MAX
+
+/* The model's vocabulary, as the decoder needs it. */
+struct sf_out_vocab {
+	void *arg;
+	/* The bytes of token t, or NULL for an id out of range. */
+	const uint8_t *(*bytes)(void *arg, uint32_t t, size_t *len);
+	/* Special tokens by role; SF_OUT_NONE where the model has none. end_turn and eos end the
+	 * output (finish "stop"); other specials not listed here are dropped from the text. */
+	uint32_t eos, end_turn, tool_open, tool_close, think_open, think_close;
+	/* Whether token t is a special (dropped from content); may be NULL: none but those. */
+	bool (*is_special)(void *arg, uint32_t t);
+};
+
+/* A growable byte string. */
+struct sf_str {
+	char *p;
+	size_t len, cap;
+};
+int sf_str_add(struct sf_str *s, const void *p, size_t n); /* 0 or -1 (no memory) */
+void sf_str_free(struct sf_str *s);
+
+struct sf_out_tool_call {
+	char id[40];     /* "call_" + 24 random-looking characters, from the seed given */
+	char *name;
+	char *arguments; /* compact JSON text of an object */
+};
+
+struct sf_out {
+	const struct sf_out_vocab *vocab;
+	bool chat;             /* split channels and parse tool calls (chat); else all is text */
+	const char *const *stops;
+	uint32_t n_stops;
+	const struct sf_api_tool *tools; /* tool calls are checked against these */
+	uint32_t n_tools;
+	uint64_t id_seed;
+
+	struct sf_str content, reasoning; /* all visible text so far */
+	size_t content_taken, reasoning_taken; /* what sf_out_take_* handed out already */
+	struct sf_out_tool_call *calls;
+	uint32_t n_calls, calls_taken;
+	uint32_t n_tokens;     /* tokens fed */
+	bool done;             /* a stop sequence, end of turn or eos was seen */
+	bool stopped_by_text;  /* done by a stop sequence (finish "stop") */
+	/* private: the channel, the held-back bytes, the tool call being read */
+	int channel;
+	struct sf_str hold, call;
+};
+
+/* vocab, stops, tools must outlive o. */
+void sf_out_init(struct sf_out *o, const struct sf_out_vocab *vocab, bool chat,
+		 const char *const *stops, uint32_t n_stops, const struct sf_api_tool *tools,
+		 uint32_t n_tools, uint64_t id_seed);
+void sf_out_free(struct sf_out *o);
+
+/* Feeds tokens. Returns true when the output is complete (o->done): what follows is to be
+ * cancelled and not shown. Returns false otherwise; -1 is never returned: on no memory the
+ * output ends (done) and o->content says nothing more. */
+bool sf_out_feed(struct sf_out *o, const uint32_t *tokens, uint32_t n);
+/* The generation ended: release what was held back (an incomplete stop-sequence prefix is
+ * text after all; an unterminated tool call becomes content). */
+void sf_out_end(struct sf_out *o);
+
+/* The new content / reasoning since the last take (not NUL-terminated), or len 0. */
+const char *sf_out_take_content(struct sf_out *o, size_t *len);
+const char *sf_out_take_reasoning(struct sf_out *o, size_t *len);
+/* The next complete tool call not yet taken, or NULL. */
+const struct sf_out_tool_call *sf_out_take_call(struct sf_out *o);
+
+/* Valid UTF-8 prefix handling used by the decoder, exposed for tests: the length of the
+ * longest prefix of p[0..n) that does not end inside a multi-byte sequence. */
+size_t sf_utf8_complete_prefix(const uint8_t *p, size_t n);
+
+#endif

@@ -1,0 +1,99 @@
+/* Client requests of the OpenAI-compatible API, parsed (jansson) and checked into plain
+ * structs: POST /v1/chat/completions and POST /v1/completions. Unknown fields are ignored, as
+ * OpenAI's own server does; a known field with a bad type or value is refused with a 400
+ * naming it (sf_api_error.param). Everything here is bounded by the SF_API_MAX_* limits. */
+#ifndef SF_API_API_REQUEST_H
+#define SF_API_API_REQUEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api/api_error.h"
+
+#define SF_API_MAX_MESSAGES 4096
+#define SF_API_MAX_TOOLS 128
+#define SF_API_MAX_TOOL_CALLS 64   /* in one assistant message */
+#define SF_API_MAX_STOP 4          /* as OpenAI */
+#define SF_API_MAX_STOP_BYTES 256
+#define SF_API_MAX_N 8             /* choices of one request */
+#define SF_API_MAX_TOP_LOGPROBS 20 /* chat; completions allow 0..5 */
+#define SF_API_MAX_SESSION_ID 128  /* bytes of a session name */
+
+enum sf_api_kind { SF_API_CHAT = 1, SF_API_COMPLETION = 2 };
+
+enum sf_api_role {
+	SF_ROLE_SYSTEM = 0,
+	SF_ROLE_DEVELOPER = 1, /* rendered as system */
+	SF_ROLE_USER = 2,
+	SF_ROLE_ASSISTANT = 3,
+	SF_ROLE_TOOL = 4,
+};
+
+struct sf_api_tool_call {
+	char *id;        /* "call_..." as the client echoes it */
+	char *name;
+	char *arguments; /* JSON text of the arguments object, as given */
+};
+
+struct sf_api_message {
+	enum sf_api_role role;
+	char *content;   /* text; an array of text parts is joined; null or absent: "" */
+	char *name;      /* or NULL */
+	char *tool_call_id;                /* role tool; or NULL */
+	struct sf_api_tool_call *tool_calls; /* role assistant */
+	uint32_t n_tool_calls;
+};
+
+struct sf_api_tool {
+	char *name;
+	char *description; /* or NULL */
+	char *parameters;  /* the JSON schema as compact JSON text; "{}" when absent */
+	char *json;        /* the whole {"type":"function","function":{...}} entry, compact, keys
+			    * in the order given: what a chat codec renders */
+};
+
+enum sf_api_tool_choice { SF_TOOL_AUTO = 0, SF_TOOL_NONE, SF_TOOL_REQUIRED, SF_TOOL_NAMED };
+
+struct sf_api_request {
+	enum sf_api_kind kind;
+	char *model;
+
+	/* chat */
+	struct sf_api_message *messages;
+	uint32_t n_messages;
+	struct sf_api_tool *tools;
+	uint32_t n_tools;
+	enum sf_api_tool_choice tool_choice;
+	char *tool_choice_name; /* SF_TOOL_NAMED */
+
+	/* completions: one prompt string (an array holding one string is taken too) */
+	char *prompt;
+	bool echo;
+
+	bool stream;
+	bool include_usage;    /* stream_options.include_usage */
+	uint32_t max_tokens;   /* max_tokens or max_completion_tokens; 0: not given */
+	float temperature;     /* 0..2; default 1 */
+	float top_p;           /* (0, 1]; default 1 */
+	bool has_seed;
+	uint64_t seed;
+	char *stop[SF_API_MAX_STOP];
+	uint32_t n_stop;
+	bool logprobs;         /* chat: logprobs true; completions: logprobs >= 0 given */
+	uint32_t top_logprobs; /* chat: top_logprobs; completions: the logprobs number */
+	uint32_t n;            /* 1..SF_API_MAX_N; default 1 */
+	char *user;            /* or NULL */
+	char *session;         /* the "session" body field, or NULL */
+};
+
+/* Parses body as a request of kind. Returns 0, or -1 with e set (400, or 413 past a limit). */
+int sf_api_parse_request(enum sf_api_kind kind, const uint8_t *body, size_t len,
+			 struct sf_api_request *out, struct sf_api_error *e);
+void sf_api_request_free(struct sf_api_request *r);
+
+/* Checks a session name (X-Superfluid-Session or "session"): 1..128 bytes of
+ * [A-Za-z0-9._:-]. 0 or -1 with e set (param names where it came from). */
+int sf_api_check_session_name(const char *s, const char *param, struct sf_api_error *e);
+
+#endif

@@ -1,0 +1,80 @@
+/* Response bodies and server-sent-event chunks of the OpenAI-compatible API (jansson), in the
+ * shapes the official client libraries parse: chat.completion, chat.completion.chunk,
+ * text_completion, model lists, usage, logprobs. Every function returns malloc'd JSON text
+ * (compact, no trailing newline), or NULL when out of memory. */
+#ifndef SF_API_API_RESPONSE_H
+#define SF_API_API_RESPONSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <superfluid/wire.h>
+
+#include "api/api_output.h"
+
+struct sf_api_usage {
+	uint32_t prompt_tokens, completion_tokens; /* total_tokens is their sum */
+};
+
+/* One generated token's log-probabilities, with its text from the vocabulary. */
+struct sf_api_logprobs {
+	const struct sf_out_vocab *vocab;
+	const struct sf_logprob *v; /* token, logprob, top[] */
+	uint32_t n;
+};
+
+/* The identity every object of one response shares. */
+struct sf_api_meta {
+	const char *id;      /* "chatcmpl-..." or "cmpl-..." */
+	uint64_t created;    /* unix seconds */
+	const char *model;
+	const char *fingerprint; /* system_fingerprint, or NULL */
+};
+
+/* One whole choice. */
+struct sf_api_choice {
+	uint32_t index;
+	const char *content; size_t content_len;     /* may be NULL: null content (tool calls) */
+	const char *reasoning; size_t reasoning_len; /* "reasoning_content"; NULL: absent */
+	const struct sf_out_tool_call *calls; uint32_t n_calls;
+	const char *finish_reason; /* "stop", "length", "tool_calls", or NULL */
+	const struct sf_api_logprobs *logprobs; /* NULL: "logprobs": null */
+};
+
+/* GET /v1/models: {"object":"list","data":[{"id","object":"model","created","owned_by"}]} */
+char *sf_api_models_json(const char *const *models, uint32_t n, uint64_t created,
+			 const char *owned_by);
+/* GET /v1/models/{id} */
+char *sf_api_model_json(const char *model, uint64_t created, const char *owned_by);
+
+/* POST /v1/chat/completions, not streamed. */
+char *sf_api_chat_json(const struct sf_api_meta *m, const struct sf_api_choice *c, uint32_t n,
+		       const struct sf_api_usage *u);
+/* POST /v1/completions, not streamed (content is the text; calls and reasoning unused;
+ * logprobs in the completions shape: tokens, token_logprobs, top_logprobs, text_offset). */
+char *sf_api_completion_json(const struct sf_api_meta *m, const struct sf_api_choice *c,
+			     uint32_t n, const struct sf_api_usage *u);
+
+/* One streamed chat delta. */
+struct sf_api_delta {
+	uint32_t index;
+	bool role;                     /* the first chunk: "role": "assistant", "content": "" */
+	const char *content; size_t content_len;     /* NULL: absent */
+	const char *reasoning; size_t reasoning_len; /* NULL: absent */
+	const struct sf_out_tool_call *call; uint32_t call_index; /* one whole call, or NULL */
+	const char *finish_reason;     /* the last chunk of the choice: delta {} and this */
+	const struct sf_api_logprobs *logprobs; /* of the tokens this chunk carries, or NULL */
+};
+/* A chat.completion.chunk (without the "data: " framing). usage: only for the last chunk
+ * when stream_options.include_usage asked (then choices is []), else NULL; with
+ * include_usage every other chunk carries "usage": null. */
+char *sf_api_chat_chunk_json(const struct sf_api_meta *m, const struct sf_api_delta *d,
+			     bool include_usage, const struct sf_api_usage *usage);
+/* A text_completion chunk: text, finish_reason (or NULL), logprobs (or NULL). */
+char *sf_api_completion_chunk_json(const struct sf_api_meta *m, uint32_t index, const char *text,
+				   size_t len, const char *finish_reason,
+				   const struct sf_api_logprobs *lp, bool include_usage,
+				   const struct sf_api_usage *usage);
+
+#endif

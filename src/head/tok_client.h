@@ -1,0 +1,83 @@
+/* The head's remote tokenizer, with no I/O in it: for each model the fleet serves, the
+ * tokenizer exported by a node that serves it (asked for when the first such node's link
+ * opens), and encodings asked of a node serving the model once per distinct request, through
+ * the cache (tok_cache.h). Identical requests in flight share one TOKENIZE_REQ. A request
+ * whose node's link drops is asked again of another node serving the model; one unanswered
+ * past its deadline fails with a message naming the node.
+ *
+ * The caller runs the links: it says when a node's link opened (with what its handshake said:
+ * models and tokenizer digests) or closed, hands over TOKENIZER_EXPORT and TOKENIZE_RESP
+ * messages, and calls sf_tok_client_tick at sf_tok_client_deadline. Answers come through
+ * io->done, never from inside a call the caller made (a cache hit is returned at once by
+ * sf_tok_client_encode instead). */
+#ifndef SF_HEAD_TOK_CLIENT_H
+#define SF_HEAD_TOK_CLIENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <superfluid/err.h>
+#include <superfluid/link.h>
+#include <superfluid/wire.h>
+
+#include "head/tok_cache.h"
+#include "head/tokenizer.h"
+
+#define SF_TOK_CLIENT_TIMEOUT_MS 10000
+#define SF_TOK_CLIENT_MAX_PENDING 4096 /* encodings waited for at once */
+
+struct sf_tok_client_config {
+	uint32_t max_nodes;       /* 0: 64 */
+	uint64_t cache_tokens;    /* 0: SF_TOK_CACHE_DEFAULT_TOKENS */
+	uint32_t timeout_ms;      /* 0: SF_TOK_CLIENT_TIMEOUT_MS */
+};
+
+struct sf_tok_client_io {
+	void *arg;
+	/* Sends a message to node on its current link; 0 or a negative sf_code. */
+	int (*send)(void *arg, uint32_t node, uint16_t type, const void *msg);
+	/* An encoding asked for with sf_tok_client_encode is ready (rc 0: tokens[0..n)) or
+	 * failed (rc < 0, msg says why in one sentence). Must not call back in. */
+	void (*done)(void *arg, uint64_t ticket, int rc, const uint32_t *tokens, uint32_t n,
+		     const char *msg);
+	/* A model's tokenizer arrived (may be NULL). */
+	void (*ready)(void *arg, const char *model);
+};
+
+struct sf_tok_client;
+
+int sf_tok_client_new(struct sf_tok_client **out, const struct sf_tok_client_config *cfg,
+		      const struct sf_tok_client_io *io, struct sf_err *err);
+void sf_tok_client_free(struct sf_tok_client *tc);
+
+/* Node node's link opened (peer: its handshake) / closed. */
+void sf_tok_client_node_up(struct sf_tok_client *tc, uint32_t node,
+			   const struct sf_link_peer *peer, uint64_t now_ms);
+void sf_tok_client_node_down(struct sf_tok_client *tc, uint32_t node, uint64_t now_ms);
+
+/* TOKENIZER_EXPORT and TOKENIZE_RESP from node; false for any other message. */
+bool sf_tok_client_on_msg(struct sf_tok_client *tc, uint32_t node, const struct sf_msg *m,
+			  uint64_t now_ms);
+
+/* The model's tokenizer, or NULL while none has arrived. */
+const struct sf_tokenizer *sf_tok_client_tokenizer(const struct sf_tok_client *tc,
+						   const char *model);
+
+/* Asks for the encoding of pieces[0..n) (mode SF_TOKENIZE_PIECES) or text (ENCODE, PLAIN) with
+ * model's tokenizer. Returns 1 with *tokens/*n_tokens set on a cache hit (valid until the
+ * next call into tc); 0 with *ticket set when the answer will come through io->done; or a
+ * negative sf_code with err set (no node serves the model, the node does not offer that
+ * mode, too many pending). */
+int sf_tok_client_encode(struct sf_tok_client *tc, const char *model, unsigned mode,
+			 const char *text, size_t text_len, const struct sf_piece *pieces,
+			 uint32_t n, uint64_t now_ms, uint64_t *ticket, const uint32_t **tokens,
+			 uint32_t *n_tokens, struct sf_err *err);
+/* Forgets a ticket (its caller went away); done is not called for it. */
+void sf_tok_client_forget(struct sf_tok_client *tc, uint64_t ticket);
+
+void sf_tok_client_tick(struct sf_tok_client *tc, uint64_t now_ms);
+uint64_t sf_tok_client_deadline(const struct sf_tok_client *tc); /* UINT64_MAX: none */
+
+void sf_tok_client_cache_stats(const struct sf_tok_client *tc, struct sf_tok_cache_stats *out);
+
+#endif
