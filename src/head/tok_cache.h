@@ -32,8 +32,11 @@ void sf_tok_cache_key(const char *model, uint64_t digest, unsigned mode, const c
 /* The tokens cached under key (valid until the next put), marking it most recently used; or
  * NULL. */
 const uint32_t *sf_tok_cache_get(struct sf_tok_cache *c, const uint8_t key[32], uint32_t *n);
-/* Caches a copy (replacing an entry of the same key). An encoding larger than the budget is
- * not kept. 0, or -1 when out of memory. */
+/* Caches a copy (replacing an entry of the same key), most recently used. When that takes the
+ * total past the budget, the least recently used others go until at most half the budget is
+ * left, and the new one too when it alone is over half. An encoding larger than the budget is
+ * not kept (and drops the entry it would replace). An empty encoding counts as one token
+ * against the budget. 0, or -1 when out of memory (the cache is as it was). */
 int sf_tok_cache_put(struct sf_tok_cache *c, const uint8_t key[32], const uint32_t *tokens,
 		     uint32_t n);
 void sf_tok_cache_stats(const struct sf_tok_cache *c, struct sf_tok_cache_stats *out);

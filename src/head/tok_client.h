@@ -60,11 +60,11 @@ bool sf_tok_client_on_msg(struct sf_tok_client *tc, uint32_t node, const struct 
 			  uint64_t now_ms);
 
 /* The model's tokenizer, or NULL while none has arrived. */
-const struct sf_tokenizer *sf_tok_client_tokenizer(const struct sf_tok_client *tc,
+const struct sf_head_tokenizer *sf_tok_client_tokenizer(const struct sf_tok_client *tc,
 						   const char *model);
 
 /* Asks for the encoding of pieces[0..n) (mode SF_TOKENIZE_PIECES) or text (ENCODE, PLAIN) with
- * model's tokenizer. Returns 1 with *tokens/*n_tokens set on a cache hit (valid until the
+ * model's tokenizer. Returns 1 with *tokens and *n_tokens set on a cache hit (valid until the
  * next call into tc); 0 with *ticket set when the answer will come through io->done; or a
  * negative sf_code with err set (no node serves the model, the node does not offer that
  * mode, too many pending). */
