@@ -38,7 +38,8 @@ struct sf_api_tool_call {
 
 struct sf_api_message {
 	enum sf_api_role role;
-	char *content;   /* text; an array of text parts is joined; null or absent: "" */
+	char *content;   /* text; an array of text parts is joined with "\n" (as vLLM does);
+			  * null or absent (allowed for the assistant only): "" */
 	char *name;      /* or NULL */
 	char *tool_call_id;                /* role tool; or NULL */
 	struct sf_api_tool_call *tool_calls; /* role assistant */
@@ -64,7 +65,7 @@ struct sf_api_request {
 	uint32_t n_messages;
 	struct sf_api_tool *tools;
 	uint32_t n_tools;
-	enum sf_api_tool_choice tool_choice;
+	enum sf_api_tool_choice tool_choice; /* default: AUTO with tools, NONE without */
 	char *tool_choice_name; /* SF_TOOL_NAMED */
 
 	/* completions: one prompt string (an array holding one string is taken too) */
@@ -73,11 +74,13 @@ struct sf_api_request {
 
 	bool stream;
 	bool include_usage;    /* stream_options.include_usage */
-	uint32_t max_tokens;   /* max_tokens or max_completion_tokens; 0: not given */
+	uint32_t max_tokens;   /* max_completion_tokens, else max_tokens; 1..1048576; 0: not
+				* given */
 	float temperature;     /* 0..2; default 1 */
-	float top_p;           /* (0, 1]; default 1 */
+	float top_p;           /* (0, 1]; default 1; 0 (which OpenAI takes) becomes 1e-9: only
+				* the most likely token, as engines read 0 as "no cut" */
 	bool has_seed;
-	uint64_t seed;
+	uint64_t seed;         /* 0..INT64_MAX: a negative seed is refused */
 	char *stop[SF_API_MAX_STOP];
 	uint32_t n_stop;
 	bool logprobs;         /* chat: logprobs true; completions: logprobs >= 0 given */
@@ -87,7 +90,9 @@ struct sf_api_request {
 	char *session;         /* the "session" body field, or NULL */
 };
 
-/* Parses body as a request of kind. Returns 0, or -1 with e set (400, or 413 past a limit). */
+/* Parses body as a request of kind. Returns 0, or -1 with e set (400, or 413 past a limit; 500
+ * out of memory) and out zeroed. JSON null for an optional field means "not given". Error
+ * messages are ASCII (bytes of the body are shown as \xNN), so they always serialize. */
 int sf_api_parse_request(enum sf_api_kind kind, const uint8_t *body, size_t len,
 			 struct sf_api_request *out, struct sf_api_error *e);
 void sf_api_request_free(struct sf_api_request *r);

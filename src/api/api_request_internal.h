@@ -1,0 +1,49 @@
+/* What the request parser's files (api_request.c, api_request_chat.c) share: the error
+ * sentences in one style ("temperature must be a number from 0 to 2 (got \"hot\")") and
+ * small typed readers over jansson values. */
+#ifndef SF_API_API_REQUEST_INTERNAL_H
+#define SF_API_API_REQUEST_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "api/api_request.h"
+
+#define SF__API_PARAM_MAX sizeof(((struct sf_api_error *)0)->param)
+
+/* A parameter's name ("messages[2].content") into dst (SF__API_PARAM_MAX bytes), cut to fit. */
+void sf__api_path(char *dst, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* s[0..n) as ASCII for an error sentence: bytes outside 0x20..0x7e as \xNN, cut after max
+ * bytes (or when buf is full) with "...", in quotes (" and \ escaped) if quote. */
+const char *sf__api_ascii(const char *s, size_t n, bool quote, size_t max, char *buf,
+			  size_t cap);
+/* A short ASCII rendering of v for an error sentence: strings quoted (escaped, cut to about
+ * 40 characters), numbers as written, "an object", "an array", true, false, null. */
+const char *sf__api_got(const json_t *v, char *buf, size_t cap);
+
+/* 400 invalid_type: "PARAM must be WANT (got V)". Returns -1. */
+int sf__api_type(struct sf_api_error *e, const char *param, const char *want, const json_t *v);
+/* 400 invalid_value, the same sentence. Returns -1. */
+int sf__api_value(struct sf_api_error *e, const char *param, const char *want, const json_t *v);
+/* 400 missing_required_parameter. Returns -1. */
+int sf__api_missing(struct sf_api_error *e, const char *param);
+/* 413 for a count past one of this server's limits. Returns -1. */
+int sf__api_too_many(struct sf_api_error *e, const char *param, const char *what, size_t n,
+		     size_t max);
+/* 500 out of memory. Returns -1. */
+int sf__api_nomem(struct sf_api_error *e);
+
+/* The member key of obj, NULL when absent or JSON null (null means "not given"). */
+const json_t *sf__api_opt(const json_t *obj, const char *key);
+/* A malloc'd copy of string v into *out. 0, or -1 (500) with e set. */
+int sf__api_dup(const json_t *v, char **out, struct sf_api_error *e);
+/* *out = the string member key (NULL when absent or null); type-checked as param. */
+int sf__api_opt_str(const json_t *obj, const char *key, const char *param, char **out,
+		    struct sf_api_error *e);
+
+/* The chat fields: messages, tools, tool_choice. */
+int sf__api_parse_chat(const json_t *root, struct sf_api_request *r, struct sf_api_error *e);
+
+#endif
