@@ -26,12 +26,14 @@ struct sf_out_vocab {
 	bool (*is_special)(void *arg, uint32_t t);
 };
 
-/* A growable byte string. */
+/* A growable byte string, kept NUL-terminated (p is NULL until the first add). */
+#define SF_STR_MAX (256u << 20) /* bytes one string may grow to */
 struct sf_str {
 	char *p;
 	size_t len, cap;
 };
-int sf_str_add(struct sf_str *s, const void *p, size_t n); /* 0 or -1 (no memory) */
+int sf_str_add(struct sf_str *s, const void *p, size_t n); /* 0 or -1 (no memory, or past
+							    * SF_STR_MAX) */
 void sf_str_free(struct sf_str *s);
 
 struct sf_out_tool_call {
@@ -81,8 +83,13 @@ const char *sf_out_take_reasoning(struct sf_out *o, size_t *len);
 /* The next complete tool call not yet taken, or NULL. */
 const struct sf_out_tool_call *sf_out_take_call(struct sf_out *o);
 
-/* Valid UTF-8 prefix handling used by the decoder, exposed for tests: the length of the
- * longest prefix of p[0..n) that does not end inside a multi-byte sequence. */
+/* UTF-8 as jansson takes it (no overlong forms, surrogates or code points past U+10FFFF).
+ * sf_utf8_complete_prefix: the length of the longest prefix of p[0..n) that does not end
+ * inside a multi-byte sequence that could still complete (invalid bytes count as complete).
+ * sf_utf8_append_valid: appends p[0..n) to out with each invalid or cut-short sequence (its
+ * maximal valid-looking start, as Python's "replace" does) replaced by U+FFFD; 0 or -1. */
 size_t sf_utf8_complete_prefix(const uint8_t *p, size_t n);
+int sf_utf8_append_valid(struct sf_str *out, const uint8_t *p, size_t n);
+bool sf_utf8_valid(const uint8_t *p, size_t n);
 
 #endif
