@@ -8,8 +8,13 @@
  * The caller runs the links: it says when a node's link opened (with what its handshake said:
  * models and tokenizer digests) or closed, hands over TOKENIZER_EXPORT and TOKENIZE_RESP
  * messages, and calls sf_tok_client_tick at sf_tok_client_deadline. Answers come through
- * io->done, never from inside a call the caller made (a cache hit is returned at once by
- * sf_tok_client_encode instead). */
+ * io->done from inside sf_tok_client_on_msg, _tick, _node_up and _node_down, never from inside
+ * sf_tok_client_encode (a cache hit is returned at once by it instead).
+ *
+ * Which nodes: version 3 ones (a version 2 node is known, never asked). The first export that
+ * arrives fixes the model's tokenizer; a node whose handshake stated another digest for the
+ * model, or whose export said it lacks the model, is not used for its encodes (until its link
+ * opens again). An export that is late, after its ask was given up on, is still taken. */
 #ifndef SF_HEAD_TOK_CLIENT_H
 #define SF_HEAD_TOK_CLIENT_H
 
@@ -24,7 +29,7 @@
 #include "head/tokenizer.h"
 
 #define SF_TOK_CLIENT_TIMEOUT_MS 10000
-#define SF_TOK_CLIENT_MAX_PENDING 4096 /* encodings waited for at once */
+#define SF_TOK_CLIENT_MAX_PENDING 4096 /* tickets waited for at once, and requests in flight */
 
 struct sf_tok_client_config {
 	uint32_t max_nodes;       /* 0: 64 */
@@ -36,8 +41,11 @@ struct sf_tok_client_io {
 	void *arg;
 	/* Sends a message to node on its current link; 0 or a negative sf_code. */
 	int (*send)(void *arg, uint32_t node, uint16_t type, const void *msg);
-	/* An encoding asked for with sf_tok_client_encode is ready (rc 0: tokens[0..n)) or
-	 * failed (rc < 0, msg says why in one sentence). Must not call back in. */
+	/* An encoding asked for with sf_tok_client_encode is ready (rc 0: tokens[0..n), valid
+	 * during the call) or failed (rc < 0, msg says why in one sentence naming the node or
+	 * model: SF_E_SILENT past the timeout, SF_E_STATE no node left, SF_E_UNSUPPORTED a mode
+	 * the tokenizer does not offer, SF_E_RANGE the node refused). Once per ticket. Must not
+	 * call back in. */
 	void (*done)(void *arg, uint64_t ticket, int rc, const uint32_t *tokens, uint32_t n,
 		     const char *msg);
 	/* A model's tokenizer arrived (may be NULL). */
@@ -46,33 +54,40 @@ struct sf_tok_client_io {
 
 struct sf_tok_client;
 
+/* cfg may be NULL (all defaults); io->send and io->done are required. */
 int sf_tok_client_new(struct sf_tok_client **out, const struct sf_tok_client_config *cfg,
 		      const struct sf_tok_client_io *io, struct sf_err *err);
+/* Frees everything; tickets still waiting are dropped without done. */
 void sf_tok_client_free(struct sf_tok_client *tc);
 
-/* Node node's link opened (peer: its handshake) / closed. */
+/* Node node's link opened (peer: its handshake; node < max_nodes, others are ignored) /
+ * closed. An up for a node already up counts as a down first. */
 void sf_tok_client_node_up(struct sf_tok_client *tc, uint32_t node,
 			   const struct sf_link_peer *peer, uint64_t now_ms);
 void sf_tok_client_node_down(struct sf_tok_client *tc, uint32_t node, uint64_t now_ms);
 
-/* TOKENIZER_EXPORT and TOKENIZE_RESP from node; false for any other message. */
+/* TOKENIZER_EXPORT and TOKENIZE_RESP from node (true, also when they answer nothing waited
+ * for); false for any other message. */
 bool sf_tok_client_on_msg(struct sf_tok_client *tc, uint32_t node, const struct sf_msg *m,
 			  uint64_t now_ms);
 
 /* The model's tokenizer, or NULL while none has arrived. */
 const struct sf_head_tokenizer *sf_tok_client_tokenizer(const struct sf_tok_client *tc,
-						   const char *model);
+							const char *model);
 
 /* Asks for the encoding of pieces[0..n) (mode SF_TOKENIZE_PIECES) or text (ENCODE, PLAIN) with
  * model's tokenizer. Returns 1 with *tokens and *n_tokens set on a cache hit (valid until the
- * next call into tc); 0 with *ticket set when the answer will come through io->done; or a
- * negative sf_code with err set (no node serves the model, the node does not offer that
- * mode, too many pending). */
+ * next call into tc; the cache answers with no node up too); 0 with *ticket set (never 0)
+ * when the answer will come through io->done; or a negative sf_code with err set and *ticket
+ * 0 (no node serves the model, the tokenizer does not offer that mode, text over the wire's
+ * limits or holding a NUL, too many pending). Before the model's tokenizer has arrived the
+ * request waits for it (its export is asked for if need be), then is sent or failed. */
 int sf_tok_client_encode(struct sf_tok_client *tc, const char *model, unsigned mode,
 			 const char *text, size_t text_len, const struct sf_piece *pieces,
 			 uint32_t n, uint64_t now_ms, uint64_t *ticket, const uint32_t **tokens,
 			 uint32_t *n_tokens, struct sf_err *err);
-/* Forgets a ticket (its caller went away); done is not called for it. */
+/* Forgets a ticket (its caller went away); done is not called for it. The request stays in
+ * flight and its answer is still cached. Unknown or spent tickets are ignored. */
 void sf_tok_client_forget(struct sf_tok_client *tc, uint64_t ticket);
 
 void sf_tok_client_tick(struct sf_tok_client *tc, uint64_t now_ms);

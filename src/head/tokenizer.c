@@ -69,8 +69,9 @@ static int check(const struct sf_tokenizer_export *m, size_t *vocab_bytes, size_
 		return sf_err_set(err, SF_E_RANGE, "the tokenizer export of model %.*s has digest 0 "
 				  "(the node does not have it)", (int)m->model_len, model);
 	if (m->n_vocab > SF_MAX_VOCAB || (m->n_vocab && !m->vocab))
-		return sf_err_set(err, SF_E_LIMIT, "the tokenizer of model %.*s has %u tokens, over "
-				  "the limit of %u", (int)m->model_len, model, m->n_vocab, SF_MAX_VOCAB);
+		return sf_err_set(err, SF_E_LIMIT, "the tokenizer of model %.*s has %u tokens, "
+				  "over the limit of %u", (int)m->model_len, model, m->n_vocab,
+				  SF_MAX_VOCAB);
 	*vocab_bytes = 0;
 	for (uint32_t i = 0; i < m->n_vocab; i++) {
 		const struct sf_vocab_entry *v = &m->vocab[i];
@@ -93,8 +94,9 @@ static int check(const struct sf_tokenizer_export *m, size_t *vocab_bytes, size_
 	for (uint32_t i = 0; i < m->n_specials; i++) {
 		const struct sf_special *s = &m->specials[i];
 		if (s->name_len > SF_MAX_NAME || (s->name_len && !s->name))
-			return sf_err_set(err, SF_E_LIMIT, "special %u of model %.*s's tokenizer has a "
-					  "name over %u bytes", i, (int)m->model_len, model, SF_MAX_NAME);
+			return sf_err_set(err, SF_E_LIMIT, "special %u of model %.*s's tokenizer has "
+					  "a name over %u bytes", i, (int)m->model_len, model,
+					  SF_MAX_NAME);
 		if (s->token >= m->n_vocab)
 			return sf_err_set(err, SF_E_RANGE, "special %.*s of model %.*s's tokenizer is "
 					  "token %u, past its vocabulary of %u", (int)s->name_len,
@@ -161,8 +163,8 @@ static int copy_specials(struct sf_head_tokenizer *t, const struct sf_tokenizer_
 	qsort(t->specials, m->n_specials, sizeof(*t->specials), cmp_special);
 	uint32_t n = 0;
 	for (uint32_t i = 0; i < m->n_specials; i++) {
-		const struct tok_special *s = &t->specials[i];
-		if (n && s->len == t->specials[n - 1].len && !memcmp(s->name, t->specials[n - 1].name, s->len))
+		const struct tok_special *s = &t->specials[i], *prev = &t->specials[n ? n - 1 : 0];
+		if (n && s->len == prev->len && !memcmp(s->name, prev->name, s->len))
 			continue;
 		t->specials[n++] = *s;
 	}

@@ -1,0 +1,103 @@
+/* The remote tokenizer's state, shared by its files: nodes as their handshakes described them,
+ * models with their tokenizer (or the export asked for), and encode requests in a fixed pool
+ * with their waiters. */
+#ifndef SF_HEAD_TOK_CLIENT_INTERNAL_H
+#define SF_HEAD_TOK_CLIENT_INTERNAL_H
+
+#include "head/tok_client.h"
+
+#define TC_NONE UINT32_MAX
+#define TC_BUCKETS (2 * SF_TOK_CLIENT_MAX_PENDING) /* a power of two */
+#define TC_SLOT_BITS 16                            /* ids: sequence << 16 | slot */
+#define TC_EXPORT_SLOT 0xffffu                     /* the slot part of an export's id */
+
+struct tc_node_model {
+	uint32_t model;     /* index into tc->models */
+	uint64_t digest;    /* as the handshake stated it; 0 on version 2 */
+	bool export_tried;   /* asked for the export in this round (it timed out, or the send
+			      * failed, or the link dropped) */
+	bool export_refused; /* its export was wrong or empty: not asked again on this link */
+	bool lacks;          /* its export said it does not have the model: not used for it */
+};
+
+struct tc_node {
+	bool up;
+	uint32_t version;
+	char name[65]; /* for sentences: the node's identity (cut to 64 bytes), or its number */
+	struct tc_node_model *models;
+	uint32_t n_models;
+};
+
+struct tc_model {
+	char name[SF_MAX_NAME + 1];
+	struct sf_head_tokenizer *tok; /* once it arrived, kept */
+	uint32_t fetch_node;           /* asked for its export; TC_NONE: not asking */
+	uint64_t fetch_id, fetch_deadline;
+	uint32_t rr;                   /* the node the last encode went to */
+	char why[512];                 /* why the last export failed */
+};
+
+struct tc_waiter {
+	uint64_t ticket;   /* 0: free */
+	uint32_t req;
+	uint32_t prev, next; /* on the request's list; next also links the free list */
+};
+
+struct tc_req {
+	bool used, dead;  /* dead: finished, its waiters are told at the next delivery */
+	uint8_t key[32];  /* with the model's digest once it is known, 0 before */
+	uint32_t model;
+	uint8_t mode;
+	char *text;       /* ENCODE, PLAIN: a copy; PIECES: the pieces' texts */
+	uint32_t text_len;
+	struct sf_piece *pieces;
+	uint32_t n_pieces;
+	uint32_t node;    /* where it was sent; TC_NONE: waiting for the model's tokenizer */
+	uint64_t request_id, deadline;
+	uint32_t hnext;   /* key chain, free list or dead list */
+	uint32_t waiters, n_waiters;
+	int rc;           /* once dead: the answer */
+	const uint32_t *tokens; /* borrowed from the message being handled */
+	uint32_t n_tokens;
+	char msg[512];
+};
+
+struct sf_tok_client {
+	struct sf_tok_client_config cfg;
+	struct sf_tok_client_io io;
+	struct sf_tok_cache *cache;
+	uint64_t now, seq;
+	struct tc_node *nodes; /* cfg.max_nodes */
+	uint8_t *tried;        /* scratch: nodes tried for one send */
+	struct tc_model *models;
+	uint32_t n_models, cap_models;
+	struct tc_req *reqs;   /* SF_TOK_CLIENT_MAX_PENDING */
+	uint32_t free_req, n_reqs;
+	uint32_t buckets[TC_BUCKETS];
+	struct tc_waiter *waiters;
+	uint32_t free_waiter, n_waiters;
+	uint32_t dead_head, dead_tail;
+};
+
+/* tok_client.c */
+const char *tc__node_name(const struct sf_tok_client *tc, uint32_t node);
+struct tc_node_model *tc__node_model(struct sf_tok_client *tc, uint32_t node, uint32_t model);
+uint32_t tc__find_model(const struct sf_tok_client *tc, const char *name, size_t len);
+void tc__duration(uint32_t ms, char *buf, size_t n);
+/* Asks a node up that serves the model, not asked yet in this round (new_round: forget who
+ * was) and whose export was not refused, for its export; when there is none, fails the
+ * requests waiting for it and returns a negative sf_code with err set. */
+int tc__fetch(struct sf_tok_client *tc, uint32_t model, bool new_round, struct sf_err *err);
+
+/* tok_client_req.c */
+void tc__reqs_init(struct sf_tok_client *tc);
+void tc__reqs_free(struct sf_tok_client *tc);
+void tc__deliver(struct sf_tok_client *tc);
+void tc__on_resp(struct sf_tok_client *tc, uint32_t node, const struct sf_tokenize_resp *m);
+void tc__tokenizer_arrived(struct sf_tok_client *tc, uint32_t model);
+void tc__fail_waiting(struct sf_tok_client *tc, uint32_t model, int code, const char *msg);
+void tc__node_lost(struct sf_tok_client *tc, uint32_t node);
+void tc__expire(struct sf_tok_client *tc);
+uint64_t tc__reqs_deadline(const struct sf_tok_client *tc);
+
+#endif
