@@ -1,0 +1,345 @@
+/* One HTTP/1.1 server connection over http_parser: bytes kept in one bounded input buffer,
+ * parsed up to the end of one request, which is handed out whole (head and body) and answered
+ * before the next is parsed. The responses' bytes are built here too (http_response.c). */
+#include "http/http_internal.h"
+
+#include <ctype.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static int grow(struct http_buf *b, size_t more, size_t limit)
+{
+	if (b->len + more > limit)
+		return -1;
+	if (b->len + more + 1 <= b->cap)
+		return 0;
+	size_t cap = b->cap ? b->cap : 256;
+	while (cap < b->len + more + 1)
+		cap *= 2;
+	char *p = realloc(b->p, cap);
+	if (!p)
+		return -1;
+	b->p = p;
+	b->cap = cap;
+	return 0;
+}
+
+static int add(struct http_buf *b, const void *p, size_t n, size_t limit)
+{
+	if (grow(b, n, limit))
+		return -1;
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+	b->p[b->len] = 0;
+	return 0;
+}
+
+/* A callback refuses: the status and the sentence this file answers with. */
+static int refuse(struct sf_http_conn *c, int status, const char *msg)
+{
+	c->err_status = status;
+	snprintf(c->err_msg, sizeof(c->err_msg), "%s", msg);
+	return -1; /* not 1: on_headers_complete's 1 means "no body" to http_parser */
+}
+
+static struct sf_http_conn *conn_of(http_parser *p)
+{
+	return p->data;
+}
+
+static int head_bytes(struct sf_http_conn *c, size_t n)
+{
+	c->head_len += n;
+	if (c->head_len > c->lim.max_head) {
+		char m[128];
+		snprintf(m, sizeof(m), "the request line and headers are longer than %zu bytes",
+			 c->lim.max_head);
+		return refuse(c, 431, m);
+	}
+	return 0;
+}
+
+static int on_message_begin(http_parser *p)
+{
+	struct sf_http_conn *c = conn_of(p);
+	c->url.len = c->hdrs.len = c->body.len = 0;
+	c->n_headers = 0;
+	c->head_len = 0;
+	c->in_value = false;
+	return 0;
+}
+
+static int on_url(http_parser *p, const char *at, size_t n)
+{
+	struct sf_http_conn *c = conn_of(p);
+	if (head_bytes(c, n))
+		return -1;
+	return add(&c->url, at, n, c->lim.max_head) ? refuse(c, 431, "the request target is too long")
+						    : 0;
+}
+
+static int on_header_field(http_parser *p, const char *at, size_t n)
+{
+	struct sf_http_conn *c = conn_of(p);
+	if (head_bytes(c, n))
+		return -1;
+	if (c->in_value || !c->n_headers) {
+		if (c->n_headers == SF_HTTP_MAX_HEADERS) {
+			char m[96];
+			snprintf(m, sizeof(m), "more than %d headers", SF_HTTP_MAX_HEADERS);
+			return refuse(c, 431, m);
+		}
+		if (c->n_headers && add(&c->hdrs, "", 1, SIZE_MAX))
+			return refuse(c, 500, "out of memory");
+		c->spans[c->n_headers].name = c->hdrs.len;
+		c->spans[c->n_headers].value = SIZE_MAX;
+		c->n_headers++;
+		c->in_value = false;
+	}
+	return add(&c->hdrs, at, n, SIZE_MAX) ? refuse(c, 500, "out of memory") : 0;
+}
+
+static int on_header_value(http_parser *p, const char *at, size_t n)
+{
+	struct sf_http_conn *c = conn_of(p);
+	if (head_bytes(c, n))
+		return -1;
+	if (!c->in_value) {
+		if (add(&c->hdrs, "", 1, SIZE_MAX))
+			return refuse(c, 500, "out of memory");
+		c->spans[c->n_headers - 1].value = c->hdrs.len;
+		c->in_value = true;
+	}
+	return add(&c->hdrs, at, n, SIZE_MAX) ? refuse(c, 500, "out of memory") : 0;
+}
+
+static char *trim(char *s)
+{
+	while (*s == ' ' || *s == '\t')
+		s++;
+	size_t n = strlen(s);
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+		s[--n] = 0;
+	return s;
+}
+
+/* The header table, pointing into hdrs (which grows no more for this request). */
+static void finish_headers(struct sf_http_conn *c)
+{
+	for (uint32_t i = 0; i < c->n_headers; i++) {
+		char *name = c->hdrs.p + c->spans[i].name;
+		for (char *q = name; *q; q++)
+			*q = (char)tolower((unsigned char)*q);
+		c->headers[i].name = name;
+		c->headers[i].value = c->spans[i].value == SIZE_MAX ? "" : trim(c->hdrs.p + c->spans[i].value);
+	}
+}
+
+static int on_headers_complete(http_parser *p)
+{
+	struct sf_http_conn *c = conn_of(p);
+	if (!c->hdrs.p && add(&c->hdrs, "", 0, SIZE_MAX))
+		return refuse(c, 500, "out of memory");
+	if (!c->url.p && add(&c->url, "", 0, SIZE_MAX))
+		return refuse(c, 500, "out of memory");
+	finish_headers(c);
+	c->req.headers = c->headers;
+	c->req.n_headers = c->n_headers;
+	const char *te = sf_http_header(&c->req, "transfer-encoding");
+	if (te && strcasecmp(te, "chunked") && strcasecmp(te, "identity"))
+		return refuse(c, 501, "only the chunked transfer coding is supported");
+	if (!(p->flags & F_CHUNKED) && p->content_length != ULLONG_MAX &&
+	    p->content_length > c->lim.max_body) {
+		char m[128];
+		snprintf(m, sizeof(m), "the body is %llu bytes, past the limit of %zu",
+			 (unsigned long long)p->content_length, c->lim.max_body);
+		return refuse(c, 413, m);
+	}
+	const char *expect = sf_http_header(&c->req, "expect");
+	if (expect && !strcasecmp(expect, "100-continue") && p->http_minor >= 1) {
+		static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+		if (c->ops.write(c->ops.arg, cont, sizeof(cont) - 1))
+			c->failed = true;
+	}
+	c->is_head = p->method == HTTP_HEAD;
+	return 0;
+}
+
+static int on_body(http_parser *p, const char *at, size_t n)
+{
+	struct sf_http_conn *c = conn_of(p);
+	if (add(&c->body, at, n, c->lim.max_body)) {
+		char m[96];
+		snprintf(m, sizeof(m), "the body is longer than %zu bytes", c->lim.max_body);
+		return refuse(c, c->body.len + n > c->lim.max_body ? 413 : 500, m);
+	}
+	return 0;
+}
+
+static int on_message_complete(http_parser *p)
+{
+	struct sf_http_conn *c = conn_of(p);
+	c->complete = true;
+	http_parser_pause(p, 1); /* one request at a time */
+	return 0;
+}
+
+static const http_parser_settings settings = {
+	.on_message_begin = on_message_begin,
+	.on_url = on_url,
+	.on_header_field = on_header_field,
+	.on_header_value = on_header_value,
+	.on_headers_complete = on_headers_complete,
+	.on_body = on_body,
+	.on_message_complete = on_message_complete,
+};
+
+struct sf_http_conn *sf_http_conn_new(const struct sf_http_limits *limits,
+				      const struct sf_http_conn_ops *ops)
+{
+	struct sf_http_conn *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	if (limits)
+		c->lim = *limits;
+	if (!c->lim.max_head)
+		c->lim.max_head = 16 << 10;
+	if (!c->lim.max_body)
+		c->lim.max_body = 8 << 20;
+	if (!c->lim.max_pipeline)
+		c->lim.max_pipeline = c->lim.max_head + c->lim.max_body + 4096;
+	c->ops = *ops;
+	http_parser_init(&c->parser, HTTP_REQUEST);
+	c->parser.data = c;
+	return c;
+}
+
+void sf_http_conn_free(struct sf_http_conn *c)
+{
+	if (!c)
+		return;
+	free(c->in.p);
+	free(c->url.p);
+	free(c->path.p);
+	free(c->hdrs.p);
+	free(c->body.p);
+	free(c);
+}
+
+/* Answers an error of the client's making and stops reading. */
+static void client_error(struct sf_http_conn *c, int status, const char *msg)
+{
+	c->dead = true;
+	c->keep_alive = false;
+	c->in.len = 0;
+	const char *type = "text/plain; charset=utf-8";
+	char *body = c->ops.error_body ? c->ops.error_body(c->ops.arg, status, msg, &type) : NULL;
+	char text[300];
+	if (!body)
+		snprintf(text, sizeof(text), "%s\n", msg);
+	c->busy = true; /* so that respond takes it */
+	c->req.version_minor = 1;
+	sf_http__respond(c, status, body ? type : "text/plain; charset=utf-8", body ? body : text,
+			 strlen(body ? body : text), NULL, false);
+	free(body);
+}
+
+static void hand_out(struct sf_http_conn *c)
+{
+	http_parser *p = &c->parser;
+	c->complete = false;
+	c->path.len = 0;
+	const char *q = memchr(c->url.p, '?', c->url.len);
+	size_t plen = q ? (size_t)(q - c->url.p) : c->url.len;
+	if (add(&c->path, c->url.p, plen, SIZE_MAX) || (!c->body.p && add(&c->body, "", 0, SIZE_MAX))) {
+		client_error(c, 500, "the server is out of memory");
+		return;
+	}
+	c->req.method = http_method_str((enum http_method)p->method);
+	c->req.target = c->url.p;
+	c->req.path = c->path.p;
+	c->req.query = q ? q + 1 : "";
+	c->req.version_minor = p->http_minor;
+	c->req.body = (const uint8_t *)c->body.p;
+	c->req.body_len = c->body.len;
+	c->req.keep_alive = http_should_keep_alive(p) && p->http_major == 1;
+	c->keep_alive = c->req.keep_alive;
+	c->busy = true;
+	c->ops.on_request(c->ops.arg, &c->req);
+}
+
+/* Parses kept bytes until one request is whole, an error, or the bytes run out. */
+static void parse(struct sf_http_conn *c)
+{
+	while (!c->busy && !c->dead && !c->failed && c->in.len) {
+		size_t n = http_parser_execute(&c->parser, &settings, c->in.p, c->in.len);
+		enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
+		if (e == HPE_PAUSED) {
+			http_parser_pause(&c->parser, 0);
+			e = HPE_OK;
+		}
+		if (e != HPE_OK) {
+			char m[200];
+			if (c->err_status)
+				client_error(c, c->err_status, c->err_msg);
+			else {
+				snprintf(m, sizeof(m), "the request is not valid HTTP/1.1: %s",
+					 http_errno_description(e));
+				client_error(c, 400, m);
+			}
+			return;
+		}
+		memmove(c->in.p, c->in.p + n, c->in.len - n);
+		c->in.len -= n;
+		if (c->complete)
+			hand_out(c);
+		else if (!n)
+			break;
+	}
+}
+
+size_t sf_http_conn_feed(struct sf_http_conn *c, const uint8_t *p, size_t n)
+{
+	if (c->dead || c->failed)
+		return n; /* answered already: the rest is ignored */
+	size_t room = c->lim.max_pipeline > c->in.len ? c->lim.max_pipeline - c->in.len : 0;
+	size_t take = n < room ? n : room;
+	if (take && add(&c->in, p, take, SIZE_MAX)) {
+		client_error(c, 500, "the server is out of memory");
+		return n;
+	}
+	parse(c);
+	return take;
+}
+
+void sf_http_conn_poll(struct sf_http_conn *c)
+{
+	parse(c);
+}
+
+void sf_http_conn_eof(struct sf_http_conn *c)
+{
+	c->keep_alive = false;
+	c->eof = true;
+}
+
+bool sf_http_conn_busy(const struct sf_http_conn *c)
+{
+	return c->busy;
+}
+
+bool sf_http_conn_should_close(const struct sf_http_conn *c)
+{
+	return c->failed || c->dead || (!c->busy && (c->closing || c->eof));
+}
+
+const char *sf_http_header(const struct sf_http_request *r, const char *name)
+{
+	for (uint32_t i = 0; i < r->n_headers; i++)
+		if (!strcmp(r->headers[i].name, name))
+			return r->headers[i].value;
+	return NULL;
+}

@@ -1,0 +1,309 @@
+/* The HTTP connection without sockets: requests fed as bytes (whole, a byte at a time,
+ * pipelined), the limits, and the exact bytes of whole and streamed responses. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "http/http_conn.h"
+
+struct rec {
+	char out[65536];
+	size_t out_len;
+	int n_req;
+	char method[16], path[256], query[256], body[65536], ctype[128];
+	size_t body_len;
+	bool keep_alive;
+	bool fail_writes;
+	struct sf_http_conn *c;
+	bool answer; /* respond at once, from inside on_request */
+};
+
+static void on_request(void *arg, const struct sf_http_request *r)
+{
+	struct rec *x = arg;
+	x->n_req++;
+	snprintf(x->method, sizeof(x->method), "%s", r->method);
+	snprintf(x->path, sizeof(x->path), "%s", r->path);
+	snprintf(x->query, sizeof(x->query), "%s", r->query);
+	const char *ct = sf_http_header(r, "content-type");
+	snprintf(x->ctype, sizeof(x->ctype), "%s", ct ? ct : "");
+	memcpy(x->body, r->body, r->body_len);
+	x->body_len = r->body_len;
+	assert_int_equal(r->body[r->body_len], 0);
+	x->keep_alive = r->keep_alive;
+	if (x->answer)
+		sf_http_respond(x->c, 200, "text/plain", "ok", 2, NULL);
+}
+
+static int on_write(void *arg, const void *p, size_t n)
+{
+	struct rec *x = arg;
+	if (x->fail_writes || x->out_len + n > sizeof(x->out))
+		return -1;
+	memcpy(x->out + x->out_len, p, n);
+	x->out_len += n;
+	x->out[x->out_len] = 0;
+	return 0;
+}
+
+static struct sf_http_conn *conn(struct rec *x, size_t max_body)
+{
+	memset(x, 0, sizeof(*x));
+	struct sf_http_limits lim = { .max_head = 1024, .max_body = max_body };
+	struct sf_http_conn_ops ops = { .arg = x, .on_request = on_request, .write = on_write };
+	x->c = sf_http_conn_new(&lim, &ops);
+	assert_non_null(x->c);
+	return x->c;
+}
+
+static void feed(struct sf_http_conn *c, const char *s)
+{
+	assert_int_equal(sf_http_conn_feed(c, (const uint8_t *)s, strlen(s)), strlen(s));
+}
+
+static void get_then_respond(void **state)
+{
+	struct rec x;
+	struct sf_http_conn *c = conn(&x, 4096);
+	feed(c, "GET /v1/models?a=b HTTP/1.1\r\nHost: x\r\nContent-Type:  text/x  \r\n\r\n");
+	assert_int_equal(x.n_req, 1);
+	assert_string_equal(x.method, "GET");
+	assert_string_equal(x.path, "/v1/models");
+	assert_string_equal(x.query, "a=b");
+	assert_string_equal(x.ctype, "text/x");
+	assert_true(x.keep_alive);
+	assert_true(sf_http_conn_busy(c));
+	assert_int_equal(sf_http_respond(c, 200, "application/json", "{}", 2, "X-A: 1\r\n"), 0);
+	assert_string_equal(x.out, "HTTP/1.1 200 OK\r\nServer: superfluid\r\nContent-Type: "
+			    "application/json\r\nContent-Length: 2\r\nX-A: 1\r\n\r\n{}");
+	assert_false(sf_http_conn_busy(c));
+	assert_false(sf_http_conn_should_close(c));
+	sf_http_conn_free(c);
+}
+
+static void post_byte_at_a_time(void **state)
+{
+	struct rec x;
+	struct sf_http_conn *c = conn(&x, 4096);
+	const char *req = "POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 11\r\n\r\nhello world";
+	for (const char *p = req; *p; p++)
+		assert_int_equal(sf_http_conn_feed(c, (const uint8_t *)p, 1), 1);
+	assert_int_equal(x.n_req, 1);
+	assert_int_equal(x.body_len, 11);
+	assert_memory_equal(x.body, "hello world", 11);
+	sf_http_conn_free(c);
+}
+
+static void chunked_body(void **state)
+{
+	struct rec x;
+	struct sf_http_conn *c = conn(&x, 4096);
+	feed(c, "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n");
+	assert_int_equal(x.n_req, 1);
+	assert_int_equal(x.body_len, 11);
+	assert_memory_equal(x.body, "hello world", 11);
+	sf_http_conn_free(c);
+}
+
+static void pipelined_one_at_a_time(void **state)
+{
+	struct rec x;
+	struct sf_http_conn *c = conn(&x, 4096);
+	feed(c, "GET /a HTTP/1.1\r\n\r\nGET /b HTTP/1.1\r\n\r\n");
+	assert_int_equal(x.n_req, 1);
+	assert_string_equal(x.path, "/a");
+	sf_http_conn_poll(c); /* busy: nothing */
+	assert_int_equal(x.n_req, 1);
+	sf_http_respond(c, 204, NULL, NULL, 0, NULL);
+	assert_int_equal(x.n_req, 1); /* not from inside the response */
+	sf_http_conn_poll(c);
+	assert_int_equal(x.n_req, 2);
+	assert_string_equal(x.path, "/b");
+	sf_http_conn_free(c);
+}
+
+static void answered_at_once_then_next(void **state)
+{
+	struct rec x;
+	struct sf_http_conn *c = conn(&x, 4096);
+	x.answer = true;
+	feed(c, "GET /a HTTP/1.1\r\n\r\nGET /b HTTP/1.1\r\n\r\n");
+	/* the first was answered inside on_request; feed parses on to the second */
+	assert_true(x.n_req >= 1);
+	while (!sf_http_conn_busy(c) && x.n_req < 2)
+		sf_http_conn_poll(c);
+	assert_int_equal(x.n_req, 2);
+	sf_http_conn_free(c);
+}
+
+static void connection_close_and_http10(void **state)
+{
+	struct rec x;
+	struct sf_http_conn *c = conn(&x, 4096);
+	feed(c, "GET / HTTP/1.1\r\nConnection: close\r\n\r\n");
+	assert_false(x.keep_alive);
+	sf_http_respond(c, 200, "text/plain", "x", 1, NULL);
+	assert_non_null(strstr(x.out, "Connection: close\r\n"));
+	assert_true(sf_http_conn_should_close(c));
+	sf_http_conn_free(c);
+
+	c = conn(&x, 4096);
+	feed(c, "GET / HTTP/1.0\r\n\r\n");
+	assert_false(x.keep_alive);
+	sf_http_conn_free(c);
+	c = conn(&x, 4096);
+	feed(c, "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+	assert_true(x.keep_alive);
+	sf_http_respond(c, 200, "text/plain", "x", 1, NULL);
+	assert_non_null(strstr(x.out, "Connection: keep-alive\r\n"));
+	assert_false(sf_http_conn_should_close(c));
+	sf_http_conn_free(c);
+}
+
+static void limits(void **state)
+{
+	struct rec x;
+	struct sf_http_conn *c = conn(&x, 100);
+	feed(c, "POST / HTTP/1.1\r\nContent-Length: 101\r\n\r\n");
+	assert_int_equal(x.n_req, 0);
+	assert_non_null(strstr(x.out, "HTTP/1.1 413 "));
+	assert_non_null(strstr(x.out, "past the limit of 100"));
+	assert_true(sf_http_conn_should_close(c));
+	sf_http_conn_free(c);
+
+	c = conn(&x, 100);
+	feed(c, "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n40\r\n");
+	char chunk[0x41];
+	memset(chunk, 'a', 0x40);
+	chunk[0x40] = 0;
+	feed(c, chunk);
+	feed(c, "\r\n40\r\n");
+	feed(c, chunk);
+	assert_int_equal(x.n_req, 0);
+	assert_non_null(strstr(x.out, "HTTP/1.1 413 "));
+	sf_http_conn_free(c);
+
+	c = conn(&x, 100);
+	char big[2048] = "GET / HTTP/1.1\r\nX-Big: ";
+	memset(big + strlen(big), 'b', 1500);
+	feed(c, big);
+	assert_non_null(strstr(x.out, "HTTP/1.1 431 "));
+	sf_http_conn_free(c);
+
+	c = conn(&x, 100);
+	char many[4096] = "GET / HTTP/1.1\r\n";
+	for (int i = 0; i < SF_HTTP_MAX_HEADERS + 1; i++)
+		snprintf(many + strlen(many), sizeof(many) - strlen(many), "H%d: v\r\n", i);
+	strcat(many, "\r\n");
+	struct sf_http_limits lim = { .max_head = 8192 };
+	struct sf_http_conn_ops ops = { .arg = &x, .on_request = on_request, .write = on_write };
+	sf_http_conn_free(c);
+	c = sf_http_conn_new(&lim, &ops);
+	x.c = c;
+	feed(c, many);
+	assert_int_equal(x.n_req, 0);
+	assert_non_null(strstr(x.out, "HTTP/1.1 431 "));
+	assert_non_null(strstr(x.out, "more than 64 headers"));
+	sf_http_conn_free(c);
+}
+
+static void bad_request_line(void **state)
+{
+	struct rec x;
+	struct sf_http_conn *c = conn(&x, 100);
+	feed(c, "GARBAGE\r\n\r\n");
+	assert_int_equal(x.n_req, 0);
+	assert_non_null(strstr(x.out, "HTTP/1.1 400 Bad Request\r\n"));
+	assert_true(sf_http_conn_should_close(c));
+	/* what follows is ignored, and nothing crashes */
+	feed(c, "GET / HTTP/1.1\r\n\r\n");
+	assert_int_equal(x.n_req, 0);
+	sf_http_conn_free(c);
+
+	c = conn(&x, 100);
+	feed(c, "POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n");
+	assert_int_equal(x.n_req, 0);
+	assert_non_null(strstr(x.out, "HTTP/1.1 "));
+	assert_null(strstr(x.out, "HTTP/1.1 200"));
+	sf_http_conn_free(c);
+}
+
+static void stream_bytes(void **state)
+{
+	struct rec x;
+	struct sf_http_conn *c = conn(&x, 100);
+	feed(c, "POST / HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
+	assert_int_equal(sf_http_stream_begin(c, 200, "text/event-stream", NULL), 0);
+	assert_int_equal(sf_http_stream_write(c, "data: 1\n\n", 9), 0);
+	assert_int_equal(sf_http_stream_write(c, "0123456789abcdefX", 17), 0);
+	assert_int_equal(sf_http_stream_end(c), 0);
+	assert_string_equal(x.out, "HTTP/1.1 200 OK\r\nServer: superfluid\r\nContent-Type: "
+			    "text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+			    "9\r\ndata: 1\n\n\r\n11\r\n0123456789abcdefX\r\n0\r\n\r\n");
+	assert_false(sf_http_conn_busy(c));
+	assert_false(sf_http_conn_should_close(c));
+	sf_http_conn_free(c);
+
+	c = conn(&x, 100);
+	feed(c, "GET / HTTP/1.0\r\n\r\n");
+	sf_http_stream_begin(c, 200, "text/event-stream", NULL);
+	sf_http_stream_write(c, "abc", 3);
+	sf_http_stream_end(c);
+	assert_non_null(strstr(x.out, "\r\n\r\nabc"));
+	assert_null(strstr(x.out, "chunked"));
+	assert_true(sf_http_conn_should_close(c));
+	sf_http_conn_free(c);
+}
+
+static void head_and_expect(void **state)
+{
+	struct rec x;
+	struct sf_http_conn *c = conn(&x, 100);
+	feed(c, "HEAD /health HTTP/1.1\r\n\r\n");
+	sf_http_respond(c, 200, "application/json", "{\"a\":1}", 7, NULL);
+	assert_non_null(strstr(x.out, "Content-Length: 7\r\n\r\n"));
+	assert_null(strstr(x.out, "{\"a\":1}"));
+	sf_http_conn_free(c);
+
+	c = conn(&x, 100);
+	feed(c, "POST / HTTP/1.1\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n");
+	assert_string_equal(x.out, "HTTP/1.1 100 Continue\r\n\r\n");
+	feed(c, "ok");
+	assert_int_equal(x.n_req, 1);
+	sf_http_conn_free(c);
+}
+
+static void write_failure_closes(void **state)
+{
+	struct rec x;
+	struct sf_http_conn *c = conn(&x, 100);
+	feed(c, "GET / HTTP/1.1\r\n\r\n");
+	x.fail_writes = true;
+	assert_int_not_equal(sf_http_respond(c, 200, "text/plain", "x", 1, NULL), 0);
+	assert_true(sf_http_conn_should_close(c));
+	sf_http_conn_free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(get_then_respond),
+		cmocka_unit_test(post_byte_at_a_time),
+		cmocka_unit_test(chunked_body),
+		cmocka_unit_test(pipelined_one_at_a_time),
+		cmocka_unit_test(answered_at_once_then_next),
+		cmocka_unit_test(connection_close_and_http10),
+		cmocka_unit_test(limits),
+		cmocka_unit_test(bad_request_line),
+		cmocka_unit_test(stream_bytes),
+		cmocka_unit_test(head_and_expect),
+		cmocka_unit_test(write_failure_closes),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
