@@ -192,7 +192,7 @@ static int copy_templates(struct sf_head_tokenizer *t, const struct sf_tokenizer
 int sf_tokenizer_from_export(struct sf_head_tokenizer **out, const struct sf_tokenizer_export *m,
 			     struct sf_err *err)
 {
-	size_t vocab_bytes, name_bytes;
+	size_t vocab_bytes = 0, name_bytes = 0;
 	*out = NULL;
 	int rc = check(m, &vocab_bytes, &name_bytes, err);
 	if (rc)
