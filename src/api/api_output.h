@@ -36,6 +36,8 @@ int sf_str_add(struct sf_str *s, const void *p, size_t n); /* 0 or -1 (no memory
 							    * SF_STR_MAX) */
 void sf_str_free(struct sf_str *s);
 
+#define SF_OUT_MAX_CALL_BYTES (1u << 20) /* of one tool call's JSON; past it, it is content */
+
 struct sf_out_tool_call {
 	char id[40];     /* "call_" + 24 random-looking characters, from the seed given */
 	char *name;
@@ -58,12 +60,23 @@ struct sf_out {
 	uint32_t n_tokens;     /* tokens fed */
 	bool done;             /* a stop sequence, end of turn or eos was seen */
 	bool stopped_by_text;  /* done by a stop sequence (finish "stop") */
-	/* private: the channel, the held-back bytes, the tool call being read */
+	/* private: the channel, the held-back bytes, the tool call being read, each text
+	 * channel's incomplete UTF-8 sequence */
 	int channel;
 	struct sf_str hold, call;
+	uint8_t pend[2][4];
+	uint8_t n_pend[2];
+	bool ended;
 };
 
-/* vocab, stops, tools must outlive o. */
+/* vocab, stops, tools must outlive o.
+ * chat: <|think|>..<|/think|> is reasoning; <|tool_call|>JSON<|/tool_call|> a tool call when
+ * JSON is {"name": one of tools (any name when no tools are given), "arguments": an object,
+ * or a string holding one, or absent}, at most SF_API_MAX_TOOL_CALLS; otherwise its text is
+ * content. Stop sequences apply to the content: the first to complete (byte by byte, so
+ * token boundaries do not matter; of two completing at one byte the earlier start) cuts it.
+ * Not chat: every token's bytes are content. Both: other specials are dropped, end_turn and
+ * eos end the output (done, not stopped_by_text), ids past the vocabulary are skipped. */
 void sf_out_init(struct sf_out *o, const struct sf_out_vocab *vocab, bool chat,
 		 const char *const *stops, uint32_t n_stops, const struct sf_api_tool *tools,
 		 uint32_t n_tools, uint64_t id_seed);

@@ -90,6 +90,8 @@ static const char replacement[] = "\xef\xbf\xbd";
 
 int sf_utf8_append_valid(struct sf_str *out, const uint8_t *p, size_t n)
 {
+	if (!n)
+		return 0;
 	size_t i = 0, run = 0; /* p[i - run .. i) is valid and not yet copied */
 	while (i < n) {
 		size_t used;
