@@ -17,12 +17,19 @@ struct sf_api_usage {
 	uint32_t prompt_tokens, completion_tokens; /* total_tokens is their sum */
 };
 
-/* One generated token's log-probabilities, with its text from the vocabulary. */
+/* Generated tokens' log-probabilities, with their text from the vocabulary: "token" is the
+ * token's bytes made valid UTF-8 (U+FFFD for what is not), "bytes" its exact bytes. A logprob
+ * that is not finite is sent as -9999.0. */
 struct sf_api_logprobs {
 	const struct sf_out_vocab *vocab;
 	const struct sf_logprob *v; /* token, logprob, top[] */
 	uint32_t n;
+	uint32_t text_offset; /* completions: text_offset of v[0], in characters (code points)
+			       * of the text before it: the echoed prompt, earlier chunks */
 };
+/* The characters (code points) the tokens' "token" texts come to: what the next chunk's
+ * text_offset moves on by. */
+uint32_t sf_api_logprobs_text_len(const struct sf_api_logprobs *lp);
 
 /* The identity every object of one response shares. */
 struct sf_api_meta {

@@ -427,6 +427,48 @@ static void make_link(void)
 	}
 }
 
+/* ---- fuzz_http: [split seed] then requests ---- */
+
+static void put_text(const char *name, uint8_t first, const char *text)
+{
+	struct sf_buf b;
+	sf_buf_init(&b, strlen(text) + 1);
+	app_u8(&b, first);
+	app(&b, text, strlen(text));
+	put_file(name, &b);
+	sf_buf_free(&b);
+}
+
+static void make_http(void)
+{
+	put_text("get", 1, "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n");
+	put_text("post", 2, "POST /v1/chat/completions HTTP/1.1\r\nContent-Type: application/json\r\n"
+		 "Content-Length: 13\r\n\r\n{\"model\":\"m\"}");
+	put_text("chunked", 3, "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+		 "5\r\nhello\r\n0\r\n\r\n");
+	put_text("pipelined", 4, "GET /a HTTP/1.1\r\n\r\nHEAD /b HTTP/1.0\r\nConnection: keep-alive"
+		 "\r\n\r\nGET /c?q=1 HTTP/1.1\r\nExpect: 100-continue\r\n\r\n");
+}
+
+/* ---- fuzz_api: [kind and flags] then a body ---- */
+
+static void make_api(void)
+{
+	put_text("chat", 1, "{\"model\":\"sim-1\",\"messages\":[{\"role\":\"system\",\"content\":\"s\"},"
+		 "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]}],"
+		 "\"stop\":[\"lo\",\"x\"],\"temperature\":0.5,\"max_tokens\":9,\"stream\":true,"
+		 "\"stream_options\":{\"include_usage\":true}}");
+	put_text("tools", 7, "{\"model\":\"sim-1\",\"messages\":[{\"role\":\"user\",\"content\":\"w\"},"
+		 "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c1\",\"type\":"
+		 "\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"a\\\": 1}\"}}]},"
+		 "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"ok\"}],\"tools\":[{\"type\":"
+		 "\"function\",\"function\":{\"name\":\"f\",\"parameters\":{\"type\":\"object\"}}}],"
+		 "\"tool_choice\":\"auto\",\"logprobs\":true,\"top_logprobs\":2}");
+	put_text("completion", 0, "{\"model\":\"sim-1\",\"prompt\":[\"once\"],\"logprobs\":3,"
+		 "\"seed\":5,\"echo\":false,\"session\":\"s-1\"}");
+	put_text("broken", 1, "{\"model\":\"sim-1\",\"messages\":[{\"role\":");
+}
+
 static const struct {
 	const char *name;
 	void (*make)(void);
@@ -435,6 +477,8 @@ static const struct {
 	{ "fuzz_msg", make_msg },
 	{ "fuzz_noise", make_noise },
 	{ "fuzz_link", make_link },
+	{ "fuzz_http", make_http },
+	{ "fuzz_api", make_api },
 };
 
 int main(int argc, char **argv)

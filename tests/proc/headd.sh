@@ -34,7 +34,7 @@ start_node() { # name [more options]
 }
 start_head() { # token file [more options]
 	: >"$work/head.err"
-	"$headd" --fleet "127.0.0.1:$p1,127.0.0.1:$p2" --fleet-auth "$1" --admin-socket "$sock" \
+	"$headd" --fleet "127.0.0.1:$p1,127.0.0.1:$p2" --fleet-auth "$1" --admin-socket "$sock" --listen-http 127.0.0.1:0 \
 		"${@:2}" 2>"$work/head.err" &
 	hpid=$!; pids+=("$hpid")
 	for _ in $(seq 100); do [ -S "$sock" ] && return 0; sleep 0.05; done
@@ -129,7 +129,7 @@ start_node n4 --sim-tokens-per-s 50 && p4=$port && n4pid=$npid
 sock2="$work/headd2.sock"
 # A head on two paced nodes; prints the pid. $1: its socket, the rest: more options.
 start_head2() {
-	"$headd" --fleet "127.0.0.1:$p3,127.0.0.1:$p4" --fleet-auth "$work/tok" --admin-socket "$1" \
+	"$headd" --fleet "127.0.0.1:$p3,127.0.0.1:$p4" --fleet-auth "$work/tok" --admin-socket "$1" --listen-http 127.0.0.1:0 \
 		"${@:2}" 2>"$work/$(basename "$1").err" &
 	h2pid=$!; pids+=("$h2pid")
 	for _ in $(seq 100); do "$cli" status --admin-socket "$1" 2>/dev/null | grep -c ' up ' | grep -qx 2 && return 0; sleep 0.05; done
@@ -176,7 +176,7 @@ kill -TERM "$h2pid" 2>/dev/null; wait "$h2pid" 2>/dev/null
 # ---- nodes that dial in (--fleet-listen, noded --join) ----
 sock4="$work/headd4.sock"
 jport=$((10000 + ($$ + 7) % 20000))
-"$headd" --fleet-listen "127.0.0.1:$jport" --fleet-auth "$work/tok" --admin-socket "$sock4" \
+"$headd" --fleet-listen "127.0.0.1:$jport" --fleet-auth "$work/tok" --admin-socket "$sock4" --listen-http 127.0.0.1:0 \
 	2>"$work/head4.err" &
 h4pid=$!; pids+=("$h4pid")
 for _ in $(seq 100); do [ -S "$sock4" ] && break; sleep 0.05; done

@@ -445,7 +445,7 @@ static void timeout_fails(void **state)
 	ready_fleet(f);
 	uint64_t t1;
 	const uint32_t *toks;
-	uint32_t n, node;
+	uint32_t n, node = 0;
 	struct sf_err err;
 	assert_int_equal(encode(f, "sim-1", SF_TOKENIZE_ENCODE, "slow", NULL, 0, &t1, &toks, &n, &err), 0);
 	peek(f, &node);
@@ -568,7 +568,7 @@ static void a_node_with_another_digest_is_not_used(void **state)
 	assert_int_equal(pending(f), 0);
 	uint64_t t;
 	const uint32_t *toks;
-	uint32_t n, node;
+	uint32_t n, node = 0;
 	struct sf_err err;
 	for (int i = 0; i < 6; i++) {
 		char text[8];
@@ -617,7 +617,7 @@ static void export_asked_elsewhere(void **state)
 	struct fx *f = *state;
 	uint64_t t;
 	const uint32_t *toks;
-	uint32_t n, node;
+	uint32_t n, node = 0;
 	struct sf_err err;
 	/* Node 1's engine serves another model, but its handshake claims sim-1. */
 	sf_node_free(f->node[1]);
@@ -741,7 +741,7 @@ static void node_error_is_passed_on(void **state)
 	struct sf_piece bad = { .text = "plain", .text_len = 5, .special = true };
 	uint64_t t;
 	const uint32_t *toks;
-	uint32_t n, node;
+	uint32_t n, node = 0;
 	struct sf_err err;
 	assert_int_equal(encode(f, "sim-1", SF_TOKENIZE_PIECES, NULL, &bad, 1, &t, &toks, &n, &err), 0);
 	peek(f, &node);
@@ -765,7 +765,7 @@ static void odd_answers(void **state)
 	ready_fleet(f);
 	uint64_t t;
 	const uint32_t *toks;
-	uint32_t n, node;
+	uint32_t n, node = 0;
 	struct sf_err err;
 	assert_int_equal(encode(f, "sim-1", SF_TOKENIZE_ENCODE, "odd", NULL, 0, &t, &toks, &n, &err), 0);
 	const struct sf_msg *req = peek(f, &node);

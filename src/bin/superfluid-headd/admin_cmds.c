@@ -143,6 +143,8 @@ static const char *finish_name(uint32_t reason)
 void headd_head_event(void *arg, const struct sf_head_event *ev)
 {
 	struct headd *d = arg;
+	if (headd_gen_event(d, ev))
+		return;
 	struct headd_client *c = client_of(d, ev->session_id);
 	if (!c || c->ended)
 		return;

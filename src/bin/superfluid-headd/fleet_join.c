@@ -41,8 +41,10 @@ static void join_open(struct sf_link_conn *lc)
 		struct sf_link_conn *old_lc = n->lc;
 		struct sf_err why;
 		sf_err_set(&why, SF_E_CLOSED, "replaced by a new link from the same node");
-		if (n->open)
+		if (n->open) {
 			sf_head_link_down(d->head, n->index, n->link_id, &why, sf_loop_now(d->loop));
+			headd_api_node_down(d, n->index);
+		}
 		n->lc = NULL;
 		n->open = false;
 		n->link_id = 0;

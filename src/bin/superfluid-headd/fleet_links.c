@@ -119,6 +119,7 @@ void headd_node_opened(struct headd_node *n, struct sf_link_conn *lc)
 		   n->identity, p->encrypted ? "sealed" : "plain", p->version, models,
 		   p->capacity.free_sessions);
 	sf_head_link_up(d->head, n->index, n->link_id, p, sf_loop_now(d->loop));
+	headd_api_node_up(d, n->index, p);
 }
 
 static void on_open(struct sf_link_conn *lc)
@@ -131,7 +132,8 @@ void headd_node_msg(struct sf_link_conn *lc, const struct sf_msg *m)
 	struct headd_node *n = sf_link_conn_user(lc);
 	if (!n || lc != n->lc || !n->open)
 		return;
-	if (!sf_head_on_msg(n->d->head, n->index, m, sf_loop_now(n->d->loop))) {
+	if (!sf_head_on_msg(n->d->head, n->index, m, sf_loop_now(n->d->loop)) &&
+	    !headd_api_node_msg(n->d, n->index, m)) {
 		const char *name = sf_msg_name(m->type);
 		sfd_debug("node %s: ignored a %s", n->addr, name ? name : "message");
 	}
@@ -146,8 +148,10 @@ void headd_node_closed(struct headd_node *n, struct sf_link_conn *lc, const stru
 	n->lc = NULL;
 	n->open = false;
 	n->closing = false;
-	if (was_open)
+	if (was_open) {
 		sf_head_link_down(d->head, n->index, n->link_id, err, sf_loop_now(d->loop));
+		headd_api_node_down(d, n->index);
+	}
 	n->link_id = 0;
 	schedule_redial(n, was_open, err->msg);
 }
@@ -224,6 +228,7 @@ void headd_nodes_drop_pending(struct headd *d)
 		n->lc = NULL; /* the head counts it closed already: its on_closed is not news */
 		n->open = false;
 		n->link_id = 0;
+		headd_api_node_down(d, n->index);
 		sf_link_conn_close(lc, 0, "the head gave up on this link");
 		schedule_redial(n, true, "the head gave up on the link");
 	}

@@ -17,6 +17,7 @@ bool headd_tick(struct headd *d)
 	uint64_t now = sf_loop_now(d->loop);
 	sf_head_tick(d->head, now);
 	headd_nodes_drop_pending(d); /* the DROP_LINK events of this tick */
+	headd_api_tick(d);
 	uint64_t at = sf_head_deadline(d->head);
 	bool due = at <= now;
 	if (due)

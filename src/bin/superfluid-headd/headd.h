@@ -13,6 +13,7 @@
 #include "io/link_conn.h"
 #include "io/loop.h"
 
+#include "api.h"
 #include "options.h"
 
 #define HEADD_MAX_NODES 64
@@ -68,6 +69,7 @@ struct headd {
 	uint64_t head_timer, head_timer_at;
 	uint64_t rng;
 	bool stopping;
+	struct headd_api api;
 };
 
 /* fleet_links.c */

@@ -48,7 +48,7 @@ static int start(struct headd *d)
 		sfd_err("cannot install the signal handlers");
 		return EXIT_RUNTIME;
 	}
-	if (headd_admin_listen(d) || headd_join_listen(d))
+	if (headd_admin_listen(d) || headd_join_listen(d) || headd_api_start(d))
 		return EXIT_RUNTIME;
 	sfd_info("head %s: %u node%s, %s loop, %s links", d->identity, d->n_nodes,
 		   d->n_nodes == 1 ? "" : "s", sf_io_kind_name(sf_loop_kind(d->loop)),
@@ -76,6 +76,7 @@ static void say_goodbye(struct headd *d)
 {
 	headd_clients_close_all(d);
 	headd_clients_sweep(d);
+	headd_api_stop(d);
 	d->stopping = true;
 	headd_nodes_stop(d);
 	if (d->head_timer)
@@ -104,6 +105,7 @@ static void stop(struct headd *d)
 		d->clients = c->next;
 		free(c);
 	}
+	headd_api_free(d);
 	sf_head_free(d->head);
 	d->head = NULL;
 	if (d->opts->admin_socket)

@@ -27,6 +27,16 @@ static const struct sfd_opt opts[] = {
 	{ "silence-ms", SFD_OPT_U32, F(silence_ms), 1, UINT32_MAX, NULL },
 	{ "heartbeat-ms", SFD_OPT_U32, F(heartbeat_ms), 1, 3600000, NULL },
 	{ "log-level", SFD_OPT_LOG, F(log_level), 0, 0, NULL },
+	{ "listen-http", SFD_OPT_ADDR, F(listen_http), 0, 0, NULL },
+	{ "tls-cert", SFD_OPT_STR, F(tls_cert), 0, 0, NULL },
+	{ "tls-key", SFD_OPT_STR, F(tls_key), 0, 0, NULL },
+	{ "api-keys", SFD_OPT_STR, F(api_keys), 0, 0, NULL },
+	{ "http-max-body", SFD_OPT_U32, F(http_max_body), 1024, 1u << 30, NULL },
+	{ "http-max-conns", SFD_OPT_U32, F(http_max_conns), 1, 1000000, NULL },
+	{ "stream-buffer", SFD_OPT_U32, F(stream_buffer), 4096, 1u << 30, NULL },
+	{ "max-tokens-default", SFD_OPT_U32, F(max_tokens_default), 1, 1u << 20, NULL },
+	{ "max-sessions", SFD_OPT_U32, F(max_sessions), 1, 4096, NULL },
+	{ "session-idle-s", SFD_OPT_U32, F(session_idle_s), 1, 30u * 86400, NULL },
 	{ "help", SFD_OPT_HELP, 0, 0, 0, NULL },
 	{ "version", SFD_OPT_VERSION, 0, 0, 0, NULL },
 };
@@ -43,7 +53,7 @@ static const char usage_text[] =
 	"       superfluid-headd --fleet-listen HOST:PORT [options]\n"
 	"\n"
 	"Runs a superfluid head: it dials every node of the fleet, places conversations on\n"
-	"them and streams their generations to clients on the admin socket.\n"
+	"them and streams their generations to clients of its HTTP API and its admin socket.\n"
 	"\n"
 	"  --fleet HOST:PORT,...   the nodes to dial (their --listen). A node that cannot be\n"
 	"                          reached is dialed again, backing off from 100 ms to 10 s,\n"
@@ -67,6 +77,22 @@ static const char usage_text[] =
 	"                          4294967295: never); its sessions wait --replace-after-ms\n"
 	"  --heartbeat-ms N        send a heartbeat after this much quiet (default 1000)\n"
 	"  --log-level LEVEL       error, warn, info or debug (default info)\n"
+	"\n"
+	"The client API (OpenAI-compatible HTTP: /v1/models, /v1/completions,\n"
+	"/v1/chat/completions, /v1/sessions/ID, /health, /metrics; see docs/API.md):\n"
+	"  --listen-http HOST:PORT where clients connect (default " HEADD_DEFAULT_LISTEN_HTTP ")\n"
+	"  --tls-cert FILE, --tls-key FILE  serve HTTPS with this PEM certificate chain and key\n"
+	"  --api-keys FILE         bearer keys clients must send, one per line (`#` comments);\n"
+	"                          without it no key is asked for\n"
+	"  --http-max-body N       bytes of a request body at most (default 8388608)\n"
+	"  --http-max-conns N      client connections at once (default 4096)\n"
+	"  --stream-buffer N       bytes a slow client may leave unread; past it its stream\n"
+	"                          ends with an error and its generation is cancelled\n"
+	"                          (default 4194304)\n"
+	"  --max-tokens-default N  tokens a request generates when it names no max_tokens\n"
+	"                          (default 4096)\n"
+	"  --max-sessions N        named sessions (X-Superfluid-Session) kept (default 1024)\n"
+	"  --session-idle-s N      a named session unused this long is ended (default 3600)\n"
 	"  --help                  this text\n"
 	"  --version               the program's and the protocol's versions\n"
 	"\n"
@@ -101,6 +127,13 @@ enum headd_parse_result headd_opts_parse(struct headd_opts *o, int argc, char **
 	o->silence_ms = SF_LINK_SILENCE_MS;
 	o->heartbeat_ms = SF_LINK_HEARTBEAT_MS;
 	o->log_level = SFD_LOG_INFO;
+	o->listen_http = HEADD_DEFAULT_LISTEN_HTTP;
+	o->http_max_body = 8u << 20;
+	o->http_max_conns = 4096;
+	o->stream_buffer = 4u << 20;
+	o->max_tokens_default = 4096;
+	o->max_sessions = 1024;
+	o->session_idle_s = 3600;
 	if (sfd_opts_parse_argv(&spec, o, argc, argv, &help, &version))
 		return HEADD_PARSE_EXIT_USAGE;
 	if (help) {
@@ -118,6 +151,8 @@ enum headd_parse_result headd_opts_parse(struct headd_opts *o, int argc, char **
 		return usage_error("needs --fleet HOST:PORT[,HOST:PORT...] or --fleet-listen HOST:PORT");
 	if (o->identity && strlen(o->identity) >= SF_MAX_NAME)
 		return usage_error("--identity: longer than 255 bytes");
+	if (!o->tls_cert != !o->tls_key)
+		return usage_error("--tls-cert and --tls-key go together");
 	if (o->silence_ms != UINT32_MAX && o->heartbeat_ms >= o->silence_ms)
 		return usage_error("--heartbeat-ms must be below --silence-ms");
 	return HEADD_PARSE_RUN;

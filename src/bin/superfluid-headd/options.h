@@ -15,6 +15,7 @@
 /* Keep in step with project() in the top CMakeLists.txt. */
 #define HEADD_VERSION "0.1.0"
 #define HEADD_DEFAULT_ADMIN_SOCKET "/run/superfluid/headd.sock"
+#define HEADD_DEFAULT_LISTEN_HTTP "127.0.0.1:8080"
 
 
 /* Strings point into argv or into memory the options own (headd_opts_free). */
@@ -29,6 +30,16 @@ struct headd_opts {
 	uint32_t replace_after_ms;
 	uint32_t silence_ms, heartbeat_ms; /* the links' liveness */
 	enum sfd_log_level log_level;
+	/* The client API (HTTP). */
+	const char *listen_http;  /* HOST:PORT; default 127.0.0.1:8080 */
+	const char *tls_cert, *tls_key; /* both, or neither: HTTPS */
+	const char *api_keys;     /* a file of bearer keys, or NULL: no keys asked */
+	uint32_t http_max_body;   /* bytes of a request body */
+	uint32_t http_max_conns;  /* client connections at once */
+	uint32_t stream_buffer;   /* bytes a slow client may leave unread before its stream ends */
+	uint32_t max_tokens_default; /* a request's max_tokens when it gives none */
+	uint32_t max_sessions;    /* named sessions (X-Superfluid-Session) kept */
+	uint32_t session_idle_s;  /* a named session unused this long is ended */
 
 	struct sfd_opt_state st; /* private: what the command line set, strings from files */
 };

@@ -1,0 +1,199 @@
+/* The head's client API on its event loop: HTTP connections (with TLS when asked), the
+ * OpenAI-shaped requests they carry, the generations those run on the fleet, named sessions
+ * and the metrics. Everything here runs on the loop's thread. */
+#ifndef HEADD_API_H
+#define HEADD_API_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "api/api_output.h"
+#include "api/api_request.h"
+#include "api/api_response.h"
+#include "api/chat_codec.h"
+#include "head/tok_client.h"
+#include "http/http_conn.h"
+#include "http/tls.h"
+
+struct headd;
+struct headd_req;
+
+/* One client connection. */
+struct headd_http {
+	struct headd *d;
+	struct sf_conn *conn;     /* NULL once closed */
+	struct sf_tls *tls;       /* NULL: plain HTTP */
+	struct sf_http_conn *http;
+	struct headd_req *req;    /* the request being answered, or NULL */
+	int ep;                   /* its enum headd_endpoint, for the metrics */
+	bool failed;              /* a write was refused: closing */
+	bool ended;               /* a response ended: close, or take the next request */
+	struct sf_http_conn_ops http_ops; /* the callbacks, with this connection as arg */
+	struct sf_tls_ops tls_ops;
+	struct headd_http *next;
+};
+
+/* A session clients name (X-Superfluid-Session): kept across requests on the node that holds
+ * its context, its content mirrored here so the next turn appends only what is new. */
+struct headd_named {
+	char name[SF_API_MAX_SESSION_ID + 1];
+	char model[256];
+	uint64_t session_id;
+	uint32_t *content;        /* the whole content the node has (prompts and replies) */
+	uint32_t n_content, cap;
+	uint32_t turns;
+	uint64_t created_s, used_ms;
+	struct headd_req *busy;   /* the request running a generation on it, or NULL */
+	bool opened;              /* placed on a node at least once */
+	struct headd_named *next;
+};
+
+enum headd_req_state {
+	REQ_TOKENIZING = 1, /* waiting for a node to encode the prompt */
+	REQ_GENERATING = 2,
+	REQ_DONE = 3,       /* answered; waiting to be freed */
+};
+
+/* One generation request (chat or completion) from start to its last byte. */
+struct headd_req {
+	struct headd *d;
+	struct headd_http *h;     /* NULL once the client went away */
+	enum headd_req_state state;
+	struct sf_api_request r;
+	char id[48];
+	uint64_t created_s;
+	uint64_t t_start, t_first, t_last; /* loop ms: arrival, first token, last token */
+
+	struct headd_named *named; /* or NULL: an unnamed session, closed at the end */
+	uint64_t session_id, generation_id;
+	uint64_t ticket;          /* tokenizer ticket while REQ_TOKENIZING */
+	uint32_t *content;        /* the content sent for this generation */
+	uint32_t n_content;
+	uint32_t *gen;            /* the tokens generated, as fed to out */
+	uint32_t n_gen, gen_cap;
+	uint32_t max_tokens;
+
+	const struct sf_head_tokenizer *tok;
+	struct sf_out_vocab vocab;
+	struct sf_out out;
+	struct sf_logprob *lps;   /* logprobs received (deep copies), when asked */
+	uint32_t n_lps, lps_cap, lps_sent;
+
+	bool tokenize_only;       /* POST /v1/tokenize: answer the encoding, generate nothing */
+	bool streaming;           /* SSE headers went out */
+	bool role_sent;
+	bool dirty;               /* output not yet flushed this turn */
+	bool finished;            /* the generation ended (FINISH or ERROR) */
+	bool cancelled;           /* to be cancelled (output complete, or the client left) */
+	bool cancel_sent;         /* sf_head_cancel was called */
+	bool cut;                 /* the client read too slowly: its stream was ended */
+	const char *finish_reason;
+	struct sf_api_error fail;  /* set when it ended in an error */
+	bool failed;
+	struct headd_req *next;
+};
+
+/* The endpoints, as the metrics count them. */
+enum headd_endpoint {
+	EP_CHAT = 0, EP_COMPLETIONS, EP_MODELS, EP_SESSIONS, EP_HEALTH, EP_METRICS, EP_OTHER,
+	EP_TOKENIZE, EP_FLEET,
+	EP_COUNT
+};
+
+/* The metrics registry (metrics.c). */
+#define HEADD_HIST_BUCKETS 16
+struct headd_hist {
+	uint64_t count, bucket[HEADD_HIST_BUCKETS + 1];
+	double sum;
+};
+struct headd_metrics {
+	uint64_t requests[EP_COUNT][6];  /* [endpoint][status class: 2xx, 4xx, 5xx, 401, 429, other] */
+	uint64_t prompt_tokens, completion_tokens;
+	uint64_t streams_cut;     /* slow clients whose stream was ended */
+	uint64_t client_gone;     /* generations cancelled because the client left */
+	uint64_t link_opens[64];  /* per node */
+	uint32_t http_conns;
+	struct headd_hist ttft, itl; /* seconds */
+};
+
+struct headd_api {
+	struct sf_tls_ctx *tls;
+	struct sf_tok_client *tok;
+	uint8_t (*keys)[32];      /* SHA-256 of each bearer key */
+	uint32_t n_keys;
+	struct headd_http *conns;
+	struct headd_req *reqs;
+	struct headd_named *named;
+	uint32_t n_named;
+	uint64_t tok_timer, tok_timer_at;
+	uint64_t next_id;
+	struct headd_metrics m;
+};
+
+/* http_server.c */
+int headd_api_start(struct headd *d);   /* 0 or -1 (logged) */
+void headd_api_stop(struct headd *d);   /* closes every client connection */
+void headd_api_free(struct headd *d);
+void headd_http_sweep(struct headd *d); /* frees closed connections and ended requests */
+/* Writes plaintext to the client (through TLS when on). 0 or -1. */
+int headd_http_write(struct headd_http *h, const void *p, size_t n);
+/* Bytes written to the client and not yet sent. */
+size_t headd_http_unsent(const struct headd_http *h);
+/* The response to the connection's request has ended: close, or take the next one. */
+void headd_http_response_done(struct headd_http *h);
+void headd_http_service(struct headd_http *h); /* acts on ended (after each turn) */
+
+/* api_routes.c */
+bool headd_model_served(struct headd *d, const char *model);
+void headd_api_request(struct headd_http *h, const struct sf_http_request *r);
+/* Answers r's connection with an error object. */
+void headd_api_send_error(struct headd_http *h, const struct sf_api_error *e);
+void headd_api_send_json(struct headd_http *h, int status, char *json); /* frees json */
+
+/* api_generate.c */
+void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct sf_http_request *r);
+/* The head's events for sessions the API opened (returns false for other sessions). */
+bool headd_gen_event(struct headd *d, const struct sf_head_event *ev);
+void headd_gen_tokenized(void *arg, uint64_t ticket, int rc, const uint32_t *tokens,
+			 uint32_t n, const char *msg);
+void headd_gen_client_gone(struct headd_req *q); /* its connection closed */
+void headd_gen_free(struct headd_req *q);
+
+/* api_tokenize.c: POST /v1/tokenize and GET /v1/fleet */
+void headd_tokenize_start(struct headd_http *h, const struct sf_http_request *r);
+void headd_tokenize_answer(struct headd_req *q, const uint32_t *tokens, uint32_t n);
+void headd_fleet_page(struct headd_http *h);
+
+/* api_stream.c: what a request's output becomes on the wire */
+void headd_stream_begin(struct headd_req *q); /* a streamed request's headers */
+void headd_stream_flush(struct headd *d); /* once per loop turn: every request's new output */
+void headd_stream_finish(struct headd_req *q); /* the whole response or the stream's end */
+
+/* api_sessions.c */
+struct headd_named *headd_named_find(struct headd *d, const char *name);
+struct headd_named *headd_named_new(struct headd *d, const char *name, const char *model,
+				    struct sf_api_error *e);
+void headd_named_end(struct headd *d, struct headd_named *s); /* closes it on its node */
+void headd_named_expire(struct headd *d);                     /* the idle ones */
+int headd_named_set_content(struct headd_named *s, const uint32_t *t, uint32_t n);
+void headd_sessions_get(struct headd_http *h, const char *name);
+void headd_sessions_delete(struct headd_http *h, const char *name);
+
+/* api_keys.c */
+int headd_keys_load(struct headd *d, const char *path); /* 0 or -1 (logged) */
+/* Whether the request may go on; answers the 401 itself when not. */
+bool headd_keys_check(struct headd_http *h, const struct sf_http_request *r);
+
+/* metrics.c */
+void headd_metrics_request(struct headd *d, enum headd_endpoint ep, int status);
+void headd_hist_add(struct headd_hist *hst, double v);
+void headd_metrics_page(struct headd_http *h);
+
+/* fleet hooks for the tokenizer client (fleet_links.c calls these) */
+void headd_api_node_up(struct headd *d, uint32_t node, const struct sf_link_peer *p);
+void headd_api_node_down(struct headd *d, uint32_t node);
+bool headd_api_node_msg(struct headd *d, uint32_t node, const struct sf_msg *m);
+void headd_api_tick(struct headd *d); /* after each turn: tokenizer deadlines, flushes */
+int headd_tok_send(void *arg, uint32_t node, uint16_t type, const void *msg);
+
+#endif

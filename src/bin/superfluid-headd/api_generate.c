@@ -1,0 +1,438 @@
+/* A generation request from its body to its session on the fleet: parse and check, render the
+ * conversation (chat), have a node encode it, open (or continue) the session, generate; then
+ * the head's events for it. What the output becomes on the wire is api_stream.c's. The head
+ * is never called from inside one of its own callbacks: cancels and closes wait for
+ * headd_api_tick. */
+#include "headd.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "daemon/log.h"
+
+/* ---- the model's vocabulary for the output decoder ---- */
+
+static const uint8_t *vocab_bytes(void *arg, uint32_t t, size_t *len)
+{
+	return sf_tokenizer_bytes(arg, t, len);
+}
+
+static bool vocab_special(void *arg, uint32_t t)
+{
+	return sf_tokenizer_is_special(arg, t);
+}
+
+static void vocab_init(struct sf_out_vocab *v, const struct sf_head_tokenizer *t)
+{
+	*v = (struct sf_out_vocab){
+		.arg = (void *)t,
+		.bytes = vocab_bytes,
+		.is_special = vocab_special,
+		.eos = sf_tokenizer_eos(t),
+		.end_turn = sf_tokenizer_special(t, "<|im_end|>"),
+		.tool_open = sf_tokenizer_special(t, "<|tool_call|>"),
+		.tool_close = sf_tokenizer_special(t, "<|/tool_call|>"),
+		.think_open = sf_tokenizer_special(t, "<|think|>"),
+		.think_close = sf_tokenizer_special(t, "<|/think|>"),
+	};
+}
+
+/* ---- requests ---- */
+
+static uint64_t next_rand(struct headd *d)
+{
+	uint64_t z = (d->rng += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static struct headd_req *req_of(struct headd *d, uint64_t session_id)
+{
+	for (struct headd_req *q = d->api.reqs; q; q = q->next)
+		if (q->session_id == session_id && q->state != REQ_DONE)
+			return q;
+	return NULL;
+}
+
+/* The request ends in an error: the whole answer when nothing went out yet, else the
+ * stream's last event (api_stream.c). */
+static void req_fail(struct headd_req *q, const struct sf_api_error *e)
+{
+	q->fail = *e;
+	q->failed = true;
+	q->finished = true;
+	q->dirty = true;
+}
+
+void headd_gen_free(struct headd_req *q)
+{
+	struct headd *d = q->d;
+	if (q->ticket)
+		sf_tok_client_forget(d->api.tok, q->ticket);
+	if (q->named && q->named->busy == q)
+		q->named->busy = NULL;
+	sf_api_request_free(&q->r);
+	sf_out_free(&q->out);
+	for (uint32_t i = 0; i < q->n_lps; i++)
+		free(q->lps[i].top);
+	free(q->lps);
+	free(q->content);
+	free(q->gen);
+	free(q);
+}
+
+static int render_chat(struct headd_req *q, struct sf_pieces *pieces, struct sf_api_error *e)
+{
+	struct headd_named *s = q->named;
+	bool later = s && s->turns > 0;
+	unsigned flags = SF_CHAT_GEN_PROMPT | (later ? 0 : SF_CHAT_PREAMBLE);
+	/* A later turn starts by closing the reply the model gave last. */
+	if (later && sf_chat_end_turn("chatml", pieces))
+		return sf_api_fail(e, 500, "server_error", NULL, NULL, "the head is out of memory");
+	return sf_chat_render("chatml", q->r.messages, q->r.n_messages, q->r.tools,
+			      q->r.n_tools, flags, pieces, e);
+}
+
+static int start_generation(struct headd_req *q, const uint32_t *tokens, uint32_t n);
+
+void headd_gen_tokenized(void *arg, uint64_t ticket, int rc, const uint32_t *tokens, uint32_t n,
+			 const char *msg)
+{
+	struct headd *d = arg;
+	struct headd_req *q = NULL;
+	for (struct headd_req *k = d->api.reqs; k && !q; k = k->next)
+		if (k->ticket == ticket && k->state == REQ_TOKENIZING)
+			q = k;
+	if (!q)
+		return;
+	q->ticket = 0;
+	if (rc) {
+		struct sf_api_error e;
+		sf_api_fail(&e, 503, "service_unavailable", "tokenizer_unavailable", NULL,
+			    "the prompt could not be encoded: %s", msg ? msg : "no node answered");
+		req_fail(q, &e);
+		return;
+	}
+	if (q->tokenize_only)
+		headd_tokenize_answer(q, tokens, n);
+	else
+		start_generation(q, tokens, n);
+}
+
+/* Content = the named session's content so far + the new tokens; then the session is
+ * opened (the first time) and the generation asked for. */
+static int start_generation(struct headd_req *q, const uint32_t *tokens, uint32_t n)
+{
+	struct headd *d = q->d;
+	struct headd_named *s = q->named;
+	struct sf_api_error e;
+	uint32_t base = s ? s->n_content : 0;
+	if ((uint64_t)base + n > SF_MAX_TOKENS) {
+		sf_api_fail(&e, 400, "invalid_request_error", "context_length_exceeded", "messages",
+			    "the conversation holds %" PRIu64 " tokens, past the %u a session may "
+			    "hold; start a new session", (uint64_t)base + n, SF_MAX_TOKENS);
+		req_fail(q, &e);
+		return -1;
+	}
+	q->content = malloc(((size_t)base + n + 1) * sizeof(uint32_t));
+	if (!q->content) {
+		sf_api_fail(&e, 500, "server_error", NULL, NULL, "the head is out of memory");
+		req_fail(q, &e);
+		return -1;
+	}
+	if (base)
+		memcpy(q->content, s->content, (size_t)base * sizeof(uint32_t));
+	if (n)
+		memcpy(q->content + base, tokens, (size_t)n * sizeof(uint32_t));
+	q->n_content = base + n;
+
+	uint64_t now = sf_loop_now(d->loop);
+	struct sf_err err;
+	int rc = 0;
+	if (!s || !s->opened) {
+		q->session_id = s ? s->session_id : ++d->next_session_id;
+		struct sf_head_session_params p = {
+			.model = q->r.model,
+			.sampling = { .temperature = q->r.temperature, .top_p = q->r.top_p,
+				      .seed = q->r.has_seed ? q->r.seed : next_rand(d) },
+		};
+		rc = sf_head_session_open(d->head, q->session_id, &p, now, &err);
+		if (!rc && s)
+			s->opened = true;
+	} else {
+		q->session_id = s->session_id;
+	}
+	if (!rc)
+		rc = sf_head_append(d->head, q->session_id, q->content, q->n_content, now, &err);
+	struct sf_generate_opts opts = { .logprobs = q->r.logprobs,
+					 .top_logprobs = (uint8_t)q->r.top_logprobs };
+	if (!rc)
+		rc = sf_head_generate(d->head, q->session_id, q->max_tokens, 0,
+				      q->r.logprobs ? &opts : NULL, now, &q->generation_id, &err);
+	if (rc) {
+		if (rc == SF_E_UNSUPPORTED)
+			sf_api_fail(&e, 400, "invalid_request_error", "unsupported_on_fleet",
+				    "logprobs", "%s", err.msg);
+		else if (rc == SF_E_LIMIT || rc == SF_E_RANGE)
+			sf_api_fail(&e, 503, "service_unavailable", "no_capacity", NULL,
+				    "no node can take the session now: %s", err.msg);
+		else
+			sf_api_fail(&e, 500, "server_error", NULL, NULL, "%s", err.msg);
+		if (s && !s->turns && rc != SF_E_UNSUPPORTED)
+			s->opened = false;
+		req_fail(q, &e);
+		sfd_info("%s: %s", q->id, err.msg);
+		return -1;
+	}
+	q->state = REQ_GENERATING;
+	d->api.m.prompt_tokens += q->n_content;
+	uint32_t node = sf_head_session_node(d->head, q->session_id);
+	sfd_debug("%s: session %llu, %u prompt tokens, on %s", q->id,
+		  (unsigned long long)q->session_id, q->n_content,
+		  node == SF_HEAD_NO_NODE ? "no node yet" : sf_head_node_name(d->head, node));
+	return 0;
+}
+
+static int named_for(struct headd_req *q, const struct sf_http_request *hr, struct sf_api_error *e)
+{
+	struct headd *d = q->d;
+	const char *hdr = sf_http_header(hr, "x-superfluid-session");
+	const char *name = hdr ? hdr : q->r.session;
+	if (!name)
+		return 0;
+	if (sf_api_check_session_name(name, hdr ? "X-Superfluid-Session" : "session", e))
+		return -1;
+	struct headd_named *s = headd_named_find(d, name);
+	if (s) {
+		if (strcmp(s->model, q->r.model))
+			return sf_api_fail(e, 400, "invalid_request_error", "invalid_value", "model",
+					   "session %s runs model %s, not %.128s; start another "
+					   "session for another model", s->name, s->model, q->r.model);
+		if (s->busy)
+			return sf_api_fail(e, 409, "invalid_request_error", "session_busy", NULL,
+					   "session %s is still generating an answer; wait for it, "
+					   "or end it with DELETE /v1/sessions/%s", s->name, s->name);
+	} else if (!(s = headd_named_new(d, name, q->r.model, e))) {
+		return -1;
+	}
+	s->busy = q;
+	s->used_ms = sf_loop_now(d->loop);
+	q->named = s;
+	return 0;
+}
+
+/* What the request asked for, checked against what this fleet can do. */
+static int check(struct headd_req *q, struct sf_api_error *e)
+{
+	struct headd *d = q->d;
+	if (q->r.n > 1)
+		return sf_api_bad(e, "n", "n must be 1 on this head: each choice would need its "
+				  "own session (ask again for another answer)");
+	if (!headd_model_served(d, q->r.model))
+		return sf_api_fail(e, 404, "invalid_request_error", "model_not_found", "model",
+				   "The model '%.128s' does not exist: no node of this head serves "
+				   "it now (GET /v1/models lists those that do)", q->r.model);
+	q->tok = sf_tok_client_tokenizer(d->api.tok, q->r.model);
+	if (!q->tok)
+		return sf_api_fail(e, 503, "service_unavailable", "tokenizer_unavailable", "model",
+				   "the tokenizer of model %.128s has not arrived from its nodes yet; "
+				   "try again in a moment", q->r.model);
+	if (!sf_tokenizer_offers_pieces(q->tok) && q->r.kind == SF_API_CHAT)
+		return sf_api_fail(e, 503, "service_unavailable", "tokenizer_unavailable", "model",
+				   "the nodes serving %.128s cannot encode a chat prompt (their "
+				   "tokenizer offers no piece encoding)", q->r.model);
+	q->max_tokens = q->r.max_tokens ? q->r.max_tokens : d->opts->max_tokens_default;
+	return 0;
+}
+
+void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct sf_http_request *r)
+{
+	struct headd *d = h->d;
+	struct headd_req *q = calloc(1, sizeof(*q));
+	struct sf_api_error e;
+	if (!q) {
+		headd_api_send_json(h, 500, NULL);
+		return;
+	}
+	q->d = d;
+	q->t_start = sf_loop_now(d->loop);
+	q->created_s = (uint64_t)time(NULL);
+	snprintf(q->id, sizeof(q->id), "%s-%016" PRIx64 "%08" PRIx64,
+		 kind == SF_API_CHAT ? "chatcmpl" : "cmpl", next_rand(d), ++d->api.next_id);
+	if (sf_api_parse_request(kind, r->body, r->body_len, &q->r, &e) || check(q, &e) ||
+	    named_for(q, r, &e)) {
+		headd_gen_free(q);
+		headd_api_send_error(h, &e);
+		return;
+	}
+	vocab_init(&q->vocab, q->tok);
+	sf_out_init(&q->out, &q->vocab, kind == SF_API_CHAT, (const char *const *)q->r.stop,
+		    q->r.n_stop, q->r.tools, q->r.n_tools, next_rand(d));
+
+	/* Chat: the rendered conversation; completions: the prompt, plain text. */
+	struct sf_pieces pieces = { 0 };
+	struct sf_piece plain = { .text = q->r.prompt,
+				  .text_len = q->r.prompt ? (uint32_t)strlen(q->r.prompt) : 0 };
+	unsigned mode = SF_TOKENIZE_PIECES;
+	if (kind == SF_API_CHAT && render_chat(q, &pieces, &e)) {
+		sf_pieces_free(&pieces);
+		headd_gen_free(q);
+		headd_api_send_error(h, &e);
+		return;
+	}
+	if (kind == SF_API_COMPLETION && !sf_tokenizer_offers_pieces(q->tok))
+		mode = sf_tokenizer_offers_plain(q->tok) ? SF_TOKENIZE_PLAIN : SF_TOKENIZE_ENCODE;
+	h->req = q;
+	q->h = h;
+	q->next = d->api.reqs;
+	d->api.reqs = q;
+	q->state = REQ_TOKENIZING;
+	const uint32_t *toks = NULL;
+	uint32_t n = 0;
+	struct sf_err err;
+	int rc = kind == SF_API_CHAT
+		 ? sf_tok_client_encode(d->api.tok, q->r.model, mode, NULL, 0, pieces.v, pieces.n,
+					q->t_start, &q->ticket, &toks, &n, &err)
+		 : sf_tok_client_encode(d->api.tok, q->r.model, mode, plain.text, plain.text_len,
+					&plain, 1, q->t_start, &q->ticket, &toks, &n, &err);
+	sf_pieces_free(&pieces);
+	if (rc < 0) {
+		sf_api_fail(&e, 503, "service_unavailable", "tokenizer_unavailable", NULL,
+			    "the prompt could not be encoded: %s", err.msg);
+		req_fail(q, &e);
+	} else if (rc == 1) {
+		start_generation(q, toks, n);
+	}
+	headd_stream_begin(q);
+}
+
+/* ---- the head's events ---- */
+
+static int keep_logprobs(struct headd_req *q, const struct sf_logprob *v, uint32_t n)
+{
+	if (q->n_lps + n > q->lps_cap) {
+		uint32_t cap = q->lps_cap ? q->lps_cap : 64;
+		while (cap < q->n_lps + n)
+			cap *= 2;
+		struct sf_logprob *p = realloc(q->lps, (size_t)cap * sizeof(*p));
+		if (!p)
+			return -1;
+		q->lps = p;
+		q->lps_cap = cap;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct sf_logprob *l = &q->lps[q->n_lps];
+		*l = v[i];
+		l->top = NULL;
+		if (v[i].n_top) {
+			l->top = malloc((size_t)v[i].n_top * sizeof(*l->top));
+			if (!l->top)
+				return -1;
+			memcpy(l->top, v[i].top, (size_t)v[i].n_top * sizeof(*l->top));
+		}
+		q->n_lps++;
+	}
+	return 0;
+}
+
+static void take_tokens(struct headd_req *q, const uint32_t *t, uint32_t n)
+{
+	struct headd *d = q->d;
+	uint64_t now = sf_loop_now(d->loop);
+	if (!q->t_first) {
+		q->t_first = now;
+		headd_hist_add(&d->api.m.ttft, (double)(now - q->t_start) / 1000.0);
+	} else if (n) {
+		double gap = (double)(now - q->t_last) / 1000.0 / n;
+		for (uint32_t i = 0; i < n; i++)
+			headd_hist_add(&d->api.m.itl, gap);
+	}
+	q->t_last = now;
+	d->api.m.completion_tokens += n;
+	for (uint32_t i = 0; i < n && !q->out.done; i++) {
+		if (q->n_gen == q->gen_cap) {
+			uint32_t cap = q->gen_cap ? q->gen_cap * 2 : 256;
+			uint32_t *p = realloc(q->gen, (size_t)cap * sizeof(*p));
+			if (!p)
+				break;
+			q->gen = p;
+			q->gen_cap = cap;
+		}
+		q->gen[q->n_gen++] = t[i];
+		if (sf_out_feed(&q->out, &t[i], 1))
+			q->cancelled = !q->finished; /* the rest is not wanted: cancel at the tick */
+	}
+	q->dirty = true;
+}
+
+static const char *finish_reason(struct headd_req *q, uint32_t reason)
+{
+	if (q->out.n_calls)
+		return "tool_calls";
+	if (q->out.done)
+		return "stop";
+	switch (reason) {
+	case SF_FINISH_LENGTH:
+	case SF_FINISH_WALL:
+		return "length";
+	default:
+		return "stop";
+	}
+}
+
+bool headd_gen_event(struct headd *d, const struct sf_head_event *ev)
+{
+	struct headd_req *q = req_of(d, ev->session_id);
+	if (!q)
+		return false;
+	if (ev->generation_id && ev->generation_id != q->generation_id)
+		return true;
+	if (q->finished)
+		return true;
+	struct sf_api_error e;
+	switch (ev->kind) {
+	case SF_HEAD_EV_TOKENS:
+		take_tokens(q, ev->tokens, ev->n_tokens);
+		return true;
+	case SF_HEAD_EV_LOGPROBS:
+		if (q->r.logprobs && keep_logprobs(q, ev->logprobs, ev->n_logprobs))
+			sfd_warn("%s: no memory for its logprobs", q->id);
+		q->dirty = true;
+		return true;
+	case SF_HEAD_EV_FINISH:
+		q->finished = true;
+		q->cancelled = false;
+		sf_out_end(&q->out);
+		if (ev->reason == SF_FINISH_ERROR || ev->reason == SF_FINISH_EXPIRED) {
+			sf_api_fail(&e, 500, "server_error", NULL, NULL,
+				    ev->reason == SF_FINISH_EXPIRED ? "the session's lease ran out"
+				    : "the node could not finish the generation");
+			req_fail(q, &e);
+		}
+		q->finish_reason = finish_reason(q, ev->reason);
+		q->dirty = true;
+		return true;
+	case SF_HEAD_EV_ERROR:
+		sf_api_fail(&e, 503, "service_unavailable", "generation_failed", NULL, "%s",
+			    ev->msg ? ev->msg : "the generation failed");
+		sf_out_end(&q->out);
+		req_fail(q, &e);
+		return true;
+	default:
+		return true;
+	}
+}
+
+void headd_gen_client_gone(struct headd_req *q)
+{
+	q->h = NULL;
+	if (q->state == REQ_GENERATING && !q->finished) {
+		q->cancelled = true;
+		q->d->api.m.client_gone++;
+		sfd_info("%s: the client went away; generation cancelled", q->id);
+	}
+}

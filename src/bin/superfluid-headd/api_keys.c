@@ -1,0 +1,109 @@
+/* Bearer keys (--api-keys FILE): one key per line, blank lines and `#` comments skipped. The
+ * head keeps only their SHA-256 and compares digests in constant time, so neither a key's
+ * bytes nor its length show in the time an answer takes. */
+#include "headd.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include <sodium.h>
+
+#include "daemon/log.h"
+
+#define HEADD_MAX_KEYS 65536
+#define HEADD_KEY_MAX 1024
+
+int headd_keys_load(struct headd *d, const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		sfd_err("--api-keys %s: cannot open it (%s)", path, strerror(errno));
+		return -1;
+	}
+	struct stat st;
+	if (fstat(fileno(f), &st) == 0 && (st.st_mode & 0077))
+		sfd_warn("--api-keys %s: readable by group or others (chmod 600 it)", path);
+	char line[HEADD_KEY_MAX + 2];
+	unsigned lineno = 0;
+	int rc = 0;
+	while (fgets(line, sizeof(line), f)) {
+		lineno++;
+		size_t n = strlen(line);
+		if (n && line[n - 1] != '\n' && !feof(f)) {
+			sfd_err("--api-keys %s:%u: a key longer than %d bytes", path, lineno,
+				HEADD_KEY_MAX);
+			rc = -1;
+			break;
+		}
+		while (n && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' ' ||
+			     line[n - 1] == '\t'))
+			line[--n] = 0;
+		char *k = line;
+		while (*k == ' ' || *k == '\t')
+			k++;
+		if (!*k || *k == '#')
+			continue;
+		if (strpbrk(k, " \t")) {
+			sfd_err("--api-keys %s:%u: a key holds a blank; one key per line", path, lineno);
+			rc = -1;
+			break;
+		}
+		if (d->api.n_keys == HEADD_MAX_KEYS) {
+			sfd_err("--api-keys %s: more than %d keys", path, HEADD_MAX_KEYS);
+			rc = -1;
+			break;
+		}
+		uint8_t (*keys)[32] = realloc(d->api.keys, (d->api.n_keys + 1) * sizeof(*keys));
+		if (!keys) {
+			rc = -1;
+			break;
+		}
+		d->api.keys = keys;
+		crypto_hash_sha256(keys[d->api.n_keys++], (const uint8_t *)k, strlen(k));
+		sodium_memzero(line, sizeof(line));
+	}
+	fclose(f);
+	if (!rc && !d->api.n_keys) {
+		sfd_err("--api-keys %s: holds no key", path);
+		rc = -1;
+	}
+	if (!rc)
+		sfd_info("--api-keys %s: %u key%s", path, d->api.n_keys, d->api.n_keys == 1 ? "" : "s");
+	return rc;
+}
+
+bool headd_keys_check(struct headd_http *h, const struct sf_http_request *r)
+{
+	struct headd *d = h->d;
+	if (!d->api.n_keys)
+		return true;
+	const char *auth = sf_http_header(r, "authorization");
+	struct sf_api_error e;
+	if (!auth || strncasecmp(auth, "Bearer ", 7)) {
+		sf_api_fail(&e, 401, "invalid_request_error", "missing_api_key", NULL,
+			    "You didn't provide an API key. Send it in the Authorization header "
+			    "as 'Bearer YOUR_KEY'");
+		headd_api_send_error(h, &e);
+		return false;
+	}
+	const char *key = auth + 7;
+	while (*key == ' ')
+		key++;
+	uint8_t digest[32];
+	crypto_hash_sha256(digest, (const uint8_t *)key, strlen(key));
+	/* Every key is compared, whichever matches, so the time does not say which. */
+	int match = 0;
+	for (uint32_t i = 0; i < d->api.n_keys; i++)
+		match |= sodium_memcmp(digest, d->api.keys[i], 32) == 0;
+	if (match)
+		return true;
+	sf_api_fail(&e, 401, "invalid_request_error", "invalid_api_key", NULL,
+		    "Incorrect API key provided. The head's --api-keys file lists the keys it "
+		    "takes");
+	headd_api_send_error(h, &e);
+	return false;
+}

@@ -1,0 +1,238 @@
+/* The client API's routes: which handler a request goes to, the bearer key check, the model
+ * list and /health. Generations are api_generate.c's, sessions api_sessions.c's, /metrics
+ * metrics.c's. */
+#include "headd.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "daemon/log.h"
+
+static enum headd_endpoint endpoint_of(const char *path)
+{
+	if (!strcmp(path, "/v1/chat/completions"))
+		return EP_CHAT;
+	if (!strcmp(path, "/v1/completions"))
+		return EP_COMPLETIONS;
+	if (!strncmp(path, "/v1/models", 10))
+		return EP_MODELS;
+	if (!strncmp(path, "/v1/sessions", 12))
+		return EP_SESSIONS;
+	if (!strcmp(path, "/health"))
+		return EP_HEALTH;
+	if (!strcmp(path, "/metrics"))
+		return EP_METRICS;
+	if (!strcmp(path, "/v1/tokenize"))
+		return EP_TOKENIZE;
+	if (!strcmp(path, "/v1/fleet"))
+		return EP_FLEET;
+	return EP_OTHER;
+}
+
+/* Responses answered here end the request at once. */
+static void respond(struct headd_http *h, int status, const char *type, const char *body,
+		    size_t len, const char *extra)
+{
+	headd_metrics_request(h->d, (enum headd_endpoint)h->ep, status);
+	sf_http_respond(h->http, status, type, body, len, extra);
+	headd_http_response_done(h);
+}
+
+void headd_api_send_json(struct headd_http *h, int status, char *json)
+{
+	if (!json) {
+		static const char oom[] = "{\"error\":{\"message\":\"the head is out of memory\","
+					  "\"type\":\"server_error\",\"param\":null,\"code\":null}}";
+		respond(h, 500, "application/json", oom, sizeof(oom) - 1, NULL);
+		return;
+	}
+	respond(h, status, "application/json", json, strlen(json), NULL);
+	free(json);
+}
+
+void headd_api_send_error(struct headd_http *h, const struct sf_api_error *e)
+{
+	const char *extra = NULL;
+	if (e->status == 401)
+		extra = "WWW-Authenticate: Bearer realm=\"superfluid\"\r\n";
+	char *json = sf_api_error_json(e);
+	if (!json) {
+		headd_api_send_json(h, e->status, NULL);
+		return;
+	}
+	respond(h, e->status, "application/json", json, strlen(json), extra);
+	free(json);
+}
+
+/* The distinct models the open links serve, into names (at most cap). */
+static uint32_t served_models(struct headd *d, const char **names, uint32_t cap)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < d->n_nodes; i++) {
+		const struct headd_node *nd = &d->nodes[i];
+		if (!nd->open || !nd->lc)
+			continue;
+		const struct sf_link_peer *p = sf_link_peer(sf_link_conn_link(nd->lc));
+		for (uint32_t k = 0; k < p->n_models; k++) {
+			const char *m = p->models[k].name;
+			bool seen = !m || !*m;
+			for (uint32_t j = 0; j < n && !seen; j++)
+				seen = !strcmp(names[j], m);
+			if (!seen && n < cap)
+				names[n++] = m;
+		}
+	}
+	return n;
+}
+
+bool headd_model_served(struct headd *d, const char *model)
+{
+	const char *names[SF_HEAD_NODE_MODELS * HEADD_MAX_NODES];
+	uint32_t n = served_models(d, names, sizeof(names) / sizeof(names[0]));
+	for (uint32_t i = 0; i < n; i++)
+		if (!strcmp(names[i], model))
+			return true;
+	return false;
+}
+
+static void models(struct headd_http *h, const char *path)
+{
+	struct headd *d = h->d;
+	const char *names[SF_HEAD_NODE_MODELS * HEADD_MAX_NODES];
+	uint32_t n = served_models(d, names, sizeof(names) / sizeof(names[0]));
+	uint64_t created = (uint64_t)time(NULL);
+	if (!strcmp(path, "/v1/models")) {
+		headd_api_send_json(h, 200, sf_api_models_json(names, n, created, "superfluid"));
+		return;
+	}
+	const char *want = path + strlen("/v1/models/");
+	for (uint32_t i = 0; i < n; i++)
+		if (!strcmp(names[i], want)) {
+			headd_api_send_json(h, 200, sf_api_model_json(want, created, "superfluid"));
+			return;
+		}
+	struct sf_api_error e;
+	sf_api_fail(&e, 404, "invalid_request_error", "model_not_found", "model",
+		    "The model '%.128s' does not exist: no node of this head serves it "
+		    "(GET /v1/models lists those that do)", want);
+	headd_api_send_error(h, &e);
+}
+
+static void health(struct headd_http *h)
+{
+	struct headd *d = h->d;
+	const char *names[SF_HEAD_NODE_MODELS * HEADD_MAX_NODES];
+	uint32_t n = served_models(d, names, sizeof(names) / sizeof(names[0]));
+	uint32_t up = 0;
+	for (uint32_t i = 0; i < d->n_nodes; i++)
+		up += d->nodes[i].open;
+	char body[256];
+	int len = snprintf(body, sizeof(body),
+			   "{\"status\":\"%s\",\"nodes_up\":%u,\"nodes\":%u,\"models\":%u}",
+			   n ? "ok" : "unavailable", up, d->n_nodes, n);
+	respond(h, n ? 200 : 503, "application/json", body, (size_t)len, NULL);
+}
+
+static void not_allowed(struct headd_http *h, const struct sf_http_request *r, const char *allow)
+{
+	struct sf_api_error e;
+	sf_api_fail(&e, 405, "invalid_request_error", "method_not_allowed", NULL,
+		    "%s is not allowed on %.200s (allowed: %s)", r->method, r->path, allow);
+	char extra[64];
+	snprintf(extra, sizeof(extra), "Allow: %s\r\n", allow);
+	char *json = sf_api_error_json(&e);
+	if (!json) {
+		headd_api_send_json(h, 405, NULL);
+		return;
+	}
+	respond(h, 405, "application/json", json, strlen(json), extra);
+	free(json);
+}
+
+static bool is(const struct sf_http_request *r, const char *method)
+{
+	return !strcmp(r->method, method) || (!strcmp(method, "GET") && !strcmp(r->method, "HEAD"));
+}
+
+void headd_api_request(struct headd_http *h, const struct sf_http_request *r)
+{
+	enum headd_endpoint ep = endpoint_of(r->path);
+	h->ep = (int)ep;
+	if (ep == EP_HEALTH) {
+		if (is(r, "GET"))
+			health(h);
+		else
+			not_allowed(h, r, "GET");
+		return;
+	}
+	if (ep == EP_METRICS) {
+		if (is(r, "GET"))
+			headd_metrics_page(h);
+		else
+			not_allowed(h, r, "GET");
+		return;
+	}
+	if (ep == EP_OTHER) {
+		struct sf_api_error e;
+		sf_api_fail(&e, 404, "invalid_request_error", "unknown_url", NULL,
+			    "Unknown request URL: %s %.200s. This head serves /v1/models, "
+			    "/v1/completions, /v1/chat/completions, /v1/sessions/{id}, /v1/tokenize, "
+			    "/v1/fleet, /health and /metrics", r->method, r->path);
+		headd_api_send_error(h, &e);
+		return;
+	}
+	if (!headd_keys_check(h, r))
+		return;
+	switch (ep) {
+	case EP_CHAT:
+	case EP_COMPLETIONS:
+		if (!is(r, "POST")) {
+			not_allowed(h, r, "POST");
+			return;
+		}
+		headd_gen_start(h, ep == EP_CHAT ? SF_API_CHAT : SF_API_COMPLETION, r);
+		return;
+	case EP_TOKENIZE:
+		if (!is(r, "POST")) {
+			not_allowed(h, r, "POST");
+			return;
+		}
+		headd_tokenize_start(h, r);
+		return;
+	case EP_FLEET:
+		if (!is(r, "GET")) {
+			not_allowed(h, r, "GET");
+			return;
+		}
+		headd_fleet_page(h);
+		return;
+	case EP_MODELS:
+		if (!is(r, "GET")) {
+			not_allowed(h, r, "GET");
+			return;
+		}
+		models(h, r->path);
+		return;
+	case EP_SESSIONS: {
+		const char *name = r->path[12] == '/' ? r->path + 13 : "";
+		if (!*name) {
+			struct sf_api_error e;
+			sf_api_fail(&e, 404, "invalid_request_error", "unknown_url", NULL,
+				    "name the session: /v1/sessions/{id}");
+			headd_api_send_error(h, &e);
+		} else if (is(r, "GET")) {
+			headd_sessions_get(h, name);
+		} else if (!strcmp(r->method, "DELETE")) {
+			headd_sessions_delete(h, name);
+		} else {
+			not_allowed(h, r, "GET, DELETE");
+		}
+		return;
+	}
+	default:
+		return;
+	}
+}
+

@@ -1,0 +1,275 @@
+/* What a generation request's output becomes on the wire, once per loop turn: server-sent
+ * events with every new delta (streams), or the whole object at the end; the end of a
+ * request (its named session's content kept, an unnamed session closed); cancels; and the
+ * slow-client limit: past --stream-buffer unread bytes the stream ends with an error and the
+ * generation is cancelled, so a client that does not read never makes the head buffer
+ * without bound. */
+#include "headd.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/log.h"
+
+static enum headd_endpoint ep_of(const struct headd_req *q)
+{
+	if (q->tokenize_only)
+		return EP_TOKENIZE;
+	return q->r.kind == SF_API_CHAT ? EP_CHAT : EP_COMPLETIONS;
+}
+
+static void sse(struct headd_req *q, const char *json)
+{
+	if (!json || !q->h)
+		return;
+	size_t n = strlen(json);
+	char small[4096];
+	char *p = n + 9 <= sizeof(small) ? small : malloc(n + 9);
+	if (p) {
+		memcpy(p, "data: ", 6);
+		memcpy(p + 6, json, n);
+		memcpy(p + 6 + n, "\n\n", 2);
+		sf_http_stream_write(q->h->http, p, n + 8);
+		if (p != small)
+			free(p);
+	}
+}
+
+static void sse_free(struct headd_req *q, char *json)
+{
+	sse(q, json);
+	free(json);
+}
+
+void headd_stream_begin(struct headd_req *q)
+{
+	if (!q->r.stream || q->failed || !q->h)
+		return;
+	char extra[256];
+	int at = snprintf(extra, sizeof(extra), "Cache-Control: no-cache\r\nX-Request-Id: %s\r\n",
+			  q->id);
+	if (q->named)
+		snprintf(extra + at, sizeof(extra) - (size_t)at, "X-Superfluid-Session: %s\r\n",
+			 q->named->name);
+	if (!sf_http_stream_begin(q->h->http, 200, "text/event-stream", extra))
+		q->streaming = true;
+}
+
+static void meta_of(const struct headd_req *q, struct sf_api_meta *m)
+{
+	*m = (struct sf_api_meta){ .id = q->id, .created = q->created_s, .model = q->r.model,
+				   .fingerprint = "superfluid-" HEADD_VERSION };
+}
+
+static void usage_of(const struct headd_req *q, struct sf_api_usage *u)
+{
+	u->prompt_tokens = q->n_content;
+	u->completion_tokens = q->n_gen;
+}
+
+/* The logprobs received and not sent yet (at most those of the tokens kept). */
+static bool new_logprobs(struct headd_req *q, struct sf_api_logprobs *lp)
+{
+	uint32_t upto = q->n_lps < q->n_gen ? q->n_lps : q->n_gen;
+	if (!q->r.logprobs || upto <= q->lps_sent)
+		return false;
+	*lp = (struct sf_api_logprobs){ .vocab = &q->vocab, .v = q->lps + q->lps_sent,
+					.n = upto - q->lps_sent };
+	q->lps_sent = upto;
+	return true;
+}
+
+/* A stream's new deltas. */
+static void stream_deltas(struct headd_req *q)
+{
+	struct sf_api_meta m;
+	meta_of(q, &m);
+	size_t clen = 0, rlen = 0;
+	const char *c = sf_out_take_content(&q->out, &clen);
+	const char *r = sf_out_take_reasoning(&q->out, &rlen);
+	struct sf_api_logprobs lp;
+	bool has_lp = new_logprobs(q, &lp);
+	bool inc = q->r.include_usage;
+	if (q->r.kind == SF_API_COMPLETION) {
+		if (clen || has_lp)
+			sse_free(q, sf_api_completion_chunk_json(&m, 0, c ? c : "", clen, NULL,
+								  has_lp ? &lp : NULL, inc, NULL));
+		return;
+	}
+	if (!q->role_sent && (clen || rlen || has_lp || q->out.n_calls || q->finished)) {
+		struct sf_api_delta d0 = { .role = true };
+		sse_free(q, sf_api_chat_chunk_json(&m, &d0, inc, NULL));
+		q->role_sent = true;
+	}
+	if (clen || rlen || has_lp) {
+		struct sf_api_delta d = { .content = clen ? c : NULL, .content_len = clen,
+					  .reasoning = rlen ? r : NULL, .reasoning_len = rlen,
+					  .logprobs = has_lp ? &lp : NULL };
+		sse_free(q, sf_api_chat_chunk_json(&m, &d, inc, NULL));
+	}
+	const struct sf_out_tool_call *call;
+	while ((call = sf_out_take_call(&q->out))) {
+		struct sf_api_delta d = { .call = call, .call_index = q->out.calls_taken - 1 };
+		sse_free(q, sf_api_chat_chunk_json(&m, &d, inc, NULL));
+	}
+}
+
+static void stream_end(struct headd_req *q)
+{
+	struct sf_api_meta m;
+	meta_of(q, &m);
+	struct sf_api_usage u;
+	usage_of(q, &u);
+	bool inc = q->r.include_usage;
+	if (q->failed) {
+		char *json = sf_api_error_json(&q->fail);
+		sse_free(q, json);
+	} else if (q->r.kind == SF_API_COMPLETION) {
+		sse_free(q, sf_api_completion_chunk_json(&m, 0, "", 0, q->finish_reason, NULL, inc,
+							  NULL));
+		if (inc)
+			sse_free(q, sf_api_completion_chunk_json(&m, 0, NULL, 0, NULL, NULL, true, &u));
+	} else {
+		struct sf_api_delta d = { .finish_reason = q->finish_reason };
+		sse_free(q, sf_api_chat_chunk_json(&m, &d, inc, NULL));
+		if (inc)
+			sse_free(q, sf_api_chat_chunk_json(&m, NULL, true, &u));
+	}
+	if (q->h) {
+		static const char done[] = "data: [DONE]\n\n";
+		sf_http_stream_write(q->h->http, done, sizeof(done) - 1);
+		sf_http_stream_end(q->h->http);
+	}
+}
+
+static void whole_response(struct headd_req *q)
+{
+	if (q->failed) {
+		headd_api_send_error(q->h, &q->fail);
+		return;
+	}
+	struct sf_api_meta m;
+	meta_of(q, &m);
+	struct sf_api_usage u;
+	usage_of(q, &u);
+	struct sf_api_logprobs lp = { .vocab = &q->vocab, .v = q->lps,
+				      .n = q->n_lps < q->n_gen ? q->n_lps : q->n_gen };
+	struct sf_api_choice c = {
+		.content = q->out.content.p ? q->out.content.p : "",
+		.content_len = q->out.content.len,
+		.reasoning = q->out.reasoning.len ? q->out.reasoning.p : NULL,
+		.reasoning_len = q->out.reasoning.len,
+		.calls = q->out.calls, .n_calls = q->out.n_calls,
+		.finish_reason = q->finish_reason,
+		.logprobs = q->r.logprobs ? &lp : NULL,
+	};
+	if (q->out.n_calls && !c.content_len)
+		c.content = NULL;
+	char *json = q->r.kind == SF_API_CHAT ? sf_api_chat_json(&m, &c, 1, &u)
+					      : sf_api_completion_json(&m, &c, 1, &u);
+	headd_api_send_json(q->h, 200, json);
+}
+
+/* The reply the session's node now holds, kept for the next turn (without the token that
+ * ended it: the next turn's rendering closes the turn). */
+static void keep_named(struct headd_req *q)
+{
+	struct headd_named *s = q->named;
+	if (!s || s->busy != q)
+		return;
+	s->busy = NULL;
+	s->used_ms = sf_loop_now(q->d->loop);
+	if (q->failed)
+		return;
+	uint32_t n = q->n_gen;
+	if (n && (q->gen[n - 1] == q->vocab.eos || q->gen[n - 1] == q->vocab.end_turn))
+		n--;
+	uint32_t *all = malloc(((size_t)q->n_content + n + 1) * sizeof(uint32_t));
+	if (!all) {
+		sfd_warn("session %s: no memory to keep its reply", s->name);
+		return;
+	}
+	memcpy(all, q->content, (size_t)q->n_content * sizeof(uint32_t));
+	if (n)
+		memcpy(all + q->n_content, q->gen, (size_t)n * sizeof(uint32_t));
+	headd_named_set_content(s, all, q->n_content + n);
+	free(all);
+	s->turns++;
+}
+
+void headd_stream_finish(struct headd_req *q)
+{
+	struct headd *d = q->d;
+	if (q->h) {
+		headd_metrics_request(d, ep_of(q), q->failed && !q->streaming ? q->fail.status : 200);
+		if (q->streaming)
+			stream_end(q);
+		else
+			whole_response(q); /* ends the response itself */
+		if (q->h && q->h->req == q) {
+			struct headd_http *h = q->h;
+			if (q->streaming)
+				headd_http_response_done(h);
+			else
+				h->req = NULL;
+		}
+	}
+	q->state = REQ_DONE;
+	keep_named(q);
+	if (!q->named && q->session_id) {
+		struct sf_err err;
+		(void)sf_head_session_close(d->head, q->session_id, false, sf_loop_now(d->loop), &err);
+	}
+}
+
+/* The client reads too slowly: end its stream now; the generation is cancelled. */
+static void cut(struct headd_req *q)
+{
+	struct headd *d = q->d;
+	q->cut = true;
+	q->cancelled = true;
+	d->api.m.streams_cut++;
+	sfd_warn("%s: the client left %zu bytes unread (--stream-buffer %u); its stream ends "
+		 "and the generation is cancelled", q->id, headd_http_unsent(q->h),
+		 d->opts->stream_buffer);
+	struct sf_api_error e;
+	sf_api_fail(&e, 503, "server_error", "client_too_slow", NULL,
+		    "the stream was ended: the client did not read it fast enough");
+	sse_free(q, sf_api_error_json(&e));
+	sf_http_stream_end(q->h->http);
+	struct headd_http *h = q->h;
+	q->h = NULL;
+	headd_http_response_done(h);
+}
+
+void headd_stream_flush(struct headd *d)
+{
+	uint64_t now = sf_loop_now(d->loop);
+	for (struct headd_req *q = d->api.reqs; q; q = q->next) {
+		if (q->state == REQ_DONE)
+			continue;
+		if (!q->h && q->state == REQ_TOKENIZING) {
+			q->state = REQ_DONE; /* the client left before its prompt was encoded */
+			keep_named(q);
+			continue;
+		}
+		if (q->cancelled && !q->cancel_sent && !q->finished && q->generation_id) {
+			struct sf_err err;
+			q->cancel_sent = true;
+			(void)sf_head_cancel(d->head, q->session_id, q->generation_id, now, &err);
+		}
+		if (!q->dirty)
+			continue;
+		q->dirty = false;
+		if (q->h && q->streaming && !q->cut) {
+			if (headd_http_unsent(q->h) > d->opts->stream_buffer) {
+				cut(q);
+			} else {
+				stream_deltas(q);
+			}
+		}
+		if (q->finished)
+			headd_stream_finish(q);
+	}
+}

@@ -1,0 +1,132 @@
+/* POST /v1/tokenize ({"model", "text"}: the tokens a node's tokenizer gives the text, with
+ * each token's text) and GET /v1/fleet (every node's link state and capacity): what the
+ * superfluid CLI's tokenize and status show. */
+#include "headd.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+void headd_tokenize_start(struct headd_http *h, const struct sf_http_request *r)
+{
+	struct headd *d = h->d;
+	struct sf_api_error e;
+	json_error_t je;
+	json_t *body = json_loadb((const char *)r->body, r->body_len, 0, &je);
+	const char *model = NULL, *text = NULL;
+	if (!body) {
+		sf_api_bad(&e, NULL, "the body is not JSON: %s (line %d, column %d)", je.text,
+			   je.line, je.column);
+		goto fail;
+	}
+	json_t *m = json_object_get(body, "model"), *t = json_object_get(body, "text");
+	if (!json_is_string(m)) {
+		sf_api_fail(&e, 400, "invalid_request_error", "missing_required_parameter", "model",
+			    "model must be a string naming a model of the fleet");
+		goto fail;
+	}
+	if (!json_is_string(t)) {
+		sf_api_fail(&e, 400, "invalid_request_error", "missing_required_parameter", "text",
+			    "text must be a string");
+		goto fail;
+	}
+	model = json_string_value(m);
+	text = json_string_value(t);
+	if (!headd_model_served(d, model)) {
+		sf_api_fail(&e, 404, "invalid_request_error", "model_not_found", "model",
+			    "The model '%.128s' does not exist: no node of this head serves it now",
+			    model);
+		goto fail;
+	}
+	struct headd_req *q = calloc(1, sizeof(*q));
+	char *model_copy = strdup(model);
+	if (!q || !model_copy) {
+		free(q);
+		free(model_copy);
+		sf_api_fail(&e, 500, "server_error", NULL, NULL, "the head is out of memory");
+		goto fail;
+	}
+	q->d = d;
+	q->h = h;
+	q->tokenize_only = true;
+	q->r.model = model_copy;
+	q->t_start = sf_loop_now(d->loop);
+	q->tok = sf_tok_client_tokenizer(d->api.tok, model);
+	snprintf(q->id, sizeof(q->id), "tok-%" PRIu64, ++d->api.next_id);
+	q->state = REQ_TOKENIZING;
+	h->req = q;
+	q->next = d->api.reqs;
+	d->api.reqs = q;
+	const uint32_t *toks = NULL;
+	uint32_t n = 0;
+	struct sf_err err;
+	int rc = sf_tok_client_encode(d->api.tok, model, SF_TOKENIZE_ENCODE, text, strlen(text),
+				      NULL, 0, q->t_start, &q->ticket, &toks, &n, &err);
+	json_decref(body);
+	if (rc == 1) {
+		headd_tokenize_answer(q, toks, n);
+	} else if (rc < 0) {
+		sf_api_fail(&q->fail, 503, "service_unavailable", "tokenizer_unavailable", NULL,
+			    "the text could not be encoded: %s", err.msg);
+		q->failed = q->finished = q->dirty = true;
+	}
+	return;
+fail:
+	json_decref(body);
+	headd_api_send_error(h, &e);
+}
+
+void headd_tokenize_answer(struct headd_req *q, const uint32_t *tokens, uint32_t n)
+{
+	q->state = REQ_DONE;
+	if (!q->h)
+		return;
+	const struct sf_head_tokenizer *t = q->tok ? q->tok
+				       : sf_tok_client_tokenizer(q->d->api.tok, q->r.model);
+	json_t *ids = json_array(), *pieces = json_array();
+	for (uint32_t i = 0; i < n && ids && pieces; i++) {
+		json_array_append_new(ids, json_integer(tokens[i]));
+		size_t len = 0;
+		const uint8_t *b = t ? sf_tokenizer_bytes(t, tokens[i], &len) : NULL;
+		json_t *s = b ? json_stringn((const char *)b, len) : NULL;
+		json_array_append_new(pieces, s ? s : json_null()); /* not UTF-8 alone: null */
+	}
+	json_t *o = json_pack("{s:s, s:s, s:o, s:i, s:o}", "object", "tokens", "model", q->r.model,
+			      "tokens", ids, "count", (int)n, "pieces", pieces);
+	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	headd_api_send_json(q->h, 200, text);
+}
+
+void headd_fleet_page(struct headd_http *h)
+{
+	struct headd *d = h->d;
+	json_t *nodes = json_array();
+	for (uint32_t i = 0; i < d->n_nodes && nodes; i++) {
+		const struct headd_node *n = &d->nodes[i];
+		uint32_t sessions = 0;
+		for (const struct headd_req *q = d->api.reqs; q; q = q->next)
+			sessions += q->session_id && q->state == REQ_GENERATING &&
+				    sf_head_session_node(d->head, q->session_id) == n->index;
+		for (const struct headd_named *s = d->api.named; s; s = s->next)
+			sessions += s->opened && !s->busy &&
+				    sf_head_session_node(d->head, s->session_id) == n->index;
+		json_array_append_new(nodes, json_pack(
+			"{s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:b}",
+			"node", n->addr, "identity", n->identity[0] ? n->identity : "-",
+			"state", n->open ? "up" : "down", "version", (int)n->version,
+			"free_sessions", (int)n->cap.free_sessions,
+			"max_sessions", (int)n->cap.max_sessions,
+			"batch_running", (int)n->cap.batch_running,
+			"batch_size", (int)n->cap.batch_size, "sessions", (int)sessions,
+			"joined", n->joined));
+	}
+	json_t *o = json_pack("{s:s, s:s, s:o}", "object", "fleet", "head", d->identity, "nodes",
+			      nodes);
+	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	headd_api_send_json(h, 200, text);
+}

@@ -1,0 +1,298 @@
+/* The client API's listener and connections: bytes from the socket go through TLS (when on)
+ * into the HTTP connection, whose requests go to api_routes.c; response bytes go back the
+ * same way. A closed connection is freed by the sweep after the turn, never inside one of its
+ * own callbacks or a head callback. */
+#include "headd.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon/addr.h"
+#include "daemon/log.h"
+
+static int conn_write(struct headd_http *h, const void *p, size_t n)
+{
+	if (!h->conn || h->failed)
+		return -1;
+	if (sf_conn_write(h->conn, p, n)) {
+		/* Past the loop's own limit (far above --stream-buffer): let it go. */
+		h->failed = true;
+		sf_conn_close(h->conn, false);
+		return -1;
+	}
+	return 0;
+}
+
+int headd_http_write(struct headd_http *h, const void *p, size_t n)
+{
+	if (!h->conn || h->failed)
+		return -1;
+	if (h->tls)
+		return sf_tls_write(h->tls, p, n) ? -1 : 0;
+	return conn_write(h, p, n);
+}
+
+size_t headd_http_unsent(const struct headd_http *h)
+{
+	return h->conn ? sf_conn_unsent(h->conn) : 0;
+}
+
+/* ---- the HTTP connection's callbacks ---- */
+
+static void on_request(void *arg, const struct sf_http_request *r)
+{
+	headd_api_request(arg, r);
+}
+
+static int on_write(void *arg, const void *p, size_t n)
+{
+	return headd_http_write(arg, p, n);
+}
+
+static char *error_body(void *arg, int status, const char *message, const char **content_type)
+{
+	struct sf_api_error e;
+	sf_api_fail(&e, status, status >= 500 ? "server_error" : "invalid_request_error",
+		    status == 413 ? "request_too_large" : NULL, NULL, "%s", message);
+	*content_type = "application/json";
+	return sf_api_error_json(&e);
+}
+
+static const struct sf_http_conn_ops http_ops = {
+	.on_request = on_request,
+	.write = on_write,
+	.error_body = error_body,
+};
+
+/* After a response ended: close, or take the next pipelined request. A request answered at
+ * once ends inside the poll; the loop here (not a recursion) takes the one after it. */
+void headd_http_service(struct headd_http *h)
+{
+	while (h->conn && !h->req && h->ended) {
+		h->ended = false;
+		if (sf_http_conn_should_close(h->http)) {
+			if (h->tls)
+				sf_tls_shutdown(h->tls);
+			sf_conn_close(h->conn, true);
+			return;
+		}
+		if (h->tls)
+			sf_tls_poll(h->tls); /* plaintext it kept while the request was busy */
+		if (!h->req && !sf_http_conn_busy(h->http))
+			sf_http_conn_poll(h->http);
+	}
+}
+
+/* ---- TLS ---- */
+
+static size_t tls_plain(void *arg, const uint8_t *p, size_t n)
+{
+	struct headd_http *h = arg;
+	return sf_http_conn_feed(h->http, p, n);
+}
+
+static int tls_cipher(void *arg, const void *p, size_t n)
+{
+	return conn_write(arg, p, n);
+}
+
+static const struct sf_tls_ops tls_ops = {
+	.on_plain = tls_plain,
+	.write_cipher = tls_cipher,
+};
+
+/* ---- the socket's callbacks ---- */
+
+static size_t on_recv(struct sf_conn *conn, const uint8_t *p, size_t n)
+{
+	struct headd_http *h = sf_conn_user(conn);
+	if (!h || h->failed)
+		return n;
+	if (h->tls) {
+		struct sf_err err;
+		if (sf_tls_feed(h->tls, p, n, &err)) {
+			h->ended = true;
+			sfd_debug("HTTPS client: %s", err.msg);
+			h->failed = true;
+			sf_conn_close(conn, true);
+		} else if (sf_http_conn_should_close(h->http)) {
+			h->ended = true;
+		}
+		return n;
+	}
+	size_t took = sf_http_conn_feed(h->http, p, n);
+	if (sf_http_conn_should_close(h->http))
+		h->ended = true; /* answered an error of the client's: close after it */
+	return took;
+}
+
+static void on_turn(struct sf_conn *conn)
+{
+	struct headd_http *h = sf_conn_user(conn);
+	if (h)
+		headd_http_service(h);
+}
+
+static void on_closed(struct sf_conn *conn, int err)
+{
+	struct headd_http *h = sf_conn_user(conn);
+	if (!h)
+		return;
+	h->conn = NULL;
+	if (h->req)
+		headd_gen_client_gone(h->req);
+}
+
+static const struct sf_conn_ops conn_ops = {
+	.on_recv = on_recv,
+	.on_turn = on_turn,
+	.on_closed = on_closed,
+};
+
+static void on_accept(struct sf_loop *loop, int fd, void *arg)
+{
+	struct headd *d = arg;
+	if (d->stopping || d->api.m.http_conns >= d->opts->http_max_conns) {
+		if (!d->stopping)
+			sfd_warn("turned away an HTTP client: %u connections already "
+				 "(--http-max-conns)", d->api.m.http_conns);
+		close(fd);
+		return;
+	}
+	struct headd_http *h = calloc(1, sizeof(*h));
+	struct sf_http_limits lim = { .max_body = d->opts->http_max_body };
+	if (h) {
+		h->http_ops = http_ops;
+		h->http_ops.arg = h;
+		h->tls_ops = tls_ops;
+		h->tls_ops.arg = h;
+		h->http = sf_http_conn_new(&lim, &h->http_ops);
+	}
+	if (h && h->http && d->api.tls)
+		h->tls = sf_tls_new(d->api.tls, &h->tls_ops);
+	if (!h || !h->http || (d->api.tls && !h->tls)) {
+		sfd_warn("turned away an HTTP client: out of memory");
+		if (h) {
+			sf_http_conn_free(h->http);
+			free(h);
+		}
+		close(fd);
+		return;
+	}
+	h->d = d;
+	h->conn = sf_conn_new(loop, fd, &conn_ops, h);
+	if (!h->conn) {
+		sfd_warn("turned away an HTTP client: the connection table is full");
+		sf_tls_free(h->tls);
+		sf_http_conn_free(h->http);
+		free(h);
+		close(fd);
+		return;
+	}
+	d->api.m.http_conns++;
+	h->next = d->api.conns;
+	d->api.conns = h;
+}
+
+void headd_http_response_done(struct headd_http *h)
+{
+	h->req = NULL;
+	h->ended = true;
+}
+
+int headd_api_start(struct headd *d)
+{
+	struct headd_api *a = &d->api;
+	struct sf_err err;
+	if (d->opts->tls_cert && sf_tls_ctx_new(&a->tls, d->opts->tls_cert, d->opts->tls_key, &err)) {
+		sfd_err("%s", err.msg);
+		return -1;
+	}
+	if (d->opts->api_keys && headd_keys_load(d, d->opts->api_keys))
+		return -1;
+	struct sf_tok_client_config tcfg = { .max_nodes = HEADD_MAX_NODES };
+	struct sf_tok_client_io tio = { .arg = d, .done = headd_gen_tokenized };
+	tio.send = headd_tok_send;
+	if (sf_tok_client_new(&a->tok, &tcfg, &tio, &err)) {
+		sfd_err("%s", err.msg);
+		return -1;
+	}
+	char bound[128], why[512];
+	int fd = sfd_listen_socket(d->opts->listen_http, bound, sizeof(bound), why, sizeof(why));
+	if (fd < 0) {
+		sfd_err("--listen-http %s: %s", d->opts->listen_http, why);
+		return -1;
+	}
+	int rc = sf_loop_listen(d->loop, fd, on_accept, d);
+	if (rc) {
+		sfd_err("--listen-http %s: the event loop refused it (%s)", d->opts->listen_http,
+			sf_code_name(rc));
+		return -1;
+	}
+	sfd_info("client API on %s://%s%s", a->tls ? "https" : "http", bound,
+		 a->n_keys ? " (bearer keys required)" : "");
+	return 0;
+}
+
+void headd_api_stop(struct headd *d)
+{
+	for (struct headd_http *h = d->api.conns; h; h = h->next)
+		if (h->conn)
+			sf_conn_close(h->conn, true);
+}
+
+void headd_http_sweep(struct headd *d)
+{
+	for (struct headd_req **pp = &d->api.reqs; *pp;) {
+		struct headd_req *q = *pp;
+		if (q->state != REQ_DONE || (q->h && q->h->req == q)) {
+			pp = &q->next;
+			continue;
+		}
+		*pp = q->next;
+		headd_gen_free(q);
+	}
+	for (struct headd_http **pp = &d->api.conns; *pp;) {
+		struct headd_http *h = *pp;
+		if (h->conn) {
+			pp = &h->next;
+			continue;
+		}
+		*pp = h->next;
+		if (h->req)
+			h->req->h = NULL;
+		sf_tls_free(h->tls);
+		sf_http_conn_free(h->http);
+		free(h);
+		d->api.m.http_conns--;
+	}
+}
+
+void headd_api_free(struct headd *d)
+{
+	struct headd_api *a = &d->api;
+	while (a->reqs) {
+		struct headd_req *q = a->reqs;
+		a->reqs = q->next;
+		q->h = NULL;
+		headd_gen_free(q);
+	}
+	while (a->conns) {
+		struct headd_http *h = a->conns;
+		a->conns = h->next;
+		sf_tls_free(h->tls);
+		sf_http_conn_free(h->http);
+		free(h);
+	}
+	while (a->named) {
+		struct headd_named *s = a->named;
+		a->named = s->next;
+		free(s->content);
+		free(s);
+	}
+	sf_tok_client_free(a->tok);
+	sf_tls_ctx_free(a->tls);
+	free(a->keys);
+	memset(a, 0, sizeof(*a));
+}

@@ -1,0 +1,204 @@
+/* GET /metrics in the Prometheus text format (version 0.0.4): requests by endpoint and
+ * status class, tokens in and out, time to first token and inter-token histograms, each
+ * node's link state and capacity, reconnects, replayed events, sessions. */
+#include "headd.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const double bounds[HEADD_HIST_BUCKETS] = {
+	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 60, 120,
+};
+static const char *const ep_names[EP_COUNT] = {
+	"chat_completions", "completions", "models", "sessions", "health", "metrics", "other",
+	"tokenize", "fleet",
+};
+static const char *const class_names[6] = { "2xx", "4xx", "5xx", "401", "429", "other" };
+
+void headd_metrics_request(struct headd *d, enum headd_endpoint ep, int status)
+{
+	int k = status == 401 ? 3 : status == 429 ? 4 : status >= 200 && status < 300 ? 0
+		: status >= 400 && status < 500 ? 1 : status >= 500 && status < 600 ? 2 : 5;
+	if (ep < EP_COUNT)
+		d->api.m.requests[ep][k]++;
+}
+
+void headd_hist_add(struct headd_hist *h, double v)
+{
+	int i = 0;
+	while (i < HEADD_HIST_BUCKETS && v > bounds[i])
+		i++;
+	h->bucket[i]++;
+	h->count++;
+	h->sum += v;
+}
+
+/* A growing text page. */
+struct page {
+	char *p;
+	size_t len, cap;
+	bool oom;
+};
+
+static void put(struct page *pg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct page *pg, const char *fmt, ...)
+{
+	for (;;) {
+		va_list ap;
+		va_start(ap, fmt);
+		size_t room = pg->cap - pg->len;
+		int n = pg->p ? vsnprintf(pg->p + pg->len, room, fmt, ap) : -1;
+		va_end(ap);
+		if (n >= 0 && (size_t)n < room) {
+			pg->len += (size_t)n;
+			return;
+		}
+		size_t cap = pg->cap ? pg->cap * 2 : 16384;
+		while (n >= 0 && cap - pg->len <= (size_t)n)
+			cap *= 2;
+		char *p = realloc(pg->p, cap);
+		if (!p) {
+			pg->oom = true;
+			return;
+		}
+		pg->p = p;
+		pg->cap = cap;
+	}
+}
+
+static void hist(struct page *pg, const char *name, const char *help, const struct headd_hist *h)
+{
+	put(pg, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+	uint64_t cum = 0;
+	for (int i = 0; i < HEADD_HIST_BUCKETS; i++) {
+		cum += h->bucket[i];
+		put(pg, "%s_bucket{le=\"%g\"} %llu\n", name, bounds[i], (unsigned long long)cum);
+	}
+	put(pg, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name,
+	    (unsigned long long)h->count, name, h->sum, name, (unsigned long long)h->count);
+}
+
+static void counter(struct page *pg, const char *name, const char *help, uint64_t v)
+{
+	put(pg, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name, name,
+	    (unsigned long long)v);
+}
+
+static void gauge(struct page *pg, const char *name, const char *help, uint64_t v)
+{
+	put(pg, "# HELP %s %s\n# TYPE %s gauge\n%s %llu\n", name, help, name, name,
+	    (unsigned long long)v);
+}
+
+/* A label value with \, " and newlines escaped. */
+static const char *label(const char *s, char *buf, size_t n)
+{
+	size_t at = 0;
+	for (; *s && at + 3 < n; s++) {
+		if (*s == '\\' || *s == '"' || *s == '\n') {
+			buf[at++] = '\\';
+			buf[at++] = *s == '\n' ? 'n' : *s;
+		} else {
+			buf[at++] = *s;
+		}
+	}
+	buf[at] = 0;
+	return buf;
+}
+
+static void nodes(struct page *pg, struct headd *d)
+{
+	static const char *const names[][2] = {
+		{ "superfluid_node_up", "Whether the head's link to the node is open (1) or not (0)." },
+		{ "superfluid_node_free_sessions", "Sessions the node can still take, as it last said." },
+		{ "superfluid_node_max_sessions", "Sessions the node can hold, as it last said." },
+		{ "superfluid_node_batch_running", "Sequences in the node's decode batch." },
+		{ "superfluid_node_batch_size", "The node's decode batch size." },
+		{ "superfluid_node_reconnects_total", "Links to the node that opened after its first." },
+	};
+	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+		put(pg, "# HELP %s %s\n# TYPE %s %s\n", names[k][0], names[k][1], names[k][0],
+		    k == 5 ? "counter" : "gauge");
+		for (uint32_t i = 0; i < d->n_nodes; i++) {
+			const struct headd_node *n = &d->nodes[i];
+			char a[300], id[600];
+			uint64_t opens = i < 64 ? d->api.m.link_opens[i] : 0;
+			uint64_t v[] = { n->open, n->cap.free_sessions, n->cap.max_sessions,
+					 n->cap.batch_running, n->cap.batch_size,
+					 opens ? opens - 1 : 0 };
+			put(pg, "%s{node=\"%s\",identity=\"%s\"} %llu\n", names[k][0],
+			    label(n->addr, a, sizeof(a)), label(n->identity[0] ? n->identity : "-",
+								 id, sizeof(id)),
+			    (unsigned long long)v[k]);
+		}
+	}
+}
+
+void headd_metrics_page(struct headd_http *h)
+{
+	struct headd *d = h->d;
+	struct headd_metrics *m = &d->api.m;
+	struct page pg = { 0 };
+	put(&pg, "# HELP superfluid_http_requests_total Client API requests answered, by "
+		 "endpoint and status class.\n# TYPE superfluid_http_requests_total counter\n");
+	for (int e = 0; e < EP_COUNT; e++)
+		for (int k = 0; k < 6; k++)
+			if (m->requests[e][k])
+				put(&pg, "superfluid_http_requests_total{endpoint=\"%s\",status=\"%s\"} "
+					 "%llu\n", ep_names[e], class_names[k],
+				    (unsigned long long)m->requests[e][k]);
+	counter(&pg, "superfluid_prompt_tokens_total", "Prompt tokens sent to nodes.",
+		m->prompt_tokens);
+	counter(&pg, "superfluid_completion_tokens_total", "Tokens generated for clients.",
+		m->completion_tokens);
+	hist(&pg, "superfluid_time_to_first_token_seconds",
+	     "From a request's arrival to its first generated token.", &m->ttft);
+	hist(&pg, "superfluid_inter_token_seconds", "Between a stream's generated tokens.",
+	     &m->itl);
+	counter(&pg, "superfluid_streams_cut_total",
+		"Streams ended because the client read too slowly (--stream-buffer).",
+		m->streams_cut);
+	counter(&pg, "superfluid_client_gone_total",
+		"Generations cancelled because their client went away.", m->client_gone);
+	gauge(&pg, "superfluid_http_connections", "Client connections open.", m->http_conns);
+	nodes(&pg, d);
+	struct sf_head_stats st;
+	sf_head_stats(d->head, &st);
+	gauge(&pg, "superfluid_nodes_up", "Nodes whose link is open.", st.nodes_up);
+	gauge(&pg, "superfluid_sessions", "Sessions the head holds.", st.sessions);
+	gauge(&pg, "superfluid_named_sessions", "Named sessions kept (X-Superfluid-Session).",
+	      d->api.n_named);
+	counter(&pg, "superfluid_replayed_events_total",
+		"Token events nodes sent again after a reconnect.", st.replayed);
+	counter(&pg, "superfluid_duplicate_events_total",
+		"Token events dropped as already delivered.", st.duplicates);
+	counter(&pg, "superfluid_reconciles_total", "Reconciles after a link opened.",
+		st.reconciles);
+	counter(&pg, "superfluid_sessions_reassigned_total",
+		"Sessions moved to another node after theirs stayed down.", st.reassigned);
+	counter(&pg, "superfluid_generations_resumed_total",
+		"Generations that went on from what the client had after a link dropped.",
+		st.resumed);
+	counter(&pg, "superfluid_links_dropped_total", "Links the head gave up on.",
+		st.links_dropped);
+	struct sf_tok_cache_stats tc;
+	sf_tok_client_cache_stats(d->api.tok, &tc);
+	counter(&pg, "superfluid_tokenizer_cache_hits_total", "Prompt encodings from the cache.",
+		tc.hits);
+	counter(&pg, "superfluid_tokenizer_cache_misses_total", "Prompt encodings asked of a node.",
+		tc.misses);
+	gauge(&pg, "superfluid_tokenizer_cache_tokens", "Tokens the encoding cache holds.",
+	      tc.tokens);
+	if (pg.oom) {
+		free(pg.p);
+		headd_api_send_json(h, 500, NULL);
+		return;
+	}
+	headd_metrics_request(d, EP_METRICS, 200);
+	sf_http_respond(h->http, 200, "text/plain; version=0.0.4; charset=utf-8", pg.p, pg.len,
+			NULL);
+	free(pg.p);
+	headd_http_response_done(h);
+}

@@ -1,0 +1,72 @@
+/* The API's request parser, chat codec and output decoder on any bytes.
+ *
+ * Input: [kind and flags] then a request body. The body is parsed as a chat or completions
+ * request; what parses is rendered with the chat codec (chat), and the body's bytes are also
+ * fed as tokens to the output decoder with the request's stops and tools. Checked: parse
+ * results agree with the error (status set exactly when refused), the decoder's text is
+ * valid UTF-8 that jansson takes. */
+#include "fuzz_common.h"
+
+#include <string.h>
+
+#include <jansson.h>
+
+#include "api/api_output.h"
+#include "api/api_request.h"
+#include "api/chat_codec.h"
+
+static const uint8_t *bytes_of(void *arg, uint32_t t, size_t *len)
+{
+	static uint8_t b[256];
+	static bool init;
+	if (!init) {
+		for (int i = 0; i < 256; i++)
+			b[i] = (uint8_t)i;
+		init = true;
+	}
+	if (t >= 256)
+		return NULL;
+	*len = 1;
+	return &b[t];
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size < 1)
+		return 0;
+	enum sf_api_kind kind = data[0] & 1 ? SF_API_CHAT : SF_API_COMPLETION;
+	struct sf_api_request r;
+	struct sf_api_error e = { 0 };
+	memset(&r, 0, sizeof(r));
+	int rc = sf_api_parse_request(kind, data + 1, size - 1, &r, &e);
+	if (rc && (e.status < 400 || !e.message[0]))
+		fuzz_fail("refused without a status and a message");
+	if (!rc && !r.model)
+		fuzz_fail("accepted without a model");
+	if (!rc && kind == SF_API_CHAT) {
+		struct sf_pieces pieces = { 0 };
+		struct sf_api_error e2;
+		(void)sf_chat_render("chatml", r.messages, r.n_messages, r.tools, r.n_tools,
+				     (data[0] & 2 ? SF_CHAT_PREAMBLE : 0) | SF_CHAT_GEN_PROMPT, &pieces, &e2);
+		sf_pieces_free(&pieces);
+	}
+	struct sf_out_vocab v = { .bytes = bytes_of, .eos = 257, .end_turn = 259, .tool_open = 260,
+				  .tool_close = 261, .think_open = 262, .think_close = 263 };
+	struct sf_out o;
+	sf_out_init(&o, &v, kind == SF_API_CHAT, rc ? NULL : (const char *const *)r.stop,
+		    rc ? 0 : r.n_stop, rc ? NULL : r.tools, rc ? 0 : r.n_tools, 1);
+	for (size_t i = 1; i < size && !o.done; i++) {
+		uint32_t t = data[i];
+		if ((data[0] & 4) && t >= 0xf8)
+			t = 256 + (t - 0xf8); /* some specials */
+		sf_out_feed(&o, &t, 1);
+	}
+	sf_out_end(&o);
+	json_t *j = json_stringn(o.content.p ? o.content.p : "", o.content.len);
+	if (!j)
+		fuzz_fail("the decoder's content is not valid UTF-8");
+	json_decref(j);
+	sf_out_free(&o);
+	sf_api_request_free(&r);
+	return 0;
+}
