@@ -1,5 +1,5 @@
-/* The superfluid CLI: talks to superfluid-headd over its admin socket, one request a
- * connection, with plain blocking sockets. */
+/* The superfluid CLI: talks to superfluid-headd over its HTTP API (head_http.h), or over its
+ * admin socket when --admin-socket is given, one request a connection, blocking. */
 #ifndef CLI_CLI_H
 #define CLI_CLI_H
 
@@ -7,8 +7,23 @@
 #include <stdio.h>
 
 #define CLI_DEFAULT_SOCKET "/run/superfluid/headd.sock"
+#define CLI_VERSION "0.1.0"
 
-enum { CLI_OK = 0, CLI_USAGE = 1, CLI_FAILED = 2, CLI_UNREACHABLE = 3 };
+/* Exit codes scripts can rely on (documented in --help and docs/CLI.md). */
+enum { CLI_OK = 0, CLI_USAGE = 1, CLI_FAILED = 2, CLI_UNREACHABLE = 3, CLI_AUTH = 4 };
+
+/* rate.c: a generation's token rate, told on stderr when stdout is a terminal. */
+struct cli_rate {
+	double start, first; /* seconds (CLOCK_MONOTONIC); first 0 until a token came */
+	unsigned long tokens;
+	bool ended_line;     /* the text printed so far ends with '\n' (or nothing printed) */
+};
+void cli_rate_start(struct cli_rate *r);
+/* Text of n tokens printed (n may be 0 while the count is not known yet). */
+void cli_rate_text(struct cli_rate *r, const char *text, unsigned long n);
+/* The generation ended: ends the line and prints "[N tokens in S s, R tokens/s, first token
+ * after T ms]" on stderr when stdout is a terminal; tokens is the final count if known. */
+void cli_rate_end(struct cli_rate *r, unsigned long tokens);
 
 /* admin_conn.c: a connected stream to path, or NULL with the reason said on stderr. */
 FILE *cli_connect(const char *path);
@@ -17,5 +32,11 @@ int cli_send(FILE *f, const char *path, const char *line);
 
 int cli_generate(int argc, char **argv);
 int cli_status(int argc, char **argv);
+int cli_chat(int argc, char **argv);
+int cli_tokenize(int argc, char **argv);
+
+/* The admin socket forms (admin_generate.c, status.c). */
+int cli_admin_generate(const char *path, const char *model, unsigned long max, const char *prompt);
+int cli_admin_status(const char *path);
 
 #endif

@@ -1,139 +1,163 @@
-/* superfluid generate: GENERATE on the admin socket, TOKENS lines printed as they come. */
+/* superfluid generate: a completion of PROMPT through the head's HTTP API (POST
+ * /v1/completions), whole or streamed; or GENERATE on the admin socket. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "cli_args.h"
+#include "head_http.h"
 
 static const char usage_text[] =
-	"usage: superfluid generate [--admin-socket PATH] [--model M] [--max-tokens N] PROMPT\n"
+	"usage: superfluid generate [--head URL] [--model M] [--max-tokens N] [--stream]\n"
+	"                           [--temperature T] [--top-p P] [--seed S] [--stop TEXT]...\n"
+	"                           [--session NAME] PROMPT\n"
+	"       superfluid generate --admin-socket PATH [--model M] [--max-tokens N] PROMPT\n"
 	"\n"
-	"Opens a fresh conversation on a node serving the model, gives it PROMPT and prints the\n"
-	"generated text to stdout as it streams.\n"
-	"  --admin-socket PATH   the head's admin socket (default " CLI_DEFAULT_SOCKET ")\n"
-	"  --model M             the model (default sim-1)\n"
+	"Gives PROMPT to a node serving the model and prints the generated text to stdout: all\n"
+	"of it at the end, or as it streams with --stream. On a terminal a last line on stderr\n"
+	"tells the tokens, the rate and the time to the first token.\n"
+	CLI_HEAD_USAGE
+	"  --model M             the model (default: the one the head serves, when it serves one)\n"
 	"  --max-tokens N        tokens to generate at most (default 64)\n"
+	"  --stream              print the text as the tokens come\n"
+	"  --temperature T       0..2 (default the head's, 1)\n"
+	"  --top-p P             (0..1]\n"
+	"  --seed S              the sampling seed: the same seed, the same text\n"
+	"  --stop TEXT           end the text where TEXT begins (up to 4 times)\n"
+	"  --session NAME        continue (or start) the named session: PROMPT is appended to it\n"
+	"  --admin-socket PATH   talk to the head's admin socket instead of its HTTP API\n"
 	"Exit status: 0 done, 1 usage, 2 the head answered with an error (said on stderr),\n"
-	"3 the head cannot be reached.\n";
+	"3 the head cannot be reached, 4 the head wants an API key.\n";
 
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
+struct gen {
+	struct cli_rate rate;
+	unsigned long usage_tokens;
+	const char *finish;
+	char finish_buf[32];
+};
 
-/* The request line, with newlines and backslashes in the prompt escaped. */
-static char *request(const char *model, unsigned long max, const char *prompt)
+/* A completion chunk or whole answer: its text, its finish reason, its usage. */
+static int on_answer(void *arg, json_t *ev)
 {
-	size_t n = strlen(prompt);
-	char *line = malloc(strlen(model) + 2 * n + 64);
-	if (!line)
-		return NULL;
-	char *p = line + sprintf(line, "GENERATE %s %lu ", model, max);
-	for (const char *s = prompt; *s; s++) {
-		if (*s == '\n' || *s == '\\') {
-			*p++ = '\\';
-			*p++ = *s == '\n' ? 'n' : '\\';
-		} else if (*s != '\r') {
-			*p++ = *s;
-		}
+	struct gen *g = arg;
+	json_t *err = json_object_get(ev, "error");
+	if (err) {
+		fprintf(stderr, "\nsuperfluid: the generation failed: %s\n",
+			json_string_value(json_object_get(err, "message")));
+		return CLI_FAILED;
 	}
-	*p++ = '\n';
-	*p = 0;
-	return line;
-}
-
-static void print_hex(const char *hex)
-{
-	for (const char *h = hex; h[0] && h[1]; h += 2) {
-		int hi = hexval(h[0]), lo = hexval(h[1]);
-		if (hi < 0 || lo < 0)
-			break;
-		putchar(hi * 16 + lo);
-	}
-	fflush(stdout);
-}
-
-static int stream(FILE *f, const char *path)
-{
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
-	int rc = -1;
-	while (rc < 0 && (len = getline(&line, &cap, f)) > 0) {
-		if (line[len - 1] == '\n')
-			line[--len] = 0;
-		if (!strncmp(line, "TOKENS ", 7)) {
-			print_hex(line + 7);
-		} else if (!strncmp(line, "FINISH ", 7)) {
-			rc = CLI_OK;
-		} else if (!strncmp(line, "ERROR ", 6)) {
-			fprintf(stderr, "superfluid: %s\n", line + 6);
-			rc = CLI_FAILED;
-		}
-	}
-	if (rc < 0) {
-		fprintf(stderr, "superfluid: the head at %s closed the connection before the "
-			"generation finished\n", path);
-		rc = CLI_FAILED;
-	}
-	free(line);
-	return rc;
+	json_t *choice = json_array_get(json_object_get(ev, "choices"), 0);
+	const char *text = json_string_value(json_object_get(choice, "text"));
+	const char *finish = json_string_value(json_object_get(choice, "finish_reason"));
+	json_int_t out = json_integer_value(
+		json_object_get(json_object_get(ev, "usage"), "completion_tokens"));
+	cli_rate_text(&g->rate, text ? text : "", 0);
+	if (finish)
+		g->finish = strncpy(g->finish_buf, finish, sizeof(g->finish_buf) - 1);
+	if (out > 0)
+		g->usage_tokens = (unsigned long)out;
+	return 0;
 }
 
 int cli_generate(int argc, char **argv)
 {
-	const char *path = CLI_DEFAULT_SOCKET, *model = "sim-1", *prompt = NULL;
+	struct cli_head head;
+	cli_head_init(&head);
+	const char *socket = NULL, *model = NULL, *prompt = NULL, *session = NULL;
 	unsigned long max = 64;
+	bool stream = false;
+	json_t *body = json_object(), *stop = json_array();
+	int rc = CLI_USAGE;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
+		int took = cli_head_option(&head, "generate", argc, argv, &i);
+		if (took < 0)
+			goto out;
+		if (took)
+			continue;
 		if (!strcmp(a, "--help")) {
 			fputs(usage_text, stdout);
-			return CLI_OK;
+			rc = CLI_OK;
+			goto out;
 		}
-		bool known = !strcmp(a, "--admin-socket") || !strcmp(a, "--model") ||
-			     !strcmp(a, "--max-tokens");
-		if (known && i + 1 >= argc) {
-			fprintf(stderr, "superfluid generate: %s needs a value\n", a);
-			return CLI_USAGE;
+		if (!strcmp(a, "--stream")) {
+			stream = true;
+			continue;
 		}
+		struct cli_arg v = { "generate", a, i + 1 < argc ? argv[i + 1] : NULL };
 		if (!strcmp(a, "--admin-socket")) {
-			path = argv[++i];
+			if (!(socket = cli_arg_string(&v)))
+				goto out;
 		} else if (!strcmp(a, "--model")) {
-			model = argv[++i];
+			if (!(model = cli_arg_string(&v)))
+				goto out;
+		} else if (!strcmp(a, "--session")) {
+			if (!(session = cli_arg_string(&v)))
+				goto out;
 		} else if (!strcmp(a, "--max-tokens")) {
-			char *end;
-			errno = 0;
-			max = strtoul(argv[++i], &end, 10);
-			if (errno || *end || !max || argv[i][0] == '-') {
-				fprintf(stderr, "superfluid generate: --max-tokens: '%s' is not a "
-					"positive number\n", argv[i]);
-				return CLI_USAGE;
-			}
+			if (cli_arg_count(&v, &max))
+				goto out;
+		} else if (!strcmp(a, "--temperature") || !strcmp(a, "--top-p")) {
+			double d;
+			if (cli_arg_number(&v, &d))
+				goto out;
+			json_object_set_new(body, a[2] == 't' && a[3] == 'e' ? "temperature" : "top_p",
+					    json_real(d));
+		} else if (!strcmp(a, "--seed")) {
+			unsigned long s;
+			if (cli_arg_whole(&v, &s))
+				goto out;
+			json_object_set_new(body, "seed", json_integer((json_int_t)s));
+		} else if (!strcmp(a, "--stop")) {
+			const char *s = cli_arg_string(&v);
+			if (!s)
+				goto out;
+			json_array_append_new(stop, json_string(s));
 		} else if (!strncmp(a, "--", 2) || prompt) {
 			fprintf(stderr, "superfluid generate: unexpected argument '%s' (see --help)\n", a);
-			return CLI_USAGE;
+			goto out;
 		} else {
 			prompt = a;
+			continue;
 		}
+		i++; /* the option's value */
 	}
 	if (!prompt) {
 		fprintf(stderr, "superfluid generate: needs a PROMPT (see --help)\n");
-		return CLI_USAGE;
+		goto out;
 	}
-	if (!*model || strchr(model, ' ')) {
-		fprintf(stderr, "superfluid generate: --model: a name without spaces\n");
-		return CLI_USAGE;
+	if (socket) {
+		if (!model)
+			model = "sim-1";
+		if (strchr(model, ' ')) {
+			fprintf(stderr, "superfluid generate: --model: a name without spaces\n");
+			goto out;
+		}
+		rc = cli_admin_generate(socket, model, max, prompt);
+		goto out;
 	}
-	FILE *f = cli_connect(path);
-	if (!f)
-		return CLI_UNREACHABLE;
-	char *req = request(model, max, prompt);
-	int rc = !req ? CLI_FAILED : cli_send(f, path, req) ? CLI_FAILED : stream(f, path);
-	free(req);
-	fclose(f);
+	if (!model && !(model = cli_only_model(&head, &rc)))
+		goto out;
+	json_object_set_new(body, "model", json_string(model));
+	json_object_set_new(body, "prompt", json_string(prompt));
+	json_object_set_new(body, "max_tokens", json_integer((json_int_t)max));
+	if (json_array_size(stop))
+		json_object_set(body, "stop", stop);
+	if (stream) {
+		json_object_set_new(body, "stream", json_true());
+		json_object_set_new(body, "stream_options", json_pack("{s:b}", "include_usage", 1));
+	}
+	struct gen g = { 0 };
+	cli_rate_start(&g.rate);
+	struct cli_call c = { .method = "POST", .path = "/v1/completions", .body = body,
+			      .session = session, .on_event = on_answer, .arg = &g };
+	rc = cli_call(&head, &c);
+	json_decref(c.reply);
+	if (!rc)
+		cli_rate_end(&g.rate, g.usage_tokens);
+out:
+	json_decref(stop);
+	json_decref(body);
 	return rc;
 }

@@ -3,17 +3,24 @@
 #include <string.h>
 
 #include "cli.h"
+#include "head_http.h"
 
 static const char usage_text[] =
-	"usage: superfluid generate [--admin-socket PATH] [--model M] [--max-tokens N] PROMPT\n"
-	"       superfluid status [--admin-socket PATH]\n"
+	"usage: superfluid generate [--head URL] [--model M] [--max-tokens N] [--stream] PROMPT\n"
+	"       superfluid chat [--head URL] [--model M] [--session NAME]\n"
+	"       superfluid status [--head URL]\n"
+	"       superfluid tokenize [--head URL] [--model M] TEXT\n"
 	"\n"
-	"Talks to superfluid-headd over its admin socket (default " CLI_DEFAULT_SOCKET ").\n"
-	"  generate   prints the generated text as it streams (see superfluid generate --help)\n"
+	"Talks to superfluid-headd's HTTP API (--head URL, default $SUPERFLUID_HEAD, else\n"
+	CLI_DEFAULT_HEAD "); generate and status also speak to its admin socket\n"
+	"(--admin-socket PATH). Each command's --help lists its options.\n"
+	"  generate   the text a node generates after PROMPT, whole or as it streams\n"
+	"  chat       an interactive conversation kept in one session across turns\n"
 	"  status     one line per fleet node: up or down, version, identity, capacity\n"
+	"  tokenize   the token ids of TEXT in the model's tokenizer\n"
 	"\n"
 	"Exit status: 0 done, 1 usage, 2 the head answered with an error, 3 the head cannot be\n"
-	"reached.\n";
+	"reached, 4 the head wants an API key (--api-key-file FILE or $SUPERFLUID_API_KEY).\n";
 
 int main(int argc, char **argv)
 {
@@ -23,13 +30,17 @@ int main(int argc, char **argv)
 		return argc < 2 ? CLI_USAGE : CLI_OK;
 	}
 	if (!strcmp(argv[1], "--version")) {
-		printf("superfluid 0.1.0\n");
+		printf("superfluid " CLI_VERSION "\n");
 		return CLI_OK;
 	}
-	if (!strcmp(argv[1], "generate"))
-		return cli_generate(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "status"))
-		return cli_status(argc - 1, argv + 1);
+	static const struct {
+		const char *name;
+		int (*fn)(int, char **);
+	} cmds[] = { { "generate", cli_generate }, { "chat", cli_chat }, { "status", cli_status },
+		     { "tokenize", cli_tokenize } };
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (!strcmp(argv[1], cmds[i].name))
+			return cmds[i].fn(argc - 1, argv + 1);
 	fprintf(stderr, "superfluid: unknown command '%s' (see --help)\n", argv[1]);
 	return CLI_USAGE;
 }

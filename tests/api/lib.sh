@@ -1,0 +1,70 @@
+# Shared by the API test scripts: a work folder, real nodes and heads on loopback, curl
+# requests, checks counted and told, and the simulated engine's reference replies.
+# Source it after setting noded, headd and expect (the programs).
+work=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; [ -n "${KEEP:-}" ] && cp -r "$work" "$KEEP"; rm -rf "$work"; }
+trap cleanup EXIT
+fails=0 passes=0
+ok() { passes=$((passes + 1)); echo "ok   $1"; }
+fail() { fails=$((fails + 1)); echo "FAIL $1"; sed 's/^/     | /' "$work/out" "$work/want" 2>/dev/null | head -40; tail -5 "$work/head.err" | sed 's/^/     | head: /'; }
+check() { if [ "$2" = 0 ]; then ok "$1"; else fail "$1"; fi; }
+# j FILE EXPR: a value from a JSON file (python's json; EXPR sees the document as d).
+j() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(($2))" "$1" 2>/dev/null; }
+
+start_node() { # name [more options]: sets $port
+	"$noded" --listen 127.0.0.1:0 --blob-dir "$work/blobs-$1" --identity "$1" "${@:2}" \
+		2>"$work/$1.err" &
+	pids+=($!)
+	for _ in $(seq 100); do
+		port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/$1.err" | head -1)
+		[ -n "$port" ] && return 0
+		sleep 0.05
+	done
+	echo "     | node $1 did not start"; return 1
+}
+start_head() { # log name, fleet, [more options]: sets $hport (the HTTP port) and $hpid
+	"$headd" --fleet "$2" --admin-socket "$work/$1.sock" --listen-http 127.0.0.1:0 "${@:3}" \
+		2>"$work/$1.err" &
+	hpid=$!; pids+=("$hpid")
+	for _ in $(seq 100); do
+		hport=$(sed -n 's/.*client API on https\{0,1\}:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/$1.err" | head -1)
+		[ -n "$hport" ] && return 0
+		sleep 0.05
+	done
+	echo "     | head $1 did not start its API"; cat "$work/$1.err"; return 1
+}
+# req METHOD PATH [BODY] [curl options...]: the body in $work/out, the status in $status.
+base=
+req() {
+	local m=$1 p=$2 b=${3:-}
+	if [ -n "$b" ]; then
+		status=$(curl -sS -o "$work/out" -w '%{http_code}' -X "$m" -H 'Content-Type: application/json' \
+			--data-binary "$b" "${@:4}" "$base$p")
+	else
+		status=$(curl -sS -o "$work/out" -w '%{http_code}' -X "$m" "${@:4}" "$base$p")
+	fi
+}
+wait_health() { for _ in $(seq 100); do req GET /health; [ "$status" = 200 ] && return 0; sleep 0.05; done; return 1; }
+# PROMPT | want [sim_expect options]: the reference reply in $work/want, "reason count" in
+# $work/want.meta. (A pipe, not an argument: $(...) would drop the prompt's last newline.)
+want() { "$expect" "$@" >"$work/want" 2>"$work/want.meta"; }
+# The text of an SSE stream of chat chunks (or completions with TEXT=1).
+sse_text() {
+	python3 - "$1" "${2:-chat}" <<'EOF'
+import json, sys
+out = []
+for line in open(sys.argv[1], encoding="utf-8"):
+    line = line.rstrip("\n")
+    if not line.startswith("data: ") or line == "data: [DONE]":
+        continue
+    d = json.loads(line[6:])
+    for c in d.get("choices", []):
+        if sys.argv[2] == "chat":
+            out.append(c.get("delta", {}).get("content") or "")
+        else:
+            out.append(c.get("text") or "")
+sys.stdout.write("".join(out))
+EOF
+}
+chat_prompt() { printf '<|im_start|>user\n%s<|im_end|>\n<|im_start|>assistant\n' "$1"; }
