@@ -1,0 +1,79 @@
+/* A model split over stage nodes (the design brief's point 13). Layers go in even ranges,
+ * stage i ending at boundary (i+1)*L/S; stage 0 takes the whole context (stages keep no
+ * state), each stage hands its hidden state to the next, and the last returns the next
+ * token. Since stages keep nothing, a step lost with a link is asked again of that stage
+ * when its link is back, and each token reaches the caller once, in order; a step unanswered
+ * past the timeout fails its generation. Many generations step at once. No I/O: the caller
+ * runs the stages' links and feeds their answers in. Decoding is greedy: STAGE_FORWARD
+ * carries no sampling, so the last stage takes the most likely token. */
+#ifndef SF_HEAD_PIPELINE_H
+#define SF_HEAD_PIPELINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <superfluid/err.h>
+#include <superfluid/link.h>
+#include <superfluid/wire.h>
+
+#define SF_PIPE_MAX_STAGES 16
+#define SF_PIPE_MAX_STOP 8
+
+struct sf_pipe_config {
+	uint32_t n_stages;        /* 1..SF_PIPE_MAX_STAGES */
+	uint32_t max_gens;        /* generations at once; 0: 1024 */
+	uint32_t step_timeout_ms; /* a step's answer, waiting for a link included; 0: 10000 */
+};
+
+struct sf_pipe_io {
+	void *arg;
+	/* Sends to stage k on its current link; 0 or a negative sf_code. */
+	int (*send)(void *arg, uint32_t stage, uint16_t type, const void *msg);
+	/* The next token of generation gen. */
+	void (*token)(void *arg, uint64_t gen, uint32_t token);
+	/* Generation gen ended: rc 0 with SF_FINISH_STOP or SF_FINISH_LENGTH, or rc < 0 with a
+	 * sentence naming the stage. Once per generation; never for a cancelled one. */
+	void (*done)(void *arg, uint64_t gen, int rc, uint32_t reason, const char *msg);
+};
+
+struct sf_pipe;
+
+int sf_pipe_new(struct sf_pipe **out, const struct sf_pipe_config *cfg, const struct sf_pipe_io *io,
+		struct sf_err *err);
+void sf_pipe_free(struct sf_pipe *p);
+
+/* Stage k's link opened, with what its handshake said: its first model and layer count must
+ * agree with the other stages' (else the stage is not used, and err says why; returns
+ * negative). Steps waiting for it go out. */
+int sf_pipe_stage_up(struct sf_pipe *p, uint32_t k, const struct sf_link_peer *peer,
+		     uint64_t now_ms, struct sf_err *err);
+/* Stage k's link closed: its steps in flight wait for the next link. */
+void sf_pipe_stage_down(struct sf_pipe *p, uint32_t k, uint64_t now_ms);
+
+/* The model the pipeline runs once every stage has been up and agreed; NULL before. */
+const char *sf_pipe_model(const struct sf_pipe *p);
+/* The layer count of that model, and stage k's range [*start, *end). */
+uint32_t sf_pipe_layers(const struct sf_pipe *p);
+void sf_pipe_range(const struct sf_pipe *p, uint32_t k, uint32_t *start, uint32_t *end);
+/* Whether every stage's link is up now. */
+bool sf_pipe_ready(const struct sf_pipe *p);
+
+/* A generation after ctx (n tokens, copied) of up to max_new tokens, ending early at one of
+ * stop (at most SF_PIPE_MAX_STOP; the stop token itself is not passed on). 0 with *gen, or
+ * SF_E_STATE (no model yet), SF_E_LIMIT (too many at once, or the context too long). */
+int sf_pipe_generate(struct sf_pipe *p, const uint32_t *ctx, uint32_t n, uint32_t max_new,
+		     const uint32_t *stop, uint32_t n_stop, uint64_t now_ms, uint64_t *gen,
+		     struct sf_err *err);
+/* Stops gen; its answers in flight are dropped when they come. */
+void sf_pipe_cancel(struct sf_pipe *p, uint64_t gen);
+
+/* A STAGE_FORWARD_RESP from stage k: true when it was the pipeline's (also a stale one). */
+bool sf_pipe_on_msg(struct sf_pipe *p, uint32_t k, const struct sf_msg *m, uint64_t now_ms);
+/* Fails steps past their timeout. */
+void sf_pipe_tick(struct sf_pipe *p, uint64_t now_ms);
+/* When the next step times out; UINT64_MAX when none waits. */
+uint64_t sf_pipe_deadline(const struct sf_pipe *p);
+/* Generations running now. */
+uint32_t sf_pipe_running(const struct sf_pipe *p);
+
+#endif
