@@ -3,6 +3,7 @@
 #include "headd.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,11 +111,14 @@ static void status(struct headd_client *c)
 		uint32_t sessions = 0;
 		for (const struct headd_client *k = d->clients; k; k = k->next)
 			sessions += k->session_id && sf_head_session_node(d->head, k->session_id) == n->index;
+		char stage[32] = "";
+		if (n->is_stage)
+			snprintf(stage, sizeof(stage), " stage=%u", n->stage + 1);
 		headd_client_write(c, "NODE %s %s version=%u identity=%s free=%u/%u batch=%u/%u "
-				   "sessions=%u\n", n->addr, n->open ? "up" : "down", n->version,
+				   "sessions=%u%s\n", n->addr, n->open ? "up" : "down", n->version,
 				   n->identity[0] ? n->identity : "-", n->cap.free_sessions,
 				   n->cap.max_sessions, n->cap.batch_running, n->cap.batch_size,
-				   sessions);
+				   sessions, stage);
 	}
 	headd_client_write(c, "END\n");
 	headd_client_end(c);

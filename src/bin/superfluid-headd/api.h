@@ -80,6 +80,9 @@ struct headd_req {
 	uint32_t n_lps, lps_cap, lps_sent;
 
 	bool tokenize_only;       /* POST /v1/tokenize: answer the encoding, generate nothing */
+	bool pipeline;            /* runs on --pipeline, not in a session of the head machine */
+	const char *tok_model;    /* the model whose tokenizer encodes it (the stages' for a
+				   * pipeline, else r.model) */
 	bool streaming;           /* SSE headers went out */
 	bool role_sent;
 	bool dirty;               /* output not yet flushed this turn */

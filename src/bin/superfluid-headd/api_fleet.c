@@ -56,15 +56,19 @@ void headd_api_tick(struct headd *d)
 		return;
 	uint64_t now = sf_loop_now(d->loop);
 	sf_tok_client_tick(a->tok, now);
+	uint64_t pipe_at = UINT64_MAX;
+	headd_pipeline_tick(d, now, &pipe_at); /* before the flush: a failed step is told now */
 	headd_stream_flush(d);
 	for (struct headd_http *h = d->api.conns; h; h = h->next)
 		headd_http_service(h);
 	headd_named_expire(d);
 	headd_http_sweep(d);
-	/* The next tokenizer deadline, or a second from now for idle sessions. */
+	/* The next tokenizer or pipeline deadline, or a second from now for idle sessions. */
 	uint64_t at = sf_tok_client_deadline(a->tok);
 	if (at == UINT64_MAX || at > now + 1000)
 		at = now + 1000;
+	if (pipe_at < at)
+		at = pipe_at;
 	if (a->tok_timer && at == a->tok_timer_at)
 		return;
 	if (a->tok_timer)

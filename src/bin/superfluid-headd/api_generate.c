@@ -153,6 +153,17 @@ static int start_generation(struct headd_req *q, const uint32_t *tokens, uint32_
 	uint64_t now = sf_loop_now(d->loop);
 	struct sf_err err;
 	int rc = 0;
+	if (q->pipeline) {
+		if (headd_pipeline_start(q, &err)) {
+			sf_api_fail(&e, 503, "service_unavailable", "no_capacity", NULL,
+				    "the pipeline cannot take the generation now: %s", err.msg);
+			req_fail(q, &e);
+			return -1;
+		}
+		q->state = REQ_GENERATING;
+		d->api.m.prompt_tokens += q->n_content;
+		return 0;
+	}
 	if (!s || !s->opened) {
 		q->session_id = s ? s->session_id : ++d->next_session_id;
 		struct sf_head_session_params p = {
@@ -204,6 +215,11 @@ static int named_for(struct headd_req *q, const struct sf_http_request *hr, stru
 	const char *name = hdr ? hdr : q->r.session;
 	if (!name)
 		return 0;
+	if (q->pipeline)
+		return sf_api_fail(e, 400, "invalid_request_error", "unsupported_on_fleet",
+				   hdr ? "X-Superfluid-Session" : "session", "%s runs over stateless "
+				   "pipeline stages: no session is kept; send the whole conversation",
+				   q->r.model);
 	if (sf_api_check_session_name(name, hdr ? "X-Superfluid-Session" : "session", e))
 		return -1;
 	struct headd_named *s = headd_named_find(d, name);
@@ -232,11 +248,17 @@ static int check(struct headd_req *q, struct sf_api_error *e)
 	if (q->r.n > 1)
 		return sf_api_bad(e, "n", "n must be 1 on this head: each choice would need its "
 				  "own session (ask again for another answer)");
-	if (!headd_model_served(d, q->r.model))
+	q->pipeline = headd_pipeline_serves(d, q->r.model);
+	q->tok_model = q->pipeline ? sf_pipe_model(d->pipe) : q->r.model;
+	if (!q->pipeline && !headd_model_served(d, q->r.model))
 		return sf_api_fail(e, 404, "invalid_request_error", "model_not_found", "model",
 				   "The model '%.128s' does not exist: no node of this head serves "
 				   "it now (GET /v1/models lists those that do)", q->r.model);
-	q->tok = sf_tok_client_tokenizer(d->api.tok, q->r.model);
+	if (q->pipeline && q->r.logprobs)
+		return sf_api_fail(e, 400, "invalid_request_error", "unsupported_on_fleet",
+				   "logprobs", "%s runs over pipeline stages, which pass on tokens "
+				   "without logprobs", q->r.model);
+	q->tok = sf_tok_client_tokenizer(d->api.tok, q->tok_model);
 	if (!q->tok)
 		return sf_api_fail(e, 503, "service_unavailable", "tokenizer_unavailable", "model",
 				   "the tokenizer of model %.128s has not arrived from its nodes yet; "
@@ -295,9 +317,9 @@ void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct s
 	uint32_t n = 0;
 	struct sf_err err;
 	int rc = kind == SF_API_CHAT
-		 ? sf_tok_client_encode(d->api.tok, q->r.model, mode, NULL, 0, pieces.v, pieces.n,
+		 ? sf_tok_client_encode(d->api.tok, q->tok_model, mode, NULL, 0, pieces.v, pieces.n,
 					q->t_start, &q->ticket, &toks, &n, &err)
-		 : sf_tok_client_encode(d->api.tok, q->r.model, mode, plain.text, plain.text_len,
+		 : sf_tok_client_encode(d->api.tok, q->tok_model, mode, plain.text, plain.text_len,
 					&plain, 1, q->t_start, &q->ticket, &toks, &n, &err);
 	sf_pieces_free(&pieces);
 	if (rc < 0) {

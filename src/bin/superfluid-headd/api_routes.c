@@ -66,13 +66,16 @@ void headd_api_send_error(struct headd_http *h, const struct sf_api_error *e)
 	free(json);
 }
 
-/* The distinct models the open links serve, into names (at most cap). */
+/* The distinct models the open links serve, into names (at most cap), and the pipeline's
+ * when every stage is up (its stages' own model only through fleet nodes). */
 static uint32_t served_models(struct headd *d, const char **names, uint32_t cap)
 {
 	uint32_t n = 0;
+	if (d->pipe && headd_pipeline_serves(d, d->pipe_model) && n < cap)
+		names[n++] = d->pipe_model;
 	for (uint32_t i = 0; i < d->n_nodes; i++) {
 		const struct headd_node *nd = &d->nodes[i];
-		if (!nd->open || !nd->lc)
+		if (!nd->open || !nd->lc || nd->is_stage)
 			continue;
 		const struct sf_link_peer *p = sf_link_peer(sf_link_conn_link(nd->lc));
 		for (uint32_t k = 0; k < p->n_models; k++) {
@@ -89,7 +92,7 @@ static uint32_t served_models(struct headd *d, const char **names, uint32_t cap)
 
 bool headd_model_served(struct headd *d, const char *model)
 {
-	const char *names[SF_HEAD_NODE_MODELS * HEADD_MAX_NODES];
+	const char *names[SF_HEAD_NODE_MODELS * HEADD_MAX_NODES + 1];
 	uint32_t n = served_models(d, names, sizeof(names) / sizeof(names[0]));
 	for (uint32_t i = 0; i < n; i++)
 		if (!strcmp(names[i], model))
@@ -100,7 +103,7 @@ bool headd_model_served(struct headd *d, const char *model)
 static void models(struct headd_http *h, const char *path)
 {
 	struct headd *d = h->d;
-	const char *names[SF_HEAD_NODE_MODELS * HEADD_MAX_NODES];
+	const char *names[SF_HEAD_NODE_MODELS * HEADD_MAX_NODES + 1];
 	uint32_t n = served_models(d, names, sizeof(names) / sizeof(names[0]));
 	uint64_t created = (uint64_t)time(NULL);
 	if (!strcmp(path, "/v1/models")) {
@@ -123,7 +126,7 @@ static void models(struct headd_http *h, const char *path)
 static void health(struct headd_http *h)
 {
 	struct headd *d = h->d;
-	const char *names[SF_HEAD_NODE_MODELS * HEADD_MAX_NODES];
+	const char *names[SF_HEAD_NODE_MODELS * HEADD_MAX_NODES + 1];
 	uint32_t n = served_models(d, names, sizeof(names) / sizeof(names[0]));
 	uint32_t up = 0;
 	for (uint32_t i = 0; i < d->n_nodes; i++)

@@ -217,7 +217,7 @@ void headd_stream_finish(struct headd_req *q)
 	}
 	q->state = REQ_DONE;
 	keep_named(q);
-	if (!q->named && q->session_id) {
+	if (!q->named && q->session_id && !q->pipeline) {
 		struct sf_err err;
 		(void)sf_head_session_close(d->head, q->session_id, false, sf_loop_now(d->loop), &err);
 	}
@@ -257,7 +257,10 @@ void headd_stream_flush(struct headd *d)
 		if (q->cancelled && !q->cancel_sent && !q->finished && q->generation_id) {
 			struct sf_err err;
 			q->cancel_sent = true;
-			(void)sf_head_cancel(d->head, q->session_id, q->generation_id, now, &err);
+			if (q->pipeline)
+				headd_pipeline_cancel(q);
+			else
+				(void)sf_head_cancel(d->head, q->session_id, q->generation_id, now, &err);
 		}
 		if (!q->dirty)
 			continue;

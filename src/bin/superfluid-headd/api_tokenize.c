@@ -123,6 +123,9 @@ void headd_fleet_page(struct headd_http *h)
 			"batch_running", (int)n->cap.batch_running,
 			"batch_size", (int)n->cap.batch_size, "sessions", (int)sessions,
 			"joined", n->joined));
+		if (n->is_stage)
+			json_object_set_new(json_array_get(nodes, json_array_size(nodes) - 1),
+					    "stage", json_integer(n->stage + 1));
 	}
 	json_t *o = json_pack("{s:s, s:s, s:o}", "object", "fleet", "head", d->identity, "nodes",
 			      nodes);

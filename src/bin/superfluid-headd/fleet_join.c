@@ -52,7 +52,7 @@ static void join_open(struct sf_link_conn *lc)
 		sf_link_conn_close(old_lc, 0, "replaced by a newer link from this node");
 	}
 	if (!n) {
-		if (d->n_nodes == HEADD_MAX_NODES) {
+		if (d->n_nodes == HEADD_NODE_SLOTS) { /* sf_head_node_add holds the fleet's limit */
 			sfd_warn("node %s from %s: more than %d nodes; refused", identity, j->from,
 				 HEADD_MAX_NODES);
 			sf_link_conn_set_user(lc, NULL);

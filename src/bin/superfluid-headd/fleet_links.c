@@ -13,7 +13,14 @@
 
 static void dial(struct headd_node *n);
 
+static int fleet_add(struct headd *d);
+
 int headd_nodes_add(struct headd *d)
+{
+	return fleet_add(d) || headd_pipeline_add(d) ? -1 : 0;
+}
+
+static int fleet_add(struct headd *d)
 {
 	const char *s = d->opts->fleet;
 	for (; s;) {
@@ -118,7 +125,10 @@ void headd_node_opened(struct headd_node *n, struct sf_link_conn *lc)
 	sfd_info("node %s: up: %s, %s link, protocol %u, models %s, %u sessions free", n->addr,
 		   n->identity, p->encrypted ? "sealed" : "plain", p->version, models,
 		   p->capacity.free_sessions);
-	sf_head_link_up(d->head, n->index, n->link_id, p, sf_loop_now(d->loop));
+	if (n->is_stage)
+		headd_pipeline_up(d, n, p);
+	else
+		sf_head_link_up(d->head, n->index, n->link_id, p, sf_loop_now(d->loop));
 	headd_api_node_up(d, n->index, p);
 }
 
@@ -132,8 +142,9 @@ void headd_node_msg(struct sf_link_conn *lc, const struct sf_msg *m)
 	struct headd_node *n = sf_link_conn_user(lc);
 	if (!n || lc != n->lc || !n->open)
 		return;
-	if (!sf_head_on_msg(n->d->head, n->index, m, sf_loop_now(n->d->loop)) &&
-	    !headd_api_node_msg(n->d, n->index, m)) {
+	bool taken = n->is_stage ? headd_pipeline_msg(n->d, n, m)
+				 : sf_head_on_msg(n->d->head, n->index, m, sf_loop_now(n->d->loop));
+	if (!taken && !headd_api_node_msg(n->d, n->index, m)) {
 		const char *name = sf_msg_name(m->type);
 		sfd_debug("node %s: ignored a %s", n->addr, name ? name : "message");
 	}
@@ -149,7 +160,10 @@ void headd_node_closed(struct headd_node *n, struct sf_link_conn *lc, const stru
 	n->open = false;
 	n->closing = false;
 	if (was_open) {
-		sf_head_link_down(d->head, n->index, n->link_id, err, sf_loop_now(d->loop));
+		if (n->is_stage)
+			headd_pipeline_down(d, n);
+		else
+			sf_head_link_down(d->head, n->index, n->link_id, err, sf_loop_now(d->loop));
 		headd_api_node_down(d, n->index);
 	}
 	n->link_id = 0;

@@ -10,6 +10,7 @@
 #include <superfluid/wire.h>
 
 #include "head/head.h"
+#include "head/pipeline.h"
 #include "io/link_conn.h"
 #include "io/loop.h"
 
@@ -17,6 +18,10 @@
 #include "options.h"
 
 #define HEADD_MAX_NODES 64
+/* Pipeline stages sit after the fleet's nodes, with node indices the head machine never
+ * gives out (the tokenizer client still takes them: its max_nodes counts them). */
+#define HEADD_NODE_SLOTS (HEADD_MAX_NODES + SF_PIPE_MAX_STAGES)
+#define HEADD_STAGE_INDEX(k) (HEADD_MAX_NODES + (k))
 #define HEADD_CONNECT_MS 5000
 #define HEADD_BACKOFF_MIN_MS 100
 #define HEADD_BACKOFF_MAX_MS 10000
@@ -37,6 +42,8 @@ struct headd_node {
 	uint32_t backoff_ms;
 	uint64_t timer;
 	unsigned failures;     /* attempts in a row that did not open */
+	bool is_stage;         /* a --pipeline stage: never placed on, never in sf_head */
+	uint32_t stage;        /* its position, 0-based */
 	/* What the last open link said, kept for STATUS after it closes. */
 	char identity[SF_MAX_NAME];
 	uint32_t version;
@@ -62,7 +69,7 @@ struct headd {
 	char identity[SF_MAX_NAME];
 	uint8_t token[SF_TOKEN_MAX];
 	size_t token_len;
-	struct headd_node nodes[HEADD_MAX_NODES];
+	struct headd_node nodes[HEADD_NODE_SLOTS];
 	uint32_t n_nodes;
 	uint64_t next_link_id, next_session_id;
 	struct headd_client *clients;
@@ -70,6 +77,8 @@ struct headd {
 	uint64_t rng;
 	bool stopping;
 	struct headd_api api;
+	struct sf_pipe *pipe;  /* --pipeline, or NULL */
+	char pipe_model[SF_MAX_NAME + 16]; /* the name clients use; "" until the stages agree */
 };
 
 /* fleet_links.c */
@@ -85,6 +94,21 @@ void headd_link_config(const struct headd *d, struct sf_link_config *cfg);
 void headd_node_opened(struct headd_node *n, struct sf_link_conn *lc);
 void headd_node_msg(struct sf_link_conn *lc, const struct sf_msg *m);
 void headd_node_closed(struct headd_node *n, struct sf_link_conn *lc, const struct sf_err *err);
+
+/* pipeline.c: --pipeline stage nodes and their generations. */
+int headd_pipeline_add(struct headd *d); /* 0 or -1 (logged); none without --pipeline */
+void headd_pipeline_free(struct headd *d);
+void headd_pipeline_up(struct headd *d, struct headd_node *n, const struct sf_link_peer *p);
+void headd_pipeline_down(struct headd *d, struct headd_node *n);
+bool headd_pipeline_msg(struct headd *d, struct headd_node *n, const struct sf_msg *m);
+/* Whether model is the pipeline's name (known once every stage has been up). */
+bool headd_pipeline_serves(const struct headd *d, const char *model);
+/* Starts q's generation (q->content, q->max_tokens) on the pipeline; 0 or negative. */
+int headd_pipeline_start(struct headd_req *q, struct sf_err *err);
+/* Stops q's generation; it finishes as cancelled. */
+void headd_pipeline_cancel(struct headd_req *q);
+/* Fails steps past their timeout; lowers *deadline to the next one. */
+void headd_pipeline_tick(struct headd *d, uint64_t now, uint64_t *deadline);
 
 /* fleet_join.c: nodes that dial in (--fleet-listen). 0 or -1 (logged). */
 int headd_join_listen(struct headd *d);

@@ -211,7 +211,7 @@ int headd_api_start(struct headd *d)
 	}
 	if (d->opts->api_keys && headd_keys_load(d, d->opts->api_keys))
 		return -1;
-	struct sf_tok_client_config tcfg = { .max_nodes = HEADD_MAX_NODES };
+	struct sf_tok_client_config tcfg = { .max_nodes = HEADD_NODE_SLOTS };
 	struct sf_tok_client_io tio = { .arg = d, .done = headd_gen_tokenized };
 	tio.send = headd_tok_send;
 	if (sf_tok_client_new(&a->tok, &tcfg, &tio, &err)) {
@@ -292,6 +292,7 @@ void headd_api_free(struct headd *d)
 		free(s);
 	}
 	sf_tok_client_free(a->tok);
+	headd_pipeline_free(d);
 	sf_tls_ctx_free(a->tls);
 	free(a->keys);
 	memset(a, 0, sizeof(*a));

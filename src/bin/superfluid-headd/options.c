@@ -19,6 +19,8 @@ static const struct sfd_opt opts[] = {
 	{ "fleet", SFD_OPT_ADDRS, F(fleet), 0, 0, NULL },
 	{ "fleet-auth", SFD_OPT_STR, F(fleet_auth), 0, 0, NULL },
 	{ "fleet-listen", SFD_OPT_ADDR, F(fleet_listen), 0, 0, NULL },
+	{ "pipeline", SFD_OPT_ADDRS, F(pipeline), 0, 0, NULL },
+	{ "pipeline-model", SFD_OPT_STR, F(pipeline_model), 0, 0, NULL },
 	{ "admin-socket", SFD_OPT_STR, F(admin_socket), 0, 0, NULL },
 	{ "identity", SFD_OPT_STR, F(identity), 0, 0, NULL },
 	{ "config", SFD_OPT_CONFIG, F(config), 0, 0, NULL },
@@ -64,6 +66,12 @@ static const char usage_text[] =
 	"  --fleet-auth FILE       the fleet token (each node's --auth-file holds the same);\n"
 	"                          must not be readable by group or others; without it links\n"
 	"                          are plain\n"
+	"  --pipeline HOST:PORT,...  stage nodes running one model split over them, in order:\n"
+	"                          stage i runs layers [i*L/S, (i+1)*L/S), the hidden state\n"
+	"                          passed on, the last stage's token the output (greedy); no\n"
+	"                          session is placed on a stage node\n"
+	"  --pipeline-model NAME   the name clients ask for the pipeline by (default the\n"
+	"                          stages' model with \"-pipeline\" added)\n"
 	"  --admin-socket PATH     the unix socket clients (the superfluid CLI) use\n"
 	"                          (default " HEADD_DEFAULT_ADMIN_SOCKET ")\n"
 	"  --identity NAME         this head's name in the handshake (default superfluid-headd)\n"
@@ -147,8 +155,9 @@ enum headd_parse_result headd_opts_parse(struct headd_opts *o, int argc, char **
 	}
 	if (o->config && sfd_opts_read_config(&spec, o, o->config))
 		return HEADD_PARSE_EXIT_USAGE;
-	if (!o->fleet && !o->fleet_listen)
-		return usage_error("needs --fleet HOST:PORT[,HOST:PORT...] or --fleet-listen HOST:PORT");
+	if (!o->fleet && !o->fleet_listen && !o->pipeline)
+		return usage_error("needs --fleet HOST:PORT[,HOST:PORT...], --fleet-listen HOST:PORT "
+				   "or --pipeline HOST:PORT[,HOST:PORT...]");
 	if (o->identity && strlen(o->identity) >= SF_MAX_NAME)
 		return usage_error("--identity: longer than 255 bytes");
 	if (!o->tls_cert != !o->tls_key)

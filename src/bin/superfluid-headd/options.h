@@ -23,6 +23,8 @@ struct headd_opts {
 	const char *fleet;      /* HOST:PORT[,HOST:PORT...] */
 	const char *fleet_auth;   /* NULL: plain links */
 	const char *fleet_listen; /* HOST:PORT where nodes may join, or NULL */
+	const char *pipeline;     /* stage nodes HOST:PORT[,HOST:PORT...], in order, or NULL */
+	const char *pipeline_model; /* NULL: the stages' model + "-pipeline" */
 	const char *admin_socket;
 	const char *identity;   /* NULL: "superfluid-headd" */
 	const char *config;

@@ -12,6 +12,7 @@ static const char usage_text[] =
 	"Prints one line per fleet node: its address, up or down, protocol version, identity,\n"
 	"free sessions, decode batch, and the sessions this head has on it:\n"
 	"  127.0.0.1:7401 up version=3 identity=node-1 free=63/64 batch=1/8 sessions=1\n"
+	"(a --pipeline stage node ends its line with stage=K, its place in the pipeline)\n"
 	CLI_HEAD_USAGE
 	"  --admin-socket PATH   ask the head's admin socket instead of its HTTP API\n"
 	"  --json                print the head's answer as it is (GET /v1/fleet)\n"
@@ -33,9 +34,12 @@ static int http_status(const struct cli_head *h, bool as_json)
 	json_array_foreach(as_json ? NULL : json_object_get(c.reply, "nodes"), i, n) {
 #define S(k) (json_string_value(json_object_get(n, k)) ?: "-")
 #define I(k) (long long)json_integer_value(json_object_get(n, k))
-		printf("%s %s version=%lld identity=%s free=%lld/%lld batch=%lld/%lld sessions=%lld\n",
+		printf("%s %s version=%lld identity=%s free=%lld/%lld batch=%lld/%lld sessions=%lld",
 		       S("node"), S("state"), I("version"), S("identity"), I("free_sessions"),
 		       I("max_sessions"), I("batch_running"), I("batch_size"), I("sessions"));
+		if (json_object_get(n, "stage"))
+			printf(" stage=%lld", I("stage"));
+		putchar('\n');
 #undef S
 #undef I
 	}
