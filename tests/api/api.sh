@@ -154,6 +154,23 @@ r=1
 for _ in $(seq 60); do grep -q "the client went away; generation cancelled" "$work/slowhead.err" && { r=0; break; }; sleep 0.05; done
 check "a client that disconnects mid-stream cancels its generation" $r
 
+# ---- a client that reads too slowly ----
+start_head cuthead "127.0.0.1:$ps" --stream-buffer 4096 --http-sndbuf 4096
+cbase="http://127.0.0.1:$hport"
+for _ in $(seq 100); do curl -s "$cbase/health" | grep -q '"ok"' && break; sleep 0.05; done
+python3 "$(dirname "$0")/slow_client.py" "$hport" 1 1.5 >"$work/out" 2>&1
+r=0; [ "$(cut -d' ' -f2- "$work/out")" = "True False" ] || r=1
+grep -q "left [0-9]* bytes unread (--stream-buffer 4096); its stream ends and the generation is cancelled" "$work/cuthead.err" || r=1
+curl -s "$cbase/metrics" | grep -qx 'superfluid_streams_cut_total 1' || r=1
+check "a client past --stream-buffer: its stream ends with client_too_slow, the generation is cancelled" $r
+r=1
+for _ in $(seq 20); do # within a second: a generation left running takes seconds more at 40 tokens/s
+	curl -s "$cbase/v1/fleet" >"$work/fleet"
+	[ "$(j "$work/fleet" 'd["nodes"][0]["free_sessions"] == d["nodes"][0]["max_sessions"] and d["nodes"][0]["batch_running"] == 0')" = True ] && { r=0; break; }
+	sleep 0.05
+done
+check "... and the node has let its session go (free = max, nothing running)" $r
+
 # ---- metrics ----
 req GET /metrics
 r=0; [ "$status" = 200 ] || r=1

@@ -345,6 +345,11 @@ static void fencing_across_connections(void **state)
 	free_client(&b);
 }
 
+static bool reconciled(struct client *c, void *arg)
+{
+	return find(c, SF_MSG_RECONCILE_ACK, 0) != NULL;
+}
+
 static void replay_after_a_dropped_connection(void **state)
 {
 	struct client a;
@@ -381,6 +386,8 @@ static void replay_after_a_dropped_connection(void **state)
 	struct sf_reconcile rec = { .sessions = &rs, .n_sessions = 1 };
 	send_msg(&b, SF_MSG_RECONCILE, &rec);
 	struct want_finish w = { 3, 1 };
+	/* The first connection may have seen the FINISH already: wait for the answer too. */
+	assert_true(turn_until(&b, reconciled, NULL, 10000));
 	assert_true(turn_until(&b, finished, &w, 10000));
 	const struct sf_msg *ack = find(&b, SF_MSG_RECONCILE_ACK, 0);
 	assert_non_null(ack);

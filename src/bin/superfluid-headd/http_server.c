@@ -6,6 +6,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "daemon/addr.h"
@@ -181,6 +182,10 @@ static void on_accept(struct sf_loop *loop, int fd, void *arg)
 		return;
 	}
 	h->d = d;
+	if (d->opts->http_sndbuf) { /* a fixed kernel send buffer: no autotuning past it */
+		int v = (int)d->opts->http_sndbuf;
+		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
+	}
 	h->conn = sf_conn_new(loop, fd, &conn_ops, h);
 	if (!h->conn) {
 		sfd_warn("turned away an HTTP client: the connection table is full");

@@ -36,6 +36,7 @@ static const struct sfd_opt opts[] = {
 	{ "http-max-body", SFD_OPT_U32, F(http_max_body), 1024, 1u << 30, NULL },
 	{ "http-max-conns", SFD_OPT_U32, F(http_max_conns), 1, 1000000, NULL },
 	{ "stream-buffer", SFD_OPT_U32, F(stream_buffer), 4096, 1u << 30, NULL },
+	{ "http-sndbuf", SFD_OPT_U32, F(http_sndbuf), 0, 1u << 30, NULL },
 	{ "max-tokens-default", SFD_OPT_U32, F(max_tokens_default), 1, 1u << 20, NULL },
 	{ "max-sessions", SFD_OPT_U32, F(max_sessions), 1, 4096, NULL },
 	{ "session-idle-s", SFD_OPT_U32, F(session_idle_s), 1, 30u * 86400, NULL },
@@ -97,6 +98,9 @@ static const char usage_text[] =
 	"  --stream-buffer N       bytes a slow client may leave unread; past it its stream\n"
 	"                          ends with an error and its generation is cancelled\n"
 	"                          (default 4194304)\n"
+	"  --http-sndbuf N         the kernel's send buffer per client connection, fixed (0:\n"
+	"                          the kernel's own, growing as it sees fit; default 0): with\n"
+	"                          --stream-buffer it bounds what a slow client costs\n"
 	"  --max-tokens-default N  tokens a request generates when it names no max_tokens\n"
 	"                          (default 4096)\n"
 	"  --max-sessions N        named sessions (X-Superfluid-Session) kept (default 1024)\n"

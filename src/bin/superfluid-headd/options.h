@@ -39,6 +39,7 @@ struct headd_opts {
 	uint32_t http_max_body;   /* bytes of a request body */
 	uint32_t http_max_conns;  /* client connections at once */
 	uint32_t stream_buffer;   /* bytes a slow client may leave unread before its stream ends */
+	uint32_t http_sndbuf;     /* SO_SNDBUF of client connections; 0: the kernel's */
 	uint32_t max_tokens_default; /* a request's max_tokens when it gives none */
 	uint32_t max_sessions;    /* named sessions (X-Superfluid-Session) kept */
 	uint32_t session_idle_s;  /* a named session unused this long is ended */
