@@ -165,4 +165,10 @@ const char *sf_head_node_name(const struct sf_head *h, uint32_t node);
 
 void sf_head_stats(const struct sf_head *h, struct sf_head_stats *out);
 
+/* A bug planted on purpose so that the simulator can show it catches one (tests/sim, never
+ * set elsewhere; SF_HEAD_BUG_NONE, the default, is the correct head).
+ * SKIP_REPLAY: after each reconcile, the first token event is taken as seen and dropped. */
+enum { SF_HEAD_BUG_NONE = 0, SF_HEAD_BUG_SKIP_REPLAY = 1 };
+extern int sf_head_planted_bug;
+
 #endif

@@ -174,6 +174,8 @@ static void take_event(struct sf_head *h, uint32_t node, struct head_session *s,
 	}
 }
 
+int sf_head_planted_bug = SF_HEAD_BUG_NONE;
+
 void sf__head_on_events(struct sf_head *h, uint32_t node, const struct sf_token_events *m)
 {
 	for (uint32_t i = 0; i < m->n_events; i++) {
@@ -199,6 +201,12 @@ void sf__head_on_events(struct sf_head *h, uint32_t node, const struct sf_token_
 				 (unsigned long long)g->id, (unsigned long long)s->id,
 				 (unsigned long long)g->next_seq);
 			sf__head_node_broken(h, node, SF_E_PROTOCOL, why);
+			continue;
+		}
+		if (sf_head_planted_bug == SF_HEAD_BUG_SKIP_REPLAY && e->kind == SF_EVENT_TOKENS &&
+		    h->planted_seen != h->stats.reconciles) {
+			h->planted_seen = h->stats.reconciles;
+			g->next_seq++; /* the planted bug: taken as seen, never told */
 			continue;
 		}
 		take_event(h, node, s, g, e);

@@ -98,6 +98,7 @@ struct head_node {
 
 struct sf_head {
 	struct sf_head_config cfg;
+	uint64_t planted_seen; /* reconciles the planted bug has acted on */
 	struct sf_head_io io;
 	uint64_t now;
 	uint64_t next_id; /* epochs, command ids and generation ids, across all links */

@@ -309,7 +309,8 @@ bool sf_pipe_on_msg(struct sf_pipe *p, uint32_t k, const struct sf_msg *m, uint6
 			fail(p, g, SF_E_NOMEM, "no memory for the hidden state from %s", who);
 			return true;
 		}
-		memcpy(h, r->hidden, r->hidden_len);
+		if (r->hidden_len)
+			memcpy(h, r->hidden, r->hidden_len);
 		free(g->hidden);
 		g->hidden = h;
 		g->hidden_len = r->hidden_len;

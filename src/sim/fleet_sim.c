@@ -166,12 +166,53 @@ static void drain(struct sf_fleet_sim *f, struct sim_node *n, bool head_end)
 	}
 }
 
-/* Moves what one end queued into the other; returns the bytes moved. */
+uint64_t sf_fleet_sim_rand(struct sf_fleet_sim *f)
+{
+	uint64_t z = (f->rng += 0x9e3779b97f4a7c15ULL); /* splitmix64 */
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+void sf_fleet_sim_faults(struct sf_fleet_sim *f, const struct sf_fleet_faults *faults)
+{
+	f->faults = faults ? *faults : (struct sf_fleet_faults){ 0 };
+	f->rng = f->faults.seed;
+}
+
+void sf_fleet_sim_pause(struct sf_fleet_sim *f, uint32_t i, uint32_t ms)
+{
+	if (i < f->n_nodes)
+		f->nodes[i].paused_until = f->now + ms;
+}
+
+void sf_fleet_sim_clock_step(struct sf_fleet_sim *f, uint32_t ms) { f->now += ms; }
+
+bool sf_fleet_sim_linked(const struct sf_fleet_sim *f, uint32_t i)
+{
+	return i < f->n_nodes && f->nodes[i].hl;
+}
+
+uint64_t sf_fleet_sim_resets(const struct sf_fleet_sim *f, uint32_t *last_node)
+{
+	if (last_node)
+		*last_node = f->last_reset;
+	return f->resets;
+}
+
+static bool paused(const struct sim_node *n) { return n->f->now < n->paused_until; }
+
+/* Moves what one end queued into the other; returns the bytes moved. With faults, a move
+ * carries a random 1..max_chunk bytes, and a clogged direction carries none this step. */
 static size_t move(struct sf_fleet_sim *f, struct sim_node *n, bool to_head)
 {
 	struct sf_link *from = to_head ? n->nl : n->hl, *to = to_head ? n->hl : n->nl;
 	const uint8_t *d;
 	size_t len = sf_link_tx(from, &d), moved = 0;
+	if (paused(n) || n->clogged[to_head])
+		return 0;
+	if (f->faults.max_chunk && len)
+		len = 1 + sf_fleet_sim_rand(f) % (len < f->faults.max_chunk ? len : f->faults.max_chunk);
 	while (moved < len && !n->closing) {
 		size_t took = sf_link_recv(to, d + moved, len - moved, f->now);
 		moved += took;
@@ -193,7 +234,7 @@ static void settle(struct sf_fleet_sim *f)
 			if (!n->hl)
 				continue;
 			drain(f, n, true);
-			if (!n->closing)
+			if (!n->closing && !paused(n)) /* a stopped process reads nothing */
 				drain(f, n, false);
 			if (!n->closing)
 				moved += move(f, n, false);
@@ -212,7 +253,9 @@ int sf_fleet_sim_connect(struct sf_fleet_sim *f, uint32_t i)
 	struct sim_node *n = &f->nodes[i];
 	if (n->hl)
 		sf_fleet_sim_drop(f, i);
-	struct sf_link_config hc = { .role = SF_ROLE_HEAD, .identity = "head" };
+	struct sf_link_config hc = { .role = SF_ROLE_HEAD, .identity = "head",
+				     .silence_ms = f->cfg.silence_ms,
+				     .heartbeat_ms = f->cfg.heartbeat_ms };
 	struct sf_link_config nc = { .role = SF_ROLE_NODE, .identity = n->label,
 				     .version_max = n->version_max };
 	sf_engine_model_info(n->engine, &n->model);
@@ -258,12 +301,50 @@ int sf_fleet_sim_restart(struct sf_fleet_sim *f, uint32_t i)
 	return node_machine(n, &err);
 }
 
+/* A reset at a random byte offset: part of what each end queued gets through, then the cut. */
+static void reset(struct sf_fleet_sim *f, uint32_t i)
+{
+	struct sim_node *n = &f->nodes[i];
+	uint32_t keep = f->faults.max_chunk;
+	f->resets++;
+	f->last_reset = i;
+	f->faults.max_chunk = 1 + (uint32_t)(sf_fleet_sim_rand(f) % 4096);
+	n->clogged[0] = n->clogged[1] = false;
+	if (!paused(n)) {
+		(void)move(f, n, false);
+		if (!n->closing && n->hl)
+			(void)move(f, n, true);
+	}
+	f->faults.max_chunk = keep;
+	if (n->closing)
+		cut(n);
+	else
+		sf_fleet_sim_drop(f, i);
+	if (f->cfg.redial_after_ms)
+		n->redial_at = f->now + f->cfg.redial_after_ms;
+}
+
+static void network_faults(struct sf_fleet_sim *f)
+{
+	for (uint32_t i = 0; i < f->n_nodes; i++) {
+		struct sim_node *n = &f->nodes[i];
+		for (int k = 0; k < 2; k++)
+			n->clogged[k] = f->faults.clog_pct &&
+					sf_fleet_sim_rand(f) % 100 < f->faults.clog_pct;
+		if (n->hl && f->faults.reset_permille &&
+		    sf_fleet_sim_rand(f) % 1000 < f->faults.reset_permille)
+			reset(f, i);
+	}
+}
+
 static void step(struct sf_fleet_sim *f, bool deliver)
 {
 	f->now++;
 	for (uint32_t i = 0; i < f->n_nodes; i++)
-		sf_node_tick(f->nodes[i].node, f->now);
+		if (!paused(&f->nodes[i]))
+			sf_node_tick(f->nodes[i].node, f->now);
 	sf_head_tick(f->head, f->now);
+	network_faults(f);
 	for (uint32_t i = 0; i < f->n_nodes; i++) {
 		struct sim_node *n = &f->nodes[i];
 		if (f->drops[i] && f->drops[i] == n->link_id) {

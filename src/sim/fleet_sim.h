@@ -25,6 +25,7 @@ struct sf_fleet_sim_config {
 	struct sf_node_config node;   /* every node's */
 	struct sf_sim_config engine;  /* every node's engine (one model); zeros: defaults */
 	uint32_t redial_after_ms;     /* dial again after the head drops a link; 0: never */
+	uint32_t silence_ms, heartbeat_ms; /* the links' liveness; 0: the link's defaults */
 	uint64_t start_ms;            /* 0: 1000 */
 };
 
@@ -78,6 +79,28 @@ int sf_fleet_sim_connect(struct sf_fleet_sim *f, uint32_t i);
 void sf_fleet_sim_drop(struct sf_fleet_sim *f, uint32_t i);
 /* Cuts the connection and replaces node i's machine with a fresh one: it keeps nothing. */
 int sf_fleet_sim_restart(struct sf_fleet_sim *f, uint32_t i);
+
+/* The network's misbehaviour, all drawn from one seed (zero fields: none of it):
+ *   max_chunk      bytes one move carries at most, a random 1..max_chunk each time: short
+ *                  reads and writes, segments split and joined at any byte;
+ *   clog_pct       the chance a direction moves nothing for a step (delays, clogged paths);
+ *   reset_permille the chance a step cuts a connection after a random part of what it had
+ *                  queued got through: a reset at any byte offset. */
+struct sf_fleet_faults {
+	uint64_t seed;
+	uint32_t max_chunk, clog_pct, reset_permille;
+};
+void sf_fleet_sim_faults(struct sf_fleet_sim *f, const struct sf_fleet_faults *faults);
+/* Node i stops for ms: its machine does not tick and its bytes do not move (SIGSTOP). */
+void sf_fleet_sim_pause(struct sf_fleet_sim *f, uint32_t i, uint32_t ms);
+/* The clock jumps ms forward at once (a clock step); the machines see it at the next step. */
+void sf_fleet_sim_clock_step(struct sf_fleet_sim *f, uint32_t ms);
+/* Whether node i has a connection now (open or shaking hands). */
+bool sf_fleet_sim_linked(const struct sf_fleet_sim *f, uint32_t i);
+/* Resets the fault layer made so far, and the node of the last one. */
+uint64_t sf_fleet_sim_resets(const struct sf_fleet_sim *f, uint32_t *last_node);
+/* The fault layer's random source, for a driver that wants the same seed's stream. */
+uint64_t sf_fleet_sim_rand(struct sf_fleet_sim *f);
 
 /* Runs the fleet ms milliseconds, a step a millisecond: machines tick, bytes move. */
 void sf_fleet_sim_run(struct sf_fleet_sim *f, uint32_t ms);

@@ -18,6 +18,8 @@ struct sim_node {
 	uint64_t link_id;
 	bool head_open, node_open, closing;
 	uint64_t redial_at; /* 0: none due */
+	uint64_t paused_until; /* stopped while now < this */
+	bool clogged[2];       /* this step: to the node [0], to the head [1] */
 };
 
 struct sf_fleet_sim {
@@ -34,6 +36,10 @@ struct sf_fleet_sim {
 	struct sf_fleet_note notes[SF_FLEET_SIM_MAX_NOTES];
 	uint32_t n_notes;
 	uint64_t drops[SF_FLEET_SIM_MAX_NODES]; /* links the head gave up on, to cut */
+	struct sf_fleet_faults faults;
+	uint64_t rng;
+	uint64_t resets;
+	uint32_t last_reset;
 };
 
 /* The head's event callback. */

@@ -62,9 +62,11 @@ static int w_send(void *arg, uint32_t stage, uint16_t type, const void *msg)
 			    .end = m->end_layer, .n_tokens = m->n_tokens,
 			    .has_hidden = m->has_hidden, .hidden_len = m->hidden_len };
 	s->tokens = malloc((m->n_tokens + 1) * sizeof(uint32_t));
-	memcpy(s->tokens, m->tokens, m->n_tokens * sizeof(uint32_t));
+	if (m->n_tokens)
+		memcpy(s->tokens, m->tokens, m->n_tokens * sizeof(uint32_t));
 	s->hidden = malloc(m->hidden_len + 1);
-	memcpy(s->hidden, m->hidden, m->hidden_len);
+	if (m->hidden_len)
+		memcpy(s->hidden, m->hidden, m->hidden_len);
 	return 0;
 }
 

@@ -1,0 +1,348 @@
+/* fleet-sim: the deterministic fleet simulation. One seed drives everything: the fleet's
+ * shape, the workload (sessions opened over time, generations, cancels) and the faults
+ * (short reads and writes, clogged paths, resets at any byte, dropped links, node pauses
+ * past the silence limit, crashes that lose a node's memory, clock steps), all on the
+ * simulated clock of src/sim/fleet_sim over the real head and node machines and real links.
+ * After every step it checks the delivery promise of docs/RELIABILITY.md on every stream;
+ * once the faults stop, that every generation ends (liveness).
+ *   fleet-sim --seed N [-v]          one seed; -v prints its trace as it goes
+ *   fleet-sim --seeds A..B           every seed in the range; a summary with seeds/second
+ *   --planted-bug skip-replay        plant a bug in the head (the check must catch it)
+ * Exit status: 0 every seed held the promise, 1 a seed broke it (seed and trace printed),
+ * 2 usage. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sim/fleet_sim.h"
+
+#define MAX_GENS 96
+#define MAX_NEW 160
+#define TRACE 64
+#define FAULT_MS 3000  /* faults and new work for this long */
+#define HEAL_MS 30000  /* then, at most this long for every generation to end */
+
+struct gen {
+	uint64_t sid, gid;
+	uint32_t ctx[64];
+	uint32_t n_ctx;
+	uint32_t want[MAX_NEW + 1];
+	size_t n_want;
+	uint32_t want_reason;
+	bool cancelled;
+	struct sf_sampling smp;
+};
+
+struct run {
+	uint64_t seed, rng;
+	struct sf_fleet_sim *f;
+	uint32_t n_nodes;
+	struct gen gens[MAX_GENS];
+	uint32_t n_gens;
+	char trace[TRACE][160];
+	uint32_t n_trace;
+	bool verbose;
+	char why[512];
+	/* Counts, for the summary. */
+	uint64_t faults, tokens, errors, ended_early;
+};
+
+static uint64_t rnd(struct run *r)
+{
+	uint64_t z = (r->rng += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static uint32_t below(struct run *r, uint32_t n) { return n ? (uint32_t)(rnd(r) % n) : 0; }
+
+static void trace(struct run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void trace(struct run *r, const char *fmt, ...)
+{
+	char *line = r->trace[r->n_trace++ % TRACE];
+	int at = snprintf(line, 160, "%8" PRIu64 " ms  ", sf_fleet_sim_now(r->f));
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line + at, 160 - (size_t)at, fmt, ap);
+	va_end(ap);
+	if (r->verbose)
+		printf("%s\n", line);
+}
+
+static int start_gen(struct run *r)
+{
+	if (r->n_gens == MAX_GENS)
+		return 0;
+	struct gen *g = &r->gens[r->n_gens];
+	g->sid = 1000 + r->n_gens;
+	g->n_ctx = 4 + below(r, 40);
+	for (uint32_t i = 0; i < g->n_ctx; i++)
+		g->ctx[i] = 32 + below(r, 95); /* printable bytes: the sim tokenizer's ids */
+	g->smp = (struct sf_sampling){ .temperature = below(r, 4) ? 1.0f : 0.0f, .top_p = 1,
+				       .seed = rnd(r) };
+	uint32_t max_new = 8 + below(r, MAX_NEW - 8);
+	struct sf_err err;
+	if (sf_sim_expected(sf_fleet_sim_engine(r->f), &g->smp, g->ctx, g->n_ctx, max_new, g->want,
+			    MAX_NEW + 1, &g->n_want, &g->want_reason, &err)) {
+		snprintf(r->why, sizeof(r->why), "no expected stream: %s", err.msg);
+		return -1;
+	}
+	struct sf_head *h = sf_fleet_sim_head(r->f);
+	uint64_t now = sf_fleet_sim_now(r->f);
+	struct sf_head_session_params p = { .model = "sim-1", .sampling = g->smp,
+					    .lease_ms = below(r, 3) ? 0 : 2000 };
+	if (sf_head_session_open(h, g->sid, &p, now, &err) ||
+	    sf_head_append(h, g->sid, g->ctx, g->n_ctx, now, &err) ||
+	    sf_head_generate(h, g->sid, max_new, 0, NULL, now, &g->gid, &err)) {
+		trace(r, "session %" PRIu64 ": not started: %s", g->sid, err.msg);
+		return 0; /* refused up front (no node up now): not a broken promise */
+	}
+	trace(r, "session %" PRIu64 ": generation %" PRIu64 ", %u prompt tokens, %u new at most, "
+	      "%zu expected", g->sid, g->gid, g->n_ctx, max_new, g->n_want);
+	r->n_gens++;
+	return 0;
+}
+
+static void cancel_one(struct run *r)
+{
+	if (!r->n_gens)
+		return;
+	struct gen *g = &r->gens[below(r, r->n_gens)];
+	if (g->cancelled || sf_fleet_sim_ended(r->f, g->sid, g->gid))
+		return;
+	struct sf_err err;
+	if (!sf_head_cancel(sf_fleet_sim_head(r->f), g->sid, g->gid, sf_fleet_sim_now(r->f), &err)) {
+		g->cancelled = true;
+		trace(r, "cancel generation %" PRIu64, g->gid);
+	}
+}
+
+static void fault(struct run *r)
+{
+	uint32_t i = below(r, r->n_nodes);
+	r->faults++;
+	switch (below(r, 5)) {
+	case 0:
+		trace(r, "node %u: link dropped", i);
+		sf_fleet_sim_drop(r->f, i);
+		break;
+	case 1:
+		trace(r, "node %u: crashed and restarted (memory gone)", i);
+		(void)sf_fleet_sim_restart(r->f, i);
+		break;
+	case 2: {
+		uint32_t ms = 50 + below(r, 900); /* past the 300 ms silence limit, or not */
+		trace(r, "node %u: paused %u ms", i, ms);
+		sf_fleet_sim_pause(r->f, i, ms);
+		break;
+	}
+	case 3: {
+		uint32_t ms = 1 + below(r, 2500);
+		trace(r, "clock stepped %u ms", ms);
+		sf_fleet_sim_clock_step(r->f, ms);
+		break;
+	}
+	default:
+		if (!sf_fleet_sim_linked(r->f, i)) {
+			trace(r, "node %u: dialed", i);
+			(void)sf_fleet_sim_connect(r->f, i);
+		}
+		break;
+	}
+}
+
+/* The promise, after a step: each stream a prefix of the engine's, nothing after its end,
+ * at most one end; at the end (final), every stream ended, a finished one whole. */
+static int check(struct run *r, bool final)
+{
+	for (uint32_t k = 0; k < r->n_gens; k++) {
+		const struct gen *g = &r->gens[k];
+		const struct sf_fleet_stream *s = sf_fleet_sim_stream(r->f, g->sid, g->gid);
+		if (!s) {
+			if (final) {
+				snprintf(r->why, sizeof(r->why), "generation %" PRIu64 " of session %"
+					 PRIu64 " never ended: nothing reached the caller", g->gid, g->sid);
+				return -1;
+			}
+			continue;
+		}
+		if (s->after_end || s->finishes + s->errors > 1) {
+			snprintf(r->why, sizeof(r->why), "generation %" PRIu64 ": %d finishes, %d "
+				 "errors, %d events after its end", g->gid, s->finishes, s->errors,
+				 s->after_end);
+			return -1;
+		}
+		if (s->n_tokens > g->n_want ||
+		    (s->n_tokens && memcmp(s->tokens, g->want, s->n_tokens * sizeof(uint32_t)))) {
+			uint32_t at = 0;
+			while (at < s->n_tokens && at < g->n_want && s->tokens[at] == g->want[at])
+				at++;
+			snprintf(r->why, sizeof(r->why), "generation %" PRIu64 ": token %u is %u, the "
+				 "engine's is %d (%u tokens reached the caller, the stream has %zu): "
+				 "a token lost, repeated or out of order", g->gid, at,
+				 at < s->n_tokens ? s->tokens[at] : 0,
+				 at < g->n_want ? (int)g->want[at] : -1, s->n_tokens, g->n_want);
+			return -1;
+		}
+		bool whole = s->finishes && s->n_tokens == g->n_want && s->reason == g->want_reason;
+		bool cut_short = s->errors || g->cancelled || s->reason == SF_FINISH_EXPIRED;
+		if (s->finishes && !whole && !cut_short) {
+			snprintf(r->why, sizeof(r->why), "generation %" PRIu64 " finished (reason %u) "
+				 "after %u of the engine's %zu tokens (reason %u)", g->gid, s->reason,
+				 s->n_tokens, g->n_want, g->want_reason);
+			return -1;
+		}
+		if (final && !s->finishes && !s->errors) {
+			snprintf(r->why, sizeof(r->why), "generation %" PRIu64 " never ended (%u of %zu "
+				 "tokens) %u ms after the faults stopped", g->gid, s->n_tokens, g->n_want,
+				 HEAL_MS);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static bool all_ended(struct run *r)
+{
+	for (uint32_t k = 0; k < r->n_gens; k++)
+		if (!sf_fleet_sim_ended(r->f, r->gens[k].sid, r->gens[k].gid))
+			return false;
+	return true;
+}
+
+static int run_seed(struct run *r)
+{
+	r->rng = r->seed * 0x2545f4914f6cdd1dULL + 1;
+	r->n_nodes = 2 + below(r, 3);
+	struct sf_fleet_sim_config cfg = { .n_nodes = r->n_nodes, .redial_after_ms = 20,
+					   .silence_ms = 300, .heartbeat_ms = 100 };
+	cfg.head.replace_after_ms = 600 + below(r, 1000);
+	cfg.head.grace_ms = 2000;
+	struct sf_err err;
+	if (sf_fleet_sim_new(&r->f, &cfg, &err)) {
+		snprintf(r->why, sizeof(r->why), "fleet: %s", err.msg);
+		return -1;
+	}
+	struct sf_fleet_faults nf = { .seed = rnd(r), .max_chunk = below(r, 2) ? 1 + below(r, 600) : 0,
+				      .clog_pct = below(r, 30), .reset_permille = below(r, 4) };
+	trace(r, "seed %" PRIu64 ": %u nodes, replace after %u ms, chunks of %u, clog %u%%, "
+	      "reset %u/1000 a step", r->seed, r->n_nodes, cfg.head.replace_after_ms,
+	      nf.max_chunk, nf.clog_pct, nf.reset_permille);
+	for (uint32_t i = 0; i < r->n_nodes; i++)
+		(void)sf_fleet_sim_connect(r->f, i);
+	sf_fleet_sim_faults(r->f, &nf);
+	uint32_t fault_per_10k = 5 + below(r, 40), start_per_10k = 100 + below(r, 300);
+	int rc = 0;
+	for (uint32_t ms = 0; ms < FAULT_MS && !rc; ms++) {
+		if (below(r, 10000) < start_per_10k)
+			rc = start_gen(r);
+		if (below(r, 10000) < 20)
+			cancel_one(r);
+		if (below(r, 10000) < fault_per_10k)
+			fault(r);
+		uint64_t resets = sf_fleet_sim_resets(r->f, NULL);
+		sf_fleet_sim_run(r->f, 1);
+		uint32_t node;
+		if (sf_fleet_sim_resets(r->f, &node) != resets) {
+			r->faults++;
+			trace(r, "node %u: connection reset mid-stream", node);
+		}
+		if (!rc)
+			rc = check(r, false);
+	}
+	/* Heal: no more faults; every node dialed again; every generation must end. */
+	sf_fleet_sim_faults(r->f, NULL);
+	trace(r, "faults stop");
+	for (uint32_t ms = 0; ms < HEAL_MS && !rc && !all_ended(r); ms++) {
+		for (uint32_t i = 0; ms % 50 == 0 && i < r->n_nodes; i++)
+			if (!sf_fleet_sim_linked(r->f, i))
+				(void)sf_fleet_sim_connect(r->f, i);
+		sf_fleet_sim_run(r->f, 1);
+		rc = check(r, false);
+	}
+	if (!rc)
+		rc = check(r, true);
+	for (uint32_t k = 0; k < r->n_gens; k++) {
+		const struct sf_fleet_stream *s = sf_fleet_sim_stream(r->f, r->gens[k].sid,
+								       r->gens[k].gid);
+		if (s) {
+			r->tokens += s->n_tokens;
+			r->errors += s->errors > 0;
+			r->ended_early += s->finishes && s->n_tokens < r->gens[k].n_want;
+		}
+	}
+	sf_fleet_sim_free(r->f);
+	r->f = NULL;
+	return rc;
+}
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: fleet-sim --seed N [-v] | --seeds A..B  [--planted-bug skip-replay]\n");
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t a = 0, b = 0;
+	bool have = false, verbose = false;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
+			a = b = strtoull(argv[++i], NULL, 10);
+			have = true;
+		} else if (!strcmp(argv[i], "--seeds") && i + 1 < argc) {
+			if (sscanf(argv[++i], "%" SCNu64 "..%" SCNu64, &a, &b) != 2 || b < a)
+				return usage();
+			have = true;
+		} else if (!strcmp(argv[i], "--planted-bug") && i + 1 < argc) {
+			if (strcmp(argv[++i], "skip-replay"))
+				return usage();
+			sf_head_planted_bug = SF_HEAD_BUG_SKIP_REPLAY;
+		} else if (!strcmp(argv[i], "-v")) {
+			verbose = true;
+		} else {
+			return usage();
+		}
+	}
+	if (!have)
+		return usage();
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	uint64_t gens = 0, faults = 0, tokens = 0, errors = 0, early = 0;
+	for (uint64_t seed = a; seed <= b; seed++) {
+		struct run *r = calloc(1, sizeof(*r));
+		if (!r)
+			return 1;
+		r->seed = seed;
+		r->verbose = verbose;
+		if (run_seed(r)) {
+			printf("fleet-sim: seed %" PRIu64 " broke the promise: %s\n", seed, r->why);
+			printf("fleet-sim: the last %u steps of its trace (rerun: fleet-sim --seed %"
+			       PRIu64 " -v):\n", r->n_trace < TRACE ? r->n_trace : TRACE, seed);
+			for (uint32_t k = r->n_trace > TRACE ? r->n_trace - TRACE : 0; k < r->n_trace; k++)
+				printf("  %s\n", r->trace[k % TRACE]);
+			if (r->f)
+				sf_fleet_sim_free(r->f);
+			free(r);
+			return 1;
+		}
+		gens += r->n_gens;
+		faults += r->faults;
+		tokens += r->tokens;
+		errors += r->errors;
+		early += r->ended_early;
+		free(r);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double s = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+	uint64_t n = b - a + 1;
+	printf("fleet-sim: seeds %" PRIu64 "..%" PRIu64 " held the promise: %" PRIu64 " seeds, %"
+	       PRIu64 " generations, %" PRIu64 " tokens, %" PRIu64 " faults, %" PRIu64 " ended "
+	       "with an error, %" PRIu64 " cut short (cancel or lease); %.1f s, %.1f seeds/s\n",
+	       a, b, n, gens, tokens, faults, errors, early, s, s > 0 ? n / s : 0.0);
+	return 0;
+}
