@@ -136,8 +136,6 @@ int cli_chat(int argc, char **argv)
 			continue;
 		}
 		struct cli_arg v = { "chat", a, i + 1 < argc ? argv[i + 1] : NULL };
-		double d;
-		unsigned long u;
 		if (!strcmp(a, "--model")) {
 			if (!(model = cli_arg_string(&v)))
 				goto out;
@@ -152,14 +150,9 @@ int cli_chat(int argc, char **argv)
 		} else if (!strcmp(a, "--max-tokens")) {
 			if (cli_arg_count(&v, &max))
 				goto out;
-		} else if (!strcmp(a, "--temperature") || !strcmp(a, "--top-p")) {
-			if (cli_arg_number(&v, &d))
+		} else if ((took = cli_sampling_arg(&v, sampling))) {
+			if (took < 0)
 				goto out;
-			json_object_set_new(sampling, a[3] == 'e' ? "temperature" : "top_p", json_real(d));
-		} else if (!strcmp(a, "--seed")) {
-			if (cli_arg_whole(&v, &u))
-				goto out;
-			json_object_set_new(sampling, "seed", json_integer((json_int_t)u));
 		} else {
 			fprintf(stderr, "superfluid chat: unexpected argument '%s' (see --help)\n", a);
 			goto out;

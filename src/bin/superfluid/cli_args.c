@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 const char *cli_arg_string(const struct cli_arg *a)
 {
@@ -45,5 +46,24 @@ int cli_arg_number(const struct cli_arg *a, double *out)
 		return -1;
 	}
 	*out = v;
+	return 0;
+}
+
+int cli_sampling_arg(const struct cli_arg *a, json_t *into)
+{
+	double d;
+	unsigned long u;
+	if (!strcmp(a->opt, "--temperature") || !strcmp(a->opt, "--top-p")) {
+		if (cli_arg_number(a, &d))
+			return -1;
+		json_object_set_new(into, a->opt[3] == 'e' ? "temperature" : "top_p", json_real(d));
+		return 1;
+	}
+	if (!strcmp(a->opt, "--seed")) {
+		if (cli_arg_whole(a, &u))
+			return -1;
+		json_object_set_new(into, "seed", json_integer((json_int_t)u));
+		return 1;
+	}
 	return 0;
 }

@@ -2,6 +2,8 @@
 #ifndef CLI_CLI_ARGS_H
 #define CLI_CLI_ARGS_H
 
+#include <jansson.h>
+
 struct cli_arg {
 	const char *cmd, *opt, *value; /* value NULL: the option was last on the line */
 };
@@ -14,5 +16,9 @@ int cli_arg_count(const struct cli_arg *a, unsigned long *out);
 int cli_arg_whole(const struct cli_arg *a, unsigned long *out);
 /* A finite number. 0 or -1 (said); the head checks the range and names the field. */
 int cli_arg_number(const struct cli_arg *a, double *out);
+
+/* --temperature T, --top-p P or --seed S into a request body (JSON), named as the API names
+ * them. 1 taken (a value was used), 0 not one of them, -1 a bad value (said). */
+int cli_sampling_arg(const struct cli_arg *a, json_t *into);
 
 #endif

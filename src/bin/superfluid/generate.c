@@ -98,17 +98,9 @@ int cli_generate(int argc, char **argv)
 		} else if (!strcmp(a, "--max-tokens")) {
 			if (cli_arg_count(&v, &max))
 				goto out;
-		} else if (!strcmp(a, "--temperature") || !strcmp(a, "--top-p")) {
-			double d;
-			if (cli_arg_number(&v, &d))
+		} else if ((took = cli_sampling_arg(&v, body))) {
+			if (took < 0)
 				goto out;
-			json_object_set_new(body, a[2] == 't' && a[3] == 'e' ? "temperature" : "top_p",
-					    json_real(d));
-		} else if (!strcmp(a, "--seed")) {
-			unsigned long s;
-			if (cli_arg_whole(&v, &s))
-				goto out;
-			json_object_set_new(body, "seed", json_integer((json_int_t)s));
 		} else if (!strcmp(a, "--stop")) {
 			const char *s = cli_arg_string(&v);
 			if (!s)
