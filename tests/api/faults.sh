@@ -2,8 +2,9 @@
 # Many concurrent streams through the head's HTTP API (the superfluid CLI, one process a
 # stream) on two paced nodes, each stream's text checked against the simulated engine's
 # reference: undisturbed; with the node carrying most of them killed (SIGKILL) mid-stream;
-# with it stopped (SIGSTOP) past the silence limit and then continued. Every stream must
-# complete with no token lost or repeated.
+# with it stopped (SIGSTOP) past the silence limit and then continued; with every link going
+# through a proxy that resets it at random bytes. Every stream must complete with no token
+# lost or repeated.
 # Usage: faults.sh NODED HEADD SIM_EXPECT CLI [STREAMS]   (KEEP=DIR keeps the work folder)
 set -uo pipefail
 noded=$1 headd=$2 expect=$3 cli=$4 streams=${5:-24}
@@ -85,6 +86,23 @@ both_up
 check "the continued node is linked again" $?
 launch
 verdict "after it, $streams more streams through both nodes"
+
+# ---- links reset at random bytes (a fault-injecting proxy between the head and the nodes) ----
+start_nodes 3
+python3 "$(dirname "$0")/fault_proxy.py" 7 5 "$pa" "$pb" >"$work/proxy.out" 2>"$work/proxy.err" &
+pids+=($!)
+for _ in $(seq 100); do [ "$(wc -l <"$work/proxy.out" 2>/dev/null)" = 2 ] && break; sleep 0.05; done
+via=$(awk '{printf "%s127.0.0.1:%s", (NR > 1 ? "," : ""), $1}' "$work/proxy.out")
+start_head h3 "$via" --replace-after-ms 3000 --silence-ms 600 --heartbeat-ms 150
+base="http://127.0.0.1:$hport"
+both_up
+launch
+verdict "links reset at random bytes under $streams streams: every stream completes, none lost or repeated"
+resets=$(tail -1 "$work/proxy.err" | sed -n 's/^resets //p')
+r=0; [ "${resets:-0}" -ge 3 ] || r=1
+check "the proxy did reset links (${resets:-0} resets)" $r
+grep -q "reconcil\|dialing again" "$work/h3.err"
+check "the head dialed again after the resets" $?
 
 kill -TERM "${pids[@]}" 2>/dev/null; sleep 0.3
 echo "$passes passed, $fails failed"
