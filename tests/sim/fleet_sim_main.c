@@ -1,5 +1,5 @@
 /* fleet-sim: the deterministic fleet simulation. One seed drives everything: the fleet's
- * shape, the workload (sessions opened over time, generations, cancels) and the faults
+ * shape, the workload (sessions opened over time, generations, next turns, cancels) and the faults
  * (short reads and writes, clogged paths, resets at any byte, dropped links, node pauses
  * past the silence limit, crashes that lose a node's memory, clock steps), all on the
  * simulated clock of src/sim/fleet_sim over the real head and node machines and real links.
@@ -21,13 +21,17 @@
 
 #define MAX_GENS 96
 #define MAX_NEW 160
+#define MAX_TURNS 3
+#define MAX_CTX (MAX_TURNS * (44 + MAX_NEW))
 #define TRACE 64
 #define FAULT_MS 3000  /* faults and new work for this long */
 #define HEAL_MS 30000  /* then, at most this long for every generation to end */
 
 struct gen {
 	uint64_t sid, gid;
-	uint32_t ctx[64];
+	uint32_t turn;        /* 0: the session's first generation */
+	bool followed;        /* a next turn was asked after it */
+	uint32_t ctx[MAX_CTX]; /* the session's whole content for this turn */
 	uint32_t n_ctx;
 	uint32_t want[MAX_NEW + 1];
 	size_t n_want;
@@ -42,6 +46,7 @@ struct run {
 	uint32_t n_nodes;
 	struct gen gens[MAX_GENS];
 	uint32_t n_gens;
+	uint64_t next_sid;
 	char trace[TRACE][160];
 	uint32_t n_trace;
 	bool verbose;
@@ -73,17 +78,31 @@ static void trace(struct run *r, const char *fmt, ...)
 		printf("%s\n", line);
 }
 
-static int start_gen(struct run *r)
+/* A new session's first generation, or (prev) the next turn of prev's session: its content
+ * then is prev's, the reply the caller got, and a few new tokens, sent whole as APPEND does. */
+static int start_gen(struct run *r, struct gen *prev)
 {
 	if (r->n_gens == MAX_GENS)
 		return 0;
 	struct gen *g = &r->gens[r->n_gens];
-	g->sid = 1000 + r->n_gens;
-	g->n_ctx = 4 + below(r, 40);
-	for (uint32_t i = 0; i < g->n_ctx; i++)
-		g->ctx[i] = 32 + below(r, 95); /* printable bytes: the sim tokenizer's ids */
-	g->smp = (struct sf_sampling){ .temperature = below(r, 4) ? 1.0f : 0.0f, .top_p = 1,
-				       .seed = rnd(r) };
+	memset(g, 0, sizeof(*g));
+	uint32_t fresh = 4 + below(r, 40);
+	if (prev) {
+		const struct sf_fleet_stream *st = sf_fleet_sim_stream(r->f, prev->sid, prev->gid);
+		prev->followed = true;
+		g->sid = prev->sid;
+		g->turn = prev->turn + 1;
+		g->smp = prev->smp;
+		memcpy(g->ctx, prev->ctx, prev->n_ctx * sizeof(uint32_t));
+		memcpy(g->ctx + prev->n_ctx, st->tokens, st->n_tokens * sizeof(uint32_t));
+		g->n_ctx = prev->n_ctx + st->n_tokens;
+	} else {
+		g->sid = 1000 + r->next_sid++;
+		g->smp = (struct sf_sampling){ .temperature = below(r, 4) ? 1.0f : 0.0f, .top_p = 1,
+					       .seed = rnd(r) };
+	}
+	for (uint32_t i = 0; i < fresh; i++)
+		g->ctx[g->n_ctx++] = 32 + below(r, 95); /* printable bytes: the sim tokenizer's ids */
 	uint32_t max_new = 8 + below(r, MAX_NEW - 8);
 	struct sf_err err;
 	if (sf_sim_expected(sf_fleet_sim_engine(r->f), &g->smp, g->ctx, g->n_ctx, max_new, g->want,
@@ -95,16 +114,29 @@ static int start_gen(struct run *r)
 	uint64_t now = sf_fleet_sim_now(r->f);
 	struct sf_head_session_params p = { .model = "sim-1", .sampling = g->smp,
 					    .lease_ms = below(r, 3) ? 0 : 2000 };
-	if (sf_head_session_open(h, g->sid, &p, now, &err) ||
+	if ((!prev && sf_head_session_open(h, g->sid, &p, now, &err)) ||
 	    sf_head_append(h, g->sid, g->ctx, g->n_ctx, now, &err) ||
 	    sf_head_generate(h, g->sid, max_new, 0, NULL, now, &g->gid, &err)) {
 		trace(r, "session %" PRIu64 ": not started: %s", g->sid, err.msg);
 		return 0; /* refused up front (no node up now): not a broken promise */
 	}
-	trace(r, "session %" PRIu64 ": generation %" PRIu64 ", %u prompt tokens, %u new at most, "
-	      "%zu expected", g->sid, g->gid, g->n_ctx, max_new, g->n_want);
+	trace(r, "session %" PRIu64 " turn %u: generation %" PRIu64 ", %u content tokens, %u new "
+	      "at most, %zu expected", g->sid, g->turn + 1, g->gid, g->n_ctx, max_new, g->n_want);
 	r->n_gens++;
 	return 0;
+}
+
+/* The next turn of a session whose last generation came whole. */
+static int next_turn(struct run *r)
+{
+	if (!r->n_gens)
+		return 0;
+	struct gen *g = &r->gens[below(r, r->n_gens)];
+	const struct sf_fleet_stream *st = sf_fleet_sim_stream(r->f, g->sid, g->gid);
+	if (g->followed || g->cancelled || g->turn + 1 >= MAX_TURNS || !st || !st->finishes ||
+	    st->n_tokens != g->n_want || st->reason != g->want_reason)
+		return 0;
+	return start_gen(r, g);
 }
 
 static void cancel_one(struct run *r)
@@ -246,7 +278,9 @@ static int run_seed(struct run *r)
 	int rc = 0;
 	for (uint32_t ms = 0; ms < FAULT_MS && !rc; ms++) {
 		if (below(r, 10000) < start_per_10k)
-			rc = start_gen(r);
+			rc = start_gen(r, NULL);
+		if (!rc && below(r, 10000) < start_per_10k)
+			rc = next_turn(r);
 		if (below(r, 10000) < 20)
 			cancel_one(r);
 		if (below(r, 10000) < fault_per_10k)
