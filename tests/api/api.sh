@@ -88,6 +88,37 @@ r=0; [ "$status" = 200 ] &&
 	[ "$(j "$work/out" '"".join(x["token"] for x in d["choices"][0]["logprobs"]["content"]) == d["choices"][0]["message"]["content"]')" = True ] || r=1
 check "logprobs: one entry per token, three alternatives each, tokens spell the content" $r
 
+# ---- n > 1 ----
+req POST /v1/completions '{"model":"sim-1","prompt":"Once upon a time","max_tokens":30,"seed":9,"n":3}'
+r=0; [ "$status" = 200 ] && [ "$(j "$work/out" 'len(d["choices"])')" = 3 ] || r=1
+total=0
+for i in 0 1 2; do
+	printf 'Once upon a time' | want --seed $((9 + i)) --max-tokens 30
+	[ "$(j "$work/out" "d['choices'][$i]['index']")" = "$i" ] &&
+		[ "$(j "$work/out" "d['choices'][$i]['text']")" = "$(cat "$work/want")" ] || r=1
+	total=$((total + $(cut -d' ' -f2 "$work/want.meta")))
+done
+[ "$(j "$work/out" 'd["usage"]["completion_tokens"]')" = "$total" ] || r=1
+check "n = 3: three choices, choice i the engine's text at seed + i; usage counts all" $r
+req POST /v1/completions '{"model":"sim-1","prompt":"Once upon a time","max_tokens":30,"seed":9,"n":3,"stream":true}'
+r=0; [ "$status" = 200 ] || r=1
+for i in 0 1 2; do
+	printf 'Once upon a time' | want --seed $((9 + i)) --max-tokens 30
+	got=$(python3 -c 'import json,sys
+t=""
+for l in open(sys.argv[1]):
+    if l.startswith("data: {"):
+        for c in json.loads(l[6:])["choices"]:
+            if c["index"] == int(sys.argv[2]): t += c["text"]
+sys.stdout.write(t)' "$work/out" "$i")
+	[ "$got" = "$(cat "$work/want")" ] || r=1
+done
+[ "$(grep -c '^data: \[DONE\]' "$work/out")" = 1 ] || r=1
+check "n = 3 streamed: each index's text the engine's at seed + i, one [DONE]" $r
+req POST /v1/chat/completions '{"model":"sim-1","messages":[{"role":"user","content":"hi"}],"n":2,"session":"s-n"}'
+r=0; [ "$status" = 400 ] && [ "$(j "$work/out" 'd["error"]["param"]')" = n ] || r=1
+check "n = 2 with a named session: 400 naming n" $r
+
 # ---- named sessions ----
 chat_prompt 'My name is Ada.' | want --seed 3 --max-tokens 30
 cp "$work/want" "$work/turn1"
@@ -153,6 +184,11 @@ timeout 0.5 curl -sSN -H 'Content-Type: application/json' --data-binary \
 r=1
 for _ in $(seq 60); do grep -q "the client went away; generation cancelled" "$work/slowhead.err" && { r=0; break; }; sleep 0.05; done
 check "a client that disconnects mid-stream cancels its generation" $r
+timeout 0.5 curl -sSN -H 'Content-Type: application/json' --data-binary \
+	'{"model":"sim-1","prompt":"a long story","max_tokens":100000,"stream":true,"n":2}' "$sbase/v1/completions" >/dev/null 2>&1
+r=1
+for _ in $(seq 60); do [ "$(grep -c "the client went away; generation cancelled" "$work/slowhead.err")" -ge 3 ] && { r=0; break; }; sleep 0.05; done
+check "... and with n = 2, both choices' generations" $r
 
 # ---- a client that reads too slowly ----
 start_head cuthead "127.0.0.1:$ps" --stream-buffer 4096 --http-sndbuf 4096

@@ -104,6 +104,31 @@ await check("a streamed chat: the deltas spell the same reply; usage at the end"
 	assert(usage && usage.completion_tokens > 0 && chunks > 3, "usage chunk");
 });
 
+await check("n = 3: three choices, choice i the engine's reply at seed + i, whole and streamed", async () => {
+	const r = await client.chat.completions.create({ model: "sim-1", messages, seed: 20, n: 3, max_tokens: 40 });
+	eq(r.choices.length, 3, "choices");
+	for (const c of r.choices)
+		eq(c.message.content, expected(chatml(messages), { seed: 20 + c.index, max_tokens: 40 }), `choice ${c.index}`);
+	const stream = await client.chat.completions.create({
+		model: "sim-1", messages, seed: 20, n: 3, max_tokens: 40, stream: true,
+		stream_options: { include_usage: true },
+	});
+	const texts = ["", "", ""], finishes = [null, null, null];
+	let usage = null;
+	for await (const c of stream) {
+		if (c.usage) usage = c.usage;
+		for (const ch of c.choices) {
+			texts[ch.index] += ch.delta?.content ?? "";
+			finishes[ch.index] = ch.finish_reason ?? finishes[ch.index];
+		}
+	}
+	for (let i = 0; i < 3; i++) {
+		eq(texts[i], r.choices[i].message.content, `streamed choice ${i}`);
+		eq(finishes[i], r.choices[i].finish_reason, `finish_reason ${i}`);
+	}
+	eq(usage.completion_tokens, r.usage.completion_tokens, "usage: every choice's tokens");
+});
+
 await check("max_completion_tokens ends the reply with finish_reason length", async () => {
 	const r = await client.chat.completions.create({ model: "sim-1", messages, seed: 11, max_completion_tokens: 5 });
 	eq(r.choices[0].finish_reason, "length", "finish_reason");

@@ -79,6 +79,13 @@ struct headd_req {
 	struct sf_logprob *lps;   /* logprobs received (deep copies), when asked */
 	uint32_t n_lps, lps_cap, lps_sent;
 
+	/* n > 1: each choice runs as a request of its own, in its own session; the first (the
+	 * lead) answers the client for all of them. */
+	struct headd_req *lead;   /* the first choice (itself for it); NULL when n is 1 */
+	struct headd_req *choice[SF_API_MAX_N]; /* the lead's: every choice, [0] itself */
+	uint32_t n_choice, index;
+	bool choice_ended;        /* this choice is over; the group's answer waits for the rest */
+	bool borrowed;            /* r belongs to the lead: not freed with this choice */
 	bool tokenize_only;       /* POST /v1/tokenize: answer the encoding, generate nothing */
 	bool pipeline;            /* runs on --pipeline, not in a session of the head machine */
 	const char *tok_model;    /* the model whose tokenizer encodes it (the stages' for a

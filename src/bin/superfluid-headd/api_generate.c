@@ -75,7 +75,8 @@ void headd_gen_free(struct headd_req *q)
 		sf_tok_client_forget(d->api.tok, q->ticket);
 	if (q->named && q->named->busy == q)
 		q->named->busy = NULL;
-	sf_api_request_free(&q->r);
+	if (!q->borrowed)
+		sf_api_request_free(&q->r);
 	sf_out_free(&q->out);
 	for (uint32_t i = 0; i < q->n_lps; i++)
 		free(q->lps[i].top);
@@ -98,6 +99,8 @@ static int render_chat(struct headd_req *q, struct sf_pieces *pieces, struct sf_
 }
 
 static int start_generation(struct headd_req *q, const uint32_t *tokens, uint32_t n);
+static int start_session(struct headd_req *q);
+static int start_choices(struct headd_req *q);
 
 void headd_gen_tokenized(void *arg, uint64_t ticket, int rc, const uint32_t *tokens, uint32_t n,
 			 const char *msg)
@@ -150,10 +153,8 @@ static int start_generation(struct headd_req *q, const uint32_t *tokens, uint32_
 		memcpy(q->content + base, tokens, (size_t)n * sizeof(uint32_t));
 	q->n_content = base + n;
 
-	uint64_t now = sf_loop_now(d->loop);
-	struct sf_err err;
-	int rc = 0;
 	if (q->pipeline) {
+		struct sf_err err;
 		if (headd_pipeline_start(q, &err)) {
 			sf_api_fail(&e, 503, "service_unavailable", "no_capacity", NULL,
 				    "the pipeline cannot take the generation now: %s", err.msg);
@@ -164,12 +165,26 @@ static int start_generation(struct headd_req *q, const uint32_t *tokens, uint32_
 		d->api.m.prompt_tokens += q->n_content;
 		return 0;
 	}
+	if (start_session(q))
+		return -1;
+	return q->r.n > 1 ? start_choices(q) : 0;
+}
+
+/* Opens q's session (the first time, for a named one) and asks for its generation. */
+static int start_session(struct headd_req *q)
+{
+	struct headd *d = q->d;
+	struct headd_named *s = q->named;
+	struct sf_api_error e;
+	uint64_t now = sf_loop_now(d->loop);
+	struct sf_err err;
+	int rc = 0;
 	if (!s || !s->opened) {
 		q->session_id = s ? s->session_id : ++d->next_session_id;
 		struct sf_head_session_params p = {
 			.model = q->r.model,
 			.sampling = { .temperature = q->r.temperature, .top_p = q->r.top_p,
-				      .seed = q->r.has_seed ? q->r.seed : next_rand(d) },
+				      .seed = q->r.has_seed ? q->r.seed + q->index : next_rand(d) },
 		};
 		rc = sf_head_session_open(d->head, q->session_id, &p, now, &err);
 		if (!rc && s)
@@ -208,6 +223,53 @@ static int start_generation(struct headd_req *q, const uint32_t *tokens, uint32_
 	return 0;
 }
 
+/* n > 1: choices 1..n-1 as requests of their own on the same content, answered by q. A
+ * choice that cannot start fails, and with it the answer, once the others have ended. */
+static int start_choices(struct headd_req *q)
+{
+	struct headd *d = q->d;
+	q->lead = q;
+	q->choice[0] = q;
+	q->n_choice = 1;
+	for (uint32_t i = 1; i < q->r.n; i++) {
+		struct headd_req *c = calloc(1, sizeof(*c));
+		uint32_t *content = c ? malloc(((size_t)q->n_content + 1) * sizeof(uint32_t)) : NULL;
+		if (!content) {
+			free(c);
+			struct sf_api_error e;
+			sf_api_fail(&e, 500, "server_error", NULL, NULL, "the head is out of memory");
+			req_fail(q, &e);
+			return -1;
+		}
+		memcpy(content, q->content, (size_t)q->n_content * sizeof(uint32_t));
+		c->d = d;
+		c->h = q->h;
+		c->r = q->r;
+		c->borrowed = true;
+		memcpy(c->id, q->id, sizeof(c->id));
+		c->created_s = q->created_s;
+		c->t_start = q->t_start;
+		c->content = content;
+		c->n_content = q->n_content;
+		c->max_tokens = q->max_tokens;
+		c->tok = q->tok;
+		c->tok_model = q->tok_model;
+		c->streaming = q->streaming;
+		vocab_init(&c->vocab, c->tok);
+		sf_out_init(&c->out, &c->vocab, c->r.kind == SF_API_CHAT,
+			    (const char *const *)c->r.stop, c->r.n_stop, c->r.tools, c->r.n_tools,
+			    next_rand(d));
+		c->lead = q;
+		c->index = i;
+		q->choice[q->n_choice++] = c;
+		c->next = d->api.reqs;
+		d->api.reqs = c;
+		c->state = REQ_GENERATING;
+		(void)start_session(c); /* a failure is the choice's end: see headd_stream_finish */
+	}
+	return 0;
+}
+
 static int named_for(struct headd_req *q, const struct sf_http_request *hr, struct sf_api_error *e)
 {
 	struct headd *d = q->d;
@@ -215,6 +277,9 @@ static int named_for(struct headd_req *q, const struct sf_http_request *hr, stru
 	const char *name = hdr ? hdr : q->r.session;
 	if (!name)
 		return 0;
+	if (q->r.n > 1)
+		return sf_api_bad(e, "n", "a named session holds one conversation: ask for n = 1 "
+				  "with a session, or leave the session out for %u choices", q->r.n);
 	if (q->pipeline)
 		return sf_api_fail(e, 400, "invalid_request_error", "unsupported_on_fleet",
 				   hdr ? "X-Superfluid-Session" : "session", "%s runs over stateless "
@@ -245,15 +310,15 @@ static int named_for(struct headd_req *q, const struct sf_http_request *hr, stru
 static int check(struct headd_req *q, struct sf_api_error *e)
 {
 	struct headd *d = q->d;
-	if (q->r.n > 1)
-		return sf_api_bad(e, "n", "n must be 1 on this head: each choice would need its "
-				  "own session (ask again for another answer)");
 	q->pipeline = headd_pipeline_serves(d, q->r.model);
 	q->tok_model = q->pipeline ? sf_pipe_model(d->pipe) : q->r.model;
 	if (!q->pipeline && !headd_model_served(d, q->r.model))
 		return sf_api_fail(e, 404, "invalid_request_error", "model_not_found", "model",
 				   "The model '%.128s' does not exist: no node of this head serves "
 				   "it now (GET /v1/models lists those that do)", q->r.model);
+	if (q->r.n > 1 && q->pipeline)
+		return sf_api_bad(e, "n", "%s decodes greedily: every choice would be the same; "
+				  "ask for n = 1", q->r.model);
 	if (q->pipeline && q->r.logprobs)
 		return sf_api_fail(e, 400, "invalid_request_error", "unsupported_on_fleet",
 				   "logprobs", "%s runs over pipeline stages, which pass on tokens "
@@ -451,6 +516,8 @@ bool headd_gen_event(struct headd *d, const struct sf_head_event *ev)
 
 void headd_gen_client_gone(struct headd_req *q)
 {
+	for (uint32_t i = 1; q->lead == q && i < q->n_choice; i++)
+		headd_gen_client_gone(q->choice[i]);
 	q->h = NULL;
 	if (q->state == REQ_GENERATING && !q->finished) {
 		q->cancelled = true;

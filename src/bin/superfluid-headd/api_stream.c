@@ -56,6 +56,12 @@ void headd_stream_begin(struct headd_req *q)
 		q->streaming = true;
 }
 
+/* A choice of an n > 1 request streams when its lead does. */
+static bool streaming_of(const struct headd_req *q)
+{
+	return q->lead ? q->lead->streaming : q->streaming;
+}
+
 static void meta_of(const struct headd_req *q, struct sf_api_meta *m)
 {
 	*m = (struct sf_api_meta){ .id = q->id, .created = q->created_s, .model = q->r.model,
@@ -66,6 +72,8 @@ static void usage_of(const struct headd_req *q, struct sf_api_usage *u)
 {
 	u->prompt_tokens = q->n_content;
 	u->completion_tokens = q->n_gen;
+	for (uint32_t i = 1; q->lead == q && i < q->n_choice; i++)
+		u->completion_tokens += q->choice[i]->n_gen;
 }
 
 /* The logprobs received and not sent yet (at most those of the tokens kept). */
@@ -93,48 +101,59 @@ static void stream_deltas(struct headd_req *q)
 	bool inc = q->r.include_usage;
 	if (q->r.kind == SF_API_COMPLETION) {
 		if (clen || has_lp)
-			sse_free(q, sf_api_completion_chunk_json(&m, 0, c ? c : "", clen, NULL,
+			sse_free(q, sf_api_completion_chunk_json(&m, q->index, c ? c : "", clen, NULL,
 								  has_lp ? &lp : NULL, inc, NULL));
 		return;
 	}
 	if (!q->role_sent && (clen || rlen || has_lp || q->out.n_calls || q->finished)) {
-		struct sf_api_delta d0 = { .role = true };
+		struct sf_api_delta d0 = { .index = q->index, .role = true };
 		sse_free(q, sf_api_chat_chunk_json(&m, &d0, inc, NULL));
 		q->role_sent = true;
 	}
 	if (clen || rlen || has_lp) {
-		struct sf_api_delta d = { .content = clen ? c : NULL, .content_len = clen,
+		struct sf_api_delta d = { .index = q->index,
+					  .content = clen ? c : NULL, .content_len = clen,
 					  .reasoning = rlen ? r : NULL, .reasoning_len = rlen,
 					  .logprobs = has_lp ? &lp : NULL };
 		sse_free(q, sf_api_chat_chunk_json(&m, &d, inc, NULL));
 	}
 	const struct sf_out_tool_call *call;
 	while ((call = sf_out_take_call(&q->out))) {
-		struct sf_api_delta d = { .call = call, .call_index = q->out.calls_taken - 1 };
+		struct sf_api_delta d = { .index = q->index, .call = call,
+					  .call_index = q->out.calls_taken - 1 };
 		sse_free(q, sf_api_chat_chunk_json(&m, &d, inc, NULL));
 	}
 }
 
-static void stream_end(struct headd_req *q)
+/* A choice's last chunk: its finish reason. */
+static void last_chunk(struct headd_req *q)
+{
+	struct sf_api_meta m;
+	meta_of(q, &m);
+	bool inc = q->r.include_usage;
+	if (q->r.kind == SF_API_COMPLETION) {
+		sse_free(q, sf_api_completion_chunk_json(&m, q->index, "", 0, q->finish_reason, NULL,
+							  inc, NULL));
+	} else {
+		struct sf_api_delta d = { .index = q->index, .finish_reason = q->finish_reason };
+		sse_free(q, sf_api_chat_chunk_json(&m, &d, inc, NULL));
+	}
+}
+
+/* The stream's end: the error that ended it, or the usage when asked; then [DONE]. fail is
+ * the error of the request (of any of its choices), or NULL. */
+static void stream_end(struct headd_req *q, const struct sf_api_error *fail)
 {
 	struct sf_api_meta m;
 	meta_of(q, &m);
 	struct sf_api_usage u;
 	usage_of(q, &u);
-	bool inc = q->r.include_usage;
-	if (q->failed) {
-		char *json = sf_api_error_json(&q->fail);
-		sse_free(q, json);
-	} else if (q->r.kind == SF_API_COMPLETION) {
-		sse_free(q, sf_api_completion_chunk_json(&m, 0, "", 0, q->finish_reason, NULL, inc,
-							  NULL));
-		if (inc)
-			sse_free(q, sf_api_completion_chunk_json(&m, 0, NULL, 0, NULL, NULL, true, &u));
-	} else {
-		struct sf_api_delta d = { .finish_reason = q->finish_reason };
-		sse_free(q, sf_api_chat_chunk_json(&m, &d, inc, NULL));
-		if (inc)
-			sse_free(q, sf_api_chat_chunk_json(&m, NULL, true, &u));
+	if (fail) {
+		sse_free(q, sf_api_error_json(fail));
+	} else if (q->r.include_usage) {
+		sse_free(q, q->r.kind == SF_API_COMPLETION
+				    ? sf_api_completion_chunk_json(&m, 0, NULL, 0, NULL, NULL, true, &u)
+				    : sf_api_chat_chunk_json(&m, NULL, true, &u));
 	}
 	if (q->h) {
 		static const char done[] = "data: [DONE]\n\n";
@@ -143,31 +162,42 @@ static void stream_end(struct headd_req *q)
 	}
 }
 
-static void whole_response(struct headd_req *q)
+/* A whole answer's choice from q (lp: storage for its logprobs view). */
+static void choice_of(struct headd_req *q, struct sf_api_choice *c, struct sf_api_logprobs *lp)
 {
-	if (q->failed) {
-		headd_api_send_error(q->h, &q->fail);
-		return;
-	}
-	struct sf_api_meta m;
-	meta_of(q, &m);
-	struct sf_api_usage u;
-	usage_of(q, &u);
-	struct sf_api_logprobs lp = { .vocab = &q->vocab, .v = q->lps,
-				      .n = q->n_lps < q->n_gen ? q->n_lps : q->n_gen };
-	struct sf_api_choice c = {
+	*lp = (struct sf_api_logprobs){ .vocab = &q->vocab, .v = q->lps,
+					.n = q->n_lps < q->n_gen ? q->n_lps : q->n_gen };
+	*c = (struct sf_api_choice){
+		.index = q->index,
 		.content = q->out.content.p ? q->out.content.p : "",
 		.content_len = q->out.content.len,
 		.reasoning = q->out.reasoning.len ? q->out.reasoning.p : NULL,
 		.reasoning_len = q->out.reasoning.len,
 		.calls = q->out.calls, .n_calls = q->out.n_calls,
 		.finish_reason = q->finish_reason,
-		.logprobs = q->r.logprobs ? &lp : NULL,
+		.logprobs = q->r.logprobs ? lp : NULL,
 	};
-	if (q->out.n_calls && !c.content_len)
-		c.content = NULL;
-	char *json = q->r.kind == SF_API_CHAT ? sf_api_chat_json(&m, &c, 1, &u)
-					      : sf_api_completion_json(&m, &c, 1, &u);
+	if (q->out.n_calls && !c->content_len)
+		c->content = NULL;
+}
+
+static void whole_response(struct headd_req *q, const struct sf_api_error *fail)
+{
+	if (fail) {
+		headd_api_send_error(q->h, fail);
+		return;
+	}
+	struct sf_api_meta m;
+	meta_of(q, &m);
+	struct sf_api_usage u;
+	usage_of(q, &u);
+	struct sf_api_choice c[SF_API_MAX_N];
+	struct sf_api_logprobs lp[SF_API_MAX_N];
+	uint32_t n = q->lead ? q->n_choice : 1;
+	for (uint32_t i = 0; i < n; i++)
+		choice_of(q->lead ? q->choice[i] : q, &c[i], &lp[i]);
+	char *json = q->r.kind == SF_API_CHAT ? sf_api_chat_json(&m, c, n, &u)
+					      : sf_api_completion_json(&m, c, n, &u);
 	headd_api_send_json(q->h, 200, json);
 }
 
@@ -198,23 +228,11 @@ static void keep_named(struct headd_req *q)
 	s->turns++;
 }
 
-void headd_stream_finish(struct headd_req *q)
+/* The request is over for the head: its named session keeps the reply, an unnamed one
+ * is closed. */
+static void req_over(struct headd_req *q)
 {
 	struct headd *d = q->d;
-	if (q->h) {
-		headd_metrics_request(d, ep_of(q), q->failed && !q->streaming ? q->fail.status : 200);
-		if (q->streaming)
-			stream_end(q);
-		else
-			whole_response(q); /* ends the response itself */
-		if (q->h && q->h->req == q) {
-			struct headd_http *h = q->h;
-			if (q->streaming)
-				headd_http_response_done(h);
-			else
-				h->req = NULL;
-		}
-	}
 	q->state = REQ_DONE;
 	keep_named(q);
 	if (!q->named && q->session_id && !q->pipeline) {
@@ -223,9 +241,65 @@ void headd_stream_finish(struct headd_req *q)
 	}
 }
 
-/* The client reads too slowly: end its stream now; the generation is cancelled. */
+/* The answer to the client, once every choice ended: q is the request (an n > 1 lead). */
+static void answer(struct headd_req *q)
+{
+	struct headd *d = q->d;
+	const struct sf_api_error *fail = q->failed ? &q->fail : NULL;
+	for (uint32_t i = 1; !fail && q->lead == q && i < q->n_choice; i++)
+		if (q->choice[i]->failed)
+			fail = &q->choice[i]->fail;
+	if (!q->h)
+		return;
+	headd_metrics_request(d, ep_of(q), fail && !q->streaming ? fail->status : 200);
+	if (q->streaming) {
+		if (!q->lead && !fail)
+			last_chunk(q);
+		stream_end(q, fail);
+	} else {
+		whole_response(q, fail); /* ends the response itself */
+	}
+	if (q->h && q->h->req == q) {
+		struct headd_http *h = q->h;
+		if (q->streaming)
+			headd_http_response_done(h);
+		else
+			h->req = NULL;
+	}
+}
+
+void headd_stream_finish(struct headd_req *q)
+{
+	if (!q->lead) {
+		answer(q);
+		req_over(q);
+		return;
+	}
+	/* A choice of an n > 1 request: its last chunk now, the answer once all have ended. */
+	q->choice_ended = true;
+	if (q->h && streaming_of(q) && !q->failed && !q->cut)
+		last_chunk(q);
+	struct headd_req *lead = q->lead;
+	for (uint32_t i = 0; i < lead->n_choice; i++)
+		if (!lead->choice[i]->choice_ended)
+			return;
+	answer(lead);
+	for (uint32_t i = 0; i < lead->n_choice; i++)
+		req_over(lead->choice[i]);
+}
+
+/* The client reads too slowly: end its stream now; the generation (every choice's) is
+ * cancelled. */
 static void cut(struct headd_req *q)
 {
+	if (q->lead)
+		q = q->lead;
+	for (uint32_t i = 1; i < q->n_choice; i++) {
+		struct headd_req *c = q->choice[i];
+		c->cut = true;
+		c->cancelled = !c->finished;
+		c->h = NULL;
+	}
 	struct headd *d = q->d;
 	q->cut = true;
 	q->cancelled = true;
@@ -265,7 +339,7 @@ void headd_stream_flush(struct headd *d)
 		if (!q->dirty)
 			continue;
 		q->dirty = false;
-		if (q->h && q->streaming && !q->cut) {
+		if (q->h && streaming_of(q) && !q->cut) {
 			if (headd_http_unsent(q->h) > d->opts->stream_buffer) {
 				cut(q);
 			} else {
