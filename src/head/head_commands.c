@@ -52,6 +52,7 @@ static int send_assign(struct sf_head *h, struct head_session *s)
 	s->epoch = epoch;
 	s->assign_cmd = a.command_id;
 	s->assigned = true;
+	s->lease_sent_at = h->now;
 	s->content_sent = s->content_confirmed = false;
 	return 0;
 }

@@ -226,8 +226,10 @@ void sf__head_on_lease_renew(struct sf_head *h, uint32_t node, const struct sf_l
 	}
 	for (uint32_t i = 0; i < m->n_leases; i++) {
 		const struct sf_lease_ask *q = &m->leases[i];
-		const struct head_session *s = sf__head_find(h, q->session_id);
+		struct head_session *s = sf__head_find(h, q->session_id);
 		bool placed = s && s->node == node && s->assigned && s->epoch == q->epoch;
+		if (placed)
+			s->lease_sent_at = h->now;
 		a[i] = (struct sf_lease_answer){ .session_id = q->session_id, .epoch = q->epoch,
 						 .granted = placed,
 						 .lease_ms = placed ? s->lease_ms : 0 };

@@ -45,6 +45,7 @@ struct head_session {
 	uint8_t qos;
 	struct sf_sampling sampling;
 	uint32_t lease_ms;
+	uint64_t lease_sent_at;    /* the last ASSIGN or granted renewal sent to its node */
 	uint32_t node, last_node;  /* SF_HEAD_NO_NODE: not placed */
 	uint64_t epoch;            /* the last ASSIGN's; 0: never assigned */
 	bool assigned;             /* the node holds it at epoch (as far as the head knows) */

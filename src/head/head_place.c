@@ -149,12 +149,32 @@ void sf__head_move(struct sf_head *h, struct head_session *s, uint32_t to)
 	sf__head_sync(h, s);
 }
 
+/* When a session held under a lease on a node the head cannot reach may go elsewhere: once
+ * the lease the head last gave there has run out on the node's clock. The node counts a
+ * renewal from when it asked, so it lets go by lease_sent_at + lease_ms; an ASSIGN counts
+ * from its arrival, so the grace covers its time on the way. At most one node holds a live
+ * lease (docs/RELIABILITY.md, clause 4). */
+static uint64_t lease_free_at(const struct sf_head *h, const struct head_session *s)
+{
+	if (!s->lease_ms || !s->assigned)
+		return 0;
+	return s->lease_sent_at + s->lease_ms + h->cfg.grace_ms;
+}
+
 void sf__head_move_all(struct sf_head *h, uint32_t node)
 {
 	struct head_node *n = &h->nodes[node];
 	struct head_session *s = n->sessions;
+	uint64_t retry = h->now + h->cfg.replace_after_ms;
 	while (s) {
 		struct head_session *next = s->node_next;
+		uint64_t free_at = lease_free_at(h, s);
+		if (h->now < free_at) {
+			if (free_at < retry)
+				retry = free_at;
+			s = next;
+			continue;
+		}
 		struct sf_err err;
 		uint32_t to = sf__head_place(h, s, node, &err);
 		if (to != SF_HEAD_NO_NODE) {
@@ -169,5 +189,5 @@ void sf__head_move_all(struct sf_head *h, uint32_t node)
 		}
 		s = next;
 	}
-	n->next_move_at = h->now + h->cfg.replace_after_ms;
+	n->next_move_at = retry;
 }

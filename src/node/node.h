@@ -65,4 +65,7 @@ struct sf_node_stats {
 };
 void sf_node_stats(const struct sf_node *n, struct sf_node_stats *out);
 
+/* Whether the node holds session sid under a lease that has not run out at now_ms (checkers). */
+bool sf_node_lease_live(struct sf_node *n, uint64_t sid, uint64_t now_ms);
+
 #endif

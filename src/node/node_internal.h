@@ -42,6 +42,7 @@ struct node_session {
 	uint32_t lease_ms;
 	uint64_t lease_expires; /* 0: no lease */
 	bool renew_asked, expired;
+	uint64_t renew_asked_at; /* a grant's lease counts from the ask, never from its arrival */
 	struct sf_engine_ctx *ctx;
 	uint32_t *content;
 	uint32_t n_content, cap_content;

@@ -197,6 +197,7 @@ static void lease_check(struct sf_node *n, struct node_session *s, void *arg)
 		}
 		o->renew[o->n_renew++] = (struct sf_lease_ask){ s->id, s->epoch };
 		s->renew_asked = true;
+		s->renew_asked_at = n->now;
 	}
 	note_due(n, s);
 }
@@ -216,10 +217,13 @@ void sf__node_on_lease_grant(struct sf_node *n, uint64_t link, const struct sf_l
 		struct node_session *s = sf__node_find(n, a->session_id);
 		if (!s || s->expired || s->epoch != a->epoch)
 			continue;
+		uint64_t from = s->renew_asked ? s->renew_asked_at : n->now;
 		s->renew_asked = false;
 		if (a->granted) {
 			s->lease_ms = a->lease_ms ? a->lease_ms : s->lease_ms;
-			s->lease_expires = n->now + s->lease_ms;
+			/* From the ask: the head counts from its answer, which came later, so the
+			 * head's view of the lease always outlasts this node's. */
+			s->lease_expires = from + s->lease_ms;
 		} else {
 			s->lease_expires = n->now; /* placed elsewhere: let go at once */
 		}

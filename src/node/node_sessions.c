@@ -103,3 +103,9 @@ struct node_gen *sf__node_gen(struct node_session *s, uint64_t id)
 			return &s->gens[i];
 	return NULL;
 }
+
+bool sf_node_lease_live(struct sf_node *n, uint64_t sid, uint64_t now_ms)
+{
+	const struct node_session *s = sf__node_find(n, sid);
+	return s && s->lease_expires && !s->expired && now_ms < s->lease_expires;
+}

@@ -36,9 +36,15 @@ struct gen {
 	uint32_t want[MAX_NEW + 1];
 	size_t n_want;
 	uint32_t want_reason;
-	bool cancelled;
+	bool cancelled, leased;
 	struct sf_sampling smp;
 };
+
+/* The highest watermark the head sent for a (session, generation, epoch). */
+struct mark {
+	uint64_t sid, gid, epoch, seq;
+};
+#define MAX_MARKS 2048
 
 struct run {
 	uint64_t seed, rng;
@@ -47,6 +53,9 @@ struct run {
 	struct gen gens[MAX_GENS];
 	uint32_t n_gens;
 	uint64_t next_sid;
+	struct mark marks[MAX_MARKS];
+	uint32_t n_marks;
+	char tap_why[256]; /* a broken clause the tap saw, told at the next check */
 	char trace[TRACE][160];
 	uint32_t n_trace;
 	bool verbose;
@@ -76,6 +85,34 @@ static void trace(struct run *r, const char *fmt, ...)
 	va_end(ap);
 	if (r->verbose)
 		printf("%s\n", line);
+}
+
+/* Every message the head sends: its watermarks must never go back (clause 3). */
+static void tap(void *arg, uint32_t node, uint16_t type, const void *msg)
+{
+	struct run *r = arg;
+	if (type != SF_MSG_WATERMARK_ACK || r->tap_why[0])
+		return;
+	const struct sf_watermark_ack *m = msg;
+	for (uint32_t i = 0; i < m->n_marks; i++) {
+		const struct sf_watermark *w = &m->marks[i];
+		struct mark *k = NULL;
+		for (uint32_t j = 0; j < r->n_marks && !k; j++)
+			if (r->marks[j].sid == w->session_id && r->marks[j].gid == w->generation_id &&
+			    r->marks[j].epoch == w->epoch)
+				k = &r->marks[j];
+		if (!k && r->n_marks < MAX_MARKS) {
+			k = &r->marks[r->n_marks++];
+			*k = (struct mark){ w->session_id, w->generation_id, w->epoch, w->seq };
+			continue;
+		}
+		if (k && w->seq < k->seq)
+			snprintf(r->tap_why, sizeof(r->tap_why), "the watermark of generation %" PRIu64
+				 " (epoch %" PRIu64 ") went back from %" PRIu64 " to %" PRIu64
+				 " on node %u", w->generation_id, w->epoch, k->seq, w->seq, node);
+		else if (k)
+			k->seq = w->seq;
+	}
 }
 
 /* A new session's first generation, or (prev) the next turn of prev's session: its content
@@ -114,6 +151,7 @@ static int start_gen(struct run *r, struct gen *prev)
 	uint64_t now = sf_fleet_sim_now(r->f);
 	struct sf_head_session_params p = { .model = "sim-1", .sampling = g->smp,
 					    .lease_ms = below(r, 3) ? 0 : 2000 };
+	g->leased = prev ? prev->leased : p.lease_ms > 0;
 	if ((!prev && sf_head_session_open(h, g->sid, &p, now, &err)) ||
 	    sf_head_append(h, g->sid, g->ctx, g->n_ctx, now, &err) ||
 	    sf_head_generate(h, g->sid, max_new, 0, NULL, now, &g->gid, &err)) {
@@ -191,8 +229,21 @@ static void fault(struct run *r)
  * at most one end; at the end (final), every stream ended, a finished one whole. */
 static int check(struct run *r, bool final)
 {
+	if (r->tap_why[0]) {
+		snprintf(r->why, sizeof(r->why), "%s", r->tap_why);
+		return -1;
+	}
 	for (uint32_t k = 0; k < r->n_gens; k++) {
 		const struct gen *g = &r->gens[k];
+		uint32_t holders = 0;
+		for (uint32_t i = 0; g->leased && i < r->n_nodes; i++)
+			holders += sf_node_lease_live(sf_fleet_sim_node(r->f, i), g->sid,
+						      sf_fleet_sim_now(r->f));
+		if (holders > 1) {
+			snprintf(r->why, sizeof(r->why), "%u nodes hold a live lease on session %"
+				 PRIu64 " (clause 4)", holders, g->sid);
+			return -1;
+		}
 		const struct sf_fleet_stream *s = sf_fleet_sim_stream(r->f, g->sid, g->gid);
 		if (!s) {
 			if (final) {
@@ -271,6 +322,7 @@ static int run_seed(struct run *r)
 	trace(r, "seed %" PRIu64 ": %u nodes, replace after %u ms, chunks of %u, clog %u%%, "
 	      "reset %u/1000 a step", r->seed, r->n_nodes, cfg.head.replace_after_ms,
 	      nf.max_chunk, nf.clog_pct, nf.reset_permille);
+	sf_fleet_sim_tap(r->f, tap, r);
 	for (uint32_t i = 0; i < r->n_nodes; i++)
 		(void)sf_fleet_sim_connect(r->f, i);
 	sf_fleet_sim_faults(r->f, &nf);

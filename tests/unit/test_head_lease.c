@@ -98,8 +98,10 @@ static void renewals_keep_the_session(void **state)
 	sf_fleet_sim_free(f);
 }
 
-/* Two sessions move off node 0 while it is away; back, it is told to let them go, and the
- * node they moved to keeps renewing them. */
+/* Two sessions move off node 0 while it is away, but only once the lease the head last gave
+ * them there has run out (plus the grace for an ASSIGN on its way): until then node 0 may
+ * still hold them, and two nodes must never both hold a live lease. Back, node 0 is told to
+ * let them go, and the node they moved to keeps renewing them. */
 static void moved_sessions_are_let_go(void **state)
 {
 	struct sf_fleet_sim *f = fleet(2, 300, 0);
@@ -110,6 +112,8 @@ static void moved_sessions_are_let_go(void **state)
 	assert_int_equal(node_stats(f, 0).sessions, 2);
 	sf_fleet_sim_drop(f, 0);
 	sf_fleet_sim_run(f, 400);
+	assert_int_equal(head_stats(f).moved, 0); /* past --replace-after, not past the lease */
+	sf_fleet_sim_run(f, 600 + 10000);          /* the lease and the default grace */
 	assert_int_equal(head_stats(f).moved, 2);
 	assert_int_equal(sf_fleet_sim_connect(f, 0), 0);
 	sf_fleet_sim_run(f, 2);
