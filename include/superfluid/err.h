@@ -34,6 +34,7 @@ enum sf_code {
 	SF_E_UNSUPPORTED = -32, /* peer's version cannot take this message */
 	SF_E_IO = -33,          /* the transport failed (set by the I/O layer) */
 	SF_E_CRYPTO = -34,      /* handshake crypto failed (degenerate key) */
+	SF_E_NOT_HELD = -35,    /* a node does not hold that session (lost, expired, freed) */
 };
 
 /* A code and the sentence that explains it, with context filled in where the error arose. */

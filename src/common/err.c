@@ -33,6 +33,7 @@ const char *sf_code_name(int code)
 	case SF_E_UNSUPPORTED: return "unsupported_on_fleet";
 	case SF_E_IO: return "io";
 	case SF_E_CRYPTO: return "crypto";
+	case SF_E_NOT_HELD: return "not_held";
 	}
 	return "unknown_error";
 }

@@ -284,6 +284,21 @@ void sf__head_on_refused(struct sf_head *h, uint32_t node, const struct sf_refus
 		assign_refused(h, node, s, code, why);
 		return;
 	}
+	if (code == SF_E_NOT_HELD && s->assigned && m->command_id > s->assign_cmd) {
+		/* The node let the session go since it was assigned (its lease ran out while it
+		 * was idle, or it was freed): assign it again with its content, and ask again
+		 * what it refused; nothing of that ran, so nothing reached the caller. */
+		s->assigned = false;
+		s->content_sent = s->content_confirmed = false;
+		for (uint32_t i = 0; i < s->n_gens; i++) /* none of them runs there now */
+			if (s->gens[i].state == GEN_SENT && !s->gens[i].delivered) {
+				s->gens[i].state = GEN_PENDING;
+				s->gens[i].deadline = 0;
+			}
+		h->stats.reassigned++;
+		sf__head_sync(h, s);
+		return;
+	}
 	if (m->command_id == s->append_cmd && !s->append_resend) {
 		sf__head_error(h, node, s->id, 0, code, "node %s refused the content of session "
 			       "%llu: %s", sf__head_node_name(h, node), (unsigned long long)s->id,

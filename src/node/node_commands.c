@@ -13,7 +13,7 @@ static struct node_session *fenced(struct sf_node *n, uint64_t link, uint64_t cm
 {
 	struct node_session *s = sf__node_find(n, sid);
 	if (!s || s->expired) {
-		sf__node_refuse(n, link, cmd, sid, SF_E_STATE,
+		sf__node_refuse(n, link, cmd, sid, SF_E_NOT_HELD,
 				"%s for session %llu, which this node does not hold", what,
 				(unsigned long long)sid);
 		return NULL;

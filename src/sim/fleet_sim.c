@@ -87,6 +87,7 @@ int sf_fleet_sim_new(struct sf_fleet_sim **out, const struct sf_fleet_sim_config
 
 static void cut(struct sim_node *n)
 {
+	n->half_open = false;
 	sf_link_free(n->hl);
 	sf_link_free(n->nl);
 	n->hl = n->nl = NULL;
@@ -202,6 +203,17 @@ uint64_t sf_fleet_sim_resets(const struct sf_fleet_sim *f, uint32_t *last_node)
 
 static bool paused(const struct sim_node *n) { return n->f->now < n->paused_until; }
 
+void sf_fleet_sim_half_open(struct sf_fleet_sim *f, uint32_t i)
+{
+	struct sim_node *n = &f->nodes[i];
+	if (!n->hl || n->half_open)
+		return;
+	n->half_open = true;
+	if (n->node_open)
+		sf_node_link_closed(n->node, n->link_id, f->now);
+	n->node_open = false;
+}
+
 /* Moves what one end queued into the other; returns the bytes moved. With faults, a move
  * carries a random 1..max_chunk bytes, and a clogged direction carries none this step. */
 static size_t move(struct sf_fleet_sim *f, struct sim_node *n, bool to_head)
@@ -209,6 +221,11 @@ static size_t move(struct sf_fleet_sim *f, struct sim_node *n, bool to_head)
 	struct sf_link *from = to_head ? n->nl : n->hl, *to = to_head ? n->hl : n->nl;
 	const uint8_t *d;
 	size_t len = sf_link_tx(from, &d), moved = 0;
+	if (n->half_open) { /* into the void, and nothing out of it */
+		if (!to_head && len)
+			sf_link_tx_done(from, len);
+		return 0;
+	}
 	if (paused(n) || n->clogged[to_head])
 		return 0;
 	if (f->faults.max_chunk && len)
@@ -234,7 +251,7 @@ static void settle(struct sf_fleet_sim *f)
 			if (!n->hl)
 				continue;
 			drain(f, n, true);
-			if (!n->closing && !paused(n)) /* a stopped process reads nothing */
+			if (!n->closing && !paused(n) && !n->half_open) /* a stopped process reads nothing */
 				drain(f, n, false);
 			if (!n->closing)
 				moved += move(f, n, false);

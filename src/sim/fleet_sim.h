@@ -91,6 +91,10 @@ struct sf_fleet_faults {
 	uint32_t max_chunk, clog_pct, reset_permille;
 };
 void sf_fleet_sim_faults(struct sf_fleet_sim *f, const struct sf_fleet_faults *faults);
+/* Node i's end of its connection vanishes without a word (its host lost it): the node is
+ * told its link closed, the head is told nothing; what the head sends is lost, nothing comes
+ * back, until the head's end gives up (silence) and the connection is gone. */
+void sf_fleet_sim_half_open(struct sf_fleet_sim *f, uint32_t i);
 /* Node i stops for ms: its machine does not tick and its bytes do not move (SIGSTOP). */
 void sf_fleet_sim_pause(struct sf_fleet_sim *f, uint32_t i, uint32_t ms);
 /* The clock jumps ms forward at once (a clock step); the machines see it at the next step. */

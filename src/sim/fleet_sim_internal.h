@@ -19,6 +19,7 @@ struct sim_node {
 	bool head_open, node_open, closing;
 	uint64_t redial_at; /* 0: none due */
 	uint64_t paused_until; /* stopped while now < this */
+	bool half_open;        /* the node's end is gone; the head's still believes in it */
 	bool clogged[2];       /* this step: to the node [0], to the head [1] */
 };
 

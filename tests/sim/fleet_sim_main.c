@@ -195,7 +195,11 @@ static void fault(struct run *r)
 {
 	uint32_t i = below(r, r->n_nodes);
 	r->faults++;
-	switch (below(r, 5)) {
+	switch (below(r, 6)) {
+	case 5:
+		trace(r, "node %u: half-open (its end gone without a word)", i);
+		sf_fleet_sim_half_open(r->f, i);
+		break;
 	case 0:
 		trace(r, "node %u: link dropped", i);
 		sf_fleet_sim_drop(r->f, i);
