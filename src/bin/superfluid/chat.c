@@ -121,16 +121,11 @@ int cli_chat(int argc, char **argv)
 	int rc = CLI_USAGE;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		int took = cli_head_option(&head, "chat", argc, argv, &i);
+		int took = cli_common_arg(&head, "chat", usage_text, argc, argv, &i, &rc);
 		if (took < 0)
 			goto out;
 		if (took)
 			continue;
-		if (!strcmp(a, "--help")) {
-			fputs(usage_text, stdout);
-			rc = CLI_OK;
-			goto out;
-		}
 		if (!strcmp(a, "--keep")) {
 			keep = true;
 			continue;

@@ -71,16 +71,11 @@ int cli_generate(int argc, char **argv)
 	int rc = CLI_USAGE;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		int took = cli_head_option(&head, "generate", argc, argv, &i);
+		int took = cli_common_arg(&head, "generate", usage_text, argc, argv, &i, &rc);
 		if (took < 0)
 			goto out;
 		if (took)
 			continue;
-		if (!strcmp(a, "--help")) {
-			fputs(usage_text, stdout);
-			rc = CLI_OK;
-			goto out;
-		}
 		if (!strcmp(a, "--stream")) {
 			stream = true;
 			continue;

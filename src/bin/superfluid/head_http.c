@@ -86,6 +86,24 @@ int cli_head_option(struct cli_head *h, const char *cmd, int argc, char **argv, 
 	return 1;
 }
 
+int cli_common_arg(struct cli_head *h, const char *cmd, const char *usage, int argc, char **argv,
+		   int *i, int *rc)
+{
+	int took = cli_head_option(h, cmd, argc, argv, i);
+	if (took < 0) {
+		*rc = CLI_USAGE;
+		return -1;
+	}
+	if (took)
+		return 1;
+	if (!strcmp(argv[*i], "--help")) {
+		fputs(usage, stdout);
+		*rc = CLI_OK;
+		return -1;
+	}
+	return 0;
+}
+
 struct transfer {
 	CURL *curl;
 	struct cli_call *call;

@@ -22,6 +22,11 @@ void cli_head_init(struct cli_head *h);
  * --cacert FILE. Returns 1 taken (*i moved past the value), 0 not one of them, -1 a usage
  * error (said on stderr, prefixed with cmd). */
 int cli_head_option(struct cli_head *h, const char *cmd, int argc, char **argv, int *i);
+/* What every command takes first: the head options above and --help (usage printed). 1:
+ * taken, go on to the next argument; 0: not one of them; -1: stop with *rc (CLI_OK after
+ * --help, CLI_USAGE after a bad value). */
+int cli_common_arg(struct cli_head *h, const char *cmd, const char *usage, int argc, char **argv,
+		   int *i, int *rc);
 /* The usage lines of those options. */
 #define CLI_HEAD_USAGE                                                                         \
 	"  --head URL            the head's HTTP API (default $SUPERFLUID_HEAD, else " CLI_DEFAULT_HEAD ")\n" \

@@ -48,15 +48,12 @@ int cli_tokenize(int argc, char **argv)
 	bool pieces = false, count = false;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		int took = cli_head_option(&head, "tokenize", argc, argv, &i);
+		int rc, took = cli_common_arg(&head, "tokenize", usage_text, argc, argv, &i, &rc);
 		if (took < 0)
-			return CLI_USAGE;
+			return rc;
 		if (took)
 			continue;
-		if (!strcmp(a, "--help")) {
-			fputs(usage_text, stdout);
-			return CLI_OK;
-		} else if (!strcmp(a, "--pieces")) {
+		if (!strcmp(a, "--pieces")) {
 			pieces = true;
 		} else if (!strcmp(a, "--count")) {
 			count = true;
