@@ -131,7 +131,8 @@ static int start_gen(struct run *r, struct gen *prev)
 		g->turn = prev->turn + 1;
 		g->smp = prev->smp;
 		memcpy(g->ctx, prev->ctx, prev->n_ctx * sizeof(uint32_t));
-		memcpy(g->ctx + prev->n_ctx, st->tokens, st->n_tokens * sizeof(uint32_t));
+		if (st->n_tokens) /* a reply may be empty (its first token was the end) */
+			memcpy(g->ctx + prev->n_ctx, st->tokens, st->n_tokens * sizeof(uint32_t));
 		g->n_ctx = prev->n_ctx + st->n_tokens;
 	} else {
 		g->sid = 1000 + r->next_sid++;
