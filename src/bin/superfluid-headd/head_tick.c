@@ -1,6 +1,7 @@
 /* The head machine's clock: sf_head_tick runs after every loop turn and from a loop timer at
  * sf_head_deadline. Clients that closed are swept first, outside any head callback. */
 #include "headd.h"
+#include "daemon/sd_notify.h"
 
 static void head_timer_fired(void *arg, uint64_t now)
 {
@@ -15,6 +16,7 @@ bool headd_tick(struct headd *d)
 		return false;
 	headd_clients_sweep(d);
 	uint64_t now = sf_loop_now(d->loop);
+	sfd_notify_watchdog(now); /* WatchdogSec=: a stuck loop stops the pings */
 	sf_head_tick(d->head, now);
 	headd_nodes_drop_pending(d); /* the DROP_LINK events of this tick */
 	headd_api_tick(d);

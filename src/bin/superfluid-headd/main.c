@@ -9,6 +9,7 @@
 
 #include "headd.h"
 #include "daemon/log.h"
+#include "daemon/sd_notify.h"
 #include "daemon/signals.h"
 
 enum { EXIT_CLEAN = 0, EXIT_USAGE = 1, EXIT_RUNTIME = 2 };
@@ -135,7 +136,9 @@ int main(int argc, char **argv)
 	int rc = read_token(&d) ? EXIT_USAGE : start(&d);
 	bool listening = rc == EXIT_CLEAN;
 	if (rc == EXIT_CLEAN) {
+		sfd_notify("READY=1"); /* listeners up (Type=notify) */
 		rc = run(&d);
+		sfd_notify("STOPPING=1");
 		say_goodbye(&d);
 		if (rc == EXIT_CLEAN)
 			sfd_info("stopped");

@@ -10,6 +10,7 @@
 
 #include "engine_setup.h"
 #include "daemon/log.h"
+#include "daemon/sd_notify.h"
 #include "noded.h"
 #include "options.h"
 #include "daemon/signals.h"
@@ -188,7 +189,9 @@ int main(int argc, char **argv)
 	set_identity(&d);
 	int rc = read_token(&d) ? EXIT_USAGE : start(&d);
 	if (rc == EXIT_CLEAN) {
+		sfd_notify("READY=1"); /* listeners up (Type=notify) */
 		rc = run(&d);
+		sfd_notify("STOPPING=1");
 		say_goodbye(&d);
 		if (rc == EXIT_CLEAN)
 			sfd_info("stopped");

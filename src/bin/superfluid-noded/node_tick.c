@@ -2,6 +2,7 @@
  * may have made work) and from a loop timer at sf_node_deadline, so the loop sleeps exactly
  * until the next decode step, budget, lease or status is due. */
 #include "noded.h"
+#include "daemon/sd_notify.h"
 
 static void node_timer_fired(void *arg, uint64_t now)
 {
@@ -15,6 +16,7 @@ bool noded_tick(struct noded *d)
 	if (d->stopping)
 		return false;
 	uint64_t now = sf_loop_now(d->loop);
+	sfd_notify_watchdog(now); /* WatchdogSec=: a stuck loop stops the pings */
 	sf_node_tick(d->node, now);
 	uint64_t at = sf_node_deadline(d->node);
 	bool due = at <= now;
