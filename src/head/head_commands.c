@@ -219,12 +219,18 @@ void sf__head_gen_lost(struct sf_head *h, struct head_session *s, struct head_ge
 void sf__head_revoke_stale(struct sf_head *h, uint32_t node)
 {
 	struct head_node *n = &h->nodes[node];
+	uint32_t kept = 0;
 	for (uint32_t i = 0; i < n->n_stale; i++) {
+		struct head_stale *e = &n->stale[i];
 		struct sf_session_revoke r = { .command_id = sf__head_next_id(h),
-					       .session_id = n->stale[i].session_id,
-					       .epoch = n->stale[i].epoch };
+					       .session_id = e->session_id, .epoch = e->epoch };
 		if (sf__head_send(h, node, SF_MSG_SESSION_REVOKE, &r))
 			return;
+		e->sent = true;
+		/* The revoke may be lost with this link: until the lease there must have run
+		 * out, the entry stays, fencing the session to this node (sf__head_place). */
+		if (e->free_at > h->now)
+			n->stale[kept++] = *e;
 	}
-	n->n_stale = 0;
+	n->n_stale = kept;
 }

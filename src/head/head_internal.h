@@ -74,6 +74,13 @@ struct node_model {
 	uint64_t digest; /* 0: not stated (version 2) */
 };
 
+/* A session that left a node (moved, closed or parked) while the node could not be told. */
+struct head_stale {
+	uint64_t session_id, epoch;
+	uint64_t free_at; /* its lease there may run until then: it goes nowhere else before */
+	bool sent;        /* the REVOKE went out on a link (kept, and sent again, until free_at) */
+};
+
 struct head_node {
 	char label[SF_MAX_NAME + 1];
 	char identity[SF_MAX_NAME + 1]; /* from its handshake; "" until then */
@@ -93,7 +100,7 @@ struct head_node {
 	char broken_why[256];
 	struct sf_watermark *marks; /* queued for the next WATERMARK_ACK */
 	uint32_t n_marks, cap_marks;
-	struct sf_lease_ask *stale; /* sessions moved away: revoked when it returns */
+	struct head_stale *stale; /* sessions moved away: revoked when it returns */
 	uint32_t n_stale;
 };
 
@@ -155,6 +162,8 @@ uint32_t sf__head_place(struct sf_head *h, const struct head_session *s, uint32_
 void sf__head_move(struct sf_head *h, struct head_session *s, uint32_t to);
 /* Remembers to revoke the session on a node it left, for when that node is back. */
 void sf__head_note_stale(struct sf_head *h, uint32_t node, const struct head_session *s);
+/* When the lease the head last gave the session's node has surely run out there; 0: none. */
+uint64_t sf__head_lease_free_at(const struct sf_head *h, const struct head_session *s);
 /* Moves the sessions of a node down past the limit. */
 void sf__head_move_all(struct sf_head *h, uint32_t node);
 

@@ -85,15 +85,40 @@ void sf__head_node_models(struct sf_head *h, uint32_t node, const struct sf_mode
 	}
 }
 
+/* The node that may still hold a live lease on session sid it was taken from (the head could
+ * not tell it), SF_HEAD_NO_NODE when none: the session may go nowhere else until then
+ * (docs/RELIABILITY.md, clause 4). *until gets when that lease has surely run out. */
+static uint32_t fenced_to(const struct sf_head *h, uint64_t sid, uint64_t *until)
+{
+	for (uint32_t i = 0; i < h->n_nodes; i++) {
+		const struct head_node *n = &h->nodes[i];
+		for (uint32_t k = 0; k < n->n_stale; k++)
+			if (n->stale[k].session_id == sid && n->stale[k].free_at > h->now) {
+				*until = n->stale[k].free_at;
+				return i;
+			}
+	}
+	return SF_HEAD_NO_NODE;
+}
+
 uint32_t sf__head_place(struct sf_head *h, const struct head_session *s, uint32_t avoid,
 			struct sf_err *err)
 {
+	uint64_t until = 0;
+	uint32_t only = fenced_to(h, s->id, &until);
+	if (only != SF_HEAD_NO_NODE && (only == avoid || !h->nodes[only].up)) {
+		sf_err_set(err, SF_E_LIMIT, "session %llu may still be leased on node %s, which "
+			   "the head cannot tell, for %llu ms more", (unsigned long long)s->id,
+			   sf__head_node_name(h, only), (unsigned long long)(until - h->now));
+		return SF_HEAD_NO_NODE;
+	}
 	const struct head_model *fm = fleet_model(h, s->model);
 	uint32_t best = SF_HEAD_NO_NODE, differs = SF_HEAD_NO_NODE;
 	bool served = false, compatible = false;
 	for (uint32_t i = 0; i < h->n_nodes; i++) {
 		const struct head_node *n = &h->nodes[i];
-		const struct node_model *nm = n->up && i != avoid ? node_model(n, s->model) : NULL;
+		bool may = n->up && i != avoid && (only == SF_HEAD_NO_NODE || i == only);
+		const struct node_model *nm = may ? node_model(n, s->model) : NULL;
 		if (!nm)
 			continue;
 		served = true;
@@ -124,9 +149,17 @@ uint32_t sf__head_place(struct sf_head *h, const struct head_session *s, uint32_
 void sf__head_note_stale(struct sf_head *h, uint32_t node, const struct head_session *s)
 {
 	struct head_node *n = &h->nodes[node];
+	if (n->n_stale == h->cfg.max_stale) {
+		uint32_t kept = 0; /* make room: revokes sent whose lease has run out */
+		for (uint32_t i = 0; i < n->n_stale; i++)
+			if (!n->stale[i].sent || n->stale[i].free_at > h->now)
+				n->stale[kept++] = n->stale[i];
+		n->n_stale = kept;
+	}
 	if (n->n_stale == h->cfg.max_stale)
 		return; /* past the bound its lease ends it: renewals are refused */
-	n->stale[n->n_stale++] = (struct sf_lease_ask){ s->id, s->epoch };
+	n->stale[n->n_stale++] = (struct head_stale){ .session_id = s->id, .epoch = s->epoch,
+						     .free_at = sf__head_lease_free_at(h, s) };
 }
 
 void sf__head_move(struct sf_head *h, struct head_session *s, uint32_t to)
@@ -154,7 +187,7 @@ void sf__head_move(struct sf_head *h, struct head_session *s, uint32_t to)
  * renewal from when it asked, so it lets go by lease_sent_at + lease_ms; an ASSIGN counts
  * from its arrival, so the grace covers its time on the way. At most one node holds a live
  * lease (docs/RELIABILITY.md, clause 4). */
-static uint64_t lease_free_at(const struct sf_head *h, const struct head_session *s)
+uint64_t sf__head_lease_free_at(const struct sf_head *h, const struct head_session *s)
 {
 	if (!s->lease_ms || !s->assigned)
 		return 0;
@@ -168,7 +201,7 @@ void sf__head_move_all(struct sf_head *h, uint32_t node)
 	uint64_t retry = h->now + h->cfg.replace_after_ms;
 	while (s) {
 		struct head_session *next = s->node_next;
-		uint64_t free_at = lease_free_at(h, s);
+		uint64_t free_at = sf__head_lease_free_at(h, s);
 		if (h->now < free_at) {
 			if (free_at < retry)
 				retry = free_at;
