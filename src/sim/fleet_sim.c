@@ -270,6 +270,10 @@ int sf_fleet_sim_connect(struct sf_fleet_sim *f, uint32_t i)
 	struct sim_node *n = &f->nodes[i];
 	if (n->hl)
 		sf_fleet_sim_drop(f, i);
+	if (f->now < n->refuse_until) {
+		n->redial_at = f->cfg.redial_after_ms ? f->now + f->cfg.redial_after_ms : 0;
+		return SF_E_CLOSED; /* connection refused: no link, nothing for the machines */
+	}
 	struct sf_link_config hc = { .role = SF_ROLE_HEAD, .identity = "head",
 				     .silence_ms = f->cfg.silence_ms,
 				     .heartbeat_ms = f->cfg.heartbeat_ms };
@@ -354,11 +358,25 @@ static void network_faults(struct sf_fleet_sim *f)
 	}
 }
 
+void sf_fleet_sim_refuse(struct sf_fleet_sim *f, uint32_t i, uint32_t ms)
+{
+	if (i < f->n_nodes)
+		f->nodes[i].refuse_until = f->now + ms;
+}
+
+void sf_fleet_sim_kill(struct sf_fleet_sim *f, uint32_t i, uint32_t ms)
+{
+	if (i >= f->n_nodes)
+		return;
+	(void)sf_fleet_sim_restart(f, i);
+	f->nodes[i].refuse_until = f->nodes[i].dead_until = f->now + ms;
+}
+
 static void step(struct sf_fleet_sim *f, bool deliver)
 {
 	f->now++;
 	for (uint32_t i = 0; i < f->n_nodes; i++)
-		if (!paused(&f->nodes[i]))
+		if (!paused(&f->nodes[i]) && f->now >= f->nodes[i].dead_until)
 			sf_node_tick(f->nodes[i].node, f->now);
 	sf_head_tick(f->head, f->now);
 	network_faults(f);

@@ -95,6 +95,13 @@ void sf_fleet_sim_faults(struct sf_fleet_sim *f, const struct sf_fleet_faults *f
  * told its link closed, the head is told nothing; what the head sends is lost, nothing comes
  * back, until the head's end gives up (silence) and the connection is gone. */
 void sf_fleet_sim_half_open(struct sf_fleet_sim *f, uint32_t i);
+/* Dials to node i are refused for ms (connection refused: a full backlog, a firewall); its
+ * machine runs on. A connect then returns SF_E_CLOSED and, with redial_after_ms, is tried
+ * again that much later. */
+void sf_fleet_sim_refuse(struct sf_fleet_sim *f, uint32_t i, uint32_t ms);
+/* Node i dies for ms: its connection is cut, its machine is gone (nothing kept), dials are
+ * refused; then a fresh machine listens again. */
+void sf_fleet_sim_kill(struct sf_fleet_sim *f, uint32_t i, uint32_t ms);
 /* Node i stops for ms: its machine does not tick and its bytes do not move (SIGSTOP). */
 void sf_fleet_sim_pause(struct sf_fleet_sim *f, uint32_t i, uint32_t ms);
 /* The clock jumps ms forward at once (a clock step); the machines see it at the next step. */

@@ -20,6 +20,8 @@ struct sim_node {
 	uint64_t redial_at; /* 0: none due */
 	uint64_t paused_until; /* stopped while now < this */
 	bool half_open;        /* the node's end is gone; the head's still believes in it */
+	uint64_t refuse_until; /* dials refused while now < this */
+	uint64_t dead_until;   /* no process at all while now < this (no ticks) */
 	bool clogged[2];       /* this step: to the node [0], to the head [1] */
 };
 

@@ -8,6 +8,7 @@
  *   fleet-sim --seed N [-v]          one seed; -v prints its trace as it goes
  *   fleet-sim --seeds A..B           every seed in the range; a summary with seeds/second
  *   --planted-bug skip-replay        plant a bug in the head (the check must catch it)
+ *   --check-replay                   run each seed twice: the traces and streams must agree
  * Exit status: 0 every seed held the promise, 1 a seed broke it (seed and trace printed),
  * 2 usage. */
 #include <inttypes.h>
@@ -60,6 +61,7 @@ struct run {
 	uint32_t n_trace;
 	bool verbose;
 	char why[512];
+	uint64_t digest; /* FNV-1a over every trace line and every token the caller got */
 	/* Counts, for the summary. */
 	uint64_t faults, tokens, ended_early;
 };
@@ -74,6 +76,13 @@ static uint64_t rnd(struct run *r)
 
 static uint32_t below(struct run *r, uint32_t n) { return n ? (uint32_t)(rnd(r) % n) : 0; }
 
+static void fold(struct run *r, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	for (size_t i = 0; i < n; i++)
+		r->digest = (r->digest ^ b[i]) * 0x100000001b3ULL;
+}
+
 static void trace(struct run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void trace(struct run *r, const char *fmt, ...)
 {
@@ -83,6 +92,7 @@ static void trace(struct run *r, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line + at, 160 - (size_t)at, fmt, ap);
 	va_end(ap);
+	fold(r, line, strlen(line));
 	if (r->verbose)
 		printf("%s\n", line);
 }
@@ -152,8 +162,15 @@ static int start_gen(struct run *r, struct gen *prev)
 	uint64_t now = sf_fleet_sim_now(r->f);
 	struct sf_head_session_params p = { .model = "sim-1", .sampling = g->smp,
 					    .lease_ms = below(r, 3) ? 0 : 2000 };
-	g->leased = prev ? prev->leased : p.lease_ms > 0;
-	if ((!prev && sf_head_session_open(h, g->sid, &p, now, &err)) ||
+	if (prev)
+		p.lease_ms = prev->leased ? 2000 : 0;
+	g->leased = p.lease_ms > 0;
+	/* Between turns the API may park a session and open it again later: placed anew,
+	 * perhaps elsewhere, with a fresh epoch. */
+	bool park = prev && !below(r, 4);
+	if (park && !sf_head_session_close(h, g->sid, true, now, &err))
+		trace(r, "session %" PRIu64 ": parked, opened again", g->sid);
+	if (((!prev || park) && sf_head_session_open(h, g->sid, &p, now, &err)) ||
 	    sf_head_append(h, g->sid, g->ctx, g->n_ctx, now, &err) ||
 	    sf_head_generate(h, g->sid, max_new, 0, NULL, now, &g->gid, &err)) {
 		trace(r, "session %" PRIu64 ": not started: %s", g->sid, err.msg);
@@ -178,6 +195,21 @@ static int next_turn(struct run *r)
 	return start_gen(r, g);
 }
 
+/* A session whose last generation ended is closed for good (the head revokes it). */
+static void close_one(struct run *r)
+{
+	if (!r->n_gens)
+		return;
+	struct gen *g = &r->gens[below(r, r->n_gens)];
+	if (g->followed || !sf_fleet_sim_ended(r->f, g->sid, g->gid))
+		return;
+	g->followed = true;
+	struct sf_err err;
+	if (!sf_head_session_close(sf_fleet_sim_head(r->f), g->sid, false, sf_fleet_sim_now(r->f),
+				   &err))
+		trace(r, "session %" PRIu64 ": closed", g->sid);
+}
+
 static void cancel_one(struct run *r)
 {
 	if (!r->n_gens)
@@ -196,7 +228,19 @@ static void fault(struct run *r)
 {
 	uint32_t i = below(r, r->n_nodes);
 	r->faults++;
-	switch (below(r, 6)) {
+	switch (below(r, 8)) {
+	case 6: {
+		uint32_t ms = 200 + below(r, 2800); /* past the replacement limit, or not */
+		trace(r, "node %u: died for %u ms (dials refused, memory gone)", i, ms);
+		sf_fleet_sim_kill(r->f, i, ms);
+		break;
+	}
+	case 7: {
+		uint32_t ms = 20 + below(r, 1500);
+		trace(r, "node %u: dials refused for %u ms", i, ms);
+		sf_fleet_sim_refuse(r->f, i, ms);
+		break;
+	}
 	case 5:
 		trace(r, "node %u: half-open (its end gone without a word)", i);
 		sf_fleet_sim_half_open(r->f, i);
@@ -312,6 +356,7 @@ static bool all_ended(struct run *r)
 static int run_seed(struct run *r)
 {
 	r->rng = r->seed * 0x2545f4914f6cdd1dULL + 1;
+	r->digest = 0xcbf29ce484222325ULL;
 	r->n_nodes = 2 + below(r, 3);
 	struct sf_fleet_sim_config cfg = { .n_nodes = r->n_nodes, .redial_after_ms = 20,
 					   .silence_ms = 300, .heartbeat_ms = 100 };
@@ -340,6 +385,8 @@ static int run_seed(struct run *r)
 			rc = next_turn(r);
 		if (below(r, 10000) < 20)
 			cancel_one(r);
+		if (below(r, 10000) < 20)
+			close_one(r);
 		if (below(r, 10000) < fault_per_10k)
 			fault(r);
 		uint64_t resets = sf_fleet_sim_resets(r->f, NULL);
@@ -368,6 +415,7 @@ static int run_seed(struct run *r)
 		const struct sf_fleet_stream *s = sf_fleet_sim_stream(r->f, r->gens[k].sid,
 								       r->gens[k].gid);
 		if (s) {
+			fold(r, s->tokens, s->n_tokens * sizeof(uint32_t));
 			r->tokens += s->n_tokens;
 			r->ended_early += s->finishes && s->n_tokens < r->gens[k].n_want;
 		}
@@ -379,14 +427,15 @@ static int run_seed(struct run *r)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: fleet-sim --seed N [-v] | --seeds A..B  [--planted-bug skip-replay]\n");
+	fprintf(stderr, "usage: fleet-sim --seed N [-v] | --seeds A..B  [--planted-bug skip-replay] "
+		"[--check-replay]\n");
 	return 2;
 }
 
 int main(int argc, char **argv)
 {
 	uint64_t a = 0, b = 0;
-	bool have = false, verbose = false;
+	bool have = false, verbose = false, replay = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
 			a = b = strtoull(argv[++i], NULL, 10);
@@ -399,6 +448,8 @@ int main(int argc, char **argv)
 			if (strcmp(argv[++i], "skip-replay"))
 				return usage();
 			sf_head_planted_bug = SF_HEAD_BUG_SKIP_REPLAY;
+		} else if (!strcmp(argv[i], "--check-replay")) {
+			replay = true;
 		} else if (!strcmp(argv[i], "-v")) {
 			verbose = true;
 		} else {
@@ -426,6 +477,21 @@ int main(int argc, char **argv)
 				sf_fleet_sim_free(r->f);
 			free(r);
 			return 1;
+		}
+		if (replay) {
+			/* The same seed alone must do the same again, bit for bit. */
+			struct run *again = calloc(1, sizeof(*again));
+			if (!again)
+				return 1;
+			again->seed = seed;
+			int rc = run_seed(again);
+			bool same = !rc && again->digest == r->digest && again->n_trace == r->n_trace;
+			free(again);
+			if (!same) {
+				printf("fleet-sim: seed %" PRIu64 " did not replay bit for bit\n", seed);
+				free(r);
+				return 1;
+			}
 		}
 		gens += r->n_gens;
 		faults += r->faults;
