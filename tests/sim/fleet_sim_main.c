@@ -38,6 +38,7 @@ struct gen {
 	size_t n_want;
 	uint32_t want_reason;
 	bool cancelled, leased;
+	uint32_t wall_ms; /* its wall budget; 0: none */
 	struct sf_sampling smp;
 };
 
@@ -152,6 +153,7 @@ static int start_gen(struct run *r, struct gen *prev)
 	for (uint32_t i = 0; i < fresh; i++)
 		g->ctx[g->n_ctx++] = 32 + below(r, 95); /* printable bytes: the sim tokenizer's ids */
 	uint32_t max_new = 8 + below(r, MAX_NEW - 8);
+	g->wall_ms = below(r, 5) ? 0 : 50 + below(r, 3000);
 	struct sf_err err;
 	if (sf_sim_expected(sf_fleet_sim_engine(r->f), &g->smp, g->ctx, g->n_ctx, max_new, g->want,
 			    MAX_NEW + 1, &g->n_want, &g->want_reason, &err)) {
@@ -172,12 +174,13 @@ static int start_gen(struct run *r, struct gen *prev)
 		trace(r, "session %" PRIu64 ": parked, opened again", g->sid);
 	if (((!prev || park) && sf_head_session_open(h, g->sid, &p, now, &err)) ||
 	    sf_head_append(h, g->sid, g->ctx, g->n_ctx, now, &err) ||
-	    sf_head_generate(h, g->sid, max_new, 0, NULL, now, &g->gid, &err)) {
+	    sf_head_generate(h, g->sid, max_new, g->wall_ms, NULL, now, &g->gid, &err)) {
 		trace(r, "session %" PRIu64 ": not started: %s", g->sid, err.msg);
 		return 0; /* refused up front (no node up now): not a broken promise */
 	}
 	trace(r, "session %" PRIu64 " turn %u: generation %" PRIu64 ", %u content tokens, %u new "
-	      "at most, %zu expected", g->sid, g->turn + 1, g->gid, g->n_ctx, max_new, g->n_want);
+	      "at most, %zu expected, wall budget %u ms", g->sid, g->turn + 1, g->gid, g->n_ctx,
+	      max_new, g->n_want, g->wall_ms);
 	r->n_gens++;
 	return 0;
 }
@@ -328,7 +331,8 @@ static int check(struct run *r, bool final)
 			return -1;
 		}
 		bool whole = s->finishes && s->n_tokens == g->n_want && s->reason == g->want_reason;
-		bool cut_short = g->cancelled || s->reason == SF_FINISH_EXPIRED;
+		bool cut_short = g->cancelled || s->reason == SF_FINISH_EXPIRED ||
+				 (g->wall_ms && s->reason == SF_FINISH_WALL);
 		if (s->finishes && !whole && !cut_short) {
 			snprintf(r->why, sizeof(r->why), "generation %" PRIu64 " finished (reason %u) "
 				 "after %u of the engine's %zu tokens (reason %u)", g->gid, s->reason,
@@ -362,6 +366,18 @@ static int run_seed(struct run *r)
 					   .silence_ms = 300, .heartbeat_ms = 100 };
 	cfg.head.replace_after_ms = 600 + below(r, 1000);
 	cfg.head.grace_ms = 2000;
+	/* Engines as fast as the steps go, or paced (a slow one keeps streams open across
+	 * more faults), with or without a prefill cost. */
+	sf_sim_config_default(&cfg.engine);
+	if (below(r, 2))
+		cfg.engine.decode_steps_per_s = 50 + below(r, 2000);
+	if (below(r, 2))
+		cfg.engine.prefill_us_per_token = below(r, 300);
+	/* A node that keeps few unacknowledged events pauses a stream until the head's
+	 * watermark comes: acknowledgements lost with links must not stall it for good. */
+	if (!below(r, 3))
+		cfg.node.max_retained_events = 1 + below(r, 16);
+	cfg.node.status_ms = 200 + below(r, 2000);
 	struct sf_err err;
 	if (sf_fleet_sim_new(&r->f, &cfg, &err)) {
 		snprintf(r->why, sizeof(r->why), "fleet: %s", err.msg);
@@ -370,8 +386,10 @@ static int run_seed(struct run *r)
 	struct sf_fleet_faults nf = { .seed = rnd(r), .max_chunk = below(r, 2) ? 1 + below(r, 600) : 0,
 				      .clog_pct = below(r, 30), .reset_permille = below(r, 4) };
 	trace(r, "seed %" PRIu64 ": %u nodes, replace after %u ms, chunks of %u, clog %u%%, "
-	      "reset %u/1000 a step", r->seed, r->n_nodes, cfg.head.replace_after_ms,
-	      nf.max_chunk, nf.clog_pct, nf.reset_permille);
+	      "reset %u/1000 a step, %.0f steps/s, prefill %.0f us a token, %u events kept",
+	      r->seed, r->n_nodes, cfg.head.replace_after_ms, nf.max_chunk, nf.clog_pct,
+	      nf.reset_permille, cfg.engine.decode_steps_per_s, cfg.engine.prefill_us_per_token,
+	      cfg.node.max_retained_events);
 	sf_fleet_sim_tap(r->f, tap, r);
 	for (uint32_t i = 0; i < r->n_nodes; i++)
 		(void)sf_fleet_sim_connect(r->f, i);
