@@ -34,6 +34,8 @@ struct sf_fleet_stream {
 	uint64_t session_id, generation_id;
 	uint32_t *tokens;
 	uint32_t n_tokens, cap_tokens;
+	uint32_t *lp_tokens; /* the token each LOGPROBS event named, in order */
+	uint32_t n_lp, cap_lp;
 	int finishes, errors;
 	int after_end; /* events after its FINISH or ERROR: must stay 0 */
 	uint32_t reason;

@@ -47,6 +47,19 @@ static void add_tokens(struct sf_fleet_stream *s, const uint32_t *t, uint32_t n)
 	s->n_tokens += n;
 }
 
+static void add_lp(struct sf_fleet_stream *s, uint32_t token)
+{
+	if (s->n_lp == s->cap_lp) {
+		uint32_t cap = s->cap_lp ? s->cap_lp * 2 : 64;
+		uint32_t *t = realloc(s->lp_tokens, cap * sizeof(*t));
+		if (!t)
+			return;
+		s->lp_tokens = t;
+		s->cap_lp = cap;
+	}
+	s->lp_tokens[s->n_lp++] = token;
+}
+
 void sf__fleet_record(void *arg, const struct sf_head_event *ev)
 {
 	struct sf_fleet_sim *f = arg;
@@ -68,6 +81,10 @@ void sf__fleet_record(void *arg, const struct sf_head_event *ev)
 	case SF_HEAD_EV_TOKENS:
 		add_tokens(s, ev->tokens, ev->n_tokens);
 		break;
+	case SF_HEAD_EV_LOGPROBS:
+		for (uint32_t i = 0; i < ev->n_logprobs; i++)
+			add_lp(s, ev->logprobs[i].token);
+		break;
 	case SF_HEAD_EV_FINISH:
 		s->finishes++;
 		s->reason = ev->reason;
@@ -84,8 +101,10 @@ void sf__fleet_record(void *arg, const struct sf_head_event *ev)
 
 void sf__fleet_record_free(struct sf_fleet_sim *f)
 {
-	for (uint32_t i = 0; f->streams && i < f->n_streams; i++)
+	for (uint32_t i = 0; f->streams && i < f->n_streams; i++) {
 		free(f->streams[i].tokens);
+		free(f->streams[i].lp_tokens);
+	}
 	free(f->streams);
 }
 

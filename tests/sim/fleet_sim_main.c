@@ -1,8 +1,10 @@
 /* fleet-sim: the deterministic fleet simulation. One seed drives everything: the fleet's
- * shape, the workload (sessions opened over time, generations, next turns, cancels) and the faults
- * (short reads and writes, clogged paths, resets at any byte, dropped links, node pauses
- * past the silence limit, crashes that lose a node's memory, clock steps), all on the
- * simulated clock of src/sim/fleet_sim over the real head and node machines and real links.
+ * shape, the workload (sessions opened over time, generations with or without logprobs and
+ * wall budgets, next turns, cancels, parks and closes) and the faults (short reads and
+ * writes, clogged paths, resets at any byte, dropped links, half-open links, node pauses
+ * past the silence limit, crashes that lose a node's memory, nodes dead with dials refused,
+ * clock steps), all on the simulated clock of src/sim/fleet_sim over the real head and node
+ * machines and real links.
  * After every step it checks the delivery promise of docs/RELIABILITY.md on every stream;
  * once the faults stop, that every generation ends (liveness).
  *   fleet-sim --seed N [-v]          one seed; -v prints its trace as it goes
@@ -22,7 +24,7 @@
 
 #define MAX_GENS 96
 #define MAX_NEW 160
-#define MAX_TURNS 3
+#define MAX_TURNS 10
 #define MAX_CTX (MAX_TURNS * (44 + MAX_NEW))
 #define TRACE 64
 #define FAULT_MS 3000  /* faults and new work for this long */
@@ -39,6 +41,7 @@ struct gen {
 	uint32_t want_reason;
 	bool cancelled, leased;
 	uint32_t wall_ms; /* its wall budget; 0: none */
+	bool logprobs;    /* asked with logprobs: one LOGPROBS event after each token */
 	struct sf_sampling smp;
 };
 
@@ -61,6 +64,7 @@ struct run {
 	char trace[TRACE][160];
 	uint32_t n_trace;
 	bool verbose;
+	bool capped; /* nodes take few sessions: "every node is full" may end a generation */
 	char why[512];
 	uint64_t digest; /* FNV-1a over every trace line and every token the caller got */
 	/* Counts, for the summary. */
@@ -154,6 +158,8 @@ static int start_gen(struct run *r, struct gen *prev)
 		g->ctx[g->n_ctx++] = 32 + below(r, 95); /* printable bytes: the sim tokenizer's ids */
 	uint32_t max_new = 8 + below(r, MAX_NEW - 8);
 	g->wall_ms = below(r, 5) ? 0 : 50 + below(r, 3000);
+	g->logprobs = !below(r, 4);
+	struct sf_generate_opts opts = { .logprobs = true };
 	struct sf_err err;
 	if (sf_sim_expected(sf_fleet_sim_engine(r->f), &g->smp, g->ctx, g->n_ctx, max_new, g->want,
 			    MAX_NEW + 1, &g->n_want, &g->want_reason, &err)) {
@@ -174,7 +180,8 @@ static int start_gen(struct run *r, struct gen *prev)
 		trace(r, "session %" PRIu64 ": parked, opened again", g->sid);
 	if (((!prev || park) && sf_head_session_open(h, g->sid, &p, now, &err)) ||
 	    sf_head_append(h, g->sid, g->ctx, g->n_ctx, now, &err) ||
-	    sf_head_generate(h, g->sid, max_new, g->wall_ms, NULL, now, &g->gid, &err)) {
+	    sf_head_generate(h, g->sid, max_new, g->wall_ms, g->logprobs ? &opts : NULL, now,
+			     &g->gid, &err)) {
 		trace(r, "session %" PRIu64 ": not started: %s", g->sid, err.msg);
 		return 0; /* refused up front (no node up now): not a broken promise */
 	}
@@ -190,12 +197,18 @@ static int next_turn(struct run *r)
 {
 	if (!r->n_gens)
 		return 0;
-	struct gen *g = &r->gens[below(r, r->n_gens)];
-	const struct sf_fleet_stream *st = sf_fleet_sim_stream(r->f, g->sid, g->gid);
-	if (g->followed || g->cancelled || g->turn + 1 >= MAX_TURNS || !st || !st->finishes ||
-	    st->n_tokens != g->n_want || st->reason != g->want_reason)
-		return 0;
-	return start_gen(r, g);
+	/* The first session ready for a next turn from a random place: long sessions (more
+	 * generations than the head tracks at once) come often enough. */
+	uint32_t at = below(r, r->n_gens);
+	for (uint32_t k = 0; k < r->n_gens; k++) {
+		struct gen *g = &r->gens[(at + k) % r->n_gens];
+		const struct sf_fleet_stream *st = sf_fleet_sim_stream(r->f, g->sid, g->gid);
+		if (g->followed || g->cancelled || g->turn + 1 >= MAX_TURNS || !st ||
+		    !st->finishes || st->n_tokens != g->n_want || st->reason != g->want_reason)
+			continue;
+		return start_gen(r, g);
+	}
+	return 0;
 }
 
 /* A session whose last generation ended is closed for good (the head revokes it). */
@@ -323,9 +336,21 @@ static int check(struct run *r, bool final)
 				 at < g->n_want ? (int)g->want[at] : -1, s->n_tokens, g->n_want);
 			return -1;
 		}
-		if (s->errors) {
+		/* Logprobs: each names the token before it, once, in order; none unasked. */
+		bool lp_ok = g->logprobs ? s->n_lp <= s->n_tokens && s->n_lp + 1 >= s->n_tokens &&
+					   (!s->n_lp || !memcmp(s->lp_tokens, s->tokens,
+								s->n_lp * sizeof(uint32_t)))
+					 : !s->n_lp;
+		if (!lp_ok || (g->logprobs && s->finishes && !g->cancelled && s->n_lp != s->n_tokens)) {
+			snprintf(r->why, sizeof(r->why), "generation %" PRIu64 ": %u logprobs for %u "
+				 "tokens (%s), or not the tokens' own", g->gid, s->n_lp, s->n_tokens,
+				 g->logprobs ? "asked" : "not asked");
+			return -1;
+		}
+		if (s->errors && !(r->capped && s->code == SF_E_LIMIT)) {
 			/* Every node comes back in these runs: the session always ends up on a
-			 * live node, so the promise leaves no room for an error. */
+			 * live node, so the promise leaves no room for an error (but one saying
+			 * no node had room, where nodes take few sessions). */
 			snprintf(r->why, sizeof(r->why), "generation %" PRIu64 " ended with an error "
 				 "after %u of %zu tokens: %s", g->gid, s->n_tokens, g->n_want, s->msg);
 			return -1;
@@ -378,6 +403,9 @@ static int run_seed(struct run *r)
 	if (!below(r, 3))
 		cfg.node.max_retained_events = 1 + below(r, 16);
 	cfg.node.status_ms = 200 + below(r, 2000);
+	r->capped = !below(r, 4);
+	if (r->capped)
+		cfg.node.max_sessions = 4 + below(r, 24);
 	struct sf_err err;
 	if (sf_fleet_sim_new(&r->f, &cfg, &err)) {
 		snprintf(r->why, sizeof(r->why), "fleet: %s", err.msg);
@@ -386,10 +414,10 @@ static int run_seed(struct run *r)
 	struct sf_fleet_faults nf = { .seed = rnd(r), .max_chunk = below(r, 2) ? 1 + below(r, 600) : 0,
 				      .clog_pct = below(r, 30), .reset_permille = below(r, 4) };
 	trace(r, "seed %" PRIu64 ": %u nodes, replace after %u ms, chunks of %u, clog %u%%, "
-	      "reset %u/1000 a step, %.0f steps/s, prefill %.0f us a token, %u events kept",
+	      "reset %u/1000 a step, %.0f steps/s, prefill %.0f us a token, %u events kept, %u sessions a node",
 	      r->seed, r->n_nodes, cfg.head.replace_after_ms, nf.max_chunk, nf.clog_pct,
 	      nf.reset_permille, cfg.engine.decode_steps_per_s, cfg.engine.prefill_us_per_token,
-	      cfg.node.max_retained_events);
+	      cfg.node.max_retained_events, cfg.node.max_sessions);
 	sf_fleet_sim_tap(r->f, tap, r);
 	for (uint32_t i = 0; i < r->n_nodes; i++)
 		(void)sf_fleet_sim_connect(r->f, i);
