@@ -1,0 +1,52 @@
+/* fleet-sim's faults beyond the network's own (src/sim/fleet_sim.c draws those each step). */
+#include "sim_run.h"
+
+void sim_fault(struct run *r)
+{
+	uint32_t i = below(r, r->n_nodes);
+	r->faults++;
+	switch (below(r, 8)) {
+	case 6: {
+		uint32_t ms = 200 + below(r, 2800); /* past the replacement limit, or not */
+		sim_trace(r, "node %u: died for %u ms (dials refused, memory gone)", i, ms);
+		sf_fleet_sim_kill(r->f, i, ms);
+		break;
+	}
+	case 7: {
+		uint32_t ms = 20 + below(r, 1500);
+		sim_trace(r, "node %u: dials refused for %u ms", i, ms);
+		sf_fleet_sim_refuse(r->f, i, ms);
+		break;
+	}
+	case 5:
+		sim_trace(r, "node %u: half-open (its end gone without a word)", i);
+		sf_fleet_sim_half_open(r->f, i);
+		break;
+	case 0:
+		sim_trace(r, "node %u: link dropped", i);
+		sf_fleet_sim_drop(r->f, i);
+		break;
+	case 1:
+		sim_trace(r, "node %u: crashed and restarted (memory gone)", i);
+		(void)sf_fleet_sim_restart(r->f, i);
+		break;
+	case 2: {
+		uint32_t ms = 50 + below(r, 900); /* past the 300 ms silence limit, or not */
+		sim_trace(r, "node %u: paused %u ms", i, ms);
+		sf_fleet_sim_pause(r->f, i, ms);
+		break;
+	}
+	case 3: {
+		uint32_t ms = 1 + below(r, 2500);
+		sim_trace(r, "clock stepped %u ms", ms);
+		sf_fleet_sim_clock_step(r->f, ms);
+		break;
+	}
+	default:
+		if (!sf_fleet_sim_linked(r->f, i)) {
+			sim_trace(r, "node %u: dialed", i);
+			(void)sf_fleet_sim_connect(r->f, i);
+		}
+		break;
+	}
+}

@@ -1,0 +1,97 @@
+/* fleet-sim's run: one seed's fleet, workload, trace and what its checks saw, shared by the
+ * driver (fleet_sim_main.c), the workload (sim_workload.c), the faults (sim_faults.c), the
+ * checks of the promise (sim_check.c) and the trace (sim_trace.c). */
+#ifndef SF_TESTS_SIM_RUN_H
+#define SF_TESTS_SIM_RUN_H
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sim/fleet_sim.h"
+
+#define MAX_GENS 96
+#define MAX_NEW 160
+#define MAX_TURNS 10
+#define MAX_CTX (MAX_TURNS * (44 + MAX_NEW))
+#define TRACE 64
+#define FAULT_MS 3000  /* faults and new work for this long */
+#define HEAL_MS 30000  /* then, at most this long for every generation to end */
+
+struct gen {
+	uint64_t sid, gid;
+	uint32_t turn;        /* 0: the session's first generation */
+	bool followed;        /* a next turn was asked after it */
+	uint32_t ctx[MAX_CTX]; /* the session's whole content for this turn */
+	uint32_t n_ctx;
+	uint32_t want[MAX_NEW + 1];
+	size_t n_want;
+	uint32_t want_reason;
+	bool cancelled, leased;
+	uint32_t wall_ms; /* its wall budget; 0: none */
+	bool logprobs;    /* asked with logprobs: one LOGPROBS event after each token */
+	struct sf_sampling smp;
+};
+
+/* The highest watermark the head sent for a (session, generation, epoch). */
+struct mark {
+	uint64_t sid, gid, epoch, seq;
+};
+
+#define MAX_MARKS 2048
+
+struct run {
+	uint64_t seed, rng;
+	struct sf_fleet_sim *f;
+	uint32_t n_nodes;
+	struct gen gens[MAX_GENS];
+	uint32_t n_gens;
+	uint64_t next_sid;
+	struct mark marks[MAX_MARKS];
+	uint32_t n_marks;
+	char tap_why[256]; /* a broken clause the tap saw, told at the next check */
+	char trace[TRACE][160];
+	uint32_t n_trace;
+	bool verbose;
+	bool capped; /* nodes take few sessions: "every node is full" may end a generation */
+	char why[512];
+	uint64_t digest; /* FNV-1a over every trace line and every token the caller got */
+	/* Counts, for the summary. */
+	uint64_t faults, tokens, ended_early;
+};
+
+/* The run's random source (splitmix64); the network's faults draw from their own, seeded
+ * from it: the seed alone decides everything, and replays bit for bit. */
+static inline uint64_t rnd(struct run *r)
+{
+	uint64_t z = (r->rng += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static inline uint32_t below(struct run *r, uint32_t n) { return n ? (uint32_t)(rnd(r) % n) : 0; }
+
+/* The trace: a line for each workload and fault action, the last TRACE kept for a failing
+ * seed's report; every line and every stream folded into the run's digest. */
+void sim_fold(struct run *r, const void *p, size_t n);
+void sim_trace(struct run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The workload. start_gen: a new session (prev NULL) or prev's next turn; -1 with r->why
+ * when the expected stream cannot be computed. */
+int sim_start_gen(struct run *r, struct gen *prev);
+int sim_next_turn(struct run *r);
+void sim_close_one(struct run *r);
+void sim_cancel_one(struct run *r);
+
+/* One fault, drawn at random. */
+void sim_fault(struct run *r);
+
+/* The checks: the head's messages (watermarks), every stream after a step (final: once the
+ * faults stopped and the run ended); -1 with r->why naming the broken clause. */
+void sim_tap(void *arg, uint32_t node, uint16_t type, const void *msg);
+int sim_check(struct run *r, bool final);
+bool sim_all_ended(struct run *r);
+
+#endif
