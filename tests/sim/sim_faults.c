@@ -37,7 +37,8 @@ void sim_fault(struct run *r)
 		break;
 	}
 	case 3: {
-		uint32_t ms = 1 + below(r, 2500);
+		/* Mostly short; one in eight past every lease, grace and limit at once. */
+		uint32_t ms = below(r, 8) ? 1 + below(r, 2500) : 2500 + below(r, 12500);
 		sim_trace(r, "clock stepped %u ms", ms);
 		sf_fleet_sim_clock_step(r->f, ms);
 		break;
