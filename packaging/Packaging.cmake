@@ -12,14 +12,8 @@ set(SF_PKG_OUT ${PROJECT_BINARY_DIR}/packaging)
 set(SF_PACKAGES superfluid-headd superfluid-noded superfluid)
 set(SF_MAINTAINER "superfluid maintainers <maintainers@users.noreply.a-seed-02ffad0c.example>")
 
-# The versions the programs print are still literals in their headers; say so when they
-# drift from project(VERSION) (scripts/test-packages fails on it).
-foreach(h src/bin/superfluid-headd/options.h src/bin/superfluid-noded/options.h src/bin/superfluid/cli.h)
-  file(STRINGS ${PROJECT_SOURCE_DIR}/${h} line REGEX "#define [A-Z]+_VERSION \"")
-  if(line AND NOT line MATCHES "\"${PROJECT_VERSION}\"")
-    message(WARNING "${h}: ${line} is not project(VERSION) ${PROJECT_VERSION}")
-  endif()
-endforeach()
+# The programs print the same version: SF_VERSION, defined from PROJECT_VERSION in the
+# top-level CMakeLists.txt (ctest proc.version checks their --version).
 
 # --- The changelog: packaging/changelog (Debian format, newest first) is the Debian
 # changelog as it stands, gzipped, and is rewritten into the rpm %changelog.
@@ -72,6 +66,28 @@ else()
 endif()
 add_custom_target(packaging_files ALL DEPENDS ${sf_pkg_outputs})
 
+# --- The licence: LICENSE (Apache-2.0) as /usr/share/doc/PKG/copyright, in Debian's
+# machine-readable format with the full text, so it stands alone in the .rpms too.
+file(READ ${PROJECT_SOURCE_DIR}/LICENSE sf_license)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/LICENSE)
+string(REGEX REPLACE "^\n+" "" sf_license "${sf_license}")
+string(REGEX REPLACE "\n+$" "" sf_license "${sf_license}")
+string(REGEX REPLACE "\n" "\n " sf_license " ${sf_license}")
+string(REGEX REPLACE "\n[ \t]+\n" "\n .\n" sf_license "${sf_license}")
+string(REGEX REPLACE "\n[ \t]+\n" "\n .\n" sf_license "${sf_license}") # adjacent blank lines
+file(WRITE ${SF_PKG_OUT}/copyright
+"Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
+Upstream-Name: superfluid
+Upstream-Contact: ${SF_MAINTAINER}
+
+Files: *
+Copyright: 2026 the superfluid authors
+License: Apache-2.0
+
+License: Apache-2.0
+${sf_license}
+")
+
 # --- What each package installs (besides its program: the install() in CMakeLists.txt).
 set(sf_units_superfluid-headd superfluid-headd.service)
 set(sf_units_superfluid-noded superfluid-noded.service superfluid-noded@.service)
@@ -81,8 +97,8 @@ set(sf_man_superfluid-headd superfluid-headd.8)
 set(sf_man_superfluid-noded superfluid-noded.8)
 set(sf_man_superfluid superfluid.1)
 foreach(p ${SF_PACKAGES})
-  install(FILES ${SF_PKG_OUT}/changelog.Debian.gz DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/${p}
-    COMPONENT ${p})
+  install(FILES ${SF_PKG_OUT}/changelog.Debian.gz ${SF_PKG_OUT}/copyright
+    DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/${p} COMPONENT ${p})
   if(SF_GO_MD2MAN)
     string(REGEX MATCH "[0-9]$" section ${sf_man_${p}})
     install(FILES ${SF_PKG_OUT}/man/${sf_man_${p}}.gz
@@ -123,6 +139,7 @@ endforeach()
 set(CPACK_PACKAGE_NAME superfluid)
 set(CPACK_PACKAGE_VENDOR superfluid)
 set(CPACK_PACKAGE_CONTACT "${SF_MAINTAINER}")
+set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_PACKAGE_DIRECTORY ${PROJECT_BINARY_DIR}/packages)
 set(CPACK_GENERATOR DEB)
@@ -148,7 +165,7 @@ set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 set(CPACK_RPM_FILE_NAME RPM-DEFAULT)
 set(CPACK_RPM_PACKAGE_RELEASE ${SF_PACKAGE_RELEASE})
 set(CPACK_PACKAGE_RELOCATABLE OFF) # /etc cannot move with the prefix
-set(CPACK_RPM_PACKAGE_LICENSE "Proprietary")
+set(CPACK_RPM_PACKAGE_LICENSE "Apache-2.0") # SPDX; the text: LICENSE, /usr/share/doc/PKG/copyright
 set(CPACK_RPM_PACKAGE_GROUP "System Environment/Daemons")
 set(CPACK_RPM_CHANGELOG_FILE ${SF_PKG_OUT}/rpm-changelog)
 # rpmbuild's own requirements on the libraries' sonames stay on (AutoReq); the package

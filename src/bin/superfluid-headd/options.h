@@ -12,8 +12,11 @@
 
 #include "io/loop.h"
 
-/* Keep in step with project() in the top CMakeLists.txt. */
-#define HEADD_VERSION "0.1.0"
+/* SF_VERSION is project(VERSION) in the top CMakeLists.txt, given to every compile. */
+#ifndef SF_VERSION
+#error "SF_VERSION is not defined: build with CMake"
+#endif
+#define HEADD_VERSION SF_VERSION
 #define HEADD_DEFAULT_ADMIN_SOCKET "/run/superfluid/headd.sock"
 #define HEADD_DEFAULT_LISTEN_HTTP "127.0.0.1:8080"
 

@@ -12,8 +12,11 @@
 
 #include "io/loop.h"
 
-/* Keep in step with project() in the top CMakeLists.txt. */
-#define NODED_VERSION "0.1.0"
+/* SF_VERSION is project(VERSION) in the top CMakeLists.txt, given to every compile. */
+#ifndef SF_VERSION
+#error "SF_VERSION is not defined: build with CMake"
+#endif
+#define NODED_VERSION SF_VERSION
 
 #define NODED_DEFAULT_BLOB_DIR "/var/lib/superfluid/blobs"
 

@@ -7,7 +7,11 @@
 #include <stdio.h>
 
 #define CLI_DEFAULT_SOCKET "/run/superfluid/headd.sock"
-#define CLI_VERSION "0.1.0"
+/* SF_VERSION is project(VERSION) in the top CMakeLists.txt, given to every compile. */
+#ifndef SF_VERSION
+#error "SF_VERSION is not defined: build with CMake"
+#endif
+#define CLI_VERSION SF_VERSION
 
 /* Exit codes scripts can rely on (documented in --help and docs/CLI.md). */
 enum { CLI_OK = 0, CLI_USAGE = 1, CLI_FAILED = 2, CLI_UNREACHABLE = 3, CLI_AUTH = 4 };
