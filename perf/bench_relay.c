@@ -21,7 +21,9 @@
  *       relay such as HAProxy in TCP mode, or LISTEN_PORT itself: the direct path); at every
  *       step (STEPS_PER_S, 0 = as fast as the socket takes them) each writes one MSG-byte
  *       message on each of its connections, its send time inside. The reader (this thread)
- *       accepts the relayed connections on LISTEN_PORT and reads them.
+ *       accepts the relayed connections on LISTEN_PORT and reads them. A LISTEN_PORT that
+ *       starts with '/' is a unix socket path instead (HAProxy's backend: readers on unix
+ *       sockets like the head's admin clients).
  *
  *   bench_relay nats PORT SESSIONS SENDERS STEPS_PER_S MSG WARMUP_S SECONDS
  *       The same through nats-server: SESSIONS subscriber connections (SUB s.<i>), SENDERS
@@ -846,8 +848,12 @@ static int mode_peer(int argc, char **argv)
 				"SECONDS\n");
 		return 2;
 	}
-	if (!p_nats)
+	const char *lpath = NULL;
+	if (!p_nats) {
+		if (argv[a][0] == '/')
+			lpath = argv[a];
 		lport = atoi(argv[a++]);
+	}
 	p_port = atoi(argv[a++]);
 	p_sessions = (unsigned)atoi(argv[a++]);
 	p_senders = (unsigned)atoi(argv[a++]);
@@ -871,14 +877,25 @@ static int mode_peer(int argc, char **argv)
 			nats_hello(p_sender_fds[i], "");
 		}
 	} else {
-		int lfd = tcp_listen(lport);
+		int lfd;
+		if (lpath) { /* readers on a unix socket, as the head's admin clients are */
+			struct sockaddr_un ua = { .sun_family = AF_UNIX };
+			snprintf(ua.sun_path, sizeof(ua.sun_path), "%s", lpath);
+			unlink(lpath);
+			lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+			if (lfd < 0 || bind(lfd, (struct sockaddr *)&ua, sizeof(ua)) || listen(lfd, 4096))
+				die(lpath);
+		} else {
+			lfd = tcp_listen(lport);
+		}
 		p_sender_fds = calloc(p_sessions, sizeof(int));
 		for (unsigned i = 0; i < p_sessions; i++) {
 			p_sender_fds[i] = tcp_dial(p_port);
 			rd[i].fd = accept(lfd, NULL, NULL);
 			if (rd[i].fd < 0)
 				die("accept");
-			nodelay(rd[i].fd);
+			if (!lpath)
+				nodelay(rd[i].fd);
 		}
 		close(lfd);
 	}
