@@ -209,6 +209,30 @@ static int ep_wait(struct sf_loop *loop, int timeout_ms)
 	return 0;
 }
 
+/* epoll cannot wait for a file: the write and the fdatasync run here, blocking the loop's
+ * thread; done follows on the next turn. */
+static void ep_file_write(struct sf_loop *loop, struct sf_file_op *op)
+{
+	while (op->done < op->n) {
+		loop->stats.syscalls++;
+		ssize_t k = pwrite(op->fd, op->p + op->done, op->n - op->done,
+				   (off_t)(op->off + op->done));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			op->rc = k < 0 ? -errno : -EIO; /* 0: no progress, a full disk or the like */
+			break;
+		}
+		op->done += (size_t)k;
+	}
+	if (!op->rc && op->sync) {
+		loop->stats.syscalls++;
+		if (fdatasync(op->fd))
+			op->rc = -errno;
+	}
+	sf__loop_file_ready(loop, op);
+}
+
 const struct sf_backend_ops sf_backend_epoll = {
 	.name = "epoll",
 	.init = ep_init,
@@ -220,4 +244,5 @@ const struct sf_backend_ops sf_backend_epoll = {
 	.send_file = ep_send_file,
 	.cancel = ep_cancel,
 	.wait = ep_wait,
+	.file_write = ep_file_write,
 };

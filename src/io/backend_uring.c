@@ -19,7 +19,7 @@
 #define BUF_SIZE 16384
 
 enum { OP_ACCEPT = 1, OP_RECV, OP_SEND, OP_CONNECT, OP_TIMEOUT, OP_CANCEL, OP_WAKE, OP_FILE_READ,
-       OP_FILE_SEND };
+       OP_FILE_SEND, OP_FWRITE, OP_FSYNC };
 
 struct uring_state {
 	struct io_uring ring;
@@ -477,11 +477,92 @@ static void on_file_send(struct sf_loop *loop, struct sf_conn *c, struct io_urin
 	}
 }
 
+/* ---- file writes: a WRITE linked to an FSYNC ---- */
+
+#define FWRITE_MAX (1u << 30) /* one SQE's length at most; the rest goes next */
+
+/* A file op's user_data: the op in the top byte, its address below (user space addresses
+ * fit in 56 bits on the 64-bit machines io_uring runs on). */
+static inline uint64_t ud_file(int op, struct sf_file_op *f)
+{
+	return (uint64_t)op << 56 | (uint64_t)(uintptr_t)f;
+}
+
+static void fw_submit(struct sf_loop *loop, struct sf_file_op *op)
+{
+	struct uring_state *s = loop->be_state;
+	size_t left = op->n - op->done;
+	bool whole = left <= FWRITE_MAX;
+	bool sync = op->sync && whole;
+	/* A link must not be split by a submit in between: room for both first. */
+	if (io_uring_sq_space_left(&s->ring) < 2) {
+		loop->stats.syscalls++;
+		loop->stats.submits++;
+		io_uring_submit(&s->ring);
+		s->pending = 0;
+	}
+	struct io_uring_sqe *sqe;
+	if (left) {
+		sqe = get_sqe(loop);
+		io_uring_prep_write(sqe, op->fd, op->p + op->done, whole ? (unsigned)left : FWRITE_MAX,
+				    op->off + op->done);
+		io_uring_sqe_set_data64(sqe, ud_file(OP_FWRITE, op));
+		if (sync)
+			sqe->flags |= IOSQE_IO_LINK;
+		op->cqes++;
+	}
+	if (sync) {
+		sqe = get_sqe(loop);
+		io_uring_prep_fsync(sqe, op->fd, IORING_FSYNC_DATASYNC);
+		io_uring_sqe_set_data64(sqe, ud_file(OP_FSYNC, op));
+		op->cqes++;
+	}
+}
+
+static void ur_file_write(struct sf_loop *loop, struct sf_file_op *op)
+{
+	if ((uintptr_t)op >> 56) {
+		op->rc = -EOVERFLOW; /* cannot be tagged; never seen on Linux */
+		sf__loop_file_ready(loop, op);
+		return;
+	}
+	fw_submit(loop, op);
+}
+
+static void on_file_op(struct sf_loop *loop, struct sf_file_op *op, bool is_sync, int res)
+{
+	op->cqes--;
+	if (!is_sync) {
+		if (res < 0 && !op->rc)
+			op->rc = res;
+		else if (res == 0 && !op->rc)
+			op->rc = -EIO; /* no progress: a full disk or the like */
+		else if (res > 0)
+			op->done += (size_t)res;
+	} else if (res == 0) {
+		op->synced = true;
+	} else if (res != -ECANCELED && !op->rc) {
+		op->rc = res; /* ECANCELED: the write before it came up short; both go again */
+	}
+	if (op->cqes)
+		return;
+	if (!op->rc && (op->done < op->n || (op->sync && !op->synced))) {
+		fw_submit(loop, op);
+		return;
+	}
+	sf__loop_file_finish(loop, op);
+}
+
 static void dispatch(struct sf_loop *loop, struct io_uring_cqe *cqe)
 {
 	uint64_t d = io_uring_cqe_get_data64(cqe);
 	int op = (int)(d >> 56);
 	uint32_t slot = (uint32_t)d, gen = (uint32_t)(d >> 32) & 0xffffff;
+	if (op == OP_FWRITE || op == OP_FSYNC) {
+		on_file_op(loop, (struct sf_file_op *)(uintptr_t)(d & ((1ull << 56) - 1)),
+			   op == OP_FSYNC, cqe->res);
+		return;
+	}
 	if (op == OP_WAKE) {
 		sf__loop_woken(loop);
 		if (!(cqe->flags & IORING_CQE_F_MORE)) {
@@ -562,4 +643,5 @@ const struct sf_backend_ops sf_backend_uring = {
 	.cancel = ur_cancel,
 	.conn_gone = ur_conn_gone,
 	.wait = ur_wait,
+	.file_write = ur_file_write,
 };

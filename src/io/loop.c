@@ -162,6 +162,51 @@ static void conn_kill(struct sf_conn *c, int err)
 	c->loop->dead_list = c;
 }
 
+void sf__loop_file_finish(struct sf_loop *loop, struct sf_file_op *op)
+{
+	loop->file_ops--;
+	op->fn(loop, op->rc, op->arg);
+	free(op);
+}
+
+void sf__loop_file_ready(struct sf_loop *loop, struct sf_file_op *op)
+{
+	op->next = NULL;
+	if (!loop->file_ready)
+		loop->file_ready_tail = &loop->file_ready;
+	*loop->file_ready_tail = op;
+	loop->file_ready_tail = &op->next;
+}
+
+/* Tells the file writes that finished before this turn, in order; those a done starts
+ * wait for the next turn. */
+static void file_ready_run(struct sf_loop *loop)
+{
+	struct sf_file_op *op = loop->file_ready;
+	loop->file_ready = NULL;
+	while (op) {
+		struct sf_file_op *next = op->next;
+		sf__loop_file_finish(loop, op);
+		op = next;
+	}
+}
+
+int sf_loop_file_write(struct sf_loop *loop, int fd, const void *p, size_t n, uint64_t off,
+		       bool sync, sf_file_done_fn done, void *arg)
+{
+	struct sf_file_op *op = calloc(1, sizeof(*op));
+	if (!op)
+		return -ENOMEM;
+	*op = (struct sf_file_op){ .fd = fd, .p = p, .n = n, .off = off, .sync = sync, .fn = done,
+				   .arg = arg };
+	loop->file_ops++;
+	if (!n && !sync)
+		sf__loop_file_ready(loop, op); /* nothing to do, but done still comes later */
+	else
+		loop->be->file_write(loop, op);
+	return 0;
+}
+
 void sf_loop_free(struct sf_loop *loop)
 {
 	if (!loop)
@@ -181,6 +226,12 @@ void sf_loop_free(struct sf_loop *loop)
 				loop->be->wait(loop, 10);
 		}
 		reap(loop);
+		/* File writes still out: the kernel may point into their bytes. Their done runs. */
+		for (int i = 0; i < 500 && loop->file_ops; i++) {
+			file_ready_run(loop);
+			if (loop->file_ops)
+				loop->be->wait(loop, 10);
+		}
 		for (uint32_t i = 0; i < loop->n_listeners; i++)
 			close(loop->listeners[i].fd);
 		loop->be->fini(loop);
@@ -593,12 +644,13 @@ int sf_loop_turn(struct sf_loop *loop, int max_wait_ms)
 {
 	loop->now = clock_ms();
 	sf_timers_run(&loop->timers, loop->now);
+	file_ready_run(loop);
 	end_of_turn(loop);
 	flush(loop);
 	reap(loop);
 	int wait = max_wait_ms;
 	uint64_t next = sf_timers_next(&loop->timers);
-	if (loop->turn_list || loop->dirty)
+	if (loop->turn_list || loop->dirty || loop->file_ready)
 		wait = 0;
 	else if (next != UINT64_MAX)
 		wait = next <= loop->now ? 0 : (next - loop->now < (uint64_t)wait ? (int)(next - loop->now) : wait);

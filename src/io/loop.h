@@ -115,6 +115,17 @@ void sf_conn_set_user(struct sf_conn *c, void *user);
 struct sf_loop *sf_conn_loop(const struct sf_conn *c);
 int sf_conn_fd(const struct sf_conn *c);
 
+/* A file write finished: rc 0, or -errno of the write or the fdatasync. */
+typedef void (*sf_file_done_fn)(struct sf_loop *loop, int rc, void *arg);
+/* Writes n bytes of p at offset off of the file fd, then, when sync, fdatasyncs it; done
+ * follows once, on a later turn (never from inside this call). p is not copied: it must live
+ * until done. On io_uring: a WRITE linked to an FSYNC (DATASYNC), queued with the turn's
+ * other operations, a short write going again for the rest. On epoll: pwrite and fdatasync
+ * right here on the loop's thread, which blocks it meanwhile. Returns 0, or -ENOMEM (done
+ * will not follow). */
+int sf_loop_file_write(struct sf_loop *loop, int fd, const void *p, size_t n, uint64_t off,
+		       bool sync, sf_file_done_fn done, void *arg);
+
 /* Timers on the loop's clock. */
 uint64_t sf_loop_timer(struct sf_loop *loop, uint64_t deadline_ms, sf_timer_fn fn, void *arg);
 void sf_loop_timer_cancel(struct sf_loop *loop, uint64_t id);

@@ -59,6 +59,20 @@ struct sf_conn {
 	bool fixed_file;     /* io_uring: its socket is in the registered file table at slot */
 };
 
+/* A file write sf_loop_file_write started, until its done runs. */
+struct sf_file_op {
+	struct sf_file_op *next; /* on the loop's ready list */
+	int fd;
+	const uint8_t *p;
+	size_t n, done;          /* bytes to write, written */
+	uint64_t off;
+	bool sync, synced;
+	sf_file_done_fn fn;
+	void *arg;
+	int rc;                  /* the first error, -errno */
+	int cqes;                /* io_uring: completions still to come */
+};
+
 struct sf_backend_ops {
 	const char *name;
 	bool dial_times_out; /* the backend ends a dial at dial_timeout_ms itself */
@@ -73,6 +87,8 @@ struct sf_backend_ops {
 	void (*cancel)(struct sf_loop *loop, struct sf_conn *c); /* stop its operations */
 	void (*conn_gone)(struct sf_loop *loop, struct sf_conn *c); /* before its fd closes; may be NULL */
 	int (*wait)(struct sf_loop *loop, int timeout_ms); /* submit, wait, dispatch */
+	/* Write (and sync) op; completes with sf__loop_file_finish or sf__loop_file_ready. */
+	void (*file_write)(struct sf_loop *loop, struct sf_file_op *op);
 };
 
 extern const struct sf_backend_ops sf_backend_uring;
@@ -98,6 +114,8 @@ struct sf_loop {
 	uint8_t *rx_scratch; /* epoll: one read's worth */
 	struct sf_conn *fixed_waiters[SF_FIXED_BUFS * 8];
 	uint32_t n_fixed_waiters;
+	struct sf_file_op *file_ready, **file_ready_tail; /* done, to tell on the next turn */
+	uint32_t file_ops;   /* started, done not yet called */
 };
 
 /* Backends call these with what completed. */
@@ -114,6 +132,10 @@ int sf__loop_copy_seg(struct sf_loop *loop, struct sf_conn *c, const struct sf_s
 /* The head file segment went out (err 0) or failed (errno). */
 void sf__loop_file_done(struct sf_loop *loop, struct sf_conn *c, int err);
 struct sf_conn *sf__loop_conn_at(struct sf_loop *loop, uint32_t slot, uint32_t gen);
+/* A file write is over (op->rc says how): calls its done now and frees it. */
+void sf__loop_file_finish(struct sf_loop *loop, struct sf_file_op *op);
+/* ... or at the start of the next turn (the epoll backend writes inside the call). */
+void sf__loop_file_ready(struct sf_loop *loop, struct sf_file_op *op);
 
 #define SF_RX_CHUNK 65536
 

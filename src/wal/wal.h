@@ -50,6 +50,9 @@ struct sf_wal_io {
 	 * later with sf_wal_done(w, 0 or -errno), never from inside this call. Returns 0, or
 	 * -errno when it could not start (the log then fails as on a failed write). */
 	int (*write)(void *arg, int fd, const void *p, size_t n, uint64_t off, bool sync);
+	/* Called with arg once the log is freed (or sf_wal_open fails): the log owns arg from
+	 * sf_wal_open on (may be NULL). */
+	void (*release)(void *arg);
 };
 
 struct sf_wal_stats {
@@ -69,8 +72,12 @@ struct sf_wal;
  * sf_code with err naming the file and the system's reason. */
 int sf_wal_open(struct sf_wal **out, const struct sf_wal_config *cfg, const struct sf_wal_io *io,
 		uint64_t next_lsn, uint64_t now_ms, struct sf_err *err);
-/* Writes what is appended (pwrite, fdatasync: blocking), closes the segment, frees w. */
+/* Writes what is appended (pwrite, fdatasync: blocking), closes the segment, frees w. With
+ * a write still in flight, its bytes are written here again and w (no longer usable) is
+ * freed when that write's sf_wal_done arrives, since the driver still points into it. */
 void sf_wal_close(struct sf_wal *w);
+/* No write is in flight (the driver holds no pointer into the log). */
+bool sf_wal_idle(const struct sf_wal *w);
 
 /* Copies one record (type < 0xf0) into the open batch. Returns its LSN (>= 1), or 0 when
  * the log has failed or max_pending is reached (sf_wal_failed says which). */
@@ -116,7 +123,9 @@ struct sf_wal_rec {
 typedef int (*sf_wal_visit_fn)(void *arg, const struct sf_wal_rec *r, struct sf_err *err);
 
 struct sf_wal_scan {
-	uint64_t first_lsn, last_lsn; /* of the records visited; 0, 0 when none */
+	uint64_t first_lsn, last_lsn; /* the first record visited (0: none); the log's last
+				       * LSN, markers and a skipped checkpoint included (0: an
+				       * empty log), so the writer opens at last_lsn + 1 */
 	uint64_t records, bytes;      /* visited */
 	uint32_t segments;            /* read */
 	bool from_checkpoint;         /* replay started at a complete checkpoint */
