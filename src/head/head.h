@@ -37,6 +37,10 @@ struct sf_head_config {
 	uint32_t replace_after_ms; /* a node down this long loses its sessions; 0: 30000 */
 	uint32_t grace_ms;         /* past a wall budget, and for a reconcile answer; 0: 10000 */
 	uint64_t first_id;         /* first epoch, command and generation id; 0: 1 */
+	/* A durable caller (the head's write-ahead log): watermarks acknowledge only what the
+	 * caller said it has kept (sf_head_durable), so a node keeps every event a crash of
+	 * the head could lose. */
+	bool ack_durable;
 };
 
 enum sf_head_ev_kind {
@@ -48,6 +52,8 @@ enum sf_head_ev_kind {
 	SF_HEAD_EV_DROP_LINK = 5, /* the head gave up on link_id of node (msg says why) and
 				   * treats it as closed: close it and dial again */
 	SF_HEAD_EV_STATUS = 6,    /* capacity: the node reported its capacity */
+	SF_HEAD_EV_PLACED = 7,    /* the session was assigned to node at epoch (a durable caller
+				   * keeps it, to reconcile after its own restart) */
 };
 
 struct sf_head_event {
@@ -55,6 +61,8 @@ struct sf_head_event {
 	uint32_t node; /* SF_HEAD_NO_NODE when none */
 	uint64_t link_id;
 	uint64_t session_id, generation_id;
+	uint64_t epoch, seq; /* TOKENS, LOGPROBS, FINISH from a node: the run and the event's
+			      * number in it (sf_head_durable); PLACED: the epoch */
 	const uint32_t *tokens;
 	uint32_t n_tokens;
 	const struct sf_logprob *logprobs;
@@ -144,6 +152,39 @@ int sf_head_cancel(struct sf_head *h, uint64_t session_id, uint64_t generation_i
  * again on the next sf_head_session_open; otherwise it is forgotten. */
 int sf_head_session_close(struct sf_head *h, uint64_t session_id, bool park, uint64_t now_ms,
 			  struct sf_err *err);
+
+/* A durable caller has kept every event of (session, generation) up to seq of the run
+ * under epoch: watermarks may now cover them (ack_durable). seq UINT64_MAX: the caller needs
+ * nothing more of the generation (it kept its end, or stopped caring). */
+void sf_head_durable(struct sf_head *h, uint64_t session_id, uint64_t generation_id,
+		     uint64_t epoch, uint64_t seq);
+
+/* A generation as a durable caller kept it, for sf_head_session_restore. */
+struct sf_head_restore_gen {
+	uint64_t generation_id;
+	uint32_t max_new, max_wall_ms;
+	const struct sf_generate_opts *opts; /* NULL: none */
+	const uint32_t *tokens;  /* what reached the caller, in order, over every run */
+	uint32_t n_tokens;
+	uint32_t resumed;        /* of those, how many came before the current run: the
+				  * content given to the restore ends with them */
+	uint64_t epoch;          /* the current run's; 0: it never ran */
+	uint64_t next_seq;       /* the next event of the current run */
+	bool ended;
+	uint32_t reason;
+};
+
+/* A head started again brings back a session it had before (from its log): placed on node
+ * at epoch (as the last PLACED said; SF_HEAD_NO_NODE: parked), with its content, and its
+ * generations. The node's next link reconciles it: the events after next_seq come again,
+ * or, when the node no longer holds it, it is assigned again and a generation that was
+ * running goes on from what the caller had. A running generation of a parked session
+ * fails (no node to ask). Returns 0 or a negative sf_code. */
+int sf_head_session_restore(struct sf_head *h, uint64_t session_id,
+			    const struct sf_head_session_params *p, uint32_t node, uint64_t epoch,
+			    const uint32_t *content, uint32_t n_content,
+			    const struct sf_head_restore_gen *gens, uint32_t n_gens, uint64_t now_ms,
+			    struct sf_err *err);
 
 /* Runs what is due: sends the coalesced watermarks, gives up on links past a wall budget or a
  * reconcile answer, moves the sessions of nodes down past replace_after_ms. */

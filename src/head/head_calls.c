@@ -106,7 +106,7 @@ int sf_head_append(struct sf_head *h, uint64_t sid, const uint32_t *tokens, uint
 }
 
 /* Deep copies of what the options point to. */
-static int copy_opts(struct head_gen *g, const struct sf_generate_opts *o, struct sf_err *err)
+int sf__head_copy_opts(struct head_gen *g, const struct sf_generate_opts *o, struct sf_err *err)
 {
 	if (o->n_stops > SF_MAX_STOPS || o->n_blobs > SF_MAX_BLOB_REFS ||
 	    o->top_logprobs > SF_MAX_TOP_LOGPROBS)
@@ -158,7 +158,7 @@ int sf_head_generate(struct sf_head *h, uint64_t sid, uint32_t max_new, uint32_t
 				  "have not ended", (unsigned long long)sid, SF_HEAD_MAX_GENS);
 	struct head_gen *g = &s->gens[s->n_gens];
 	memset(g, 0, sizeof(*g));
-	if (opts && (rc = copy_opts(g, opts, err))) {
+	if (opts && (rc = sf__head_copy_opts(g, opts, err))) {
 		sf__head_gen_clear(g);
 		return rc;
 	}

@@ -54,6 +54,10 @@ static int send_assign(struct sf_head *h, struct head_session *s)
 	s->assigned = true;
 	s->lease_sent_at = h->now;
 	s->content_sent = s->content_confirmed = false;
+	struct sf_head_event ev = { .kind = SF_HEAD_EV_PLACED, .node = s->node,
+				    .link_id = h->nodes[s->node].link_id, .session_id = s->id,
+				    .epoch = epoch };
+	sf__head_tell(h, &ev);
 	return 0;
 }
 
@@ -175,7 +179,7 @@ void sf__head_gen_lost(struct sf_head *h, struct head_session *s, struct head_ge
 		/* Nothing reached the caller: it starts over, as if asked now. */
 		g->state = GEN_PENDING;
 		g->epoch = 0;
-		g->next_seq = 0;
+		g->next_seq = g->durable_next = 0;
 		g->n_tokens = 0;
 		g->probe = g->cancel_sent = false;
 		g->deadline = 0;
@@ -210,7 +214,7 @@ void sf__head_gen_lost(struct sf_head *h, struct head_session *s, struct head_ge
 	g->resumed = g->n_tokens;
 	g->state = GEN_PENDING;
 	g->epoch = 0;
-	g->next_seq = 0;
+	g->next_seq = g->durable_next = 0;
 	g->probe = g->cancel_sent = false;
 	g->deadline = 0;
 	h->stats.resumed++;

@@ -36,8 +36,9 @@ void sf__head_error(struct sf_head *h, uint32_t node, uint64_t sid, uint64_t gid
 	va_end(ap);
 }
 
-void sf__head_gen_finish(struct sf_head *h, struct head_session *s, struct head_gen *g,
-			 uint32_t reason)
+/* e: the node's FINISH event, or NULL when the head ends the generation itself. */
+static void gen_finish(struct sf_head *h, struct head_session *s, struct head_gen *g,
+		       uint32_t reason, const struct sf_token_event *e)
 {
 	if (g->told)
 		return;
@@ -45,7 +46,17 @@ void sf__head_gen_finish(struct sf_head *h, struct head_session *s, struct head_
 	g->reason = reason;
 	struct sf_head_event ev = { .kind = SF_HEAD_EV_FINISH, .node = s->node,
 				    .session_id = s->id, .generation_id = g->id, .reason = reason };
+	if (e) {
+		ev.epoch = e->epoch;
+		ev.seq = e->seq;
+	}
 	sf__head_tell(h, &ev);
+}
+
+void sf__head_gen_finish(struct sf_head *h, struct head_session *s, struct head_gen *g,
+			 uint32_t reason)
+{
+	gen_finish(h, s, g, reason, NULL);
 }
 
 void sf__head_gen_fail(struct sf_head *h, struct head_session *s, struct head_gen *g, int code,
@@ -77,6 +88,12 @@ void sf__head_mark(struct sf_head *h, uint32_t node, const struct head_session *
 		   struct head_gen *g, uint64_t seq)
 {
 	struct head_node *n = &h->nodes[node];
+	if (h->cfg.ack_durable) {
+		if (!g->durable_next)
+			return; /* nothing of this run is kept by the caller yet */
+		if (seq >= g->durable_next)
+			seq = g->durable_next - 1;
+	}
 	if (g->mark_round == h->mark_round && g->mark_idx < n->n_marks) {
 		struct sf_watermark *w = &n->marks[g->mark_idx];
 		if (w->session_id == s->id && w->generation_id == g->id && w->epoch == g->epoch) {
@@ -135,8 +152,8 @@ static void take_tokens(struct sf_head *h, struct head_session *s, struct head_g
 	g->delivered = true;
 	h->stats.delivered_tokens += e->n_tokens;
 	struct sf_head_event ev = { .kind = SF_HEAD_EV_TOKENS, .node = s->node, .session_id = s->id,
-				    .generation_id = g->id, .tokens = e->tokens,
-				    .n_tokens = e->n_tokens };
+				    .generation_id = g->id, .epoch = e->epoch, .seq = e->seq,
+				    .tokens = e->tokens, .n_tokens = e->n_tokens };
 	sf__head_tell(h, &ev);
 }
 
@@ -158,6 +175,7 @@ static void take_event(struct sf_head *h, uint32_t node, struct head_session *s,
 			g->delivered = true;
 			struct sf_head_event ev = { .kind = SF_HEAD_EV_LOGPROBS, .node = node,
 						    .session_id = s->id, .generation_id = g->id,
+						    .epoch = e->epoch, .seq = e->seq,
 						    .logprobs = e->logprobs,
 						    .n_logprobs = e->n_logprobs };
 			sf__head_tell(h, &ev);
@@ -166,7 +184,7 @@ static void take_event(struct sf_head *h, uint32_t node, struct head_session *s,
 	case SF_EVENT_FINISH:
 		g->state = GEN_DONE;
 		g->deadline = 0;
-		sf__head_gen_finish(h, s, g, e->reason);
+		gen_finish(h, s, g, e->reason, e);
 		if (e->reason == SF_FINISH_EXPIRED && g->epoch == s->epoch)
 			s->assigned = false; /* the node let it go: assign it again */
 		sf__head_sync(h, s);

@@ -29,6 +29,7 @@ struct head_gen {
 	uint64_t cmd;    /* the first GENERATE's command id: a refusal of it ends the generation */
 	uint64_t deadline; /* wall budget + grace, 0: none */
 	uint64_t next_seq;
+	uint64_t durable_next; /* ack_durable: events before this seq may be acknowledged */
 	uint32_t reason;
 	uint32_t *tokens; /* what reached the caller, in order */
 	uint32_t n_tokens, cap_tokens;
@@ -174,6 +175,8 @@ int sf__head_send(struct sf_head *h, uint32_t node, uint16_t type, const void *m
 void sf__head_sync(struct sf_head *h, struct head_session *s);
 /* Room for n tokens of content: 0 or SF_E_NOMEM. */
 int sf__head_content_reserve(struct head_session *s, uint32_t n);
+/* Deep copies of what o points to into g (head_calls.c). */
+int sf__head_copy_opts(struct head_gen *g, const struct sf_generate_opts *o, struct sf_err *err);
 /* A generation that its node lost: asked again when nothing of it reached the caller, else
  * resumed from what did (the content grows by it); failed only when it cannot grow. */
 void sf__head_gen_lost(struct sf_head *h, struct head_session *s, struct head_gen *g,

@@ -65,7 +65,7 @@ void sf__fleet_record(void *arg, const struct sf_head_event *ev)
 	struct sf_fleet_sim *f = arg;
 	if (ev->kind == SF_HEAD_EV_DROP_LINK && ev->node < f->n_nodes)
 		f->drops[ev->node] = ev->link_id;
-	if (ev->kind == SF_HEAD_EV_STATUS)
+	if (ev->kind == SF_HEAD_EV_STATUS || ev->kind == SF_HEAD_EV_PLACED)
 		return;
 	bool gen = ev->generation_id && ev->kind != SF_HEAD_EV_DROP_LINK;
 	if (!gen) {
