@@ -34,7 +34,7 @@
  * Every mode prints one line:
  *   RELAY mode=.. events=N secs=S rate=E/s p50_us=.. p99_us=.. p999_us=.. max_us=..
  *         relay_cpu_s=.. (the head, or $SF_CPU_PIDS for a peer) driver_cpu_s=.. [sf: other_cpu_s=..
- *         node_token_events=.. bytes_in=.. frames_in=.. gens=.. errors=..]
+ *         node_token_events=.. bytes_in=.. frames_in=.. gens=.. errors=.. untimed=..]
  * An "event" is one token (sf) or one message (peers); latency samples are taken only inside
  * the measured window, after the warm-up. */
 #ifndef _GNU_SOURCE
@@ -237,7 +237,7 @@ static int epfd;
 static struct slot *slots;
 static unsigned n_slots;
 static const char *admin_path;
-static unsigned long long bytes_in, frames_in, token_events_in, gens, errors;
+static unsigned long long bytes_in, frames_in, token_events_in, gens, errors, untimed;
 static struct slot *sid_cache[4096];
 
 static void ep_add(struct ep *e, uint32_t events)
@@ -429,8 +429,10 @@ static void client_line(struct slot *s, char *line, uint64_t t)
 		for (size_t i = 0; i < hex; i++, s->n_recv++)
 			if (s->n_recv < s->n_sent)
 				sample(s->ts[s->n_recv], t);
-			else if (t >= win_start && t < win_end)
-				events_in_window++; /* untimed (should not happen) */
+			else if (t >= win_start && t < win_end) {
+				events_in_window++; /* no send time: the tap missed it (should not happen) */
+				untimed++;
+			}
 		return;
 	}
 	if (!strncmp(line, "FINISH ", 7))
@@ -696,9 +698,9 @@ static int mode_sf(int argc, char **argv)
 	}
 	char extra[512];
 	snprintf(extra, sizeof(extra), "relay_cpu_s=%.3f other_cpu_s=%.3f driver_cpu_s=%.3f "
-		 "node_token_events=%llu bytes_in=%llu frames_in=%llu gens=%llu errors=%llu",
+		 "node_token_events=%llu bytes_in=%llu frames_in=%llu gens=%llu errors=%llu untimed=%llu",
 		 cpu1 - cpu0, oth, me, token_events_in - tok0,
-		 bytes_in - bytes0, frames_in - frames0, gens - gens0, errors);
+		 bytes_in - bytes0, frames_in - frames0, gens - gens0, errors, untimed);
 	report("sf", extra);
 	return 0;
 }
