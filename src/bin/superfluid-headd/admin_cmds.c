@@ -147,8 +147,15 @@ static const char *finish_name(uint32_t reason)
 void headd_head_event(void *arg, const struct sf_head_event *ev)
 {
 	struct headd *d = arg;
+	if (headd_wal_event(d, ev)) /* logged first: delivered once durable */
+		return;
 	if (headd_gen_event(d, ev))
 		return;
+	headd_admin_event(d, ev);
+}
+
+void headd_admin_event(struct headd *d, const struct sf_head_event *ev)
+{
 	struct headd_client *c = client_of(d, ev->session_id);
 	if (!c || c->ended)
 		return;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "api/api_output.h"
+#include "wal/wal_records.h"
 #include "api/api_request.h"
 #include "api/api_response.h"
 #include "api/chat_codec.h"
@@ -44,6 +45,8 @@ struct headd_named {
 	uint32_t turns;
 	uint64_t created_s, used_ms;
 	struct headd_req *busy;   /* the request running a generation on it, or NULL */
+	uint64_t restoring;       /* a generation from before a head restart runs on it (no
+				   * request follows it yet): busy too */
 	bool opened;              /* placed on a node at least once */
 	struct headd_named *next;
 };
@@ -60,7 +63,7 @@ struct headd_req {
 	struct headd_http *h;     /* NULL once the client went away */
 	enum headd_req_state state;
 	struct sf_api_request r;
-	char id[48];
+	char id[SF_WALREC_MAX_ID + 1]; /* SF_WALREC_MAX_ID: the log keeps it */
 	uint64_t created_s;
 	uint64_t t_start, t_first, t_last; /* loop ms: arrival, first token, last token */
 
@@ -72,6 +75,12 @@ struct headd_req {
 	uint32_t *gen;            /* the tokens generated, as fed to out */
 	uint32_t n_gen, gen_cap;
 	uint32_t max_tokens;
+	uint8_t *body;            /* the request's body, for the log (--wal-dir), or NULL */
+	uint32_t body_len;
+	uint64_t out_seed;        /* the output decoder's seed */
+	bool logged;              /* its session and generation are in the log */
+	bool resumed;             /* GET .../{id}: a client following a generation again */
+	bool keep_session;        /* its session is a named one's: not closed at the end */
 
 	const struct sf_head_tokenizer *tok;
 	struct sf_out_vocab vocab;
@@ -168,6 +177,17 @@ void headd_gen_tokenized(void *arg, uint64_t ticket, int rc, const uint32_t *tok
 			 uint32_t n, const char *msg);
 void headd_gen_client_gone(struct headd_req *q); /* its connection closed */
 void headd_gen_free(struct headd_req *q);
+/* Whether session_id is a logged request's (its events go to the log). */
+bool headd_gen_logged(struct headd *d, uint64_t session_id);
+void headd_gen_vocab(struct sf_out_vocab *v, const struct sf_head_tokenizer *t);
+uint64_t headd_gen_rand(struct headd *d);
+/* Deep copies of logprobs into q; 0 or -1 (memory). */
+int headd_gen_keep_logprobs(struct headd_req *q, const struct sf_logprob *v, uint32_t n);
+
+/* api_resume.c: GET /v1/chat/completions/{id}, GET /v1/completions/{id}: a generation from
+ * the log (after a head restart), whole or streamed from Last-Event-ID on. */
+void headd_resume(struct headd_http *h, enum sf_api_kind kind, const char *id,
+		  const struct sf_http_request *r);
 
 /* api_tokenize.c: POST /v1/tokenize and GET /v1/fleet */
 void headd_tokenize_start(struct headd_http *h, const struct sf_http_request *r);

@@ -25,7 +25,7 @@ static bool vocab_special(void *arg, uint32_t t)
 	return sf_tokenizer_is_special(arg, t);
 }
 
-static void vocab_init(struct sf_out_vocab *v, const struct sf_head_tokenizer *t)
+void headd_gen_vocab(struct sf_out_vocab *v, const struct sf_head_tokenizer *t)
 {
 	*v = (struct sf_out_vocab){
 		.arg = (void *)t,
@@ -42,7 +42,7 @@ static void vocab_init(struct sf_out_vocab *v, const struct sf_head_tokenizer *t
 
 /* ---- requests ---- */
 
-static uint64_t next_rand(struct headd *d)
+uint64_t headd_gen_rand(struct headd *d)
 {
 	uint64_t z = (d->rng += 0x9e3779b97f4a7c15ULL);
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -56,6 +56,12 @@ static struct headd_req *req_of(struct headd *d, uint64_t session_id)
 		if (q->session_id == session_id && q->state != REQ_DONE)
 			return q;
 	return NULL;
+}
+
+bool headd_gen_logged(struct headd *d, uint64_t session_id)
+{
+	struct headd_req *q = req_of(d, session_id);
+	return q && q->logged;
 }
 
 /* The request ends in an error: the whole answer when nothing went out yet, else the
@@ -83,6 +89,7 @@ void headd_gen_free(struct headd_req *q)
 	free(q->lps);
 	free(q->content);
 	free(q->gen);
+	free(q->body);
 	free(q);
 }
 
@@ -170,6 +177,25 @@ static int start_generation(struct headd_req *q, const uint32_t *tokens, uint32_
 	return q->r.n > 1 ? start_choices(q) : 0;
 }
 
+/* The generation's record: what a client that comes back for it needs (--wal-dir). */
+static void log_gen(struct headd_req *q)
+{
+	struct headd *d = q->d;
+	if (!d->wal.w)
+		return;
+	const struct headd_req *body_of = q->lead ? q->lead : q;
+	struct sf_walrec_gen g = {
+		.session_id = q->session_id, .generation_id = q->generation_id,
+		.max_new = q->max_tokens, .logprobs = q->r.logprobs,
+		.top_logprobs = (uint8_t)q->r.top_logprobs, .kind = (uint8_t)q->r.kind,
+		.index = q->index, .n_prompt = q->n_content, .created_s = q->created_s,
+		.out_seed = q->out_seed, .body = body_of->body, .body_len = body_of->body_len,
+	};
+	memcpy(g.request_id, q->id, sizeof(g.request_id));
+	if (!sf_walrec_put_gen(&d->wal.rec, &g))
+		headd_wal_append_rec(d, SF_WALREC_GEN);
+}
+
 /* Opens q's session (the first time, for a named one) and asks for its generation. */
 static int start_session(struct headd_req *q)
 {
@@ -184,16 +210,26 @@ static int start_session(struct headd_req *q)
 		struct sf_head_session_params p = {
 			.model = q->r.model,
 			.sampling = { .temperature = q->r.temperature, .top_p = q->r.top_p,
-				      .seed = q->r.has_seed ? q->r.seed + q->index : next_rand(d) },
+				      .seed = q->r.has_seed ? q->r.seed + q->index : headd_gen_rand(d) },
 		};
+		/* Logged first: the placement the open makes is logged as it happens. */
+		headd_wal_session(d, q->session_id, s ? s->name : "", &p);
+		q->logged = d->wal.w != NULL;
 		rc = sf_head_session_open(d->head, q->session_id, &p, now, &err);
 		if (!rc && s)
 			s->opened = true;
+		if (rc && q->logged)
+			headd_wal_close(d, q->session_id);
 	} else {
 		q->session_id = s->session_id;
+		q->logged = d->wal.w != NULL;
 	}
 	if (!rc)
 		rc = sf_head_append(d->head, q->session_id, q->content, q->n_content, now, &err);
+	if (!rc)
+		headd_wal_content(d, q->session_id, s && s->turns ? s->n_content : 0,
+				  q->content + (s && s->turns ? s->n_content : 0),
+				  q->n_content - (s && s->turns ? s->n_content : 0));
 	struct sf_generate_opts opts = { .logprobs = q->r.logprobs,
 					 .top_logprobs = (uint8_t)q->r.top_logprobs };
 	if (!rc)
@@ -216,6 +252,7 @@ static int start_session(struct headd_req *q)
 	}
 	q->state = REQ_GENERATING;
 	d->api.m.prompt_tokens += q->n_content;
+	log_gen(q);
 	uint32_t node = sf_head_session_node(d->head, q->session_id);
 	sfd_debug("%s: session %llu, %u prompt tokens, on %s", q->id,
 		  (unsigned long long)q->session_id, q->n_content,
@@ -255,10 +292,11 @@ static int start_choices(struct headd_req *q)
 		c->tok = q->tok;
 		c->tok_model = q->tok_model;
 		c->streaming = q->streaming;
-		vocab_init(&c->vocab, c->tok);
+		headd_gen_vocab(&c->vocab, c->tok);
+		c->out_seed = headd_gen_rand(d);
 		sf_out_init(&c->out, &c->vocab, c->r.kind == SF_API_CHAT,
 			    (const char *const *)c->r.stop, c->r.n_stop, c->r.tools, c->r.n_tools,
-			    next_rand(d));
+			    c->out_seed);
 		c->lead = q;
 		c->index = i;
 		q->choice[q->n_choice++] = c;
@@ -293,7 +331,7 @@ static int named_for(struct headd_req *q, const struct sf_http_request *hr, stru
 			return sf_api_fail(e, 400, "invalid_request_error", "invalid_value", "model",
 					   "session %s runs model %s, not %.128s; start another "
 					   "session for another model", s->name, s->model, q->r.model);
-		if (s->busy)
+		if (s->busy || s->restoring)
 			return sf_api_fail(e, 409, "invalid_request_error", "session_busy", NULL,
 					   "session %s is still generating an answer; wait for it, "
 					   "or end it with DELETE /v1/sessions/%s", s->name, s->name);
@@ -349,16 +387,21 @@ void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct s
 	q->t_start = sf_loop_now(d->loop);
 	q->created_s = (uint64_t)time(NULL);
 	snprintf(q->id, sizeof(q->id), "%s-%016" PRIx64 "%08" PRIx64,
-		 kind == SF_API_CHAT ? "chatcmpl" : "cmpl", next_rand(d), ++d->api.next_id);
+		 kind == SF_API_CHAT ? "chatcmpl" : "cmpl", headd_gen_rand(d), ++d->api.next_id);
 	if (sf_api_parse_request(kind, r->body, r->body_len, &q->r, &e) || check(q, &e) ||
 	    named_for(q, r, &e)) {
 		headd_gen_free(q);
 		headd_api_send_error(h, &e);
 		return;
 	}
-	vocab_init(&q->vocab, q->tok);
+	headd_gen_vocab(&q->vocab, q->tok);
+	q->out_seed = headd_gen_rand(d);
 	sf_out_init(&q->out, &q->vocab, kind == SF_API_CHAT, (const char *const *)q->r.stop,
-		    q->r.n_stop, q->r.tools, q->r.n_tools, next_rand(d));
+		    q->r.n_stop, q->r.tools, q->r.n_tools, q->out_seed);
+	if (d->wal.w && r->body_len <= SF_WALREC_MAX_BODY && (q->body = malloc(r->body_len + 1))) {
+		memcpy(q->body, r->body, r->body_len);
+		q->body_len = (uint32_t)r->body_len;
+	}
 
 	/* Chat: the rendered conversation; completions: the prompt, plain text. */
 	struct sf_pieces pieces = { 0 };
@@ -399,7 +442,7 @@ void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct s
 
 /* ---- the head's events ---- */
 
-static int keep_logprobs(struct headd_req *q, const struct sf_logprob *v, uint32_t n)
+int headd_gen_keep_logprobs(struct headd_req *q, const struct sf_logprob *v, uint32_t n)
 {
 	if (q->n_lps + n > q->lps_cap) {
 		uint32_t cap = q->lps_cap ? q->lps_cap : 64;
@@ -486,7 +529,7 @@ bool headd_gen_event(struct headd *d, const struct sf_head_event *ev)
 		take_tokens(q, ev->tokens, ev->n_tokens);
 		return true;
 	case SF_HEAD_EV_LOGPROBS:
-		if (q->r.logprobs && keep_logprobs(q, ev->logprobs, ev->n_logprobs))
+		if (q->r.logprobs && headd_gen_keep_logprobs(q, ev->logprobs, ev->n_logprobs))
 			sfd_warn("%s: no memory for its logprobs", q->id);
 		q->dirty = true;
 		return true;

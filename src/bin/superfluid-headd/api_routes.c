@@ -177,6 +177,17 @@ void headd_api_request(struct headd_http *h, const struct sf_http_request *r)
 			not_allowed(h, r, "GET");
 		return;
 	}
+	const char *resume_id = NULL;
+	enum sf_api_kind resume_kind = SF_API_CHAT;
+	if (ep == EP_OTHER && !strncmp(r->path, "/v1/chat/completions/", 21) && r->path[21]) {
+		resume_id = r->path + 21;
+		ep = EP_CHAT;
+	} else if (ep == EP_OTHER && !strncmp(r->path, "/v1/completions/", 16) && r->path[16]) {
+		resume_id = r->path + 16;
+		resume_kind = SF_API_COMPLETION;
+		ep = EP_COMPLETIONS;
+	}
+	h->ep = (int)ep;
 	if (ep == EP_OTHER) {
 		struct sf_api_error e;
 		sf_api_fail(&e, 404, "invalid_request_error", "unknown_url", NULL,
@@ -191,6 +202,13 @@ void headd_api_request(struct headd_http *h, const struct sf_http_request *r)
 	switch (ep) {
 	case EP_CHAT:
 	case EP_COMPLETIONS:
+		if (resume_id) {
+			if (is(r, "GET"))
+				headd_resume(h, resume_kind, resume_id, r);
+			else
+				not_allowed(h, r, "GET");
+			return;
+		}
 		if (!is(r, "POST")) {
 			not_allowed(h, r, "POST");
 			return;

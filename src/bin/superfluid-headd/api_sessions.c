@@ -76,6 +76,7 @@ void headd_named_end(struct headd *d, struct headd_named *s)
 	} else if (s->opened) {
 		struct sf_err err;
 		(void)sf_head_session_close(d->head, s->session_id, false, sf_loop_now(d->loop), &err);
+		headd_wal_close(d, s->session_id);
 	}
 	free(s->content);
 	free(s);
@@ -86,7 +87,7 @@ void headd_named_expire(struct headd *d)
 	uint64_t now = sf_loop_now(d->loop), idle = (uint64_t)d->opts->session_idle_s * 1000;
 	for (struct headd_named *s = d->api.named, *next; s; s = next) {
 		next = s->next;
-		if (!s->busy && now - s->used_ms >= idle) {
+		if (!s->busy && !s->restoring && now - s->used_ms >= idle) {
 			sfd_info("session %s: unused for %u s; ended", s->name, d->opts->session_idle_s);
 			headd_named_end(d, s);
 		}

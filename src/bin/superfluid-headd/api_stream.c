@@ -19,18 +19,25 @@ static enum headd_endpoint ep_of(const struct headd_req *q)
 	return q->r.kind == SF_API_CHAT ? EP_CHAT : EP_COMPLETIONS;
 }
 
+/* One event. A stream of one choice numbers its events by the tokens they cover, so a
+ * client that lost the stream (a head restart) can ask for the rest from there
+ * (Last-Event-ID, api_resume.c). */
 static void sse(struct headd_req *q, const char *json)
 {
 	if (!json || !q->h)
 		return;
 	size_t n = strlen(json);
+	char id[32];
+	size_t k = q->lead ? 0 : (size_t)snprintf(id, sizeof(id), "id: %u\n", q->n_gen);
 	char small[4096];
-	char *p = n + 9 <= sizeof(small) ? small : malloc(n + 9);
+	size_t total = k + n + 8;
+	char *p = total <= sizeof(small) ? small : malloc(total);
 	if (p) {
-		memcpy(p, "data: ", 6);
-		memcpy(p + 6, json, n);
-		memcpy(p + 6 + n, "\n\n", 2);
-		sf_http_stream_write(q->h->http, p, n + 8);
+		memcpy(p, id, k);
+		memcpy(p + k, "data: ", 6);
+		memcpy(p + k + 6, json, n);
+		memcpy(p + k + 6 + n, "\n\n", 2);
+		sf_http_stream_write(q->h->http, p, total);
 		if (p != small)
 			free(p);
 	}
@@ -226,6 +233,8 @@ static void keep_named(struct headd_req *q)
 	headd_named_set_content(s, all, q->n_content + n);
 	free(all);
 	s->turns++;
+	if (q->logged)
+		headd_wal_content(q->d, s->session_id, q->n_content, q->gen, n);
 }
 
 /* The request is over for the head: its named session keeps the reply, an unnamed one
@@ -235,9 +244,11 @@ static void req_over(struct headd_req *q)
 	struct headd *d = q->d;
 	q->state = REQ_DONE;
 	keep_named(q);
-	if (!q->named && q->session_id && !q->pipeline) {
+	if (!q->named && q->session_id && !q->pipeline && !q->keep_session) {
 		struct sf_err err;
 		(void)sf_head_session_close(d->head, q->session_id, false, sf_loop_now(d->loop), &err);
+		if (q->logged)
+			headd_wal_close(d, q->session_id);
 	}
 }
 

@@ -17,10 +17,14 @@ bool headd_tick(struct headd *d)
 	headd_clients_sweep(d);
 	uint64_t now = sf_loop_now(d->loop);
 	sfd_notify_watchdog(now); /* WatchdogSec=: a stuck loop stops the pings */
+	headd_wal_turn(d); /* what became durable reaches clients; the next write starts */
 	sf_head_tick(d->head, now);
 	headd_nodes_drop_pending(d); /* the DROP_LINK events of this tick */
 	headd_api_tick(d);
 	uint64_t at = sf_head_deadline(d->head);
+	uint64_t wal_at = headd_wal_deadline(d);
+	if (wal_at < at)
+		at = wal_at;
 	bool due = at <= now;
 	if (due)
 		at = now + 1;

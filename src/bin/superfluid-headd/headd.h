@@ -11,6 +11,9 @@
 
 #include "head/head.h"
 #include "head/pipeline.h"
+#include "io/wal_loop.h"
+#include "wal/wal.h"
+#include "wal/wal_state.h"
 #include "io/link_conn.h"
 #include "io/loop.h"
 
@@ -62,6 +65,29 @@ struct headd_client {
 	struct headd_client *next;
 };
 
+/* The write-ahead log (--wal-dir): records appended as things happen, applied to the table
+ * (st) and, for token events, delivered to clients only once durable (wal.c). */
+struct headd_walq;
+struct headd_wal_keep;
+struct headd_wal {
+	struct sf_wal *w;          /* NULL: no log */
+	struct sf_wal_state *st;   /* what the log holds, as durable */
+	struct sf_wal_io io;
+	enum sf_wal_sync sync;
+	struct sf_buf rec;         /* scratch: the record being encoded */
+	struct headd_walq *head, *tail; /* appended, not durable yet: applied, then delivered */
+	uint32_t n_queued;
+	size_t queued_bytes;
+	uint64_t last_lsn;         /* of the last record appended */
+	uint64_t segment_bytes;
+	uint64_t timer, timer_at;
+	uint32_t *scratch;         /* decoded tokens of an event being delivered */
+	uint32_t scratch_cap;
+	struct headd_wal_keep *keep; /* ended generations kept for a client to fetch */
+	uint64_t restored_sessions, restored_gens, resumed_streams, delivered_events;
+	uint64_t replay_ms;
+};
+
 struct headd {
 	const struct headd_opts *opts;
 	struct sf_loop *loop;
@@ -79,6 +105,8 @@ struct headd {
 	struct headd_api api;
 	struct sf_pipe *pipe;  /* --pipeline, or NULL */
 	char pipe_model[SF_MAX_NAME + 16]; /* the name clients use; "" until the stages agree */
+	struct headd_wal wal;
+	bool fatal;            /* stop: something failed that must not be run past (the log) */
 };
 
 /* fleet_links.c */
@@ -124,7 +152,36 @@ void headd_clients_close_all(struct headd *d);
 
 /* admin_cmds.c: the requests and the head's events for them */
 void headd_client_request(struct headd_client *c, char *line);
-void headd_head_event(void *arg, const struct sf_head_event *ev);
+void headd_head_event(void *arg, const struct sf_head_event *ev); /* the head's io->event */
+void headd_admin_event(struct headd *d, const struct sf_head_event *ev);
+
+/* wal.c: the write-ahead log. Every call is a no-op without --wal-dir. */
+int headd_wal_start(struct headd *d);   /* replay, restore, open; 0 or -1 (logged) */
+void headd_wal_stop(struct headd *d);   /* writes what is left and closes */
+/* Takes a head event it must log first (token events of logged sessions, placements);
+ * false: the caller handles it now. */
+bool headd_wal_event(struct headd *d, const struct sf_head_event *ev);
+/* Once per turn: delivers what became durable, starts the next write, checkpoints. */
+void headd_wal_turn(struct headd *d);
+uint64_t headd_wal_deadline(const struct headd *d);
+void headd_wal_session(struct headd *d, uint64_t sid, const char *name,
+		       const struct sf_head_session_params *p);
+void headd_wal_content(struct headd *d, uint64_t sid, uint32_t keep, const uint32_t *t,
+		       uint32_t n);
+void headd_wal_close(struct headd *d, uint64_t sid);
+/* Appends what d->wal.rec holds as a record of type (applied once durable). */
+void headd_wal_append_rec(struct headd *d, uint8_t type);
+/* wal_restore.c: the sessions of a replayed log back into the head and the API. */
+int headd_wal_restore(struct headd *d);
+/* The node index a PLACED record's name means, or SF_HEAD_NO_NODE. */
+uint32_t headd_wal_node_of(const struct headd *d, const char *name);
+const char *headd_wal_node_name(const struct headd *d, uint32_t node);
+/* A restored generation ended while no client followed it (wal.c calls it). */
+void headd_wal_orphan_end(struct headd *d, uint64_t sid, uint64_t gid);
+/* Unnamed sessions kept for a client to fetch whose time is up are closed. */
+void headd_wal_keep_sweep(struct headd *d);
+void headd_wal_keep_add(struct headd *d, uint64_t sid);
+void headd_wal_keep_free(struct headd *d);
 
 /* head_tick.c: ticks the head and re-arms its timer; true when more work is due at once. */
 bool headd_tick(struct headd *d);

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -35,8 +36,15 @@ static int start(struct headd *d)
 		sfd_err("--io %s: %s", sf_io_kind_name(d->opts->io), err.msg);
 		return EXIT_RUNTIME;
 	}
+	/* Ids from the wall clock (2^16 a millisecond): a restarted head numbers its epochs and
+	 * commands past every one it used before, which its nodes' fencing asks for. */
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t first_id = ((uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000) << 16;
 	struct sf_head_config hcfg = { .max_nodes = HEADD_MAX_NODES,
-				       .replace_after_ms = d->opts->replace_after_ms };
+				       .replace_after_ms = d->opts->replace_after_ms,
+				       .first_id = first_id,
+				       .ack_durable = d->opts->wal_dir != NULL };
 	struct sf_head_io io = headd_head_io_base;
 	io.arg = d;
 	if (sf_head_new(&d->head, &hcfg, &io, sf_loop_now(d->loop), &err)) {
@@ -45,6 +53,8 @@ static int start(struct headd *d)
 	}
 	if (headd_nodes_add(d))
 		return EXIT_USAGE;
+	if (headd_wal_start(d))
+		return EXIT_RUNTIME;
 	if (sfd_signals_install(d->loop)) {
 		sfd_err("cannot install the signal handlers");
 		return EXIT_RUNTIME;
@@ -62,6 +72,8 @@ static int run(struct headd *d)
 {
 	bool due = headd_tick(d);
 	for (;;) {
+		if (d->fatal)
+			return EXIT_RUNTIME;
 		if (sfd_signals_take_stop())
 			return EXIT_CLEAN;
 		int rc = sf_loop_turn(d->loop, due ? 0 : 1000);
@@ -106,6 +118,7 @@ static void stop(struct headd *d)
 		d->clients = c->next;
 		free(c);
 	}
+	headd_wal_stop(d);
 	headd_api_free(d);
 	sf_head_free(d->head);
 	d->head = NULL;

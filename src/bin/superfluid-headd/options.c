@@ -15,6 +15,8 @@
 
 #define F(field) offsetof(struct headd_opts, field)
 
+static const char *const wal_syncs[] = { "always", "batch", "off", NULL };
+
 static const struct sfd_opt opts[] = {
 	{ "fleet", SFD_OPT_ADDRS, F(fleet), 0, 0, NULL },
 	{ "fleet-auth", SFD_OPT_STR, F(fleet_auth), 0, 0, NULL },
@@ -40,6 +42,11 @@ static const struct sfd_opt opts[] = {
 	{ "max-tokens-default", SFD_OPT_U32, F(max_tokens_default), 1, 1u << 20, NULL },
 	{ "max-sessions", SFD_OPT_U32, F(max_sessions), 1, 4096, NULL },
 	{ "session-idle-s", SFD_OPT_U32, F(session_idle_s), 1, 30u * 86400, NULL },
+	{ "wal-dir", SFD_OPT_STR, F(wal_dir), 0, 0, NULL },
+	{ "wal-sync", SFD_OPT_CHOICE, F(wal_sync), 0, 0, wal_syncs },
+	{ "wal-segment-mb", SFD_OPT_U32, F(wal_segment_mb), 1, 65536, NULL },
+	{ "wal-batch-ms", SFD_OPT_U32, F(wal_batch_ms), 1, 60000, NULL },
+	{ "wal-keep-s", SFD_OPT_U32, F(wal_keep_s), 1, 30u * 86400, NULL },
 	{ "help", SFD_OPT_HELP, 0, 0, 0, NULL },
 	{ "version", SFD_OPT_VERSION, 0, 0, 0, NULL },
 };
@@ -105,6 +112,20 @@ static const char usage_text[] =
 	"                          (default 4096)\n"
 	"  --max-sessions N        named sessions (X-Superfluid-Session) kept (default 1024)\n"
 	"  --session-idle-s N      a named session unused this long is ended (default 3600)\n"
+	"\n"
+	"The write-ahead log (docs/RELIABILITY.md): sessions, their content and every token\n"
+	"event, so that a restarted head brings them back and resumes streams:\n"
+	"  --wal-dir DIR           keep the log here (created 0700); without it a head restart\n"
+	"                          forgets every session\n"
+	"  --wal-sync MODE         always: a token reaches a client only once its record is\n"
+	"                          written and fdatasync'd (default); batch: once written (a\n"
+	"                          process crash loses nothing, a power loss up to\n"
+	"                          --wal-batch-ms); off: never synced but at checkpoints\n"
+	"  --wal-segment-mb N      roll segments past N MiB; a checkpoint then lets the old\n"
+	"                          ones go (default 64)\n"
+	"  --wal-batch-ms N        batch: fdatasync this long after a write at most (default 10)\n"
+	"  --wal-keep-s N          a generation that ended while its client was away (a head\n"
+	"                          restart) can be fetched this long (default 300)\n"
 	"  --help                  this text\n"
 	"  --version               the program's and the protocol's versions\n"
 	"\n"
@@ -146,6 +167,10 @@ enum headd_parse_result headd_opts_parse(struct headd_opts *o, int argc, char **
 	o->max_tokens_default = 4096;
 	o->max_sessions = 1024;
 	o->session_idle_s = 3600;
+	o->wal_sync = "always";
+	o->wal_segment_mb = 64;
+	o->wal_batch_ms = 10;
+	o->wal_keep_s = 300;
 	if (sfd_opts_parse_argv(&spec, o, argc, argv, &help, &version))
 		return HEADD_PARSE_EXIT_USAGE;
 	if (help) {

@@ -46,6 +46,13 @@ struct headd_opts {
 	uint32_t max_tokens_default; /* a request's max_tokens when it gives none */
 	uint32_t max_sessions;    /* named sessions (X-Superfluid-Session) kept */
 	uint32_t session_idle_s;  /* a named session unused this long is ended */
+	/* The write-ahead log (docs/RELIABILITY.md, docs/WAL.md). */
+	const char *wal_dir;      /* NULL: no log; a head restart forgets every session */
+	const char *wal_sync;     /* always | batch | off */
+	uint32_t wal_segment_mb;
+	uint32_t wal_batch_ms;
+	uint32_t wal_keep_s;      /* a generation that ended while no client followed it waits
+				   * this long to be fetched before its session goes */
 
 	struct sfd_opt_state st; /* private: what the command line set, strings from files */
 };

@@ -1,0 +1,200 @@
+/* A replayed log back into the running head: each session into the head machine, placed on
+ * the node it was on (by that node's --fleet address) at the epoch it had there, so the
+ * node's next link reconciles it and replays what the head did not keep; named sessions
+ * into the API's table; generations that were running stay with the head until they end,
+ * for a client to follow again (api_resume.c). An unnamed session whose generation ended
+ * with no client to take it is kept --wal-keep-s for one to fetch, then closed. */
+#include "headd.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/log.h"
+
+struct headd_wal_keep {
+	struct headd_wal_keep *next;
+	uint64_t session_id;
+	uint64_t close_at;
+};
+
+const char *headd_wal_node_name(const struct headd *d, uint32_t node)
+{
+	for (uint32_t i = 0; i < d->n_nodes; i++)
+		if (d->nodes[i].index == node && !d->nodes[i].is_stage)
+			return d->nodes[i].addr;
+	return "";
+}
+
+uint32_t headd_wal_node_of(const struct headd *d, const char *name)
+{
+	for (uint32_t i = 0; i < d->n_nodes; i++)
+		if (!d->nodes[i].is_stage && !d->nodes[i].joined && !strcmp(d->nodes[i].addr, name))
+			return d->nodes[i].index;
+	return SF_HEAD_NO_NODE;
+}
+
+void headd_wal_keep_add(struct headd *d, uint64_t sid)
+{
+	struct headd_wal_keep *k = calloc(1, sizeof(*k));
+	if (!k)
+		return; /* closed by nothing: it stays until the head's next restart */
+	k->session_id = sid;
+	k->close_at = sf_loop_now(d->loop) + (uint64_t)d->opts->wal_keep_s * 1000;
+	k->next = d->wal.keep;
+	d->wal.keep = k;
+}
+
+void headd_wal_keep_sweep(struct headd *d)
+{
+	uint64_t now = sf_loop_now(d->loop);
+	for (struct headd_wal_keep **pp = &d->wal.keep; *pp;) {
+		struct headd_wal_keep *k = *pp;
+		if (k->close_at > now || headd_gen_logged(d, k->session_id)) {
+			pp = &k->next;
+			continue;
+		}
+		*pp = k->next;
+		struct sf_err err;
+		(void)sf_head_session_close(d->head, k->session_id, false, now, &err);
+		headd_wal_close(d, k->session_id);
+		free(k);
+	}
+}
+
+void headd_wal_keep_free(struct headd *d)
+{
+	while (d->wal.keep) {
+		struct headd_wal_keep *k = d->wal.keep;
+		d->wal.keep = k->next;
+		free(k);
+	}
+}
+
+/* The reply a named session keeps from generation g: its tokens without the one that ended
+ * the turn (as keep_named does). */
+static void named_reply(struct headd *d, struct headd_named *n, const struct sf_wal_session *s,
+			const struct sf_wal_gen *g)
+{
+	uint32_t k = g->n_tokens;
+	const struct sf_head_tokenizer *t = sf_tok_client_tokenizer(d->api.tok, n->model);
+	if (k && t && (g->tokens[k - 1] == sf_tokenizer_eos(t) ||
+		       g->tokens[k - 1] == sf_tokenizer_special(t, "<|im_end|>")))
+		k--;
+	uint32_t base = s->n_content;
+	uint32_t *all = malloc(((size_t)base + k + 1) * sizeof(uint32_t));
+	if (!all)
+		return;
+	memcpy(all, s->content, (size_t)base * sizeof(uint32_t));
+	memcpy(all + base, g->tokens, (size_t)k * sizeof(uint32_t));
+	headd_named_set_content(n, all, base + k);
+	free(all);
+	n->turns++;
+	headd_wal_content(d, s->rec.session_id, base, g->tokens, k);
+}
+
+void headd_wal_orphan_end(struct headd *d, uint64_t sid, uint64_t gid)
+{
+	struct sf_wal_session *s = sf_wal_state_find(d->wal.st, sid);
+	struct sf_wal_gen *g = s ? sf_wal_session_gen(s, gid) : NULL;
+	if (!g)
+		return;
+	if (!s->rec.name[0]) {
+		headd_wal_keep_add(d, sid);
+		return;
+	}
+	struct headd_named *n = headd_named_find(d, s->rec.name);
+	if (!n || n->restoring != gid)
+		return;
+	n->restoring = 0;
+	n->used_ms = sf_loop_now(d->loop);
+	if (!g->code && g->reason != SF_FINISH_ERROR && g->reason != SF_FINISH_EXPIRED)
+		named_reply(d, n, s, g);
+}
+
+static struct headd_named *restore_named(struct headd *d, const struct sf_wal_session *s)
+{
+	struct sf_api_error e;
+	struct headd_named *n = headd_named_find(d, s->rec.name);
+	if (!n && !(n = headd_named_new(d, s->rec.name, s->rec.model, &e))) {
+		sfd_warn("wal: named session %s not restored: %s", s->rec.name, e.message);
+		return NULL;
+	}
+	d->next_session_id--; /* headd_named_new drew an id: the log's is the session's */
+	n->session_id = s->rec.session_id;
+	n->created_s = s->rec.created_s;
+	n->opened = true;
+	headd_named_set_content(n, s->content, s->n_content);
+	for (uint32_t i = 0; i < s->n_gens; i++)
+		n->turns += s->gens[i]->ended;
+	return n;
+}
+
+static int restore_one(struct headd *d, const struct sf_wal_session *s)
+{
+	struct sf_head_restore_gen gens[SF_WAL_KEEP_GENS];
+	struct sf_generate_opts opts[SF_WAL_KEEP_GENS];
+	uint32_t node = s->epoch ? headd_wal_node_of(d, s->node) : SF_HEAD_NO_NODE;
+	const struct sf_wal_gen *running = NULL;
+	for (uint32_t i = 0; i < s->n_gens; i++) {
+		const struct sf_wal_gen *g = s->gens[i];
+		opts[i] = (struct sf_generate_opts){ .logprobs = g->rec.logprobs,
+						     .top_logprobs = g->rec.top_logprobs };
+		gens[i] = (struct sf_head_restore_gen){
+			.generation_id = g->rec.generation_id, .max_new = g->rec.max_new,
+			.max_wall_ms = g->rec.max_wall_ms, .opts = g->rec.logprobs ? &opts[i] : NULL,
+			.tokens = g->tokens, .n_tokens = g->n_tokens, .resumed = g->resumed,
+			.epoch = g->epoch, .next_seq = g->next_seq, .ended = g->ended,
+			.reason = g->code ? SF_FINISH_ERROR : g->reason,
+		};
+		if (!g->ended)
+			running = g;
+	}
+	/* The head's content for a running generation goes on from what reached the client
+	 * before its current run (sf_head_restore_gen.resumed). */
+	uint32_t extra = running ? running->resumed : 0;
+	uint32_t *content = malloc(((size_t)s->n_content + extra + 1) * sizeof(uint32_t));
+	if (!content)
+		return -1;
+	memcpy(content, s->content, (size_t)s->n_content * sizeof(uint32_t));
+	if (extra)
+		memcpy(content + s->n_content, running->tokens, (size_t)extra * sizeof(uint32_t));
+	struct sf_head_session_params p = { .model = s->rec.model, .codec = s->rec.codec,
+					    .qos = s->rec.qos, .sampling = s->rec.sampling,
+					    .lease_ms = s->rec.lease_ms };
+	struct sf_err err;
+	int rc = sf_head_session_restore(d->head, s->rec.session_id, &p, node, s->epoch, content,
+					 s->n_content + extra, gens, s->n_gens,
+					 sf_loop_now(d->loop), &err);
+	free(content);
+	if (rc) {
+		sfd_warn("wal: session %" PRIu64 " not restored: %s", s->rec.session_id, err.msg);
+		return 0;
+	}
+	d->wal.restored_sessions++;
+	d->wal.restored_gens += s->n_gens;
+	if (s->epoch && node == SF_HEAD_NO_NODE)
+		sfd_warn("wal: session %" PRIu64 " was on node %s, which is not in --fleet now: it "
+			 "is placed again at its next request", s->rec.session_id, s->node);
+	const struct sf_wal_gen *last = s->n_gens ? s->gens[s->n_gens - 1] : NULL;
+	if (s->rec.name[0]) {
+		struct headd_named *n = restore_named(d, s);
+		if (n && running && node != SF_HEAD_NO_NODE)
+			n->restoring = running->rec.generation_id;
+		else if (n && last && last->ended && s->n_content == last->rec.n_prompt)
+			/* It ended before the crash, its reply not kept yet: keep it now. */
+			headd_wal_orphan_end(d, s->rec.session_id, last->rec.generation_id);
+	} else if (!running || node == SF_HEAD_NO_NODE) {
+		headd_wal_keep_add(d, s->rec.session_id);
+	}
+	return 0;
+}
+
+int headd_wal_restore(struct headd *d)
+{
+	for (const struct sf_wal_session *s = sf_wal_state_first(d->wal.st); s; s = s->next)
+		if (restore_one(d, s))
+			return -1;
+	return 0;
+}

@@ -1,0 +1,256 @@
+/* The head log's records and the table they build: every record round-trips; a table built
+ * from records equals the table built from its own snapshot; events keep their runs; bad
+ * records are refused with a reason, never applied; random bytes never crash a decoder. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "wal/wal_records.h"
+#include "wal/wal_state.h"
+
+struct log {
+	struct sf_buf b;
+	struct sf_wal_state *st;
+	int rc;
+	struct sf_err err;
+};
+
+static void apply(struct log *l, uint8_t type)
+{
+	l->rc = sf_wal_state_apply(l->st, type, sf_buf_head(&l->b), (uint32_t)sf_buf_used(&l->b),
+				   &l->err);
+}
+
+static void new_log(struct log *l)
+{
+	memset(l, 0, sizeof(*l));
+	sf_buf_init(&l->b, 1u << 24);
+	struct sf_err err;
+	assert_int_equal(sf_wal_state_new(&l->st, 16, &err), 0);
+}
+
+static void free_log(struct log *l)
+{
+	sf_wal_state_free(l->st);
+	sf_buf_free(&l->b);
+}
+
+static void open_session(struct log *l, uint64_t sid, const char *name)
+{
+	struct sf_walrec_session r = { .session_id = sid, .qos = 2, .lease_ms = 500,
+				       .sampling = { .temperature = 0.5f, .seed = 99 } };
+	strcpy(r.name, name);
+	strcpy(r.model, "sim-1");
+	assert_int_equal(sf_walrec_put_session(&l->b, &r), 0);
+	apply(l, SF_WALREC_SESSION);
+	assert_int_equal(l->rc, 0);
+}
+
+static void content(struct log *l, uint64_t sid, uint32_t keep, const uint32_t *t, uint32_t n)
+{
+	assert_int_equal(sf_walrec_put_content(&l->b, sid, keep, t, n), 0);
+	apply(l, SF_WALREC_CONTENT);
+}
+
+static void gen(struct log *l, uint64_t sid, uint64_t gid, const char *rid)
+{
+	struct sf_walrec_gen g = { .session_id = sid, .generation_id = gid, .max_new = 64,
+				   .logprobs = true, .top_logprobs = 2, .n_prompt = 3,
+				   .out_seed = 1234, .body = (const uint8_t *)"{\"x\":1}",
+				   .body_len = 7 };
+	strcpy(g.request_id, rid);
+	assert_int_equal(sf_walrec_put_gen(&l->b, &g), 0);
+	apply(l, SF_WALREC_GEN);
+	assert_int_equal(l->rc, 0);
+}
+
+static void tokens(struct log *l, uint64_t sid, uint64_t gid, uint64_t epoch, uint64_t seq,
+		   const uint32_t *t, uint32_t n)
+{
+	assert_int_equal(sf_walrec_put_tokens(&l->b, sid, gid, epoch, seq, t, n), 0);
+	apply(l, SF_WALREC_TOKENS);
+}
+
+static void records_build_the_table(void **state)
+{
+	struct log l;
+	new_log(&l);
+	uint32_t c[] = { 1, 2, 3 }, t1[] = { 10, 11 }, t2[] = { 12 }, t3[] = { 13, 14 };
+	open_session(&l, 7, "chat-a");
+	content(&l, 7, 0, c, 3);
+	assert_int_equal(l.rc, 0);
+	struct sf_walrec_placed p = { .session_id = 7, .epoch = 500 };
+	strcpy(p.node, "127.0.0.1:7001");
+	assert_int_equal(sf_walrec_put_placed(&l.b, &p), 0);
+	apply(&l, SF_WALREC_PLACED);
+	gen(&l, 7, 9, "chatcmpl-1");
+	tokens(&l, 7, 9, 500, 0, t1, 2);
+	assert_int_equal(l.rc, 0);
+	struct sf_logprob lp = { .token = 12, .logprob = -0.25f, .n_top = 1,
+				 .top = (struct sf_top_logprob[]){ { .token = 5, .logprob = -2 } } };
+	assert_int_equal(sf_walrec_put_logprobs(&l.b, 7, 9, 500, 1, &lp, 1), 0);
+	apply(&l, SF_WALREC_LOGPROBS);
+	assert_int_equal(l.rc, 0);
+	tokens(&l, 7, 9, 500, 2, t2, 1);
+	assert_int_equal(l.rc, 0);
+	/* The node lost it; the next run (a new epoch) numbers from 0 again. */
+	tokens(&l, 7, 9, 600, 0, t3, 2);
+	assert_int_equal(l.rc, 0);
+
+	struct sf_wal_session *s = sf_wal_state_find(l.st, 7);
+	assert_non_null(s);
+	assert_string_equal(s->rec.name, "chat-a");
+	assert_string_equal(s->node, "127.0.0.1:7001");
+	assert_int_equal(s->epoch, 500);
+	assert_int_equal(s->n_content, 3);
+	struct sf_wal_gen *g = sf_wal_session_gen(s, 9);
+	assert_non_null(g);
+	assert_int_equal(g->n_tokens, 5);
+	assert_int_equal(g->resumed, 3);
+	assert_int_equal(g->epoch, 600);
+	assert_int_equal(g->next_seq, 1);
+	assert_int_equal(g->n_lp, 1);
+	assert_ptr_equal(sf_wal_state_request(l.st, "chatcmpl-1", NULL), g);
+	assert_int_equal(g->rec.body_len, 7);
+	assert_memory_equal(g->rec.body, "{\"x\":1}", 7);
+
+	/* A gap in a run is refused, and changes nothing. */
+	tokens(&l, 7, 9, 600, 5, t1, 2);
+	assert_int_equal(l.rc, SF_E_RANGE);
+	assert_non_null(strstr(l.err.msg, "where 1 was next"));
+	assert_int_equal(g->n_tokens, 5);
+
+	assert_int_equal(sf_walrec_put_end(&l.b, 7, 9, 600, 1, SF_FINISH_LENGTH, 0, NULL), 0);
+	apply(&l, SF_WALREC_END);
+	assert_int_equal(l.rc, 0);
+	assert_true(g->ended);
+	tokens(&l, 7, 9, 600, 2, t1, 2);
+	assert_int_equal(l.rc, SF_E_RANGE); /* nothing after the end */
+
+	/* Content: a later turn keeps the prefix and appends. */
+	uint32_t more[] = { 4, 5 };
+	content(&l, 7, 3, more, 2);
+	assert_int_equal(l.rc, 0);
+	assert_int_equal(s->n_content, 5);
+	assert_int_equal(s->content[4], 5);
+	content(&l, 7, 9, more, 2);
+	assert_int_equal(l.rc, SF_E_RANGE); /* keeps more than it has */
+
+	/* Records naming what no record opened. */
+	tokens(&l, 8, 1, 1, 0, t1, 2);
+	assert_int_equal(l.rc, SF_E_RANGE);
+	assert_non_null(strstr(l.err.msg, "session 8"));
+	free_log(&l);
+}
+
+static int emit_into(void *arg, uint8_t type, const void *p, uint32_t len)
+{
+	struct sf_err err;
+	return sf_wal_state_apply(arg, type, p, len, &err);
+}
+
+static void snapshot_rebuilds_the_table(void **state)
+{
+	struct log l;
+	new_log(&l);
+	uint32_t c[] = { 1, 2, 3 }, t[] = { 7, 8, 9 };
+	for (uint64_t sid = 1; sid <= 5; sid++) {
+		open_session(&l, sid, sid % 2 ? "" : "named");
+		content(&l, sid, 0, c, 3);
+		for (uint64_t k = 0; k < 6; k++) { /* more than SF_WAL_KEEP_GENS */
+			char rid[32];
+			snprintf(rid, sizeof(rid), "cmpl-%llu-%llu", (unsigned long long)sid,
+				 (unsigned long long)k);
+			gen(&l, sid, 100 + k, rid);
+			tokens(&l, sid, 100 + k, 50, 0, t, 3);
+			assert_int_equal(l.rc, 0);
+		}
+	}
+	assert_int_equal(sf_walrec_put_close(&l.b, 3), 0);
+	apply(&l, SF_WALREC_CLOSE);
+	assert_int_equal(sf_wal_state_count(l.st), 4);
+
+	struct sf_wal_state *copy;
+	struct sf_err err;
+	assert_int_equal(sf_wal_state_new(&copy, 16, &err), 0);
+	assert_int_equal(sf_wal_state_snapshot(l.st, &l.b, emit_into, copy), 0);
+	assert_int_equal(sf_wal_state_count(copy), 4);
+	assert_null(sf_wal_state_find(copy, 3));
+	assert_true(sf_wal_state_next_session(copy) >= 6);
+	for (const struct sf_wal_session *a = sf_wal_state_first(l.st); a; a = a->next) {
+		const struct sf_wal_session *b = sf_wal_state_find(copy, a->rec.session_id);
+		assert_non_null(b);
+		assert_string_equal(a->rec.name, b->rec.name);
+		assert_int_equal(a->n_content, b->n_content);
+		assert_int_equal(a->n_gens, SF_WAL_KEEP_GENS);
+		assert_int_equal(b->n_gens, a->n_gens);
+		for (uint32_t i = 0; i < a->n_gens; i++) {
+			assert_int_equal(a->gens[i]->rec.generation_id, b->gens[i]->rec.generation_id);
+			assert_int_equal(a->gens[i]->n_tokens, b->gens[i]->n_tokens);
+			assert_int_equal(a->gens[i]->next_seq, b->gens[i]->next_seq);
+			assert_int_equal(a->gens[i]->epoch, b->gens[i]->epoch);
+			assert_string_equal(a->gens[i]->rec.request_id, b->gens[i]->rec.request_id);
+		}
+	}
+	sf_wal_state_free(copy);
+	free_log(&l);
+}
+
+/* Every prefix and every byte flip of each record kind decodes or fails, never crashes;
+ * a failed record leaves the table as it was. */
+static void damaged_records_are_refused(void **state)
+{
+	struct log l;
+	new_log(&l);
+	open_session(&l, 1, "");
+	gen(&l, 1, 2, "r");
+	uint32_t t[] = { 1, 2, 3 };
+	struct sf_buf recs[3];
+	uint8_t types[3] = { SF_WALREC_SESSION, SF_WALREC_TOKENS, SF_WALREC_GEN };
+	for (int i = 0; i < 3; i++)
+		sf_buf_init(&recs[i], 1 << 20);
+	struct sf_walrec_session s = { .session_id = 4 };
+	strcpy(s.model, "m");
+	assert_int_equal(sf_walrec_put_session(&recs[0], &s), 0);
+	assert_int_equal(sf_walrec_put_tokens(&recs[1], 1, 2, 1, 0, t, 3), 0);
+	struct sf_walrec_gen g = { .session_id = 1, .generation_id = 3 };
+	assert_int_equal(sf_walrec_put_gen(&recs[2], &g), 0);
+	uint64_t seed = 42;
+	for (int i = 0; i < 3; i++) {
+		size_t n = sf_buf_used(&recs[i]);
+		uint8_t *copy = malloc(n);
+		for (size_t cut = 0; cut < n; cut++) {
+			struct sf_err err;
+			assert_int_not_equal(sf_wal_state_apply(l.st, types[i], sf_buf_head(&recs[i]),
+								(uint32_t)cut, &err), 0);
+		}
+		for (int k = 0; k < 500; k++) {
+			memcpy(copy, sf_buf_head(&recs[i]), n);
+			seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+			copy[(seed >> 33) % n] ^= (uint8_t)(1 + (seed >> 20) % 255);
+			struct sf_err err;
+			char line[512];
+			sf_walrec_describe(types[i], copy, n, line, sizeof(line));
+			(void)sf_wal_state_apply(l.st, types[i], copy, (uint32_t)n, &err);
+		}
+		free(copy);
+		sf_buf_free(&recs[i]);
+	}
+	free_log(&l);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(records_build_the_table),
+		cmocka_unit_test(snapshot_rebuilds_the_table),
+		cmocka_unit_test(damaged_records_are_refused),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
