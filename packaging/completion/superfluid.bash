@@ -12,6 +12,32 @@ _superfluid_options()
 	"$1" "$2" --help 2>/dev/null | grep -o -- '--[a-z][a-z0-9-]*' | sort -u
 }
 
+# superfluid wal SUB ... DIR: the subcommand, then its options or a directory (the log's).
+_superfluid_wal()
+{
+	local prog=$1 at=$2 sub="" j
+	for ((j = at + 1; j < cword; j++)); do
+		case ${words[j]} in
+		-*) ;;
+		*) sub=${words[j]}; break ;;
+		esac
+	done
+	if [[ -z $sub ]]; then
+		if [[ $cur == -* ]]; then
+			COMPREPLY=($(compgen -W '--help' -- "$cur"))
+		else
+			COMPREPLY=($(compgen -W 'check dump' -- "$cur"))
+		fi
+		return
+	fi
+	[[ $prev == --from ]] && return # an LSN the user types
+	if [[ $cur == -* ]]; then
+		COMPREPLY=($(compgen -W "$(_superfluid_options "$prog" wal)" -- "$cur"))
+	else
+		_filedir -d
+	fi
+}
+
 _superfluid()
 {
 	local cur prev words cword
@@ -29,6 +55,10 @@ _superfluid()
 		else
 			COMPREPLY=($(compgen -W "$(_superfluid_commands "$prog")" -- "$cur"))
 		fi
+		return
+	fi
+	if [[ $cmd == wal ]]; then
+		_superfluid_wal "$prog" "$i"
 		return
 	fi
 	case $prev in

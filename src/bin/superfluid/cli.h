@@ -38,6 +38,8 @@ int cli_generate(int argc, char **argv);
 int cli_status(int argc, char **argv);
 int cli_chat(int argc, char **argv);
 int cli_tokenize(int argc, char **argv);
+/* wal.c: the head's write-ahead log read offline (check, dump). */
+int cli_wal(int argc, char **argv);
 
 /* The admin socket forms (admin_generate.c, status.c). */
 int cli_admin_generate(const char *path, const char *model, unsigned long max, const char *prompt);
