@@ -16,6 +16,9 @@
 #include <superfluid/link.h>
 #include <superfluid/noise.h>
 
+#include "wal/wal.h"
+#include "wal/wal_format.h"
+
 static const char *out_dir; /* DIR/<harness> being written */
 static unsigned n_written;
 
@@ -469,6 +472,75 @@ static void make_api(void)
 	put_text("broken", 1, "{\"model\":\"sim-1\",\"messages\":[{\"role\":");
 }
 
+/* ---- fuzz_wal: [flags: 1 two segments] [u16 LE split] segment bytes ---- */
+
+static void wal_seg(struct sf_buf *b, uint64_t first_lsn, uint32_t flags)
+{
+	uint8_t hdr[SF_WAL_SEG_HDR];
+	sf_wal_seg_hdr_put(hdr, first_lsn, flags);
+	app(b, hdr, sizeof(hdr));
+}
+
+static void wal_rec(struct sf_buf *b, uint8_t type, uint64_t lsn, const void *p, uint32_t len)
+{
+	uint8_t rec[SF_WAL_REC_HDR + 64];
+	sf_wal_rec_put(rec, type, lsn, p, len);
+	app(b, rec, SF_WAL_REC_HDR + len);
+}
+
+static void wal_input(const char *name, uint8_t flags, const struct sf_buf *a,
+		      const struct sf_buf *b)
+{
+	struct sf_buf in;
+	sf_buf_init(&in, 1 << 16);
+	app_u8(&in, flags);
+	app_u16(&in, sf_buf_used(a));
+	app(&in, sf_buf_head(a), sf_buf_used(a));
+	if (b)
+		app(&in, sf_buf_head(b), sf_buf_used(b));
+	put_file(name, &in);
+	sf_buf_free(&in);
+}
+
+static void make_wal(void)
+{
+	struct sf_buf a, b;
+	uint8_t end[8];
+	sf_buf_init(&a, 1 << 15);
+	sf_buf_init(&b, 1 << 15);
+	/* Records, then a checkpoint segment: its snapshot, its end, more records. */
+	wal_seg(&a, 1, SF_WAL_SEG_OPENED);
+	for (uint64_t i = 1; i <= 5; i++)
+		wal_rec(&a, 1, i, "record", (uint32_t)i);
+	wal_seg(&b, 6, 0);
+	wal_rec(&b, SF_WAL_TYPE_CKPT_BEGIN, 6, NULL, 0);
+	wal_rec(&b, 2, 7, "snapshot", 8);
+	wal_rec(&b, 2, 8, "snapshot", 8);
+	sf_wal_put64(end, 6);
+	wal_rec(&b, SF_WAL_TYPE_CKPT_END, 9, end, 8);
+	wal_rec(&b, 3, 10, "after", 5);
+	wal_input("checkpoint", 1, &a, &b);
+	/* The same with the second segment's last record cut short: a torn tail. */
+	b.len -= 3;
+	wal_input("torn", 1, &a, &b);
+	/* A checkpoint begun and never ended. */
+	sf_buf_clear(&b);
+	wal_seg(&b, 6, 0);
+	wal_rec(&b, SF_WAL_TYPE_CKPT_BEGIN, 6, NULL, 0);
+	wal_rec(&b, 2, 7, "snapshot", 8);
+	wal_input("unfinished", 1, &a, &b);
+	/* One segment, a byte flipped in its middle record. */
+	wal_input("one", 0, &a, NULL);
+	a.data[SF_WAL_SEG_HDR + 2 * SF_WAL_REC_HDR + 3] ^= 1;
+	wal_input("corrupt", 0, &a, NULL);
+	/* A header alone. */
+	sf_buf_clear(&a);
+	wal_seg(&a, 1, SF_WAL_SEG_OPENED);
+	wal_input("empty", 0, &a, NULL);
+	sf_buf_free(&a);
+	sf_buf_free(&b);
+}
+
 static const struct {
 	const char *name;
 	void (*make)(void);
@@ -479,6 +551,7 @@ static const struct {
 	{ "fuzz_link", make_link },
 	{ "fuzz_http", make_http },
 	{ "fuzz_api", make_api },
+	{ "fuzz_wal", make_wal },
 };
 
 int main(int argc, char **argv)
