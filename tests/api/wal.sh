@@ -88,6 +88,31 @@ kill "$hpid"; wait "$hpid" 2>/dev/null
 
 crash_run batch
 
+# Checkpoints under load: 1 MiB segments, a few MiB of records; old segments go, the disk use
+# stays bounded, a named session made before them survives them and a SIGKILL.
+start_node c && pc=$port
+start_head h5 127.0.0.1:$pc --wal-dir "$work/wal-ck" --wal-segment-mb 1 && base=http://127.0.0.1:$hport
+p5=$hport
+wait_health
+req POST /v1/completions '{"model":"sim-1","prompt":"keep me","max_tokens":12,"seed":9}' -H 'X-Superfluid-Session: kept'
+req GET /v1/sessions/kept; tok5=$(j "$work/out" 'd["tokens"]')
+seq 240 | xargs -P 4 -I{} curl -sS -o /dev/null -H 'Content-Type: application/json' \
+	-d '{"model":"sim-1","prompt":"long {}","max_tokens":3000,"seed":{}}' "$base/v1/completions"
+req GET /metrics
+m() { sed -n "s/^$1 //p" "$work/out"; }
+ck=$(m superfluid_wal_checkpoints_total) segs=$(m superfluid_wal_segments) disk=$(m superfluid_wal_disk_bytes)
+written=$(m superfluid_wal_bytes_written_total)
+echo "     | wrote $written bytes: $ck checkpoints, $segs segments, $disk bytes on disk"
+r=0; [ "${ck:-0}" -ge 2 ] && [ "${segs:-9}" -le 3 ] && [ "${disk:-0}" -lt $((3 << 20)) ] && [ "${written:-0}" -gt $((1 << 20)) ] || r=1
+check "checkpoints let old segments go: the log's disk use stays bounded under load" $r
+kill -9 "$hpid"; wait "$hpid" 2>/dev/null
+start_head h6 127.0.0.1:$pc --wal-dir "$work/wal-ck" --wal-segment-mb 1 --listen-http 127.0.0.1:$p5 && base=http://127.0.0.1:$hport
+wait_health
+req GET /v1/sessions/kept
+r=0; [ "$status" = 200 ] && [ "$(j "$work/out" 'd["tokens"]')" = "$tok5" ] || r=1
+check "a named session survives checkpoints and a SIGKILL" $r
+kill "$hpid"; wait "$hpid" 2>/dev/null
+
 # ---- damaged logs: the head never crashes on one ----
 python3 - "$work/wal-always" "$work/damaged" <<'EOF'
 import os, random, shutil, sys

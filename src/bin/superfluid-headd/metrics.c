@@ -136,6 +136,37 @@ static void nodes(struct page *pg, struct headd *d)
 	}
 }
 
+/* The write-ahead log (--wal-dir): its disk use, its writes and how far behind it is. */
+static void wal(struct page *pg, struct headd *d)
+{
+	const struct headd_wal *w = &d->wal;
+	if (!w->w)
+		return;
+	struct sf_wal_stats s;
+	sf_wal_stats(w->w, &s);
+	gauge(pg, "superfluid_wal_disk_bytes", "Bytes of the log's segments on disk.",
+	      s.disk_bytes);
+	gauge(pg, "superfluid_wal_segments", "Segment files of the log.", s.segments);
+	counter(pg, "superfluid_wal_records_total", "Records appended since the head started.",
+		s.records);
+	counter(pg, "superfluid_wal_bytes_written_total", "Bytes written to the log.",
+		s.bytes_written);
+	counter(pg, "superfluid_wal_writes_total", "Writes (group commits) to the log.", s.writes);
+	counter(pg, "superfluid_wal_fsyncs_total", "fdatasync calls on the log.", s.fsyncs);
+	counter(pg, "superfluid_wal_checkpoints_total", "Checkpoints taken.", s.checkpoints);
+	gauge(pg, "superfluid_wal_pending_bytes", "Bytes appended and not yet written.",
+	      s.pending_bytes);
+	gauge(pg, "superfluid_wal_waiting_records",
+	      "Records appended and not yet durable (their events wait to be delivered).",
+	      w->n_queued);
+	gauge(pg, "superfluid_wal_sessions", "Live sessions the log holds.",
+	      sf_wal_state_count(w->st));
+	counter(pg, "superfluid_wal_restored_sessions_total",
+		"Sessions brought back from the log at start.", w->restored_sessions);
+	counter(pg, "superfluid_wal_resumed_streams_total",
+		"Generations a client followed again (GET .../{id}).", w->resumed_streams);
+}
+
 void headd_metrics_page(struct headd_http *h)
 {
 	struct headd *d = h->d;
@@ -191,6 +222,7 @@ void headd_metrics_page(struct headd_http *h)
 		tc.misses);
 	gauge(&pg, "superfluid_tokenizer_cache_tokens", "Tokens the encoding cache holds.",
 	      tc.tokens);
+	wal(&pg, d);
 	if (pg.oom) {
 		free(pg.p);
 		headd_api_send_json(h, 500, NULL);
