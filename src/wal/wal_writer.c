@@ -257,6 +257,7 @@ static void finish_write(struct sf_wal *w, int rc, uint64_t now_ms)
 		return;
 	w->in_flight = false;
 	size_t n = w->fly.len;
+	uint64_t last = w->fly.last_lsn; /* before a large batch's memory goes */
 	w->fly.len = 0;
 	if (w->fly.cap > WAL_KEEP_CAP) {
 		free(w->fly.p);
@@ -272,7 +273,7 @@ static void finish_write(struct sf_wal *w, int rc, uint64_t now_ms)
 										    : w->written_lsn));
 		return;
 	}
-	w->written_lsn = w->fly.last_lsn;
+	w->written_lsn = last;
 	if (n) {
 		w->st.writes++;
 		w->st.bytes_written += n;
