@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "daemon/log.h"
+#include "wal/wal_restore.h"
 
 struct headd_wal_keep {
 	struct headd_wal_keep *next;
@@ -133,41 +134,12 @@ static struct headd_named *restore_named(struct headd *d, const struct sf_wal_se
 
 static int restore_one(struct headd *d, const struct sf_wal_session *s)
 {
-	struct sf_head_restore_gen gens[SF_WAL_KEEP_GENS];
-	struct sf_generate_opts opts[SF_WAL_KEEP_GENS];
 	uint32_t node = s->epoch ? headd_wal_node_of(d, s->node) : SF_HEAD_NO_NODE;
-	const struct sf_wal_gen *running = NULL;
-	for (uint32_t i = 0; i < s->n_gens; i++) {
-		const struct sf_wal_gen *g = s->gens[i];
-		opts[i] = (struct sf_generate_opts){ .logprobs = g->rec.logprobs,
-						     .top_logprobs = g->rec.top_logprobs };
-		gens[i] = (struct sf_head_restore_gen){
-			.generation_id = g->rec.generation_id, .max_new = g->rec.max_new,
-			.max_wall_ms = g->rec.max_wall_ms, .opts = g->rec.logprobs ? &opts[i] : NULL,
-			.tokens = g->tokens, .n_tokens = g->n_tokens, .resumed = g->resumed,
-			.epoch = g->epoch, .next_seq = g->next_seq, .ended = g->ended,
-			.reason = g->code ? SF_FINISH_ERROR : g->reason,
-		};
-		if (!g->ended)
-			running = g;
-	}
-	/* The head's content for a running generation goes on from what reached the client
-	 * before its current run (sf_head_restore_gen.resumed). */
-	uint32_t extra = running ? running->resumed : 0;
-	uint32_t *content = malloc(((size_t)s->n_content + extra + 1) * sizeof(uint32_t));
-	if (!content)
-		return -1;
-	memcpy(content, s->content, (size_t)s->n_content * sizeof(uint32_t));
-	if (extra)
-		memcpy(content + s->n_content, running->tokens, (size_t)extra * sizeof(uint32_t));
-	struct sf_head_session_params p = { .model = s->rec.model, .codec = s->rec.codec,
-					    .qos = s->rec.qos, .sampling = s->rec.sampling,
-					    .lease_ms = s->rec.lease_ms };
+	const struct sf_wal_gen *running = sf_wal_session_running(s);
 	struct sf_err err;
-	int rc = sf_head_session_restore(d->head, s->rec.session_id, &p, node, s->epoch, content,
-					 s->n_content + extra, gens, s->n_gens,
-					 sf_loop_now(d->loop), &err);
-	free(content);
+	int rc = sf_wal_restore_session(d->head, s, node, sf_loop_now(d->loop), &err);
+	if (rc == SF_E_NOMEM)
+		return -1;
 	if (rc) {
 		sfd_warn("wal: session %" PRIu64 " not restored: %s", s->rec.session_id, err.msg);
 		return 0;
