@@ -179,16 +179,18 @@ void sf__loop_file_ready(struct sf_loop *loop, struct sf_file_op *op)
 }
 
 /* Tells the file writes that finished before this turn, in order; those a done starts
- * wait for the next turn. */
-static void file_ready_run(struct sf_loop *loop)
+ * wait for the next turn. Returns whether it told any. */
+static bool file_ready_run(struct sf_loop *loop)
 {
 	struct sf_file_op *op = loop->file_ready;
 	loop->file_ready = NULL;
+	bool any = op != NULL;
 	while (op) {
 		struct sf_file_op *next = op->next;
 		sf__loop_file_finish(loop, op);
 		op = next;
 	}
+	return any;
 }
 
 int sf_loop_file_write(struct sf_loop *loop, int fd, const void *p, size_t n, uint64_t off,
@@ -644,13 +646,15 @@ int sf_loop_turn(struct sf_loop *loop, int max_wait_ms)
 {
 	loop->now = clock_ms();
 	sf_timers_run(&loop->timers, loop->now);
-	file_ready_run(loop);
+	/* Completions told here (epoll's file writes) end the turn without waiting, as io_uring's
+	 * do, so what runs after the turn sees them at once. */
+	bool told = file_ready_run(loop);
 	end_of_turn(loop);
 	flush(loop);
 	reap(loop);
 	int wait = max_wait_ms;
 	uint64_t next = sf_timers_next(&loop->timers);
-	if (loop->turn_list || loop->dirty || loop->file_ready)
+	if (loop->turn_list || loop->dirty || loop->file_ready || told)
 		wait = 0;
 	else if (next != UINT64_MAX)
 		wait = next <= loop->now ? 0 : (next - loop->now < (uint64_t)wait ? (int)(next - loop->now) : wait);
