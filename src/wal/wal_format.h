@@ -29,8 +29,11 @@ struct sf_wal_rec_hdr {
 	uint32_t crc;
 };
 
-/* CRC32C (Castagnoli), continuing from crc (0 to start). */
+/* CRC32C (Castagnoli), continuing from crc (0 to start): the CPU's instruction when it has
+ * one, else sf_wal_crc32c_sw (the same function, in software). */
 uint32_t sf_wal_crc32c(uint32_t crc, const void *p, size_t n);
+uint32_t sf_wal_crc32c_sw(uint32_t crc, const void *p, size_t n);
+bool sf_wal_crc32c_hw(void); /* whether sf_wal_crc32c runs on the CPU's instruction */
 
 static inline void sf_wal_put32(uint8_t *p, uint32_t v)
 {

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "wal_fake.h"
+#include "wal/wal_format.h"
 
 static void big_batches_advance_durable(void **state)
 {
@@ -47,9 +48,30 @@ static void big_batches_advance_durable(void **state)
 	free(dir);
 }
 
+/* The CPU's crc32 and the software tables give the same CRC32C, the standard check value
+ * included, at every length and alignment. */
+static void crc_hardware_equals_software(void **state)
+{
+	assert_int_equal(sf_wal_crc32c(0, "123456789", 9), 0xe3069283u);
+	assert_int_equal(sf_wal_crc32c_sw(0, "123456789", 9), 0xe3069283u);
+	static uint8_t buf[4096 + 16];
+	uint64_t x = 88172645463325252ULL;
+	for (size_t i = 0; i < sizeof(buf); i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		buf[i] = (uint8_t)x;
+	}
+	for (size_t off = 0; off < 16; off++)
+		for (size_t n = 0; n < 300; n += 7)
+			assert_int_equal(sf_wal_crc32c(0x1234, buf + off, n),
+					 sf_wal_crc32c_sw(0x1234, buf + off, n));
+	assert_int_equal(sf_wal_crc32c(0, buf, 4096), sf_wal_crc32c_sw(0, buf, 4096));
+	print_message("crc32c on the CPU's instruction: %s\n", sf_wal_crc32c_hw() ? "yes" : "no");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(crc_hardware_equals_software),
 		cmocka_unit_test(big_batches_advance_durable),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
