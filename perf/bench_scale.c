@@ -25,7 +25,8 @@
  *       tokens per head CPU second. One line:
  *         LINKS n=.. open=.. refused=.. open_s=.. rss_before_kb=.. rss_links_kb=..
  *               bytes_per_link=.. tokens=.. secs=.. tokens_per_s=.. head_cpu_s=..
- *               tokens_per_head_cpu_s=.. gens=.. errors=.. nodes_used=..
+ *               tokens_per_head_cpu_s=.. gens=.. errors=.. nodes_used=.. driver_cpu_s=..
+ * (a refused node stays in the process, untouched: no tick, no timer)
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -250,6 +251,12 @@ static void tick_dirty(void)
 		struct fnode *f = dirty_list;
 		dirty_list = f->dirty_next;
 		f->dirty = false;
+		if (f->ended) { /* refused by the head: this node is out of the run */
+			if (f->timer)
+				sf_loop_timer_cancel(loop, f->timer);
+			f->timer = 0;
+			continue;
+		}
 		sf_node_tick(f->node, now);
 		uint64_t at = sf_node_deadline(f->node);
 		if (at <= now)
@@ -310,6 +317,7 @@ static void on_closed(struct sf_link_conn *lc, const struct sf_err *err)
 	f->ended = true;
 	f->lc = NULL;
 	n_ended++;
+	mark_dirty(f); /* drops its timer */
 }
 
 static const struct sf_link_conn_ops link_ops = { .on_open = on_open, .on_msg = on_msg,
@@ -509,12 +517,12 @@ static int links(int argc, char **argv)
 		client_start(&clients[i]);
 	}
 	turn_for(warm);
-	double cpu0 = proc_cpu_s(head_pid);
+	double cpu0 = proc_cpu_s(head_pid), self0 = proc_cpu_s(getpid());
 	win_start = now_s();
 	win_end = win_start + secs;
 	turn_for(secs);
 	double got_secs = now_s() - win_start;
-	double head_cpu = proc_cpu_s(head_pid) - cpu0;
+	double head_cpu = proc_cpu_s(head_pid) - cpu0, self_cpu = proc_cpu_s(getpid()) - self0;
 	clients_on = false;
 	unsigned used = 0;
 	for (unsigned i = 0; i < n; i++) {
@@ -524,11 +532,11 @@ static int links(int argc, char **argv)
 	}
 	printf("LINKS n=%u open=%u refused=%u open_s=%.3f rss_before_kb=%ld rss_links_kb=%ld "
 	       "bytes_per_link=%.0f tokens=%llu secs=%.3f tokens_per_s=%.0f head_cpu_s=%.2f "
-	       "tokens_per_head_cpu_s=%.0f gens=%llu errors=%llu nodes_used=%u\n",
+	       "tokens_per_head_cpu_s=%.0f gens=%llu errors=%llu nodes_used=%u driver_cpu_s=%.2f\n",
 	       n, still_open, n - still_open, open_s, before, with_links,
 	       still_open ? (double)(with_links - before) * 1024.0 / still_open : 0.0, win_tokens,
 	       got_secs, (double)win_tokens / got_secs, head_cpu,
-	       head_cpu > 0 ? (double)win_tokens / head_cpu : 0.0, gens, errors, used);
+	       head_cpu > 0 ? (double)win_tokens / head_cpu : 0.0, gens, errors, used, self_cpu);
 	fflush(stdout);
 	_exit(0); /* the links end with the process; the head sees them go */
 }
