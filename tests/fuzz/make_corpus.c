@@ -472,6 +472,19 @@ static void make_api(void)
 	put_text("broken", 1, "{\"model\":\"sim-1\",\"messages\":[{\"role\":");
 }
 
+/* ---- fuzz_multipart: [boundary length | 0x80 header too] boundary, body ---- */
+
+static void make_multipart(void)
+{
+	put_text("form", 3, "XyZ--XyZ\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\n"
+		 "sim-1\r\n--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\""
+		 "\r\nContent-Type: audio/wav\r\n\r\n\x01\x02\r\n--Xy\r\n--XyZ--\r\n");
+	put_text("preamble", 1, "bpre\r\n--b\r\nContent-Disposition: form-data; name=a\r\n\r\n"
+		 "\r\n--b\r\nContent-Disposition: form-data; name=e\r\n\r\n--b--epilogue");
+	put_text("header", 0x80 | 3, "multipart/form-data; charset=x; boundary=\"a;b\"");
+	put_text("cut", 2, "ab--ab\r\nContent-Disposition: form-data; name=\"x");
+}
+
 /* ---- fuzz_wal: [flags: 1 two segments] [u16 LE split] segment bytes ---- */
 
 static void wal_seg(struct sf_buf *b, uint64_t first_lsn, uint32_t flags)
@@ -552,6 +565,7 @@ static const struct {
 	{ "fuzz_http", make_http },
 	{ "fuzz_api", make_api },
 	{ "fuzz_wal", make_wal },
+	{ "fuzz_multipart", make_multipart },
 };
 
 int main(int argc, char **argv)
