@@ -41,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <malloc.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -204,6 +205,97 @@ static int sessions_one(uint32_t n)
 	       cpu * 1e9 / (double)lookups, (double)misses / cpu2, (double)n / open_s);
 	fflush(stdout);
 	sf_head_free(h);
+	return 0;
+}
+
+/* ==== machine: the head's part of N links, in process ==== */
+
+static size_t heap_in_use(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+	return mi.uordblks + mi.hblkhd;
+}
+
+/* Moves what from wants to send into to; false when to took nothing of it. */
+static void pump(struct sf_link *from, struct sf_link *to)
+{
+	const uint8_t *d;
+	size_t n = sf_link_tx(from, &d), moved = 0;
+	while (moved < n) {
+		size_t took = sf_link_recv(to, d + moved, n - moved, 1);
+		moved += took;
+		struct sf_link_event ev;
+		while (sf_link_poll(to, 1, &ev) != SF_LINK_EV_NONE)
+			;
+		if (!took)
+			break;
+	}
+	sf_link_tx_done(from, moved);
+}
+
+static int machine_one(uint32_t n)
+{
+	struct sf_err err;
+	size_t before = heap_in_use();
+	struct sf_head_config cfg = { .max_nodes = n };
+	struct sf_head_io io = { .send = stub_send, .event = stub_event };
+	struct sf_head *h;
+	if (sf_head_new(&h, &cfg, &io, 1, &err)) {
+		fprintf(stderr, "bench_scale: sf_head_new: %s\n", err.msg);
+		return 1;
+	}
+	size_t after_new = heap_in_use(), head_links_new = 0;
+	struct sf_model_info model = { .name = "sim-1", .name_len = 5, .tokenizer_digest = 1,
+				       .n_layers = 8, .ctx_len = 32768, .vocab_size = SF_SIM_VOCAB };
+	struct sf_link **hl = calloc(n, sizeof(*hl)), **nl = calloc(n, sizeof(*nl));
+	if (!hl || !nl)
+		return 1;
+	size_t node_side = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		char ident[32];
+		snprintf(ident, sizeof(ident), "node-%u", i);
+		struct sf_link_config hc = { .role = SF_ROLE_HEAD, .identity = "head" };
+		struct sf_link_config nc = { .role = SF_ROLE_NODE, .identity = ident,
+					     .capacity = { .max_sessions = 64, .free_sessions = 64,
+							   .batch_size = 8 },
+					     .models = &model, .n_models = 1 };
+		size_t h0 = heap_in_use();
+		hl[i] = sf_link_new(&hc, 1, &err);
+		size_t h1 = heap_in_use();
+		nl[i] = sf_link_new(&nc, 1, &err);
+		node_side += heap_in_use() - h1;
+		head_links_new += h1 - h0;
+		if (!hl[i] || !nl[i]) {
+			fprintf(stderr, "bench_scale: link %u: %s\n", i, err.msg);
+			return 1;
+		}
+		for (int k = 0; k < 8 && (sf_link_state(hl[i]) != SF_LINK_OPEN ||
+					  sf_link_state(nl[i]) != SF_LINK_OPEN); k++) {
+			pump(hl[i], nl[i]);
+			pump(nl[i], hl[i]);
+		}
+		if (sf_link_state(hl[i]) != SF_LINK_OPEN) {
+			fprintf(stderr, "bench_scale: link %u did not open\n", i);
+			return 1;
+		}
+		int idx = sf_head_node_add(h, ident, &err);
+		if (idx < 0) {
+			fprintf(stderr, "bench_scale: node %u: %s\n", i, err.msg);
+			return 1;
+		}
+		sf_head_link_up(h, (uint32_t)idx, i + 1, sf_link_peer(hl[i]), 1);
+	}
+	size_t both = heap_in_use();
+	for (uint32_t i = 0; i < n; i++)
+		sf_link_free(nl[i]);
+	size_t head_side = heap_in_use();
+	printf("MACHINE n=%u head_bytes_per_link=%.0f head_table_per_node=%.0f sf_link_new=%.0f "
+	       "revoke_table=%zu node_link_bytes=%.0f heap_both_kb=%zu\n", n,
+	       (double)(head_side - before) / n, (double)(after_new - before) / n,
+	       (double)head_links_new / n, (size_t)h->cfg.max_stale * sizeof(struct head_stale),
+	       (double)(both - head_side) / n, (both - before) / 1024);
+	(void)node_side;
+	fflush(stdout);
 	return 0;
 }
 
@@ -550,6 +642,19 @@ int main(int argc, char **argv)
 			pid_t p = fork(); /* each N in a fresh process: RSS is not the last one's */
 			if (p == 0)
 				_exit(sessions_one((uint32_t)strtoul(argv[i], NULL, 10)));
+			int st = 0;
+			waitpid(p, &st, 0);
+			rc |= !WIFEXITED(st) || WEXITSTATUS(st);
+		}
+		return rc;
+	}
+	if (argc >= 3 && !strcmp(argv[1], "machine")) {
+		int rc = 0;
+		for (int i = 2; i < argc; i++) {
+			fflush(stdout);
+			pid_t p = fork();
+			if (p == 0)
+				_exit(machine_one((uint32_t)strtoul(argv[i], NULL, 10)));
 			int st = 0;
 			waitpid(p, &st, 0);
 			rc |= !WIFEXITED(st) || WEXITSTATUS(st);
