@@ -80,7 +80,7 @@ struct headd_wal {
 	size_t queued_bytes;
 	uint64_t last_lsn;         /* of the last record appended */
 	uint64_t segment_bytes;
-	uint64_t timer, timer_at;
+	uint64_t snapshot_bytes;   /* what the last checkpoint wrote */
 	uint32_t *scratch;         /* decoded tokens of an event being delivered */
 	uint32_t scratch_cap;
 	struct headd_wal_keep *keep; /* ended generations kept for a client to fetch */

@@ -296,6 +296,8 @@ static int checkpoint(struct headd *d, struct sf_err *err)
 	int rc = sf_wal_checkpoint_begin(w->w, err);
 	if (rc)
 		return rc;
+	struct sf_wal_stats before;
+	sf_wal_stats(w->w, &before);
 	struct sf_buf scratch_buf;
 	sf_buf_init(&scratch_buf, SF_WAL_MAX_RECORD);
 	rc = sf_wal_state_snapshot(w->st, &scratch_buf, emit_append, d);
@@ -318,13 +320,19 @@ static int checkpoint(struct headd *d, struct sf_err *err)
 	rc = sf_wal_checkpoint_end(w->w, err);
 	if (!rc)
 		w->last_lsn = last; /* the end marker has an LSN of its own; durable covers it */
+	struct sf_wal_stats after;
+	sf_wal_stats(w->w, &after);
+	w->snapshot_bytes = after.bytes_appended - before.bytes_appended;
 	return rc;
 }
 
+/* A checkpoint once a segment's worth has been written past the last one's snapshot, and
+ * twice the snapshot at least: a table bigger than a segment never makes every turn take
+ * one (the log's disk use stays about two segments plus two snapshots). */
 static void maybe_checkpoint(struct headd *d)
 {
 	struct headd_wal *w = &d->wal;
-	if (sf_wal_bytes_since_checkpoint(w->w) < w->segment_bytes)
+	if (sf_wal_bytes_since_checkpoint(w->w) < w->segment_bytes + 2 * w->snapshot_bytes)
 		return;
 	struct sf_err err;
 	uint64_t t0 = sf_loop_now(d->loop);
