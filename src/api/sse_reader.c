@@ -36,6 +36,9 @@ static int grow(char **p, size_t *cap, size_t need)
 static int line(struct sf_sse_reader *r, const char *s, size_t n)
 {
 	if (!n) { /* a blank line dispatches the event */
+		if (r->has_id) /* the id stands even for an event without data */
+			memcpy(r->last_id, r->id, sizeof(r->id));
+		r->has_id = 0;
 		if (!r->has_data)
 			return 0;
 		r->has_data = 0;
@@ -48,12 +51,20 @@ static int line(struct sf_sse_reader *r, const char *s, size_t n)
 	}
 	const char *colon = memchr(s, ':', n);
 	size_t name_len = colon ? (size_t)(colon - s) : n;
-	if (name_len != 4 || memcmp(s, "data", 4))
-		return 0; /* a comment (name_len 0), event, id, retry or unknown field */
 	const char *v = colon ? colon + 1 : s + n;
 	size_t vlen = (size_t)(s + n - v);
 	if (vlen && *v == ' ')
 		v++, vlen--;
+	if (name_len == 2 && !memcmp(s, "id", 2)) {
+		if (vlen <= SF_SSE_MAX_ID && !memchr(v, 0, vlen)) {
+			memcpy(r->id, v, vlen);
+			r->id[vlen] = 0;
+			r->has_id = 1;
+		}
+		return 0;
+	}
+	if (name_len != 4 || memcmp(s, "data", 4))
+		return 0; /* a comment (name_len 0), event, retry or unknown field */
 	if (grow(&r->data, &r->data_cap, r->data_len + vlen + 2))
 		return -1;
 	memcpy(r->data + r->data_len, v, vlen);

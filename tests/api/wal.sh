@@ -15,6 +15,8 @@ client="$(dirname "$0")/resume_client.py"
 max=60
 
 for i in $(seq "$streams"); do printf 'story %s' "$i" | "$expect" --seed "$i" --max-tokens $max >"$work/want.$i" 2>/dev/null; done
+# The CLI's streams are longer (about 5 s): they are still running when the head dies.
+for i in 1 2 3 4; do printf 'tale %s' "$i" | "$expect" --seed "$i" --max-tokens 200 >"$work/want.cli.$i" 2>/dev/null; done
 
 start_node a --sim-tokens-per-s 40 && pa=$port
 start_node b --sim-tokens-per-s 40 && pb=$port
@@ -38,6 +40,12 @@ crash_run() { # SYNC: streams, a SIGKILL in their middle, a restart, every strea
 			>"$work/res.$sync.$i" 2>"$work/cerr.$sync.$i" &
 		gpids+=($!)
 	done
+	cpids=() # and four through the CLI, which asks for the rest itself
+	for i in 1 2 3 4; do
+		"$cli" generate --head "http://127.0.0.1:$p" --model sim-1 --stream --seed "$i" \
+			--max-tokens 200 "tale $i" >"$work/cli.$sync.$i" 2>"$work/clierr.$sync.$i" &
+		cpids+=($!)
+	done
 	for _ in $(seq 200); do # until every stream has had a few events
 		n=$(ls "$work"/got.$sync.*.started 2>/dev/null | wc -l)
 		[ "$n" -ge "$streams" ] && break
@@ -60,6 +68,17 @@ crash_run() { # SYNC: streams, a SIGKILL in their middle, a restart, every strea
 		grep -q "resumed=[1-9]" "$work/res.$sync.$i" && ! grep -q "after=0$" "$work/res.$sync.$i" &&
 			resumed=$((resumed + 1))
 	done
+	local cbad=0 cres=0
+	for k in "${!cpids[@]}"; do
+		i=$((k + 1))
+		wait "${cpids[$k]}"; rc=$?
+		if [ "$rc" != 0 ] || ! cmp -s "$work/cli.$sync.$i" "$work/want.cli.$i"; then
+			echo "     | CLI stream $i: exit $rc: $(tail -1 "$work/clierr.$sync.$i")"; cbad=$((cbad + 1))
+		fi
+		grep -q "asking the head for the rest" "$work/clierr.$sync.$i" && cres=$((cres + 1))
+	done
+	[ "$cbad" = 0 ] && [ "$cres" -ge 1 ]
+	check "[$sync] superfluid generate --stream asks for the rest itself ($cres of 4 did) and prints the engine's text" $?
 	echo "     | $resumed of $streams streams came back after the restart from a token they had"
 	[ "$bad" = 0 ] && [ "$resumed" -ge $((streams / 2)) ]
 	check "[$sync] SIGKILL of the head mid-stream: every client gets the rest after the restart, each text equal to the engine's" $?

@@ -137,6 +137,38 @@ static void bounded(void **state)
 	free(chunk);
 }
 
+struct ids {
+	struct sf_sse_reader *r;
+	char seen[256];
+};
+
+static int on_id(void *arg, const char *data, size_t len)
+{
+	struct ids *k = arg;
+	size_t at = strlen(k->seen);
+	snprintf(k->seen + at, sizeof(k->seen) - at, "%s=%s|", data, k->r->last_id);
+	return 0;
+}
+
+/* The id field: the event's own when it has one, the last one's otherwise (kept across
+ * events, as a Last-Event-ID), an id alone sets it too, one past the bound is ignored. */
+static void last_event_id(void **state)
+{
+	struct sf_sse_reader r;
+	struct ids k = { .r = &r };
+	sf_sse_init(&r, on_id, &k);
+	char longid[SF_SSE_MAX_ID + 8];
+	memset(longid, '9', sizeof(longid) - 1);
+	longid[sizeof(longid) - 1] = 0;
+	char in[512];
+	snprintf(in, sizeof(in), "data: a\n\nid: 3\ndata: b\n\ndata: c\n\nid: 7\n\n"
+		 "data: d\n\nid: %s\ndata: e\n\nid\ndata: f\n\n", longid);
+	for (size_t i = 0; in[i]; i++)
+		assert_int_equal(sf_sse_feed(&r, in + i, 1), 0);
+	assert_string_equal(k.seen, "a=|b=3|c=3|d=7|e=7|f=|");
+	sf_sse_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -144,6 +176,7 @@ int main(void)
 		cmocka_unit_test(random_splits),
 		cmocka_unit_test(stop_from_callback),
 		cmocka_unit_test(bounded),
+		cmocka_unit_test(last_event_id),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

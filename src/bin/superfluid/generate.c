@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "cli_args.h"
@@ -26,6 +27,9 @@ static const char usage_text[] =
 	"  --seed S              the sampling seed: the same seed, the same text\n"
 	"  --stop TEXT           end the text where TEXT begins (up to 4 times)\n"
 	"  --session NAME        continue (or start) the named session: PROMPT is appended to it\n"
+	"  --resume-wait S       --stream: when the stream breaks (a head restarted with a\n"
+	"                        --wal-dir log), ask for the rest for up to S seconds (default\n"
+	"                        30; 0: never)\n"
 	"  --admin-socket PATH   talk to the head's admin socket instead of its HTTP API\n"
 	"Exit status: 0 done, 1 usage, 2 the head answered with an error (said on stderr),\n"
 	"3 the head cannot be reached, 4 the head wants an API key.\n";
@@ -35,6 +39,7 @@ struct gen {
 	unsigned long usage_tokens;
 	const char *finish;
 	char finish_buf[32];
+	char id[128];          /* the request's id, from its chunks */
 };
 
 /* A completion chunk or whole answer: its text, its finish reason, its usage. */
@@ -47,6 +52,9 @@ static int on_answer(void *arg, json_t *ev)
 			json_string_value(json_object_get(err, "message")));
 		return CLI_FAILED;
 	}
+	const char *id = json_string_value(json_object_get(ev, "id"));
+	if (id && !g->id[0] && strlen(id) < sizeof(g->id))
+		strcpy(g->id, id);
 	json_t *choice = json_array_get(json_object_get(ev, "choices"), 0);
 	const char *text = json_string_value(json_object_get(choice, "text"));
 	const char *finish = json_string_value(json_object_get(choice, "finish_reason"));
@@ -60,12 +68,49 @@ static int on_answer(void *arg, json_t *ev)
 	return 0;
 }
 
+/* The stream broke before its end: the head went away. A head with a log (--wal-dir) has
+ * every token it sent and the rest to come, so ask for them after the last event seen,
+ * again until it answers or wait_s pass. */
+static int resume(const struct cli_head *head, struct gen *g, struct cli_call *first,
+		  unsigned long wait_s)
+{
+	char path[256], last[sizeof(first->last_id)];
+	snprintf(path, sizeof(path), "/v1/completions/%s?stream=true", g->id);
+	memcpy(last, first->last_id, sizeof(last));
+	fprintf(stderr, "\nsuperfluid: the stream broke after token %s; asking the head for the "
+		"rest of %s (up to %lu s)\n", last[0] ? last : "0", g->id, wait_s);
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int rc = CLI_UNREACHABLE;
+	for (;;) {
+		struct cli_call c = { .method = "GET", .path = path, .on_event = on_answer, .arg = g,
+				      .last_event_id = last[0] ? last : NULL, .quiet = true };
+		rc = cli_call(head, &c);
+		json_decref(c.reply);
+		if (c.last_id[0])
+			memcpy(last, c.last_id, sizeof(last));
+		/* Unreachable (restarting), 503 (its nodes not back yet), or broken again: retry. */
+		bool again = rc == CLI_UNREACHABLE || c.broken || c.status == 503;
+		if (!rc || !again)
+			break;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((unsigned long)(now.tv_sec - t0.tv_sec) >= wait_s)
+			break;
+		nanosleep(&(struct timespec){ .tv_nsec = 200 * 1000000L }, NULL);
+	}
+	if (rc)
+		fprintf(stderr, "superfluid: the rest of %s did not come (%s); the text above is "
+			"what arrived\n", g->id, rc == CLI_UNREACHABLE ? "the head did not answer "
+			"again" : "the head refused it: does it run with --wal-dir?");
+	return rc;
+}
+
 int cli_generate(int argc, char **argv)
 {
 	struct cli_head head;
 	cli_head_init(&head);
 	const char *socket = NULL, *model = NULL, *prompt = NULL, *session = NULL;
-	unsigned long max = 64;
+	unsigned long max = 64, resume_wait = 30;
 	bool stream = false;
 	json_t *body = json_object(), *stop = json_array();
 	int rc = CLI_USAGE;
@@ -92,6 +137,9 @@ int cli_generate(int argc, char **argv)
 				goto out;
 		} else if (!strcmp(a, "--max-tokens")) {
 			if (cli_arg_count(&v, &max))
+				goto out;
+		} else if (!strcmp(a, "--resume-wait")) {
+			if (cli_arg_count(&v, &resume_wait))
 				goto out;
 		} else if ((took = cli_sampling_arg(&v, body))) {
 			if (took < 0)
@@ -141,6 +189,8 @@ int cli_generate(int argc, char **argv)
 			      .session = session, .on_event = on_answer, .arg = &g };
 	rc = cli_call(&head, &c);
 	json_decref(c.reply);
+	if (rc && stream && resume_wait && c.broken && g.id[0])
+		rc = resume(&head, &g, &c, resume_wait);
 	if (!rc)
 		cli_rate_end(&g.rate, g.usage_tokens);
 out:

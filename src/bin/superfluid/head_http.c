@@ -172,6 +172,8 @@ static size_t on_bytes(char *p, size_t size, size_t n, void *arg)
 /* An error answer: the OpenAI error object's message and code when it has one. */
 static int say_error(const struct cli_head *h, struct cli_call *c, const char *body)
 {
+	if (c->quiet)
+		return c->status == 401 ? CLI_AUTH : CLI_FAILED;
 	json_t *o = body ? json_loads(body, 0, NULL) : NULL;
 	json_t *e = json_object_get(o, "error");
 	const char *msg = json_string_value(json_object_get(e, "message"));
@@ -205,6 +207,10 @@ static struct curl_slist *headers(const struct cli_head *h, const struct cli_cal
 	}
 	if (c->session) {
 		snprintf(line, sizeof(line), "X-Superfluid-Session: %s", c->session);
+		l = curl_slist_append(l, line);
+	}
+	if (c->last_event_id) {
+		snprintf(line, sizeof(line), "Last-Event-ID: %s", c->last_event_id);
 		l = curl_slist_append(l, line);
 	}
 	return curl_slist_append(l, "Expect:"); /* no 100-continue round trip */
@@ -250,20 +256,24 @@ int cli_call(const struct cli_head *h, struct cli_call *c)
 	CURLcode res = curl_easy_perform(t.curl);
 	curl_easy_getinfo(t.curl, CURLINFO_RESPONSE_CODE, &c->status);
 	int rc = CLI_OK;
+#define SAY(...) (c->quiet ? (void)0 : (void)fprintf(stderr, __VA_ARGS__))
+	/* The transport broke in the middle (not an event the caller stopped at, not one too big). */
+	c->broken = t.streaming && !c->done && !t.stopped && res != CURLE_WRITE_ERROR;
+	memcpy(c->last_id, t.sse.last_id, sizeof(c->last_id));
 	if (t.stopped) {
 		rc = t.stopped;
 	} else if (res == CURLE_COULDNT_CONNECT || res == CURLE_COULDNT_RESOLVE_HOST ||
 		   res == CURLE_OPERATION_TIMEDOUT) {
-		fprintf(stderr, "superfluid: cannot reach the head at %s (%s): is superfluid-headd "
+		SAY("superfluid: cannot reach the head at %s (%s): is superfluid-headd "
 			"running with --listen-http there? (--head URL or $SUPERFLUID_HEAD names "
 			"another)\n", h->url, curl_err[0] ? curl_err : curl_easy_strerror(res));
 		rc = CLI_UNREACHABLE;
 	} else if (res == CURLE_WRITE_ERROR && t.streaming) {
-		fprintf(stderr, "superfluid: the head's event stream broke (an event past %u MiB)\n",
+		SAY("superfluid: the head's event stream broke (an event past %u MiB)\n",
 			SF_SSE_MAX_EVENT >> 20);
 		rc = CLI_FAILED;
 	} else if (res != CURLE_OK) {
-		fprintf(stderr, "superfluid: %s %s: %s\n", c->method, url,
+		SAY("superfluid: %s %s: %s\n", c->method, url,
 			curl_err[0] ? curl_err : curl_easy_strerror(res));
 		rc = res == CURLE_SSL_CONNECT_ERROR || res == CURLE_PEER_FAILED_VERIFICATION
 			     ? CLI_UNREACHABLE : CLI_FAILED;
@@ -271,14 +281,14 @@ int cli_call(const struct cli_head *h, struct cli_call *c)
 		rc = say_error(h, c, t.body);
 	} else if (t.streaming) {
 		if (!c->done) {
-			fprintf(stderr, "superfluid: the head closed the stream before it ended\n");
+			SAY("superfluid: the head closed the stream before it ended\n");
 			rc = CLI_FAILED;
 		}
 	} else {
 		json_error_t e;
 		c->reply = t.body ? json_loads(t.body, 0, &e) : NULL;
 		if (!c->reply) {
-			fprintf(stderr, "superfluid: %s %s answered something that is not JSON\n",
+			SAY("superfluid: %s %s answered something that is not JSON\n",
 				c->method, url);
 			rc = CLI_FAILED;
 		} else if (c->on_event) { /* a stream was asked for; a whole answer is one event */
@@ -286,6 +296,7 @@ int cli_call(const struct cli_head *h, struct cli_call *c)
 			c->done = true;
 		}
 	}
+#undef SAY
 	sf_sse_free(&t.sse);
 	free(t.body);
 	free(body);

@@ -43,9 +43,13 @@ struct cli_call {
 	const char *session;       /* X-Superfluid-Session when not NULL */
 	cli_event_fn on_event;     /* for a text/event-stream answer; "[DONE]" is not passed */
 	void *arg;
+	const char *last_event_id; /* sent as Last-Event-ID when not NULL */
+	bool quiet;                /* say nothing on stderr (a caller that retries) */
 	json_t *reply;             /* out: a whole 2xx answer's JSON (the caller decrefs) */
 	long status;               /* out: the HTTP status */
 	bool done;                 /* out: a stream ended with [DONE] */
+	bool broken;               /* out: a stream began and ended without [DONE] */
+	char last_id[SF_SSE_MAX_ID + 1]; /* out: the stream's last event id ("" when none) */
 };
 
 /* Makes the call. Returns CLI_OK, or an exit code having said on stderr why: CLI_UNREACHABLE
