@@ -67,9 +67,6 @@ int sf_head_node_add(struct sf_head *h, const char *label, struct sf_err *err)
 		return sf_err_set(err, SF_E_LIMIT, "the head takes at most %u nodes", h->cfg.max_nodes);
 	struct head_node *n = &h->nodes[h->n_nodes];
 	memset(n, 0, sizeof(*n));
-	n->stale = calloc(h->cfg.max_stale, sizeof(*n->stale));
-	if (!n->stale)
-		return sf_err_set(err, SF_E_NOMEM, "no memory for node %s", label);
 	snprintf(n->label, sizeof(n->label), "%s", label ? label : "");
 	return (int)h->n_nodes++;
 }

@@ -102,7 +102,7 @@ struct head_node {
 	struct sf_watermark *marks; /* queued for the next WATERMARK_ACK */
 	uint32_t n_marks, cap_marks;
 	struct head_stale *stale; /* sessions moved away: revoked when it returns */
-	uint32_t n_stale;
+	uint32_t n_stale, cap_stale; /* grown as needed, up to max_stale */
 };
 
 struct sf_head {

@@ -6,6 +6,7 @@
 #include "head/head_internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static struct head_model *fleet_model(struct sf_head *h, const char *name)
@@ -158,6 +159,16 @@ void sf__head_note_stale(struct sf_head *h, uint32_t node, const struct head_ses
 	}
 	if (n->n_stale == h->cfg.max_stale)
 		return; /* past the bound its lease ends it: renewals are refused */
+	if (n->n_stale == n->cap_stale) { /* grown on demand: most nodes never need many */
+		uint32_t cap = n->cap_stale ? n->cap_stale * 2 : 16;
+		if (cap > h->cfg.max_stale)
+			cap = h->cfg.max_stale;
+		struct head_stale *p = realloc(n->stale, (size_t)cap * sizeof(*p));
+		if (!p)
+			return; /* as past the bound */
+		n->stale = p;
+		n->cap_stale = cap;
+	}
 	n->stale[n->n_stale++] = (struct head_stale){ .session_id = s->id, .epoch = s->epoch,
 						     .free_at = sf__head_lease_free_at(h, s) };
 }

@@ -166,7 +166,7 @@ static int apply_session(struct sf_wal_state *st, const uint8_t *p, uint32_t len
 	}
 	if (st->n_sessions >= st->max_sessions)
 		return sf_err_set(err, SF_E_LIMIT, "the log holds more than %u live sessions (the "
-				  "head's --max-sessions); start the head with a higher limit",
+				  "head's --max-fleet-sessions); start the head with a higher limit",
 				  st->max_sessions);
 	if (!(s = calloc(1, sizeof(*s))))
 		return sf_err_set(err, SF_E_NOMEM, "no memory for the log's sessions");

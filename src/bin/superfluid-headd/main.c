@@ -44,6 +44,7 @@ static int start(struct headd *d)
 	struct sf_head_config hcfg = { .max_nodes = HEADD_MAX_NODES,
 				       .replace_after_ms = d->opts->replace_after_ms,
 				       .first_id = first_id,
+				       .max_sessions = d->opts->max_fleet_sessions,
 				       .ack_durable = d->opts->wal_dir != NULL };
 	struct sf_head_io io = headd_head_io_base;
 	io.arg = d;

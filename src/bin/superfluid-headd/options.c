@@ -41,6 +41,7 @@ static const struct sfd_opt opts[] = {
 	{ "http-sndbuf", SFD_OPT_U32, F(http_sndbuf), 0, 1u << 30, NULL },
 	{ "max-tokens-default", SFD_OPT_U32, F(max_tokens_default), 1, 1u << 20, NULL },
 	{ "max-sessions", SFD_OPT_U32, F(max_sessions), 1, 4096, NULL },
+	{ "max-fleet-sessions", SFD_OPT_U32, F(max_fleet_sessions), 16, 1u << 24, NULL },
 	{ "session-idle-s", SFD_OPT_U32, F(session_idle_s), 1, 30u * 86400, NULL },
 	{ "wal-dir", SFD_OPT_STR, F(wal_dir), 0, 0, NULL },
 	{ "wal-sync", SFD_OPT_CHOICE, F(wal_sync), 0, 0, wal_syncs },
@@ -111,6 +112,9 @@ static const char usage_text[] =
 	"  --max-tokens-default N  tokens a request generates when it names no max_tokens\n"
 	"                          (default 4096)\n"
 	"  --max-sessions N        named sessions (X-Superfluid-Session) kept (default 1024)\n"
+	"  --max-fleet-sessions N  sessions the head holds at once, each request's included: past\n"
+	"                          it a request is refused with 503 (default 65536; about 2 KiB\n"
+	"                          each)\n"
 	"  --session-idle-s N      a named session unused this long is ended (default 3600)\n"
 	"\n"
 	"The write-ahead log (docs/RELIABILITY.md): sessions, their content and every token\n"
@@ -166,6 +170,7 @@ enum headd_parse_result headd_opts_parse(struct headd_opts *o, int argc, char **
 	o->stream_buffer = 4u << 20;
 	o->max_tokens_default = 4096;
 	o->max_sessions = 1024;
+	o->max_fleet_sessions = 65536;
 	o->session_idle_s = 3600;
 	o->wal_sync = "always";
 	o->wal_segment_mb = 64;

@@ -45,6 +45,7 @@ struct headd_opts {
 	uint32_t http_sndbuf;     /* SO_SNDBUF of client connections; 0: the kernel's */
 	uint32_t max_tokens_default; /* a request's max_tokens when it gives none */
 	uint32_t max_sessions;    /* named sessions (X-Superfluid-Session) kept */
+	uint32_t max_fleet_sessions; /* sessions the head holds at once, named or not */
 	uint32_t session_idle_s;  /* a named session unused this long is ended */
 	/* The write-ahead log (docs/RELIABILITY.md, docs/WAL.md). */
 	const char *wal_dir;      /* NULL: no log; a head restart forgets every session */

@@ -393,7 +393,7 @@ int headd_wal_start(struct headd *d)
 		return 0;
 	struct sf_err err;
 	sf_buf_init(&w->rec, SF_WAL_MAX_RECORD);
-	if (sf_wal_state_new(&w->st, 4096 + o->max_sessions, &err)) {
+	if (sf_wal_state_new(&w->st, o->max_fleet_sessions, &err)) {
 		sfd_err("--wal-dir: %s", err.msg);
 		return -1;
 	}
