@@ -320,9 +320,15 @@ void tc__expire(struct sf_tok_client *tc)
 {
 	char limit[32];
 	tc__duration(tc->cfg.timeout_ms, limit, sizeof(limit));
-	for (uint32_t r = 0; r < SF_TOK_CLIENT_MAX_PENDING; r++) {
+	/* Only as far as the last slot in use: this runs every loop turn (it showed in the
+	 * head's profile scanning all 4096 slots with none in use). */
+	uint32_t left = tc->n_reqs;
+	for (uint32_t r = 0; r < SF_TOK_CLIENT_MAX_PENDING && left; r++) {
 		struct tc_req *q = &tc->reqs[r];
-		if (!q->used || q->dead || q->deadline > tc->now)
+		if (!q->used)
+			continue;
+		left--;
+		if (q->dead || q->deadline > tc->now)
 			continue;
 		struct tc_model *md = &tc->models[q->model];
 		if (q->node != TC_NONE)
@@ -341,9 +347,13 @@ uint64_t tc__reqs_deadline(const struct sf_tok_client *tc)
 	if (tc->dead_head != TC_NONE)
 		return tc->now; /* answers to tell */
 	uint64_t at = UINT64_MAX;
-	for (uint32_t r = 0; r < SF_TOK_CLIENT_MAX_PENDING; r++) {
+	uint32_t left = tc->n_reqs;
+	for (uint32_t r = 0; r < SF_TOK_CLIENT_MAX_PENDING && left; r++) {
 		const struct tc_req *q = &tc->reqs[r];
-		if (q->used && !q->dead && q->deadline < at)
+		if (!q->used)
+			continue;
+		left--;
+		if (!q->dead && q->deadline < at)
 			at = q->deadline;
 	}
 	return at;

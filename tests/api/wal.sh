@@ -12,7 +12,7 @@ set -uo pipefail
 noded=$1 headd=$2 expect=$3 cli=$4 streams=${5:-16}
 . "$(dirname "$0")/lib.sh"
 client="$(dirname "$0")/resume_client.py"
-max=60
+max=120
 
 for i in $(seq "$streams"); do printf 'story %s' "$i" | "$expect" --seed "$i" --max-tokens $max >"$work/want.$i" 2>/dev/null; done
 # The CLI's streams are longer (about 5 s): they are still running when the head dies.
@@ -40,15 +40,20 @@ crash_run() { # SYNC: streams, a SIGKILL in their middle, a restart, every strea
 			>"$work/res.$sync.$i" 2>"$work/cerr.$sync.$i" &
 		gpids+=($!)
 	done
+	for _ in $(seq 200); do # until every stream has had a few events
+		n=$(ls "$work"/got.$sync.*.started 2>/dev/null | wc -l)
+		[ "$n" -ge "$streams" ] && break
+		sleep 0.05
+	done
 	cpids=() # and four through the CLI, which asks for the rest itself
 	for i in 1 2 3 4; do
 		"$cli" generate --head "http://127.0.0.1:$p" --model sim-1 --stream --seed "$i" \
 			--max-tokens 200 "tale $i" >"$work/cli.$sync.$i" 2>"$work/clierr.$sync.$i" &
 		cpids+=($!)
 	done
-	for _ in $(seq 200); do # until every stream has had a few events
-		n=$(ls "$work"/got.$sync.*.started 2>/dev/null | wc -l)
-		[ "$n" -ge "$streams" ] && break
+	for _ in $(seq 100); do # until each has printed something
+		n=0; for i in 1 2 3 4; do [ -s "$work/cli.$sync.$i" ] && n=$((n + 1)); done
+		[ "$n" = 4 ] && break
 		sleep 0.05
 	done
 	kill -9 "$hpid"; wait "$hpid" 2>/dev/null

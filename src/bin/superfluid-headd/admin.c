@@ -134,6 +134,7 @@ static void client_free(struct headd *d, struct headd_client *c)
 		if (c->generation_id && !c->ended)
 			(void)sf_head_cancel(d->head, c->session_id, c->generation_id, now, &err);
 		(void)sf_head_session_close(d->head, c->session_id, false, now, &err);
+		headd_index_drop(&d->clients_by_session, c->session_id, c);
 	}
 	free(c);
 }

@@ -11,7 +11,12 @@
 
 static struct headd_client *client_of(struct headd *d, uint64_t session_id)
 {
-	for (struct headd_client *c = d->clients; c; c = c->next)
+	struct headd_client *c = headd_index_get(&d->clients_by_session, session_id);
+	if (c && c->session_id == session_id && c->conn)
+		return c;
+	if (c || !d->unindexed)
+		return NULL;
+	for (c = d->clients; c; c = c->next) /* the index may have missed it (memory) */
 		if (c->session_id == session_id && c->conn)
 			return c;
 	return NULL;
@@ -86,6 +91,8 @@ static void generate(struct headd_client *c, char *rest)
 	int rc = sf_head_session_open(d->head, sid, &p, now, &err);
 	if (!rc) {
 		c->session_id = sid;
+		if (headd_index_put(&d->clients_by_session, sid, c))
+			d->unindexed++; /* walked for from now on */
 		if (n)
 			rc = sf_head_append(d->head, sid, toks, n, now, &err);
 	}

@@ -81,6 +81,7 @@ struct headd_req {
 	bool logged;              /* its session and generation are in the log */
 	bool resumed;             /* GET .../{id}: a client following a generation again */
 	bool keep_session;        /* its session is a named one's: not closed at the end */
+	bool unindexed;           /* d->reqs_by_session could not take it */
 
 	const struct sf_head_tokenizer *tok;
 	struct sf_out_vocab vocab;

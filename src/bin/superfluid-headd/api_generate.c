@@ -52,10 +52,23 @@ uint64_t headd_gen_rand(struct headd *d)
 
 static struct headd_req *req_of(struct headd *d, uint64_t session_id)
 {
-	for (struct headd_req *q = d->api.reqs; q; q = q->next)
+	struct headd_req *q = headd_index_get(&d->reqs_by_session, session_id);
+	if (q && q->session_id == session_id && q->state != REQ_DONE)
+		return q;
+	if (!d->unindexed)
+		return NULL;
+	for (q = d->api.reqs; q; q = q->next)
 		if (q->session_id == session_id && q->state != REQ_DONE)
 			return q;
 	return NULL;
+}
+
+void headd_req_index(struct headd_req *q)
+{
+	if (headd_index_put(&q->d->reqs_by_session, q->session_id, q)) {
+		q->unindexed = true;
+		q->d->unindexed++;
+	}
 }
 
 bool headd_gen_logged(struct headd *d, uint64_t session_id)
@@ -79,6 +92,10 @@ void headd_gen_free(struct headd_req *q)
 	struct headd *d = q->d;
 	if (q->ticket)
 		sf_tok_client_forget(d->api.tok, q->ticket);
+	if (q->session_id)
+		headd_index_drop(&d->reqs_by_session, q->session_id, q);
+	if (q->unindexed)
+		d->unindexed--;
 	if (q->named && q->named->busy == q)
 		q->named->busy = NULL;
 	if (!q->borrowed)
@@ -207,6 +224,7 @@ static int start_session(struct headd_req *q)
 	int rc = 0;
 	if (!s || !s->opened) {
 		q->session_id = s ? s->session_id : ++d->next_session_id;
+		headd_req_index(q);
 		struct sf_head_session_params p = {
 			.model = q->r.model,
 			.sampling = { .temperature = q->r.temperature, .top_p = q->r.top_p,
@@ -222,6 +240,7 @@ static int start_session(struct headd_req *q)
 			headd_wal_close(d, q->session_id);
 	} else {
 		q->session_id = s->session_id;
+		headd_req_index(q);
 		q->logged = d->wal.w != NULL;
 	}
 	if (!rc)

@@ -214,6 +214,7 @@ void headd_resume(struct headd_http *h, enum sf_api_kind kind, const char *id,
 	h->req = q;
 	q->next = d->api.reqs;
 	d->api.reqs = q;
+	headd_req_index(q);
 	q->state = REQ_GENERATING;
 	q->dirty = true;
 	d->wal.resumed_streams++;

@@ -18,6 +18,7 @@
 #include "io/loop.h"
 
 #include "api.h"
+#include "session_index.h"
 #include "options.h"
 
 #define HEADD_MAX_NODES 64
@@ -106,6 +107,9 @@ struct headd {
 	struct sf_pipe *pipe;  /* --pipeline, or NULL */
 	char pipe_model[SF_MAX_NAME + 16]; /* the name clients use; "" until the stages agree */
 	struct headd_wal wal;
+	/* Each session's request (API) or client (admin socket), for its head events. */
+	struct headd_index reqs_by_session, clients_by_session;
+	uint32_t unindexed; /* requests the index could not take (memory): found by a walk */
 	bool fatal;            /* stop: something failed that must not be run past (the log) */
 };
 
@@ -154,6 +158,9 @@ void headd_clients_close_all(struct headd *d);
 void headd_client_request(struct headd_client *c, char *line);
 void headd_head_event(void *arg, const struct sf_head_event *ev); /* the head's io->event */
 void headd_admin_event(struct headd *d, const struct sf_head_event *ev);
+
+/* api_generate.c: q's session id is set: its events find it. */
+void headd_req_index(struct headd_req *q);
 
 /* wal.c: the write-ahead log. Every call is a no-op without --wal-dir. */
 int headd_wal_start(struct headd *d);   /* replay, restore, open; 0 or -1 (logged) */

@@ -52,6 +52,11 @@ static int start(struct headd *d)
 		sfd_err("%s", err.msg);
 		return EXIT_RUNTIME;
 	}
+	if (headd_index_init(&d->reqs_by_session, 1024) ||
+	    headd_index_init(&d->clients_by_session, 64)) {
+		sfd_err("no memory for the session index");
+		return EXIT_RUNTIME;
+	}
 	if (headd_nodes_add(d))
 		return EXIT_USAGE;
 	if (headd_wal_start(d))
@@ -121,6 +126,8 @@ static void stop(struct headd *d)
 	}
 	headd_wal_stop(d);
 	headd_api_free(d);
+	headd_index_free(&d->reqs_by_session);
+	headd_index_free(&d->clients_by_session);
 	sf_head_free(d->head);
 	d->head = NULL;
 	if (d->opts->admin_socket)
