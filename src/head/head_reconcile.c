@@ -107,7 +107,11 @@ static void settle(struct sf_head *h, uint32_t node, struct head_session *s,
 			continue;
 		g->cancel_sent = false; /* it may have been lost with the link; again is harmless */
 		if (g->ranged) {
-			/* Replayed now; the node has the generation, and so the content before. */
+			/* Replayed now; the node has the generation, and so the content before.
+			 * Nothing to ask again: and where the node no longer holds the session (its
+			 * lease ran out), a probe would go under the next epoch and run the
+			 * generation anew there (a restored generation comes with a probe). */
+			g->probe = false;
 			if (held && g->cmd > s->append_cmd)
 				s->content_confirmed = true;
 			restart_deadline(h, g);

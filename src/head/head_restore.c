@@ -141,6 +141,12 @@ int sf_head_session_restore(struct sf_head *h, uint64_t sid, const struct sf_hea
 	}
 	for (uint32_t i = 0; i < s->n_gens; i++) {
 		struct head_gen *g = &s->gens[i];
+		if (g->state == GEN_SENT && g->max_new && g->resumed >= g->max_new) {
+			/* Its run goes on from every token it asked for: only its end had not
+			 * been kept. As sf__head_gen_lost ends such a one. */
+			g->state = GEN_DONE;
+			sf__head_gen_finish(h, s, g, SF_FINISH_LENGTH);
+		}
 		if (g->state == GEN_DONE && !g->told)
 			sf__head_gen_fail(h, s, g, SF_E_CLOSED,
 					  "generation %llu of session %llu was running when the head "

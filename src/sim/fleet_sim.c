@@ -3,6 +3,7 @@
  * stalled step leaves them queued. Cutting a connection throws away what was queued. */
 #include "sim/fleet_sim_internal.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,54 @@ static int node_send(void *arg, uint64_t link_id, uint16_t type, const void *msg
 	return sf_link_send(n->nl, type, msg, n->f->now, &err);
 }
 
+/* The generations a RECONCILE lists, and where the head wants each to go on. */
+static void note_asked(struct sim_node *n, const struct sf_reconcile *m)
+{
+	if (n->asked_link != n->link_id) {
+		n->asked_link = n->link_id;
+		n->n_asked = 0;
+	}
+	for (uint32_t i = 0; i < m->n_sessions; i++)
+		for (uint32_t j = 0; j < m->sessions[i].n_gens; j++) {
+			if (n->n_asked == n->cap_asked) {
+				uint32_t cap = n->cap_asked ? n->cap_asked * 2 : 64;
+				struct sim_asked *a = realloc(n->asked, cap * sizeof(*a));
+				if (!a)
+					return;
+				n->asked = a;
+				n->cap_asked = cap;
+			}
+			n->asked[n->n_asked++] = (struct sim_asked){
+				.sid = m->sessions[i].session_id, .epoch = m->sessions[i].epoch,
+				.gid = m->sessions[i].gens[j].generation_id,
+				.next = m->sessions[i].gens[j].next_seq };
+		}
+}
+
+/* The node's answer: a replay of a listed generation that starts past the event the head
+ * wants next leaves a gap nothing can fill (the node let go of events the head never had). */
+static void check_replay(struct sf_fleet_sim *f, struct sim_node *n, const struct sf_reconcile_ack *m)
+{
+	for (uint32_t i = 0; i < m->n_sessions && !f->why[0]; i++) {
+		const struct sf_reconcile_held *h = &m->sessions[i];
+		for (uint32_t r = 0; r < h->n_ranges; r++)
+			for (uint32_t k = 0; k < n->n_asked && n->asked_link == n->link_id; k++) {
+				const struct sim_asked *a = &n->asked[k];
+				if (a->sid != h->session_id || a->epoch != h->epoch ||
+				    a->gid != h->ranges[r].generation_id || h->ranges[r].from_seq <= a->next)
+					continue;
+				snprintf(f->why, sizeof(f->why), "node %u replays generation %" PRIu64
+					 " of session %" PRIu64 " from event %" PRIu64 ", the head asked "
+					 "from %" PRIu64 ": events the head never kept were acknowledged "
+					 "and let go, a gap", n->index, a->gid, a->sid,
+					 h->ranges[r].from_seq, a->next);
+				return;
+			}
+	}
+}
+
+const char *sf_fleet_sim_why(const struct sf_fleet_sim *f) { return f->why; }
+
 static int head_send(void *arg, uint64_t link_id, uint16_t type, const void *msg)
 {
 	struct sf_fleet_sim *f = arg;
@@ -39,6 +88,8 @@ static int head_send(void *arg, uint64_t link_id, uint16_t type, const void *msg
 			continue;
 		if (f->tap)
 			f->tap(f->tap_arg, i, type, msg);
+		if (type == SF_MSG_RECONCILE)
+			note_asked(n, msg);
 		return sf_link_send(n->hl, type, msg, f->now, &err);
 	}
 	return SF_E_STATE;
@@ -48,6 +99,20 @@ static int node_machine(struct sim_node *n, struct sf_err *err)
 {
 	struct sf_node_io io = { .arg = n, .send = node_send };
 	return sf_node_new(&n->node, &n->f->cfg.node, n->engine, &io, n->f->now, err);
+}
+
+int sf__fleet_head_machine(struct sf_fleet_sim *f, uint64_t first_id, struct sf_err *err)
+{
+	struct sf_head_config hc = f->cfg.head;
+	if (first_id)
+		hc.first_id = first_id;
+	struct sf_head_io hio = { .arg = f, .send = head_send,
+				  .event = f->wal ? sf__fleet_wal_event : sf__fleet_record };
+	int rc = sf_head_new(&f->head, &hc, &hio, f->now, err);
+	for (uint32_t i = 0; !rc && i < f->n_nodes; i++)
+		if ((rc = sf_head_node_add(f->head, f->nodes[i].label, err)) >= 0)
+			rc = 0;
+	return rc;
 }
 
 int sf_fleet_sim_new(struct sf_fleet_sim **out, const struct sf_fleet_sim_config *cfg,
@@ -60,11 +125,13 @@ int sf_fleet_sim_new(struct sf_fleet_sim **out, const struct sf_fleet_sim_config
 	if (!f)
 		return sf_err_set(err, SF_E_NOMEM, "no memory for the simulated fleet");
 	f->cfg = *cfg;
+	if (cfg->wal)
+		f->cfg.head.ack_durable = true; /* watermarks follow what the log has kept */
 	f->now = cfg->start_ms ? cfg->start_ms : 1000;
 	f->streams = calloc(SF_FLEET_SIM_MAX_STREAMS, sizeof(*f->streams));
-	struct sf_head_io hio = { .arg = f, .send = head_send, .event = sf__fleet_record };
-	int rc = f->streams ? sf_head_new(&f->head, &cfg->head, &hio, f->now, err)
-			    : sf_err_set(err, SF_E_NOMEM, "no memory for the streams");
+	int rc = f->streams ? 0 : sf_err_set(err, SF_E_NOMEM, "no memory for the streams");
+	if (!rc && cfg->wal)
+		rc = sf__fleet_wal_new(f, err);
 	for (uint32_t i = 0; !rc && i < cfg->n_nodes; i++) {
 		struct sim_node *n = &f->nodes[i];
 		n->f = f;
@@ -74,9 +141,9 @@ int sf_fleet_sim_new(struct sf_fleet_sim **out, const struct sf_fleet_sim_config
 		rc = sf_sim_engine_new(&cfg->engine, &n->engine, err);
 		if (!rc)
 			rc = node_machine(n, err);
-		if (!rc && (rc = sf_head_node_add(f->head, n->label, err)) >= 0)
-			rc = 0;
 	}
+	if (!rc)
+		rc = sf__fleet_head_machine(f, 0, err);
 	if (rc) {
 		sf_fleet_sim_free(f);
 		return rc;
@@ -101,11 +168,13 @@ void sf_fleet_sim_free(struct sf_fleet_sim *f)
 		return;
 	for (uint32_t i = 0; i < f->n_nodes; i++) {
 		cut(&f->nodes[i]);
+		free(f->nodes[i].asked);
 		sf_node_free(f->nodes[i].node);
 		if (f->nodes[i].engine)
 			sf_engine_free(f->nodes[i].engine);
 	}
 	sf_head_free(f->head);
+	sf__fleet_wal_free(f);
 	sf__fleet_record_free(f);
 	free(f);
 }
@@ -160,6 +229,8 @@ static void drain(struct sf_fleet_sim *f, struct sim_node *n, bool head_end)
 			n->node_open = true;
 			sf_node_link_open(n->node, n->link_id, sf_link_version(l), f->now);
 		} else if (ev.kind == SF_LINK_EV_MSG && head_end) {
+			if (ev.msg->type == SF_MSG_RECONCILE_ACK)
+				check_replay(f, n, &ev.msg->u.reconcile_ack);
 			(void)sf_head_on_msg(f->head, n->index, ev.msg, f->now);
 		} else if (ev.kind == SF_LINK_EV_MSG) {
 			sf_node_handle(n->node, n->link_id, ev.msg, f->now);
@@ -270,7 +341,7 @@ int sf_fleet_sim_connect(struct sf_fleet_sim *f, uint32_t i)
 	struct sim_node *n = &f->nodes[i];
 	if (n->hl)
 		sf_fleet_sim_drop(f, i);
-	if (f->now < n->refuse_until) {
+	if (f->now < n->refuse_until || f->head_down) { /* no head process: nobody dials */
 		n->redial_at = f->cfg.redial_after_ms ? f->now + f->cfg.redial_after_ms : 0;
 		return SF_E_CLOSED; /* connection refused: no link, nothing for the machines */
 	}
@@ -372,12 +443,63 @@ void sf_fleet_sim_kill(struct sf_fleet_sim *f, uint32_t i, uint32_t ms)
 	f->nodes[i].refuse_until = f->nodes[i].dead_until = f->now + ms;
 }
 
+static void head_start_again(struct sf_fleet_sim *f)
+{
+	struct sf_err err;
+	f->head_down = false;
+	/* Ids past every one the old head used (it numbered from 1, far below 2^40). */
+	if (sf__fleet_head_machine(f, (uint64_t)f->crashes << 40, &err)) {
+		fprintf(stderr, "fleet_sim: the head does not start again: %s\n", err.msg);
+		abort();
+	}
+	sf__fleet_wal_restore(f);
+}
+
+int sf_fleet_sim_head_crash(struct sf_fleet_sim *f, uint32_t down_ms)
+{
+	if (!f->wal || f->head_down)
+		return SF_E_STATE;
+	sf__fleet_wal_crash(f); /* what is not durable is gone; the caller checked */
+	for (uint32_t i = 0; i < f->n_nodes; i++) {
+		struct sim_node *n = &f->nodes[i];
+		if (n->hl) {
+			/* The process is gone: the node sees its link close; what was in flight
+			 * is lost both ways. */
+			const uint8_t *d;
+			sf_link_tx_done(n->hl, sf_link_tx(n->hl, &d));
+			sf_link_tx_done(n->nl, sf_link_tx(n->nl, &d));
+			if (n->node_open)
+				sf_node_link_closed(n->node, n->link_id, f->now);
+			cut(n);
+		}
+		f->drops[i] = 0;
+		n->redial_at = f->cfg.redial_after_ms ? f->now + f->cfg.redial_after_ms : 0;
+	}
+	sf_head_free(f->head);
+	f->head = NULL;
+	f->crashes++;
+	f->head_down = true;
+	f->head_up_at = f->now + down_ms;
+	if (!down_ms)
+		head_start_again(f);
+	return 0;
+}
+
+bool sf_fleet_sim_head_up(const struct sf_fleet_sim *f) { return !f->head_down; }
+uint32_t sf_fleet_sim_head_crashes(const struct sf_fleet_sim *f) { return f->crashes; }
+
 static void step(struct sf_fleet_sim *f, bool deliver)
 {
 	f->now++;
 	for (uint32_t i = 0; i < f->n_nodes; i++)
 		if (!paused(&f->nodes[i]) && f->now >= f->nodes[i].dead_until)
 			sf_node_tick(f->nodes[i].node, f->now);
+	if (f->head_down && f->now >= f->head_up_at)
+		head_start_again(f);
+	if (f->head_down)
+		return; /* no head: nodes run on alone, nothing dials */
+	if (f->wal)
+		sf__fleet_wal_release(f); /* what became durable reaches the caller */
 	sf_head_tick(f->head, f->now);
 	network_faults(f);
 	for (uint32_t i = 0; i < f->n_nodes; i++) {

@@ -2,7 +2,8 @@
  * connection two real sf_link objects (plain) whose bytes are moved in memory, on a fake
  * clock. It drops connections with the bytes in flight lost both ways, dials them again,
  * restarts nodes with nothing kept, and records what the head tells its caller, so tests
- * and the simulator can check a caller's streams against sf_sim_expected. */
+ * and the simulator can check a caller's streams against sf_sim_expected. With a durable log
+ * (cfg.wal, fleet_sim_wal.c) the head itself can crash and start again from the log. */
 #ifndef SF_HEAD_FLEET_SIM_H
 #define SF_HEAD_FLEET_SIM_H
 
@@ -27,6 +28,14 @@ struct sf_fleet_sim_config {
 	uint32_t redial_after_ms;     /* dial again after the head drops a link; 0: never */
 	uint32_t silence_ms, heartbeat_ms; /* the links' liveness; 0: the link's defaults */
 	uint64_t start_ms;            /* 0: 1000 */
+	/* A durable head (fleet_sim_wal.c): the head runs with ack_durable, and every event of a
+	 * session and every caller call through sf_fleet_sim_open .. _close is a write-ahead log
+	 * record, durable (applied to the log's session table, then delivered to the recorder
+	 * and sf_head_durable) a seeded 0..wal_max_delay_ms later, so that sf_fleet_sim_head_crash
+	 * can lose what is not durable and start a head again from the table. */
+	bool wal;
+	uint32_t wal_max_delay_ms;
+	uint64_t wal_seed;
 };
 
 /* What the caller got of one generation. */
@@ -122,6 +131,52 @@ void sf_fleet_sim_run_stalled(struct sf_fleet_sim *f, uint32_t ms);
 /* Runs until done(arg) or max_ms passed; returns done's last answer. */
 bool sf_fleet_sim_run_until(struct sf_fleet_sim *f, bool (*done)(struct sf_fleet_sim *, void *),
 			    void *arg, uint32_t max_ms);
+
+/* The caller's calls, as the API makes them: with cfg.wal each is logged as headd does
+ * (SESSION before the open, CLOSE when the open fails, CONTENT after the append, GEN after
+ * the generate, CLOSE after a close for good); while the head is down (a crash, until its
+ * restart) each is refused with SF_E_CLOSED. Without cfg.wal they are the head's calls. */
+int sf_fleet_sim_open(struct sf_fleet_sim *f, uint64_t sid, const struct sf_head_session_params *p,
+		      struct sf_err *err);
+int sf_fleet_sim_append(struct sf_fleet_sim *f, uint64_t sid, const uint32_t *tokens, uint32_t n,
+			struct sf_err *err);
+int sf_fleet_sim_generate(struct sf_fleet_sim *f, uint64_t sid, uint32_t max_new,
+			  uint32_t max_wall_ms, const struct sf_generate_opts *opts,
+			  uint64_t *generation_id, struct sf_err *err);
+int sf_fleet_sim_cancel(struct sf_fleet_sim *f, uint64_t sid, uint64_t gid, struct sf_err *err);
+int sf_fleet_sim_close(struct sf_fleet_sim *f, uint64_t sid, bool park, struct sf_err *err);
+
+/* The head process dies (cfg.wal): what the log has not made durable is lost, the head
+ * machine goes with its links (each node sees its link close), and down_ms later (0: at
+ * once) a new head machine starts, ids past every one used, with every session of the log's
+ * table restored (sf_wal_restore_session) on the node its PLACED record names; nodes dial
+ * it again. The recorder (the caller) keeps what it got: exactly the durable prefix, which
+ * this checks (a token the caller holds that the table does not is a violation,
+ * sf_fleet_sim_wal_why). Returns 0 or a negative sf_code (no log). */
+int sf_fleet_sim_head_crash(struct sf_fleet_sim *f, uint32_t down_ms);
+/* Whether the head is up (not between a crash and its restart). */
+bool sf_fleet_sim_head_up(const struct sf_fleet_sim *f);
+/* Head crashes so far. */
+uint32_t sf_fleet_sim_head_crashes(const struct sf_fleet_sim *f);
+/* What the fleet saw wrong between the machines: a node answering a reconcile with a replay
+ * that starts past the event the head asked for (events the head never had were
+ * acknowledged and let go: a gap no replay fills); "" when nothing. */
+const char *sf_fleet_sim_why(const struct sf_fleet_sim *f);
+/* What the durable log found wrong (a record that did not apply, a token delivered before
+ * it was durable, a session that did not restore); "" when nothing. */
+const char *sf_fleet_sim_wal_why(const struct sf_fleet_sim *f);
+/* A generation whose GEN record was not durable when the head crashed: the caller's request
+ * was never acknowledged, the restarted head does not know it, and nothing of it may have
+ * reached the caller. */
+bool sf_fleet_sim_wal_lost(const struct sf_fleet_sim *f, uint64_t sid, uint64_t gid);
+/* A generation that was running when the head crashed while the log had no placement for
+ * its session (parked in the log): the restored head fails it, naming the restart. */
+bool sf_fleet_sim_wal_failed(const struct sf_fleet_sim *f, uint64_t sid, uint64_t gid);
+/* A bug planted on purpose in the log (tests/sim): ACK_EARLY tells the head an event is
+ * durable (sf_head_durable) as soon as it is logged, before it is, so the node may let go
+ * of events a crash loses. */
+enum { SF_FLEET_WAL_BUG_NONE = 0, SF_FLEET_WAL_BUG_ACK_EARLY = 1 };
+extern int sf_fleet_sim_wal_planted_bug;
 
 /* What the caller got of a generation; NULL when it got nothing. */
 const struct sf_fleet_stream *sf_fleet_sim_stream(const struct sf_fleet_sim *f, uint64_t sid,

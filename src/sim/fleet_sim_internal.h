@@ -5,6 +5,11 @@
 
 #include "sim/fleet_sim.h"
 
+/* A generation a RECONCILE on the node's current link listed: the event the head wants next. */
+struct sim_asked {
+	uint64_t sid, gid, epoch, next;
+};
+
 struct sim_node {
 	struct sf_fleet_sim *f;
 	uint32_t index;
@@ -23,6 +28,9 @@ struct sim_node {
 	uint64_t refuse_until; /* dials refused while now < this */
 	uint64_t dead_until;   /* no process at all while now < this (no ticks) */
 	bool clogged[2];       /* this step: to the node [0], to the head [1] */
+	struct sim_asked *asked; /* what the RECONCILEs on link asked_link listed */
+	uint32_t n_asked, cap_asked;
+	uint64_t asked_link;
 };
 
 struct sf_fleet_sim {
@@ -43,10 +51,29 @@ struct sf_fleet_sim {
 	uint64_t rng;
 	uint64_t resets;
 	uint32_t last_reset;
+	struct sim_wal *wal;   /* cfg.wal: the durable log (fleet_sim_wal.c) */
+	bool head_down;        /* crashed, until head_up_at */
+	uint64_t head_up_at;
+	uint32_t crashes;
+	char why[256]; /* what the fleet saw wrong itself (a replay with a gap); "" when nothing */
 };
 
 /* The head's event callback. */
 void sf__fleet_record(void *arg, const struct sf_head_event *ev);
 void sf__fleet_record_free(struct sf_fleet_sim *f);
+
+/* The durable log (fleet_sim_wal.c). */
+int sf__fleet_wal_new(struct sf_fleet_sim *f, struct sf_err *err);
+void sf__fleet_wal_free(struct sf_fleet_sim *f);
+/* The head's event callback with a log: events logged, delivered once durable. */
+void sf__fleet_wal_event(void *arg, const struct sf_head_event *ev);
+/* Applies and delivers, in order, what is durable by now. */
+void sf__fleet_wal_release(struct sf_fleet_sim *f);
+/* At a crash: checks the caller against the table, drops what is not durable. */
+void sf__fleet_wal_crash(struct sf_fleet_sim *f);
+/* Into a new head machine: every session of the table. */
+void sf__fleet_wal_restore(struct sf_fleet_sim *f);
+/* The head machine and its nodes (labels "node-N", index N), ids from first_id. */
+int sf__fleet_head_machine(struct sf_fleet_sim *f, uint64_t first_id, struct sf_err *err);
 
 #endif

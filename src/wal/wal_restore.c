@@ -15,6 +15,13 @@ const struct sf_wal_gen *sf_wal_session_running(const struct sf_wal_session *s)
 int sf_wal_restore_session(struct sf_head *h, const struct sf_wal_session *s, uint32_t node,
 			   uint64_t now_ms, struct sf_err *err)
 {
+	/* A running generation whose run is older than the session's last placement: the head
+	 * placed the session anew (its node lost it, or let it go) and asked the generation
+	 * again there, from what had reached the client, before an event of that run was
+	 * logged. It comes back as that run: at the session's epoch from its first event, every
+	 * token resumed (the node that holds the session at that epoch may be running it). */
+	const struct sf_wal_gen *running = sf_wal_session_running(s);
+	bool moved = running && running->epoch && running->epoch != s->epoch && s->epoch;
 	struct sf_head_restore_gen gens[SF_WAL_KEEP_GENS];
 	struct sf_generate_opts opts[SF_WAL_KEEP_GENS];
 	for (uint32_t i = 0; i < s->n_gens; i++) {
@@ -28,11 +35,15 @@ int sf_wal_restore_session(struct sf_head *h, const struct sf_wal_session *s, ui
 			.epoch = g->epoch, .next_seq = g->next_seq, .ended = g->ended,
 			.reason = g->code ? SF_FINISH_ERROR : g->reason,
 		};
+		if (moved && g == running) {
+			gens[i].resumed = g->n_tokens;
+			gens[i].epoch = s->epoch;
+			gens[i].next_seq = 0;
+		}
 	}
 	/* The head's content for a running generation goes on from what reached the client
 	 * before its current run (sf_head_restore_gen.resumed). */
-	const struct sf_wal_gen *running = sf_wal_session_running(s);
-	uint32_t extra = running ? running->resumed : 0;
+	uint32_t extra = running ? (moved ? running->n_tokens : running->resumed) : 0;
 	uint32_t *content = malloc(((size_t)s->n_content + extra + 1) * sizeof(uint32_t));
 	if (!content)
 		return sf_err_set(err, SF_E_NOMEM, "no memory to restore a session");

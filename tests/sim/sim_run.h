@@ -57,8 +57,12 @@ struct run {
 	bool capped; /* nodes take few sessions: "every node is full" may end a generation */
 	char why[512];
 	uint64_t digest; /* FNV-1a over every trace line and every token the caller got */
+	/* Head crashes (a durable log; a quarter of the seeds), drawn from their own stream so
+	 * that the other seeds run as they did before there were any. */
+	uint64_t crash_rng;
+	uint32_t n_crashes, crash_at[3], crash_down[3];
 	/* Counts, for the summary. */
-	uint64_t faults, tokens, ended_early;
+	uint64_t faults, tokens, ended_early, head_crashes;
 };
 
 /* The run's random source (splitmix64); the network's faults draw from their own, seeded
@@ -87,6 +91,8 @@ void sim_cancel_one(struct run *r);
 
 /* One fault, drawn at random. */
 void sim_fault(struct run *r);
+/* The head process dies, and starts again down_ms later from its log. */
+void sim_head_crash(struct run *r, uint32_t down_ms);
 
 /* The checks: the head's messages (watermarks), every stream after a step (final: once the
  * faults stopped and the run ended); -1 with r->why naming the broken clause. */

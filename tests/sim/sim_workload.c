@@ -41,8 +41,6 @@ int sim_start_gen(struct run *r, struct gen *prev)
 		snprintf(r->why, sizeof(r->why), "no expected stream: %s", err.msg);
 		return -1;
 	}
-	struct sf_head *h = sf_fleet_sim_head(r->f);
-	uint64_t now = sf_fleet_sim_now(r->f);
 	struct sf_head_session_params p = { .model = "sim-1", .sampling = g->smp,
 					    .lease_ms = below(r, 3) ? 0 : 2000 };
 	if (prev)
@@ -51,12 +49,12 @@ int sim_start_gen(struct run *r, struct gen *prev)
 	/* Between turns the API may park a session and open it again later: placed anew,
 	 * perhaps elsewhere, with a fresh epoch. */
 	bool park = prev && !below(r, 4);
-	if (park && !sf_head_session_close(h, g->sid, true, now, &err))
+	if (park && !sf_fleet_sim_close(r->f, g->sid, true, &err))
 		sim_trace(r, "session %" PRIu64 ": parked, opened again", g->sid);
-	if (((!prev || park) && sf_head_session_open(h, g->sid, &p, now, &err)) ||
-	    sf_head_append(h, g->sid, g->ctx, g->n_ctx, now, &err) ||
-	    sf_head_generate(h, g->sid, max_new, g->wall_ms, g->logprobs ? &opts : NULL, now,
-			     &g->gid, &err)) {
+	if (((!prev || park) && sf_fleet_sim_open(r->f, g->sid, &p, &err)) ||
+	    sf_fleet_sim_append(r->f, g->sid, g->ctx, g->n_ctx, &err) ||
+	    sf_fleet_sim_generate(r->f, g->sid, max_new, g->wall_ms, g->logprobs ? &opts : NULL,
+				  &g->gid, &err)) {
 		sim_trace(r, "session %" PRIu64 ": not started: %s", g->sid, err.msg);
 		return 0; /* refused up front (no node up now): not a broken promise */
 	}
@@ -96,8 +94,7 @@ void sim_close_one(struct run *r)
 		return;
 	g->followed = true;
 	struct sf_err err;
-	if (!sf_head_session_close(sf_fleet_sim_head(r->f), g->sid, false, sf_fleet_sim_now(r->f),
-				   &err))
+	if (!sf_fleet_sim_close(r->f, g->sid, false, &err))
 		sim_trace(r, "session %" PRIu64 ": closed", g->sid);
 }
 
@@ -109,7 +106,7 @@ void sim_cancel_one(struct run *r)
 	if (g->cancelled || sf_fleet_sim_ended(r->f, g->sid, g->gid))
 		return;
 	struct sf_err err;
-	if (!sf_head_cancel(sf_fleet_sim_head(r->f), g->sid, g->gid, sf_fleet_sim_now(r->f), &err)) {
+	if (!sf_fleet_sim_cancel(r->f, g->sid, g->gid, &err)) {
 		g->cancelled = true;
 		sim_trace(r, "cancel generation %" PRIu64, g->gid);
 	}
