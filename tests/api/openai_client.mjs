@@ -3,7 +3,7 @@
 // exactly as the engine's chat templates render it.
 // Usage: node openai_client.mjs BASE_URL API_KEY SIM_EXPECT
 import { execFileSync } from "node:child_process";
-import OpenAI from "openai";
+import OpenAI, { toFile } from "openai";
 
 const [baseURL, apiKey, simExpect] = process.argv.slice(2);
 const client = new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 20000 });
@@ -191,6 +191,29 @@ await check("a wrong key: AuthenticationError", async () => {
 		assert(e instanceof OpenAI.AuthenticationError, `got ${e?.constructor?.name}: ${e}`);
 		eq(e.code, "invalid_api_key", "code");
 	}
+});
+
+// Transcriptions: the engine's own transcript of the bytes (sim_transcribe, built beside
+// sim_expect).
+const simTranscribe = simExpect.replace(/sim_expect$/, "sim_transcribe");
+const audio = Buffer.from(Array.from({ length: 200 }, (_, i) => (i * 37 + 11) & 255));
+const transcript = execFileSync(simTranscribe, [], { input: audio, stdio: ["pipe", "pipe", "ignore"] }).toString();
+
+await check("audio.transcriptions.create: json, verbose_json and a stream", async () => {
+	const t = await client.audio.transcriptions.create({ file: await toFile(audio, "a.wav"), model: "sim-1" });
+	eq(t.text, transcript, "text");
+	const v = await client.audio.transcriptions.create({ file: await toFile(audio, "a.wav"), model: "sim-1",
+		response_format: "verbose_json" });
+	eq(v.segments.map((s) => s.text).join(" "), transcript, "segments");
+	const stream = await client.audio.transcriptions.create({ file: await toFile(audio, "a.wav"), model: "sim-1",
+		stream: true });
+	let deltas = "", done = null;
+	for await (const ev of stream) {
+		if (ev.type === "transcript.text.delta") deltas += ev.delta;
+		else if (ev.type === "transcript.text.done") done = ev.text;
+	}
+	eq(deltas, transcript, "deltas");
+	eq(done, transcript, "done");
 });
 
 console.log(`${passes} passed, ${fails} failed`);

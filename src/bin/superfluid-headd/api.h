@@ -12,12 +12,14 @@
 #include "api/api_request.h"
 #include "api/api_response.h"
 #include "api/chat_codec.h"
+#include "head/state_ops.h"
 #include "head/tok_client.h"
 #include "http/http_conn.h"
 #include "http/tls.h"
 
 struct headd;
 struct headd_req;
+struct headd_tr;
 
 /* One client connection. */
 struct headd_http {
@@ -55,6 +57,7 @@ enum headd_req_state {
 	REQ_TOKENIZING = 1, /* waiting for a node to encode the prompt */
 	REQ_GENERATING = 2,
 	REQ_DONE = 3,       /* answered; waiting to be freed */
+	REQ_TRANSCRIBING = 4, /* POST /v1/audio/transcriptions, running on a node */
 };
 
 /* One generation request (chat or completion) from start to its last byte. */
@@ -110,13 +113,14 @@ struct headd_req {
 	const char *finish_reason;
 	struct sf_api_error fail;  /* set when it ended in an error */
 	bool failed;
+	struct headd_tr *tr;      /* a transcription's state (api_transcribe.c), or NULL */
 	struct headd_req *next;
 };
 
 /* The endpoints, as the metrics count them. */
 enum headd_endpoint {
 	EP_CHAT = 0, EP_COMPLETIONS, EP_MODELS, EP_SESSIONS, EP_HEALTH, EP_METRICS, EP_OTHER,
-	EP_TOKENIZE, EP_FLEET,
+	EP_TOKENIZE, EP_FLEET, EP_TRANSCRIBE,
 	EP_COUNT
 };
 
@@ -139,6 +143,8 @@ struct headd_metrics {
 struct headd_api {
 	struct sf_tls_ctx *tls;
 	struct sf_tok_client *tok;
+	struct sf_state_ops *ops; /* state operations on nodes (transcriptions) */
+	struct sf_blob_cache *blobs; /* the files they read */
 	uint8_t (*keys)[32];      /* SHA-256 of each bearer key */
 	uint32_t n_keys;
 	struct headd_http *conns;
@@ -194,6 +200,13 @@ void headd_resume(struct headd_http *h, enum sf_api_kind kind, const char *id,
 void headd_tokenize_start(struct headd_http *h, const struct sf_http_request *r);
 void headd_tokenize_answer(struct headd_req *q, const uint32_t *tokens, uint32_t n);
 void headd_fleet_page(struct headd_http *h);
+
+/* api_transcribe.c: POST /v1/audio/transcriptions */
+int headd_transcribe_init(struct headd *d);   /* 0 or -1 (logged) */
+void headd_transcribe_fini(struct headd *d);
+void headd_transcribe_start(struct headd_http *h, const struct sf_http_request *r);
+void headd_transcribe_free(struct headd_req *q); /* its part of headd_gen_free */
+void headd_transcribe_tick(struct headd *d);  /* drops requests whose client went away */
 
 /* api_stream.c: what a request's output becomes on the wire */
 void headd_stream_begin(struct headd_req *q); /* a streamed request's headers */

@@ -11,17 +11,23 @@ void headd_api_node_up(struct headd *d, uint32_t node, const struct sf_link_peer
 		d->api.m.link_opens[node]++;
 	if (d->api.tok)
 		sf_tok_client_node_up(d->api.tok, node, p, sf_loop_now(d->loop));
+	if (d->api.ops)
+		sf_state_ops_node_up(d->api.ops, node, p, 0, sf_loop_now(d->loop));
 }
 
 void headd_api_node_down(struct headd *d, uint32_t node)
 {
 	if (d->api.tok)
 		sf_tok_client_node_down(d->api.tok, node, sf_loop_now(d->loop));
+	if (d->api.ops)
+		sf_state_ops_node_down(d->api.ops, node, sf_loop_now(d->loop));
 }
 
 bool headd_api_node_msg(struct headd *d, uint32_t node, const struct sf_msg *m)
 {
-	return d->api.tok && sf_tok_client_on_msg(d->api.tok, node, m, sf_loop_now(d->loop));
+	uint64_t now = sf_loop_now(d->loop);
+	return (d->api.tok && sf_tok_client_on_msg(d->api.tok, node, m, now)) ||
+	       (d->api.ops && sf_state_ops_on_msg(d->api.ops, node, m, now));
 }
 
 int headd_tok_send(void *arg, uint32_t node, uint16_t type, const void *msg)
@@ -56,6 +62,9 @@ void headd_api_tick(struct headd *d)
 		return;
 	uint64_t now = sf_loop_now(d->loop);
 	sf_tok_client_tick(a->tok, now);
+	if (a->ops)
+		sf_state_ops_tick(a->ops, now);
+	headd_transcribe_tick(d);
 	uint64_t pipe_at = UINT64_MAX;
 	headd_pipeline_tick(d, now, &pipe_at); /* before the flush: a failed step is told now */
 	headd_stream_flush(d);
@@ -69,6 +78,8 @@ void headd_api_tick(struct headd *d)
 		at = now + 1000;
 	if (pipe_at < at)
 		at = pipe_at;
+	if (a->ops && sf_state_ops_deadline(a->ops) < at)
+		at = sf_state_ops_deadline(a->ops);
 	if (a->tok_timer && at == a->tok_timer_at)
 		return;
 	if (a->tok_timer)

@@ -96,6 +96,7 @@ void headd_gen_free(struct headd_req *q)
 		headd_index_drop(&d->reqs_by_session, q->session_id, q);
 	if (q->unindexed)
 		d->unindexed--;
+	headd_transcribe_free(q);
 	if (q->named && q->named->busy == q)
 		q->named->busy = NULL;
 	if (!q->borrowed)

@@ -28,6 +28,8 @@ static enum headd_endpoint endpoint_of(const char *path)
 		return EP_TOKENIZE;
 	if (!strcmp(path, "/v1/fleet"))
 		return EP_FLEET;
+	if (!strcmp(path, "/v1/audio/transcriptions"))
+		return EP_TRANSCRIBE;
 	return EP_OTHER;
 }
 
@@ -192,8 +194,8 @@ void headd_api_request(struct headd_http *h, const struct sf_http_request *r)
 		struct sf_api_error e;
 		sf_api_fail(&e, 404, "invalid_request_error", "unknown_url", NULL,
 			    "Unknown request URL: %s %.200s. This head serves /v1/models, "
-			    "/v1/completions, /v1/chat/completions, /v1/sessions/{id}, /v1/tokenize, "
-			    "/v1/fleet, /health and /metrics", r->method, r->path);
+			    "/v1/completions, /v1/chat/completions, /v1/audio/transcriptions, "
+			    "/v1/sessions/{id}, /v1/tokenize, /v1/fleet, /health and /metrics", r->method, r->path);
 		headd_api_send_error(h, &e);
 		return;
 	}
@@ -221,6 +223,13 @@ void headd_api_request(struct headd_http *h, const struct sf_http_request *r)
 			return;
 		}
 		headd_tokenize_start(h, r);
+		return;
+	case EP_TRANSCRIBE:
+		if (!is(r, "POST")) {
+			not_allowed(h, r, "POST");
+			return;
+		}
+		headd_transcribe_start(h, r);
 		return;
 	case EP_FLEET:
 		if (!is(r, "GET")) {

@@ -223,6 +223,8 @@ int headd_api_start(struct headd *d)
 		sfd_err("%s", err.msg);
 		return -1;
 	}
+	if (headd_transcribe_init(d))
+		return -1;
 	char bound[128], why[512];
 	int fd = sfd_listen_socket(d->opts->listen_http, bound, sizeof(bound), why, sizeof(why));
 	if (fd < 0) {
@@ -296,6 +298,7 @@ void headd_api_free(struct headd *d)
 		free(s->content);
 		free(s);
 	}
+	headd_transcribe_fini(d);
 	sf_tok_client_free(a->tok);
 	headd_pipeline_free(d);
 	sf_tls_ctx_free(a->tls);

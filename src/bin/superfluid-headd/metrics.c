@@ -13,7 +13,7 @@ static const double bounds[HEADD_HIST_BUCKETS] = {
 };
 static const char *const ep_names[EP_COUNT] = {
 	"chat_completions", "completions", "models", "sessions", "health", "metrics", "other",
-	"tokenize", "fleet",
+	"tokenize", "fleet", "audio_transcriptions",
 };
 static const char *const class_names[6] = { "2xx", "4xx", "5xx", "401", "429", "other" };
 
@@ -136,6 +136,33 @@ static void nodes(struct page *pg, struct headd *d)
 	}
 }
 
+/* Blobs sent to nodes, the head's blob cache, and state operations by how they ended. */
+static void state_ops(struct page *pg, struct headd *d)
+{
+	if (!d->api.ops)
+		return;
+	struct sf_state_ops_stats s;
+	struct sf_blob_cache_stats c;
+	sf_state_ops_stats(d->api.ops, &s);
+	sf_blob_cache_stats(d->api.blobs, &c);
+	counter(pg, "superfluid_blobs_sent_total", "Blobs sent to nodes (once per link each).",
+		s.blobs_sent);
+	counter(pg, "superfluid_blob_bytes_sent_total", "Bytes of the blobs sent to nodes.",
+		s.blob_bytes_sent);
+	counter(pg, "superfluid_blobs_refused_total", "Blobs a node refused (XFER_RESULT ok = 0).",
+		s.blobs_refused);
+	gauge(pg, "superfluid_blobs_cached", "Blobs the head holds in memory.", c.entries);
+	gauge(pg, "superfluid_blobs_cache_bytes", "Bytes of the blobs the head holds.", c.bytes);
+	put(pg, "# HELP superfluid_state_ops_total State operations (transcriptions) on nodes, by "
+		"how they ended.\n# TYPE superfluid_state_ops_total counter\n");
+	for (int k = 0; k < SF_SO_RESULTS; k++)
+		put(pg, "superfluid_state_ops_total{result=\"%s\"} %llu\n",
+		    sf_state_op_result_name((enum sf_state_op_result)k),
+		    (unsigned long long)s.results[k]);
+	counter(pg, "superfluid_state_ops_retried_total",
+		"State operations asked again of another link after theirs dropped.", s.retried);
+}
+
 /* The write-ahead log (--wal-dir): its disk use, its writes and how far behind it is. */
 static void wal(struct page *pg, struct headd *d)
 {
@@ -222,6 +249,7 @@ void headd_metrics_page(struct headd_http *h)
 		tc.misses);
 	gauge(&pg, "superfluid_tokenizer_cache_tokens", "Tokens the encoding cache holds.",
 	      tc.tokens);
+	state_ops(&pg, d);
 	wal(&pg, d);
 	if (pg.oom) {
 		free(pg.p);
