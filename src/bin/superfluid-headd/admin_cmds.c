@@ -173,10 +173,13 @@ void headd_admin_event(struct headd *d, const struct sf_head_event *ev)
 		char *hex = malloc((size_t)ev->n_tokens * 2 + 1);
 		if (!hex)
 			return;
-		size_t at = 0;
+		static const char digits[] = "0123456789abcdef";
+		size_t at = 0; /* by hand: a printf per byte showed in the head's profile */
 		for (uint32_t i = 0; i < ev->n_tokens; i++)
-			if (ev->tokens[i] < 256)
-				at += (size_t)snprintf(hex + at, 3, "%02x", ev->tokens[i]);
+			if (ev->tokens[i] < 256) {
+				hex[at++] = digits[ev->tokens[i] >> 4];
+				hex[at++] = digits[ev->tokens[i] & 15];
+			}
 		hex[at] = 0;
 		if (at)
 			headd_client_write(c, "TOKENS %s\n", hex);
