@@ -35,6 +35,7 @@ struct headd_tr {
 	enum tr_format fmt;
 	bool stream;
 	bool keep_segments;       /* verbose_json, srt, vtt */
+	bool gone;                /* its client went away: freed at the next tick */
 	char language[33];
 	double temperature;
 	struct tr_seg *segs;
@@ -90,19 +91,25 @@ void headd_transcribe_free(struct headd_req *q)
 	q->tr = NULL;
 }
 
-/* Requests whose client went away: the operation is forgotten and the request freed. */
+/* Requests whose client went away: the operation is forgotten at once, and the request is
+ * freed a tick later, once the sweep has let go of the closed connection (which still names
+ * it as its request). */
 void headd_transcribe_tick(struct headd *d)
 {
 	for (struct headd_req *q = d->api.reqs; q; q = q->next) {
 		if (!q->tr || q->h || q->state == REQ_DONE)
 			continue;
+		if (q->tr->gone) {
+			q->state = REQ_DONE;
+			continue;
+		}
 		if (q->tr->ticket) {
 			sf_state_ops_forget(d->api.ops, q->tr->ticket);
 			q->tr->ticket = 0;
 			d->api.m.client_gone++;
 			sfd_info("%s: the client went away; transcription dropped", q->id);
 		}
-		q->state = REQ_DONE;
+		q->tr->gone = true;
 	}
 }
 
