@@ -135,7 +135,7 @@ struct headd_metrics {
 	uint64_t prompt_tokens, completion_tokens;
 	uint64_t streams_cut;     /* slow clients whose stream was ended */
 	uint64_t client_gone;     /* generations cancelled because the client left */
-	uint64_t link_opens[64];  /* per node */
+	uint64_t *link_opens;     /* per node slot (HEADD_NODE_SLOTS), or NULL without memory */
 	uint32_t http_conns;
 	struct headd_hist ttft, itl; /* seconds */
 };

@@ -7,7 +7,7 @@
 
 void headd_api_node_up(struct headd *d, uint32_t node, const struct sf_link_peer *p)
 {
-	if (node < 64)
+	if (d->api.m.link_opens && node < HEADD_NODE_SLOTS)
 		d->api.m.link_opens[node]++;
 	if (d->api.tok)
 		sf_tok_client_node_up(d->api.tok, node, p, sf_loop_now(d->loop));

@@ -92,20 +92,27 @@ static uint32_t served_models(struct headd *d, const char **names, uint32_t cap)
 	return n;
 }
 
+/* Asked for every request: straight over the nodes' lists, without building the set. */
 bool headd_model_served(struct headd *d, const char *model)
 {
-	const char *names[SF_HEAD_NODE_MODELS * HEADD_MAX_NODES + 1];
-	uint32_t n = served_models(d, names, sizeof(names) / sizeof(names[0]));
-	for (uint32_t i = 0; i < n; i++)
-		if (!strcmp(names[i], model))
-			return true;
+	if (d->pipe && headd_pipeline_serves(d, d->pipe_model) && !strcmp(d->pipe_model, model))
+		return true;
+	for (uint32_t i = 0; i < d->n_nodes; i++) {
+		const struct headd_node *nd = &d->nodes[i];
+		if (!nd->open || !nd->lc || nd->is_stage)
+			continue;
+		const struct sf_link_peer *p = sf_link_peer(sf_link_conn_link(nd->lc));
+		for (uint32_t k = 0; k < p->n_models; k++)
+			if (p->models[k].name && !strcmp(p->models[k].name, model))
+				return true;
+	}
 	return false;
 }
 
 static void models(struct headd_http *h, const char *path)
 {
 	struct headd *d = h->d;
-	const char *names[SF_HEAD_NODE_MODELS * HEADD_MAX_NODES + 1];
+	const char *names[HEADD_MAX_MODELS + 1];
 	uint32_t n = served_models(d, names, sizeof(names) / sizeof(names[0]));
 	uint64_t created = (uint64_t)time(NULL);
 	if (!strcmp(path, "/v1/models")) {
@@ -128,7 +135,7 @@ static void models(struct headd_http *h, const char *path)
 static void health(struct headd_http *h)
 {
 	struct headd *d = h->d;
-	const char *names[SF_HEAD_NODE_MODELS * HEADD_MAX_NODES + 1];
+	const char *names[HEADD_MAX_MODELS + 1];
 	uint32_t n = served_models(d, names, sizeof(names) / sizeof(names[0]));
 	uint32_t up = 0;
 	for (uint32_t i = 0; i < d->n_nodes; i++)

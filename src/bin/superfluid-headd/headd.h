@@ -21,7 +21,8 @@
 #include "session_index.h"
 #include "options.h"
 
-#define HEADD_MAX_NODES 64
+#define HEADD_MAX_NODES 1024 /* --fleet nodes and joined ones (perf/run-scale: 10,000 links) */
+#define HEADD_MAX_MODELS 256 /* distinct models GET /v1/models lists */
 /* Pipeline stages sit after the fleet's nodes, with node indices the head machine never
  * gives out (the tokenizer client still takes them: its max_nodes counts them). */
 #define HEADD_NODE_SLOTS (HEADD_MAX_NODES + SF_PIPE_MAX_STAGES)

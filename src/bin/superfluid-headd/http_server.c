@@ -141,8 +141,10 @@ static void on_closed(struct sf_conn *conn, int err)
 	if (!h)
 		return;
 	h->conn = NULL;
-	if (h->req)
-		headd_gen_client_gone(h->req);
+	if (h->req) {
+		headd_gen_client_gone(h->req); /* the request lets go of h (q->h = NULL) */
+		h->req = NULL;                 /* and h of it: either may be freed first */
+	}
 }
 
 static const struct sf_conn_ops conn_ops = {
@@ -216,6 +218,7 @@ int headd_api_start(struct headd *d)
 	}
 	if (d->opts->api_keys && headd_keys_load(d, d->opts->api_keys))
 		return -1;
+	a->m.link_opens = calloc(HEADD_NODE_SLOTS, sizeof(*a->m.link_opens)); /* NULL: not counted */
 	struct sf_tok_client_config tcfg = { .max_nodes = HEADD_NODE_SLOTS };
 	struct sf_tok_client_io tio = { .arg = d, .done = headd_gen_tokenized };
 	tio.send = headd_tok_send;
@@ -299,6 +302,8 @@ void headd_api_free(struct headd *d)
 		free(s);
 	}
 	headd_transcribe_fini(d);
+	free(a->m.link_opens);
+	a->m.link_opens = NULL;
 	sf_tok_client_free(a->tok);
 	headd_pipeline_free(d);
 	sf_tls_ctx_free(a->tls);

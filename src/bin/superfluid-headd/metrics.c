@@ -124,7 +124,7 @@ static void nodes(struct page *pg, struct headd *d)
 		for (uint32_t i = 0; i < d->n_nodes; i++) {
 			const struct headd_node *n = &d->nodes[i];
 			char a[300], id[600];
-			uint64_t opens = i < 64 ? d->api.m.link_opens[i] : 0;
+			uint64_t opens = d->api.m.link_opens ? d->api.m.link_opens[i] : 0;
 			uint64_t v[] = { n->open, n->cap.free_sessions, n->cap.max_sessions,
 					 n->cap.batch_running, n->cap.batch_size,
 					 opens ? opens - 1 : 0 };
