@@ -143,7 +143,8 @@ int sim_check(struct run *r, bool final)
 bool sim_all_ended(struct run *r)
 {
 	for (uint32_t k = 0; k < r->n_gens; k++)
-		if (!sf_fleet_sim_ended(r->f, r->gens[k].sid, r->gens[k].gid))
-			return false;
+		if (!sf_fleet_sim_ended(r->f, r->gens[k].sid, r->gens[k].gid) &&
+		    !sf_fleet_sim_wal_lost(r->f, r->gens[k].sid, r->gens[k].gid))
+			return false; /* (one the log lost with the head never ends) */
 	return true;
 }
