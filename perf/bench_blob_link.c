@@ -16,9 +16,10 @@
  *
  * usage: bench_blob_link MiB[,MiB...] [dir]
  * Prints one line per transfer and the baselines, in a form perf/run-blob parses:
- *   xfer <plain|sealed> <MiB> <MB/s> <seconds> <end_ms> <head_cpu> <node_cpu> <ok>
+ *   xfer <plain|sealed> <MiB> <MB/s> <seconds> <end_ms> <head_cpu> <node_cpu> <store> <ok>
  * (end_ms: the node's XFER_END to its XFER_RESULT; *_cpu: that thread's CPU time over the
- * transfer's wall time, 1.00 = a core kept busy)
+ * transfer's wall time, 1.00 = a core kept busy; store: the node thread's wall time inside
+ * sf_blob_begin/chunk/end over the transfer's)
  *   aead_seal <MB/s> / aead_open <MB/s> / sha256 <MB/s> / sha256_openssl <MB/s> */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -75,6 +76,7 @@ struct node_side {
 	bool closed;
 	double end_at, result_at; /* XFER_END arrived; XFER_RESULT queued */
 	double cpu_begin, cpu_result; /* this thread's CPU time at XFER_BEGIN and XFER_RESULT */
+	double in_store; /* wall seconds inside the blob store's calls (hash, write, sync) */
 	char why[512];
 };
 
@@ -85,6 +87,7 @@ static void node_msg(struct sf_link_conn *lc, const struct sf_msg *m)
 	uint8_t sha[32] = { 0 };
 	int rc = 0;
 	uint64_t id = 0;
+	double t = now_s();
 	switch (m->type) {
 	case SF_MSG_XFER_BEGIN:
 		id = m->u.xfer_begin.transfer_id;
@@ -105,6 +108,7 @@ static void node_msg(struct sf_link_conn *lc, const struct sf_msg *m)
 	default:
 		return;
 	}
+	ns->in_store += now_s() - t;
 	if (!rc && m->type != SF_MSG_XFER_END)
 		return;
 	struct sf_xfer_result x = { .transfer_id = id, .ok = rc == 0,
@@ -198,6 +202,7 @@ struct result {
 	bool ok;
 	double secs, end_ms;
 	double head_cpu, node_cpu; /* each thread's CPU time over the transfer, over its wall time */
+	double store; /* the node's time in the blob store's calls, over the transfer's wall time */
 	char why[1700];
 };
 
@@ -298,6 +303,7 @@ out:
 	if (res.secs > 0) {
 		res.head_cpu = (hs.cpu_result - cpu_start) / res.secs;
 		res.node_cpu = (ns.cpu_result - ns.cpu_begin) / res.secs;
+		res.store = ns.in_store / res.secs;
 	}
 	if (!hs.closed) {
 		sf_link_conn_close(lc, 0, "done");
@@ -464,9 +470,9 @@ int main(int argc, char **argv)
 		for (int sealed = 0; sealed < 2; sealed++) {
 			struct result r = transfer(ffd, sizes[i], hashes[i], sealed, bs, id++);
 			double mbs = r.ok && r.secs > 0 ? (double)sizes[i] / r.secs / 1e6 : 0;
-			printf("xfer %s %llu %.1f %.4f %.1f %.2f %.2f %s\n", sealed ? "sealed" : "plain",
-			       (unsigned long long)(sizes[i] / MIB), mbs, r.secs, r.end_ms, r.head_cpu,
-			       r.node_cpu, r.ok ? "ok" : "FAILED");
+			printf("xfer %s %llu %.1f %.4f %.1f %.2f %.2f %.2f %s\n",
+			       sealed ? "sealed" : "plain", (unsigned long long)(sizes[i] / MIB), mbs,
+			       r.secs, r.end_ms, r.head_cpu, r.node_cpu, r.store, r.ok ? "ok" : "FAILED");
 			if (!r.ok) {
 				fprintf(stderr, "bench_blob_link: %s %llu MiB: %s\n",
 					sealed ? "sealed" : "plain", (unsigned long long)(sizes[i] / MIB),
