@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
 #include <sodium.h>
 
 struct transfer {
@@ -17,7 +18,10 @@ struct transfer {
 	uint8_t want[32];
 	int fd;
 	char partial[64];
-	crypto_hash_sha256_state hash;
+	/* OpenSSL's SHA-256 (the CPU's SHA instructions where it has them): libsodium's was
+	 * 210 MB/s a core here, 85-90% of a blob transfer's time in the node (perf/run-blob),
+	 * OpenSSL's 1236 MB/s. */
+	EVP_MD_CTX *hash;
 };
 
 struct sf_blob_store {
@@ -89,6 +93,7 @@ static void drop(struct sf_blob_store *bs, struct transfer *t)
 		close(t->fd);
 		unlinkat(bs->dirfd, t->partial, 0);
 	}
+	EVP_MD_CTX_free(t->hash);
 	memset(t, 0, sizeof(*t));
 	t->fd = -1;
 }
@@ -150,7 +155,11 @@ int sf_blob_begin(struct sf_blob_store *bs, uint64_t link, uint64_t id, uint64_t
 	t->total = total_len;
 	t->got = 0;
 	memcpy(t->want, sha256, 32);
-	crypto_hash_sha256_init(&t->hash);
+	t->hash = EVP_MD_CTX_new();
+	if (!t->hash || !EVP_DigestInit_ex(t->hash, EVP_sha256(), NULL)) {
+		drop(bs, t);
+		return sf_err_set(err, SF_E_NOMEM, "no memory to hash a blob");
+	}
 	return 0;
 }
 
@@ -183,7 +192,7 @@ int sf_blob_chunk(struct sf_blob_store *bs, uint64_t link, uint64_t id, uint64_t
 		drop(bs, t);
 		return rc;
 	}
-	crypto_hash_sha256_update(&t->hash, data, n);
+	EVP_DigestUpdate(t->hash, data, n);
 	t->got += n;
 	return 0;
 }
@@ -205,7 +214,9 @@ int sf_blob_end(struct sf_blob_store *bs, uint64_t link, uint64_t id, uint8_t sh
 		return rc;
 	}
 	uint8_t digest[32];
-	crypto_hash_sha256_final(&t->hash, digest);
+	unsigned int dlen = 0;
+	if (!EVP_DigestFinal_ex(t->hash, digest, &dlen) || dlen != 32)
+		memset(digest, 0, sizeof(digest)); /* never matches a real blob's name */
 	if (sodium_memcmp(digest, t->want, 32) != 0) {
 		sf_blob_hex(digest, got);
 		int rc = sf_err_set(err, SF_E_RANGE,
@@ -225,6 +236,7 @@ int sf_blob_end(struct sf_blob_store *bs, uint64_t link, uint64_t id, uint8_t sh
 	t->fd = -1;
 	if (!had)
 		bs->used += t->total;
+	EVP_MD_CTX_free(t->hash);
 	memset(t, 0, sizeof(*t));
 	t->fd = -1;
 	return 0;
