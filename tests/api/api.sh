@@ -179,13 +179,20 @@ start_node slow --sim-tokens-per-s 40 && ps=$port
 start_head slowhead "127.0.0.1:$ps"
 sbase="http://127.0.0.1:$hport"
 for _ in $(seq 100); do curl -s "$sbase/health" | grep -q '"ok"' && break; sleep 0.05; done
-timeout 0.5 curl -sSN -H 'Content-Type: application/json' --data-binary \
-	'{"model":"sim-1","prompt":"a long story","max_tokens":100000,"stream":true}' "$sbase/v1/completions" >/dev/null 2>&1
+# stream_then_leave BODY PATTERN: streams BODY and hangs up once the stream shows PATTERN (the
+# generation is running by then, however slow the machine), or after 10 s.
+stream_then_leave() {
+	curl -sSN -H 'Content-Type: application/json' --data-binary "$1" "$sbase/v1/completions" \
+		>"$work/leave.out" 2>/dev/null &
+	local cp=$!
+	for _ in $(seq 200); do grep -q "$2" "$work/leave.out" 2>/dev/null && break; sleep 0.05; done
+	kill "$cp" 2>/dev/null; wait "$cp" 2>/dev/null
+}
+stream_then_leave '{"model":"sim-1","prompt":"a long story","max_tokens":100000,"stream":true}' '"text"'
 r=1
 for _ in $(seq 60); do grep -q "the client went away; generation cancelled" "$work/slowhead.err" && { r=0; break; }; sleep 0.05; done
 check "a client that disconnects mid-stream cancels its generation" $r
-timeout 0.5 curl -sSN -H 'Content-Type: application/json' --data-binary \
-	'{"model":"sim-1","prompt":"a long story","max_tokens":100000,"stream":true,"n":2}' "$sbase/v1/completions" >/dev/null 2>&1
+stream_then_leave '{"model":"sim-1","prompt":"a long story","max_tokens":100000,"stream":true,"n":2}' '"index":1'
 r=1
 for _ in $(seq 60); do [ "$(grep -c "the client went away; generation cancelled" "$work/slowhead.err")" -ge 3 ] && { r=0; break; }; sleep 0.05; done
 check "... and with n = 2, both choices' generations" $r
