@@ -17,6 +17,7 @@
 
 #include <superfluid/buf.h>
 
+#include "wal/wal_event.h"
 #include "wal/wal_restore.h"
 #include "wal/wal_state.h"
 
@@ -47,8 +48,7 @@ struct sim_wal {
 	struct sf_buf rec;
 	struct sim_walq *head, *tail;
 	uint64_t rng;
-	uint32_t *scratch;
-	uint32_t scratch_cap;
+	struct sf_wal_event_buf evbuf; /* an event being delivered, decoded */
 	struct gen_refs lost, failed;
 	char why[512];
 };
@@ -126,7 +126,7 @@ void sf__fleet_wal_free(struct sf_fleet_sim *f)
 	queue_free(w);
 	sf_wal_state_free(w->st);
 	sf_buf_free(&w->rec);
-	free(w->scratch);
+	sf_wal_event_buf_free(&w->evbuf);
 	free(w->lost.v);
 	free(w->failed.v);
 	free(w);
@@ -181,39 +181,17 @@ void sf__fleet_wal_event(void *arg, const struct sf_head_event *ev)
 		sf__fleet_record(f, ev); /* about nodes and links: not the log's */
 		return;
 	}
-	int rc;
-	uint8_t type;
-	switch (ev->kind) {
-	case SF_HEAD_EV_PLACED: {
+	if (ev->kind == SF_HEAD_EV_PLACED) {
 		struct sf_walrec_placed r = { .session_id = ev->session_id, .epoch = ev->epoch };
 		snprintf(r.node, sizeof(r.node), "%s",
 			 ev->node < f->n_nodes ? f->nodes[ev->node].label : "");
 		append_rec(f, SF_WALREC_PLACED, sf_walrec_put_placed(&w->rec, &r));
 		return;
 	}
-	case SF_HEAD_EV_TOKENS:
-		type = SF_WALREC_TOKENS;
-		rc = sf_walrec_put_tokens(&w->rec, ev->session_id, ev->generation_id, ev->epoch,
-					  ev->seq, ev->tokens, ev->n_tokens);
-		break;
-	case SF_HEAD_EV_LOGPROBS:
-		type = SF_WALREC_LOGPROBS;
-		rc = sf_walrec_put_logprobs(&w->rec, ev->session_id, ev->generation_id, ev->epoch,
-					    ev->seq, ev->logprobs, ev->n_logprobs);
-		break;
-	case SF_HEAD_EV_FINISH:
-		type = SF_WALREC_END;
-		rc = sf_walrec_put_end(&w->rec, ev->session_id, ev->generation_id, ev->epoch,
-				       ev->epoch ? ev->seq : UINT64_MAX, ev->reason, 0, NULL);
-		break;
-	case SF_HEAD_EV_ERROR:
-		type = SF_WALREC_END;
-		rc = sf_walrec_put_end(&w->rec, ev->session_id, ev->generation_id, 0, UINT64_MAX,
-				       SF_FINISH_ERROR, ev->code, ev->msg);
-		break;
-	default:
-		return;
-	}
+	uint8_t type;
+	int rc = sf_wal_event_put(&w->rec, ev, &type);
+	if (rc == SF_E_RANGE)
+		return; /* no token event */
 	if (rc) {
 		wrong(w, "a %s record does not encode (%s)", sf_walrec_type_name(type),
 		      sf_code_name(rc));
@@ -225,77 +203,27 @@ void sf__fleet_wal_event(void *arg, const struct sf_head_event *ev)
 
 /* ---- delivery ---- */
 
-static uint32_t *scratch(struct sim_wal *w, uint32_t n)
-{
-	if (n > w->scratch_cap) {
-		uint32_t *p = realloc(w->scratch, (size_t)n * sizeof(*p));
-		if (!p)
-			return NULL;
-		w->scratch = p;
-		w->scratch_cap = n;
-	}
-	return w->scratch;
-}
-
 /* sf_head_durable for an event record: its seq, or all of the generation for an END. */
 static void tell_durable(struct sf_fleet_sim *f, const struct sim_walq *e,
 			 const struct sf_walrec_event *r)
 {
 	if (r->generation_id && f->head)
 		sf_head_durable(f->head, r->session_id, r->generation_id, r->epoch,
-				e->type == SF_WALREC_END ? UINT64_MAX : r->seq);
+				sf_wal_event_durable_seq(e->type, r));
 }
 
 static void deliver(struct sf_fleet_sim *f, const struct sim_walq *e)
 {
 	struct sim_wal *w = f->wal;
 	struct sf_walrec_event r;
+	struct sf_head_event ev;
 	struct sf_err err;
-	if (sf_walrec_get_event(e->type, e->p, e->len, &r, &err)) {
+	if (sf_wal_event_get(&w->evbuf, e->type, e->p, e->len, &ev, &r, &err)) {
 		wrong(w, "the log's queue holds an event that does not decode: %s", err.msg);
 		return;
 	}
-	struct sf_head_event ev = { .node = sf_head_session_node(f->head, r.session_id),
-				    .session_id = r.session_id, .generation_id = r.generation_id,
-				    .epoch = r.epoch, .seq = r.seq };
-	struct sf_logprob *lps = NULL;
-	struct sf_top_logprob *tops = NULL;
-	switch (e->type) {
-	case SF_WALREC_TOKENS:
-		ev.kind = SF_HEAD_EV_TOKENS;
-		ev.tokens = scratch(w, r.n_tokens ? r.n_tokens : 1);
-		if (!ev.tokens)
-			return;
-		sf_walrec_tokens(r.tokens, r.n_tokens, w->scratch);
-		ev.n_tokens = r.n_tokens;
-		break;
-	case SF_WALREC_LOGPROBS:
-		ev.kind = SF_HEAD_EV_LOGPROBS;
-		lps = calloc(r.n_lp ? r.n_lp : 1, sizeof(*lps));
-		tops = calloc((size_t)(r.n_lp ? r.n_lp : 1) * SF_MAX_TOP_LOGPROBS, sizeof(*tops));
-		if (!lps || !tops) {
-			free(lps);
-			free(tops);
-			return;
-		}
-		sf_walrec_logprobs(r.lp, r.n_lp, lps, tops);
-		ev.logprobs = lps;
-		ev.n_logprobs = r.n_lp;
-		break;
-	default: /* END */
-		if (r.code) {
-			ev.kind = SF_HEAD_EV_ERROR;
-			ev.code = r.code;
-			ev.msg = r.msg;
-		} else {
-			ev.kind = SF_HEAD_EV_FINISH;
-			ev.reason = r.reason;
-		}
-		break;
-	}
+	ev.node = sf_head_session_node(f->head, r.session_id);
 	sf__fleet_record(f, &ev);
-	free(lps);
-	free(tops);
 	if (!e->acked)
 		tell_durable(f, e, &r);
 }

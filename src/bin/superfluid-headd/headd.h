@@ -13,6 +13,7 @@
 #include "head/pipeline.h"
 #include "io/wal_loop.h"
 #include "wal/wal.h"
+#include "wal/wal_event.h"
 #include "wal/wal_state.h"
 #include "io/link_conn.h"
 #include "io/loop.h"
@@ -83,8 +84,7 @@ struct headd_wal {
 	uint64_t last_lsn;         /* of the last record appended */
 	uint64_t segment_bytes;
 	uint64_t snapshot_bytes;   /* what the last checkpoint wrote */
-	uint32_t *scratch;         /* decoded tokens of an event being delivered */
-	uint32_t scratch_cap;
+	struct sf_wal_event_buf evbuf; /* an event being delivered, decoded */
 	struct headd_wal_keep *keep; /* ended generations kept for a client to fetch */
 	uint64_t restored_sessions, restored_gens, resumed_streams, delivered_events;
 	uint64_t replay_ms;

@@ -17,6 +17,7 @@
 
 #include "daemon/log.h"
 #include "io/wal_loop.h"
+#include "wal/wal_event.h"
 
 struct headd_walq {
 	struct headd_walq *next;
@@ -127,10 +128,7 @@ bool headd_wal_event(struct headd *d, const struct sf_head_event *ev)
 	struct headd_wal *w = &d->wal;
 	if (!w->w || !ev->session_id)
 		return false;
-	int rc;
-	uint8_t type;
-	switch (ev->kind) {
-	case SF_HEAD_EV_PLACED: {
+	if (ev->kind == SF_HEAD_EV_PLACED) {
 		if (!logged_session(d, ev->session_id))
 			return true;
 		struct sf_walrec_placed r = { .session_id = ev->session_id, .epoch = ev->epoch };
@@ -139,29 +137,10 @@ bool headd_wal_event(struct headd *d, const struct sf_head_event *ev)
 			headd_wal_append_rec(d, SF_WALREC_PLACED);
 		return true;
 	}
-	case SF_HEAD_EV_TOKENS:
-		type = SF_WALREC_TOKENS;
-		rc = sf_walrec_put_tokens(&w->rec, ev->session_id, ev->generation_id, ev->epoch,
-					  ev->seq, ev->tokens, ev->n_tokens);
-		break;
-	case SF_HEAD_EV_LOGPROBS:
-		type = SF_WALREC_LOGPROBS;
-		rc = sf_walrec_put_logprobs(&w->rec, ev->session_id, ev->generation_id, ev->epoch,
-					    ev->seq, ev->logprobs, ev->n_logprobs);
-		break;
-	case SF_HEAD_EV_FINISH:
-		type = SF_WALREC_END;
-		rc = sf_walrec_put_end(&w->rec, ev->session_id, ev->generation_id, ev->epoch,
-				       ev->epoch ? ev->seq : UINT64_MAX, ev->reason, 0, NULL);
-		break;
-	case SF_HEAD_EV_ERROR:
-		type = SF_WALREC_END;
-		rc = sf_walrec_put_end(&w->rec, ev->session_id, ev->generation_id, 0, UINT64_MAX,
-				       SF_FINISH_ERROR, ev->code, ev->msg);
-		break;
-	default:
-		return false;
-	}
+	uint8_t type;
+	int rc = sf_wal_event_put(&w->rec, ev, &type);
+	if (rc == SF_E_RANGE)
+		return false; /* not a token event: the caller's now */
 	if (rc) {
 		struct sf_err err;
 		sf_err_set(&err, rc, "a %s record does not fit (%s)", sf_walrec_type_name(type),
@@ -181,77 +160,27 @@ bool headd_wal_event(struct headd *d, const struct sf_head_event *ev)
 
 /* ---- delivery ---- */
 
-static uint32_t *scratch(struct headd_wal *w, uint32_t n)
-{
-	if (n > w->scratch_cap) {
-		uint32_t *p = realloc(w->scratch, (size_t)n * sizeof(*p));
-		if (!p)
-			return NULL;
-		w->scratch = p;
-		w->scratch_cap = n;
-	}
-	return w->scratch;
-}
-
 static void deliver(struct headd *d, const struct headd_walq *e)
 {
 	struct headd_wal *w = &d->wal;
 	struct sf_walrec_event r;
+	struct sf_head_event ev;
 	struct sf_err err;
-	if (sf_walrec_get_event(e->type, e->p, e->len, &r, &err)) {
+	if (sf_wal_event_get(&w->evbuf, e->type, e->p, e->len, &ev, &r, &err)) {
 		sfd_err("the log's queue holds an event that does not decode: %s", err.msg);
 		return;
 	}
-	struct sf_head_event ev = { .node = sf_head_session_node(d->head, r.session_id),
-				    .session_id = r.session_id, .generation_id = r.generation_id,
-				    .epoch = r.epoch, .seq = r.seq };
-	struct sf_logprob *lps = NULL;
-	struct sf_top_logprob *tops = NULL;
-	switch (e->type) {
-	case SF_WALREC_TOKENS:
-		ev.kind = SF_HEAD_EV_TOKENS;
-		ev.tokens = scratch(w, r.n_tokens ? r.n_tokens : 1);
-		if (!ev.tokens)
-			return;
-		sf_walrec_tokens(r.tokens, r.n_tokens, w->scratch);
-		ev.n_tokens = r.n_tokens;
-		break;
-	case SF_WALREC_LOGPROBS:
-		ev.kind = SF_HEAD_EV_LOGPROBS;
-		lps = calloc(r.n_lp ? r.n_lp : 1, sizeof(*lps));
-		tops = calloc((size_t)(r.n_lp ? r.n_lp : 1) * SF_MAX_TOP_LOGPROBS, sizeof(*tops));
-		if (!lps || !tops) {
-			free(lps);
-			free(tops);
-			return;
-		}
-		sf_walrec_logprobs(r.lp, r.n_lp, lps, tops);
-		ev.logprobs = lps;
-		ev.n_logprobs = r.n_lp;
-		break;
-	default: /* END */
-		if (r.code) {
-			ev.kind = SF_HEAD_EV_ERROR;
-			ev.code = r.code;
-			ev.msg = r.msg;
-		} else {
-			ev.kind = SF_HEAD_EV_FINISH;
-			ev.reason = r.reason;
-		}
-		break;
-	}
+	ev.node = sf_head_session_node(d->head, r.session_id);
 	w->delivered_events++;
 	bool api = headd_gen_event(d, &ev);
 	if (!api)
 		headd_admin_event(d, &ev);
-	free(lps);
-	free(tops);
 	if (!r.generation_id)
 		return;
 	if (e->type == SF_WALREC_END && e->logged && !api)
 		headd_wal_orphan_end(d, r.session_id, r.generation_id);
 	sf_head_durable(d->head, r.session_id, r.generation_id, r.epoch,
-			e->type == SF_WALREC_END ? UINT64_MAX : r.seq);
+			sf_wal_event_durable_seq(e->type, &r));
 }
 
 /* Applies and delivers, in order, every queued record that is durable now. */
@@ -452,6 +381,5 @@ void headd_wal_stop(struct headd *d)
 	sf_wal_state_free(w->st);
 	w->st = NULL;
 	sf_buf_free(&w->rec);
-	free(w->scratch);
-	w->scratch = NULL;
+	sf_wal_event_buf_free(&w->evbuf);
 }
