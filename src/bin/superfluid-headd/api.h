@@ -215,8 +215,9 @@ void headd_stream_finish(struct headd_req *q); /* the whole response or the stre
 
 /* api_sessions.c */
 struct headd_named *headd_named_find(struct headd *d, const char *name);
+/* session_id 0: a new one is drawn (a restored session keeps its logged one). */
 struct headd_named *headd_named_new(struct headd *d, const char *name, const char *model,
-				    struct sf_api_error *e);
+				    uint64_t session_id, struct sf_api_error *e);
 void headd_named_end(struct headd *d, struct headd_named *s); /* closes it on its node */
 void headd_named_expire(struct headd *d);                     /* the idle ones */
 int headd_named_set_content(struct headd_named *s, const uint32_t *t, uint32_t n);

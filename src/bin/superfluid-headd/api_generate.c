@@ -355,7 +355,7 @@ static int named_for(struct headd_req *q, const struct sf_http_request *hr, stru
 			return sf_api_fail(e, 409, "invalid_request_error", "session_busy", NULL,
 					   "session %s is still generating an answer; wait for it, "
 					   "or end it with DELETE /v1/sessions/%s", s->name, s->name);
-	} else if (!(s = headd_named_new(d, name, q->r.model, e))) {
+	} else if (!(s = headd_named_new(d, name, q->r.model, 0, e))) {
 		return -1;
 	}
 	s->busy = q;

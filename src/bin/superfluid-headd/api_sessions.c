@@ -22,7 +22,7 @@ struct headd_named *headd_named_find(struct headd *d, const char *name)
 }
 
 struct headd_named *headd_named_new(struct headd *d, const char *name, const char *model,
-				    struct sf_api_error *e)
+				    uint64_t session_id, struct sf_api_error *e)
 {
 	if (d->api.n_named >= d->opts->max_sessions) {
 		sf_api_fail(e, 429, "rate_limit_error", "too_many_sessions", NULL,
@@ -37,7 +37,7 @@ struct headd_named *headd_named_new(struct headd *d, const char *name, const cha
 	}
 	snprintf(s->name, sizeof(s->name), "%s", name);
 	snprintf(s->model, sizeof(s->model), "%s", model);
-	s->session_id = ++d->next_session_id;
+	s->session_id = session_id ? session_id : ++d->next_session_id;
 	s->created_s = (uint64_t)time(NULL);
 	s->used_ms = sf_loop_now(d->loop);
 	s->next = d->api.named;

@@ -118,11 +118,10 @@ static struct headd_named *restore_named(struct headd *d, const struct sf_wal_se
 {
 	struct sf_api_error e;
 	struct headd_named *n = headd_named_find(d, s->rec.name);
-	if (!n && !(n = headd_named_new(d, s->rec.name, s->rec.model, &e))) {
+	if (!n && !(n = headd_named_new(d, s->rec.name, s->rec.model, s->rec.session_id, &e))) {
 		sfd_warn("wal: named session %s not restored: %s", s->rec.name, e.message);
 		return NULL;
 	}
-	d->next_session_id--; /* headd_named_new drew an id: the log's is the session's */
 	n->session_id = s->rec.session_id;
 	n->created_s = s->rec.created_s;
 	n->opened = true;
