@@ -1,5 +1,6 @@
 /* State operations on nodes: the nodes as their handshakes described them with the blobs sent
- * on each one's current link, and the running requests on one list. */
+ * on each one's current link and the blobs going out there (a queue, the first one chunk by
+ * chunk as the link drains), and the running requests on one list. */
 #include "head/state_ops.h"
 
 #include <stdio.h>
@@ -13,9 +14,19 @@ struct so_sent {
 	uint64_t transfer_id;
 };
 
+/* A blob going out on a node's link: BEGIN once it is first in the queue, then chunks from
+ * at, then END. */
+struct so_xfer {
+	uint8_t sha[32];
+	uint64_t transfer_id, at, len;
+	bool begun;
+	struct so_xfer *next;
+};
+
 struct so_node {
 	bool up;
 	uint32_t version, max_payload;
+	struct so_xfer *xfers, **xfers_tail; /* in the order requests asked */
 	char name[65];
 	char **models;
 	uint32_t n_models;
@@ -31,6 +42,9 @@ struct so_req {
 	uint64_t ticket, request_id;
 	uint32_t node;          /* where it was sent; SO_NONE: waiting for a node to come up */
 	bool retried;
+	bool waiting;           /* its STATE_OP_REQ waits for its blobs to go out on node */
+	int fail_rc;            /* a send for it failed: it ends at the next tick with fail_msg */
+	char *fail_msg;
 	char model[SF_MAX_NAME + 1], op[SF_MAX_NAME + 1];
 	uint8_t *args;
 	size_t args_len;
@@ -45,6 +59,8 @@ struct so_req {
 	struct so_req *next;
 };
 
+static void pump(struct sf_state_ops *so, uint32_t node, struct so_req *also);
+
 struct sf_state_ops {
 	struct sf_state_ops_config cfg;
 	struct sf_state_ops_io io;
@@ -53,6 +69,7 @@ struct sf_state_ops {
 	struct so_req *reqs;
 	uint64_t now, seq, xfer_seq;
 	uint32_t rr;
+	uint32_t n_xfers; /* queued on all links: the tick looks for them only when some are */
 	struct sf_state_ops_stats st;
 };
 
@@ -97,8 +114,20 @@ int sf_state_ops_new(struct sf_state_ops **out, const struct sf_state_ops_config
 	return 0;
 }
 
-static void node_clear(struct so_node *n)
+static void xfers_clear(struct sf_state_ops *so, struct so_node *n)
 {
+	while (n->xfers) {
+		struct so_xfer *x = n->xfers;
+		n->xfers = x->next;
+		free(x);
+		so->n_xfers--;
+	}
+	n->xfers_tail = &n->xfers;
+}
+
+static void node_clear(struct sf_state_ops *so, struct so_node *n)
+{
+	xfers_clear(so, n);
 	for (uint32_t i = 0; i < n->n_models; i++)
 		free(n->models[i]);
 	free(n->models);
@@ -115,6 +144,7 @@ static void req_free(struct sf_state_ops *so, struct so_req *r)
 	for (uint32_t i = 0; i < r->n_early; i++)
 		free(r->early[i].seg.text);
 	free(r->early);
+	free(r->fail_msg);
 	free(r->blobs);
 	free(r->args);
 	free(r);
@@ -130,7 +160,7 @@ void sf_state_ops_free(struct sf_state_ops *so)
 		req_free(so, r);
 	}
 	for (uint32_t i = 0; i < so->cfg.max_nodes; i++)
-		node_clear(&so->nodes[i]);
+		node_clear(so, &so->nodes[i]);
 	free(so->nodes);
 	free(so);
 }
@@ -193,58 +223,73 @@ static void sent_remove(struct so_node *n, struct so_sent *s)
 	n->sent_next = 0;
 }
 
-/* One blob on the node's link: BEGIN, CHUNKs, END. */
-static int send_blob(struct sf_state_ops *so, uint32_t node, const uint8_t sha[32],
-		     struct sf_err *err)
+/* The chunk size on node's link: at most 4 MiB and what fits its frames; 0 when none fits. */
+static size_t chunk_size(const struct so_node *n)
 {
-	struct so_node *n = &so->nodes[node];
-	size_t len = 0;
-	const uint8_t *data = sf_blob_cache_get(so->cache, sha, &len);
-	if (!data)
-		return sf_err_set(err, SF_E_STATE, "a blob the request names left the head's cache");
 	uint32_t payload = n->max_payload && n->max_payload < SF_FRAME_PAYLOAD_MAX
 				   ? n->max_payload : SF_FRAME_PAYLOAD_MAX;
-	size_t chunk = SF_MAX_BLOB_CHUNK;
 	if (payload < SF_XFER_CHUNK_OVERHEAD + 1)
-		return sf_err_set(err, SF_E_LIMIT, "node %s's link carries frames of %u bytes, too "
-				  "small for a blob chunk", n->name, payload);
+		return 0;
+	size_t chunk = SF_MAX_BLOB_CHUNK;
 	if (payload - SF_XFER_CHUNK_OVERHEAD < chunk)
 		chunk = payload - SF_XFER_CHUNK_OVERHEAD;
-	uint64_t id = so->xfer_seq++;
-	struct sf_xfer_begin b = { .transfer_id = id, .total_len = len };
-	memcpy(b.sha256, sha, 32);
-	int rc = so->io.send(so->io.arg, node, SF_MSG_XFER_BEGIN, &b);
-	for (size_t at = 0; !rc && at < len; at += chunk) {
-		size_t k = len - at < chunk ? len - at : chunk;
-		struct sf_xfer_chunk c = { .transfer_id = id, .offset = at,
-					   .data = (uint8_t *)(uintptr_t)(data + at),
-					   .data_len = (uint32_t)k };
-		rc = so->io.send(so->io.arg, node, SF_MSG_XFER_CHUNK, &c);
-	}
-	if (!rc) {
-		struct sf_xfer_end e = { .transfer_id = id };
-		rc = so->io.send(so->io.arg, node, SF_MSG_XFER_END, &e);
-	}
-	if (rc)
-		return sf_err_set(err, rc, "node %s could not be sent a blob of %zu bytes (%s)",
-				  n->name, len, sf_code_name(rc));
-	sent_add(n, sha, id);
-	so->st.blobs_sent++;
-	so->st.blob_bytes_sent += len;
-	return 0;
+	return chunk;
 }
 
-/* The request to node: the blobs its link lacks, then the STATE_OP_REQ under a new id. */
-static int dispatch(struct sf_state_ops *so, struct so_req *r, uint32_t node, struct sf_err *err)
+static struct so_xfer *xfer_find(struct so_node *n, const uint8_t sha[32])
 {
-	struct so_node *n = &so->nodes[node];
-	for (uint32_t i = 0; i < r->n_blobs; i++) {
-		if (sent_find(n, r->blobs[i]))
-			continue;
-		int rc = send_blob(so, node, r->blobs[i], err);
-		if (rc)
-			return rc;
-	}
+	for (struct so_xfer *x = n->xfers; x; x = x->next)
+		if (!memcmp(x->sha, sha, 32))
+			return x;
+	return NULL;
+}
+
+static bool names_blob(const struct so_req *r, const uint8_t sha[32])
+{
+	for (uint32_t i = 0; i < r->n_blobs; i++)
+		if (!memcmp(r->blobs[i], sha, 32))
+			return true;
+	return false;
+}
+
+/* Whether a request on node (on the list, or also) still waits for the blob. */
+static bool xfer_needed(struct sf_state_ops *so, uint32_t node, const struct so_xfer *x,
+			struct so_req *also)
+{
+	if (also && also->node == node && also->waiting && !also->fail_rc &&
+	    names_blob(also, x->sha))
+		return true;
+	for (struct so_req *r = so->reqs; r; r = r->next)
+		if (r->node == node && r->waiting && !r->fail_rc && names_blob(r, x->sha))
+			return true;
+	return false;
+}
+
+/* Marks r failed; it ends at the next tick (never from inside a call that sends). */
+static void req_fail(struct sf_state_ops *so, struct so_req *r, int rc, const char *msg)
+{
+	if (r->fail_rc)
+		return;
+	r->fail_rc = rc;
+	r->fail_msg = strdup(msg);
+	r->deadline = 0;
+}
+
+/* A send on node failed: the requests waiting there on the blob (all of them: sha NULL) fail
+ * with msg. */
+static void fail_waiting(struct sf_state_ops *so, uint32_t node, const uint8_t *sha,
+			 struct so_req *also, int rc, const char *msg)
+{
+	if (also && also->node == node && also->waiting && (!sha || names_blob(also, sha)))
+		req_fail(so, also, rc, msg);
+	for (struct so_req *r = so->reqs; r; r = r->next)
+		if (r->node == node && r->waiting && (!sha || names_blob(r, sha)))
+			req_fail(so, r, rc, msg);
+}
+
+static int send_req(struct sf_state_ops *so, struct so_req *r)
+{
+	struct so_node *n = &so->nodes[r->node];
 	struct sf_blob_ref refs[SF_MAX_BLOB_REFS];
 	for (uint32_t i = 0; i < r->n_blobs; i++)
 		memcpy(refs[i].sha256, r->blobs[i], 32);
@@ -255,12 +300,166 @@ static int dispatch(struct sf_state_ops *so, struct so_req *r, uint32_t node, st
 		.args = r->args, .args_len = (uint32_t)r->args_len,
 		.blobs = refs, .n_blobs = r->n_blobs,
 	};
-	int rc = so->io.send(so->io.arg, node, SF_MSG_STATE_OP_REQ, &m);
-	if (rc)
-		return sf_err_set(err, rc, "node %s could not be sent the request (%s)", n->name,
-				  sf_code_name(rc));
-	r->node = node;
+	int rc = so->io.send(so->io.arg, r->node, SF_MSG_STATE_OP_REQ, &m);
+	if (rc) {
+		char msg[512];
+		snprintf(msg, sizeof(msg), "node %s could not be sent the request (%s)", n->name,
+			 sf_code_name(rc));
+		req_fail(so, r, rc, msg);
+		return rc;
+	}
+	r->waiting = false;
 	r->deadline = so->now + so->cfg.timeout_ms;
+	return 0;
+}
+
+/* Sends the STATE_OP_REQ of r when every blob it names went whole on its node's link. */
+static void req_ready(struct sf_state_ops *so, struct so_req *r)
+{
+	if (!r->waiting || r->fail_rc)
+		return;
+	struct so_node *n = &so->nodes[r->node];
+	for (uint32_t i = 0; i < r->n_blobs; i++)
+		if (!sent_find(n, r->blobs[i]))
+			return;
+	(void)send_req(so, r);
+}
+
+static void release(struct sf_state_ops *so, uint32_t node, struct so_req *also)
+{
+	if (also && also->node == node)
+		req_ready(so, also);
+	for (struct so_req *r = so->reqs; r; r = r->next)
+		if (r->node == node)
+			req_ready(so, r);
+}
+
+static void xfer_pop(struct sf_state_ops *so, struct so_node *n)
+{
+	struct so_xfer *x = n->xfers;
+	so->n_xfers--;
+	n->xfers = x->next;
+	if (!n->xfers)
+		n->xfers_tail = &n->xfers;
+	free(x);
+}
+
+/* One step of the first blob in node's queue: BEGIN, a chunk, or END (or a cut: END before
+ * the last chunk, for a blob no request waits for). Returns 1 after a step, 0 when the link
+ * has no room, negative when a send failed (the blob's requests then fail). */
+static int xfer_step(struct sf_state_ops *so, uint32_t node, struct so_req *also)
+{
+	struct so_node *n = &so->nodes[node];
+	struct so_xfer *x = n->xfers;
+	char msg[512];
+	int rc = 0;
+	bool cut = !xfer_needed(so, node, x, also);
+	size_t len = 0;
+	const uint8_t *data = cut ? NULL : sf_blob_cache_get(so->cache, x->sha, &len);
+	if (!cut && (!data || len != x->len)) {
+		snprintf(msg, sizeof(msg), "a blob the request names left the head's cache");
+		fail_waiting(so, node, x->sha, also, SF_E_STATE, msg);
+		cut = true;
+	}
+	if (cut && !x->begun) {
+		xfer_pop(so, n);
+		return 1;
+	}
+	if (!x->begun) {
+		struct sf_xfer_begin b = { .transfer_id = x->transfer_id, .total_len = x->len };
+		memcpy(b.sha256, x->sha, 32);
+		if (!(rc = so->io.send(so->io.arg, node, SF_MSG_XFER_BEGIN, &b)))
+			x->begun = true;
+	} else if (!cut && x->at < x->len) {
+		if (so->io.unsent && so->io.unsent(so->io.arg, node) >= SF_STATE_OPS_XFER_WINDOW)
+			return 0;
+		size_t chunk = chunk_size(n);
+		size_t k = x->len - x->at < chunk ? (size_t)(x->len - x->at) : chunk;
+		struct sf_xfer_chunk c = { .transfer_id = x->transfer_id, .offset = x->at,
+					   .data = (uint8_t *)(uintptr_t)(data + x->at),
+					   .data_len = (uint32_t)k };
+		if (!(rc = so->io.send(so->io.arg, node, SF_MSG_XFER_CHUNK, &c)))
+			x->at += k;
+	} else {
+		struct sf_xfer_end e = { .transfer_id = x->transfer_id };
+		if (!(rc = so->io.send(so->io.arg, node, SF_MSG_XFER_END, &e))) {
+			if (cut) {
+				so->st.blobs_cut++;
+			} else {
+				sent_add(n, x->sha, x->transfer_id);
+				so->st.blobs_sent++;
+				so->st.blob_bytes_sent += x->len;
+			}
+			xfer_pop(so, n);
+			release(so, node, also);
+		}
+	}
+	if (rc) {
+		snprintf(msg, sizeof(msg), "node %s could not be sent a blob of %llu bytes (%s)",
+			 n->name, (unsigned long long)x->len, sf_code_name(rc));
+		fail_waiting(so, node, x->sha, also, rc, msg);
+		xfer_pop(so, n); /* its link is failing; what went of it is refused at the node */
+		return rc;
+	}
+	return 1;
+}
+
+/* Sends what node's link has room for, of its blobs; the requests whose blobs all went get
+ * their STATE_OP_REQ. also: a request not on the list yet (sf_state_ops_start's). */
+static void pump(struct sf_state_ops *so, uint32_t node, struct so_req *also)
+{
+	struct so_node *n = &so->nodes[node];
+	bool moved = false;
+	while (n->up && n->xfers) {
+		int rc = xfer_step(so, node, also);
+		if (rc == 0)
+			break;
+		moved = true;
+	}
+	if (!moved)
+		return;
+	/* Progress: the requests waiting there for their blobs have not stalled. */
+	if (also && also->node == node && also->waiting && !also->fail_rc)
+		also->deadline = so->now + so->cfg.timeout_ms;
+	for (struct so_req *r = so->reqs; r; r = r->next)
+		if (r->node == node && r->waiting && !r->fail_rc)
+			r->deadline = so->now + so->cfg.timeout_ms;
+}
+
+/* The request to node: the blobs its link lacks join the link's queue, and its STATE_OP_REQ
+ * follows them (at once when there are none). Errors here are the ones known before any
+ * send; a send that fails marks the request failed (r->fail_rc). */
+static int dispatch(struct sf_state_ops *so, struct so_req *r, uint32_t node, struct so_req *also,
+		    struct sf_err *err)
+{
+	struct so_node *n = &so->nodes[node];
+	if (r->n_blobs && !chunk_size(n))
+		return sf_err_set(err, SF_E_LIMIT, "node %s's link carries frames of %u bytes, too "
+				  "small for a blob chunk", n->name, n->max_payload);
+	for (uint32_t i = 0; i < r->n_blobs; i++) {
+		if (sent_find(n, r->blobs[i]) || xfer_find(n, r->blobs[i]))
+			continue;
+		size_t len = 0;
+		if (!sf_blob_cache_get(so->cache, r->blobs[i], &len))
+			return sf_err_set(err, SF_E_STATE, "a blob the request names left the head's "
+					  "cache");
+		struct so_xfer *x = calloc(1, sizeof(*x));
+		if (!x)
+			return sf_err_set(err, SF_E_NOMEM, "no memory for a blob transfer");
+		memcpy(x->sha, r->blobs[i], 32);
+		x->transfer_id = so->xfer_seq++;
+		x->len = len;
+		if (!n->xfers_tail)
+			n->xfers_tail = &n->xfers;
+		*n->xfers_tail = x;
+		n->xfers_tail = &x->next;
+		so->n_xfers++;
+	}
+	r->node = node;
+	r->waiting = true;
+	r->deadline = so->now + so->cfg.timeout_ms;
+	req_ready(so, r);
+	pump(so, node, also);
 	return 0;
 }
 
@@ -323,9 +522,12 @@ int sf_state_ops_start(struct sf_state_ops *so, const struct sf_state_op_call *c
 		memcpy(r->blobs[r->n_blobs++], call->blobs[i], 32);
 	}
 	r->node = SO_NONE;
-	int rc = dispatch(so, r, node, err);
+	int rc = dispatch(so, r, node, r, err);
+	if (!rc && r->fail_rc)
+		rc = sf_err_set(err, r->fail_rc, "%s", r->fail_msg ? r->fail_msg : "a send failed");
 	if (rc) {
 		req_free(so, r);
+		pump(so, node, NULL); /* a blob only it needed is cut short */
 		return rc;
 	}
 	r->ticket = so->seq++;
@@ -340,7 +542,11 @@ void sf_state_ops_forget(struct sf_state_ops *so, uint64_t ticket)
 {
 	for (struct so_req *r = so->reqs; r; r = r->next)
 		if (r->ticket == ticket) {
+			uint32_t node = r->node;
+			bool waiting = r->waiting;
 			finish(so, r, SF_SO_CANCELLED, 0, NULL, 0, NULL);
+			if (waiting && node != SO_NONE)
+				pump(so, node, NULL); /* a blob only it needed is cut short */
 			return;
 		}
 }
@@ -354,7 +560,7 @@ void sf_state_ops_node_up(struct sf_state_ops *so, uint32_t node, const struct s
 	struct so_node *n = &so->nodes[node];
 	if (n->up)
 		sf_state_ops_node_down(so, node, now_ms);
-	node_clear(n);
+	node_clear(so, n);
 	n->version = peer->version;
 	n->max_payload = max_payload;
 	if (peer->identity && peer->identity[0])
@@ -375,7 +581,7 @@ void sf_state_ops_node_up(struct sf_state_ops *so, uint32_t node, const struct s
 		if (r->node != SO_NONE || !node_serves(n, r->model))
 			continue;
 		struct sf_err err;
-		if (dispatch(so, r, node, &err))
+		if (dispatch(so, r, node, NULL, &err))
 			finish(so, r, SF_SO_LINK_LOST, err.code, NULL, 0, err.msg);
 	}
 }
@@ -388,11 +594,13 @@ void sf_state_ops_node_down(struct sf_state_ops *so, uint32_t node, uint64_t now
 	struct so_node *n = &so->nodes[node];
 	n->up = false;
 	n->n_sent = n->sent_next = 0; /* a new link has none of them */
+	xfers_clear(so, n);           /* and what was going out goes again, from the start */
 	for (struct so_req *r = so->reqs, *next; r; r = next) {
 		next = r->next;
 		if (r->node != node)
 			continue;
 		r->node = SO_NONE;
+		r->waiting = false;
 		snprintf(r->lost_on, sizeof(r->lost_on), "%s", n->name);
 		char msg[1024];
 		if (r->next_seq || r->n_early) {
@@ -413,7 +621,9 @@ void sf_state_ops_node_down(struct sf_state_ops *so, uint32_t node, uint64_t now
 		r->deadline = so->now + so->cfg.timeout_ms;
 		uint32_t other = pick(so, r->model);
 		struct sf_err err;
-		if (other != SO_NONE && dispatch(so, r, other, &err))
+		if (r->fail_rc)
+			continue; /* it ends at the next tick, as it would have */
+		if (other != SO_NONE && dispatch(so, r, other, NULL, &err))
 			finish(so, r, SF_SO_LINK_LOST, err.code, NULL, 0, err.msg);
 		/* else it waits for a node serving the model to come up */
 	}
@@ -475,22 +685,38 @@ static bool on_segment(struct sf_state_ops *so, struct so_req *r, const struct s
 	return true;
 }
 
-/* An XFER_RESULT: a refusal ends the requests waiting there on that blob. */
+/* An XFER_RESULT: a refusal ends the requests waiting there on that blob, whether it went
+ * whole or the node refused it on the way (then the rest of it is not sent). */
 static void on_xfer_result(struct sf_state_ops *so, uint32_t node, const struct sf_xfer_result *x)
 {
 	struct so_node *n = &so->nodes[node];
 	if (x->ok)
 		return;
-	so->st.blobs_refused++;
 	uint8_t sha[32];
 	struct so_sent *s = NULL;
 	for (uint32_t i = 0; i < n->n_sent && !s; i++)
 		if (n->sent[i].transfer_id == x->transfer_id)
 			s = &n->sent[i];
-	if (!s)
-		return; /* not one of ours on this link, or forgotten */
-	memcpy(sha, s->sha, 32);
-	sent_remove(n, s);
+	struct so_xfer **xp = &n->xfers;
+	while (*xp && (*xp)->transfer_id != x->transfer_id)
+		xp = &(*xp)->next;
+	if (s) {
+		memcpy(sha, s->sha, 32);
+		sent_remove(n, s);
+	} else if (*xp) {
+		struct so_xfer *gone = *xp;
+		memcpy(sha, gone->sha, 32);
+		*xp = gone->next;
+		if (!n->xfers)
+			n->xfers_tail = &n->xfers;
+		else if (n->xfers_tail == &gone->next)
+			n->xfers_tail = xp;
+		free(gone); /* the node forgot it: no END */
+		so->n_xfers--;
+	} else {
+		return; /* a transfer cut short, or forgotten */
+	}
+	so->st.blobs_refused++;
 	char hex[17], msg[SF_MAX_REASON + 256];
 	for (int i = 0; i < 8; i++)
 		snprintf(hex + 2 * i, 3, "%02x", sha[i]);
@@ -499,12 +725,10 @@ static void on_xfer_result(struct sf_state_ops *so, uint32_t node, const struct 
 		 x->reason ? x->reason : "");
 	for (struct so_req *r = so->reqs, *next; r; r = next) {
 		next = r->next;
-		bool names = false;
-		for (uint32_t i = 0; i < r->n_blobs && !names; i++)
-			names = !memcmp(r->blobs[i], sha, 32);
-		if (r->node == node && names)
+		if (r->node == node && names_blob(r, sha))
 			finish(so, r, SF_SO_ERROR, SF_E_RANGE, NULL, 0, msg);
 	}
+	pump(so, node, NULL); /* the next blob in the queue, if any */
 }
 
 bool sf_state_ops_on_msg(struct sf_state_ops *so, uint32_t node, const struct sf_msg *m,
@@ -546,11 +770,37 @@ bool sf_state_ops_on_msg(struct sf_state_ops *so, uint32_t node, const struct sf
 	return true;
 }
 
+void sf_state_ops_pump(struct sf_state_ops *so, uint32_t node, uint64_t now_ms)
+{
+	so->now = now_ms;
+	if (node < so->cfg.max_nodes && so->nodes[node].xfers)
+		pump(so, node, NULL);
+}
+
+uint64_t sf_state_ops_xfer_left(const struct sf_state_ops *so, uint32_t node)
+{
+	uint64_t left = 0;
+	for (const struct so_xfer *x = node < so->cfg.max_nodes ? so->nodes[node].xfers : NULL; x;
+	     x = x->next)
+		left += x->len - x->at;
+	return left;
+}
+
 void sf_state_ops_tick(struct sf_state_ops *so, uint64_t now_ms)
 {
 	so->now = now_ms;
+	for (uint32_t i = 0; so->n_xfers && i < so->cfg.max_nodes; i++)
+		if (so->nodes[i].xfers)
+			pump(so, i, NULL);
 	for (struct so_req *r = so->reqs, *next; r; r = next) {
 		next = r->next;
+		if (r->fail_rc) {
+			char *why = r->fail_msg;
+			r->fail_msg = NULL;
+			finish(so, r, SF_SO_ERROR, r->fail_rc, NULL, 0, why ? why : "a send failed");
+			free(why);
+			continue;
+		}
 		if (r->deadline > now_ms)
 			continue;
 		char msg[1024], limit[32];

@@ -6,6 +6,15 @@
  * unless it went on that same link already: the set of blobs sent is per link and forgotten
  * when the link goes down, so after a reconnect they go again.
  *
+ * A blob goes out as its link drains: with io->unsent given, chunks are sent while the link
+ * holds fewer than SF_STATE_OPS_XFER_WINDOW bytes unsent, and the rest follows from
+ * sf_state_ops_pump (the link drained) or sf_state_ops_tick (after each loop turn), so a blob
+ * of any size the cache holds fits through a bounded send queue and other traffic on the link
+ * (token events, other requests) goes between its chunks. One blob at a time goes out per
+ * link, in the order requests asked; a request's STATE_OP_REQ follows once every blob it
+ * names went whole on that link. A transfer no running request needs any more (its callers
+ * went away) is cut short: its XFER_END goes at once, and the node refuses the short blob.
+ *
  * The node's STATE_OP_SEGMENTs reach io->segment in seq order, each once (duplicates are
  * dropped, early ones held, bounded); its STATE_OP_RESP ends the request (io->done). An
  * XFER_RESULT refusing a blob ends every request waiting on that blob there with the node's
@@ -34,6 +43,7 @@
 #define SF_STATE_OPS_MAX_SENT 4096     /* blobs remembered as sent, per link (oldest forgotten) */
 #define SF_STATE_OPS_MAX_EARLY 1024    /* segments held ahead of a gap, per request */
 #define SF_XFER_CHUNK_OVERHEAD 20      /* XFER_CHUNK payload bytes besides its data */
+#define SF_STATE_OPS_XFER_WINDOW (8u << 20) /* blob bytes unsent on a link before it waits */
 
 struct sf_state_ops_config {
 	uint32_t max_nodes;  /* 0: 64 */
@@ -52,6 +62,10 @@ struct sf_state_ops_io {
 	 * within the timeout. Once per ticket, after its last segment. Must not call back in. */
 	void (*done)(void *arg, uint64_t ticket, int rc, const uint8_t *result, size_t len,
 		     const char *msg);
+	/* Bytes queued on node's link and not yet handed to the kernel; may be NULL (then a
+	 * blob's chunks all go at once). The caller then calls sf_state_ops_pump when that link
+	 * drains, and sf_state_ops_tick after each loop turn. */
+	size_t (*unsent)(void *arg, uint32_t node);
 };
 
 /* One request. blobs: their hashes, each held by the cache. */
@@ -73,7 +87,8 @@ enum sf_state_op_result {
 const char *sf_state_op_result_name(enum sf_state_op_result r);
 
 struct sf_state_ops_stats {
-	uint64_t blobs_sent, blob_bytes_sent; /* transfers started, and their bytes */
+	uint64_t blobs_sent, blob_bytes_sent; /* transfers sent whole, and their bytes */
+	uint64_t blobs_cut;                   /* transfers cut short: no request needed them */
 	uint64_t blobs_refused;               /* XFER_RESULT ok = 0 */
 	uint64_t retried;                     /* asked again after a link dropped */
 	uint64_t results[SF_SO_RESULTS];
@@ -110,9 +125,15 @@ int sf_state_ops_start(struct sf_state_ops *so, const struct sf_state_op_call *c
  * the node's later messages for it are ignored. Unknown tickets are ignored. */
 void sf_state_ops_forget(struct sf_state_ops *so, uint64_t ticket);
 
+/* Node node's link has room again: more of the blob going out there is sent. */
+void sf_state_ops_pump(struct sf_state_ops *so, uint32_t node, uint64_t now_ms);
+/* Bytes of blobs waiting to go out on node's link (for tests and metrics). */
+uint64_t sf_state_ops_xfer_left(const struct sf_state_ops *so, uint32_t node);
+
 /* Whether a version 3 node serving model is up. */
 bool sf_state_ops_serves(const struct sf_state_ops *so, const char *model);
 
+/* Fails what made no progress in time, and sends more of each link's blob. */
 void sf_state_ops_tick(struct sf_state_ops *so, uint64_t now_ms);
 uint64_t sf_state_ops_deadline(const struct sf_state_ops *so); /* UINT64_MAX: none */
 void sf_state_ops_stats(const struct sf_state_ops *so, struct sf_state_ops_stats *out);

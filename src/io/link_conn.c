@@ -13,6 +13,8 @@ struct sf_link_conn {
 	uint64_t timer, timer_at;
 	bool told_closed, in_events;
 	struct sf_err close_err;
+	void (*drained)(struct sf_link_conn *lc, void *arg);
+	void *drained_arg;
 };
 
 static void pump(struct sf_link_conn *lc);
@@ -160,8 +162,11 @@ static void on_conn_closed(struct sf_conn *c, int err)
 static void on_drained(struct sf_conn *c)
 {
 	struct sf_link_conn *lc = sf_conn_user(c);
-	if (lc && !lc->in_events)
-		move_tx(lc);
+	if (!lc || lc->in_events)
+		return;
+	move_tx(lc);
+	if (lc->drained)
+		lc->drained(lc, lc->drained_arg);
 }
 
 static const struct sf_conn_ops conn_ops = {
@@ -239,6 +244,19 @@ void sf_link_conn_close(struct sf_link_conn *lc, uint32_t code, const char *reas
 	sf_link_goodbye(lc->link, code, reason, sf_loop_now(lc->loop));
 	if (!lc->in_events)
 		pump(lc);
+}
+
+size_t sf_link_conn_unsent(struct sf_link_conn *lc)
+{
+	const uint8_t *p;
+	return sf_link_tx(lc->link, &p) + (lc->conn ? sf_conn_unsent(lc->conn) : 0);
+}
+
+void sf_link_conn_on_drained(struct sf_link_conn *lc,
+			     void (*fn)(struct sf_link_conn *lc, void *arg), void *arg)
+{
+	lc->drained = fn;
+	lc->drained_arg = arg;
 }
 
 struct sf_link *sf_link_conn_link(const struct sf_link_conn *lc) { return lc->link; }

@@ -36,6 +36,15 @@ int sf_link_conn_send(struct sf_link_conn *lc, uint16_t type, const void *msg, s
 /* Ends the link: a GOODBYE when open, then the socket closes once it is sent. */
 void sf_link_conn_close(struct sf_link_conn *lc, uint32_t code, const char *reason);
 
+/* Bytes sent on the link and not yet handed to the kernel: the link's queue and the
+ * connection's. */
+size_t sf_link_conn_unsent(struct sf_link_conn *lc);
+/* fn(lc, arg) runs each time the connection has handed everything written to the kernel (and
+ * what the link still held has moved in), so a sender pacing itself by sf_link_conn_unsent can
+ * send more; NULL stops it. Not called from inside the link's own events. */
+void sf_link_conn_on_drained(struct sf_link_conn *lc,
+			     void (*fn)(struct sf_link_conn *lc, void *arg), void *arg);
+
 struct sf_link *sf_link_conn_link(const struct sf_link_conn *lc);
 void *sf_link_conn_user(const struct sf_link_conn *lc);
 void sf_link_conn_set_user(struct sf_link_conn *lc, void *user);

@@ -51,6 +51,35 @@ static void tr_segment(void *arg, uint64_t ticket, const struct sf_segment *seg)
 static void tr_done(void *arg, uint64_t ticket, int rc, const uint8_t *result, size_t len,
 		    const char *msg);
 
+/* A blob's chunks go as the node's link drains (state_ops.h): the link tells when it has
+ * drained, and the state operations send more. */
+static void tr_drained(struct sf_link_conn *lc, void *arg)
+{
+	struct headd *d = arg;
+	if (!d->api.ops)
+		return;
+	for (uint32_t i = 0; i < d->n_nodes; i++)
+		if (d->nodes[i].lc == lc && d->nodes[i].open) {
+			sf_state_ops_pump(d->api.ops, d->nodes[i].index, sf_loop_now(d->loop));
+			return;
+		}
+}
+
+/* What node's link holds unsent; asked only while a blob goes out there, so the drained hook
+ * is set on the link (each new link gets it with its first blob). */
+static size_t tr_unsent(void *arg, uint32_t node)
+{
+	struct headd *d = arg;
+	for (uint32_t i = 0; i < d->n_nodes; i++) {
+		struct headd_node *n = &d->nodes[i];
+		if (n->index != node || !n->lc || !n->open)
+			continue;
+		sf_link_conn_on_drained(n->lc, tr_drained, d);
+		return sf_link_conn_unsent(n->lc);
+	}
+	return 0; /* no link: the send fails and says so */
+}
+
 int headd_transcribe_init(struct headd *d)
 {
 	struct headd_api *a = &d->api;
@@ -61,7 +90,7 @@ int headd_transcribe_init(struct headd *d)
 					 : SF_BLOB_CACHE_DEFAULT_BYTES);
 	struct sf_state_ops_config cfg = { .max_nodes = HEADD_NODE_SLOTS };
 	struct sf_state_ops_io io = { .arg = d, .send = headd_tok_send, .segment = tr_segment,
-				      .done = tr_done };
+				      .done = tr_done, .unsent = tr_unsent };
 	if (!a->blobs || sf_state_ops_new(&a->ops, &cfg, &io, a->blobs, &err)) {
 		sfd_err("%s", a->blobs ? err.msg : "no memory for the blob cache");
 		return -1;
