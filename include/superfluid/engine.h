@@ -106,6 +106,14 @@ struct sf_engine_op_req {
 	struct sf_engine_ctx *ctx; /* the session it acts on, or NULL */
 };
 
+/* Where a state operation run in steps stands (sf_engine_state_op_step): zeroed by the caller
+ * before the first step and kept between steps; pos is the engine's. */
+struct sf_engine_op_step {
+	uint64_t pos[4];
+	size_t len;  /* result bytes written so far */
+	bool more;   /* set by each step: the operation is not done */
+};
+
 /* Takes one streamed segment (its text is valid during the call). A nonzero return, a
  * negative sf_code, stops the operation, which then returns that value. */
 typedef int (*sf_engine_segment_fn)(void *arg, const struct sf_segment *seg);
@@ -144,6 +152,10 @@ struct sf_engine_ops {
 	int (*state_op)(void *impl, const struct sf_engine_op_req *req, sf_engine_segment_fn cb,
 			void *cb_arg, uint8_t *result, size_t cap, size_t *result_len,
 			struct sf_err *err);
+	/* One bounded step of a state operation (may be NULL: state_op runs it whole). */
+	int (*state_op_step)(void *impl, const struct sf_engine_op_req *req,
+			     struct sf_engine_op_step *st, size_t budget, sf_engine_segment_fn cb,
+			     void *cb_arg, uint8_t *result, size_t cap, struct sf_err *err);
 
 	double (*prefill_ms)(void *impl, size_t n_tokens);
 	double (*decode_ms)(void *impl, size_t batch);
@@ -255,6 +267,15 @@ void sf_engine_state_op_names(struct sf_engine *e, const char *const **names, si
 int sf_engine_state_op(struct sf_engine *e, const struct sf_engine_op_req *req,
 		       sf_engine_segment_fn cb, void *cb_arg, uint8_t *result, size_t cap,
 		       size_t *result_len, struct sf_err *err);
+/* The same operation in bounded steps, so a caller on an event loop can run other work
+ * between them: each call does about budget units of work (for the simulated transcribe,
+ * bytes of input; 0: all of it), streams its segments to cb and sets st->more while steps
+ * remain; req, result and cap must stay the same from step to step, and after the last the
+ * result is result[0..st->len). The segments and result are those of sf_engine_state_op.
+ * An engine without steps runs the whole operation in the first call. */
+int sf_engine_state_op_step(struct sf_engine *e, const struct sf_engine_op_req *req,
+			    struct sf_engine_op_step *st, size_t budget, sf_engine_segment_fn cb,
+			    void *cb_arg, uint8_t *result, size_t cap, struct sf_err *err);
 
 /* ---- timing model (the engine does not sleep; the node's scheduler paces itself) ---- */
 

@@ -378,10 +378,38 @@ int sf_engine_state_op(struct sf_engine *e, const struct sf_engine_op_req *req,
 	if (req->args_len > SF_MAX_OPAQUE || req->n_blobs > SF_MAX_BLOB_REFS)
 		return sf_err_set(err, SF_E_LIMIT, "state operation %s over its argument limits",
 				  req->op);
+	if (!e->ops->state_op && !e->ops->state_op_step)
+		return sf_err_set(err, SF_E_RANGE, "engine %s has no state operation \"%s\"",
+				  sf_engine_kind(e), req->op);
+	if (e->ops->state_op_step) {
+		/* One path for whole and stepped runs, so they cannot disagree. */
+		struct sf_engine_op_step st = { 0 };
+		int rc;
+		do
+			rc = e->ops->state_op_step(e->impl, req, &st, 0, cb, cb_arg, result, cap, err);
+		while (!rc && st.more);
+		*result_len = st.len; /* on SF_E_LIMIT: the size it needed */
+		return rc;
+	}
+	return e->ops->state_op(e->impl, req, cb, cb_arg, result, cap, result_len, err);
+}
+
+int sf_engine_state_op_step(struct sf_engine *e, const struct sf_engine_op_req *req,
+			    struct sf_engine_op_step *st, size_t budget, sf_engine_segment_fn cb,
+			    void *cb_arg, uint8_t *result, size_t cap, struct sf_err *err)
+{
+	st->more = false;
+	if (!req->op || strnlen(req->op, SF_MAX_NAME) == SF_MAX_NAME)
+		return sf_err_set(err, SF_E_RANGE, "state operation without a name");
+	if (req->args_len > SF_MAX_OPAQUE || req->n_blobs > SF_MAX_BLOB_REFS)
+		return sf_err_set(err, SF_E_LIMIT, "state operation %s over its argument limits",
+				  req->op);
+	if (e->ops->state_op_step)
+		return e->ops->state_op_step(e->impl, req, st, budget, cb, cb_arg, result, cap, err);
 	if (!e->ops->state_op)
 		return sf_err_set(err, SF_E_RANGE, "engine %s has no state operation \"%s\"",
 				  sf_engine_kind(e), req->op);
-	return e->ops->state_op(e->impl, req, cb, cb_arg, result, cap, result_len, err);
+	return e->ops->state_op(e->impl, req, cb, cb_arg, result, cap, &st->len, err);
 }
 
 /* ---- timing ---- */

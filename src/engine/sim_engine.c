@@ -268,7 +268,7 @@ static const struct sf_engine_ops sim_ops = {
 	.decode = sim_decode,
 	.stage_forward = sim_stage_forward,
 	.state_op_names = sim_state_op_names,
-	.state_op = sim_state_op,
+	.state_op_step = sim_state_op_step,
 	.prefill_ms = sim_prefill_ms,
 	.decode_ms = sim_decode_ms,
 };

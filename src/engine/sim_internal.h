@@ -90,8 +90,8 @@ void sim_templates(void *impl, const struct sf_engine_template **list, size_t *n
 
 /* sim_ops.c */
 void sim_state_op_names(void *impl, const char *const **names, size_t *n);
-int sim_state_op(void *impl, const struct sf_engine_op_req *req, sf_engine_segment_fn cb,
-		 void *cb_arg, uint8_t *result, size_t cap, size_t *result_len,
-		 struct sf_err *err);
+int sim_state_op_step(void *impl, const struct sf_engine_op_req *req,
+		      struct sf_engine_op_step *st, size_t budget, sf_engine_segment_fn cb,
+		      void *cb_arg, uint8_t *result, size_t cap, struct sf_err *err);
 
 #endif

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -292,6 +293,47 @@ int sf_blob_read(struct sf_blob_store *bs, const uint8_t sha256[32], uint8_t **d
 out:
 	close(fd);
 	return rc;
+}
+
+static const uint8_t empty_blob[1];
+
+int sf_blob_map(struct sf_blob_store *bs, const uint8_t sha256[32], const uint8_t **data,
+		size_t *len, struct sf_err *err)
+{
+	char name[65];
+	sf_blob_hex(sha256, name);
+	int fd = openat(bs->dirfd, name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return sf_err_set(err, SF_E_RANGE, "blob %s is not on this node", name);
+	struct stat st;
+	int rc = 0;
+	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size > SF_BLOB_MAP_MAX) {
+		rc = sf_err_set(err, SF_E_LIMIT, "blob %s is over the %llu bytes an operation may "
+				"read", name, (unsigned long long)SF_BLOB_MAP_MAX);
+		goto out;
+	}
+	*len = (size_t)st.st_size;
+	if (!*len) {
+		*data = empty_blob; /* mmap takes no empty range */
+		goto out;
+	}
+	void *p = mmap(NULL, *len, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (p == MAP_FAILED) {
+		rc = sf_err_set(err, SF_E_IO, "mapping blob %s (%zu bytes) failed: %s", name, *len,
+				strerror(errno));
+		goto out;
+	}
+	(void)madvise(p, *len, MADV_SEQUENTIAL); /* operations read it front to back */
+	*data = p;
+out:
+	close(fd);
+	return rc;
+}
+
+void sf_blob_unmap(const uint8_t *data, size_t len)
+{
+	if (data && data != empty_blob && len)
+		munmap((void *)(uintptr_t)data, len);
 }
 
 uint64_t sf_blob_store_used(const struct sf_blob_store *bs)

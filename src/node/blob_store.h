@@ -13,6 +13,7 @@
 
 #define SF_BLOB_MAX_TRANSFERS 64  /* in progress at once, over all links */
 #define SF_BLOB_READ_MAX (64u << 20) /* most bytes sf_blob_read hands out */
+#define SF_BLOB_MAP_MAX (16ull << 30) /* most bytes sf_blob_map maps */
 
 struct sf_blob_store;
 
@@ -39,6 +40,12 @@ int sf_blob_end(struct sf_blob_store *bs, uint64_t link, uint64_t id, uint8_t sh
 void sf_blob_abort_link(struct sf_blob_store *bs, uint64_t link);
 
 bool sf_blob_has(struct sf_blob_store *bs, const uint8_t sha256[32]);
+/* Maps a whole blob read-only (at most SF_BLOB_MAP_MAX bytes): the page cache holds it, not
+ * the heap, so an operation may read a blob of any size the head sends. Release it with
+ * sf_blob_unmap(*data, *len). */
+int sf_blob_map(struct sf_blob_store *bs, const uint8_t sha256[32], const uint8_t **data,
+		size_t *len, struct sf_err *err);
+void sf_blob_unmap(const uint8_t *data, size_t len);
 /* Reads a whole blob into a malloc'd buffer (at most SF_BLOB_READ_MAX bytes). */
 int sf_blob_read(struct sf_blob_store *bs, const uint8_t sha256[32], uint8_t **data, size_t *len,
 		 struct sf_err *err);

@@ -47,6 +47,7 @@ void sf_node_free(struct sf_node *n)
 {
 	if (!n)
 		return;
+	sf__node_ops_drop(n, 0, true);
 	if (n->buckets)
 		sf__node_each(n, drop_session, NULL);
 	for (uint32_t i = 0; n->links && i < n->n_links; i++) {
@@ -85,6 +86,7 @@ void sf_node_link_closed(struct sf_node *n, uint64_t link_id, uint64_t now_ms)
 	n->now = now_ms;
 	if (n->cfg.blobs)
 		sf_blob_abort_link(n->cfg.blobs, link_id);
+	sf__node_ops_drop(n, link_id, false); /* their answers have nowhere to go */
 	struct node_outbox *o = sf__node_link(n, link_id);
 	if (!o)
 		return;
@@ -145,6 +147,7 @@ void sf_node_tick(struct sf_node *n, uint64_t now_ms)
 	n->now = now_ms;
 	sf__node_leases(n);
 	sf__node_schedule(n);
+	sf__node_ops_step(n);
 	if (n->status_dirty || now_ms >= n->next_status_at)
 		send_status(n);
 	sf__node_flush(n);
@@ -157,6 +160,8 @@ uint64_t sf_node_deadline(const struct sf_node *n)
 		d = n->next_lease_at;
 	if (n->stats.generating && n->next_step_at < d)
 		d = n->next_step_at > n->now ? n->next_step_at : n->now;
+	if (n->ops)
+		d = n->now; /* the next step of a state operation: after this turn's I/O */
 	return d;
 }
 

@@ -1,7 +1,7 @@
 /* The node machine's state, shared by its files: the session table (node_sessions.c),
  * commands and fencing (node_commands.c), events, watermarks and reconcile (node_events.c),
- * the scheduler, budgets and leases (node_sched.c), and the engine's other requests
- * (node_requests.c). */
+ * the scheduler, budgets and leases (node_sched.c), the engine's other requests
+ * (node_requests.c) and state operations in steps (node_ops.c). */
 #ifndef SF_NODE_INTERNAL_H
 #define SF_NODE_INTERNAL_H
 
@@ -9,6 +9,8 @@
 
 #define SF_NODE_MAX_GENS 16        /* generations a session keeps (running or unacknowledged) */
 #define SF_NODE_EVENTS_PER_FRAME 4096
+#define SF_NODE_MAX_OPS 256              /* state operations running at once */
+#define SF_NODE_OP_STEP_BYTES (256u << 10) /* input one operation step reads, about */
 
 /* One event the head has not acknowledged yet. */
 struct node_event {
@@ -83,6 +85,8 @@ struct sf_node {
 	uint64_t next_lease_at; /* the earliest renewal or expiry due, UINT64_MAX: none */
 	bool status_dirty;
 	struct sf_node_stats stats;
+	struct node_op *ops; /* state operations running, stepped each tick (node_ops.c) */
+	uint32_t n_ops;
 };
 
 /* Sessions. */
@@ -128,6 +132,10 @@ void sf__node_on_tokenizer_export(struct sf_node *n, uint64_t link,
 void sf__node_on_tokenize(struct sf_node *n, uint64_t link, const struct sf_tokenize_req *m);
 void sf__node_on_stage_forward(struct sf_node *n, uint64_t link, const struct sf_stage_forward_req *m);
 void sf__node_on_state_op(struct sf_node *n, uint64_t link, const struct sf_state_op_req *m);
+/* One step of each running state operation. */
+void sf__node_ops_step(struct sf_node *n);
+/* Drops the operations of link (all: every one) without an answer. */
+void sf__node_ops_drop(struct sf_node *n, uint64_t link, bool all);
 void sf__node_on_xfer(struct sf_node *n, uint64_t link, const struct sf_msg *m);
 
 /* Scheduler. */

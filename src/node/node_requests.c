@@ -1,5 +1,5 @@
 /* The engine's requests beside sessions: tokenizer export, tokenizing, staged forward and
- * state operations with streamed segments. */
+ * blob transfers (state operations, which run in steps, are node_ops.c's). */
 #include "node/node_internal.h"
 
 #include <stdio.h>
@@ -134,68 +134,6 @@ void sf__node_on_stage_forward(struct sf_node *n, uint64_t link, const struct sf
 	}
 	(void)sf__node_send(n, link, SF_MSG_STAGE_FORWARD_RESP, &r);
 	free(hidden);
-}
-
-struct segment_sink {
-	struct sf_node *n;
-	uint64_t link, request_id;
-};
-
-static int send_segment(void *arg, const struct sf_segment *seg)
-{
-	struct segment_sink *k = arg;
-	struct sf_state_op_segment m = { .request_id = k->request_id, .segment = *seg };
-	return sf__node_send(k->n, k->link, SF_MSG_STATE_OP_SEGMENT, &m);
-}
-
-void sf__node_on_state_op(struct sf_node *n, uint64_t link, const struct sf_state_op_req *m)
-{
-	struct sf_state_op_resp r = { .request_id = m->request_id };
-	struct sf_err err = { 0 };
-	uint8_t *result = malloc(SF_MAX_OPAQUE);
-	size_t len = 0;
-	struct node_session *s = m->session_id ? sf__node_find(n, m->session_id) : NULL;
-	struct sf_engine_blob blobs[SF_MAX_BLOB_REFS];
-	uint32_t n_blobs = 0;
-	int rc = 0;
-	for (uint32_t i = 0; i < m->n_blobs && !rc; i++) {
-		uint8_t *data;
-		size_t blen;
-		if (!n->cfg.blobs) {
-			char hex[65];
-			sf_blob_hex(m->blobs[i].sha256, hex);
-			rc = sf_err_set(&err, SF_E_RANGE, "blob %s is not on this node (no --blob-dir)", hex);
-		} else if (!(rc = sf_blob_read(n->cfg.blobs, m->blobs[i].sha256, &data, &blen, &err))) {
-			blobs[n_blobs++] = (struct sf_engine_blob){ data, blen };
-		}
-	}
-	if (rc) {
-		/* err says which blob */
-	} else if (m->session_id && (!s || !s->ctx)) {
-		rc = sf_err_set(&err, SF_E_STATE, "session %llu is not held here",
-				(unsigned long long)m->session_id);
-	} else if (!result) {
-		rc = sf_err_set(&err, SF_E_NOMEM, "no memory for the result");
-	} else {
-		struct sf_engine_op_req req = { .op = m->op, .args = m->args, .args_len = m->args_len,
-						.blobs = blobs, .n_blobs = n_blobs,
-						.ctx = s ? s->ctx : NULL };
-		struct segment_sink sink = { n, link, m->request_id };
-		rc = sf_engine_state_op(n->engine, &req, send_segment, &sink, result, SF_MAX_OPAQUE,
-					&len, &err);
-	}
-	r.ok = rc == 0;
-	if (r.ok) {
-		r.result = result;
-		r.result_len = (uint32_t)len;
-	} else {
-		r.error = err.msg;
-		r.error_len = (uint32_t)strlen(err.msg);
-	}
-	(void)sf__node_send(n, link, SF_MSG_STATE_OP_RESP, &r);
-	for (uint32_t i = 0; i < n_blobs; i++)
-		free((void *)blobs[i].data);
-	free(result);
 }
 
 static void xfer_result(struct sf_node *n, uint64_t link, uint64_t id, const uint8_t sha[32],

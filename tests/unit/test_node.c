@@ -450,6 +450,9 @@ static void blobs_feed_state_operations(void **state)
 	struct sf_state_op_req op = { .request_id = 3, .op = "transcribe", .op_len = 10,
 				      .blobs = &ref, .n_blobs = 1 };
 	deliver(f, 1, SF_MSG_STATE_OP_REQ, &op);
+	assert_null(last_of(f, SF_MSG_STATE_OP_RESP)); /* it runs in the node's ticks */
+	assert_true(sf_node_deadline(f->node) <= f->now);
+	run(f, 1);
 	m = last_of(f, SF_MSG_STATE_OP_RESP);
 	assert_non_null(m);
 	if (!m->u.state_op_resp.ok)

@@ -208,16 +208,27 @@ static int pending(const struct fx *f)
 	return f->to_nodes.n - f->to_nodes.next;
 }
 
-/* Hands every queued message to its node (the answers come back at once). */
+/* Hands every queued message to its node and ticks the nodes while they have work due (a
+ * state operation runs in steps, one a tick); the answers come back at once. */
 static void deliver_all(struct fx *f)
 {
-	while (pending(f)) {
-		int k = f->to_nodes.next++;
-		uint32_t node = f->to_nodes.node[k];
-		f->answering = node;
-		sf_node_handle(f->node[node], f->link[node], &f->to_nodes.msgs[k], f->now);
+	for (bool busy = true; busy;) {
+		busy = false;
+		while (pending(f)) {
+			int k = f->to_nodes.next++;
+			uint32_t node = f->to_nodes.node[k];
+			f->answering = node;
+			sf_node_handle(f->node[node], f->link[node], &f->to_nodes.msgs[k], f->now);
+		}
+		f->to_nodes.n = f->to_nodes.next = 0;
+		for (uint32_t i = 0; i < N_NODES; i++) {
+			if (sf_node_deadline(f->node[i]) > f->now)
+				continue;
+			f->answering = i;
+			sf_node_tick(f->node[i], f->now);
+			busy = true;
+		}
 	}
-	f->to_nodes.n = f->to_nodes.next = 0;
 }
 
 static void drop_all(struct fx *f)
