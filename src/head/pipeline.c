@@ -20,6 +20,7 @@ struct pipe_gen {
 	uint32_t hidden_len;
 	uint64_t req;         /* the request in flight; 0: waiting for the stage's link */
 	uint64_t since;       /* when this stage's step was first asked */
+	bool asked_again;     /* a request of this step went down with a link (the planted bug) */
 };
 
 struct pipe_stage {
@@ -27,6 +28,8 @@ struct pipe_stage {
 	char identity[SF_MAX_NAME + 1];
 	uint32_t start, end;
 };
+
+int sf_pipe_planted_bug = SF_PIPE_BUG_NONE;
 
 struct sf_pipe {
 	struct sf_pipe_config cfg;
@@ -186,8 +189,10 @@ void sf_pipe_stage_down(struct sf_pipe *p, uint32_t k, uint64_t now_ms)
 		return;
 	p->stages[k].up = false;
 	for (uint32_t i = 0; i < p->cfg.max_gens; i++)
-		if (p->gens[i].id && p->gens[i].stage == k)
+		if (p->gens[i].id && p->gens[i].stage == k) {
+			p->gens[i].asked_again |= p->gens[i].req != 0;
 			p->gens[i].req = 0; /* its answer went with the link: asked again */
+		}
 	(void)now_ms;
 }
 
@@ -272,8 +277,13 @@ static void took_token(struct sf_pipe *p, struct pipe_gen *g, uint32_t t, uint64
 	g->left--;
 	p->io.token(p->io.arg, id, t);
 	g = gen_of(p, id); /* the callback may have cancelled it */
+	if (g && g->asked_again && sf_pipe_planted_bug == SF_PIPE_BUG_TWICE) {
+		p->io.token(p->io.arg, id, t); /* the planted bug: the step applied twice */
+		g = gen_of(p, id);
+	}
 	if (!g)
 		return;
+	g->asked_again = false;
 	if (!g->left) {
 		gen_free(p, g);
 		p->io.done(p->io.arg, id, 0, SF_FINISH_LENGTH, NULL);

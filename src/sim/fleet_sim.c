@@ -1,6 +1,7 @@
 /* The in-memory fleet's machines, connections and clock. Each step the nodes tick, the head
  * ticks, and the bytes each link queued move to the other end until nothing moves; a
- * stalled step leaves them queued. Cutting a connection throws away what was queued. */
+ * stalled step leaves them queued. Cutting a connection throws away what was queued. A
+ * pipeline stage's link moves only what was queued on it when the step began. */
 #include "sim/fleet_sim_internal.h"
 
 #include <inttypes.h>
@@ -78,6 +79,9 @@ static void check_replay(struct sf_fleet_sim *f, struct sim_node *n, const struc
 
 const char *sf_fleet_sim_why(const struct sf_fleet_sim *f) { return f->why; }
 
+/* Fleet nodes and pipeline stages: every machine with a link. */
+static uint32_t n_all(const struct sf_fleet_sim *f) { return f->n_nodes + f->n_stages; }
+
 static int head_send(void *arg, uint64_t link_id, uint16_t type, const void *msg)
 {
 	struct sf_fleet_sim *f = arg;
@@ -98,7 +102,10 @@ static int head_send(void *arg, uint64_t link_id, uint16_t type, const void *msg
 static int node_machine(struct sim_node *n, struct sf_err *err)
 {
 	struct sf_node_io io = { .arg = n, .send = node_send };
-	return sf_node_new(&n->node, &n->f->cfg.node, n->engine, &io, n->f->now, err);
+	struct sf_node_config nc = n->f->cfg.node;
+	if (n->stage)
+		nc.max_sessions = 8; /* it never holds one; a small table ticks fast */
+	return sf_node_new(&n->node, &nc, n->engine, &io, n->f->now, err);
 }
 
 int sf__fleet_head_machine(struct sf_fleet_sim *f, uint64_t first_id, struct sf_err *err)
@@ -112,6 +119,8 @@ int sf__fleet_head_machine(struct sf_fleet_sim *f, uint64_t first_id, struct sf_
 	for (uint32_t i = 0; !rc && i < f->n_nodes; i++)
 		if ((rc = sf_head_node_add(f->head, f->nodes[i].label, err)) >= 0)
 			rc = 0;
+	if (!rc && f->n_stages)
+		rc = sf__fleet_pipe_machine(f, err);
 	return rc;
 }
 
@@ -121,6 +130,9 @@ int sf_fleet_sim_new(struct sf_fleet_sim **out, const struct sf_fleet_sim_config
 	if (!cfg->n_nodes || cfg->n_nodes > SF_FLEET_SIM_MAX_NODES)
 		return sf_err_set(err, SF_E_RANGE, "a simulated fleet has 1..%d nodes",
 				  SF_FLEET_SIM_MAX_NODES);
+	if (cfg->pipe_stages > SF_FLEET_SIM_MAX_STAGES)
+		return sf_err_set(err, SF_E_RANGE, "a simulated pipeline has 0..%d stages",
+				  SF_FLEET_SIM_MAX_STAGES);
 	struct sf_fleet_sim *f = calloc(1, sizeof(*f));
 	if (!f)
 		return sf_err_set(err, SF_E_NOMEM, "no memory for the simulated fleet");
@@ -128,16 +140,22 @@ int sf_fleet_sim_new(struct sf_fleet_sim **out, const struct sf_fleet_sim_config
 	if (cfg->wal)
 		f->cfg.head.ack_durable = true; /* watermarks follow what the log has kept */
 	f->now = cfg->start_ms ? cfg->start_ms : 1000;
+	f->stage_rng = cfg->pipe_seed;
 	f->streams = calloc(SF_FLEET_SIM_MAX_STREAMS, sizeof(*f->streams));
 	int rc = f->streams ? 0 : sf_err_set(err, SF_E_NOMEM, "no memory for the streams");
 	if (!rc && cfg->wal)
 		rc = sf__fleet_wal_new(f, err);
-	for (uint32_t i = 0; !rc && i < cfg->n_nodes; i++) {
+	for (uint32_t i = 0; !rc && i < cfg->n_nodes + cfg->pipe_stages; i++) {
 		struct sim_node *n = &f->nodes[i];
 		n->f = f;
 		n->index = i;
-		snprintf(n->label, sizeof(n->label), "node-%u", i);
-		f->n_nodes++;
+		n->stage = i >= cfg->n_nodes;
+		n->stage_k = n->stage ? i - cfg->n_nodes : 0;
+		if (n->stage)
+			snprintf(n->label, sizeof(n->label), "stage-%u", n->stage_k + 1);
+		else
+			snprintf(n->label, sizeof(n->label), "node-%u", i);
+		*(n->stage ? &f->n_stages : &f->n_nodes) += 1;
 		rc = sf_sim_engine_new(&cfg->engine, &n->engine, err);
 		if (!rc)
 			rc = node_machine(n, err);
@@ -166,7 +184,7 @@ void sf_fleet_sim_free(struct sf_fleet_sim *f)
 {
 	if (!f)
 		return;
-	for (uint32_t i = 0; i < f->n_nodes; i++) {
+	for (uint32_t i = 0; i < n_all(f); i++) {
 		cut(&f->nodes[i]);
 		free(f->nodes[i].asked);
 		sf_node_free(f->nodes[i].node);
@@ -174,6 +192,7 @@ void sf_fleet_sim_free(struct sf_fleet_sim *f)
 			sf_engine_free(f->nodes[i].engine);
 	}
 	sf_head_free(f->head);
+	sf__fleet_pipe_free(f);
 	sf__fleet_wal_free(f);
 	sf__fleet_record_free(f);
 	free(f);
@@ -203,11 +222,16 @@ void sf_fleet_sim_tap(struct sf_fleet_sim *f, sf_fleet_tap_fn fn, void *arg)
 	f->tap_arg = arg;
 }
 
-/* Tells both machines their ends closed (those that were open). */
+/* Tells both machines their ends closed (those that were open). The head dials a stage
+ * again after any close (headd's back-off); a fleet node as the head asks or the run does. */
 static void closed(struct sf_fleet_sim *f, struct sim_node *n, const struct sf_err *why)
 {
-	if (n->head_open)
+	if (n->head_open && n->stage)
+		sf__fleet_pipe_down(f, n);
+	else if (n->head_open)
 		sf_head_link_down(f->head, n->index, n->link_id, why, f->now);
+	if (n->stage && f->cfg.redial_after_ms)
+		n->redial_at = f->now + f->cfg.redial_after_ms;
 	if (n->node_open)
 		sf_node_link_closed(n->node, n->link_id, f->now);
 	n->head_open = n->node_open = false;
@@ -224,10 +248,15 @@ static void drain(struct sf_fleet_sim *f, struct sim_node *n, bool head_end)
 			closed(f, n, &ev.err);
 		} else if (ev.kind == SF_LINK_EV_OPEN && head_end) {
 			n->head_open = true;
-			sf_head_link_up(f->head, n->index, n->link_id, sf_link_peer(l), f->now);
+			if (n->stage)
+				sf__fleet_pipe_up(f, n);
+			else
+				sf_head_link_up(f->head, n->index, n->link_id, sf_link_peer(l), f->now);
 		} else if (ev.kind == SF_LINK_EV_OPEN) {
 			n->node_open = true;
 			sf_node_link_open(n->node, n->link_id, sf_link_version(l), f->now);
+		} else if (ev.kind == SF_LINK_EV_MSG && head_end && n->stage) {
+			sf__fleet_pipe_msg(f, n, ev.msg);
 		} else if (ev.kind == SF_LINK_EV_MSG && head_end) {
 			if (ev.msg->type == SF_MSG_RECONCILE_ACK)
 				check_replay(f, n, &ev.msg->u.reconcile_ack);
@@ -238,12 +267,21 @@ static void drain(struct sf_fleet_sim *f, struct sim_node *n, bool head_end)
 	}
 }
 
-uint64_t sf_fleet_sim_rand(struct sf_fleet_sim *f)
+static uint64_t splitmix(uint64_t *state)
 {
-	uint64_t z = (f->rng += 0x9e3779b97f4a7c15ULL); /* splitmix64 */
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
 	return z ^ (z >> 31);
+}
+
+uint64_t sf_fleet_sim_rand(struct sf_fleet_sim *f) { return splitmix(&f->rng); }
+
+/* A link's faults: the stages' from a stream of their own, so that the fleet's links see
+ * the same faults with a pipeline as without one. */
+static uint64_t link_rand(struct sim_node *n)
+{
+	return n->stage ? splitmix(&n->f->stage_rng) : sf_fleet_sim_rand(n->f);
 }
 
 void sf_fleet_sim_faults(struct sf_fleet_sim *f, const struct sf_fleet_faults *faults)
@@ -254,7 +292,7 @@ void sf_fleet_sim_faults(struct sf_fleet_sim *f, const struct sf_fleet_faults *f
 
 void sf_fleet_sim_pause(struct sf_fleet_sim *f, uint32_t i, uint32_t ms)
 {
-	if (i < f->n_nodes)
+	if (i < n_all(f))
 		f->nodes[i].paused_until = f->now + ms;
 }
 
@@ -262,7 +300,7 @@ void sf_fleet_sim_clock_step(struct sf_fleet_sim *f, uint32_t ms) { f->now += ms
 
 bool sf_fleet_sim_linked(const struct sf_fleet_sim *f, uint32_t i)
 {
-	return i < f->n_nodes && f->nodes[i].hl;
+	return i < n_all(f) && f->nodes[i].hl;
 }
 
 uint64_t sf_fleet_sim_resets(const struct sf_fleet_sim *f, uint32_t *last_node)
@@ -286,7 +324,8 @@ void sf_fleet_sim_half_open(struct sf_fleet_sim *f, uint32_t i)
 }
 
 /* Moves what one end queued into the other; returns the bytes moved. With faults, a move
- * carries a random 1..max_chunk bytes, and a clogged direction carries none this step. */
+ * carries a random 1..max_chunk bytes, and a clogged direction carries none this step. A
+ * stage link carries at most its budget: what was queued when the step began. */
 static size_t move(struct sf_fleet_sim *f, struct sim_node *n, bool to_head)
 {
 	struct sf_link *from = to_head ? n->nl : n->hl, *to = to_head ? n->hl : n->nl;
@@ -299,8 +338,10 @@ static size_t move(struct sf_fleet_sim *f, struct sim_node *n, bool to_head)
 	}
 	if (paused(n) || n->clogged[to_head])
 		return 0;
+	if (n->stage && len > n->budget[to_head])
+		len = n->budget[to_head];
 	if (f->faults.max_chunk && len)
-		len = 1 + sf_fleet_sim_rand(f) % (len < f->faults.max_chunk ? len : f->faults.max_chunk);
+		len = 1 + link_rand(n) % (len < f->faults.max_chunk ? len : f->faults.max_chunk);
 	while (moved < len && !n->closing) {
 		size_t took = sf_link_recv(to, d + moved, len - moved, f->now);
 		moved += took;
@@ -310,6 +351,8 @@ static size_t move(struct sf_fleet_sim *f, struct sim_node *n, bool to_head)
 	}
 	if (!n->closing)
 		sf_link_tx_done(from, moved);
+	if (n->stage)
+		n->budget[to_head] -= moved < n->budget[to_head] ? moved : n->budget[to_head];
 	return moved;
 }
 
@@ -317,7 +360,7 @@ static void settle(struct sf_fleet_sim *f)
 {
 	for (int round = 0; round < 100000; round++) {
 		size_t moved = 0;
-		for (uint32_t i = 0; i < f->n_nodes; i++) {
+		for (uint32_t i = 0; i < n_all(f); i++) {
 			struct sim_node *n = &f->nodes[i];
 			if (!n->hl)
 				continue;
@@ -359,6 +402,7 @@ int sf_fleet_sim_connect(struct sf_fleet_sim *f, uint32_t i)
 	struct sf_err err;
 	n->link_id = ++f->next_link;
 	n->redial_at = 0;
+	n->budget[0] = n->budget[1] = 0; /* a stage link's first bytes cross at the next step */
 	n->hl = sf_link_new(&hc, f->now, &err);
 	n->nl = n->hl ? sf_link_new(&nc, f->now, &err) : NULL;
 	if (!n->nl) {
@@ -400,7 +444,7 @@ static void reset(struct sf_fleet_sim *f, uint32_t i)
 	uint32_t keep = f->faults.max_chunk;
 	f->resets++;
 	f->last_reset = i;
-	f->faults.max_chunk = 1 + (uint32_t)(sf_fleet_sim_rand(f) % 4096);
+	f->faults.max_chunk = 1 + (uint32_t)(link_rand(n) % 4096);
 	n->clogged[0] = n->clogged[1] = false;
 	if (!paused(n)) {
 		(void)move(f, n, false);
@@ -418,26 +462,37 @@ static void reset(struct sf_fleet_sim *f, uint32_t i)
 
 static void network_faults(struct sf_fleet_sim *f)
 {
-	for (uint32_t i = 0; i < f->n_nodes; i++) {
+	for (uint32_t i = 0; i < n_all(f); i++) {
 		struct sim_node *n = &f->nodes[i];
 		for (int k = 0; k < 2; k++)
 			n->clogged[k] = f->faults.clog_pct &&
-					sf_fleet_sim_rand(f) % 100 < f->faults.clog_pct;
+					link_rand(n) % 100 < f->faults.clog_pct;
 		if (n->hl && f->faults.reset_permille &&
-		    sf_fleet_sim_rand(f) % 1000 < f->faults.reset_permille)
+		    link_rand(n) % 1000 < f->faults.reset_permille)
 			reset(f, i);
+	}
+}
+
+/* What a stage link may carry this step: what is queued on it now. */
+static void stage_budgets(struct sf_fleet_sim *f)
+{
+	for (uint32_t i = f->n_nodes; i < n_all(f); i++) {
+		struct sim_node *n = &f->nodes[i];
+		const uint8_t *d;
+		n->budget[0] = n->hl ? sf_link_tx(n->hl, &d) : 0;
+		n->budget[1] = n->nl ? sf_link_tx(n->nl, &d) : 0;
 	}
 }
 
 void sf_fleet_sim_refuse(struct sf_fleet_sim *f, uint32_t i, uint32_t ms)
 {
-	if (i < f->n_nodes)
+	if (i < n_all(f))
 		f->nodes[i].refuse_until = f->now + ms;
 }
 
 void sf_fleet_sim_kill(struct sf_fleet_sim *f, uint32_t i, uint32_t ms)
 {
-	if (i >= f->n_nodes)
+	if (i >= n_all(f))
 		return;
 	(void)sf_fleet_sim_restart(f, i);
 	f->nodes[i].refuse_until = f->nodes[i].dead_until = f->now + ms;
@@ -460,7 +515,8 @@ int sf_fleet_sim_head_crash(struct sf_fleet_sim *f, uint32_t down_ms)
 	if (!f->wal || f->head_down)
 		return SF_E_STATE;
 	sf__fleet_wal_crash(f); /* what is not durable is gone; the caller checked */
-	for (uint32_t i = 0; i < f->n_nodes; i++) {
+	sf__fleet_pipe_crash(f);
+	for (uint32_t i = 0; i < n_all(f); i++) {
 		struct sim_node *n = &f->nodes[i];
 		if (n->hl) {
 			/* The process is gone: the node sees its link close; what was in flight
@@ -472,7 +528,8 @@ int sf_fleet_sim_head_crash(struct sf_fleet_sim *f, uint32_t down_ms)
 				sf_node_link_closed(n->node, n->link_id, f->now);
 			cut(n);
 		}
-		f->drops[i] = 0;
+		if (i < f->n_nodes)
+			f->drops[i] = 0;
 		n->redial_at = f->cfg.redial_after_ms ? f->now + f->cfg.redial_after_ms : 0;
 	}
 	sf_head_free(f->head);
@@ -491,7 +548,7 @@ uint32_t sf_fleet_sim_head_crashes(const struct sf_fleet_sim *f) { return f->cra
 static void step(struct sf_fleet_sim *f, bool deliver)
 {
 	f->now++;
-	for (uint32_t i = 0; i < f->n_nodes; i++)
+	for (uint32_t i = 0; i < n_all(f); i++)
 		if (!paused(&f->nodes[i]) && f->now >= f->nodes[i].dead_until)
 			sf_node_tick(f->nodes[i].node, f->now);
 	if (f->head_down && f->now >= f->head_up_at)
@@ -501,15 +558,19 @@ static void step(struct sf_fleet_sim *f, bool deliver)
 	if (f->wal)
 		sf__fleet_wal_release(f); /* what became durable reaches the caller */
 	sf_head_tick(f->head, f->now);
+	if (f->pipe)
+		sf_pipe_tick(f->pipe, f->now);
+	stage_budgets(f);
 	network_faults(f);
-	for (uint32_t i = 0; i < f->n_nodes; i++) {
+	for (uint32_t i = 0; i < n_all(f); i++) {
 		struct sim_node *n = &f->nodes[i];
-		if (f->drops[i] && f->drops[i] == n->link_id) {
+		if (i < f->n_nodes && f->drops[i] && f->drops[i] == n->link_id) {
 			sf_fleet_sim_drop(f, i); /* the head already counts it closed */
 			if (f->cfg.redial_after_ms)
 				n->redial_at = f->now + f->cfg.redial_after_ms;
 		}
-		f->drops[i] = 0;
+		if (i < f->n_nodes)
+			f->drops[i] = 0;
 		if (n->redial_at && f->now >= n->redial_at && !n->hl)
 			(void)sf_fleet_sim_connect(f, i);
 	}

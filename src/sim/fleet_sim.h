@@ -3,7 +3,9 @@
  * clock. It drops connections with the bytes in flight lost both ways, dials them again,
  * restarts nodes with nothing kept, and records what the head tells its caller, so tests
  * and the simulator can check a caller's streams against sf_sim_expected. With a durable log
- * (cfg.wal, fleet_sim_wal.c) the head itself can crash and start again from the log. */
+ * (cfg.wal, fleet_sim_wal.c) the head itself can crash and start again from the log. With
+ * pipeline stages (cfg.pipe_stages, fleet_sim_pipe.c) the head process also runs the real
+ * pipeline machine (head/pipeline.h) over stage nodes of its own, as headd's --pipeline. */
 #ifndef SF_HEAD_FLEET_SIM_H
 #define SF_HEAD_FLEET_SIM_H
 
@@ -14,9 +16,12 @@
 #include <superfluid/sim_engine.h>
 
 #include "head/head.h"
+#include "head/pipeline.h"
 #include "node/node.h"
 
 #define SF_FLEET_SIM_MAX_NODES 16
+#define SF_FLEET_SIM_MAX_STAGES 8
+#define SF_FLEET_SIM_MAX_PIPE_GENS 256 /* pipeline generations in one run */
 #define SF_FLEET_SIM_MAX_STREAMS 4096
 #define SF_FLEET_SIM_MAX_NOTES 256
 
@@ -36,6 +41,17 @@ struct sf_fleet_sim_config {
 	bool wal;
 	uint32_t wal_max_delay_ms;
 	uint64_t wal_seed;
+	/* Pipeline stages (0: none): that many more node machines on the same engine, nodes
+	 * n_nodes .. n_nodes + pipe_stages - 1 to every call that takes a node, dialed by the
+	 * head like fleet nodes (and again after every close, as headd does) but never given
+	 * to the head machine; the pipeline machine (step timeout pipe_timeout_ms, 0: its
+	 * default) steps generations through them. Their links carry the same faults as the
+	 * fleet's, drawn from their own random stream (pipe_seed), and take a step (a
+	 * millisecond) for what is queued on them to cross, so that a pipeline token takes
+	 * two steps a stage. */
+	uint32_t pipe_stages;
+	uint32_t pipe_timeout_ms;
+	uint64_t pipe_seed;
 };
 
 /* What the caller got of one generation. */
@@ -177,6 +193,32 @@ bool sf_fleet_sim_wal_failed(const struct sf_fleet_sim *f, uint64_t sid, uint64_
  * of events a crash loses. */
 enum { SF_FLEET_WAL_BUG_NONE = 0, SF_FLEET_WAL_BUG_ACK_EARLY = 1 };
 extern int sf_fleet_sim_wal_planted_bug;
+
+/* ---- the pipeline (cfg.pipe_stages; fleet_sim_pipe.c) ---- */
+
+/* The node index of pipeline stage k. */
+uint32_t sf_fleet_sim_stage(const struct sf_fleet_sim *f, uint32_t k);
+/* A pipeline generation after ctx (the whole conversation: the pipeline keeps no session)
+ * of up to max_new tokens, stopped at <|eos|> as headd stops it, for the caller's request
+ * sid (an id of the caller's, none of the head's sessions'): its stream is
+ * sf_fleet_sim_stream(f, sid, *gid). SF_E_CLOSED while the head is down; the pipeline's own
+ * refusals (SF_E_STATE before every stage has been up). */
+int sf_fleet_sim_pipe_generate(struct sf_fleet_sim *f, uint64_t sid, const uint32_t *ctx,
+			       uint32_t n, uint32_t max_new, uint64_t *gid, struct sf_err *err);
+/* Cancels the request's generation, and tells the caller FINISH (cancelled) as headd does. */
+int sf_fleet_sim_pipe_cancel(struct sf_fleet_sim *f, uint64_t sid, struct sf_err *err);
+/* What the fleet knows of a request's pipeline generation, beside its stream (the pointer
+ * stays good while the fleet lives). */
+struct sf_fleet_pipe_gen {
+	uint64_t sid, gid;
+	uint64_t started_ms, token_ms; /* when it was asked; when its last token came */
+	uint64_t ended_ms;             /* when its end came; 0: not yet */
+	bool running;
+	bool lost; /* running when the head crashed: gone with the process, no end told */
+};
+const struct sf_fleet_pipe_gen *sf_fleet_sim_pipe_gen(const struct sf_fleet_sim *f, uint64_t sid);
+/* What the pipeline's part of the fleet saw wrong (a stage refused by the pipeline); "". */
+const char *sf_fleet_sim_pipe_why(const struct sf_fleet_sim *f);
 
 /* What the caller got of a generation; NULL when it got nothing. */
 const struct sf_fleet_stream *sf_fleet_sim_stream(const struct sf_fleet_sim *f, uint64_t sid,

@@ -13,6 +13,9 @@ struct sim_asked {
 struct sim_node {
 	struct sf_fleet_sim *f;
 	uint32_t index;
+	bool stage;            /* a pipeline stage (its link the pipeline's, not the head's) */
+	uint32_t stage_k;
+	size_t budget[2];      /* a stage link: bytes each way that may still cross this step */
 	char label[32];
 	struct sf_engine *engine;
 	struct sf_node *node;
@@ -38,8 +41,9 @@ struct sf_fleet_sim {
 	uint64_t now;
 	uint64_t next_link;
 	struct sf_head *head;
-	struct sim_node nodes[SF_FLEET_SIM_MAX_NODES];
-	uint32_t n_nodes;
+	struct sim_node nodes[SF_FLEET_SIM_MAX_NODES + SF_FLEET_SIM_MAX_STAGES];
+	uint32_t n_nodes;      /* the fleet's; the pipeline's stages come after them */
+	uint32_t n_stages;
 	sf_fleet_tap_fn tap;
 	void *tap_arg;
 	struct sf_fleet_stream *streams;
@@ -56,6 +60,13 @@ struct sf_fleet_sim {
 	uint64_t head_up_at;
 	uint32_t crashes;
 	char why[256]; /* what the fleet saw wrong itself (a replay with a gap); "" when nothing */
+	/* The pipeline (fleet_sim_pipe.c): its machine (NULL while the head is down), the
+	 * stage links' random source, and every request's generation. */
+	struct sf_pipe *pipe;
+	uint64_t stage_rng;
+	struct sf_fleet_pipe_gen *pgens; /* SF_FLEET_SIM_MAX_PIPE_GENS, in the order asked */
+	uint32_t n_pgens;
+	char pipe_why[320];
 };
 
 /* The head's event callback. */
@@ -73,7 +84,18 @@ void sf__fleet_wal_release(struct sf_fleet_sim *f);
 void sf__fleet_wal_crash(struct sf_fleet_sim *f);
 /* Into a new head machine: every session of the table. */
 void sf__fleet_wal_restore(struct sf_fleet_sim *f);
-/* The head machine and its nodes (labels "node-N", index N), ids from first_id. */
+/* The head machine and its nodes (labels "node-N", index N), ids from first_id; and, with
+ * stages, the pipeline machine. */
 int sf__fleet_head_machine(struct sf_fleet_sim *f, uint64_t first_id, struct sf_err *err);
+
+/* The pipeline (fleet_sim_pipe.c). */
+int sf__fleet_pipe_machine(struct sf_fleet_sim *f, struct sf_err *err);
+void sf__fleet_pipe_free(struct sf_fleet_sim *f);
+/* A stage's link opened, closed, or brought a message, at the head's end. */
+void sf__fleet_pipe_up(struct sf_fleet_sim *f, struct sim_node *n);
+void sf__fleet_pipe_down(struct sf_fleet_sim *f, struct sim_node *n);
+void sf__fleet_pipe_msg(struct sf_fleet_sim *f, struct sim_node *n, const struct sf_msg *m);
+/* The head process died: the pipeline machine goes, its generations with it. */
+void sf__fleet_pipe_crash(struct sf_fleet_sim *f);
 
 #endif

@@ -1,18 +1,22 @@
 /* fleet-sim: the deterministic fleet simulation. One seed drives everything: the fleet's
  * shape, the workload (sessions opened over time, generations with or without logprobs and
- * wall budgets, next turns, cancels, parks and closes) and the faults (short reads and
+ * wall budgets, next turns, cancels, parks and closes; beside them, generations through a
+ * pipeline of 1 to 4 stage nodes, sim_pipe.c) and the faults (short reads and
  * writes, clogged paths, resets at any byte, dropped links, half-open links, node pauses
  * past the silence limit, crashes that lose a node's memory, nodes dead with dials refused,
  * clock steps; in a quarter of the seeds, head crashes with a durable log), all on the
- * simulated clock of src/sim/fleet_sim over the real head and node machines and real links.
- * After every step it checks the delivery promise of docs/RELIABILITY.md on every stream;
- * once the faults stop, that every generation ends (liveness).
+ * simulated clock of src/sim/fleet_sim over the real head, node and pipeline machines and
+ * real links. After every step it checks the delivery promise of docs/RELIABILITY.md on
+ * every stream, and every pipeline stream against the unsplit engine's; once the faults
+ * stop, that every generation ends (liveness).
  *   fleet-sim --seed N [-v]          one seed; -v prints its trace as it goes
  *   fleet-sim --seeds A..B           every seed in the range; a summary with seeds/second
  *   --planted-bug skip-replay        plant a bug in the head (the check must catch it)
  *   --planted-bug ack-early          plant one in the durable log: the head hears an event
  *                                    is durable before it is (a crash then loses events the
  *                                    node let go)
+ *   --planted-bug pipe-twice         plant one in the pipeline: a step asked again after its
+ *                                    stage's link went down passes its token on twice
  *   --check-replay                   run each seed twice: the traces and streams must agree
  * Exit status: 0 every seed held the promise, 1 a seed broke it (seed and trace printed),
  * 2 usage. */
@@ -69,6 +73,7 @@ static int run_seed(struct run *r)
 	r->capped = !below(r, 4);
 	if (r->capped)
 		cfg.node.max_sessions = 4 + below(r, 24);
+	sim_pipe_config(r, &cfg); /* its own stream: the rest draws as it did without it */
 	struct sf_err err;
 	if (sf_fleet_sim_new(&r->f, &cfg, &err)) {
 		snprintf(r->why, sizeof(r->why), "fleet: %s", err.msg);
@@ -81,6 +86,8 @@ static int run_seed(struct run *r)
 	      r->seed, r->n_nodes, cfg.head.replace_after_ms, nf.max_chunk, nf.clog_pct,
 	      nf.reset_permille, cfg.engine.decode_steps_per_s, cfg.engine.prefill_us_per_token,
 	      cfg.node.max_retained_events, cfg.node.max_sessions);
+	sim_trace(r, "pipeline: %u stage%s, a step timeout of %u ms", r->n_stages,
+		  r->n_stages == 1 ? "" : "s", r->pipe_timeout_ms);
 	if (r->n_crashes)
 		sim_trace(r, "head: a write-ahead log (an event reaches the caller 0..20 ms after it "
 			  "is logged, once durable), %u crash%s", r->n_crashes,
@@ -88,6 +95,8 @@ static int run_seed(struct run *r)
 	sf_fleet_sim_tap(r->f, sim_tap, r);
 	for (uint32_t i = 0; i < r->n_nodes; i++)
 		(void)sf_fleet_sim_connect(r->f, i);
+	for (uint32_t k = 0; k < r->n_stages; k++) /* open a step or two later */
+		(void)sf_fleet_sim_connect(r->f, sf_fleet_sim_stage(r->f, k));
 	sf_fleet_sim_faults(r->f, &nf);
 	uint32_t fault_per_10k = 5 + below(r, 40), start_per_10k = 100 + below(r, 300);
 	int rc = 0;
@@ -102,6 +111,8 @@ static int run_seed(struct run *r)
 			sim_close_one(r);
 		if (below(r, 10000) < fault_per_10k)
 			sim_fault(r);
+		if (!rc)
+			rc = sim_pipe_step(r);
 		for (uint32_t k = 0; k < r->n_crashes; k++)
 			if (r->crash_at[k] == ms)
 				sim_head_crash(r, r->crash_down[k]);
@@ -110,23 +121,34 @@ static int run_seed(struct run *r)
 		uint32_t node;
 		if (sf_fleet_sim_resets(r->f, &node) != resets) {
 			r->faults++;
-			sim_trace(r, "node %u: connection reset mid-stream", node);
+			if (node < r->n_nodes)
+				sim_trace(r, "node %u: connection reset mid-stream", node);
+			else
+				sim_trace(r, "stage %u: connection reset mid-stream", node - r->n_nodes + 1);
 		}
 		if (!rc)
 			rc = sim_check(r, false);
+		if (!rc)
+			rc = sim_pipe_check(r, false);
 	}
 	/* Heal: no more faults; every node dialed again; every generation must end. */
 	sf_fleet_sim_faults(r->f, NULL);
 	sim_trace(r, "faults stop");
-	for (uint32_t ms = 0; ms < HEAL_MS && !rc && !sim_all_ended(r); ms++) {
+	for (uint32_t ms = 0; ms < HEAL_MS && !rc && !(sim_all_ended(r) && sim_pipe_all_ended(r));
+	     ms++) {
 		for (uint32_t i = 0; ms % 50 == 0 && i < r->n_nodes; i++)
 			if (!sf_fleet_sim_linked(r->f, i))
 				(void)sf_fleet_sim_connect(r->f, i);
-		sf_fleet_sim_run(r->f, 1);
+		sf_fleet_sim_run(r->f, 1); /* (the head dials its stages again itself) */
 		rc = sim_check(r, false);
+		if (!rc)
+			rc = sim_pipe_check(r, false);
 	}
 	if (!rc)
 		rc = sim_check(r, true);
+	if (!rc)
+		rc = sim_pipe_check(r, true);
+	sim_pipe_fold(r);
 	for (uint32_t k = 0; k < r->n_gens; k++) {
 		const struct sf_fleet_stream *s = sf_fleet_sim_stream(r->f, r->gens[k].sid,
 								       r->gens[k].gid);
@@ -143,7 +165,7 @@ static int run_seed(struct run *r)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: fleet-sim --seed N [-v] | --seeds A..B  [--planted-bug skip-replay|ack-early] "
+	fprintf(stderr, "usage: fleet-sim --seed N [-v] | --seeds A..B  [--planted-bug skip-replay|ack-early|pipe-twice] "
 		"[--check-replay]\n");
 	return 2;
 }
@@ -166,6 +188,8 @@ int main(int argc, char **argv)
 				sf_head_planted_bug = SF_HEAD_BUG_SKIP_REPLAY;
 			else if (!strcmp(argv[i], "ack-early"))
 				sf_fleet_sim_wal_planted_bug = SF_FLEET_WAL_BUG_ACK_EARLY;
+			else if (!strcmp(argv[i], "pipe-twice"))
+				sf_pipe_planted_bug = SF_PIPE_BUG_TWICE;
 			else
 				return usage();
 		} else if (!strcmp(argv[i], "--check-replay")) {
@@ -181,6 +205,7 @@ int main(int argc, char **argv)
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	uint64_t gens = 0, faults = 0, tokens = 0, early = 0, crashes = 0, crash_seeds = 0;
+	uint64_t pgens = 0, ptokens = 0, ptimeouts = 0;
 	for (uint64_t seed = a; seed <= b; seed++) {
 		struct run *r = calloc(1, sizeof(*r));
 		if (!r)
@@ -219,6 +244,9 @@ int main(int argc, char **argv)
 		early += r->ended_early;
 		crashes += r->head_crashes;
 		crash_seeds += r->n_crashes > 0;
+		pgens += r->n_pgens;
+		ptokens += r->pipe_tokens;
+		ptimeouts += r->pipe_timeouts;
 		free(r);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -227,7 +255,9 @@ int main(int argc, char **argv)
 	printf("fleet-sim: seeds %" PRIu64 "..%" PRIu64 " held the promise: %" PRIu64 " seeds, %"
 	       PRIu64 " generations, %" PRIu64 " tokens, %" PRIu64 " faults (%" PRIu64 " head "
 	       "crashes in %" PRIu64 " seeds), %" PRIu64 " cut short (cancelled, or the lease ran "
-	       "out); %.1f s, %.1f seeds/s\n",
-	       a, b, n, gens, tokens, faults, crashes, crash_seeds, early, s, s > 0 ? n / s : 0.0);
+	       "out); %" PRIu64 " pipeline generations, %" PRIu64 " tokens, %" PRIu64 " failed "
+	       "at a stage's timeout; %.1f s, %.1f seeds/s\n",
+	       a, b, n, gens, tokens, faults, crashes, crash_seeds, early, pgens, ptokens, ptimeouts,
+	       s, s > 0 ? n / s : 0.0);
 	return 0;
 }

@@ -1,6 +1,7 @@
 /* fleet-sim's run: one seed's fleet, workload, trace and what its checks saw, shared by the
  * driver (fleet_sim_main.c), the workload (sim_workload.c), the faults (sim_faults.c), the
- * checks of the promise (sim_check.c) and the trace (sim_trace.c). */
+ * checks of the promise (sim_check.c), the pipeline's workload, faults and checks
+ * (sim_pipe.c) and the trace (sim_trace.c). */
 #ifndef SF_TESTS_SIM_RUN_H
 #define SF_TESTS_SIM_RUN_H
 
@@ -34,6 +35,25 @@ struct gen {
 	struct sf_sampling smp;
 };
 
+/* A pipeline generation: a request of the caller's (sid, its own id) with the whole
+ * conversation, as the API sends the pipeline one; greedy, as the pipeline decodes. */
+#define MAX_PGENS 48
+
+struct pgen {
+	uint64_t sid, gid;
+	uint32_t turn;
+	bool followed, cancelled;
+	uint32_t ctx[MAX_CTX];
+	uint32_t n_ctx;
+	uint32_t want[MAX_NEW + 1]; /* the unsplit engine's stream */
+	size_t n_want;
+	uint32_t want_reason;
+	const struct sf_fleet_stream *s;       /* its stream, once it has one */
+	uint32_t n_checked;                    /* its tokens checked so far (they only grow) */
+	bool settled;                          /* ended and checked: nothing more to see */
+	const struct sf_fleet_pipe_gen *pg;    /* the fleet's record of it */
+};
+
 /* The highest watermark the head sent for a (session, generation, epoch). */
 struct mark {
 	uint64_t sid, gid, epoch, seq;
@@ -61,8 +81,15 @@ struct run {
 	 * that the other seeds run as they did before there were any. */
 	uint64_t crash_rng;
 	uint32_t n_crashes, crash_at[3], crash_down[3];
+	/* The pipeline (sim_pipe.c): its own random stream too; its stages, step timeout and
+	 * rates, and its generations. */
+	uint64_t pipe_rng;
+	uint32_t n_stages, pipe_timeout_ms, pipe_start_per_10k, pipe_fault_per_10k;
+	struct pgen pgens[MAX_PGENS];
+	uint32_t n_pgens;
 	/* Counts, for the summary. */
 	uint64_t faults, tokens, ended_early, head_crashes;
+	uint64_t pipe_tokens, pipe_timeouts;
 };
 
 /* The run's random source (splitmix64); the network's faults draw from their own, seeded
@@ -93,6 +120,15 @@ void sim_cancel_one(struct run *r);
 void sim_fault(struct run *r);
 /* The head process dies, and starts again down_ms later from its log. */
 void sim_head_crash(struct run *r, uint32_t down_ms);
+
+/* The pipeline: its shape into cfg (drawn from its own stream), a millisecond of its workload
+ * and faults while the faults run (-1 with r->why when no expected stream), its checks
+ * (final: once the run ended), and its counts at the end of the run. */
+void sim_pipe_config(struct run *r, struct sf_fleet_sim_config *cfg);
+int sim_pipe_step(struct run *r);
+int sim_pipe_check(struct run *r, bool final);
+bool sim_pipe_all_ended(struct run *r);
+void sim_pipe_fold(struct run *r);
 
 /* The checks: the head's messages (watermarks), every stream after a step (final: once the
  * faults stopped and the run ended); -1 with r->why naming the broken clause. */
