@@ -76,6 +76,41 @@ int sfd_listen_socket(const char *addr, char *bound, size_t bound_len, char *why
 	return fd;
 }
 
+int sfd_listen_group(const char *addr, unsigned n, int *fds, char *bound, size_t bound_len,
+		     char *why, size_t why_len)
+{
+	/* A plain socket first: it fails where something listens already (SO_REUSEPORT alone
+	 * would share the port with it) and, for port 0, picks the port the group binds. */
+	int probe = sfd_listen_socket(addr, bound, bound_len, why, why_len);
+	if (probe < 0)
+		return -1;
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int rc = getsockname(probe, (struct sockaddr *)&ss, &len);
+	close(probe);
+	if (rc) {
+		snprintf(why, why_len, "cannot listen on %s: %s", addr, strerror(errno));
+		return -1;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		int one = 1;
+		if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+		    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) ||
+		    bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 512) < 0) {
+			snprintf(why, why_len, "cannot listen on %s (socket %u of %u): %s", bound,
+				 i + 1, n, strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			while (i > 0)
+				close(fds[--i]);
+			return -1;
+		}
+		fds[i] = fd;
+	}
+	return 0;
+}
+
 int sfd_unix_listen(const char *path, const char *what, char *why, size_t why_len)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };

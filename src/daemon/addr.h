@@ -16,6 +16,13 @@ int sfd_resolve(const char *addr, bool passive, struct sockaddr_storage *ss, soc
  * HOST:PORT. Returns the fd, or -1 with a sentence in why. */
 int sfd_listen_socket(const char *addr, char *bound, size_t bound_len, char *why, size_t why_len);
 
+/* n listening sockets on one address (SO_REUSEPORT: the kernel spreads new connections over
+ * them), one for each of n loops; the first binds addr (port 0: any), the rest its port.
+ * Refuses an address another socket already listens on, as sfd_listen_socket does.
+ * Returns 0, or -1 with a sentence in why (nothing left open). */
+int sfd_listen_group(const char *addr, unsigned n, int *fds, char *bound, size_t bound_len,
+		     char *why, size_t why_len);
+
 /* "HOST:PORT" of a socket address. */
 void sfd_addr_name(const struct sockaddr *sa, socklen_t len, char *out, size_t n);
 

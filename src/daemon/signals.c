@@ -1,9 +1,11 @@
 #include "daemon/signals.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 
 static struct sf_loop *wake_loop;
 static atomic_int stop_flag, hup_flag;
@@ -48,4 +50,36 @@ bool sfd_signals_take_stop(void)
 bool sfd_signals_take_hup(void)
 {
 	return atomic_exchange(&hup_flag, 0) != 0;
+}
+
+static void stop_set(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGHUP);
+}
+
+int sfd_signals_block(void)
+{
+	sigset_t set;
+	stop_set(&set);
+	signal(SIGPIPE, SIG_IGN);
+	return pthread_sigmask(SIG_BLOCK, &set, NULL) ? -1 : 0;
+}
+
+int sfd_signals_wait(int ms)
+{
+	sigset_t set;
+	stop_set(&set);
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+	int sig = sigtimedwait(&set, NULL, &ts);
+	return sig > 0 ? sig : 0;
+}
+
+void sfd_signals_unblock(void)
+{
+	sigset_t set;
+	stop_set(&set);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 }

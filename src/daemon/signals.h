@@ -15,4 +15,13 @@ void sfd_signals_reset(void);
 bool sfd_signals_take_stop(void);
 bool sfd_signals_take_hup(void);
 
+/* For a process of many loops, each on its own thread: blocks SIGTERM, SIGINT and SIGHUP in
+ * the caller (threads it starts after inherit that, so none takes them by surprise) and
+ * ignores SIGPIPE; the caller then waits for them with sfd_signals_wait. 0 or -1. */
+int sfd_signals_block(void);
+/* Waits up to ms for one of the blocked signals; returns it, or 0 when none came. */
+int sfd_signals_wait(int ms);
+/* Unblocks them again (before the process goes on alone). */
+void sfd_signals_unblock(void);
+
 #endif

@@ -317,7 +317,7 @@ static void on_recv(struct sf_loop *loop, struct sf_conn *c, struct io_uring_cqe
 	loop->stats.recv_calls++;
 	if (cqe->flags & IORING_CQE_F_BUFFER) {
 		unsigned bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
-		if (c && !c->dead && cqe->res > 0)
+		if (c && (!c->dead || c->detach_fn) && cqe->res > 0)
 			sf__loop_deliver(loop, c, s->bufs + (size_t)bid * BUF_SIZE, (size_t)cqe->res);
 		recycle(s, bid);
 	}

@@ -137,6 +137,16 @@ static void reap(struct sf_loop *loop)
 		*pp = c->next_dead;
 		if (loop->be->conn_gone)
 			loop->be->conn_gone(loop, c);
+		if (c->detach_fn) {
+			int fd = c->close_err ? -1 : c->fd;
+			if (fd < 0 && c->fd >= 0)
+				close(c->fd);
+			c->fd = -1;
+			c->detach_fn(loop, fd, sf_buf_head(&c->stash), sf_buf_used(&c->stash),
+				     c->detach_arg);
+			conn_free(c);
+			continue;
+		}
 		if (c->fd >= 0)
 			close(c->fd);
 		c->fd = -1;
@@ -569,6 +579,16 @@ void sf_conn_close(struct sf_conn *c, bool flush)
 	conn_kill(c, 0);
 }
 
+int sf_conn_detach(struct sf_conn *c, sf_detach_fn fn, void *arg)
+{
+	if (c->dead || c->closing || c->dialing || c->detach_fn)
+		return SF_E_STATE;
+	c->detach_fn = fn;
+	c->detach_arg = arg;
+	sf_conn_close(c, true); /* sends what is queued, then lets go (reap) */
+	return 0;
+}
+
 void sf__loop_conn_failed(struct sf_loop *loop, struct sf_conn *c, int err)
 {
 	conn_kill(c, err);
@@ -582,8 +602,12 @@ int sf_conn_fd(const struct sf_conn *c) { return c->fd; }
 /* Offers bytes to the owner; what it leaves waits in the stash, bounded. */
 void sf__loop_deliver(struct sf_loop *loop, struct sf_conn *c, const uint8_t *p, size_t n)
 {
-	if (c->dead)
+	if (c->dead) {
+		/* Detaching: what arrives goes with the socket to its next owner. */
+		if (c->detach_fn && !c->close_err && sf_buf_append(&c->stash, p, n))
+			c->close_err = ENOBUFS;
 		return;
+	}
 	loop->stats.bytes_in += n;
 	if (!c->on_turn_list) {
 		c->on_turn_list = true;

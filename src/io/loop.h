@@ -110,6 +110,17 @@ size_t sf_conn_unsent(const struct sf_conn *c);
 /* Closes after what was written is sent (flush) or at once (!flush); on_closed follows. */
 void sf_conn_close(struct sf_conn *c, bool flush);
 
+/* The socket of a detached connection, with the bytes it received that on_recv did not take
+ * (and any that arrived while detaching), to be taken on by another loop. fd is -1 when the
+ * connection failed meanwhile (it was closed). Runs on the loop's thread, on a later turn. */
+typedef void (*sf_detach_fn)(struct sf_loop *loop, int fd, const uint8_t *rx, size_t n,
+			     void *arg);
+/* Lets go of the socket without closing it, for a hand-off to another shard: what was written
+ * is sent first, then, once no kernel operation points into the connection, fn gets the
+ * socket; on_closed is not called. Nothing may be written after this. Returns 0, or
+ * SF_E_STATE when the connection is closing, detaching or still dialing. */
+int sf_conn_detach(struct sf_conn *c, sf_detach_fn fn, void *arg);
+
 void *sf_conn_user(const struct sf_conn *c);
 void sf_conn_set_user(struct sf_conn *c, void *user);
 struct sf_loop *sf_conn_loop(const struct sf_conn *c);

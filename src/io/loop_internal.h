@@ -57,6 +57,8 @@ struct sf_conn {
 	int zc_pending;      /* SEND_ZC notifications still to come */
 	bool waiting_fixed;  /* wants a fixed buffer when one is free */
 	bool fixed_file;     /* io_uring: its socket is in the registered file table at slot */
+	sf_detach_fn detach_fn; /* sf_conn_detach: the socket goes to it, not to close() */
+	void *detach_arg;
 };
 
 /* A file write sf_loop_file_write started, until its done runs. */

@@ -24,13 +24,10 @@ struct shard {
 
 struct sf_shards {
 	unsigned n;
-	struct sf_loop_config cfg;
-	bool pin;
-	sf_shard_start_fn start;
-	sf_inbox_fn inbox_fn;
-	void *arg;
+	struct sf_shards_config cfg;
 	atomic_bool stopping;
-	pthread_barrier_t ready, done;
+	pthread_barrier_t ready, go, done;
+	bool failed; /* a shard's start failed: none runs */
 	struct shard shard[];
 };
 
@@ -46,6 +43,7 @@ unsigned sf_shards_default_count(void)
 static void drain_inbox(struct sf_loop *loop, void *arg)
 {
 	struct shard *sh = arg;
+	sf_inbox_fn fn = sh->all->cfg.inbox;
 	for (;;) {
 		void *batch[64];
 		uint32_t n = 0;
@@ -56,8 +54,8 @@ static void drain_inbox(struct sf_loop *loop, void *arg)
 			sh->inbox.count--;
 		}
 		pthread_mutex_unlock(&sh->inbox.mu);
-		for (uint32_t i = 0; i < n && sh->all->inbox_fn; i++)
-			sh->all->inbox_fn(loop, sh->index, batch[i]);
+		for (uint32_t i = 0; i < n && fn; i++)
+			fn(loop, sh->index, batch[i]);
 		if (n < 64)
 			break;
 	}
@@ -87,24 +85,35 @@ static void *shard_main(void *arg)
 {
 	struct shard *sh = arg;
 	struct sf_shards *all = sh->all;
-	if (all->pin)
+	const struct sf_shards_config *cfg = &all->cfg;
+	if (cfg->pin)
 		pin_to_cpu(sh->index);
 	struct sf_err err;
 	/* The ring is made on the thread that uses it: SINGLE_ISSUER wants that. */
-	sh->start_rc = sf_loop_new(&sh->loop, &all->cfg, &err);
+	sh->start_rc = sf_loop_new(&sh->loop, &cfg->loop, &err);
 	if (sh->start_rc)
 		fprintf(stderr, "superfluid: shard %u: %s\n", sh->index, err.msg);
 	else
 		sf_loop_on_wake(sh->loop, drain_inbox, sh);
-	if (!sh->start_rc && all->start)
-		sh->start_rc = all->start(sh->loop, sh->index, all->arg);
+	if (!sh->start_rc && cfg->start)
+		sh->start_rc = cfg->start(sh->loop, sh->index, cfg->arg);
 	pthread_barrier_wait(&all->ready);
-	if (!sh->start_rc && !atomic_load(&all->stopping))
-		sf_loop_run(sh->loop);
-	/* Free the loop here, on its own thread (SINGLE_ISSUER), once stop has woken them all. */
+	pthread_barrier_wait(&all->go); /* all->failed is known by now */
+	if (!all->failed && !atomic_load(&all->stopping)) {
+		if (cfg->run)
+			cfg->run(sh->loop, sh->index, cfg->arg);
+		else
+			sf_loop_run(sh->loop);
+	}
+	/* Free the loop here, on its own thread (SINGLE_ISSUER), once stop has woken them all:
+	 * no shard sends to another after this barrier, so what is left in the inbox is all. */
 	pthread_barrier_wait(&all->done);
+	if (sh->loop)
+		drain_inbox(sh->loop, sh);
 	sf_loop_free(sh->loop);
 	sh->loop = NULL;
+	if (cfg->fini)
+		cfg->fini(sh->index, cfg->arg);
 	return NULL;
 }
 
@@ -112,6 +121,15 @@ int sf_shards_start(struct sf_shards **out, unsigned n, const struct sf_loop_con
 		    bool pin, sf_shard_start_fn start, sf_inbox_fn inbox, void *arg,
 		    struct sf_err *err)
 {
+	struct sf_shards_config c = { .n = n, .loop = *cfg, .pin = pin, .start = start,
+				      .inbox = inbox, .arg = arg };
+	return sf_shards_start_cfg(out, &c, err);
+}
+
+int sf_shards_start_cfg(struct sf_shards **out, const struct sf_shards_config *cfg,
+			struct sf_err *err)
+{
+	unsigned n = cfg->n;
 	if (n == 0 || n > SF_SHARDS_MAX)
 		return sf_err_set(err, SF_E_RANGE, "shard count %u is not in 1..%d", n, SF_SHARDS_MAX);
 	struct sf_shards *s = calloc(1, sizeof(*s) + n * sizeof(struct shard));
@@ -119,11 +137,9 @@ int sf_shards_start(struct sf_shards **out, unsigned n, const struct sf_loop_con
 		return sf_err_set(err, SF_E_NOMEM, "no memory for %u shards", n);
 	s->n = n;
 	s->cfg = *cfg;
-	s->pin = pin;
-	s->start = start;
-	s->inbox_fn = inbox;
-	s->arg = arg;
+	*out = s; /* before the threads start: their hand-offs may use it at once */
 	pthread_barrier_init(&s->ready, NULL, n + 1);
+	pthread_barrier_init(&s->go, NULL, n + 1);
 	pthread_barrier_init(&s->done, NULL, n + 1);
 	for (unsigned i = 0; i < n; i++) {
 		struct shard *sh = &s->shard[i];
@@ -140,12 +156,15 @@ int sf_shards_start(struct sf_shards **out, unsigned n, const struct sf_loop_con
 	}
 	pthread_barrier_wait(&s->ready);
 	for (unsigned i = 0; i < n; i++)
+		s->failed |= s->shard[i].start_rc != 0;
+	pthread_barrier_wait(&s->go);
+	for (unsigned i = 0; i < n; i++)
 		if (s->shard[i].start_rc) {
 			int rc = s->shard[i].start_rc;
+			*out = NULL;
 			sf_shards_stop(s);
 			return sf_err_set(err, rc < 0 ? rc : SF_E_STATE, "shard %u failed to start", i);
 		}
-	*out = s;
 	return 0;
 }
 
@@ -182,9 +201,11 @@ void sf_shards_stop(struct sf_shards *s)
 		free(sh->inbox.ring);
 	}
 	pthread_barrier_destroy(&s->ready);
+	pthread_barrier_destroy(&s->go);
 	pthread_barrier_destroy(&s->done);
 	free(s);
 }
 
+bool sf_shards_stopping(const struct sf_shards *s) { return atomic_load(&s->stopping); }
 unsigned sf_shards_count(const struct sf_shards *s) { return s->n; }
 struct sf_loop *sf_shards_loop(struct sf_shards *s, unsigned i) { return s->shard[i].loop; }

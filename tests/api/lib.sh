@@ -23,8 +23,10 @@ start_node() { # name [more options]: sets $port and $npid
 	done
 	echo "     | node $1 did not start"; return 1
 }
+# HEADD_SHARDS=N runs every head with --shards N (the *.shards tests).
 start_head() { # log name, fleet, [more options]: sets $hport (the HTTP port) and $hpid
-	"$headd" --fleet "$2" --admin-socket "$work/$1.sock" --listen-http 127.0.0.1:0 "${@:3}" \
+	"$headd" --fleet "$2" --admin-socket "$work/$1.sock" --listen-http 127.0.0.1:0 \
+		${HEADD_SHARDS:+--shards "$HEADD_SHARDS"} "${@:3}" \
 		2>"$work/$1.err" &
 	hpid=$!; pids+=("$hpid")
 	for _ in $(seq 100); do

@@ -78,6 +78,8 @@ static void on_accept(struct sf_loop *loop, int fd, void *arg)
 
 int headd_admin_listen(struct headd *d)
 {
+	if (!d->opts->admin_socket)
+		return 0; /* a shard past the first: shard 0 serves it */
 	char why[512];
 	int fd = sfd_unix_listen(d->opts->admin_socket, "--admin-socket", why, sizeof(why));
 	if (fd < 0) {
@@ -90,6 +92,7 @@ int headd_admin_listen(struct headd *d)
 			  sf_code_name(rc));
 		return -1;
 	}
+	d->admin_bound = true;
 	sfd_info("admin socket %s", d->opts->admin_socket);
 	return 0;
 }

@@ -14,12 +14,17 @@
 #include "api/chat_codec.h"
 #include "head/state_ops.h"
 #include "head/tok_client.h"
+#include "head/head.h"
+#include "head/blob_cache.h"
+#include "wal/wal.h"
 #include "http/http_conn.h"
 #include "http/tls.h"
 
 struct headd;
 struct headd_req;
 struct headd_tr;
+struct headd_part;
+struct headd_gather;
 
 /* One client connection. */
 struct headd_http {
@@ -33,6 +38,9 @@ struct headd_http {
 	bool ended;               /* a response ended: close, or take the next request */
 	struct sf_http_conn_ops http_ops; /* the callbacks, with this connection as arg */
 	struct sf_tls_ops tls_ops;
+	const struct sf_http_request *move_req; /* being handed to shard move_to */
+	unsigned move_to;
+	struct headd_gather *gather; /* the answer waiting on other shards, or NULL */
 	struct headd_http *next;
 };
 
@@ -168,6 +176,13 @@ size_t headd_http_unsent(const struct headd_http *h);
 /* The response to the connection's request has ended: close, or take the next one. */
 void headd_http_response_done(struct headd_http *h);
 void headd_http_service(struct headd_http *h); /* acts on ended (after each turn) */
+/* Hands h, and its request r, to shard k (which answers it): its socket goes once what was
+ * written is sent. */
+void headd_http_handoff(struct headd_http *h, const struct sf_http_request *r, unsigned k);
+/* Shard k's side: h goes on here with socket fd (and bytes that came with it). */
+void headd_http_adopt(struct headd *d, struct headd_http *h, int fd, const uint8_t *rx,
+		      size_t n);
+void headd_http_drop(struct headd_http *h); /* frees one never adopted */
 
 /* api_routes.c */
 bool headd_model_served(struct headd *d, const char *model);
@@ -199,7 +214,9 @@ void headd_resume(struct headd_http *h, enum sf_api_kind kind, const char *id,
 /* api_tokenize.c: POST /v1/tokenize and GET /v1/fleet */
 void headd_tokenize_start(struct headd_http *h, const struct sf_http_request *r);
 void headd_tokenize_answer(struct headd_req *q, const uint32_t *tokens, uint32_t n);
-void headd_fleet_page(struct headd_http *h);
+void headd_fleet_page(struct headd_http *h, const struct headd_part *sum);
+/* Sessions running on each of d's nodes (out: d->n_nodes entries). */
+void headd_fleet_sessions(struct headd *d, uint32_t *out);
 
 /* api_transcribe.c: POST /v1/audio/transcriptions */
 int headd_transcribe_init(struct headd *d);   /* 0 or -1 (logged) */
@@ -229,10 +246,28 @@ int headd_keys_load(struct headd *d, const char *path); /* 0 or -1 (logged) */
 /* Whether the request may go on; answers the 401 itself when not. */
 bool headd_keys_check(struct headd_http *h, const struct sf_http_request *r);
 
+/* One shard's numbers, for /metrics and /v1/fleet (gather.c sums every shard's). */
+struct headd_part {
+	struct headd_metrics m;     /* m.link_opens: n_nodes entries, the part's own memory */
+	uint32_t n_nodes;
+	uint32_t *node_sessions;    /* sessions running on each node, n_nodes */
+	struct sf_head_stats st;
+	struct sf_tok_cache_stats tc;
+	bool has_ops, has_wal;
+	struct sf_state_ops_stats so;
+	struct sf_blob_cache_stats bc;
+	struct sf_wal_stats ws;
+	uint64_t wal_queued, wal_sessions, wal_restored, wal_resumed;
+	uint64_t n_named;
+	uint64_t requests;          /* answered by this shard, all endpoints */
+	const uint64_t *by_shard;   /* in a sum: each shard's requests (n_shards), or NULL */
+};
+
 /* metrics.c */
 void headd_metrics_request(struct headd *d, enum headd_endpoint ep, int status);
 void headd_hist_add(struct headd_hist *hst, double v);
-void headd_metrics_page(struct headd_http *h);
+/* The page from the shards' numbers summed (sum), each node's state from h's shard. */
+void headd_metrics_page(struct headd_http *h, const struct headd_part *sum);
 
 /* fleet hooks for the tokenizer client (fleet_links.c calls these) */
 void headd_api_node_up(struct headd *d, uint32_t node, const struct sf_link_peer *p);

@@ -224,7 +224,7 @@ static int start_session(struct headd_req *q)
 	struct sf_err err;
 	int rc = 0;
 	if (!s || !s->opened) {
-		q->session_id = s ? s->session_id : ++d->next_session_id;
+		q->session_id = s ? s->session_id : headd_session_id_new(d);
 		headd_req_index(q);
 		struct sf_head_session_params p = {
 			.model = q->r.model,
@@ -407,7 +407,7 @@ void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct s
 	q->t_start = sf_loop_now(d->loop);
 	q->created_s = (uint64_t)time(NULL);
 	snprintf(q->id, sizeof(q->id), "%s-%016" PRIx64 "%08" PRIx64,
-		 kind == SF_API_CHAT ? "chatcmpl" : "cmpl", headd_gen_rand(d), ++d->api.next_id);
+		 kind == SF_API_CHAT ? "chatcmpl" : "cmpl", headd_gen_rand(d), headd_serial_new(d));
 	if (sf_api_parse_request(kind, r->body, r->body_len, &q->r, &e) || check(q, &e) ||
 	    named_for(q, r, &e)) {
 		headd_gen_free(q);

@@ -3,6 +3,8 @@
  * metrics.c's. */
 #include "headd.h"
 
+#include <jansson.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,6 +170,34 @@ static bool is(const struct sf_http_request *r, const char *method)
 	return !strcmp(r->method, method) || (!strcmp(method, "GET") && !strcmp(r->method, "HEAD"));
 }
 
+/* The shard that answers r: the one that owns the session or generation it names (by its
+ * name or id), else this one. */
+static unsigned owner_of(const struct headd *d, enum headd_endpoint ep,
+			 const struct sf_http_request *r, const char *resume_id)
+{
+	if (d->n_shards == 1)
+		return d->shard;
+	if (resume_id)
+		return headd_shard_of_request_id(d, resume_id);
+	if (ep == EP_SESSIONS && r->path[12] == '/' && r->path[13])
+		return headd_shard_of_name(d, r->path + 13);
+	if (ep != EP_CHAT && ep != EP_COMPLETIONS)
+		return d->shard;
+	const char *named = sf_http_header(r, "x-superfluid-session");
+	if (named && *named)
+		return headd_shard_of_name(d, named);
+	/* The body's "session" (read here only when the body names one at all). */
+	unsigned k = d->shard;
+	if (r->body_len && memmem(r->body, r->body_len, "\"session\"", 9)) {
+		json_t *o = json_loadb((const char *)r->body, r->body_len, 0, NULL);
+		const char *s = json_string_value(json_object_get(o, "session"));
+		if (s && *s)
+			k = headd_shard_of_name(d, s);
+		json_decref(o);
+	}
+	return k;
+}
+
 void headd_api_request(struct headd_http *h, const struct sf_http_request *r)
 {
 	enum headd_endpoint ep = endpoint_of(r->path);
@@ -181,7 +211,7 @@ void headd_api_request(struct headd_http *h, const struct sf_http_request *r)
 	}
 	if (ep == EP_METRICS) {
 		if (is(r, "GET"))
-			headd_metrics_page(h);
+			headd_gather_start(h, EP_METRICS);
 		else
 			not_allowed(h, r, "GET");
 		return;
@@ -197,6 +227,11 @@ void headd_api_request(struct headd_http *h, const struct sf_http_request *r)
 		ep = EP_COMPLETIONS;
 	}
 	h->ep = (int)ep;
+	unsigned owner = owner_of(h->d, ep, r, resume_id);
+	if (owner != h->d->shard) {
+		headd_http_handoff(h, r, owner);
+		return;
+	}
 	if (ep == EP_OTHER) {
 		struct sf_api_error e;
 		sf_api_fail(&e, 404, "invalid_request_error", "unknown_url", NULL,
@@ -243,7 +278,7 @@ void headd_api_request(struct headd_http *h, const struct sf_http_request *r)
 			not_allowed(h, r, "GET");
 			return;
 		}
-		headd_fleet_page(h);
+		headd_gather_start(h, EP_FLEET);
 		return;
 	case EP_MODELS:
 		if (!is(r, "GET")) {

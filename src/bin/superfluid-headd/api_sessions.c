@@ -37,7 +37,7 @@ struct headd_named *headd_named_new(struct headd *d, const char *name, const cha
 	}
 	snprintf(s->name, sizeof(s->name), "%s", name);
 	snprintf(s->model, sizeof(s->model), "%s", model);
-	s->session_id = session_id ? session_id : ++d->next_session_id;
+	s->session_id = session_id ? session_id : headd_session_id_new(d);
 	s->created_s = (uint64_t)time(NULL);
 	s->used_ms = sf_loop_now(d->loop);
 	s->next = d->api.named;

@@ -55,7 +55,7 @@ void headd_tokenize_start(struct headd_http *h, const struct sf_http_request *r)
 	q->r.model = model_copy;
 	q->t_start = sf_loop_now(d->loop);
 	q->tok = sf_tok_client_tokenizer(d->api.tok, model);
-	snprintf(q->id, sizeof(q->id), "tok-%" PRIu64, ++d->api.next_id);
+	snprintf(q->id, sizeof(q->id), "tok-%" PRIu64, headd_serial_new(d));
 	q->state = REQ_TOKENIZING;
 	h->req = q;
 	q->next = d->api.reqs;
@@ -101,11 +101,9 @@ void headd_tokenize_answer(struct headd_req *q, const uint32_t *tokens, uint32_t
 	headd_api_send_json(q->h, 200, text);
 }
 
-void headd_fleet_page(struct headd_http *h)
+void headd_fleet_sessions(struct headd *d, uint32_t *out)
 {
-	struct headd *d = h->d;
-	json_t *nodes = json_array();
-	for (uint32_t i = 0; i < d->n_nodes && nodes; i++) {
+	for (uint32_t i = 0; i < d->n_nodes; i++) {
 		const struct headd_node *n = &d->nodes[i];
 		uint32_t sessions = 0;
 		for (const struct headd_req *q = d->api.reqs; q; q = q->next)
@@ -114,6 +112,17 @@ void headd_fleet_page(struct headd_http *h)
 		for (const struct headd_named *s = d->api.named; s; s = s->next)
 			sessions += s->opened && !s->busy &&
 				    sf_head_session_node(d->head, s->session_id) == n->index;
+		out[i] = sessions;
+	}
+}
+
+void headd_fleet_page(struct headd_http *h, const struct headd_part *sum)
+{
+	struct headd *d = h->d;
+	json_t *nodes = json_array();
+	for (uint32_t i = 0; i < d->n_nodes && nodes; i++) {
+		const struct headd_node *n = &d->nodes[i];
+		uint32_t sessions = i < sum->n_nodes && sum->node_sessions ? sum->node_sessions[i] : 0;
 		json_array_append_new(nodes, json_pack(
 			"{s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:b}",
 			"node", n->addr, "identity", n->identity[0] ? n->identity : "-",
@@ -127,8 +136,8 @@ void headd_fleet_page(struct headd_http *h)
 			json_object_set_new(json_array_get(nodes, json_array_size(nodes) - 1),
 					    "stage", json_integer(n->stage + 1));
 	}
-	json_t *o = json_pack("{s:s, s:s, s:o}", "object", "fleet", "head", d->identity, "nodes",
-			      nodes);
+	json_t *o = json_pack("{s:s, s:s, s:i, s:o}", "object", "fleet", "head", d->identity,
+			      "shards", (int)d->n_shards, "nodes", nodes);
 	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	headd_api_send_json(h, 200, text);

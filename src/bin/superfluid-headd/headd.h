@@ -90,8 +90,16 @@ struct headd_wal {
 	uint64_t replay_ms;
 };
 
+struct headd_proc;
+struct headd_gather;
+
 struct headd {
-	const struct headd_opts *opts;
+	const struct headd_opts *opts; /* this shard's: its --wal-dir, its part of the limits */
+	struct headd_proc *proc;   /* the process: every shard, the hand-offs between them */
+	unsigned shard, n_shards;  /* this shard's index, and how many there are */
+	int http_fd;               /* the client API's listening socket the process made for it */
+	struct headd_gather *gathers; /* answers waiting on the other shards' parts */
+	bool admin_bound;          /* made the admin socket: removes it at the end */
 	struct sf_loop *loop;
 	struct sf_head *head;
 	char identity[SF_MAX_NAME];
@@ -179,6 +187,9 @@ void headd_wal_content(struct headd *d, uint64_t sid, uint32_t keep, const uint3
 void headd_wal_close(struct headd *d, uint64_t sid);
 /* Appends what d->wal.rec holds as a record of type (applied once durable). */
 void headd_wal_append_rec(struct headd *d, uint8_t type);
+/* wal_layout.c: whether dir's logs were written by a head of n shards (and, for n > 1,
+ * makes dir, whose shard-K directories the shards make); 0 or -1 (logged). */
+int headd_wal_layout_check(const char *dir, unsigned n);
 /* wal_restore.c: the sessions of a replayed log back into the head and the API. */
 int headd_wal_restore(struct headd *d);
 /* The node index a PLACED record's name means, or SF_HEAD_NO_NODE. */
@@ -190,6 +201,51 @@ void headd_wal_orphan_end(struct headd *d, uint64_t sid, uint64_t gid);
 void headd_wal_keep_sweep(struct headd *d);
 void headd_wal_keep_add(struct headd *d, uint64_t sid);
 void headd_wal_keep_free(struct headd *d);
+
+/* shard.c: one shard's life on its own thread: start (listeners, links, the log), turns,
+ * goodbye, and freeing what it held once its loop is gone. */
+int headd_shard_start(struct headd *d, struct sf_loop *loop); /* 0, or an exit status */
+void headd_shard_run(struct headd *d);     /* until the process stops or d->fatal */
+void headd_shard_goodbye(struct headd *d);
+void headd_shard_fini(struct headd *d);
+/* New ids of this shard's own: session id % n_shards == shard, and the same for the serial
+ * number in a request id, so that any shard can tell which one a named id belongs to. */
+uint64_t headd_session_id_new(struct headd *d);
+uint64_t headd_serial_new(struct headd *d);
+/* The shard a request id (chatcmpl-..., cmpl-...) or a session name belongs to. */
+unsigned headd_shard_of_request_id(const struct headd *d, const char *id);
+unsigned headd_shard_of_name(const struct headd *d, const char *name);
+
+/* proc.c: the process: its shards, signals, and messages between shards. */
+int headd_proc_main(const struct headd_opts *o, const uint8_t *token, size_t token_len);
+enum headd_msg_kind {
+	HEADD_MSG_WAKE = 1,  /* look at the process's stop flag */
+	HEADD_MSG_CONN,      /* a client connection handed over (headd_http_adopt) */
+	HEADD_MSG_GATHER,    /* fill your part of a gather */
+	HEADD_MSG_GATHERED,  /* (to the gather's shard) a part is in */
+};
+struct headd_msg {
+	enum headd_msg_kind kind;
+	struct headd_http *h; /* CONN */
+	int fd;
+	uint8_t *rx;          /* CONN: bytes that came with the socket (malloc'd) */
+	size_t n_rx;
+	struct headd_gather *g; /* GATHER, GATHERED */
+};
+/* Sends m (malloc'd; the receiver frees it) to shard k; 0, or -1 (its inbox is full, or the
+ * process is stopping: m is not taken). */
+int headd_proc_send(struct headd *d, unsigned k, struct headd_msg *m);
+/* Whether the process is stopping (any thread). */
+bool headd_proc_stopping(const struct headd *d);
+/* Tells the process to stop with exit status rc (a fatal error on a shard). */
+void headd_proc_fail(struct headd *d, int rc);
+
+/* gather.c: answers that need every shard's numbers (/metrics, /v1/fleet): the connection's
+ * shard asks the others for their part and answers once all are in. */
+void headd_gather_start(struct headd_http *h, int ep);
+void headd_gather_msg(struct headd *d, struct headd_msg *m);
+void headd_gather_client_gone(struct headd_http *h);
+void headd_gather_free_all(struct headd *d);
 
 /* head_tick.c: ticks the head and re-arms its timer; true when more work is due at once. */
 bool headd_tick(struct headd *d);

@@ -141,6 +141,8 @@ static void on_closed(struct sf_conn *conn, int err)
 	if (!h)
 		return;
 	h->conn = NULL;
+	if (h->gather)
+		headd_gather_client_gone(h);
 	if (h->req) {
 		headd_gen_client_gone(h->req); /* the request lets go of h (q->h = NULL) */
 		h->req = NULL;                 /* and h of it: either may be freed first */
@@ -202,6 +204,89 @@ static void on_accept(struct sf_loop *loop, int fd, void *arg)
 	d->api.conns = h;
 }
 
+/* ---- a connection handed to the shard that owns what it asks for ---- */
+
+void headd_http_drop(struct headd_http *h)
+{
+	sf_tls_free(h->tls);
+	sf_http_conn_free(h->http);
+	free(h);
+}
+
+static void unlink_conn(struct headd *d, struct headd_http *h)
+{
+	for (struct headd_http **pp = &d->api.conns; *pp; pp = &(*pp)->next)
+		if (*pp == h) {
+			*pp = h->next;
+			d->api.m.http_conns--;
+			return;
+		}
+}
+
+static void detached(struct sf_loop *loop, int fd, const uint8_t *rx, size_t n, void *arg)
+{
+	(void)loop;
+	struct headd_http *h = arg;
+	struct headd *d = h->d;
+	unlink_conn(d, h);
+	h->conn = NULL;
+	h->next = NULL;
+	struct headd_msg *m = fd >= 0 ? calloc(1, sizeof(*m)) : NULL;
+	if (m) {
+		m->kind = HEADD_MSG_CONN;
+		m->h = h;
+		m->fd = fd;
+		m->rx = n ? malloc(n) : NULL;
+		m->n_rx = n;
+		if (n && m->rx)
+			memcpy(m->rx, rx, n);
+	}
+	if (!m || (n && !m->rx) || headd_proc_send(d, h->move_to, m)) {
+		if (fd >= 0) {
+			sfd_warn("an HTTP client for shard %u: dropped (%s)", h->move_to,
+				 m ? "its inbox is full, or the head is stopping" : "out of memory");
+			close(fd);
+		}
+		if (m)
+			free(m->rx);
+		free(m);
+		headd_http_drop(h);
+	}
+}
+
+void headd_http_handoff(struct headd_http *h, const struct sf_http_request *r, unsigned k)
+{
+	h->move_req = r;
+	h->move_to = k;
+	if (!h->conn || sf_conn_detach(h->conn, detached, h)) {
+		h->failed = true;
+		if (h->conn)
+			sf_conn_close(h->conn, false);
+	}
+}
+
+void headd_http_adopt(struct headd *d, struct headd_http *h, int fd, const uint8_t *rx, size_t n)
+{
+	h->d = d;
+	h->conn = sf_conn_new(d->loop, fd, &conn_ops, h);
+	if (!h->conn) {
+		sfd_warn("an HTTP client handed over: the connection table is full");
+		close(fd);
+		headd_http_drop(h);
+		return;
+	}
+	d->api.m.http_conns++;
+	h->next = d->api.conns;
+	d->api.conns = h;
+	/* Bytes that came after the request (pipelined) go where they would have gone. */
+	if (n && on_recv(h->conn, rx, n) < n) {
+		h->failed = true;
+		sf_conn_close(h->conn, false);
+		return;
+	}
+	headd_api_request(h, h->move_req);
+}
+
 void headd_http_response_done(struct headd_http *h)
 {
 	h->req = NULL;
@@ -228,18 +313,25 @@ int headd_api_start(struct headd *d)
 	}
 	if (headd_transcribe_init(d))
 		return -1;
-	char bound[128], why[512];
-	int fd = sfd_listen_socket(d->opts->listen_http, bound, sizeof(bound), why, sizeof(why));
-	if (fd < 0) {
-		sfd_err("--listen-http %s: %s", d->opts->listen_http, why);
-		return -1;
-	}
+	/* The process bound it (one socket per shard, the kernel spreading clients over them). */
+	int fd = d->http_fd;
+	d->http_fd = -1;
+	char bound[128];
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0)
+		sfd_addr_name((struct sockaddr *)&ss, len, bound, sizeof(bound));
+	else
+		snprintf(bound, sizeof(bound), "%s", d->opts->listen_http);
 	int rc = sf_loop_listen(d->loop, fd, on_accept, d);
 	if (rc) {
 		sfd_err("--listen-http %s: the event loop refused it (%s)", d->opts->listen_http,
 			sf_code_name(rc));
+		close(fd);
 		return -1;
 	}
+	if (d->shard != 0)
+		return 0;
 	sfd_info("client API on %s://%s%s", a->tls ? "https" : "http", bound,
 		 a->n_keys ? " (bearer keys required)" : "");
 	return 0;

@@ -108,7 +108,7 @@ static const char *label(const char *s, char *buf, size_t n)
 	return buf;
 }
 
-static void nodes(struct page *pg, struct headd *d)
+static void nodes(struct page *pg, struct headd *d, const struct headd_part *sum)
 {
 	static const char *const names[][2] = {
 		{ "superfluid_node_up", "Whether the head's link to the node is open (1) or not (0)." },
@@ -124,10 +124,13 @@ static void nodes(struct page *pg, struct headd *d)
 		for (uint32_t i = 0; i < d->n_nodes; i++) {
 			const struct headd_node *n = &d->nodes[i];
 			char a[300], id[600];
-			uint64_t opens = d->api.m.link_opens ? d->api.m.link_opens[i] : 0;
+			/* Each shard has its own link: reconnects are the opens past each one's
+			 * first. */
+			uint64_t opens = sum->m.link_opens && i < sum->n_nodes ? sum->m.link_opens[i] : 0;
+			uint64_t firsts = d->n_shards < opens ? d->n_shards : opens;
 			uint64_t v[] = { n->open, n->cap.free_sessions, n->cap.max_sessions,
 					 n->cap.batch_running, n->cap.batch_size,
-					 opens ? opens - 1 : 0 };
+					 opens - firsts };
 			put(pg, "%s{node=\"%s\",identity=\"%s\"} %llu\n", names[k][0],
 			    label(n->addr, a, sizeof(a)), label(n->identity[0] ? n->identity : "-",
 								 id, sizeof(id)),
@@ -137,14 +140,12 @@ static void nodes(struct page *pg, struct headd *d)
 }
 
 /* Blobs sent to nodes, the head's blob cache, and state operations by how they ended. */
-static void state_ops(struct page *pg, struct headd *d)
+static void state_ops(struct page *pg, const struct headd_part *sum)
 {
-	if (!d->api.ops)
+	if (!sum->has_ops)
 		return;
-	struct sf_state_ops_stats s;
-	struct sf_blob_cache_stats c;
-	sf_state_ops_stats(d->api.ops, &s);
-	sf_blob_cache_stats(d->api.blobs, &c);
+	const struct sf_state_ops_stats s = sum->so;
+	const struct sf_blob_cache_stats c = sum->bc;
 	counter(pg, "superfluid_blobs_sent_total", "Blobs sent to nodes (once per link each).",
 		s.blobs_sent);
 	counter(pg, "superfluid_blob_bytes_sent_total", "Bytes of the blobs sent to nodes.",
@@ -164,13 +165,11 @@ static void state_ops(struct page *pg, struct headd *d)
 }
 
 /* The write-ahead log (--wal-dir): its disk use, its writes and how far behind it is. */
-static void wal(struct page *pg, struct headd *d)
+static void wal(struct page *pg, const struct headd_part *sum)
 {
-	const struct headd_wal *w = &d->wal;
-	if (!w->w)
+	if (!sum->has_wal)
 		return;
-	struct sf_wal_stats s;
-	sf_wal_stats(w->w, &s);
+	const struct sf_wal_stats s = sum->ws;
 	gauge(pg, "superfluid_wal_disk_bytes", "Bytes of the log's segments on disk.",
 	      s.disk_bytes);
 	gauge(pg, "superfluid_wal_segments", "Segment files of the log.", s.segments);
@@ -185,19 +184,18 @@ static void wal(struct page *pg, struct headd *d)
 	      s.pending_bytes);
 	gauge(pg, "superfluid_wal_waiting_records",
 	      "Records appended and not yet durable (their events wait to be delivered).",
-	      w->n_queued);
-	gauge(pg, "superfluid_wal_sessions", "Live sessions the log holds.",
-	      sf_wal_state_count(w->st));
+	      sum->wal_queued);
+	gauge(pg, "superfluid_wal_sessions", "Live sessions the log holds.", sum->wal_sessions);
 	counter(pg, "superfluid_wal_restored_sessions_total",
-		"Sessions brought back from the log at start.", w->restored_sessions);
+		"Sessions brought back from the log at start.", sum->wal_restored);
 	counter(pg, "superfluid_wal_resumed_streams_total",
-		"Generations a client followed again (GET .../{id}).", w->resumed_streams);
+		"Generations a client followed again (GET .../{id}).", sum->wal_resumed);
 }
 
-void headd_metrics_page(struct headd_http *h)
+void headd_metrics_page(struct headd_http *h, const struct headd_part *sum)
 {
 	struct headd *d = h->d;
-	struct headd_metrics *m = &d->api.m;
+	const struct headd_metrics *m = &sum->m;
 	struct page pg = { 0 };
 	put(&pg, "# HELP superfluid_http_requests_total Client API requests answered, by "
 		 "endpoint and status class.\n# TYPE superfluid_http_requests_total counter\n");
@@ -221,13 +219,21 @@ void headd_metrics_page(struct headd_http *h)
 	counter(&pg, "superfluid_client_gone_total",
 		"Generations cancelled because their client went away.", m->client_gone);
 	gauge(&pg, "superfluid_http_connections", "Client connections open.", m->http_conns);
-	nodes(&pg, d);
-	struct sf_head_stats st;
-	sf_head_stats(d->head, &st);
-	gauge(&pg, "superfluid_nodes_up", "Nodes whose link is open.", st.nodes_up);
+	nodes(&pg, d, sum);
+	struct sf_head_stats own;
+	sf_head_stats(d->head, &own); /* each shard links to every node: its own count */
+	const struct sf_head_stats st = sum->st;
+	gauge(&pg, "superfluid_nodes_up", "Nodes whose link is open.", own.nodes_up);
+	gauge(&pg, "superfluid_shards", "Event loops (--shards), each with its own sessions.",
+	      d->n_shards);
+	put(&pg, "# HELP superfluid_shard_requests_total Client API requests each shard answered "
+		 "(before this one).\n# TYPE superfluid_shard_requests_total counter\n");
+	for (unsigned k = 0; k < d->n_shards && sum->by_shard; k++)
+		put(&pg, "superfluid_shard_requests_total{shard=\"%u\"} %llu\n", k,
+		    (unsigned long long)sum->by_shard[k]);
 	gauge(&pg, "superfluid_sessions", "Sessions the head holds.", st.sessions);
 	gauge(&pg, "superfluid_named_sessions", "Named sessions kept (X-Superfluid-Session).",
-	      d->api.n_named);
+	      sum->n_named);
 	counter(&pg, "superfluid_replayed_events_total",
 		"Token events nodes sent again after a reconnect.", st.replayed);
 	counter(&pg, "superfluid_duplicate_events_total",
@@ -241,16 +247,15 @@ void headd_metrics_page(struct headd_http *h)
 		st.resumed);
 	counter(&pg, "superfluid_links_dropped_total", "Links the head gave up on.",
 		st.links_dropped);
-	struct sf_tok_cache_stats tc;
-	sf_tok_client_cache_stats(d->api.tok, &tc);
+	const struct sf_tok_cache_stats tc = sum->tc;
 	counter(&pg, "superfluid_tokenizer_cache_hits_total", "Prompt encodings from the cache.",
 		tc.hits);
 	counter(&pg, "superfluid_tokenizer_cache_misses_total", "Prompt encodings asked of a node.",
 		tc.misses);
 	gauge(&pg, "superfluid_tokenizer_cache_tokens", "Tokens the encoding cache holds.",
 	      tc.tokens);
-	state_ops(&pg, d);
-	wal(&pg, d);
+	state_ops(&pg, sum);
+	wal(&pg, sum);
 	if (pg.oom) {
 		free(pg.p);
 		headd_api_send_json(h, 500, NULL);

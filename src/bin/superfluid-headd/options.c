@@ -27,6 +27,7 @@ static const struct sfd_opt opts[] = {
 	{ "identity", SFD_OPT_STR, F(identity), 0, 0, NULL },
 	{ "config", SFD_OPT_CONFIG, F(config), 0, 0, NULL },
 	{ "io", SFD_OPT_IO, F(io), 0, 0, NULL },
+	{ "shards", SFD_OPT_U32, F(shards), 0, 256, NULL },
 	{ "replace-after-ms", SFD_OPT_U32, F(replace_after_ms), 1, UINT32_MAX, NULL },
 	{ "silence-ms", SFD_OPT_U32, F(silence_ms), 1, UINT32_MAX, NULL },
 	{ "heartbeat-ms", SFD_OPT_U32, F(heartbeat_ms), 1, 3600000, NULL },
@@ -88,6 +89,11 @@ static const char usage_text[] =
 	"                          long options without dashes, `#` starts a comment; options\n"
 	"                          on the command line win\n"
 	"  --io auto|uring|epoll   the event loop backend (default auto)\n"
+	"  --shards N              event loops, each on a thread (and CPU) of its own with its\n"
+	"                          own sessions, a link to every --fleet node and its share of\n"
+	"                          the client connections (0: one per CPU the process may use;\n"
+	"                          default 1); --fleet-listen and --pipeline need 1; the\n"
+	"                          session and connection limits are shared out between them\n"
 	"  --replace-after-ms N    a node down this long loses its sessions to other nodes\n"
 	"                          (default 30000)\n"
 	"  --silence-ms N          end a node's link after this much silence (default 10000;\n"
@@ -160,6 +166,7 @@ enum headd_parse_result headd_opts_parse(struct headd_opts *o, int argc, char **
 	memset(o, 0, sizeof(*o));
 	o->admin_socket = HEADD_DEFAULT_ADMIN_SOCKET;
 	o->io = SF_IO_AUTO;
+	o->shards = 1;
 	o->replace_after_ms = 30000;
 	o->silence_ms = SF_LINK_SILENCE_MS;
 	o->heartbeat_ms = SF_LINK_HEARTBEAT_MS;
@@ -196,6 +203,11 @@ enum headd_parse_result headd_opts_parse(struct headd_opts *o, int argc, char **
 		return usage_error("--identity: longer than 255 bytes");
 	if (!o->tls_cert != !o->tls_key)
 		return usage_error("--tls-cert and --tls-key go together");
+	if (o->shards != 1 && o->fleet_listen)
+		return usage_error("--fleet-listen needs --shards 1: a node that dials in opens one "
+				   "link, and every shard needs its own");
+	if (o->shards != 1 && o->pipeline)
+		return usage_error("--pipeline needs --shards 1: its stages are linked to one shard");
 	if (o->silence_ms != UINT32_MAX && o->heartbeat_ms >= o->silence_ms)
 		return usage_error("--heartbeat-ms must be below --silence-ms");
 	return HEADD_PARSE_RUN;

@@ -32,6 +32,7 @@ struct headd_opts {
 	const char *identity;   /* NULL: "superfluid-headd" */
 	const char *config;
 	enum sf_io_kind io;
+	uint32_t shards;        /* event loops, each on a thread of its own; 0: one per CPU */
 	uint32_t replace_after_ms;
 	uint32_t silence_ms, heartbeat_ms; /* the links' liveness */
 	enum sfd_log_level log_level;

@@ -150,7 +150,7 @@ int headd_pipeline_start(struct headd_req *q, struct sf_err *err)
 		stop[n_stop++] = q->vocab.eos;
 	if (q->vocab.end_turn != SF_OUT_NONE)
 		stop[n_stop++] = q->vocab.end_turn;
-	q->session_id = ++d->next_session_id; /* the request's own id: never in sf_head */
+	q->session_id = headd_session_id_new(d); /* the request's own id: never in sf_head */
 	headd_req_index(q);
 	return sf_pipe_generate(d->pipe, q->content, q->n_content, q->max_tokens, stop, n_stop,
 				sf_loop_now(d->loop), &q->generation_id, err);

@@ -1,0 +1,222 @@
+/* The head process: --shards loops, each on its own thread (io/shards.c), each a whole
+ * struct headd; the main thread binds the client API's sockets, waits for signals and stops
+ * the shards. Shards share nothing but the messages of struct headd_msg: a client connection
+ * handed to the shard that owns what it asks for, and the parts of a gathered answer. */
+#include "headd.h"
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon/addr.h"
+#include "daemon/log.h"
+#include "daemon/sd_notify.h"
+#include "daemon/signals.h"
+#include "io/shards.h"
+
+struct headd_proc {
+	unsigned n;
+	struct headd *shard[SF_SHARDS_MAX];
+	struct headd_opts opts[SF_SHARDS_MAX]; /* each shard's copy: its log dir, its limits */
+	char *wal_dirs[SF_SHARDS_MAX];
+	struct sf_shards *shards;
+	atomic_bool stop;
+	atomic_int rc;
+};
+
+static struct headd_proc *the_proc; /* the inbox callback's way back to the shards */
+
+bool headd_proc_stopping(const struct headd *d)
+{
+	return atomic_load(&d->proc->stop);
+}
+
+void headd_proc_fail(struct headd *d, int rc)
+{
+	atomic_store(&d->proc->rc, rc);
+	atomic_store(&d->proc->stop, true);
+	kill(getpid(), SIGTERM); /* the main thread waits for signals: wake it */
+}
+
+int headd_proc_send(struct headd *d, unsigned k, struct headd_msg *m)
+{
+	if (headd_proc_stopping(d) || sf_shards_send(d->proc->shards, k, m))
+		return -1;
+	return 0;
+}
+
+static void on_msg(struct sf_loop *loop, unsigned k, void *msg)
+{
+	(void)loop;
+	struct headd_proc *p = the_proc;
+	struct headd_msg *m = msg;
+	struct headd *d = p->shard[k];
+	bool stopping = atomic_load(&p->stop) || sf_shards_stopping(p->shards);
+	switch (m->kind) {
+	case HEADD_MSG_WAKE:
+		break;
+	case HEADD_MSG_CONN:
+		if (stopping) {
+			if (m->fd >= 0)
+				close(m->fd);
+			headd_http_drop(m->h);
+		} else {
+			headd_http_adopt(d, m->h, m->fd, m->rx, m->n_rx);
+		}
+		free(m->rx);
+		break;
+	case HEADD_MSG_GATHER:
+	case HEADD_MSG_GATHERED:
+		if (!stopping)
+			headd_gather_msg(d, m);
+		break;
+	}
+	free(m);
+}
+
+static int on_start(struct sf_loop *loop, unsigned k, void *arg)
+{
+	struct headd_proc *p = arg;
+	int rc = headd_shard_start(p->shard[k], loop);
+	if (rc) {
+		int zero = 0; /* the first failure's status: usage (1) or runtime (2) */
+		atomic_compare_exchange_strong(&p->rc, &zero, rc);
+	}
+	return rc;
+}
+
+static void on_run(struct sf_loop *loop, unsigned k, void *arg)
+{
+	(void)loop;
+	struct headd_proc *p = arg;
+	headd_shard_run(p->shard[k]);
+	headd_shard_goodbye(p->shard[k]);
+}
+
+static void on_fini(unsigned k, void *arg)
+{
+	struct headd_proc *p = arg;
+	headd_shard_fini(p->shard[k]);
+}
+
+/* Each shard's own options: its log in a directory of its own when there are several (a log
+ * holds the sessions of one shard), and its share of the limits. */
+static int shard_opts(struct headd_proc *p, const struct headd_opts *o, unsigned k)
+{
+	struct headd_opts *so = &p->opts[k];
+	*so = *o;
+	unsigned n = p->n;
+	so->max_fleet_sessions = (o->max_fleet_sessions + n - 1) / n;
+	so->http_max_conns = (o->http_max_conns + n - 1) / n;
+	so->max_sessions = (o->max_sessions + n - 1) / n;
+	if (k > 0) {
+		so->admin_socket = NULL; /* shard 0's */
+		so->fleet_listen = NULL;
+		so->pipeline = NULL;
+	}
+	if (o->wal_dir && n > 1) {
+		size_t len = strlen(o->wal_dir) + 32;
+		p->wal_dirs[k] = malloc(len);
+		if (!p->wal_dirs[k])
+			return -1;
+		snprintf(p->wal_dirs[k], len, "%s/shard-%u", o->wal_dir, k);
+		so->wal_dir = p->wal_dirs[k];
+	}
+	return 0;
+}
+
+int headd_proc_main(const struct headd_opts *o, const uint8_t *token, size_t token_len)
+{
+	struct headd_proc *p = calloc(1, sizeof(*p));
+	if (!p) {
+		sfd_err("no memory for the head");
+		return 2;
+	}
+	the_proc = p;
+	p->n = o->shards ? o->shards : sf_shards_default_count();
+	if (p->n > SF_SHARDS_MAX)
+		p->n = SF_SHARDS_MAX;
+	int rc = headd_wal_layout_check(o->wal_dir, p->n) ? 1 : 0;
+	int fds[SF_SHARDS_MAX];
+	char bound[128], why[512];
+	bool have_fds = false;
+	if (!rc && sfd_listen_group(o->listen_http, p->n, fds, bound, sizeof(bound), why,
+				    sizeof(why))) {
+		sfd_err("--listen-http %s: %s", o->listen_http, why);
+		rc = 2;
+	}
+	have_fds = !rc;
+	for (unsigned k = 0; k < p->n && !rc; k++) {
+		p->shard[k] = calloc(1, sizeof(struct headd));
+		if (!p->shard[k] || shard_opts(p, o, k)) {
+			sfd_err("no memory for shard %u", k);
+			rc = 2;
+			break;
+		}
+		struct headd *d = p->shard[k];
+		d->opts = &p->opts[k];
+		d->proc = p;
+		d->shard = k;
+		d->n_shards = p->n;
+		d->http_fd = fds[k];
+		snprintf(d->identity, sizeof(d->identity), "%s",
+			 o->identity ? o->identity : "superfluid-headd");
+		memcpy(d->token, token, token_len);
+		d->token_len = token_len;
+	}
+	bool started = false;
+	if (!rc && sfd_signals_block()) {
+		sfd_err("cannot block the signals");
+		rc = 2;
+	}
+	if (!rc) {
+		struct sf_shards_config cfg = { .n = p->n, .loop = { .io = o->io },
+						.pin = p->n > 1, .start = on_start, .run = on_run,
+						.inbox = on_msg, .fini = on_fini, .arg = p };
+		struct sf_err err;
+		if (sf_shards_start_cfg(&p->shards, &cfg, &err)) {
+			/* The shard said why; its state is freed (fini ran for every shard). */
+			rc = atomic_load(&p->rc) ? atomic_load(&p->rc) : 2;
+			if (err.code == SF_E_RANGE || err.code == SF_E_NOMEM)
+				sfd_err("%s", err.msg);
+		} else {
+			started = true;
+		}
+	}
+	if (started) {
+		sfd_notify("READY=1"); /* listeners up (Type=notify) */
+		while (!atomic_load(&p->stop)) {
+			int sig = sfd_signals_wait(500);
+			if (sig == SIGTERM || sig == SIGINT)
+				atomic_store(&p->stop, true);
+		}
+		sfd_notify("STOPPING=1");
+		for (unsigned k = 0; k < p->n; k++) {
+			struct headd_msg *m = calloc(1, sizeof(*m));
+			if (m) {
+				m->kind = HEADD_MSG_WAKE;
+				if (sf_shards_send(p->shards, k, m))
+					free(m);
+			}
+		}
+		sf_shards_stop(p->shards); /* each says goodbye, frees its loop, then its state */
+		rc = atomic_load(&p->rc);
+		if (!rc)
+			sfd_info("stopped");
+	}
+	sfd_signals_unblock();
+	for (unsigned k = 0; k < p->n; k++) {
+		/* Shards that ran closed their sockets (fini); these are of shards never made. */
+		if (!started && !p->shard[k] && have_fds)
+			close(fds[k]);
+		free(p->shard[k]);
+		free(p->wal_dirs[k]);
+	}
+	if (!started && !rc)
+		rc = 2;
+	free(p);
+	the_proc = NULL;
+	return rc;
+}
