@@ -194,6 +194,9 @@ int sf_blob_chunk(struct sf_blob_store *bs, uint64_t link, uint64_t id, uint64_t
 		return rc;
 	}
 	EVP_DigestUpdate(t->hash, data, n);
+	/* Start writing this chunk back now, so the fdatasync at the end (on the node's loop)
+	 * waits for the last chunks only, not for a whole large blob. */
+	(void)sync_file_range(t->fd, (off64_t)t->got, (off64_t)n, SYNC_FILE_RANGE_WRITE);
 	t->got += n;
 	return 0;
 }

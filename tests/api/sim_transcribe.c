@@ -7,7 +7,7 @@
 
 #include <superfluid/sim_engine.h>
 
-#define MAX_IN (64u << 20)
+#define MAX_IN (1u << 31) /* the head's largest body is 1 GiB */
 #define MAX_OUT (16u << 20)
 
 struct count {
@@ -25,10 +25,22 @@ static int on_segment(void *arg, const struct sf_segment *seg)
 
 int main(void)
 {
-	uint8_t *in = malloc(MAX_IN), *out = malloc(MAX_OUT);
+	size_t cap = 1u << 20, n = 0;
+	uint8_t *in = malloc(cap), *out = malloc(MAX_OUT);
 	if (!in || !out)
 		return 2;
-	size_t n = fread(in, 1, MAX_IN, stdin);
+	for (size_t got; (got = fread(in + n, 1, cap - n, stdin)) > 0;) {
+		n += got;
+		if (n == cap) {
+			uint8_t *more = cap < MAX_IN ? realloc(in, cap * 2) : NULL;
+			if (!more) {
+				fprintf(stderr, "sim_transcribe: input over %u bytes\n", MAX_IN);
+				return 2;
+			}
+			in = more;
+			cap *= 2;
+		}
+	}
 	struct sf_sim_config cfg;
 	sf_sim_config_default(&cfg);
 	struct sf_engine *e;
