@@ -40,9 +40,11 @@
  *
  * State operations: "echo" (result = args), "transcribe" (input: the first blob, or args when
  * there is none; one segment per 16 input bytes, 1000 ms each (a last short one in
- * proportion), text of two to four lowercase words made from the chunk and the seed; result
- * = the segments' texts joined by single spaces), "context_hash" (needs a session; result =
- * u32 length, u64 running hash, LE).
+ * proportion), or for a WAV file (RIFF/WAVE with a fmt chunk before its data chunk) one per
+ * second of its data chunk by the fmt chunk's byte rate; text of two to four lowercase words
+ * made from the segment's bytes and the seed; result = the segments' texts joined by single
+ * spaces; it runs in steps of about budget input bytes), "context_hash" (needs a session;
+ * result = u32 length, u64 running hash, LE).
  *
  * Timing: a prefill of n tokens takes n * prefill_us_per_token us; a decode step, any batch
  * up to batch_size, takes 1000 / decode_steps_per_s ms (0: as fast as possible). */

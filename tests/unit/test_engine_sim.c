@@ -665,6 +665,69 @@ static void timing_model_follows_the_config(void **state)
 	sf_engine_free(e);
 }
 
+/* A WAV file's data chunk goes a segment per second of its byte rate (chunks before fmt and
+ * data are skipped); anything else 16 bytes a segment. Stepped runs at any budget give the
+ * whole run's segments and result. */
+static int log_many(void *arg, const struct sf_segment *s)
+{
+	struct seg_log *log = arg;
+	if (log->n < 16) {
+		log->seg[log->n] = *s;
+		memcpy(log->text[log->n], s->text, s->text_len + 1);
+		log->seg[log->n].text = log->text[log->n];
+	}
+	log->n++;
+	return 0;
+}
+
+static void state_ops_transcribe_wav_and_steps(void **state)
+{
+	struct sf_engine *e = engine_seeded(3);
+	uint8_t file[44 + 12 + 1234];
+	memcpy(file, "RIFF\0\0\0\0WAVE", 12);
+	memcpy(file + 12, "LIST\x04\0\0\0abcd", 12); /* a chunk the layout skips */
+	memcpy(file + 24, "fmt \x10\0\0\0\x01\0\x01\0\x32\0\0\0\x64\0\0\0\x02\0\x10\0", 24);
+	memcpy(file + 48, "data\xd2\x04\0\0", 8); /* 1234 bytes at 100 bytes a second */
+	for (size_t i = 56; i < sizeof(file); i++)
+		file[i] = (uint8_t)(i * 131 + 7);
+	struct sf_engine_blob blob = { file, sizeof(file) };
+	struct sf_engine_op_req req = { .op = "transcribe", .blobs = &blob, .n_blobs = 1 };
+	uint8_t whole[4096], part[4096];
+	size_t len = 0;
+	struct seg_log log = { .stop_at = -1 };
+	assert_int_equal(sf_engine_state_op(e, &req, log_many, &log, whole, sizeof(whole), &len,
+					    NULL), 0);
+	assert_int_equal(log.n, 13);
+	assert_int_equal(log.seg[12].start_ms, 12000);
+	assert_int_equal(log.seg[12].end_ms, 12340);
+	assert_int_equal(log.seg[1].end_ms, 2000);
+	const size_t budgets[] = { 1, 99, 100, 250, 1000, 100000 };
+	for (size_t b = 0; b < sizeof(budgets) / sizeof(budgets[0]); b++) {
+		struct sf_engine_op_step st = { 0 };
+		struct seg_log steps = { .stop_at = -1 };
+		int n_steps = 0;
+		do
+			assert_int_equal(sf_engine_state_op_step(e, &req, &st, budgets[b], log_many,
+								 &steps, part, sizeof(part), NULL),
+					 0);
+		while (st.more && ++n_steps < 1000);
+		assert_int_equal(steps.n, 13);
+		assert_int_equal(st.len, len);
+		assert_memory_equal(part, whole, len);
+		for (int i = 0; i < 13; i++)
+			assert_string_equal(steps.text[i], log.text[i]);
+		if (budgets[b] <= 100)
+			assert_true(n_steps >= 20); /* about a segment a step: sized, then streamed */
+	}
+	/* The same bytes without a usable fmt chunk: 16 bytes a segment. */
+	memcpy(file + 24, "junk", 4);
+	struct seg_log raw = { .stop_at = -1 };
+	assert_int_equal(sf_engine_state_op(e, &req, log_many, &raw, whole, sizeof(whole), &len,
+					    NULL), 0);
+	assert_int_equal(raw.n, (int)((sizeof(file) + 15) / 16));
+	sf_engine_free(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -676,6 +739,7 @@ int main(void)
 		cmocka_unit_test(staged_forward_matches_unsplit_and_decode),
 		cmocka_unit_test(staged_forward_refuses_mismatched_input),
 		cmocka_unit_test(state_ops_stream_segments_in_order),
+		cmocka_unit_test(state_ops_transcribe_wav_and_steps),
 		cmocka_unit_test(context_length_is_a_hard_limit),
 		cmocka_unit_test(logprobs_are_consistent),
 		cmocka_unit_test(decode_refuses_bad_batches),

@@ -483,6 +483,132 @@ static void blobs_feed_state_operations(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* A WAV file of n data bytes at rate bytes a second, the data from seed. */
+static uint8_t *wav(size_t n, uint32_t rate, uint32_t seed, size_t *len)
+{
+	*len = 44 + n;
+	uint8_t *p = malloc(*len);
+	assert_non_null(p);
+	memcpy(p, "RIFF\0\0\0\0WAVEfmt \x10\0\0\0\x01\0\x01\0", 24);
+	uint32_t v[2] = { rate / 2, rate };
+	memcpy(p + 24, v, 8); /* sample rate, byte rate (LE hosts) */
+	memcpy(p + 32, "\x02\0\x10\0data", 8);
+	uint32_t d = (uint32_t)n;
+	memcpy(p + 40, &d, 4);
+	uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+	for (size_t i = 0; i < n; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		p[44 + i] = (uint8_t)x;
+	}
+	return p;
+}
+
+static int collect_text(void *arg, const struct sf_segment *seg)
+{
+	(*(uint32_t *)arg)++;
+	return 0;
+}
+
+/* A transcription of a file many steps long runs a step a tick: its segments stream in order
+ * across ticks, the same as a whole run's, while another session's generation goes on between
+ * them; a link that closes takes its running operation with it. */
+static void state_operations_run_in_steps(void **state)
+{
+	struct fx *f = *state;
+	char dir[64];
+	snprintf(dir, sizeof(dir), "/tmp/sf-node-steps-%d-XXXXXX", (int)getpid());
+	assert_non_null(mkdtemp(dir));
+	struct sf_blob_store *bs;
+	struct sf_err err;
+	assert_int_equal(sf_blob_store_open(&bs, dir, 0, &err), 0);
+	sf_node_free(f->node);
+	struct sf_node_io io = { .arg = &f->sent, .send = capture };
+	struct sf_node_config cfg = { .max_sessions = 64, .blobs = bs };
+	assert_int_equal(sf_node_new(&f->node, &cfg, f->engine, &io, f->now, &err), 0);
+	sf_node_link_open(f->node, 1, 3, f->now);
+
+	size_t len;
+	uint8_t *audio = wav(1u << 20, 1024, 5, &len); /* 1024 one-second segments */
+	uint8_t sha[32];
+	crypto_hash_sha256(sha, audio, len);
+	struct sf_xfer_begin xb = { .transfer_id = 1, .total_len = len };
+	memcpy(xb.sha256, sha, 32);
+	deliver(f, 1, SF_MSG_XFER_BEGIN, &xb);
+	struct sf_xfer_chunk c = { .transfer_id = 1, .data = audio, .data_len = (uint32_t)len };
+	deliver(f, 1, SF_MSG_XFER_CHUNK, &c);
+	struct sf_xfer_end xe = { .transfer_id = 1 };
+	deliver(f, 1, SF_MSG_XFER_END, &xe);
+	assert_true(last_of(f, SF_MSG_XFER_RESULT)->u.xfer_result.ok);
+
+	/* What a whole run says. */
+	char *want = malloc(SF_MAX_OPAQUE);
+	size_t want_len = 0;
+	uint32_t want_segs = 0;
+	struct sf_engine_blob blob = { audio, len };
+	struct sf_engine_op_req whole = { .op = "transcribe", .blobs = &blob, .n_blobs = 1 };
+	assert_int_equal(sf_engine_state_op(f->engine, &whole, collect_text, &want_segs,
+					    (uint8_t *)want, SF_MAX_OPAQUE, &want_len, &err), 0);
+	assert_int_equal(want_segs, 1024);
+
+	assign(f, 7, 1, 0);
+	append(f, 7, 1, "hello node");
+	generate(f, 1, 7, 1, 1, 40);
+	struct sf_blob_ref ref;
+	memcpy(ref.sha256, sha, 32);
+	struct sf_state_op_req op = { .request_id = 3, .op = "transcribe", .op_len = 10,
+				      .blobs = &ref, .n_blobs = 1 };
+	deliver(f, 1, SF_MSG_STATE_OP_REQ, &op);
+	int first = f->sent.n, ticks = 0;
+	while (!last_of(f, SF_MSG_STATE_OP_RESP)) {
+		assert_true(sf_node_deadline(f->node) <= f->now); /* due at once while it runs */
+		sf_node_tick(f->node, f->now);
+		f->now += 2;
+		assert_true(++ticks < 100);
+	}
+	/* 1 MiB in steps of 256 KiB: four to size it, four to stream it. */
+	assert_int_equal(ticks, 8);
+	const struct sf_msg *resp = last_of(f, SF_MSG_STATE_OP_RESP);
+	assert_true(resp->u.state_op_resp.ok);
+	assert_int_equal(resp->u.state_op_resp.result_len, want_len);
+	assert_memory_equal(resp->u.state_op_resp.result, want, want_len);
+	uint64_t next = 0;
+	int first_seg = -1, last_seg = -1, tokens_between = 0;
+	for (int i = first; i < f->sent.n; i++) {
+		if (f->sent.msgs[i].type == SF_MSG_STATE_OP_SEGMENT) {
+			assert_int_equal(f->sent.msgs[i].u.state_op_segment.segment.seq, next++);
+			if (first_seg < 0)
+				first_seg = i;
+			last_seg = i;
+		}
+	}
+	for (int i = first_seg; i < last_seg; i++)
+		tokens_between += f->sent.msgs[i].type == SF_MSG_TOKEN_EVENTS;
+	assert_int_equal(next, want_segs);
+	assert_true(tokens_between > 0); /* the generation went on between the segments */
+
+	/* A link that closes mid-operation takes it along: no answer, nothing more due. */
+	op.request_id = 4;
+	deliver(f, 1, SF_MSG_STATE_OP_REQ, &op);
+	sf_node_tick(f->node, f->now);
+	int before = f->sent.n;
+	sf_node_link_closed(f->node, 1, f->now);
+	for (int i = 0; i < 10; i++) {
+		f->now += 2;
+		sf_node_tick(f->node, f->now);
+	}
+	for (int i = before; i < f->sent.n; i++)
+		assert_true(f->sent.msgs[i].type != SF_MSG_STATE_OP_SEGMENT &&
+			    f->sent.msgs[i].type != SF_MSG_STATE_OP_RESP);
+	sf_node_free(f->node);
+	f->node = NULL;
+	sf_blob_store_close(bs);
+	free(want);
+	free(audio);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -495,6 +621,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_full_node_says_so, setup, teardown),
 		cmocka_unit_test_setup_teardown(requests_beside_sessions, setup, teardown),
 		cmocka_unit_test_setup_teardown(blobs_feed_state_operations, setup, teardown),
+		cmocka_unit_test_setup_teardown(state_operations_run_in_steps, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("node", tests, NULL, NULL);
 }
