@@ -199,7 +199,8 @@ extern int sf_fleet_sim_wal_planted_bug;
 /* The node index of pipeline stage k. */
 uint32_t sf_fleet_sim_stage(const struct sf_fleet_sim *f, uint32_t k);
 /* A pipeline generation after ctx (the whole conversation: the pipeline keeps no session)
- * of up to max_new tokens, stopped at <|eos|> as headd stops it, for the caller's request
+ * of up to max_new tokens, stopped at <|eos|> or <|im_end|> as headd stops it (the simulated
+ * engine ends with <|eos|> alone, as sf_sim_expected does), for the caller's request
  * sid (an id of the caller's, none of the head's sessions'): its stream is
  * sf_fleet_sim_stream(f, sid, *gid). SF_E_CLOSED while the head is down; the pipeline's own
  * refusals (SF_E_STATE before every stage has been up). */

@@ -203,6 +203,9 @@ static int check_one(struct run *r, struct pgen *g, bool final)
 				 s->n_tokens, g->n_want, waited, r->pipe_timeout_ms, s->msg);
 			return fail(r, g, buf);
 		}
+		if (!g->settled)
+			sim_trace(r, "pipeline generation %" PRIu64 ": failed after %u tokens: %.90s",
+				  g->gid, s->n_tokens, s->msg);
 		g->settled = true;
 		return 0;
 	}
