@@ -28,7 +28,7 @@ void sim_pipe_config(struct run *r, struct sf_fleet_sim_config *cfg)
 	/* 1 to 4 stages of the 8 layers; a step timeout a stage that dies or pauses may pass. */
 	r->n_stages = 1 + pbelow(r, 4);
 	r->pipe_timeout_ms = 1000 + pbelow(r, 4000);
-	r->pipe_start_per_10k = 10 + pbelow(r, 50);
+	r->pipe_start_per_10k = 5 + pbelow(r, 30);
 	r->pipe_fault_per_10k = 5 + pbelow(r, 30);
 	cfg->pipe_stages = r->n_stages;
 	cfg->pipe_timeout_ms = r->pipe_timeout_ms;
