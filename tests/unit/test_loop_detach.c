@@ -71,7 +71,8 @@ static void on_detached(struct sf_loop *loop, int fd, const uint8_t *rx, size_t 
 	struct side *s = arg;
 	(void)loop;
 	s->fd = fd;
-	memcpy(s->rx, rx, n);
+	if (n)
+		memcpy(s->rx, rx, n);
 	s->n_rx = n;
 	s->detached = true;
 }

@@ -185,6 +185,8 @@ void headd_http_adopt(struct headd *d, struct headd_http *h, int fd, const uint8
 void headd_http_drop(struct headd_http *h); /* frees one never adopted */
 
 /* api_routes.c */
+void headd_health_counts(struct headd *d, uint32_t *models, uint32_t *up);
+void headd_health_page(struct headd_http *h, const struct headd_part *sum);
 bool headd_model_served(struct headd *d, const char *model);
 void headd_api_request(struct headd_http *h, const struct sf_http_request *r);
 /* Answers r's connection with an error object. */
@@ -260,6 +262,7 @@ struct headd_part {
 	uint64_t wal_queued, wal_sessions, wal_restored, wal_resumed;
 	uint64_t n_named;
 	uint64_t requests;          /* answered by this shard, all endpoints */
+	uint32_t models_min, up_min; /* models served, nodes up: in a sum, the least shard's */
 	const uint64_t *by_shard;   /* in a sum: each shard's requests (n_shards), or NULL */
 };
 

@@ -134,14 +134,20 @@ static void models(struct headd_http *h, const char *path)
 	headd_api_send_error(h, &e);
 }
 
-static void health(struct headd_http *h)
+void headd_health_counts(struct headd *d, uint32_t *models, uint32_t *up)
+{
+	const char *names[HEADD_MAX_MODELS + 1];
+	*models = served_models(d, names, sizeof(names) / sizeof(names[0]));
+	*up = 0;
+	for (uint32_t i = 0; i < d->n_nodes; i++)
+		*up += d->nodes[i].open;
+}
+
+/* Ready when every shard is: each serves a model (sum holds the least of them). */
+void headd_health_page(struct headd_http *h, const struct headd_part *sum)
 {
 	struct headd *d = h->d;
-	const char *names[HEADD_MAX_MODELS + 1];
-	uint32_t n = served_models(d, names, sizeof(names) / sizeof(names[0]));
-	uint32_t up = 0;
-	for (uint32_t i = 0; i < d->n_nodes; i++)
-		up += d->nodes[i].open;
+	uint32_t n = sum->models_min, up = sum->up_min;
 	char body[256];
 	int len = snprintf(body, sizeof(body),
 			   "{\"status\":\"%s\",\"nodes_up\":%u,\"nodes\":%u,\"models\":%u}",
@@ -204,7 +210,7 @@ void headd_api_request(struct headd_http *h, const struct sf_http_request *r)
 	h->ep = (int)ep;
 	if (ep == EP_HEALTH) {
 		if (is(r, "GET"))
-			health(h);
+			headd_gather_start(h, EP_HEALTH);
 		else
 			not_allowed(h, r, "GET");
 		return;

@@ -1,4 +1,4 @@
-/* Answers that need every shard's numbers: GET /metrics and GET /v1/fleet. The shard the
+/* Answers that need every shard's numbers: GET /metrics, /v1/fleet, /health. The shard the
  * client reached fills its own part, asks each other shard for its part through that
  * shard's inbox, and answers once the last is back; each part is filled on its own shard's
  * thread, so no shard reads another's state. A client that goes away meanwhile leaves the
@@ -21,7 +21,7 @@ struct headd_gather {
 };
 
 /* Fills p with d's numbers, on d's thread. */
-static void fill(struct headd *d, struct headd_part *p)
+static void fill(struct headd *d, struct headd_part *p, int ep)
 {
 	p->m = d->api.m;
 	p->n_nodes = d->n_nodes;
@@ -29,7 +29,7 @@ static void fill(struct headd *d, struct headd_part *p)
 	p->node_sessions = calloc(d->n_nodes ? d->n_nodes : 1, sizeof(uint32_t));
 	if (p->m.link_opens && d->api.m.link_opens)
 		memcpy(p->m.link_opens, d->api.m.link_opens, d->n_nodes * sizeof(uint64_t));
-	if (p->node_sessions)
+	if (p->node_sessions && ep == EP_FLEET) /* a walk of every request per node */
 		headd_fleet_sessions(d, p->node_sessions);
 	sf_head_stats(d->head, &p->st);
 	sf_tok_client_cache_stats(d->api.tok, &p->tc);
@@ -47,6 +47,7 @@ static void fill(struct headd *d, struct headd_part *p)
 		p->wal_resumed = d->wal.resumed_streams;
 	}
 	p->n_named = d->api.n_named;
+	headd_health_counts(d, &p->models_min, &p->up_min);
 	for (int e = 0; e < EP_COUNT; e++)
 		for (int k = 0; k < 6; k++)
 			p->requests += d->api.m.requests[e][k];
@@ -126,12 +127,18 @@ static void part_add(struct headd_part *a, const struct headd_part *b)
 		a->wal_resumed += b->wal_resumed;
 	}
 	a->n_named += b->n_named;
+	if (b->models_min < a->models_min)
+		a->models_min = b->models_min;
+	if (b->up_min < a->up_min)
+		a->up_min = b->up_min;
 }
 
 static void answer(struct headd_http *h, int ep, const struct headd_part *sum)
 {
 	if (ep == EP_METRICS)
 		headd_metrics_page(h, sum);
+	else if (ep == EP_HEALTH)
+		headd_health_page(h, sum);
 	else
 		headd_fleet_page(h, sum);
 }
@@ -168,7 +175,7 @@ void headd_gather_start(struct headd_http *h, int ep)
 	struct headd *d = h->d;
 	if (d->n_shards == 1) {
 		struct headd_part p = { 0 };
-		fill(d, &p);
+		fill(d, &p, ep);
 		p.by_shard = &p.requests;
 		answer(h, ep, &p);
 		part_free(&p);
@@ -188,7 +195,7 @@ void headd_gather_start(struct headd_http *h, int ep)
 	h->gather = g;
 	g->next = d->gathers;
 	d->gathers = g;
-	fill(d, &g->parts[d->shard]);
+	fill(d, &g->parts[d->shard], g->ep);
 	for (unsigned k = 0; k < d->n_shards; k++) {
 		if (k == d->shard)
 			continue;
@@ -214,7 +221,7 @@ void headd_gather_msg(struct headd *d, struct headd_msg *m)
 	struct headd_gather *g = m->g;
 	if (m->kind == HEADD_MSG_GATHER) {
 		/* Another shard's gather: fill this shard's part (only its own slot) and say so. */
-		fill(d, &g->parts[d->shard]);
+		fill(d, &g->parts[d->shard], g->ep);
 		struct headd_msg *back = calloc(1, sizeof(*back));
 		if (back) {
 			back->kind = HEADD_MSG_GATHERED;

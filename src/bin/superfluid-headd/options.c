@@ -166,7 +166,7 @@ enum headd_parse_result headd_opts_parse(struct headd_opts *o, int argc, char **
 	memset(o, 0, sizeof(*o));
 	o->admin_socket = HEADD_DEFAULT_ADMIN_SOCKET;
 	o->io = SF_IO_AUTO;
-	o->shards = 1;
+	o->shards = HEADD_SHARDS_UNSET;
 	o->replace_after_ms = 30000;
 	o->silence_ms = SF_LINK_SILENCE_MS;
 	o->heartbeat_ms = SF_LINK_HEARTBEAT_MS;
@@ -203,6 +203,8 @@ enum headd_parse_result headd_opts_parse(struct headd_opts *o, int argc, char **
 		return usage_error("--identity: longer than 255 bytes");
 	if (!o->tls_cert != !o->tls_key)
 		return usage_error("--tls-cert and --tls-key go together");
+	if (o->shards == HEADD_SHARDS_UNSET)
+		o->shards = 1;
 	if (o->shards != 1 && o->fleet_listen)
 		return usage_error("--fleet-listen needs --shards 1: a node that dials in opens one "
 				   "link, and every shard needs its own");

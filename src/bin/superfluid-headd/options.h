@@ -19,6 +19,7 @@
 #define HEADD_VERSION SF_VERSION
 #define HEADD_DEFAULT_ADMIN_SOCKET "/run/superfluid/headd.sock"
 #define HEADD_DEFAULT_LISTEN_HTTP "127.0.0.1:8080"
+#define HEADD_SHARDS_UNSET UINT32_MAX /* --shards not given */
 
 
 /* Strings point into argv or into memory the options own (headd_opts_free). */
