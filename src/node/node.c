@@ -160,8 +160,10 @@ uint64_t sf_node_deadline(const struct sf_node *n)
 		d = n->next_lease_at;
 	if (n->stats.generating && n->next_step_at < d)
 		d = n->next_step_at > n->now ? n->next_step_at : n->now;
-	if (n->ops)
-		d = n->now; /* the next step of a state operation: after this turn's I/O */
+	/* The next step of a state operation: after this turn's I/O, or (each waiting for its
+	 * link to drain) soon after. */
+	if (n->ops && (n->ops_waiting ? n->now + 1 : n->now) < d)
+		d = n->ops_waiting ? n->now + 1 : n->now;
 	return d;
 }
 

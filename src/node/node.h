@@ -31,6 +31,10 @@ struct sf_node_io {
 	int (*send)(void *arg, uint64_t link_id, uint16_t type, const void *msg);
 	/* A log line for the operator (may be NULL). */
 	void (*log)(void *arg, const char *line);
+	/* Bytes queued on a link and not yet handed to the kernel (may be NULL): a state
+	 * operation's next step waits while its link holds more than SF_NODE_OP_BACKLOG, so its
+	 * segments never bury the link's other messages (heartbeats, other sessions' tokens). */
+	size_t (*unsent)(void *arg, uint64_t link_id);
 };
 
 struct sf_node;

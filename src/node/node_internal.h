@@ -10,7 +10,8 @@
 #define SF_NODE_MAX_GENS 16        /* generations a session keeps (running or unacknowledged) */
 #define SF_NODE_EVENTS_PER_FRAME 4096
 #define SF_NODE_MAX_OPS 256              /* state operations running at once */
-#define SF_NODE_OP_STEP_BYTES (256u << 10) /* input one operation step reads, about */
+#define SF_NODE_OP_STEP_BYTES (64u << 10) /* input one operation step reads, about */
+#define SF_NODE_OP_BACKLOG (512u << 10)   /* unsent bytes on its link before a step waits */
 
 /* One event the head has not acknowledged yet. */
 struct node_event {
@@ -87,6 +88,7 @@ struct sf_node {
 	struct sf_node_stats stats;
 	struct node_op *ops; /* state operations running, stepped each tick (node_ops.c) */
 	uint32_t n_ops;
+	bool ops_waiting;    /* the last tick stepped none: each waits for its link to drain */
 };
 
 /* Sessions. */

@@ -140,8 +140,14 @@ static bool op_step(struct sf_node *n, struct node_op *o)
 
 void sf__node_ops_step(struct sf_node *n)
 {
+	bool stepped = false;
 	for (struct node_op **pp = &n->ops; *pp;) {
 		struct node_op *o = *pp;
+		if (n->io.unsent && n->io.unsent(n->io.arg, o->link) > SF_NODE_OP_BACKLOG) {
+			pp = &o->next; /* its link is behind: the head has not taken what went */
+			continue;
+		}
+		stepped = true;
 		if (!op_step(n, o)) {
 			pp = &o->next;
 			continue;
@@ -150,6 +156,7 @@ void sf__node_ops_step(struct sf_node *n)
 		n->n_ops--;
 		op_free(o);
 	}
+	n->ops_waiting = n->ops && !stepped;
 }
 
 void sf__node_ops_drop(struct sf_node *n, uint64_t link, bool all)

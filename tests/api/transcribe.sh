@@ -25,7 +25,9 @@ want_of() { "$transcribe" <"$1" >"$work/want" 2>"$work/want.meta"; }
 segs() { cut -d' ' -f1 "$work/want.meta"; }
 
 start_node n1 && p1=$port
-start_head head "127.0.0.1:$p1" --http-max-body $((16 << 20)) --silence-ms 2000 --heartbeat-ms 200
+# One shard: the blob counts below are per link, and each shard has a link of its own.
+start_head head "127.0.0.1:$p1" --shards 1 --http-max-body $((16 << 20)) --silence-ms 2000 \
+	--heartbeat-ms 200
 base="http://127.0.0.1:$hport"
 wait_health
 check "the head is up with its node" $?
@@ -114,7 +116,7 @@ check "metrics count the endpoint's requests" $r
 
 # ---- a second head on the same node, with the default silence limit: a node busy storing and
 # transcribing a large file sends nothing meanwhile, longer than the first head's 2 s ----
-start_head head2 "127.0.0.1:$p1" --http-max-body $((16 << 20))
+start_head head2 "127.0.0.1:$p1" --shards 1 --http-max-body $((16 << 20))
 base="http://127.0.0.1:$hport"
 wait_health
 

@@ -253,6 +253,13 @@ static int node_send(void *arg, uint64_t link_id, uint16_t type, const void *msg
 	return rc;
 }
 
+static size_t node_unsent(void *arg, uint64_t link_id)
+{
+	struct noded *d = arg;
+	struct noded_link *l = link_table_find(&d->links, link_id);
+	return l && l->lc ? sf_link_conn_unsent(l->lc) : 0;
+}
+
 static void node_log(void *arg, const char *line)
 {
 	sfd_info("%s", line);
@@ -261,4 +268,5 @@ static void node_log(void *arg, const char *line)
 const struct sf_node_io noded_node_io = {
 	.send = node_send,
 	.log = node_log,
+	.unsent = node_unsent,
 };
