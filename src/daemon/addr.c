@@ -7,7 +7,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
+
+/* How long a listen waits for an address still held by a process that just ended. */
+#define LISTEN_RETRIES 60
+#define LISTEN_RETRY_MS 50
 
 int sfd_resolve(const char *addr, bool passive, struct sockaddr_storage *ss, socklen_t *len,
 		  char *why, size_t why_len)
@@ -62,7 +67,16 @@ int sfd_listen_socket(const char *addr, char *bound, size_t bound_len, char *why
 	int one = 1;
 	if (fd >= 0)
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (fd < 0 || bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 512) < 0) {
+	/* A process restarted at once (a crash, systemd) may find its predecessor's listener
+	 * not closed yet: the kernel tears io_uring rings, and the sockets they hold, down
+	 * after the process is gone. Wait for it a little before calling the address taken. */
+	int rc = fd < 0 ? -1 : bind(fd, (struct sockaddr *)&ss, len);
+	for (int i = 0; rc < 0 && errno == EADDRINUSE && i < LISTEN_RETRIES; i++) {
+		struct timespec ts = { 0, LISTEN_RETRY_MS * 1000000L };
+		nanosleep(&ts, NULL);
+		rc = bind(fd, (struct sockaddr *)&ss, len);
+	}
+	if (fd < 0 || rc < 0 || listen(fd, 512) < 0) {
 		snprintf(why, why_len, "cannot listen on %s: %s", addr, strerror(errno));
 		if (fd >= 0)
 			close(fd);
