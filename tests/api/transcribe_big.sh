@@ -41,8 +41,9 @@ since() { python3 -c "import sys; print('%.2f' % (float(sys.argv[2]) - float(sys
 
 # One shard: the blob counts below are per link, and each shard has a link of its own.
 start_node n1 --silence-ms 1000 --heartbeat-ms 100 --sim-tokens-per-s 50 && p1=$port
-start_head head "127.0.0.1:$p1" --shards 1 --http-max-body $((96 << 20)) --silence-ms 1000 \
-	--heartbeat-ms 100
+# (--stream-buffer: the SSE of 390,000 segments is some 20 MB, and the client is not the test)
+start_head head "127.0.0.1:$p1" --shards 1 --http-max-body $((96 << 20)) \
+	--stream-buffer $((64 << 20)) --silence-ms 1000 --heartbeat-ms 100
 base="http://127.0.0.1:$hport"
 wait_health
 check "the head is up with its node (1 s silence limits on both sides)" $?
