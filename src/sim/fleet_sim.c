@@ -312,6 +312,13 @@ uint64_t sf_fleet_sim_resets(const struct sf_fleet_sim *f, uint32_t *last_node)
 
 static bool paused(const struct sim_node *n) { return n->f->now < n->paused_until; }
 
+bool sf_fleet_sim_up(const struct sf_fleet_sim *f, uint32_t i)
+{
+	const struct sim_node *n = &f->nodes[i];
+	return i < n_all(f) && n->hl && n->head_open && n->node_open && !n->half_open &&
+	       !paused(n) && f->now >= n->dead_until;
+}
+
 void sf_fleet_sim_half_open(struct sf_fleet_sim *f, uint32_t i)
 {
 	struct sim_node *n = &f->nodes[i];

@@ -135,6 +135,9 @@ void sf_fleet_sim_pause(struct sf_fleet_sim *f, uint32_t i, uint32_t ms);
 void sf_fleet_sim_clock_step(struct sf_fleet_sim *f, uint32_t ms);
 /* Whether node i has a connection now (open or shaking hands). */
 bool sf_fleet_sim_linked(const struct sf_fleet_sim *f, uint32_t i);
+/* Whether node i's link is open at both ends and the node neither paused, dead nor
+ * half-open: what is sent to it now arrives and is answered. */
+bool sf_fleet_sim_up(const struct sf_fleet_sim *f, uint32_t i);
 /* Resets the fault layer made so far, and the node of the last one. */
 uint64_t sf_fleet_sim_resets(const struct sf_fleet_sim *f, uint32_t *last_node);
 /* The fault layer's random source, for a driver that wants the same seed's stream. */

@@ -139,6 +139,9 @@ static int run_seed(struct run *r)
 		for (uint32_t i = 0; ms % 50 == 0 && i < r->n_nodes; i++)
 			if (!sf_fleet_sim_linked(r->f, i))
 				(void)sf_fleet_sim_connect(r->f, i);
+		rc = sim_pipe_heal(r);
+		if (rc)
+			break;
 		sf_fleet_sim_run(r->f, 1); /* (the head dials its stages again itself) */
 		rc = sim_check(r, false);
 		if (!rc)

@@ -5,7 +5,8 @@
  * greedy stream (sf_sim_expected), nothing after its end, one end; a finished one whole; an
  * error only a stage's timeout, naming the stage, told no sooner than the step timeout after
  * the generation's last token; once the faults stop, every generation ends (one running when
- * the head crashed goes with the process). Everything is drawn from the run's pipeline
+ * the head crashed goes with the process), and a request asked once every stage is up again
+ * comes whole. Everything is drawn from the run's pipeline
  * stream, so that a seed's fleet runs as it did before there was a pipeline. */
 #include <stdio.h>
 #include <string.h>
@@ -35,10 +36,11 @@ void sim_pipe_config(struct run *r, struct sf_fleet_sim_config *cfg)
 	cfg->pipe_seed = (uint64_t)pbelow(r, UINT32_MAX) << 32 | pbelow(r, UINT32_MAX);
 }
 
-/* A new request (prev NULL) or prev's next turn, once prev came whole. */
-static int pipe_start(struct run *r, struct pgen *prev)
+/* A new request (prev NULL) or prev's next turn, once prev came whole, of 8 to max_new
+ * tokens, while fewer than room were asked. */
+static int pipe_start(struct run *r, struct pgen *prev, uint32_t max_new, uint32_t room)
 {
-	if (r->n_pgens == MAX_PGENS)
+	if (r->n_pgens >= room)
 		return 0;
 	struct pgen *g = &r->pgens[r->n_pgens];
 	memset(g, 0, sizeof(*g));
@@ -54,7 +56,7 @@ static int pipe_start(struct run *r, struct pgen *prev)
 	g->sid = PIPE_SID + r->n_pgens;
 	for (uint32_t i = 0, fresh = 4 + pbelow(r, 40); i < fresh; i++)
 		g->ctx[g->n_ctx++] = 32 + pbelow(r, 95);
-	uint32_t max_new = 8 + pbelow(r, MAX_NEW - 8);
+	max_new = 8 + pbelow(r, max_new - 8);
 	struct sf_sampling greedy = { .temperature = 0, .top_p = 1 };
 	struct sf_err err;
 	if (sf_sim_expected(sf_fleet_sim_engine(r->f), &greedy, g->ctx, g->n_ctx, max_new, g->want,
@@ -84,7 +86,7 @@ static int pipe_next_turn(struct run *r)
 		    st->n_tokens != g->n_want || st->reason != g->want_reason ||
 		    g->n_ctx + g->n_want + 44 > MAX_CTX)
 			continue;
-		return pipe_start(r, g);
+		return pipe_start(r, g, MAX_NEW, MAX_PGENS - 1);
 	}
 	return 0;
 }
@@ -144,7 +146,7 @@ int sim_pipe_step(struct run *r)
 {
 	int rc = 0;
 	if (pbelow(r, 10000) < r->pipe_start_per_10k)
-		rc = pipe_start(r, NULL);
+		rc = pipe_start(r, NULL, MAX_NEW, MAX_PGENS - 1); /* one kept for sim_pipe_heal */
 	if (!rc && pbelow(r, 10000) < r->pipe_start_per_10k)
 		rc = pipe_next_turn(r);
 	if (pbelow(r, 10000) < 10)
@@ -152,6 +154,26 @@ int sim_pipe_step(struct run *r)
 	if (pbelow(r, 10000) < r->pipe_fault_per_10k)
 		pipe_fault(r);
 	return rc;
+}
+
+int sim_pipe_heal(struct run *r)
+{
+	if (r->pipe_after)
+		return 0;
+	for (uint32_t k = 0; k < r->n_stages; k++)
+		if (!sf_fleet_sim_up(r->f, sf_fleet_sim_stage(r->f, k)))
+			return 0;
+	uint32_t at = r->n_pgens;
+	int rc = pipe_start(r, NULL, 40, MAX_PGENS);
+	if (rc)
+		return rc;
+	if (r->n_pgens == at) {
+		snprintf(r->why, sizeof(r->why), "the pipeline refused a request once the faults "
+			 "had stopped and every stage was up again");
+		return -1;
+	}
+	r->pgens[at].after = r->pipe_after = true;
+	return 0;
 }
 
 static int fail(struct run *r, const struct pgen *g, const char *what)
@@ -192,6 +214,12 @@ static int check_one(struct run *r, struct pgen *g, bool final)
 		return fail(r, g, buf);
 	}
 	g->n_checked = s->n_tokens;
+	if (s->errors && g->after) {
+		snprintf(buf, sizeof(buf), "asked once the faults had stopped and every stage was "
+			 "up, ended with an error after %u of %zu tokens: %.120s", s->n_tokens,
+			 g->n_want, s->msg);
+		return fail(r, g, buf);
+	}
 	if (s->errors) {
 		/* The one error every stage coming back leaves room for: a step unanswered past
 		 * the timeout, said so, naming the stage, and not before its time. */
@@ -230,6 +258,11 @@ int sim_pipe_check(struct run *r, bool final)
 		snprintf(r->why, sizeof(r->why), "%s", sf_fleet_sim_pipe_why(r->f));
 		return -1;
 	}
+	if (final && !r->pipe_after) {
+		snprintf(r->why, sizeof(r->why), "the pipeline's stages were not all up again %u ms "
+			 "after the faults stopped", HEAL_MS);
+		return -1;
+	}
 	for (uint32_t k = 0; k < r->n_pgens; k++)
 		if ((!r->pgens[k].settled || final) && check_one(r, &r->pgens[k], final))
 			return -1;
@@ -238,6 +271,8 @@ int sim_pipe_check(struct run *r, bool final)
 
 bool sim_pipe_all_ended(struct run *r)
 {
+	if (!r->pipe_after)
+		return false;
 	for (uint32_t k = 0; k < r->n_pgens; k++)
 		if (r->pgens[k].pg->running)
 			return false;

@@ -43,6 +43,7 @@ struct pgen {
 	uint64_t sid, gid;
 	uint32_t turn;
 	bool followed, cancelled;
+	bool after; /* asked once the faults stopped and every stage was up: must come whole */
 	uint32_t ctx[MAX_CTX];
 	uint32_t n_ctx;
 	uint32_t want[MAX_NEW + 1]; /* the unsplit engine's stream */
@@ -87,6 +88,7 @@ struct run {
 	uint32_t n_stages, pipe_timeout_ms, pipe_start_per_10k, pipe_fault_per_10k;
 	struct pgen pgens[MAX_PGENS];
 	uint32_t n_pgens;
+	bool pipe_after; /* the request after the faults was asked */
 	/* Counts, for the summary. */
 	uint64_t faults, tokens, ended_early, head_crashes;
 	uint64_t pipe_tokens, pipe_timeouts;
@@ -126,6 +128,8 @@ void sim_head_crash(struct run *r, uint32_t down_ms);
  * (final: once the run ended), and its counts at the end of the run. */
 void sim_pipe_config(struct run *r, struct sf_fleet_sim_config *cfg);
 int sim_pipe_step(struct run *r);
+/* A millisecond once the faults stopped: the request after them, once every stage is up. */
+int sim_pipe_heal(struct run *r);
 int sim_pipe_check(struct run *r, bool final);
 bool sim_pipe_all_ended(struct run *r);
 void sim_pipe_fold(struct run *r);
