@@ -9,7 +9,7 @@
 
 #define SF_NODE_MAX_GENS 16        /* generations a session keeps (running or unacknowledged) */
 #define SF_NODE_EVENTS_PER_FRAME 4096
-#define SF_NODE_MAX_OPS 256              /* state operations running at once */
+#define SF_NODE_MAX_OPS 64               /* state operations running at once (8 MiB result each) */
 #define SF_NODE_OP_STEP_BYTES (64u << 10) /* input one operation step reads, about */
 #define SF_NODE_OP_BACKLOG (512u << 10)   /* unsent bytes on its link before a step waits */
 
