@@ -317,12 +317,11 @@ static struct sf_conn *conn_alloc(struct sf_loop *loop, int fd, const struct sf_
 	struct sf_conn *c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
-	static uint32_t gen_counter;
 	set_nodelay(fd);
 	c->loop = loop;
 	c->fd = fd;
 	c->slot = loop->free_slots[--loop->n_free];
-	c->gen = ++gen_counter & 0xffffff;
+	c->gen = ++loop->gen_counter & 0xffffff;
 	c->fixed = -1;
 	c->ops = ops;
 	c->user = user;

@@ -98,6 +98,7 @@ extern const struct sf_backend_ops sf_backend_epoll;
 
 struct sf_loop {
 	struct sf_loop_config cfg;
+	uint32_t gen_counter; /* tells a slot's connections apart */
 	const struct sf_backend_ops *be;
 	void *be_state;
 	enum sf_io_kind kind;

@@ -1,7 +1,6 @@
 /* The head machine's clock: sf_head_tick runs after every loop turn and from a loop timer at
  * sf_head_deadline. Clients that closed are swept first, outside any head callback. */
 #include "headd.h"
-#include "daemon/sd_notify.h"
 
 static void head_timer_fired(void *arg, uint64_t now)
 {
@@ -16,7 +15,7 @@ bool headd_tick(struct headd *d)
 		return false;
 	headd_clients_sweep(d);
 	uint64_t now = sf_loop_now(d->loop);
-	sfd_notify_watchdog(now); /* WatchdogSec=: a stuck loop stops the pings */
+	headd_proc_alive(d, now); /* WatchdogSec=: a stuck shard stops the pings */
 	headd_wal_turn(d); /* what became durable reaches clients; the next write starts */
 	sf_head_tick(d->head, now);
 	headd_nodes_drop_pending(d); /* the DROP_LINK events of this tick */

@@ -237,6 +237,9 @@ struct headd_msg {
 int headd_proc_send(struct headd *d, unsigned k, struct headd_msg *m);
 /* Whether the process is stopping (any thread). */
 bool headd_proc_stopping(const struct headd *d);
+/* The shard's loop turned at now (its monotonic ms): the main thread pings systemd's
+ * watchdog while every shard does. */
+void headd_proc_alive(struct headd *d, uint64_t now);
 /* Tells the process to stop with exit status rc (a fatal error on a shard). */
 void headd_proc_fail(struct headd *d, int rc);
 

@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon/addr.h"
@@ -24,9 +25,40 @@ struct headd_proc {
 	struct sf_shards *shards;
 	atomic_bool stop;
 	atomic_int rc;
+	_Atomic uint64_t alive_ms[SF_SHARDS_MAX]; /* each shard's last turn (monotonic ms) */
 };
 
+/* A shard that has not turned for this long is stuck (an idle one turns every second). */
+#define HEADD_STUCK_MS 5000
+
 static struct headd_proc *the_proc; /* the inbox callback's way back to the shards */
+
+void headd_proc_alive(struct headd *d, uint64_t now)
+{
+	atomic_store_explicit(&d->proc->alive_ms[d->shard], now, memory_order_relaxed);
+}
+
+/* Pings the watchdog (WatchdogSec=) while every shard turns; a stuck one stops the pings
+ * and systemd restarts the head. */
+static void watchdog(struct headd_proc *p)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	for (unsigned k = 0; k < p->n; k++) {
+		uint64_t at = atomic_load_explicit(&p->alive_ms[k], memory_order_relaxed);
+		if (at + HEADD_STUCK_MS < now) {
+			static uint64_t told;
+			if (told + 60000 < now) {
+				sfd_warn("shard %u has not turned its loop for %llu ms: the watchdog "
+					 "is no longer pinged", k, (unsigned long long)(now - at));
+				told = now;
+			}
+			return;
+		}
+	}
+	sfd_notify_watchdog(now);
+}
 
 bool headd_proc_stopping(const struct headd *d)
 {
@@ -172,6 +204,11 @@ int headd_proc_main(const struct headd_opts *o, const uint8_t *token, size_t tok
 		rc = 2;
 	}
 	if (!rc) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		for (unsigned k = 0; k < p->n; k++) /* starting counts as turning */
+			atomic_store(&p->alive_ms[k], (uint64_t)ts.tv_sec * 1000 +
+						      (uint64_t)ts.tv_nsec / 1000000);
 		struct sf_shards_config cfg = { .n = p->n, .loop = { .io = o->io },
 						.pin = p->n > 1, .start = on_start, .run = on_run,
 						.inbox = on_msg, .fini = on_fini, .arg = p };
@@ -191,6 +228,7 @@ int headd_proc_main(const struct headd_opts *o, const uint8_t *token, size_t tok
 			int sig = sfd_signals_wait(500);
 			if (sig == SIGTERM || sig == SIGINT)
 				atomic_store(&p->stop, true);
+			watchdog(p);
 		}
 		sfd_notify("STOPPING=1");
 		for (unsigned k = 0; k < p->n; k++) {
