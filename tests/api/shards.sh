@@ -139,5 +139,8 @@ kill -TERM "$hpid"; wait "$hpid" 2>/dev/null
 r=0; [ "$rc" = 1 ] && grep -q "fleet-listen needs --shards 1" "$work/h4.err" || r=1
 check "--fleet-listen with --shards 2 is refused with the reason" $r
 
+! grep -l "ThreadSanitizer\|AddressSanitizer\|runtime error" "$work"/*.err
+check "no sanitizer reported anything in the daemons' logs" $?
+
 echo "$passes passed, $fails failed"
 [ "$fails" = 0 ]

@@ -253,6 +253,7 @@ struct headd_part {
 	struct headd_metrics m;     /* m.link_opens: n_nodes entries, the part's own memory */
 	uint32_t n_nodes;
 	uint32_t *node_sessions;    /* sessions running on each node, n_nodes */
+	uint32_t *node_links;       /* shards whose link to each node is open, n_nodes */
 	struct sf_head_stats st;
 	struct sf_tok_cache_stats tc;
 	bool has_ops, has_wal;

@@ -123,15 +123,21 @@ void headd_fleet_page(struct headd_http *h, const struct headd_part *sum)
 	for (uint32_t i = 0; i < d->n_nodes && nodes; i++) {
 		const struct headd_node *n = &d->nodes[i];
 		uint32_t sessions = i < sum->n_nodes && sum->node_sessions ? sum->node_sessions[i] : 0;
+		/* Up once every shard's link is (a request may reach any shard). */
+		uint32_t links = i < sum->n_nodes && sum->node_links ? sum->node_links[i] : n->open;
+		const char *state = links >= d->n_shards ? "up" : links ? "partial" : "down";
 		json_array_append_new(nodes, json_pack(
 			"{s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:b}",
 			"node", n->addr, "identity", n->identity[0] ? n->identity : "-",
-			"state", n->open ? "up" : "down", "version", (int)n->version,
+			"state", state, "version", (int)n->version,
 			"free_sessions", (int)n->cap.free_sessions,
 			"max_sessions", (int)n->cap.max_sessions,
 			"batch_running", (int)n->cap.batch_running,
 			"batch_size", (int)n->cap.batch_size, "sessions", (int)sessions,
 			"joined", n->joined));
+		if (d->n_shards > 1)
+			json_object_set_new(json_array_get(nodes, json_array_size(nodes) - 1),
+					    "links_up", json_integer(links));
 		if (n->is_stage)
 			json_object_set_new(json_array_get(nodes, json_array_size(nodes) - 1),
 					    "stage", json_integer(n->stage + 1));

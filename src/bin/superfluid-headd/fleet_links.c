@@ -84,7 +84,7 @@ static uint32_t next_delay(struct headd_node *n)
 static void schedule_redial(struct headd_node *n, bool was_open, const char *why)
 {
 	struct headd *d = n->d;
-	if (d->stopping) {
+	if (d->stopping || headd_proc_stopping(d)) { /* links cut by the stop: nothing to tell */
 		sfd_debug("node %s: %s", n->addr, why);
 		return;
 	}

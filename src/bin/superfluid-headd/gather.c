@@ -27,6 +27,9 @@ static void fill(struct headd *d, struct headd_part *p, int ep)
 	p->n_nodes = d->n_nodes;
 	p->m.link_opens = calloc(d->n_nodes ? d->n_nodes : 1, sizeof(uint64_t));
 	p->node_sessions = calloc(d->n_nodes ? d->n_nodes : 1, sizeof(uint32_t));
+	p->node_links = calloc(d->n_nodes ? d->n_nodes : 1, sizeof(uint32_t));
+	for (uint32_t i = 0; p->node_links && i < d->n_nodes; i++)
+		p->node_links[i] = d->nodes[i].open;
 	if (p->m.link_opens && d->api.m.link_opens)
 		memcpy(p->m.link_opens, d->api.m.link_opens, d->n_nodes * sizeof(uint64_t));
 	if (p->node_sessions && ep == EP_FLEET) /* a walk of every request per node */
@@ -57,6 +60,7 @@ static void part_free(struct headd_part *p)
 {
 	free(p->m.link_opens);
 	free(p->node_sessions);
+	free(p->node_links);
 }
 
 static void hist_add(struct headd_hist *a, const struct headd_hist *b)
@@ -86,6 +90,8 @@ static void part_add(struct headd_part *a, const struct headd_part *b)
 			m->link_opens[i] += b->m.link_opens[i];
 		if (a->node_sessions && b->node_sessions)
 			a->node_sessions[i] += b->node_sessions[i];
+		if (a->node_links && b->node_links)
+			a->node_links[i] += b->node_links[i];
 	}
 	struct sf_head_stats *s = &a->st;
 	const struct sf_head_stats *t = &b->st;

@@ -111,7 +111,8 @@ static const char *label(const char *s, char *buf, size_t n)
 static void nodes(struct page *pg, struct headd *d, const struct headd_part *sum)
 {
 	static const char *const names[][2] = {
-		{ "superfluid_node_up", "Whether the head's link to the node is open (1) or not (0)." },
+		{ "superfluid_node_up", "Whether the head's links to the node are open (1: every "
+					"shard's) or not (0)." },
 		{ "superfluid_node_free_sessions", "Sessions the node can still take, as it last said." },
 		{ "superfluid_node_max_sessions", "Sessions the node can hold, as it last said." },
 		{ "superfluid_node_batch_running", "Sequences in the node's decode batch." },
@@ -128,7 +129,9 @@ static void nodes(struct page *pg, struct headd *d, const struct headd_part *sum
 			 * first. */
 			uint64_t opens = sum->m.link_opens && i < sum->n_nodes ? sum->m.link_opens[i] : 0;
 			uint64_t firsts = d->n_shards < opens ? d->n_shards : opens;
-			uint64_t v[] = { n->open, n->cap.free_sessions, n->cap.max_sessions,
+			uint32_t links = sum->node_links && i < sum->n_nodes ? sum->node_links[i]
+									      : n->open;
+			uint64_t v[] = { links >= d->n_shards, n->cap.free_sessions, n->cap.max_sessions,
 					 n->cap.batch_running, n->cap.batch_size,
 					 opens - firsts };
 			put(pg, "%s{node=\"%s\",identity=\"%s\"} %llu\n", names[k][0],
@@ -221,9 +224,15 @@ void headd_metrics_page(struct headd_http *h, const struct headd_part *sum)
 	gauge(&pg, "superfluid_http_connections", "Client connections open.", m->http_conns);
 	nodes(&pg, d, sum);
 	struct sf_head_stats own;
-	sf_head_stats(d->head, &own); /* each shard links to every node: its own count */
+	sf_head_stats(d->head, &own);
+	uint32_t up = own.nodes_up; /* with shards: the nodes every shard has a link to */
+	if (d->n_shards > 1) {
+		up = 0;
+		for (uint32_t i = 0; i < d->n_nodes && i < sum->n_nodes; i++)
+			up += sum->node_links && sum->node_links[i] >= d->n_shards;
+	}
 	const struct sf_head_stats st = sum->st;
-	gauge(&pg, "superfluid_nodes_up", "Nodes whose link is open.", own.nodes_up);
+	gauge(&pg, "superfluid_nodes_up", "Nodes whose links (every shard's) are open.", up);
 	gauge(&pg, "superfluid_shards", "Event loops (--shards), each with its own sessions.",
 	      d->n_shards);
 	put(&pg, "# HELP superfluid_shard_requests_total Client API requests each shard answered "

@@ -115,6 +115,7 @@ static int on_start(struct sf_loop *loop, unsigned k, void *arg)
 	if (rc) {
 		int zero = 0; /* the first failure's status: usage (1) or runtime (2) */
 		atomic_compare_exchange_strong(&p->rc, &zero, rc);
+		atomic_store(&p->stop, true); /* the others stop too, quietly */
 	}
 	return rc;
 }
