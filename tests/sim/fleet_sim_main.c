@@ -139,7 +139,7 @@ static int run_seed(struct run *r)
 		for (uint32_t i = 0; ms % 50 == 0 && i < r->n_nodes; i++)
 			if (!sf_fleet_sim_linked(r->f, i))
 				(void)sf_fleet_sim_connect(r->f, i);
-		rc = sim_pipe_heal(r);
+		rc = sim_pipe_heal(r, ms);
 		if (rc)
 			break;
 		sf_fleet_sim_run(r->f, 1); /* (the head dials its stages again itself) */

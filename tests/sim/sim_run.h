@@ -88,7 +88,7 @@ struct run {
 	uint32_t n_stages, pipe_timeout_ms, pipe_start_per_10k, pipe_fault_per_10k;
 	struct pgen pgens[MAX_PGENS];
 	uint32_t n_pgens;
-	bool pipe_after; /* the request after the faults was asked */
+	bool pipe_after; /* the request after the faults was asked (or is not, in this seed) */
 	/* Counts, for the summary. */
 	uint64_t faults, tokens, ended_early, head_crashes;
 	uint64_t pipe_tokens, pipe_timeouts;
@@ -128,8 +128,8 @@ void sim_head_crash(struct run *r, uint32_t down_ms);
  * (final: once the run ended), and its counts at the end of the run. */
 void sim_pipe_config(struct run *r, struct sf_fleet_sim_config *cfg);
 int sim_pipe_step(struct run *r);
-/* A millisecond once the faults stopped: the request after them, once every stage is up. */
-int sim_pipe_heal(struct run *r);
+/* Millisecond ms once the faults stopped: the request after them, once every stage is up. */
+int sim_pipe_heal(struct run *r, uint32_t ms);
 int sim_pipe_check(struct run *r, bool final);
 bool sim_pipe_all_ended(struct run *r);
 void sim_pipe_fold(struct run *r);
