@@ -330,11 +330,7 @@ int headd_api_start(struct headd *d)
 		close(fd);
 		return -1;
 	}
-	if (d->shard != 0)
-		return 0;
-	sfd_info("client API on %s://%s%s", a->tls ? "https" : "http", bound,
-		 a->n_keys ? " (bearer keys required)" : "");
-	return 0;
+	return 0; /* the process says where, once every shard has started (proc.c) */
 }
 
 void headd_api_stop(struct headd *d)

@@ -224,6 +224,10 @@ int headd_proc_main(const struct headd_opts *o, const uint8_t *token, size_t tok
 		}
 	}
 	if (started) {
+		/* Only now: a shard's start may fail after another's, and then nothing serves. */
+		const struct headd_api *a = &p->shard[0]->api;
+		sfd_info("client API on %s://%s%s", a->tls ? "https" : "http", bound,
+			 a->n_keys ? " (bearer keys required)" : "");
 		sfd_notify("READY=1"); /* listeners up (Type=notify) */
 		while (!atomic_load(&p->stop)) {
 			int sig = sfd_signals_wait(500);
@@ -245,7 +249,7 @@ int headd_proc_main(const struct headd_opts *o, const uint8_t *token, size_t tok
 		if (!rc)
 			sfd_info("stopped");
 	}
-	sfd_signals_unblock();
+	/* The signals stay blocked: one that came meanwhile must not kill the exit (rc). */
 	for (unsigned k = 0; k < p->n; k++) {
 		/* Shards that ran closed their sockets (fini); these are of shards never made. */
 		if (!started && !p->shard[k] && have_fds)
