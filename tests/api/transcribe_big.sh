@@ -133,7 +133,9 @@ form "$work/big.wav" model=sim-1 response_format=text
 [ "$status" = 200 ] && cmp -s "$work/out" "$work/want.big" || r=1
 # Cut short unless it had gone whole before the head saw the client leave (told, not checked).
 [ -e "$work/blobs-n1/$(sha256sum "$work/gone.wav" | cut -d' ' -f1)" ] && kept=yes || kept=no
-check "a client gone mid-transfer: its request dropped, and the next one answered (the node kept its blob: $kept)" $r
+cuts=$(metric superfluid_blobs_cut_total)
+[ "$kept" = yes ] || [ "${cuts:-0}" -ge 1 ] || r=1 # a blob the node does not have was cut short
+check "a client gone mid-transfer: its request dropped, and the next one answered (the node kept its blob: $kept; transfers cut short: ${cuts:-?})" $r
 
 echo "$passes passed, $fails failed"
 [ "$fails" = 0 ]

@@ -110,6 +110,7 @@ static void part_add(struct headd_part *a, const struct headd_part *b)
 		a->so.blobs_sent += b->so.blobs_sent;
 		a->so.blob_bytes_sent += b->so.blob_bytes_sent;
 		a->so.blobs_refused += b->so.blobs_refused;
+		a->so.blobs_cut += b->so.blobs_cut;
 		a->so.retried += b->so.retried;
 		for (int k = 0; k < SF_SO_RESULTS; k++)
 			a->so.results[k] += b->so.results[k];

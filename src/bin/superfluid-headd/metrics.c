@@ -155,6 +155,8 @@ static void state_ops(struct page *pg, const struct headd_part *sum)
 		s.blob_bytes_sent);
 	counter(pg, "superfluid_blobs_refused_total", "Blobs a node refused (XFER_RESULT ok = 0).",
 		s.blobs_refused);
+	counter(pg, "superfluid_blobs_cut_total",
+		"Blob transfers cut short: no request needed them any more.", s.blobs_cut);
 	gauge(pg, "superfluid_blobs_cached", "Blobs the head holds in memory.", c.entries);
 	gauge(pg, "superfluid_blobs_cache_bytes", "Bytes of the blobs the head holds.", c.bytes);
 	put(pg, "# HELP superfluid_state_ops_total State operations (transcriptions) on nodes, by "
