@@ -40,6 +40,7 @@ struct headd_http {
 	struct sf_tls_ops tls_ops;
 	const struct sf_http_request *move_req; /* being handed to shard move_to */
 	unsigned move_to;
+	bool adopting;            /* the handed-over request is being dispatched */
 	struct headd_gather *gather; /* the answer waiting on other shards, or NULL */
 	struct headd_http *next;
 };

@@ -75,8 +75,11 @@ void headd_api_send_error(struct headd_http *h, const struct sf_api_error *e)
 static uint32_t served_models(struct headd *d, const char **names, uint32_t cap)
 {
 	uint32_t n = 0;
+	const char *pn = d->pipe ? NULL : headd_proc_pipe_name(d); /* shard 0's, when not this */
 	if (d->pipe && headd_pipeline_serves(d, d->pipe_model) && n < cap)
 		names[n++] = d->pipe_model;
+	else if (pn && n < cap)
+		names[n++] = pn;
 	for (uint32_t i = 0; i < d->n_nodes; i++) {
 		const struct headd_node *nd = &d->nodes[i];
 		if (!nd->open || !nd->lc || nd->is_stage)
@@ -98,6 +101,9 @@ static uint32_t served_models(struct headd *d, const char **names, uint32_t cap)
 bool headd_model_served(struct headd *d, const char *model)
 {
 	if (d->pipe && headd_pipeline_serves(d, d->pipe_model) && !strcmp(d->pipe_model, model))
+		return true;
+	const char *pn = d->pipe ? NULL : headd_proc_pipe_name(d);
+	if (pn && !strcmp(pn, model))
 		return true;
 	for (uint32_t i = 0; i < d->n_nodes; i++) {
 		const struct headd_node *nd = &d->nodes[i];
@@ -183,6 +189,22 @@ static unsigned owner_of(const struct headd *d, enum headd_endpoint ep,
 {
 	if (d->n_shards == 1)
 		return d->shard;
+	if (headd_proc_has_pipeline(d)) {
+		/* The stages are shard 0's: its nodes page and its pipeline's requests (whatever
+		 * else they name: shard 0 answers what a pipeline cannot do). */
+		if (ep == EP_FLEET || ep == EP_METRICS)
+			return 0;
+		const char *pn = headd_proc_pipe_name(d);
+		if (pn && (ep == EP_CHAT || ep == EP_COMPLETIONS || ep == EP_TOKENIZE) &&
+		    r->body_len && memmem(r->body, r->body_len, pn, strlen(pn))) {
+			json_t *o = json_loadb((const char *)r->body, r->body_len, 0, NULL);
+			const char *m = json_string_value(json_object_get(o, "model"));
+			bool pipe = m && !strcmp(m, pn);
+			json_decref(o);
+			if (pipe)
+				return 0;
+		}
+	}
 	if (resume_id)
 		return headd_shard_of_request_id(d, resume_id);
 	if (ep == EP_SESSIONS && r->path[12] == '/' && r->path[13])
@@ -233,7 +255,8 @@ void headd_api_request(struct headd_http *h, const struct sf_http_request *r)
 		ep = EP_COMPLETIONS;
 	}
 	h->ep = (int)ep;
-	unsigned owner = owner_of(h->d, ep, r, resume_id);
+	/* A request handed here is answered here: never handed on again. */
+	unsigned owner = h->adopting ? h->d->shard : owner_of(h->d, ep, r, resume_id);
 	if (owner != h->d->shard) {
 		headd_http_handoff(h, r, owner);
 		return;

@@ -125,7 +125,8 @@ void headd_fleet_page(struct headd_http *h, const struct headd_part *sum)
 		uint32_t sessions = i < sum->n_nodes && sum->node_sessions ? sum->node_sessions[i] : 0;
 		/* Up once every shard's link is (a request may reach any shard). */
 		uint32_t links = i < sum->n_nodes && sum->node_links ? sum->node_links[i] : n->open;
-		const char *state = links >= d->n_shards ? "up" : links ? "partial" : "down";
+		uint32_t all = n->is_stage ? 1 : d->n_shards; /* a stage has shard 0's link only */
+		const char *state = links >= all ? "up" : links ? "partial" : "down";
 		json_array_append_new(nodes, json_pack(
 			"{s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:b}",
 			"node", n->addr, "identity", n->identity[0] ? n->identity : "-",

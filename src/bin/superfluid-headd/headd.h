@@ -235,6 +235,10 @@ struct headd_msg {
 /* Sends m (malloc'd; the receiver frees it) to shard k; 0, or -1 (its inbox is full, or the
  * process is stopping: m is not taken). */
 int headd_proc_send(struct headd *d, unsigned k, struct headd_msg *m);
+/* --pipeline: whether it was asked for; shard 0 names its model once (the name, else NULL). */
+bool headd_proc_has_pipeline(const struct headd *d);
+void headd_proc_pipe_named(struct headd *d, const char *name);
+const char *headd_proc_pipe_name(const struct headd *d);
 /* Whether the process is stopping (any thread). */
 bool headd_proc_stopping(const struct headd *d);
 /* The shard's loop turned at now (its monotonic ms): the main thread pings systemd's

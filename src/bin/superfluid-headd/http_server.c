@@ -284,7 +284,9 @@ void headd_http_adopt(struct headd *d, struct headd_http *h, int fd, const uint8
 		sf_conn_close(h->conn, false);
 		return;
 	}
+	h->adopting = true; /* routed already: answered here, whatever it names */
 	headd_api_request(h, h->move_req);
+	h->adopting = false;
 }
 
 void headd_http_response_done(struct headd_http *h)

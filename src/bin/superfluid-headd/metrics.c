@@ -131,7 +131,7 @@ static void nodes(struct page *pg, struct headd *d, const struct headd_part *sum
 			uint64_t firsts = d->n_shards < opens ? d->n_shards : opens;
 			uint32_t links = sum->node_links && i < sum->n_nodes ? sum->node_links[i]
 									      : n->open;
-			uint64_t v[] = { links >= d->n_shards, n->cap.free_sessions, n->cap.max_sessions,
+			uint64_t v[] = { links >= (n->is_stage ? 1 : d->n_shards), n->cap.free_sessions, n->cap.max_sessions,
 					 n->cap.batch_running, n->cap.batch_size,
 					 opens - firsts };
 			put(pg, "%s{node=\"%s\",identity=\"%s\"} %llu\n", names[k][0],
@@ -231,7 +231,8 @@ void headd_metrics_page(struct headd_http *h, const struct headd_part *sum)
 	if (d->n_shards > 1) {
 		up = 0;
 		for (uint32_t i = 0; i < d->n_nodes && i < sum->n_nodes; i++)
-			up += sum->node_links && sum->node_links[i] >= d->n_shards;
+			up += sum->node_links &&
+			      sum->node_links[i] >= (d->nodes[i].is_stage ? 1 : d->n_shards);
 	}
 	const struct sf_head_stats st = sum->st;
 	gauge(&pg, "superfluid_nodes_up", "Nodes whose links (every shard's) are open.", up);

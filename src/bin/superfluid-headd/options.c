@@ -92,9 +92,10 @@ static const char usage_text[] =
 	"  --shards N              event loops, each on a thread (and CPU) of its own with its\n"
 	"                          own sessions, a link to every --fleet node and its share of\n"
 	"                          the client connections (0: one per CPU the process may use;\n"
-	"                          the default, but 1 with --fleet-listen or --pipeline, which\n"
-	"                          need 1); the session and connection limits are shared out\n"
-	"                          between them\n"
+	"                          the default, but 1 with --fleet-listen, which needs 1); the\n"
+	"                          session and connection limits are shared out between them;\n"
+	"                          --pipeline stages are linked to shard 0, which answers their\n"
+	"                          model's requests\n"
 	"  --replace-after-ms N    a node down this long loses its sessions to other nodes\n"
 	"                          (default 30000)\n"
 	"  --silence-ms N          end a node's link after this much silence (default 10000;\n"
@@ -205,12 +206,10 @@ enum headd_parse_result headd_opts_parse(struct headd_opts *o, int argc, char **
 	if (!o->tls_cert != !o->tls_key)
 		return usage_error("--tls-cert and --tls-key go together");
 	if (o->shards == HEADD_SHARDS_UNSET) /* one per CPU, but one where only one works */
-		o->shards = o->fleet_listen || o->pipeline ? 1 : 0;
+		o->shards = o->fleet_listen ? 1 : 0;
 	if (o->shards != 1 && o->fleet_listen)
 		return usage_error("--fleet-listen needs --shards 1: a node that dials in opens one "
 				   "link, and every shard needs its own");
-	if (o->shards != 1 && o->pipeline)
-		return usage_error("--pipeline needs --shards 1: its stages are linked to one shard");
 	if (o->silence_ms != UINT32_MAX && o->heartbeat_ms >= o->silence_ms)
 		return usage_error("--heartbeat-ms must be below --silence-ms");
 	return HEADD_PARSE_RUN;

@@ -115,6 +115,7 @@ void headd_pipeline_up(struct headd *d, struct headd_node *n, const struct sf_li
 		else
 			snprintf(d->pipe_model, sizeof(d->pipe_model), "%s-pipeline",
 				 sf_pipe_model(d->pipe));
+		headd_proc_pipe_named(d, d->pipe_model); /* the other shards list it too */
 	}
 	uint32_t start, end;
 	sf_pipe_range(d->pipe, n->stage, &start, &end);

@@ -26,6 +26,11 @@ struct headd_proc {
 	atomic_bool stop;
 	atomic_int rc;
 	_Atomic uint64_t alive_ms[SF_SHARDS_MAX]; /* each shard's last turn (monotonic ms) */
+	/* --pipeline: its stages are linked to shard 0, which names the model once they agree;
+	 * the other shards hand its requests there. */
+	bool has_pipeline;
+	char pipe_name[SF_MAX_NAME + 16];
+	atomic_bool pipe_named;    /* pipe_name is set (release: written before) */
 };
 
 /* A shard that has not turned for this long is stuck (an idle one turns every second). */
@@ -58,6 +63,26 @@ static void watchdog(struct headd_proc *p)
 		}
 	}
 	sfd_notify_watchdog(now);
+}
+
+bool headd_proc_has_pipeline(const struct headd *d)
+{
+	return d->proc->has_pipeline;
+}
+
+void headd_proc_pipe_named(struct headd *d, const char *name)
+{
+	struct headd_proc *p = d->proc;
+	if (atomic_load(&p->pipe_named))
+		return;
+	snprintf(p->pipe_name, sizeof(p->pipe_name), "%s", name);
+	atomic_store_explicit(&p->pipe_named, true, memory_order_release);
+}
+
+const char *headd_proc_pipe_name(const struct headd *d)
+{
+	struct headd_proc *p = d->proc;
+	return atomic_load_explicit(&p->pipe_named, memory_order_acquire) ? p->pipe_name : NULL;
 }
 
 bool headd_proc_stopping(const struct headd *d)
@@ -168,6 +193,7 @@ int headd_proc_main(const struct headd_opts *o, const uint8_t *token, size_t tok
 		return 2;
 	}
 	the_proc = p;
+	p->has_pipeline = o->pipeline != NULL;
 	p->n = o->shards ? o->shards : sf_shards_default_count();
 	if (p->n > SF_SHARDS_MAX)
 		p->n = SF_SHARDS_MAX;
