@@ -99,7 +99,7 @@ both_up
 launch
 verdict "links reset at random bytes under $streams streams: every stream completes, none lost or repeated"
 resets=$(tail -1 "$work/proxy.err" | sed -n 's/^resets //p')
-r=0; [ "${resets:-0}" -ge 2 ] || r=1
+r=0; [ "${resets:-0}" -ge 1 ] || r=1 # each shard has links of its own: fewer bytes, fewer resets each
 check "the proxy did reset links (${resets:-0} resets)" $r
 grep -q "reconcil\|dialing again" "$work/h3.err"
 check "the head dialed again after the resets" $?
