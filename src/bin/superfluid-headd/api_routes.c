@@ -182,6 +182,21 @@ static bool is(const struct sf_http_request *r, const char *method)
 	return !strcmp(r->method, method) || (!strcmp(method, "GET") && !strcmp(r->method, "HEAD"));
 }
 
+/* The body's top-level string key into out (cap bytes with its NUL, cut past that), parsed
+ * only when the body holds hint at all: most bodies are never parsed here. */
+static bool body_string(const struct sf_http_request *r, const char *key, const char *hint,
+			char *out, size_t cap)
+{
+	if (!r->body_len || !memmem(r->body, r->body_len, hint, strlen(hint)))
+		return false;
+	json_t *o = json_loadb((const char *)r->body, r->body_len, 0, NULL);
+	const char *s = json_string_value(json_object_get(o, key));
+	if (s)
+		snprintf(out, cap, "%s", s);
+	json_decref(o);
+	return s != NULL;
+}
+
 /* The shard that answers r: the one that owns the session or generation it names (by its
  * name or id), else this one. */
 static unsigned owner_of(const struct headd *d, enum headd_endpoint ep,
@@ -195,15 +210,10 @@ static unsigned owner_of(const struct headd *d, enum headd_endpoint ep,
 		if (ep == EP_FLEET || ep == EP_METRICS)
 			return 0;
 		const char *pn = headd_proc_pipe_name(d);
+		char model[SF_MAX_NAME + 32];
 		if (pn && (ep == EP_CHAT || ep == EP_COMPLETIONS || ep == EP_TOKENIZE) &&
-		    r->body_len && memmem(r->body, r->body_len, pn, strlen(pn))) {
-			json_t *o = json_loadb((const char *)r->body, r->body_len, 0, NULL);
-			const char *m = json_string_value(json_object_get(o, "model"));
-			bool pipe = m && !strcmp(m, pn);
-			json_decref(o);
-			if (pipe)
-				return 0;
-		}
+		    body_string(r, "model", pn, model, sizeof(model)) && !strcmp(model, pn))
+			return 0;
 	}
 	if (resume_id)
 		return headd_shard_of_request_id(d, resume_id);
@@ -214,16 +224,10 @@ static unsigned owner_of(const struct headd *d, enum headd_endpoint ep,
 	const char *named = sf_http_header(r, "x-superfluid-session");
 	if (named && *named)
 		return headd_shard_of_name(d, named);
-	/* The body's "session" (read here only when the body names one at all). */
-	unsigned k = d->shard;
-	if (r->body_len && memmem(r->body, r->body_len, "\"session\"", 9)) {
-		json_t *o = json_loadb((const char *)r->body, r->body_len, 0, NULL);
-		const char *s = json_string_value(json_object_get(o, "session"));
-		if (s && *s)
-			k = headd_shard_of_name(d, s);
-		json_decref(o);
-	}
-	return k;
+	char session[SF_API_MAX_SESSION_ID + 2]; /* one more: a name too long stays too long */
+	if (body_string(r, "session", "\"session\"", session, sizeof(session)) && *session)
+		return headd_shard_of_name(d, session);
+	return d->shard;
 }
 
 void headd_api_request(struct headd_http *h, const struct sf_http_request *r)
