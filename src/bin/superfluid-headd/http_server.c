@@ -155,6 +155,31 @@ static const struct sf_conn_ops conn_ops = {
 	.on_closed = on_closed,
 };
 
+void headd_http_drop(struct headd_http *h)
+{
+	sf_tls_free(h->tls);
+	sf_http_conn_free(h->http);
+	free(h);
+}
+
+/* h on socket fd, one of d's connections; false (fd closed, h freed) when the loop's
+ * connection table is full. */
+static bool attach(struct headd *d, struct headd_http *h, int fd, const char *who)
+{
+	h->d = d;
+	h->conn = sf_conn_new(d->loop, fd, &conn_ops, h);
+	if (!h->conn) {
+		sfd_warn("%s: the connection table is full", who);
+		close(fd);
+		headd_http_drop(h);
+		return false;
+	}
+	d->api.m.http_conns++;
+	h->next = d->api.conns;
+	d->api.conns = h;
+	return true;
+}
+
 static void on_accept(struct sf_loop *loop, int fd, void *arg)
 {
 	struct headd *d = arg;
@@ -178,40 +203,19 @@ static void on_accept(struct sf_loop *loop, int fd, void *arg)
 		h->tls = sf_tls_new(d->api.tls, &h->tls_ops);
 	if (!h || !h->http || (d->api.tls && !h->tls)) {
 		sfd_warn("turned away an HTTP client: out of memory");
-		if (h) {
-			sf_http_conn_free(h->http);
-			free(h);
-		}
+		if (h)
+			headd_http_drop(h);
 		close(fd);
 		return;
 	}
-	h->d = d;
 	if (d->opts->http_sndbuf) { /* a fixed kernel send buffer: no autotuning past it */
 		int v = (int)d->opts->http_sndbuf;
 		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
 	}
-	h->conn = sf_conn_new(loop, fd, &conn_ops, h);
-	if (!h->conn) {
-		sfd_warn("turned away an HTTP client: the connection table is full");
-		sf_tls_free(h->tls);
-		sf_http_conn_free(h->http);
-		free(h);
-		close(fd);
-		return;
-	}
-	d->api.m.http_conns++;
-	h->next = d->api.conns;
-	d->api.conns = h;
+	(void)attach(d, h, fd, "turned away an HTTP client");
 }
 
 /* ---- a connection handed to the shard that owns what it asks for ---- */
-
-void headd_http_drop(struct headd_http *h)
-{
-	sf_tls_free(h->tls);
-	sf_http_conn_free(h->http);
-	free(h);
-}
 
 static void unlink_conn(struct headd *d, struct headd_http *h)
 {
@@ -267,17 +271,8 @@ void headd_http_handoff(struct headd_http *h, const struct sf_http_request *r, u
 
 void headd_http_adopt(struct headd *d, struct headd_http *h, int fd, const uint8_t *rx, size_t n)
 {
-	h->d = d;
-	h->conn = sf_conn_new(d->loop, fd, &conn_ops, h);
-	if (!h->conn) {
-		sfd_warn("an HTTP client handed over: the connection table is full");
-		close(fd);
-		headd_http_drop(h);
+	if (!attach(d, h, fd, "an HTTP client handed over"))
 		return;
-	}
-	d->api.m.http_conns++;
-	h->next = d->api.conns;
-	d->api.conns = h;
 	/* Bytes that came after the request (pipelined) go where they would have gone. */
 	if (n && on_recv(h->conn, rx, n) < n) {
 		h->failed = true;
@@ -362,9 +357,7 @@ void headd_http_sweep(struct headd *d)
 		*pp = h->next;
 		if (h->req)
 			h->req->h = NULL;
-		sf_tls_free(h->tls);
-		sf_http_conn_free(h->http);
-		free(h);
+		headd_http_drop(h);
 		d->api.m.http_conns--;
 	}
 }
@@ -381,9 +374,7 @@ void headd_api_free(struct headd *d)
 	while (a->conns) {
 		struct headd_http *h = a->conns;
 		a->conns = h->next;
-		sf_tls_free(h->tls);
-		sf_http_conn_free(h->http);
-		free(h);
+		headd_http_drop(h);
 	}
 	while (a->named) {
 		struct headd_named *s = a->named;
