@@ -76,10 +76,3 @@ int sfd_signals_wait(int ms)
 	int sig = sigtimedwait(&set, NULL, &ts);
 	return sig > 0 ? sig : 0;
 }
-
-void sfd_signals_unblock(void)
-{
-	sigset_t set;
-	stop_set(&set);
-	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
-}

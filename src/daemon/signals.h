@@ -21,7 +21,5 @@ bool sfd_signals_take_hup(void);
 int sfd_signals_block(void);
 /* Waits up to ms for one of the blocked signals; returns it, or 0 when none came. */
 int sfd_signals_wait(int ms);
-/* Unblocks them again (before the process goes on alone). */
-void sfd_signals_unblock(void);
 
 #endif

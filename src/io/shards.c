@@ -55,7 +55,7 @@ static void drain_inbox(struct sf_loop *loop, void *arg)
 		}
 		pthread_mutex_unlock(&sh->inbox.mu);
 		for (uint32_t i = 0; i < n && fn; i++)
-			fn(loop, sh->index, batch[i]);
+			fn(loop, sh->index, batch[i], sh->all->cfg.arg);
 		if (n < 64)
 			break;
 	}

@@ -17,8 +17,8 @@ struct sf_shards;
 /* Runs on the shard's own thread before its loop starts: set up listeners, dials, state.
  * Returns 0, or non-zero to stop every shard. */
 typedef int (*sf_shard_start_fn)(struct sf_loop *loop, unsigned shard, void *arg);
-/* A message handed to a shard, run on that shard's thread. */
-typedef void (*sf_inbox_fn)(struct sf_loop *loop, unsigned shard, void *msg);
+/* A message handed to a shard, run on that shard's thread (arg: the shards' arg). */
+typedef void (*sf_inbox_fn)(struct sf_loop *loop, unsigned shard, void *msg, void *arg);
 
 /* Runs the shard's loop until the shards stop (instead of sf_loop_run): the owner's own turns,
  * with work of its own between them. Must return soon after sf_shards_stopping. */

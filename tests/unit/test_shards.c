@@ -21,8 +21,9 @@ static int on_start(struct sf_loop *loop, unsigned shard, void *arg)
 	return 0;
 }
 
-static void on_msg(struct sf_loop *loop, unsigned shard, void *msg)
+static void on_msg(struct sf_loop *loop, unsigned shard, void *msg, void *arg)
 {
+	(void)arg;
 	if (!pthread_equal(pthread_self(), shard_thread[shard]))
 		atomic_fetch_add(&wrong_thread, 1);
 	if ((unsigned)(uintptr_t)msg != shard)

@@ -33,10 +33,16 @@ struct headd_proc {
 	atomic_bool pipe_named;    /* pipe_name is set (release: written before) */
 };
 
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* the loops' clock (sf_loop_now) */
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 /* A shard that has not turned for this long is stuck (an idle one turns every second). */
 #define HEADD_STUCK_MS 5000
 
-static struct headd_proc *the_proc; /* the inbox callback's way back to the shards */
 
 void headd_proc_alive(struct headd *d, uint64_t now)
 {
@@ -47,9 +53,7 @@ void headd_proc_alive(struct headd *d, uint64_t now)
  * and systemd restarts the head. */
 static void watchdog(struct headd_proc *p)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	uint64_t now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	uint64_t now = mono_ms();
 	for (unsigned k = 0; k < p->n; k++) {
 		uint64_t at = atomic_load_explicit(&p->alive_ms[k], memory_order_relaxed);
 		if (at + HEADD_STUCK_MS < now) {
@@ -104,10 +108,10 @@ int headd_proc_send(struct headd *d, unsigned k, struct headd_msg *m)
 	return 0;
 }
 
-static void on_msg(struct sf_loop *loop, unsigned k, void *msg)
+static void on_msg(struct sf_loop *loop, unsigned k, void *msg, void *arg)
 {
 	(void)loop;
-	struct headd_proc *p = the_proc;
+	struct headd_proc *p = arg;
 	struct headd_msg *m = msg;
 	struct headd *d = p->shard[k];
 	bool stopping = atomic_load(&p->stop) || sf_shards_stopping(p->shards);
@@ -192,7 +196,6 @@ int headd_proc_main(const struct headd_opts *o, const uint8_t *token, size_t tok
 		sfd_err("no memory for the head");
 		return 2;
 	}
-	the_proc = p;
 	p->has_pipeline = o->pipeline != NULL;
 	p->n = o->shards ? o->shards : sf_shards_default_count();
 	if (p->n > SF_SHARDS_MAX)
@@ -200,13 +203,12 @@ int headd_proc_main(const struct headd_opts *o, const uint8_t *token, size_t tok
 	int rc = headd_wal_layout_check(o->wal_dir, p->n) ? 1 : 0;
 	int fds[SF_SHARDS_MAX];
 	char bound[128], why[512];
-	bool have_fds = false;
-	if (!rc && sfd_listen_group(o->listen_http, p->n, fds, bound, sizeof(bound), why,
-				    sizeof(why))) {
+	bool have_fds = !rc && !sfd_listen_group(o->listen_http, p->n, fds, bound, sizeof(bound),
+						 why, sizeof(why));
+	if (!rc && !have_fds) {
 		sfd_err("--listen-http %s: %s", o->listen_http, why);
 		rc = 2;
 	}
-	have_fds = !rc;
 	for (unsigned k = 0; k < p->n && !rc; k++) {
 		p->shard[k] = calloc(1, sizeof(struct headd));
 		if (!p->shard[k] || shard_opts(p, o, k)) {
@@ -231,11 +233,9 @@ int headd_proc_main(const struct headd_opts *o, const uint8_t *token, size_t tok
 		rc = 2;
 	}
 	if (!rc) {
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
+		uint64_t now = mono_ms();
 		for (unsigned k = 0; k < p->n; k++) /* starting counts as turning */
-			atomic_store(&p->alive_ms[k], (uint64_t)ts.tv_sec * 1000 +
-						      (uint64_t)ts.tv_nsec / 1000000);
+			atomic_store(&p->alive_ms[k], now);
 		struct sf_shards_config cfg = { .n = p->n, .loop = { .io = o->io },
 						.pin = p->n > 1, .start = on_start, .run = on_run,
 						.inbox = on_msg, .fini = on_fini, .arg = p };
@@ -277,15 +277,15 @@ int headd_proc_main(const struct headd_opts *o, const uint8_t *token, size_t tok
 	}
 	/* The signals stay blocked: one that came meanwhile must not kill the exit (rc). */
 	for (unsigned k = 0; k < p->n; k++) {
-		/* Shards that ran closed their sockets (fini); these are of shards never made. */
-		if (!started && !p->shard[k] && have_fds)
-			close(fds[k]);
+		/* A shard's socket is -1 once its loop or its fini took it. */
+		int fd = p->shard[k] ? p->shard[k]->http_fd : have_fds ? fds[k] : -1;
+		if (fd >= 0)
+			close(fd);
 		free(p->shard[k]);
 		free(p->wal_dirs[k]);
 	}
 	if (!started && !rc)
 		rc = 2;
 	free(p);
-	the_proc = NULL;
 	return rc;
 }
