@@ -260,44 +260,6 @@ bool sf_blob_has(struct sf_blob_store *bs, const uint8_t sha256[32])
 	return faccessat(bs->dirfd, name, F_OK, 0) == 0;
 }
 
-int sf_blob_read(struct sf_blob_store *bs, const uint8_t sha256[32], uint8_t **data, size_t *len,
-		 struct sf_err *err)
-{
-	char name[65];
-	sf_blob_hex(sha256, name);
-	int fd = openat(bs->dirfd, name, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return sf_err_set(err, SF_E_RANGE, "blob %s is not on this node", name);
-	struct stat st;
-	int rc = 0;
-	uint8_t *buf = NULL;
-	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size > SF_BLOB_READ_MAX) {
-		rc = sf_err_set(err, SF_E_LIMIT, "blob %s is over the %u bytes an operation may read",
-				name, SF_BLOB_READ_MAX);
-		goto out;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	size_t got = 0;
-	while (buf && got < (size_t)st.st_size) {
-		ssize_t r = pread(fd, buf + got, (size_t)st.st_size - got, (off_t)got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-	}
-	if (!buf || got != (size_t)st.st_size) {
-		rc = sf_err_set(err, SF_E_IO, "reading blob %s failed", name);
-		free(buf);
-		goto out;
-	}
-	*data = buf;
-	*len = got;
-out:
-	close(fd);
-	return rc;
-}
-
 static const uint8_t empty_blob[1];
 
 int sf_blob_map(struct sf_blob_store *bs, const uint8_t sha256[32], const uint8_t **data,

@@ -12,7 +12,6 @@
 #include <superfluid/err.h>
 
 #define SF_BLOB_MAX_TRANSFERS 64  /* in progress at once, over all links */
-#define SF_BLOB_READ_MAX (64u << 20) /* most bytes sf_blob_read hands out */
 #define SF_BLOB_MAP_MAX (16ull << 30) /* most bytes sf_blob_map maps */
 
 struct sf_blob_store;
@@ -46,9 +45,6 @@ bool sf_blob_has(struct sf_blob_store *bs, const uint8_t sha256[32]);
 int sf_blob_map(struct sf_blob_store *bs, const uint8_t sha256[32], const uint8_t **data,
 		size_t *len, struct sf_err *err);
 void sf_blob_unmap(const uint8_t *data, size_t len);
-/* Reads a whole blob into a malloc'd buffer (at most SF_BLOB_READ_MAX bytes). */
-int sf_blob_read(struct sf_blob_store *bs, const uint8_t sha256[32], uint8_t **data, size_t *len,
-		 struct sf_err *err);
 uint64_t sf_blob_store_used(const struct sf_blob_store *bs);
 /* Lower-case hex of a hash into out (65 bytes). */
 void sf_blob_hex(const uint8_t sha256[32], char out[65]);
