@@ -47,6 +47,16 @@ req() {
 		status=$(curl -sS -o "$work/out" -w '%{http_code}' -X "$m" "${@:4}" "$base$p")
 	fi
 }
+# metric NAME: one sample's value from GET /metrics.
+metric() { curl -s "$base/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
+# form FILE [curl -F fields...]: POST the file with fields; body in $work/out, status in $status.
+form() {
+	local f=$1; shift
+	local args=()
+	for a in "$@"; do args+=(-F "$a"); done
+	status=$(curl -sS -o "$work/out" -w '%{http_code}' -F "file=@$f" "${args[@]}" \
+		"$base/v1/audio/transcriptions")
+}
 wait_health() { for _ in $(seq 100); do req GET /health; [ "$status" = 200 ] && return 0; sleep 0.05; done; return 1; }
 # PROMPT | want [sim_expect options]: the reference reply in $work/want, "reason count" in
 # $work/want.meta. (A pipe, not an argument: $(...) would drop the prompt's last newline.)

@@ -11,15 +11,6 @@ set -uo pipefail
 noded=$1 headd=$2 transcribe=$3 expect=/bin/false
 . "$(dirname "$0")/lib.sh"
 
-metric() { curl -s "$base/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
-# form FILE [curl -F fields...]: POST the file with fields; body in $work/out, status in $status.
-form() {
-	local f=$1; shift
-	local args=()
-	for a in "$@"; do args+=(-F "$a"); done
-	status=$(curl -sS -o "$work/out" -w '%{http_code}' -F "file=@$f" "${args[@]}" \
-		"$base/v1/audio/transcriptions")
-}
 # The engine's transcript of FILE into $work/want ("segments duration_ms" in want.meta).
 want_of() { "$transcribe" <"$1" >"$work/want" 2>"$work/want.meta"; }
 segs() { cut -d' ' -f1 "$work/want.meta"; }

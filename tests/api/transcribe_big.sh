@@ -12,15 +12,6 @@ set -uo pipefail
 noded=$1 headd=$2 transcribe=$3 expect=$4
 . "$(dirname "$0")/lib.sh"
 
-metric() { curl -s "$base/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
-# form FILE [curl -F fields...]: POST the file with fields; body in $work/out, status in $status.
-form() {
-	local f=$1; shift
-	local args=()
-	for a in "$@"; do args+=(-F "$a"); done
-	status=$(curl -sS -o "$work/out" -w '%{http_code}' -F "file=@$f" "${args[@]}" \
-		"$base/v1/audio/transcriptions")
-}
 # mkwav FILE BYTES: a 16 kHz 16-bit mono PCM WAV header and BYTES of random samples.
 mkwav() {
 	python3 - "$1" "$2" <<'PY'
