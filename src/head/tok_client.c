@@ -210,6 +210,8 @@ void sf_tok_client_node_up(struct sf_tok_client *tc, uint32_t node, const struct
 		if (!md->tok && md->fetch_node == TC_NONE)
 			(void)tc__fetch(tc, n->models[i].model, false, NULL);
 	}
+	if (n->version >= 3)
+		tc__node_came(tc, node);
 	tc__deliver(tc);
 }
 

@@ -52,7 +52,9 @@ struct tc_req {
 	uint32_t text_len;
 	struct sf_piece *pieces;
 	uint32_t n_pieces;
-	uint32_t node;    /* where it was sent; TC_NONE: waiting for the model's tokenizer */
+	uint32_t node;    /* where it was sent; TC_NONE: waiting for the model's tokenizer, or
+			   * (lost set) for a node serving the model to come up again */
+	uint32_t lost;    /* the node whose link closed before it answered, no other up: TC_NONE */
 	uint64_t request_id, deadline;
 	uint32_t hnext;   /* key chain, free list or dead list */
 	uint32_t waiters, n_waiters;
@@ -97,6 +99,8 @@ void tc__on_resp(struct sf_tok_client *tc, uint32_t node, const struct sf_tokeni
 void tc__tokenizer_arrived(struct sf_tok_client *tc, uint32_t model);
 void tc__fail_waiting(struct sf_tok_client *tc, uint32_t model, int code, const char *msg);
 void tc__node_lost(struct sf_tok_client *tc, uint32_t node);
+/* Sends the requests waiting for a node serving their model to come up (tc__node_lost). */
+void tc__node_came(struct sf_tok_client *tc, uint32_t node);
 void tc__expire(struct sf_tok_client *tc);
 uint64_t tc__reqs_deadline(const struct sf_tok_client *tc);
 

@@ -277,7 +277,8 @@ void tc__tokenizer_arrived(struct sf_tok_client *tc, uint32_t model)
 	struct tc_model *md = &tc->models[model];
 	for (uint32_t r = 0; r < SF_TOK_CLIENT_MAX_PENDING; r++) {
 		struct tc_req *q = &tc->reqs[r];
-		if (!q->used || q->dead || q->model != model || q->node != TC_NONE)
+		if (!q->used || q->dead || q->model != model || q->node != TC_NONE ||
+		    q->lost != TC_NONE)
 			continue;
 		if (!mode_offered(md->tok, q->mode)) {
 			finish(tc, r, SF_E_UNSUPPORTED, NULL, 0, "the nodes serving model %s do not "
@@ -298,11 +299,25 @@ void tc__fail_waiting(struct sf_tok_client *tc, uint32_t model, int code, const 
 {
 	for (uint32_t r = 0; r < SF_TOK_CLIENT_MAX_PENDING; r++) {
 		struct tc_req *q = &tc->reqs[r];
-		if (q->used && !q->dead && q->model == model && q->node == TC_NONE)
+		if (q->used && !q->dead && q->model == model && q->node == TC_NONE &&
+		    q->lost == TC_NONE)
 			finish(tc, r, code, NULL, 0, "%s", msg);
 	}
 }
 
+/* A node up serves the model (v3: one that can take TOKENIZE_REQ). */
+static bool served(struct sf_tok_client *tc, uint32_t model, bool v3)
+{
+	for (uint32_t i = 0; i < tc->cfg.max_nodes; i++)
+		if (tc->nodes[i].up && (!v3 || tc->nodes[i].version >= 3) &&
+		    tc__node_model(tc, i, model))
+			return true;
+	return false;
+}
+
+/* A request whose node's link closed goes to another node up; with none up serving the model,
+ * it waits for one to come (a link reset is usually dialed again within a second) until its
+ * deadline, as a generation waits for its node. A node up that cannot take it fails it now. */
 void tc__node_lost(struct sf_tok_client *tc, uint32_t node)
 {
 	for (uint32_t r = 0; r < SF_TOK_CLIENT_MAX_PENDING; r++) {
@@ -310,9 +325,32 @@ void tc__node_lost(struct sf_tok_client *tc, uint32_t node)
 		if (!q->used || q->dead || q->node != node)
 			continue;
 		struct sf_err err;
+		if (!send_req(tc, r, &err))
+			continue;
+		if (!served(tc, q->model, false)) {
+			q->lost = node;
+			q->deadline = tc->now + tc->cfg.timeout_ms;
+			continue;
+		}
+		finish(tc, r, err.code, NULL, 0, "node %s's link closed before it answered the "
+		       "tokenize request, and %s", tc->nodes[node].name, err.msg);
+	}
+}
+
+void tc__node_came(struct sf_tok_client *tc, uint32_t node)
+{
+	for (uint32_t r = 0; r < SF_TOK_CLIENT_MAX_PENDING; r++) {
+		struct tc_req *q = &tc->reqs[r];
+		if (!q->used || q->dead || q->node != TC_NONE || q->lost == TC_NONE ||
+		    !tc__node_model(tc, node, q->model))
+			continue;
+		struct sf_err err;
+		uint32_t lost = q->lost;
 		if (send_req(tc, r, &err))
 			finish(tc, r, err.code, NULL, 0, "node %s's link closed before it answered the "
-			       "tokenize request, and %s", tc->nodes[node].name, err.msg);
+			       "tokenize request, and %s", tc->nodes[lost].name, err.msg);
+		else
+			q->lost = TC_NONE;
 	}
 }
 
@@ -335,6 +373,10 @@ void tc__expire(struct sf_tok_client *tc)
 			finish(tc, r, SF_E_SILENT, NULL, 0, "node %s did not answer the tokenize "
 			       "request for model %s within %s", tc->nodes[q->node].name, md->name,
 			       limit);
+		else if (q->lost != TC_NONE)
+			finish(tc, r, SF_E_SILENT, NULL, 0, "node %s's link closed before it answered "
+			       "the tokenize request for model %s, and no node serving it came up "
+			       "within %s", tc->nodes[q->lost].name, md->name, limit);
 		else
 			finish(tc, r, SF_E_SILENT, NULL, 0, "the tokenizer of model %s did not arrive "
 			       "from its nodes within %s%s%s", md->name, limit, md->why[0] ? "; " : "",
@@ -452,15 +494,6 @@ static uint64_t add_waiter(struct sf_tok_client *tc, uint32_t r)
 }
 
 /* Whether a node up serves the model at all (any version). */
-static bool served(struct sf_tok_client *tc, uint32_t model, bool v3)
-{
-	for (uint32_t i = 0; i < tc->cfg.max_nodes; i++)
-		if (tc->nodes[i].up && (!v3 || tc->nodes[i].version >= 3) &&
-		    tc__node_model(tc, i, model))
-			return true;
-	return false;
-}
-
 int sf_tok_client_encode(struct sf_tok_client *tc, const char *model, unsigned mode,
 			 const char *text, size_t text_len, const struct sf_piece *pieces,
 			 uint32_t n, uint64_t now_ms, uint64_t *ticket, const uint32_t **tokens,
@@ -524,7 +557,7 @@ int sf_tok_client_encode(struct sf_tok_client *tc, const char *model, unsigned m
 	tc->free_req = q->hnext;
 	tc->n_reqs++;
 	*q = (struct tc_req){ .used = true, .model = m, .mode = (uint8_t)mode, .node = TC_NONE,
-			      .hnext = TC_NONE, .waiters = TC_NONE,
+			      .lost = TC_NONE, .hnext = TC_NONE, .waiters = TC_NONE,
 			      .deadline = now_ms + tc->cfg.timeout_ms };
 	memcpy(q->key, key, 32);
 	rc = copy_input(q, mode, text, text_len, pieces, n, err);

@@ -4,14 +4,17 @@ connection forwarded byte for byte, with small random delays, and reset (RST, no
 after a random number of bytes, until the fault window ends; after it, connections pass
 through untouched. Everything random comes from SEED.
 Prints "LISTEN_PORT TARGET_PORT" per target once listening, then "resets N" on stderr as it
-goes. Usage: fault_proxy.py SEED FAULT_SECONDS TARGET_PORT [TARGET_PORT...]"""
-import asyncio, random, socket, struct, sys, time
+goes. Usage: fault_proxy.py SEED FAULT_SECONDS TARGET_PORT [TARGET_PORT...]
+FAULT_BUDGET_MAX (default 60000) bounds the bytes a connection carries before its reset:
+smaller makes more resets (a stress run; faults.sh passes it through)."""
+import asyncio, os, random, socket, struct, sys, time
 
 seed, window = int(sys.argv[1]), float(sys.argv[2])
 targets = [int(p) for p in sys.argv[3:]]
 rng = random.Random(seed)
 t0 = time.monotonic()
 resets = 0
+budget_max = max(512, int(os.environ.get("FAULT_BUDGET_MAX", "60000")))
 
 
 def faulty():
@@ -61,7 +64,7 @@ async def serve(target):
         except OSError:
             rst(w)
             return
-        budget = [rng.randint(512, 60000)]  # shared by both directions
+        budget = [rng.randint(512, budget_max)]  # shared by both directions
         await asyncio.gather(pump(r, tw, budget, w), pump(tr, w, budget, tw))
     server = await asyncio.start_server(handle, "127.0.0.1", 0)
     return server, server.sockets[0].getsockname()[1]

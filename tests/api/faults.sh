@@ -91,7 +91,7 @@ verdict "after it, $streams more streams through both nodes"
 start_nodes 3
 python3 "$(dirname "$0")/fault_proxy.py" 7 5 "$pa" "$pb" >"$work/proxy.out" 2>"$work/proxy.err" &
 pids+=($!)
-for _ in $(seq 100); do [ "$(wc -l <"$work/proxy.out" 2>/dev/null)" = 2 ] && break; sleep 0.05; done
+for _ in $(seq 100); do [ "$(wc -l 2>/dev/null <"$work/proxy.out")" = 2 ] && break; sleep 0.05; done
 via=$(awk '{printf "%s127.0.0.1:%s", (NR > 1 ? "," : ""), $1}' "$work/proxy.out")
 start_head h3 "$via" --replace-after-ms 3000 --silence-ms 600 --heartbeat-ms 150
 base="http://127.0.0.1:$hport"

@@ -3,11 +3,12 @@
 # Source it after setting noded, headd and expect (the programs).
 work=$(mktemp -d)
 pids=()
+headlog=$work/head.err # the last head started (start_head), for fail()
 cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; [ -n "${KEEP:-}" ] && cp -r "$work" "$KEEP"; rm -rf "$work"; }
 trap cleanup EXIT
 fails=0 passes=0
 ok() { passes=$((passes + 1)); echo "ok   $1"; }
-fail() { fails=$((fails + 1)); echo "FAIL $1"; sed 's/^/     | /' "$work/out" "$work/want" 2>/dev/null | head -40; tail -5 "$work/head.err" | sed 's/^/     | head: /'; }
+fail() { fails=$((fails + 1)); echo "FAIL $1"; sed 's/^/     | /' "$work/out" "$work/want" 2>/dev/null | head -40; [ -f "$headlog" ] && tail -5 "$headlog" | sed 's/^/     | head: /'; }
 check() { if [ "$2" = 0 ]; then ok "$1"; else fail "$1"; fi; }
 # j FILE EXPR: a value from a JSON file (python's json; EXPR sees the document as d).
 j() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(($2))" "$1" 2>/dev/null; }
@@ -28,7 +29,7 @@ start_head() { # log name, fleet, [more options]: sets $hport (the HTTP port) an
 	"$headd" --fleet "$2" --admin-socket "$work/$1.sock" --listen-http 127.0.0.1:0 \
 		${HEADD_SHARDS:+--shards "$HEADD_SHARDS"} "${@:3}" \
 		2>"$work/$1.err" &
-	hpid=$!; pids+=("$hpid")
+	hpid=$!; pids+=("$hpid"); headlog="$work/$1.err"
 	for _ in $(seq 100); do
 		hport=$(sed -n 's/.*client API on https\{0,1\}:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/$1.err" | head -1)
 		[ -n "$hport" ] && return 0

@@ -427,16 +427,52 @@ static void round_robin_and_resend_on_node_down(void **state)
 	assert_int_equal(f->dones[1].ticket, t1);
 	assert_int_equal(f->dones[1].n, 5);
 	assert_int_equal(f->dones[1].tokens[0], 'f');
-	/* With b down as well, one in flight fails, naming the node. */
+	/* With b down as well, one in flight waits for a node serving the model to come up: b's
+	 * link dialed again takes it. */
 	assert_int_equal(encode(f, "sim-1", SF_TOKENIZE_ENCODE, "third", NULL, 0, &t1, &toks, &n, &err), 0);
 	drop_one(f);
 	sf_tok_client_node_down(f->tc, b, f->now);
+	assert_int_equal(f->n_dones, 2);
+	assert_int_equal(pending(f), 0);
+	assert_int_equal(sf_tok_client_deadline(f->tc), f->now + SF_TOK_CLIENT_TIMEOUT_MS);
+	f->now += 700;
+	up(f, b, 3);
+	uint32_t to;
+	assert_int_equal(peek(f, &to)->type, SF_MSG_TOKENIZE_REQ);
+	assert_int_equal(to, b);
+	pump(f);
 	assert_int_equal(f->n_dones, 3);
-	assert_true(f->dones[2].rc < 0);
-	char want[64];
+	assert_int_equal(f->dones[2].rc, 0);
+	assert_int_equal(f->dones[2].ticket, t1);
+	assert_int_equal(f->dones[2].n, 5);
+	assert_int_equal(f->dones[2].tokens[0], 't');
+	/* When none comes back within the limit, it fails naming the node whose link closed. */
+	assert_int_equal(encode(f, "sim-1", SF_TOKENIZE_ENCODE, "fourth", NULL, 0, &t1, &toks, &n, &err), 0);
+	drop_one(f);
+	sf_tok_client_node_down(f->tc, b, f->now);
+	f->now += SF_TOK_CLIENT_TIMEOUT_MS - 1;
+	sf_tok_client_tick(f->tc, f->now);
+	assert_int_equal(f->n_dones, 3);
+	f->now += 1;
+	sf_tok_client_tick(f->tc, f->now);
+	assert_int_equal(f->n_dones, 4);
+	assert_int_equal(f->dones[3].rc, SF_E_SILENT);
+	char want[128];
+	snprintf(want, sizeof(want), "node n%u's link closed before it answered the tokenize "
+		 "request for model sim-1, and no node serving it came up within 10 s", b);
+	assert_string_equal(f->dones[3].msg, want);
+	/* A node up that cannot take it (a send that fails) fails it at once, naming both. */
+	up(f, b, 3);
+	assert_int_equal(encode(f, "sim-1", SF_TOKENIZE_ENCODE, "fifth", NULL, 0, &t1, &toks, &n, &err), 0);
+	drop_one(f);
+	up(f, a, 3);
+	f->send_fails[a] = true;
+	sf_tok_client_node_down(f->tc, b, f->now);
+	assert_int_equal(f->n_dones, 5);
 	snprintf(want, sizeof(want), "node n%u's link closed", b);
-	assert_non_null(strstr(f->dones[2].msg, want));
-	assert_non_null(strstr(f->dones[2].msg, "sim-1"));
+	assert_non_null(strstr(f->dones[4].msg, want));
+	snprintf(want, sizeof(want), "node n%u: ", a);
+	assert_non_null(strstr(f->dones[4].msg, want));
 }
 
 static void timeout_fails(void **state)
