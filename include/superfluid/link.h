@@ -111,6 +111,13 @@ enum sf_link_ev_kind sf_link_poll(struct sf_link *l, uint64_t now_ms, struct sf_
 int sf_link_send(struct sf_link *l, uint16_t type, const void *msg, uint64_t now_ms,
 		 struct sf_err *err) __attribute__((warn_unused_result));
 
+/* Queues a frame already encoded (sf_msg_encode for the link's version: header and payload,
+ * exactly one frame), sealed on an encrypted link. The checks and returns of sf_link_send, and
+ * SF_E_RANGE (or the frame's own error) when frame is not one whole frame. For a thread that
+ * encodes for a link another thread runs. */
+int sf_link_send_frame(struct sf_link *l, const uint8_t *frame, size_t len, uint64_t now_ms,
+		       struct sf_err *err) __attribute__((warn_unused_result));
+
 /* The bytes waiting to be sent: returns their count and points *p at them. */
 size_t sf_link_tx(struct sf_link *l, const uint8_t **p);
 /* n of those bytes went out. */

@@ -239,6 +239,15 @@ int sf_link_conn_send(struct sf_link_conn *lc, uint16_t type, const void *msg, s
 	return rc;
 }
 
+int sf_link_conn_send_frame(struct sf_link_conn *lc, const uint8_t *frame, size_t len,
+			    struct sf_err *err)
+{
+	int rc = sf_link_send_frame(lc->link, frame, len, sf_loop_now(lc->loop), err);
+	if (!rc && !lc->in_events)
+		move_tx(lc);
+	return rc;
+}
+
 void sf_link_conn_close(struct sf_link_conn *lc, uint32_t code, const char *reason)
 {
 	sf_link_goodbye(lc->link, code, reason, sf_loop_now(lc->loop));

@@ -33,6 +33,10 @@ struct sf_link_conn *sf_link_conn_dial(struct sf_loop *loop, const struct sockad
 int sf_link_conn_send(struct sf_link_conn *lc, uint16_t type, const void *msg, struct sf_err *err)
 	__attribute__((warn_unused_result));
 
+/* Sends a frame already encoded (see sf_link_send_frame). */
+int sf_link_conn_send_frame(struct sf_link_conn *lc, const uint8_t *frame, size_t len,
+			    struct sf_err *err) __attribute__((warn_unused_result));
+
 /* Ends the link: a GOODBYE when open, then the socket closes once it is sent. */
 void sf_link_conn_close(struct sf_link_conn *lc, uint32_t code, const char *reason);
 

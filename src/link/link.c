@@ -198,8 +198,9 @@ int sf__link_queue(struct sf_link *l, uint16_t type, const void *msg, uint32_t v
 	return rc;
 }
 
-int sf_link_send(struct sf_link *l, uint16_t type, const void *msg, uint64_t now_ms,
-		 struct sf_err *err)
+/* Whether this side may send type now: open, the link's own kinds excluded, the direction of
+ * its role, and a type the peer's version knows. */
+static int may_send(struct sf_link *l, uint16_t type, struct sf_err *err)
 {
 	if (l->state != SF_LINK_OPEN)
 		return sf_err_set(err, SF_E_STATE, "link is not open (%s)",
@@ -224,7 +225,37 @@ int sf_link_send(struct sf_link *l, uint16_t type, const void *msg, uint64_t now
 				  l->cfg.role == SF_ROLE_HEAD ? "node" : "head",
 				  l->peer.identity && *l->peer.identity ? l->peer.identity : "(unnamed)",
 				  l->version, sf_msg_name(type));
-	return sf__link_queue(l, type, msg, l->version, now_ms, err);
+	return 0;
+}
+
+int sf_link_send(struct sf_link *l, uint16_t type, const void *msg, uint64_t now_ms,
+		 struct sf_err *err)
+{
+	int rc = may_send(l, type, err);
+	return rc ? rc : sf__link_queue(l, type, msg, l->version, now_ms, err);
+}
+
+int sf_link_send_frame(struct sf_link *l, const uint8_t *frame, size_t len, uint64_t now_ms,
+		       struct sf_err *err)
+{
+	struct sf_frame_hdr hdr;
+	long n = sf_frame_peek(frame, len, l->cfg.max_payload, &hdr, err);
+	if (n < 0)
+		return (int)n;
+	if ((size_t)n != len)
+		return sf_err_set(err, SF_E_RANGE, "a frame of %zu bytes holds %ld: one whole frame "
+				  "is sent at a time", len, n);
+	int rc = may_send(l, hdr.type, err);
+	if (rc)
+		return rc;
+	rc = l->sealed ? sf__record_seal(l, frame, len) : sf_buf_append(&l->tx, frame, len);
+	if (rc == SF_E_NOMEM || rc == SF_E_LIMIT)
+		return sf_err_set(err, SF_E_LIMIT,
+				  "send queue full (%zu bytes queued, limit %zu): the peer reads too slowly",
+				  sf_buf_used(&l->tx), l->tx.limit);
+	if (!rc)
+		l->last_tx_ms = now_ms;
+	return rc;
 }
 
 size_t sf_link_tx(struct sf_link *l, const uint8_t **p)

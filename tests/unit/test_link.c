@@ -188,6 +188,49 @@ static void messages_flow_both_ways(void **state)
 	}
 }
 
+/* A frame encoded elsewhere (another thread's sf_msg_encode) goes out as sf_link_send would
+ * send the message: plain and sealed. What is not one whole frame, or is not ours to send,
+ * is refused naming why, and the link goes on. */
+static void encoded_frames_are_sent_whole(void **state)
+{
+	for (int sealed = 0; sealed < 2; sealed++) {
+		struct pair *p = pair_new(sealed ? token_a : NULL, sealed ? token_a : NULL, 0, 0);
+		expect_open(p);
+		struct sf_err err;
+		uint32_t toks[] = { 4, 5 };
+		struct sf_token_event ev = { .session_id = 6, .generation_id = 8, .epoch = 7,
+					     .kind = SF_EVENT_TOKENS, .tokens = toks, .n_tokens = 2 };
+		struct sf_token_events te = { .events = &ev, .n_events = 1 };
+		struct sf_buf b;
+		sf_buf_init(&b, 1u << 20);
+		assert_int_equal(sf_msg_encode(&b, SF_MSG_TOKEN_EVENTS, &te, 3, SF_FRAME_PAYLOAD_MAX,
+					       &err), 0);
+		assert_true(sf_link_send_frame(p->node, sf_buf_head(&b), sf_buf_used(&b) - 1, p->now,
+					       &err) < 0);
+		size_t one = sf_buf_used(&b);
+		assert_int_equal(sf_msg_encode(&b, SF_MSG_TOKEN_EVENTS, &te, 3, SF_FRAME_PAYLOAD_MAX,
+					       &err), 0);
+		assert_int_equal(sf_link_send_frame(p->node, sf_buf_head(&b), sf_buf_used(&b), p->now,
+						    &err), SF_E_RANGE);
+		assert_non_null(strstr(err.msg, "one whole frame"));
+		assert_int_equal(sf_link_send_frame(p->node, sf_buf_head(&b), one, p->now, &err), 0);
+		settle(p);
+		assert_int_equal(p->hev.kind, SF_LINK_EV_MSG);
+		assert_int_equal(p->hev.msg->type, SF_MSG_TOKEN_EVENTS);
+		assert_true(sf_msg_equal(SF_MSG_TOKEN_EVENTS, &te, &p->hev.msg->u.token_events));
+		/* A head's message from the node's side: refused as sf_link_send refuses it. */
+		sf_buf_clear(&b);
+		struct sf_generate g = { .command_id = 5, .session_id = 6, .epoch = 7 };
+		assert_int_equal(sf_msg_encode(&b, SF_MSG_GENERATE, &g, 3, SF_FRAME_PAYLOAD_MAX, &err), 0);
+		assert_int_equal(sf_link_send_frame(p->node, sf_buf_head(&b), sf_buf_used(&b), p->now,
+						    &err), SF_E_PROTOCOL);
+		assert_string_equal(err.msg, "a node does not send GENERATE");
+		assert_int_equal(sf_link_state(p->node), SF_LINK_OPEN);
+		sf_buf_free(&b);
+		pair_free(p);
+	}
+}
+
 static void a_big_frame_crosses_many_records(void **state)
 {
 	struct pair *p = pair_new(token_a, token_a, 0, 0);
@@ -614,6 +657,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(opens_plain_and_sealed),
 		cmocka_unit_test(messages_flow_both_ways),
+		cmocka_unit_test(encoded_frames_are_sent_whole),
 		cmocka_unit_test(a_big_frame_crosses_many_records),
 		cmocka_unit_test(wrong_token_is_refused),
 		cmocka_unit_test(token_on_one_side_only),
