@@ -8,12 +8,12 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "daemon/addr.h"
 #include "daemon/log.h"
 #include "daemon/sd_notify.h"
+#include "daemon/shard_watch.h"
 #include "daemon/signals.h"
 #include "io/shards.h"
 
@@ -25,7 +25,7 @@ struct headd_proc {
 	struct sf_shards *shards;
 	atomic_bool stop;
 	atomic_int rc;
-	_Atomic uint64_t alive_ms[SF_SHARDS_MAX]; /* each shard's last turn (monotonic ms) */
+	struct sfd_shard_watch watch;
 	/* --pipeline: its stages are linked to shard 0, which names the model once they agree;
 	 * the other shards hand its requests there. */
 	bool has_pipeline;
@@ -33,40 +33,9 @@ struct headd_proc {
 	atomic_bool pipe_named;    /* pipe_name is set (release: written before) */
 };
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts); /* the loops' clock (sf_loop_now) */
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* A shard that has not turned for this long is stuck (an idle one turns every second). */
-#define HEADD_STUCK_MS 5000
-
-
 void headd_proc_alive(struct headd *d, uint64_t now)
 {
-	atomic_store_explicit(&d->proc->alive_ms[d->shard], now, memory_order_relaxed);
-}
-
-/* Pings the watchdog (WatchdogSec=) while every shard turns; a stuck one stops the pings
- * and systemd restarts the head. */
-static void watchdog(struct headd_proc *p)
-{
-	uint64_t now = mono_ms();
-	for (unsigned k = 0; k < p->n; k++) {
-		uint64_t at = atomic_load_explicit(&p->alive_ms[k], memory_order_relaxed);
-		if (at + HEADD_STUCK_MS < now) {
-			static uint64_t told;
-			if (told + 60000 < now) {
-				sfd_warn("shard %u has not turned its loop for %llu ms: the watchdog "
-					 "is no longer pinged", k, (unsigned long long)(now - at));
-				told = now;
-			}
-			return;
-		}
-	}
-	sfd_notify_watchdog(now);
+	sfd_shard_watch_alive(&d->proc->watch, d->shard, now);
 }
 
 bool headd_proc_has_pipeline(const struct headd *d)
@@ -233,9 +202,7 @@ int headd_proc_main(const struct headd_opts *o, const uint8_t *token, size_t tok
 		rc = 2;
 	}
 	if (!rc) {
-		uint64_t now = mono_ms();
-		for (unsigned k = 0; k < p->n; k++) /* starting counts as turning */
-			atomic_store(&p->alive_ms[k], now);
+		sfd_shard_watch_init(&p->watch, p->n);
 		struct sf_shards_config cfg = { .n = p->n, .loop = { .io = o->io },
 						.pin = p->n > 1, .start = on_start, .run = on_run,
 						.inbox = on_msg, .fini = on_fini, .arg = p };
@@ -259,7 +226,7 @@ int headd_proc_main(const struct headd_opts *o, const uint8_t *token, size_t tok
 			int sig = sfd_signals_wait(500);
 			if (sig == SIGTERM || sig == SIGINT)
 				atomic_store(&p->stop, true);
-			watchdog(p);
+			sfd_shard_watch_tick(&p->watch);
 		}
 		sfd_notify("STOPPING=1");
 		for (unsigned k = 0; k < p->n; k++) {

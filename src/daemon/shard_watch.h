@@ -1,0 +1,34 @@
+/* systemd's watchdog for a process of many loops: each shard stamps the time of every loop
+ * turn, and the main thread pings WatchdogSec= only while every shard has turned lately, so
+ * one stuck shard gets the process restarted though the others still run. */
+#ifndef SF_DAEMON_SHARD_WATCH_H
+#define SF_DAEMON_SHARD_WATCH_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "io/shards.h"
+
+/* A shard that has not turned for this long is stuck (an idle one turns every second). */
+#define SFD_SHARD_STUCK_MS 5000
+
+struct sfd_shard_watch {
+	unsigned n;
+	_Atomic uint64_t alive_ms[SF_SHARDS_MAX]; /* each shard's last turn (monotonic ms) */
+	uint64_t told_ms; /* the last warning (main thread only) */
+};
+
+/* The loops' clock (CLOCK_MONOTONIC in ms, as sf_loop_now). */
+uint64_t sfd_mono_ms(void);
+/* n shards, all stamped now: starting counts as turning. */
+void sfd_shard_watch_init(struct sfd_shard_watch *w, unsigned n);
+/* On shard k's thread, each loop turn. */
+static inline void sfd_shard_watch_alive(struct sfd_shard_watch *w, unsigned k, uint64_t now)
+{
+	atomic_store_explicit(&w->alive_ms[k], now, memory_order_relaxed);
+}
+/* On the main thread, every second or so: pings the watchdog while every shard turns; warns
+ * (once a minute) naming a shard that does not. */
+void sfd_shard_watch_tick(struct sfd_shard_watch *w);
+
+#endif
