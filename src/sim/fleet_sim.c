@@ -1,7 +1,10 @@
-/* The in-memory fleet's machines, connections and clock. Each step the nodes tick, the head
- * ticks, and the bytes each link queued move to the other end until nothing moves; a
+/* The in-memory fleet's machines, connections and clock. Each step the nodes tick, the head's
+ * shards tick, and the bytes each link queued move to the other end until nothing moves; a
  * stalled step leaves them queued. Cutting a connection throws away what was queued. A
- * pipeline stage's link moves only what was queued on it when the step began. */
+ * pipeline stage's link moves only what was queued on it when the step began. A node has a
+ * connection from each shard (struct sim_conn); what stops or kills a process (pauses,
+ * deaths, refused dials, restarts) is the node's, what happens to a connection (resets,
+ * clogs, half-open ends, drops) each connection's own. */
 #include "sim/fleet_sim_internal.h"
 
 #include <inttypes.h>
@@ -9,12 +12,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Node n's connection that is link link_id (at either end), or NULL. */
+static struct sim_conn *conn_of(struct sim_node *n, uint64_t link_id)
+{
+	for (uint32_t k = 0; k < sf__fleet_n_conns(n); k++)
+		if (n->conns[k].link_id == link_id && n->conns[k].hl)
+			return &n->conns[k];
+	return NULL;
+}
+
 static int node_send(void *arg, uint64_t link_id, uint16_t type, const void *msg)
 {
 	struct sim_node *n = arg;
 	struct sf_err err;
-	if (!n->nl || link_id != n->link_id || !n->node_open)
+	struct sim_conn *c = link_id ? conn_of(n, link_id) : NULL;
+	if (!c || !c->nl || !c->node_open)
 		return SF_E_STATE;
+	if (!n->stage)
+		sf__fleet_shard_node_sent(n->f, c, type, msg);
 	if (type == SF_MSG_NODE_STATUS && n->digest) {
 		/* The digest this node states everywhere, as a node with another tokenizer would. */
 		struct sf_node_status st = *(const struct sf_node_status *)msg;
@@ -26,13 +41,13 @@ static int node_send(void *arg, uint64_t link_id, uint16_t type, const void *msg
 			}
 			st.models = models;
 		}
-		return sf_link_send(n->nl, type, &st, n->f->now, &err);
+		return sf_link_send(c->nl, type, &st, n->f->now, &err);
 	}
-	return sf_link_send(n->nl, type, msg, n->f->now, &err);
+	return sf_link_send(c->nl, type, msg, n->f->now, &err);
 }
 
 /* The generations a RECONCILE lists, and where the head wants each to go on. */
-static void note_asked(struct sim_node *n, const struct sf_reconcile *m)
+static void note_asked(struct sim_conn *n, const struct sf_reconcile *m)
 {
 	if (n->asked_link != n->link_id) {
 		n->asked_link = n->link_id;
@@ -57,7 +72,7 @@ static void note_asked(struct sim_node *n, const struct sf_reconcile *m)
 
 /* The node's answer: a replay of a listed generation that starts past the event the head
  * wants next leaves a gap nothing can fill (the node let go of events the head never had). */
-static void check_replay(struct sf_fleet_sim *f, struct sim_node *n, const struct sf_reconcile_ack *m)
+static void check_replay(struct sf_fleet_sim *f, struct sim_conn *n, const struct sf_reconcile_ack *m)
 {
 	for (uint32_t i = 0; i < m->n_sessions && !f->why[0]; i++) {
 		const struct sf_reconcile_held *h = &m->sessions[i];
@@ -70,7 +85,7 @@ static void check_replay(struct sf_fleet_sim *f, struct sim_node *n, const struc
 				snprintf(f->why, sizeof(f->why), "node %u replays generation %" PRIu64
 					 " of session %" PRIu64 " from event %" PRIu64 ", the head asked "
 					 "from %" PRIu64 ": events the head never kept were acknowledged "
-					 "and let go, a gap", n->index, a->gid, a->sid,
+					 "and let go, a gap", n->n->index, a->gid, a->sid,
 					 h->ranges[r].from_seq, a->next);
 				return;
 			}
@@ -78,23 +93,27 @@ static void check_replay(struct sf_fleet_sim *f, struct sim_node *n, const struc
 }
 
 const char *sf_fleet_sim_why(const struct sf_fleet_sim *f) { return f->why; }
+const char *sf_fleet_sim_shard_why(const struct sf_fleet_sim *f) { return f->shard_why; }
 
 /* Fleet nodes and pipeline stages: every machine with a link. */
 static uint32_t n_all(const struct sf_fleet_sim *f) { return f->n_nodes + f->n_stages; }
 
+/* A shard's head machine sends on its own connection to a node. */
 static int head_send(void *arg, uint64_t link_id, uint16_t type, const void *msg)
 {
-	struct sf_fleet_sim *f = arg;
+	struct sim_shard *sh = arg;
+	struct sf_fleet_sim *f = sh->f;
 	struct sf_err err;
 	for (uint32_t i = 0; i < f->n_nodes; i++) {
-		struct sim_node *n = &f->nodes[i];
-		if (!n->hl || n->link_id != link_id || !n->head_open)
+		struct sim_conn *c = &f->nodes[i].conns[sh->k];
+		if (!c->hl || c->link_id != link_id || !c->head_open)
 			continue;
 		if (f->tap)
 			f->tap(f->tap_arg, i, type, msg);
+		sf__fleet_shard_head_sent(f, c, type, msg);
 		if (type == SF_MSG_RECONCILE)
-			note_asked(n, msg);
-		return sf_link_send(n->hl, type, msg, f->now, &err);
+			note_asked(c, msg);
+		return sf_link_send(c->hl, type, msg, f->now, &err);
 	}
 	return SF_E_STATE;
 }
@@ -110,15 +129,21 @@ static int node_machine(struct sim_node *n, struct sf_err *err)
 
 int sf__fleet_head_machine(struct sf_fleet_sim *f, uint64_t first_id, struct sf_err *err)
 {
+	/* Every shard numbers its epochs and commands from the same first id, as headd's
+	 * shards do (from the one clock): only their sessions differ. */
 	struct sf_head_config hc = f->cfg.head;
 	if (first_id)
 		hc.first_id = first_id;
-	struct sf_head_io hio = { .arg = f, .send = head_send,
-				  .event = f->wal ? sf__fleet_wal_event : sf__fleet_record };
-	int rc = sf_head_new(&f->head, &hc, &hio, f->now, err);
-	for (uint32_t i = 0; !rc && i < f->n_nodes; i++)
-		if ((rc = sf_head_node_add(f->head, f->nodes[i].label, err)) >= 0)
-			rc = 0;
+	int rc = 0;
+	for (uint32_t k = 0; !rc && k < f->n_shards; k++) {
+		struct sim_shard *sh = &f->shards[k];
+		struct sf_head_io hio = { .arg = sh, .send = head_send,
+					  .event = sh->wal ? sf__fleet_wal_event : sf__fleet_record };
+		rc = sf_head_new(&sh->head, &hc, &hio, f->now, err);
+		for (uint32_t i = 0; !rc && i < f->n_nodes; i++)
+			if ((rc = sf_head_node_add(sh->head, f->nodes[i].label, err)) >= 0)
+				rc = 0;
+	}
 	if (!rc && f->n_stages)
 		rc = sf__fleet_pipe_machine(f, err);
 	return rc;
@@ -133,6 +158,9 @@ int sf_fleet_sim_new(struct sf_fleet_sim **out, const struct sf_fleet_sim_config
 	if (cfg->pipe_stages > SF_FLEET_SIM_MAX_STAGES)
 		return sf_err_set(err, SF_E_RANGE, "a simulated pipeline has 0..%d stages",
 				  SF_FLEET_SIM_MAX_STAGES);
+	if (cfg->head_shards > SF_FLEET_SIM_MAX_SHARDS)
+		return sf_err_set(err, SF_E_RANGE, "a simulated head has 0..%d shards",
+				  SF_FLEET_SIM_MAX_SHARDS);
 	struct sf_fleet_sim *f = calloc(1, sizeof(*f));
 	if (!f)
 		return sf_err_set(err, SF_E_NOMEM, "no memory for the simulated fleet");
@@ -141,6 +169,9 @@ int sf_fleet_sim_new(struct sf_fleet_sim **out, const struct sf_fleet_sim_config
 		f->cfg.head.ack_durable = true; /* watermarks follow what the log has kept */
 	f->now = cfg->start_ms ? cfg->start_ms : 1000;
 	f->stage_rng = cfg->pipe_seed;
+	f->n_shards = cfg->head_shards ? cfg->head_shards : 1;
+	for (uint32_t k = 0; k < f->n_shards; k++)
+		f->shards[k] = (struct sim_shard){ .f = f, .k = k };
 	f->streams = calloc(SF_FLEET_SIM_MAX_STREAMS, sizeof(*f->streams));
 	int rc = f->streams ? 0 : sf_err_set(err, SF_E_NOMEM, "no memory for the streams");
 	if (!rc && cfg->wal)
@@ -151,6 +182,8 @@ int sf_fleet_sim_new(struct sf_fleet_sim **out, const struct sf_fleet_sim_config
 		n->index = i;
 		n->stage = i >= cfg->n_nodes;
 		n->stage_k = n->stage ? i - cfg->n_nodes : 0;
+		for (uint32_t k = 0; k < SF_FLEET_SIM_MAX_SHARDS; k++)
+			n->conns[k] = (struct sim_conn){ .n = n, .shard = k };
 		if (n->stage)
 			snprintf(n->label, sizeof(n->label), "stage-%u", n->stage_k + 1);
 		else
@@ -170,7 +203,7 @@ int sf_fleet_sim_new(struct sf_fleet_sim **out, const struct sf_fleet_sim_config
 	return 0;
 }
 
-static void cut(struct sim_node *n)
+static void cut(struct sim_conn *n)
 {
 	n->half_open = false;
 	sf_link_free(n->hl);
@@ -185,20 +218,33 @@ void sf_fleet_sim_free(struct sf_fleet_sim *f)
 	if (!f)
 		return;
 	for (uint32_t i = 0; i < n_all(f); i++) {
-		cut(&f->nodes[i]);
-		free(f->nodes[i].asked);
+		for (uint32_t k = 0; k < SF_FLEET_SIM_MAX_SHARDS; k++) {
+			cut(&f->nodes[i].conns[k]);
+			free(f->nodes[i].conns[k].asked);
+		}
+		sf__fleet_shard_free(&f->nodes[i]);
 		sf_node_free(f->nodes[i].node);
 		if (f->nodes[i].engine)
 			sf_engine_free(f->nodes[i].engine);
 	}
-	sf_head_free(f->head);
+	for (uint32_t k = 0; k < f->n_shards; k++)
+		sf_head_free(f->shards[k].head);
 	sf__fleet_pipe_free(f);
 	sf__fleet_wal_free(f);
 	sf__fleet_record_free(f);
 	free(f);
 }
 
-struct sf_head *sf_fleet_sim_head(struct sf_fleet_sim *f) { return f->head; }
+struct sf_head *sf_fleet_sim_head(struct sf_fleet_sim *f) { return f->shards[0].head; }
+struct sf_head *sf_fleet_sim_head_shard(struct sf_fleet_sim *f, uint32_t k)
+{
+	return k < f->n_shards ? f->shards[k].head : NULL;
+}
+uint32_t sf_fleet_sim_shards(const struct sf_fleet_sim *f) { return f->n_shards; }
+uint32_t sf_fleet_sim_shard_of(const struct sf_fleet_sim *f, uint64_t sid)
+{
+	return (uint32_t)(sid % f->n_shards);
+}
 struct sf_node *sf_fleet_sim_node(struct sf_fleet_sim *f, uint32_t i) { return f->nodes[i].node; }
 uint64_t sf_fleet_sim_now(const struct sf_fleet_sim *f) { return f->now; }
 const struct sf_sim_config *sf_fleet_sim_engine(const struct sf_fleet_sim *f)
@@ -224,45 +270,48 @@ void sf_fleet_sim_tap(struct sf_fleet_sim *f, sf_fleet_tap_fn fn, void *arg)
 
 /* Tells both machines their ends closed (those that were open). The head dials a stage
  * again after any close (headd's back-off); a fleet node as the head asks or the run does. */
-static void closed(struct sf_fleet_sim *f, struct sim_node *n, const struct sf_err *why)
+static void closed(struct sf_fleet_sim *f, struct sim_conn *c, const struct sf_err *why)
 {
-	if (n->head_open && n->stage)
+	struct sim_node *n = c->n;
+	if (c->head_open && n->stage)
 		sf__fleet_pipe_down(f, n);
-	else if (n->head_open)
-		sf_head_link_down(f->head, n->index, n->link_id, why, f->now);
+	else if (c->head_open)
+		sf_head_link_down(f->shards[c->shard].head, n->index, c->link_id, why, f->now);
 	if (n->stage && f->cfg.redial_after_ms)
-		n->redial_at = f->now + f->cfg.redial_after_ms;
-	if (n->node_open)
-		sf_node_link_closed(n->node, n->link_id, f->now);
-	n->head_open = n->node_open = false;
-	n->closing = true;
+		c->redial_at = f->now + f->cfg.redial_after_ms;
+	if (c->node_open)
+		sf_node_link_closed(n->node, c->link_id, f->now);
+	c->head_open = c->node_open = false;
+	c->closing = true;
 }
 
 /* Takes what one end has to say and hands it to its machine. */
-static void drain(struct sf_fleet_sim *f, struct sim_node *n, bool head_end)
+static void drain(struct sf_fleet_sim *f, struct sim_conn *c, bool head_end)
 {
-	struct sf_link *l = head_end ? n->hl : n->nl;
+	struct sim_node *n = c->n;
+	struct sf_head *head = f->shards[c->shard].head;
+	struct sf_link *l = head_end ? c->hl : c->nl;
 	struct sf_link_event ev;
-	while (!n->closing && sf_link_poll(l, f->now, &ev) != SF_LINK_EV_NONE) {
+	while (!c->closing && sf_link_poll(l, f->now, &ev) != SF_LINK_EV_NONE) {
 		if (ev.kind == SF_LINK_EV_CLOSED) {
-			closed(f, n, &ev.err);
+			closed(f, c, &ev.err);
 		} else if (ev.kind == SF_LINK_EV_OPEN && head_end) {
-			n->head_open = true;
+			c->head_open = true;
 			if (n->stage)
 				sf__fleet_pipe_up(f, n);
 			else
-				sf_head_link_up(f->head, n->index, n->link_id, sf_link_peer(l), f->now);
+				sf_head_link_up(head, n->index, c->link_id, sf_link_peer(l), f->now);
 		} else if (ev.kind == SF_LINK_EV_OPEN) {
-			n->node_open = true;
-			sf_node_link_open(n->node, n->link_id, sf_link_version(l), f->now);
+			c->node_open = true;
+			sf_node_link_open(n->node, c->link_id, sf_link_version(l), f->now);
 		} else if (ev.kind == SF_LINK_EV_MSG && head_end && n->stage) {
 			sf__fleet_pipe_msg(f, n, ev.msg);
 		} else if (ev.kind == SF_LINK_EV_MSG && head_end) {
 			if (ev.msg->type == SF_MSG_RECONCILE_ACK)
-				check_replay(f, n, &ev.msg->u.reconcile_ack);
-			(void)sf_head_on_msg(f->head, n->index, ev.msg, f->now);
+				check_replay(f, c, &ev.msg->u.reconcile_ack);
+			(void)sf_head_on_msg(head, n->index, ev.msg, f->now);
 		} else if (ev.kind == SF_LINK_EV_MSG) {
-			sf_node_handle(n->node, n->link_id, ev.msg, f->now);
+			sf_node_handle(n->node, c->link_id, ev.msg, f->now);
 		}
 	}
 }
@@ -278,16 +327,21 @@ static uint64_t splitmix(uint64_t *state)
 uint64_t sf_fleet_sim_rand(struct sf_fleet_sim *f) { return splitmix(&f->rng); }
 
 /* A link's faults: the stages' from a stream of their own, so that the fleet's links see
- * the same faults with a pipeline as without one. */
-static uint64_t link_rand(struct sim_node *n)
+ * the same faults with a pipeline as without one; shard 0's from the fleet's, every other
+ * shard's from its own, so that shard 0's see the same with shards as without. */
+static uint64_t link_rand(struct sim_conn *c)
 {
-	return n->stage ? splitmix(&n->f->stage_rng) : sf_fleet_sim_rand(n->f);
+	if (c->n->stage)
+		return splitmix(&c->n->f->stage_rng);
+	return c->shard ? splitmix(&c->n->f->shards[c->shard].rng) : sf_fleet_sim_rand(c->n->f);
 }
 
 void sf_fleet_sim_faults(struct sf_fleet_sim *f, const struct sf_fleet_faults *faults)
 {
 	f->faults = faults ? *faults : (struct sf_fleet_faults){ 0 };
 	f->rng = f->faults.seed;
+	for (uint32_t k = 1; k < f->n_shards; k++)
+		f->shards[k].rng = f->faults.seed ^ (0xd6e8feb86659fd93ULL * k);
 }
 
 void sf_fleet_sim_pause(struct sf_fleet_sim *f, uint32_t i, uint32_t ms)
@@ -298,9 +352,19 @@ void sf_fleet_sim_pause(struct sf_fleet_sim *f, uint32_t i, uint32_t ms)
 
 void sf_fleet_sim_clock_step(struct sf_fleet_sim *f, uint32_t ms) { f->now += ms; }
 
+bool sf_fleet_sim_linked_shard(const struct sf_fleet_sim *f, uint32_t i, uint32_t k)
+{
+	return i < n_all(f) && k < sf__fleet_n_conns(&f->nodes[i]) && f->nodes[i].conns[k].hl;
+}
+
 bool sf_fleet_sim_linked(const struct sf_fleet_sim *f, uint32_t i)
 {
-	return i < n_all(f) && f->nodes[i].hl;
+	if (i >= n_all(f))
+		return false;
+	for (uint32_t k = 0; k < sf__fleet_n_conns(&f->nodes[i]); k++)
+		if (!f->nodes[i].conns[k].hl)
+			return false;
+	return true;
 }
 
 uint64_t sf_fleet_sim_resets(const struct sf_fleet_sim *f, uint32_t *last_node)
@@ -310,30 +374,45 @@ uint64_t sf_fleet_sim_resets(const struct sf_fleet_sim *f, uint32_t *last_node)
 	return f->resets;
 }
 
+uint32_t sf_fleet_sim_last_reset_shard(const struct sf_fleet_sim *f) { return f->last_reset_shard; }
+
 static bool paused(const struct sim_node *n) { return n->f->now < n->paused_until; }
 
 bool sf_fleet_sim_up(const struct sf_fleet_sim *f, uint32_t i)
 {
+	if (i >= n_all(f))
+		return false;
 	const struct sim_node *n = &f->nodes[i];
-	return i < n_all(f) && n->hl && n->head_open && n->node_open && !n->half_open &&
-	       !paused(n) && f->now >= n->dead_until;
+	for (uint32_t k = 0; k < sf__fleet_n_conns(n); k++) {
+		const struct sim_conn *c = &n->conns[k];
+		if (!c->hl || !c->head_open || !c->node_open || c->half_open)
+			return false;
+	}
+	return !paused(n) && f->now >= n->dead_until;
+}
+
+void sf_fleet_sim_half_open_shard(struct sf_fleet_sim *f, uint32_t i, uint32_t k)
+{
+	struct sim_node *n = &f->nodes[i];
+	struct sim_conn *c = &n->conns[k];
+	if (k >= sf__fleet_n_conns(n) || !c->hl || c->half_open)
+		return;
+	c->half_open = true;
+	if (c->node_open)
+		sf_node_link_closed(n->node, c->link_id, f->now);
+	c->node_open = false;
 }
 
 void sf_fleet_sim_half_open(struct sf_fleet_sim *f, uint32_t i)
 {
-	struct sim_node *n = &f->nodes[i];
-	if (!n->hl || n->half_open)
-		return;
-	n->half_open = true;
-	if (n->node_open)
-		sf_node_link_closed(n->node, n->link_id, f->now);
-	n->node_open = false;
+	for (uint32_t k = 0; k < sf__fleet_n_conns(&f->nodes[i]); k++)
+		sf_fleet_sim_half_open_shard(f, i, k);
 }
 
 /* Moves what one end queued into the other; returns the bytes moved. With faults, a move
  * carries a random 1..max_chunk bytes, and a clogged direction carries none this step. A
  * stage link carries at most its budget: what was queued when the step began. */
-static size_t move(struct sf_fleet_sim *f, struct sim_node *n, bool to_head)
+static size_t move(struct sf_fleet_sim *f, struct sim_conn *n, bool to_head)
 {
 	struct sf_link *from = to_head ? n->nl : n->hl, *to = to_head ? n->hl : n->nl;
 	const uint8_t *d;
@@ -343,9 +422,9 @@ static size_t move(struct sf_fleet_sim *f, struct sim_node *n, bool to_head)
 			sf_link_tx_done(from, len);
 		return 0;
 	}
-	if (paused(n) || n->clogged[to_head])
+	if (paused(n->n) || n->clogged[to_head])
 		return 0;
-	if (n->stage && len > n->budget[to_head])
+	if (n->n->stage && len > n->budget[to_head])
 		len = n->budget[to_head];
 	if (f->faults.max_chunk && len)
 		len = 1 + link_rand(n) % (len < f->faults.max_chunk ? len : f->faults.max_chunk);
@@ -358,7 +437,7 @@ static size_t move(struct sf_fleet_sim *f, struct sim_node *n, bool to_head)
 	}
 	if (!n->closing)
 		sf_link_tx_done(from, moved);
-	if (n->stage)
+	if (n->n->stage)
 		n->budget[to_head] -= moved < n->budget[to_head] ? moved : n->budget[to_head];
 	return moved;
 }
@@ -367,32 +446,36 @@ static void settle(struct sf_fleet_sim *f)
 {
 	for (int round = 0; round < 100000; round++) {
 		size_t moved = 0;
-		for (uint32_t i = 0; i < n_all(f); i++) {
-			struct sim_node *n = &f->nodes[i];
-			if (!n->hl)
-				continue;
-			drain(f, n, true);
-			if (!n->closing && !paused(n) && !n->half_open) /* a stopped process reads nothing */
-				drain(f, n, false);
-			if (!n->closing)
-				moved += move(f, n, false);
-			if (!n->closing)
-				moved += move(f, n, true);
-			if (n->closing)
-				cut(n);
-		}
+		for (uint32_t i = 0; i < n_all(f); i++)
+			for (uint32_t k = 0; k < sf__fleet_n_conns(&f->nodes[i]); k++) {
+				struct sim_conn *n = &f->nodes[i].conns[k];
+				if (!n->hl)
+					continue;
+				drain(f, n, true);
+				if (!n->closing && !paused(n->n) && !n->half_open) /* a stopped process reads nothing */
+					drain(f, n, false);
+				if (!n->closing)
+					moved += move(f, n, false);
+				if (!n->closing)
+					moved += move(f, n, true);
+				if (n->closing)
+					cut(n);
+			}
 		if (!moved)
 			return;
 	}
 }
 
-int sf_fleet_sim_connect(struct sf_fleet_sim *f, uint32_t i)
+int sf_fleet_sim_connect_shard(struct sf_fleet_sim *f, uint32_t i, uint32_t k)
 {
 	struct sim_node *n = &f->nodes[i];
-	if (n->hl)
-		sf_fleet_sim_drop(f, i);
+	struct sim_conn *c = &n->conns[k];
+	if (k >= sf__fleet_n_conns(n))
+		return SF_E_RANGE;
+	if (c->hl)
+		sf_fleet_sim_drop_shard(f, i, k);
 	if (f->now < n->refuse_until || f->head_down) { /* no head process: nobody dials */
-		n->redial_at = f->cfg.redial_after_ms ? f->now + f->cfg.redial_after_ms : 0;
+		c->redial_at = f->cfg.redial_after_ms ? f->now + f->cfg.redial_after_ms : 0;
 		return SF_E_CLOSED; /* connection refused: no link, nothing for the machines */
 	}
 	struct sf_link_config hc = { .role = SF_ROLE_HEAD, .identity = "head",
@@ -407,31 +490,48 @@ int sf_fleet_sim_connect(struct sf_fleet_sim *f, uint32_t i)
 	nc.models = &n->model;
 	nc.n_models = 1;
 	struct sf_err err;
-	n->link_id = ++f->next_link;
-	n->redial_at = 0;
-	n->budget[0] = n->budget[1] = 0; /* a stage link's first bytes cross at the next step */
-	n->hl = sf_link_new(&hc, f->now, &err);
-	n->nl = n->hl ? sf_link_new(&nc, f->now, &err) : NULL;
-	if (!n->nl) {
-		cut(n);
+	c->link_id = ++f->next_link;
+	c->redial_at = 0;
+	c->budget[0] = c->budget[1] = 0; /* a stage link's first bytes cross at the next step */
+	c->hl = sf_link_new(&hc, f->now, &err);
+	c->nl = c->hl ? sf_link_new(&nc, f->now, &err) : NULL;
+	if (!c->nl) {
+		cut(c);
 		return err.code;
 	}
 	settle(f);
-	return n->head_open ? 0 : SF_E_CLOSED;
+	return c->head_open ? 0 : SF_E_CLOSED;
+}
+
+int sf_fleet_sim_connect(struct sf_fleet_sim *f, uint32_t i)
+{
+	int first = 0;
+	for (uint32_t k = 0; k < sf__fleet_n_conns(&f->nodes[i]); k++) {
+		int rc = sf_fleet_sim_connect_shard(f, i, k);
+		if (rc && !first)
+			first = rc;
+	}
+	return first;
+}
+
+void sf_fleet_sim_drop_shard(struct sf_fleet_sim *f, uint32_t i, uint32_t k)
+{
+	struct sim_conn *c = &f->nodes[i].conns[k];
+	if (k >= sf__fleet_n_conns(&f->nodes[i]) || !c->hl)
+		return;
+	const uint8_t *d;
+	sf_link_tx_done(c->hl, sf_link_tx(c->hl, &d));
+	sf_link_tx_done(c->nl, sf_link_tx(c->nl, &d));
+	struct sf_err why;
+	sf_err_set(&why, SF_E_CLOSED, "cut by the simulator");
+	closed(f, c, &why);
+	cut(c);
 }
 
 void sf_fleet_sim_drop(struct sf_fleet_sim *f, uint32_t i)
 {
-	struct sim_node *n = &f->nodes[i];
-	if (!n->hl)
-		return;
-	const uint8_t *d;
-	sf_link_tx_done(n->hl, sf_link_tx(n->hl, &d));
-	sf_link_tx_done(n->nl, sf_link_tx(n->nl, &d));
-	struct sf_err why;
-	sf_err_set(&why, SF_E_CLOSED, "cut by the simulator");
-	closed(f, n, &why);
-	cut(n);
+	for (uint32_t k = 0; k < sf__fleet_n_conns(&f->nodes[i]); k++)
+		sf_fleet_sim_drop_shard(f, i, k);
 }
 
 int sf_fleet_sim_restart(struct sf_fleet_sim *f, uint32_t i)
@@ -445,46 +545,47 @@ int sf_fleet_sim_restart(struct sf_fleet_sim *f, uint32_t i)
 }
 
 /* A reset at a random byte offset: part of what each end queued gets through, then the cut. */
-static void reset(struct sf_fleet_sim *f, uint32_t i)
+static void reset(struct sf_fleet_sim *f, struct sim_conn *c)
 {
-	struct sim_node *n = &f->nodes[i];
 	uint32_t keep = f->faults.max_chunk;
 	f->resets++;
-	f->last_reset = i;
-	f->faults.max_chunk = 1 + (uint32_t)(link_rand(n) % 4096);
-	n->clogged[0] = n->clogged[1] = false;
-	if (!paused(n)) {
-		(void)move(f, n, false);
-		if (!n->closing && n->hl)
-			(void)move(f, n, true);
+	f->last_reset = c->n->index;
+	f->last_reset_shard = c->shard;
+	f->faults.max_chunk = 1 + (uint32_t)(link_rand(c) % 4096);
+	c->clogged[0] = c->clogged[1] = false;
+	if (!paused(c->n)) {
+		(void)move(f, c, false);
+		if (!c->closing && c->hl)
+			(void)move(f, c, true);
 	}
 	f->faults.max_chunk = keep;
-	if (n->closing)
-		cut(n);
+	if (c->closing)
+		cut(c);
 	else
-		sf_fleet_sim_drop(f, i);
+		sf_fleet_sim_drop_shard(f, c->n->index, c->shard);
 	if (f->cfg.redial_after_ms)
-		n->redial_at = f->now + f->cfg.redial_after_ms;
+		c->redial_at = f->now + f->cfg.redial_after_ms;
 }
 
 static void network_faults(struct sf_fleet_sim *f)
 {
-	for (uint32_t i = 0; i < n_all(f); i++) {
-		struct sim_node *n = &f->nodes[i];
-		for (int k = 0; k < 2; k++)
-			n->clogged[k] = f->faults.clog_pct &&
-					link_rand(n) % 100 < f->faults.clog_pct;
-		if (n->hl && f->faults.reset_permille &&
-		    link_rand(n) % 1000 < f->faults.reset_permille)
-			reset(f, i);
-	}
+	for (uint32_t i = 0; i < n_all(f); i++)
+		for (uint32_t k = 0; k < sf__fleet_n_conns(&f->nodes[i]); k++) {
+			struct sim_conn *c = &f->nodes[i].conns[k];
+			for (int d = 0; d < 2; d++)
+				c->clogged[d] = f->faults.clog_pct &&
+						link_rand(c) % 100 < f->faults.clog_pct;
+			if (c->hl && f->faults.reset_permille &&
+			    link_rand(c) % 1000 < f->faults.reset_permille)
+				reset(f, c);
+		}
 }
 
 /* What a stage link may carry this step: what is queued on it now. */
 static void stage_budgets(struct sf_fleet_sim *f)
 {
 	for (uint32_t i = f->n_nodes; i < n_all(f); i++) {
-		struct sim_node *n = &f->nodes[i];
+		struct sim_conn *n = &f->nodes[i].conns[0];
 		const uint8_t *d;
 		n->budget[0] = n->hl ? sf_link_tx(n->hl, &d) : 0;
 		n->budget[1] = n->nl ? sf_link_tx(n->nl, &d) : 0;
@@ -519,28 +620,31 @@ static void head_start_again(struct sf_fleet_sim *f)
 
 int sf_fleet_sim_head_crash(struct sf_fleet_sim *f, uint32_t down_ms)
 {
-	if (!f->wal || f->head_down)
+	if (!f->shards[0].wal || f->head_down)
 		return SF_E_STATE;
 	sf__fleet_wal_crash(f); /* what is not durable is gone; the caller checked */
 	sf__fleet_pipe_crash(f);
-	for (uint32_t i = 0; i < n_all(f); i++) {
-		struct sim_node *n = &f->nodes[i];
-		if (n->hl) {
-			/* The process is gone: the node sees its link close; what was in flight
-			 * is lost both ways. */
-			const uint8_t *d;
-			sf_link_tx_done(n->hl, sf_link_tx(n->hl, &d));
-			sf_link_tx_done(n->nl, sf_link_tx(n->nl, &d));
-			if (n->node_open)
-				sf_node_link_closed(n->node, n->link_id, f->now);
-			cut(n);
+	for (uint32_t i = 0; i < n_all(f); i++)
+		for (uint32_t k = 0; k < sf__fleet_n_conns(&f->nodes[i]); k++) {
+			struct sim_conn *c = &f->nodes[i].conns[k];
+			if (c->hl) {
+				/* The process is gone: the node sees every shard's link close; what
+				 * was in flight is lost both ways. */
+				const uint8_t *d;
+				sf_link_tx_done(c->hl, sf_link_tx(c->hl, &d));
+				sf_link_tx_done(c->nl, sf_link_tx(c->nl, &d));
+				if (c->node_open)
+					sf_node_link_closed(f->nodes[i].node, c->link_id, f->now);
+				cut(c);
+			}
+			if (i < f->n_nodes)
+				f->shards[k].drops[i] = 0;
+			c->redial_at = f->cfg.redial_after_ms ? f->now + f->cfg.redial_after_ms : 0;
 		}
-		if (i < f->n_nodes)
-			f->drops[i] = 0;
-		n->redial_at = f->cfg.redial_after_ms ? f->now + f->cfg.redial_after_ms : 0;
+	for (uint32_t k = 0; k < f->n_shards; k++) {
+		sf_head_free(f->shards[k].head);
+		f->shards[k].head = NULL;
 	}
-	sf_head_free(f->head);
-	f->head = NULL;
 	f->crashes++;
 	f->head_down = true;
 	f->head_up_at = f->now + down_ms;
@@ -562,25 +666,28 @@ static void step(struct sf_fleet_sim *f, bool deliver)
 		head_start_again(f);
 	if (f->head_down)
 		return; /* no head: nodes run on alone, nothing dials */
-	if (f->wal)
+	if (f->shards[0].wal)
 		sf__fleet_wal_release(f); /* what became durable reaches the caller */
-	sf_head_tick(f->head, f->now);
+	for (uint32_t k = 0; k < f->n_shards; k++)
+		sf_head_tick(f->shards[k].head, f->now);
 	if (f->pipe)
 		sf_pipe_tick(f->pipe, f->now);
 	stage_budgets(f);
 	network_faults(f);
-	for (uint32_t i = 0; i < n_all(f); i++) {
-		struct sim_node *n = &f->nodes[i];
-		if (i < f->n_nodes && f->drops[i] && f->drops[i] == n->link_id) {
-			sf_fleet_sim_drop(f, i); /* the head already counts it closed */
-			if (f->cfg.redial_after_ms)
-				n->redial_at = f->now + f->cfg.redial_after_ms;
+	for (uint32_t i = 0; i < n_all(f); i++)
+		for (uint32_t k = 0; k < sf__fleet_n_conns(&f->nodes[i]); k++) {
+			struct sim_conn *c = &f->nodes[i].conns[k];
+			uint64_t *drop = i < f->n_nodes ? &f->shards[k].drops[i] : NULL;
+			if (drop && *drop && *drop == c->link_id) {
+				sf_fleet_sim_drop_shard(f, i, k); /* the head already counts it closed */
+				if (f->cfg.redial_after_ms)
+					c->redial_at = f->now + f->cfg.redial_after_ms;
+			}
+			if (drop)
+				*drop = 0;
+			if (c->redial_at && f->now >= c->redial_at && !c->hl)
+				(void)sf_fleet_sim_connect_shard(f, i, k);
 		}
-		if (i < f->n_nodes)
-			f->drops[i] = 0;
-		if (n->redial_at && f->now >= n->redial_at && !n->hl)
-			(void)sf_fleet_sim_connect(f, i);
-	}
 	if (deliver)
 		settle(f);
 }

@@ -1,7 +1,10 @@
-/* An in-memory fleet: one sf_head and real sf_node machines on simulated engines, each
+/* An in-memory fleet: a head process of one or more shards (cfg.head_shards sf_head machines,
+ * as headd's --shards runs them) and real sf_node machines on simulated engines, each
  * connection two real sf_link objects (plain) whose bytes are moved in memory, on a fake
- * clock. It drops connections with the bytes in flight lost both ways, dials them again,
- * restarts nodes with nothing kept, and records what the head tells its caller, so tests
+ * clock. With shards, each node has one connection from each shard, and each session
+ * belongs to the shard its id names (id mod the shards, fleet_sim_shards.c). It drops
+ * connections with the bytes in flight lost both ways, dials them again, restarts nodes
+ * with nothing kept, and records what the head tells its caller, so tests
  * and the simulator can check a caller's streams against sf_sim_expected. With a durable log
  * (cfg.wal, fleet_sim_wal.c) the head itself can crash and start again from the log. With
  * pipeline stages (cfg.pipe_stages, fleet_sim_pipe.c) the head process also runs the real
@@ -24,6 +27,7 @@
 #define SF_FLEET_SIM_MAX_PIPE_GENS 256 /* pipeline generations in one run */
 #define SF_FLEET_SIM_MAX_STREAMS 4096
 #define SF_FLEET_SIM_MAX_NOTES 256
+#define SF_FLEET_SIM_MAX_SHARDS 4
 
 struct sf_fleet_sim_config {
 	uint32_t n_nodes;             /* 1..SF_FLEET_SIM_MAX_NODES */
@@ -33,6 +37,13 @@ struct sf_fleet_sim_config {
 	uint32_t redial_after_ms;     /* dial again after the head drops a link; 0: never */
 	uint32_t silence_ms, heartbeat_ms; /* the links' liveness; 0: the link's defaults */
 	uint64_t start_ms;            /* 0: 1000 */
+	/* The head's shards (0 or 1: one; at most SF_FLEET_SIM_MAX_SHARDS): that many sf_head
+	 * machines in the one head process, each with its own connection to every node (its
+	 * own faults, from a random stream of its own), its own sessions (those whose id is
+	 * its index mod head_shards: the caller's calls go to the owner), its own durable log
+	 * (cfg.wal: one table each; a head crash takes every shard, each restarts from its
+	 * own). The pipeline's stages are shard 0's only, as in headd. */
+	uint32_t head_shards;
 	/* A durable head (fleet_sim_wal.c): the head runs with ack_durable, and every event of a
 	 * session and every caller call through sf_fleet_sim_open .. _close is a write-ahead log
 	 * record, durable (applied to the log's session table, then delivered to the recorder
@@ -57,6 +68,7 @@ struct sf_fleet_sim_config {
 /* What the caller got of one generation. */
 struct sf_fleet_stream {
 	uint64_t session_id, generation_id;
+	uint32_t shard; /* the head shard that told it (a pipeline's: 0) */
 	uint32_t *tokens;
 	uint32_t n_tokens, cap_tokens;
 	uint32_t *lp_tokens; /* the token each LOGPROBS event named, in order */
@@ -72,6 +84,7 @@ struct sf_fleet_stream {
 struct sf_fleet_note {
 	enum sf_head_ev_kind kind;
 	uint32_t node;
+	uint32_t shard; /* the head shard that told it */
 	uint64_t session_id;
 	int code;
 	char msg[256];
@@ -87,7 +100,13 @@ int sf_fleet_sim_new(struct sf_fleet_sim **out, const struct sf_fleet_sim_config
 		     struct sf_err *err);
 void sf_fleet_sim_free(struct sf_fleet_sim *f);
 
+/* Shard 0's head machine (the only one without shards); shard k's; the shards; the shard
+ * that owns session sid (sid mod the shards, as headd numbers its sessions). A head
+ * machine is NULL while the head is down. */
 struct sf_head *sf_fleet_sim_head(struct sf_fleet_sim *f);
+struct sf_head *sf_fleet_sim_head_shard(struct sf_fleet_sim *f, uint32_t k);
+uint32_t sf_fleet_sim_shards(const struct sf_fleet_sim *f);
+uint32_t sf_fleet_sim_shard_of(const struct sf_fleet_sim *f, uint64_t sid);
 struct sf_node *sf_fleet_sim_node(struct sf_fleet_sim *f, uint32_t i);
 uint64_t sf_fleet_sim_now(const struct sf_fleet_sim *f);
 /* The engine configuration every node runs (defaults filled in). */
@@ -99,11 +118,14 @@ void sf_fleet_sim_set_version(struct sf_fleet_sim *f, uint32_t i, uint32_t versi
 void sf_fleet_sim_set_digest(struct sf_fleet_sim *f, uint32_t i, uint64_t digest);
 void sf_fleet_sim_tap(struct sf_fleet_sim *f, sf_fleet_tap_fn fn, void *arg);
 
-/* A new connection to node i (the old one dropped first), run until open. Returns 0, or the
- * code the handshake ended with. */
+/* A new connection to node i from every shard (the old ones dropped first), run until open.
+ * Returns 0, or the first code a handshake ended with. _shard: shard k's alone. */
 int sf_fleet_sim_connect(struct sf_fleet_sim *f, uint32_t i);
-/* Cuts node i's connection: the bytes in flight both ways are lost; both ends are told. */
+int sf_fleet_sim_connect_shard(struct sf_fleet_sim *f, uint32_t i, uint32_t k);
+/* Cuts node i's connections: the bytes in flight both ways are lost; both ends are told.
+ * _shard: shard k's alone. */
 void sf_fleet_sim_drop(struct sf_fleet_sim *f, uint32_t i);
+void sf_fleet_sim_drop_shard(struct sf_fleet_sim *f, uint32_t i, uint32_t k);
 /* Cuts the connection and replaces node i's machine with a fresh one: it keeps nothing. */
 int sf_fleet_sim_restart(struct sf_fleet_sim *f, uint32_t i);
 
@@ -112,7 +134,9 @@ int sf_fleet_sim_restart(struct sf_fleet_sim *f, uint32_t i);
  *                  reads and writes, segments split and joined at any byte;
  *   clog_pct       the chance a direction moves nothing for a step (delays, clogged paths);
  *   reset_permille the chance a step cuts a connection after a random part of what it had
- *                  queued got through: a reset at any byte offset. */
+ *                  queued got through: a reset at any byte offset.
+ * Shard 0's connections draw from the seed's stream, every other shard's from one of its own
+ * seeded from it: one shard's connections see the faults they saw without shards. */
 struct sf_fleet_faults {
 	uint64_t seed;
 	uint32_t max_chunk, clog_pct, reset_permille;
@@ -122,6 +146,7 @@ void sf_fleet_sim_faults(struct sf_fleet_sim *f, const struct sf_fleet_faults *f
  * told its link closed, the head is told nothing; what the head sends is lost, nothing comes
  * back, until the head's end gives up (silence) and the connection is gone. */
 void sf_fleet_sim_half_open(struct sf_fleet_sim *f, uint32_t i);
+void sf_fleet_sim_half_open_shard(struct sf_fleet_sim *f, uint32_t i, uint32_t k);
 /* Dials to node i are refused for ms (connection refused: a full backlog, a firewall); its
  * machine runs on. A connect then returns SF_E_CLOSED and, with redial_after_ms, is tried
  * again that much later. */
@@ -133,13 +158,16 @@ void sf_fleet_sim_kill(struct sf_fleet_sim *f, uint32_t i, uint32_t ms);
 void sf_fleet_sim_pause(struct sf_fleet_sim *f, uint32_t i, uint32_t ms);
 /* The clock jumps ms forward at once (a clock step); the machines see it at the next step. */
 void sf_fleet_sim_clock_step(struct sf_fleet_sim *f, uint32_t ms);
-/* Whether node i has a connection now (open or shaking hands). */
+/* Whether node i has a connection from every shard now (open or shaking hands); _shard:
+ * from shard k. */
 bool sf_fleet_sim_linked(const struct sf_fleet_sim *f, uint32_t i);
-/* Whether node i's link is open at both ends and the node neither paused, dead nor
- * half-open: what is sent to it now arrives and is answered. */
+bool sf_fleet_sim_linked_shard(const struct sf_fleet_sim *f, uint32_t i, uint32_t k);
+/* Whether node i's links (every shard's) are open at both ends and the node neither paused,
+ * dead nor half-open: what is sent to it now arrives and is answered. */
 bool sf_fleet_sim_up(const struct sf_fleet_sim *f, uint32_t i);
-/* Resets the fault layer made so far, and the node of the last one. */
+/* Resets the fault layer made so far, and the node of the last one; the shard of its link. */
 uint64_t sf_fleet_sim_resets(const struct sf_fleet_sim *f, uint32_t *last_node);
+uint32_t sf_fleet_sim_last_reset_shard(const struct sf_fleet_sim *f);
 /* The fault layer's random source, for a driver that wants the same seed's stream. */
 uint64_t sf_fleet_sim_rand(struct sf_fleet_sim *f);
 
@@ -151,7 +179,7 @@ void sf_fleet_sim_run_stalled(struct sf_fleet_sim *f, uint32_t ms);
 bool sf_fleet_sim_run_until(struct sf_fleet_sim *f, bool (*done)(struct sf_fleet_sim *, void *),
 			    void *arg, uint32_t max_ms);
 
-/* The caller's calls, as the API makes them: with cfg.wal each is logged as headd does
+/* The caller's calls, as the API makes them, each to the shard that owns sid: with cfg.wal each is logged as headd does
  * (SESSION before the open, CLOSE when the open fails, CONTENT after the append, GEN after
  * the generate, CLOSE after a close for good); while the head is down (a crash, until its
  * restart) each is refused with SF_E_CLOSED. Without cfg.wal they are the head's calls. */
@@ -181,6 +209,11 @@ uint32_t sf_fleet_sim_head_crashes(const struct sf_fleet_sim *f);
  * that starts past the event the head asked for (events the head never had were
  * acknowledged and let go: a gap no replay fills); "" when nothing. */
 const char *sf_fleet_sim_why(const struct sf_fleet_sim *f);
+/* What the fleet saw wrong between the shards (fleet_sim_shards.c): a message on one
+ * shard's link, or an event to one shard's caller, about a session another shard owns; a
+ * node refusing a command as a repeat, or an assign as not newer, that no earlier command
+ * of the session to that node (over any of the head's links) explains; "" when nothing. */
+const char *sf_fleet_sim_shard_why(const struct sf_fleet_sim *f);
 /* What the durable log found wrong (a record that did not apply, a token delivered before
  * it was durable, a session that did not restore); "" when nothing. */
 const char *sf_fleet_sim_wal_why(const struct sf_fleet_sim *f);

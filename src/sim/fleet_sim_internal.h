@@ -10,37 +10,64 @@ struct sim_asked {
 	uint64_t sid, gid, epoch, next;
 };
 
-struct sim_node {
-	struct sf_fleet_sim *f;
-	uint32_t index;
-	bool stage;            /* a pipeline stage (its link the pipeline's, not the head's) */
-	uint32_t stage_k;
+/* One shard's connection to one node (a stage has shard 0's alone). */
+struct sim_conn {
+	struct sim_node *n;
+	uint32_t shard;
 	size_t budget[2];      /* a stage link: bytes each way that may still cross this step */
-	char label[32];
-	struct sf_engine *engine;
-	struct sf_node *node;
-	uint32_t version_max;
-	uint64_t digest; /* stated instead of the engine's; 0: the engine's */
-	struct sf_model_info model;
 	struct sf_link *hl, *nl; /* the head's end and the node's end of the connection */
 	uint64_t link_id;
 	bool head_open, node_open, closing;
 	uint64_t redial_at; /* 0: none due */
-	uint64_t paused_until; /* stopped while now < this */
 	bool half_open;        /* the node's end is gone; the head's still believes in it */
-	uint64_t refuse_until; /* dials refused while now < this */
-	uint64_t dead_until;   /* no process at all while now < this (no ticks) */
 	bool clogged[2];       /* this step: to the node [0], to the head [1] */
 	struct sim_asked *asked; /* what the RECONCILEs on link asked_link listed */
 	uint32_t n_asked, cap_asked;
 	uint64_t asked_link;
 };
 
+/* A command a head shard sent a node, for the fencing check (fleet_sim_shards.c). */
+struct sim_cmd {
+	uint64_t sid, cmd, epoch;
+	bool assign;
+};
+
+struct sim_node {
+	struct sf_fleet_sim *f;
+	uint32_t index;
+	bool stage;            /* a pipeline stage (its link the pipeline's, not the head's) */
+	uint32_t stage_k;
+	char label[32];
+	struct sf_engine *engine;
+	struct sf_node *node;
+	uint32_t version_max;
+	uint64_t digest; /* stated instead of the engine's; 0: the engine's */
+	struct sf_model_info model;
+	uint64_t paused_until; /* stopped while now < this */
+	uint64_t refuse_until; /* dials refused while now < this */
+	uint64_t dead_until;   /* no process at all while now < this (no ticks) */
+	struct sim_conn conns[SF_FLEET_SIM_MAX_SHARDS];
+	struct sim_cmd *cmds;  /* every session command sent to it, in order */
+	uint32_t n_cmds, cap_cmds;
+};
+
+/* One shard of the head process: its machine, the links it gave up on (to cut), its links'
+ * random source (shard 0's is the fleet's own, f->rng) and its log. */
+struct sim_shard {
+	struct sf_fleet_sim *f;
+	uint32_t k;
+	struct sf_head *head;
+	uint64_t drops[SF_FLEET_SIM_MAX_NODES];
+	uint64_t rng;
+	struct sim_wal *wal;   /* cfg.wal: the durable log (fleet_sim_wal.c) */
+};
+
 struct sf_fleet_sim {
 	struct sf_fleet_sim_config cfg;
 	uint64_t now;
 	uint64_t next_link;
-	struct sf_head *head;
+	struct sim_shard shards[SF_FLEET_SIM_MAX_SHARDS];
+	uint32_t n_shards;     /* 1 .. SF_FLEET_SIM_MAX_SHARDS */
 	struct sim_node nodes[SF_FLEET_SIM_MAX_NODES + SF_FLEET_SIM_MAX_STAGES];
 	uint32_t n_nodes;      /* the fleet's; the pipeline's stages come after them */
 	uint32_t n_stages;
@@ -50,16 +77,15 @@ struct sf_fleet_sim {
 	uint32_t n_streams;
 	struct sf_fleet_note notes[SF_FLEET_SIM_MAX_NOTES];
 	uint32_t n_notes;
-	uint64_t drops[SF_FLEET_SIM_MAX_NODES]; /* links the head gave up on, to cut */
 	struct sf_fleet_faults faults;
 	uint64_t rng;
 	uint64_t resets;
-	uint32_t last_reset;
-	struct sim_wal *wal;   /* cfg.wal: the durable log (fleet_sim_wal.c) */
+	uint32_t last_reset, last_reset_shard;
 	bool head_down;        /* crashed, until head_up_at */
 	uint64_t head_up_at;
 	uint32_t crashes;
 	char why[256]; /* what the fleet saw wrong itself (a replay with a gap); "" when nothing */
+	char shard_why[320]; /* what it saw wrong between the shards; "" when nothing */
 	/* The pipeline (fleet_sim_pipe.c): its machine (NULL while the head is down), the
 	 * stage links' random source, and every request's generation. */
 	struct sf_pipe *pipe;
@@ -69,23 +95,38 @@ struct sf_fleet_sim {
 	char pipe_why[320];
 };
 
-/* The head's event callback. */
+/* The shard that owns session sid. */
+static inline struct sim_shard *sf__fleet_owner(struct sf_fleet_sim *f, uint64_t sid)
+{
+	return &f->shards[sid % f->n_shards];
+}
+
+/* The connections a node has: one a shard, a stage's shard 0's alone. */
+static inline uint32_t sf__fleet_n_conns(const struct sim_node *n)
+{
+	return n->stage ? 1 : n->f->n_shards;
+}
+
+/* A head shard's event callback (arg: its struct sim_shard); the pipeline's events, shard
+ * 0's but about none of its sessions. */
 void sf__fleet_record(void *arg, const struct sf_head_event *ev);
+void sf__fleet_record_pipe(struct sf_fleet_sim *f, const struct sf_head_event *ev);
 void sf__fleet_record_free(struct sf_fleet_sim *f);
 
 /* The durable log (fleet_sim_wal.c). */
 int sf__fleet_wal_new(struct sf_fleet_sim *f, struct sf_err *err);
 void sf__fleet_wal_free(struct sf_fleet_sim *f);
-/* The head's event callback with a log: events logged, delivered once durable. */
+/* A head shard's event callback with a log (arg: its struct sim_shard): events logged,
+ * delivered once durable. */
 void sf__fleet_wal_event(void *arg, const struct sf_head_event *ev);
 /* Applies and delivers, in order, what is durable by now. */
 void sf__fleet_wal_release(struct sf_fleet_sim *f);
-/* At a crash: checks the caller against the table, drops what is not durable. */
+/* At a crash: checks the caller against each shard's table, drops what is not durable. */
 void sf__fleet_wal_crash(struct sf_fleet_sim *f);
-/* Into a new head machine: every session of the table. */
+/* Into each new head machine: every session of its shard's table. */
 void sf__fleet_wal_restore(struct sf_fleet_sim *f);
-/* The head machine and its nodes (labels "node-N", index N), ids from first_id; and, with
- * stages, the pipeline machine. */
+/* Every shard's head machine and its nodes (labels "node-N", index N), ids from first_id;
+ * and, with stages, the pipeline machine. */
 int sf__fleet_head_machine(struct sf_fleet_sim *f, uint64_t first_id, struct sf_err *err);
 
 /* The pipeline (fleet_sim_pipe.c). */
@@ -97,5 +138,15 @@ void sf__fleet_pipe_down(struct sf_fleet_sim *f, struct sim_node *n);
 void sf__fleet_pipe_msg(struct sf_fleet_sim *f, struct sim_node *n, const struct sf_msg *m);
 /* The head process died: the pipeline machine goes, its generations with it. */
 void sf__fleet_pipe_crash(struct sf_fleet_sim *f);
+
+/* The checks between shards (fleet_sim_shards.c): a message shard c->shard's head sends on
+ * c, or its node sends; an event shard sh tells its caller. Each notes in f->shard_why what
+ * it finds wrong. */
+void sf__fleet_shard_head_sent(struct sf_fleet_sim *f, struct sim_conn *c, uint16_t type,
+			       const void *msg);
+void sf__fleet_shard_node_sent(struct sf_fleet_sim *f, struct sim_conn *c, uint16_t type,
+			       const void *msg);
+void sf__fleet_shard_event(struct sim_shard *sh, const struct sf_head_event *ev);
+void sf__fleet_shard_free(struct sim_node *n);
 
 #endif

@@ -2,8 +2,9 @@
  * machines on the fleet's engine, dialed over links of their own and never given to the
  * head machine; the real pipeline machine (head/pipeline.h) steps generations through them,
  * and its tokens and ends reach the recorder as the head machine's events would, unlogged
- * (headd logs no pipeline generation). It lives in the head process: a head crash takes it
- * with every generation it was running, and a new one starts with the head. */
+ * (headd logs no pipeline generation). It lives in the head process, with shard 0 as in
+ * headd: a head crash takes it with every generation it was running, and a new one starts
+ * with the head. */
 #include "sim/fleet_sim_internal.h"
 
 #include <stdio.h>
@@ -21,11 +22,11 @@ static struct sf_fleet_pipe_gen *running_gen(struct sf_fleet_sim *f, uint64_t gi
 static int pipe_send(void *arg, uint32_t k, uint16_t type, const void *msg)
 {
 	struct sf_fleet_sim *f = arg;
-	struct sim_node *n = &f->nodes[sf_fleet_sim_stage(f, k)];
+	struct sim_conn *c = &f->nodes[sf_fleet_sim_stage(f, k)].conns[0]; /* shard 0's */
 	struct sf_err err;
-	if (!n->hl || !n->head_open)
+	if (!c->hl || !c->head_open)
 		return SF_E_STATE;
-	return sf_link_send(n->hl, type, msg, f->now, &err);
+	return sf_link_send(c->hl, type, msg, f->now, &err);
 }
 
 static void pipe_token(void *arg, uint64_t gid, uint32_t token)
@@ -41,7 +42,7 @@ static void pipe_token(void *arg, uint64_t gid, uint32_t token)
 				    .session_id = g->sid, .generation_id = gid, .tokens = &token,
 				    .n_tokens = 1 };
 	g->token_ms = f->now;
-	sf__fleet_record(f, &ev);
+	sf__fleet_record_pipe(f, &ev);
 }
 
 static void pipe_done(void *arg, uint64_t gid, int rc, uint32_t reason, const char *msg)
@@ -58,7 +59,7 @@ static void pipe_done(void *arg, uint64_t gid, int rc, uint32_t reason, const ch
 				    .generation_id = gid, .reason = reason, .code = rc, .msg = msg };
 	g->running = false;
 	g->ended_ms = f->now;
-	sf__fleet_record(f, &ev);
+	sf__fleet_record_pipe(f, &ev);
 }
 
 int sf__fleet_pipe_machine(struct sf_fleet_sim *f, struct sf_err *err)
@@ -83,7 +84,7 @@ void sf__fleet_pipe_free(struct sf_fleet_sim *f)
 void sf__fleet_pipe_up(struct sf_fleet_sim *f, struct sim_node *n)
 {
 	struct sf_err err;
-	if (f->pipe && sf_pipe_stage_up(f->pipe, n->stage_k, sf_link_peer(n->hl), f->now, &err) &&
+	if (f->pipe && sf_pipe_stage_up(f->pipe, n->stage_k, sf_link_peer(n->conns[0].hl), f->now, &err) &&
 	    !f->pipe_why[0])
 		snprintf(f->pipe_why, sizeof(f->pipe_why), "the pipeline refused stage %u: %s",
 			 n->stage_k + 1, err.msg);
@@ -153,7 +154,7 @@ int sf_fleet_sim_pipe_cancel(struct sf_fleet_sim *f, uint64_t sid, struct sf_err
 				    .reason = SF_FINISH_CANCELLED };
 	g->running = false;
 	g->ended_ms = f->now;
-	sf__fleet_record(f, &ev);
+	sf__fleet_record_pipe(f, &ev);
 	return 0;
 }
 

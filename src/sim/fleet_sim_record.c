@@ -1,12 +1,14 @@
-/* What the head told its caller in the simulated fleet: each generation's stream, and the
- * errors and dropped links beside them; and the check of a stream against the engine's. */
+/* What the head told its caller in the simulated fleet: each generation's stream (and the
+ * shard that told it), and the errors and dropped links beside them; and the check of a
+ * stream against the engine's. */
 #include "sim/fleet_sim_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static struct sf_fleet_stream *stream_of(struct sf_fleet_sim *f, uint64_t sid, uint64_t gid)
+static struct sf_fleet_stream *stream_of(struct sf_fleet_sim *f, uint32_t shard, uint64_t sid,
+					 uint64_t gid)
 {
 	for (uint32_t i = 0; i < f->n_streams; i++)
 		if (f->streams[i].session_id == sid && f->streams[i].generation_id == gid)
@@ -16,16 +18,18 @@ static struct sf_fleet_stream *stream_of(struct sf_fleet_sim *f, uint64_t sid, u
 	struct sf_fleet_stream *s = &f->streams[f->n_streams++];
 	s->session_id = sid;
 	s->generation_id = gid;
+	s->shard = shard;
 	return s;
 }
 
-static void note(struct sf_fleet_sim *f, const struct sf_head_event *ev)
+static void note(struct sf_fleet_sim *f, uint32_t shard, const struct sf_head_event *ev)
 {
 	if (f->n_notes == SF_FLEET_SIM_MAX_NOTES)
 		return;
 	struct sf_fleet_note *n = &f->notes[f->n_notes++];
 	n->kind = ev->kind;
 	n->node = ev->node;
+	n->shard = shard;
 	n->session_id = ev->session_id;
 	n->code = ev->code;
 	snprintf(n->msg, sizeof(n->msg), "%s", ev->msg ? ev->msg : "");
@@ -60,19 +64,16 @@ static void add_lp(struct sf_fleet_stream *s, uint32_t token)
 	s->lp_tokens[s->n_lp++] = token;
 }
 
-void sf__fleet_record(void *arg, const struct sf_head_event *ev)
+static void record(struct sf_fleet_sim *f, uint32_t shard, const struct sf_head_event *ev)
 {
-	struct sf_fleet_sim *f = arg;
-	if (ev->kind == SF_HEAD_EV_DROP_LINK && ev->node < f->n_nodes)
-		f->drops[ev->node] = ev->link_id;
 	if (ev->kind == SF_HEAD_EV_STATUS || ev->kind == SF_HEAD_EV_PLACED)
 		return;
 	bool gen = ev->generation_id && ev->kind != SF_HEAD_EV_DROP_LINK;
 	if (!gen) {
-		note(f, ev);
+		note(f, shard, ev);
 		return;
 	}
-	struct sf_fleet_stream *s = stream_of(f, ev->session_id, ev->generation_id);
+	struct sf_fleet_stream *s = stream_of(f, shard, ev->session_id, ev->generation_id);
 	if (!s)
 		return;
 	if (s->finishes || s->errors)
@@ -97,6 +98,20 @@ void sf__fleet_record(void *arg, const struct sf_head_event *ev)
 	default:
 		break;
 	}
+}
+
+void sf__fleet_record(void *arg, const struct sf_head_event *ev)
+{
+	struct sim_shard *sh = arg;
+	if (ev->kind == SF_HEAD_EV_DROP_LINK && ev->node < sh->f->n_nodes)
+		sh->drops[ev->node] = ev->link_id;
+	sf__fleet_shard_event(sh, ev);
+	record(sh->f, sh->k, ev);
+}
+
+void sf__fleet_record_pipe(struct sf_fleet_sim *f, const struct sf_head_event *ev)
+{
+	record(f, 0, ev);
 }
 
 void sf__fleet_record_free(struct sf_fleet_sim *f)

@@ -6,7 +6,9 @@
  * "fsync"; records of one millisecond go in one write and are durable together, never
  * before an earlier one); then it is applied to the log's session table (sf_wal_state), its
  * event delivered to the recorder (the caller) and sf_head_durable told. A head crash loses
- * the queue; the next head is the table's sessions restored (sf_wal_restore_session). */
+ * the queue; the next head is the table's sessions restored (sf_wal_restore_session). A
+ * head of several shards has a log for each, as headd's --wal-dir/shard-K: its own queue,
+ * its own "fsync" delays and its own table, restored into that shard alone. */
 #include "sim/fleet_sim_internal.h"
 
 #include <inttypes.h>
@@ -44,6 +46,7 @@ struct gen_refs {
 };
 
 struct sim_wal {
+	struct sim_shard *sh;
 	struct sf_wal_state *st;
 	struct sf_buf rec;
 	struct sim_walq *head, *tail;
@@ -65,9 +68,10 @@ static void __attribute__((format(printf, 2, 3))) wrong(struct sim_wal *w, const
 {
 	if (w->why[0])
 		return; /* the first is the one to tell */
+	int at = w->sh->f->n_shards > 1 ? snprintf(w->why, sizeof(w->why), "shard %u: ", w->sh->k) : 0;
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(w->why, sizeof(w->why), fmt, ap);
+	vsnprintf(w->why + at, sizeof(w->why) - (size_t)at, fmt, ap);
 	va_end(ap);
 }
 
@@ -92,7 +96,7 @@ static bool refs_has(const struct gen_refs *r, uint64_t sid, uint64_t gid)
 	return false;
 }
 
-int sf__fleet_wal_new(struct sf_fleet_sim *f, struct sf_err *err)
+static int wal_new(struct sim_shard *sh, struct sf_err *err)
 {
 	struct sim_wal *w = calloc(1, sizeof(*w));
 	if (!w)
@@ -103,9 +107,19 @@ int sf__fleet_wal_new(struct sf_fleet_sim *f, struct sf_err *err)
 		return rc;
 	}
 	sf_buf_init(&w->rec, 1u << 20);
-	w->rng = f->cfg.wal_seed;
-	f->wal = w;
+	w->sh = sh;
+	/* Shard 0's delays from the seed's stream (as without shards), the others' their own. */
+	w->rng = sh->f->cfg.wal_seed ^ (0xa0761d6478bd642fULL * sh->k);
+	sh->wal = w;
 	return 0;
+}
+
+int sf__fleet_wal_new(struct sf_fleet_sim *f, struct sf_err *err)
+{
+	int rc = 0;
+	for (uint32_t k = 0; !rc && k < f->n_shards; k++)
+		rc = wal_new(&f->shards[k], err);
+	return rc;
 }
 
 static void queue_free(struct sim_wal *w)
@@ -120,23 +134,26 @@ static void queue_free(struct sim_wal *w)
 
 void sf__fleet_wal_free(struct sf_fleet_sim *f)
 {
-	struct sim_wal *w = f->wal;
-	if (!w)
-		return;
-	queue_free(w);
-	sf_wal_state_free(w->st);
-	sf_buf_free(&w->rec);
-	sf_wal_event_buf_free(&w->evbuf);
-	free(w->lost.v);
-	free(w->failed.v);
-	free(w);
-	f->wal = NULL;
+	for (uint32_t k = 0; k < f->n_shards; k++) {
+		struct sim_wal *w = f->shards[k].wal;
+		if (!w)
+			continue;
+		queue_free(w);
+		sf_wal_state_free(w->st);
+		sf_buf_free(&w->rec);
+		sf_wal_event_buf_free(&w->evbuf);
+		free(w->lost.v);
+		free(w->failed.v);
+		free(w);
+		f->shards[k].wal = NULL;
+	}
 }
 
 /* The record in w->rec joins the queue. */
-static void enqueue(struct sf_fleet_sim *f, uint8_t type, bool logged, bool deliver)
+static void enqueue(struct sim_shard *sh, uint8_t type, bool logged, bool deliver)
 {
-	struct sim_wal *w = f->wal;
+	struct sf_fleet_sim *f = sh->f;
+	struct sim_wal *w = sh->wal;
 	uint32_t len = (uint32_t)sf_buf_used(&w->rec);
 	struct sim_walq *e = malloc(sizeof(*e) + len);
 	if (!e) {
@@ -161,31 +178,33 @@ static void enqueue(struct sf_fleet_sim *f, uint8_t type, bool logged, bool deli
 	w->tail = e;
 }
 
-static void append_rec(struct sf_fleet_sim *f, uint8_t type, int rc)
+static void append_rec(struct sim_shard *sh, uint8_t type, int rc)
 {
 	if (rc) {
-		wrong(f->wal, "a %s record does not encode (%s)", sf_walrec_type_name(type),
+		wrong(sh->wal, "a %s record does not encode (%s)", sf_walrec_type_name(type),
 		      sf_code_name(rc));
 		return;
 	}
-	enqueue(f, type, true, false);
+	enqueue(sh, type, true, false);
 }
 
 /* ---- the head's events ---- */
 
 void sf__fleet_wal_event(void *arg, const struct sf_head_event *ev)
 {
-	struct sf_fleet_sim *f = arg;
-	struct sim_wal *w = f->wal;
+	struct sim_shard *sh = arg;
+	struct sf_fleet_sim *f = sh->f;
+	struct sim_wal *w = sh->wal;
 	if (!ev->session_id || ev->kind == SF_HEAD_EV_DROP_LINK || ev->kind == SF_HEAD_EV_STATUS) {
-		sf__fleet_record(f, ev); /* about nodes and links: not the log's */
+		sf__fleet_record(sh, ev); /* about nodes and links: not the log's */
 		return;
 	}
+	sf__fleet_shard_event(sh, ev); /* told now, delivered once durable: checked now */
 	if (ev->kind == SF_HEAD_EV_PLACED) {
 		struct sf_walrec_placed r = { .session_id = ev->session_id, .epoch = ev->epoch };
 		snprintf(r.node, sizeof(r.node), "%s",
 			 ev->node < f->n_nodes ? f->nodes[ev->node].label : "");
-		append_rec(f, SF_WALREC_PLACED, sf_walrec_put_placed(&w->rec, &r));
+		append_rec(sh, SF_WALREC_PLACED, sf_walrec_put_placed(&w->rec, &r));
 		return;
 	}
 	uint8_t type;
@@ -198,23 +217,23 @@ void sf__fleet_wal_event(void *arg, const struct sf_head_event *ev)
 		return;
 	}
 	/* A session-wide error keeps its place in the queue but is not logged. */
-	enqueue(f, type, ev->generation_id != 0, true);
+	enqueue(sh, type, ev->generation_id != 0, true);
 }
 
 /* ---- delivery ---- */
 
 /* sf_head_durable for an event record: its seq, or all of the generation for an END. */
-static void tell_durable(struct sf_fleet_sim *f, const struct sim_walq *e,
+static void tell_durable(struct sim_shard *sh, const struct sim_walq *e,
 			 const struct sf_walrec_event *r)
 {
-	if (r->generation_id && f->head)
-		sf_head_durable(f->head, r->session_id, r->generation_id, r->epoch,
+	if (r->generation_id && sh->head)
+		sf_head_durable(sh->head, r->session_id, r->generation_id, r->epoch,
 				sf_wal_event_durable_seq(e->type, r));
 }
 
-static void deliver(struct sf_fleet_sim *f, const struct sim_walq *e)
+static void deliver(struct sim_shard *sh, const struct sim_walq *e)
 {
-	struct sim_wal *w = f->wal;
+	struct sim_wal *w = sh->wal;
 	struct sf_walrec_event r;
 	struct sf_head_event ev;
 	struct sf_err err;
@@ -222,15 +241,16 @@ static void deliver(struct sf_fleet_sim *f, const struct sim_walq *e)
 		wrong(w, "the log's queue holds an event that does not decode: %s", err.msg);
 		return;
 	}
-	ev.node = sf_head_session_node(f->head, r.session_id);
-	sf__fleet_record(f, &ev);
+	ev.node = sf_head_session_node(sh->head, r.session_id);
+	sf__fleet_record(sh, &ev);
 	if (!e->acked)
-		tell_durable(f, e, &r);
+		tell_durable(sh, e, &r);
 }
 
-void sf__fleet_wal_release(struct sf_fleet_sim *f)
+static void release(struct sim_shard *sh)
 {
-	struct sim_wal *w = f->wal;
+	struct sf_fleet_sim *f = sh->f;
+	struct sim_wal *w = sh->wal;
 	if (sf_fleet_sim_wal_planted_bug == SF_FLEET_WAL_BUG_ACK_EARLY) {
 		/* The planted bug: the head hears "durable" as soon as the record is appended. */
 		for (struct sim_walq *e = w->head; e; e = e->next) {
@@ -240,7 +260,7 @@ void sf__fleet_wal_release(struct sf_fleet_sim *f)
 			    sf_walrec_get_event(e->type, e->p, e->len, &r, &err))
 				continue;
 			e->acked = true;
-			tell_durable(f, e, &r);
+			tell_durable(sh, e, &r);
 		}
 	}
 	while (w->head && w->head->durable_at <= f->now) {
@@ -253,9 +273,15 @@ void sf__fleet_wal_release(struct sf_fleet_sim *f)
 			wrong(w, "a %s record does not apply to the log's table: %s",
 			      sf_walrec_type_name(e->type), err.msg);
 		if (e->deliver)
-			deliver(f, e);
+			deliver(sh, e);
 		free(e);
 	}
+}
+
+void sf__fleet_wal_release(struct sf_fleet_sim *f)
+{
+	for (uint32_t k = 0; k < f->n_shards; k++)
+		release(&f->shards[k]);
 }
 
 /* ---- the caller's calls ---- */
@@ -271,29 +297,31 @@ int sf_fleet_sim_open(struct sf_fleet_sim *f, uint64_t sid, const struct sf_head
 	int rc = head_down(f, err);
 	if (rc)
 		return rc;
-	struct sim_wal *w = f->wal;
+	struct sim_shard *sh = sf__fleet_owner(f, sid);
+	struct sim_wal *w = sh->wal;
 	if (w) {
 		/* Logged first: the placement the open makes is logged as it happens. */
 		struct sf_walrec_session r = { .session_id = sid, .qos = p->qos,
 					       .sampling = p->sampling, .lease_ms = p->lease_ms };
 		snprintf(r.model, sizeof(r.model), "%s", p->model);
 		snprintf(r.codec, sizeof(r.codec), "%s", p->codec ? p->codec : "");
-		append_rec(f, SF_WALREC_SESSION, sf_walrec_put_session(&w->rec, &r));
+		append_rec(sh, SF_WALREC_SESSION, sf_walrec_put_session(&w->rec, &r));
 	}
-	rc = sf_head_session_open(f->head, sid, p, f->now, err);
+	rc = sf_head_session_open(sh->head, sid, p, f->now, err);
 	if (rc && w && rc != SF_E_STATE) /* not opened: the log forgets it (not one already open) */
-		append_rec(f, SF_WALREC_CLOSE, sf_walrec_put_close(&w->rec, sid));
+		append_rec(sh, SF_WALREC_CLOSE, sf_walrec_put_close(&w->rec, sid));
 	return rc;
 }
 
 int sf_fleet_sim_append(struct sf_fleet_sim *f, uint64_t sid, const uint32_t *tokens, uint32_t n,
 			struct sf_err *err)
 {
+	struct sim_shard *sh = sf__fleet_owner(f, sid);
 	int rc = head_down(f, err);
 	if (!rc)
-		rc = sf_head_append(f->head, sid, tokens, n, f->now, err);
-	if (!rc && f->wal)
-		append_rec(f, SF_WALREC_CONTENT, sf_walrec_put_content(&f->wal->rec, sid, 0, tokens, n));
+		rc = sf_head_append(sh->head, sid, tokens, n, f->now, err);
+	if (!rc && sh->wal)
+		append_rec(sh, SF_WALREC_CONTENT, sf_walrec_put_content(&sh->wal->rec, sid, 0, tokens, n));
 	return rc;
 }
 
@@ -301,17 +329,18 @@ int sf_fleet_sim_generate(struct sf_fleet_sim *f, uint64_t sid, uint32_t max_new
 			  uint32_t max_wall_ms, const struct sf_generate_opts *opts,
 			  uint64_t *generation_id, struct sf_err *err)
 {
+	struct sim_shard *sh = sf__fleet_owner(f, sid);
 	int rc = head_down(f, err);
 	if (!rc)
-		rc = sf_head_generate(f->head, sid, max_new, max_wall_ms, opts, f->now,
+		rc = sf_head_generate(sh->head, sid, max_new, max_wall_ms, opts, f->now,
 				      generation_id, err);
-	if (!rc && f->wal) {
+	if (!rc && sh->wal) {
 		struct sf_walrec_gen g = { .session_id = sid, .generation_id = *generation_id,
 					   .max_new = max_new, .max_wall_ms = max_wall_ms,
 					   .logprobs = opts && opts->logprobs,
 					   .top_logprobs = opts ? opts->top_logprobs : 0 };
 		snprintf(g.request_id, sizeof(g.request_id), "sim-%" PRIu64, *generation_id);
-		append_rec(f, SF_WALREC_GEN, sf_walrec_put_gen(&f->wal->rec, &g));
+		append_rec(sh, SF_WALREC_GEN, sf_walrec_put_gen(&sh->wal->rec, &g));
 	}
 	return rc;
 }
@@ -319,30 +348,34 @@ int sf_fleet_sim_generate(struct sf_fleet_sim *f, uint64_t sid, uint32_t max_new
 int sf_fleet_sim_cancel(struct sf_fleet_sim *f, uint64_t sid, uint64_t gid, struct sf_err *err)
 {
 	int rc = head_down(f, err);
-	return rc ? rc : sf_head_cancel(f->head, sid, gid, f->now, err);
+	return rc ? rc : sf_head_cancel(sf__fleet_owner(f, sid)->head, sid, gid, f->now, err);
 }
 
 int sf_fleet_sim_close(struct sf_fleet_sim *f, uint64_t sid, bool park, struct sf_err *err)
 {
+	struct sim_shard *sh = sf__fleet_owner(f, sid);
 	int rc = head_down(f, err);
 	if (!rc)
-		rc = sf_head_session_close(f->head, sid, park, f->now, err);
+		rc = sf_head_session_close(sh->head, sid, park, f->now, err);
 	/* A parked session stays in the log as it was (headd never parks); one closed for
 	 * good leaves it. */
-	if (!rc && f->wal && !park)
-		append_rec(f, SF_WALREC_CLOSE, sf_walrec_put_close(&f->wal->rec, sid));
+	if (!rc && sh->wal && !park)
+		append_rec(sh, SF_WALREC_CLOSE, sf_walrec_put_close(&sh->wal->rec, sid));
 	return rc;
 }
 
 /* ---- a crash and the start after it ---- */
 
-void sf__fleet_wal_crash(struct sf_fleet_sim *f)
+static void crash(struct sim_shard *sh)
 {
-	struct sim_wal *w = f->wal;
+	struct sf_fleet_sim *f = sh->f;
+	struct sim_wal *w = sh->wal;
 	/* The caller had exactly the durable prefix: every token it holds is in the table
 	 * (delivery waits for durability), and the table holds nothing it was not given. */
 	for (uint32_t i = 0; i < f->n_streams; i++) {
 		const struct sf_fleet_stream *s = &f->streams[i];
+		if (sf__fleet_owner(f, s->session_id) != sh)
+			continue; /* another shard's, in another log */
 		struct sf_wal_session *ws = sf_wal_state_find(w->st, s->session_id);
 		struct sf_wal_gen *g = ws ? sf_wal_session_gen(ws, s->generation_id) : NULL;
 		if (!g)
@@ -374,6 +407,12 @@ void sf__fleet_wal_crash(struct sf_fleet_sim *f)
 	queue_free(w);
 }
 
+void sf__fleet_wal_crash(struct sf_fleet_sim *f)
+{
+	for (uint32_t k = 0; k < f->n_shards; k++)
+		crash(&f->shards[k]);
+}
+
 static uint32_t node_of(const struct sf_fleet_sim *f, const char *name)
 {
 	for (uint32_t i = 0; i < f->n_nodes; i++)
@@ -382,9 +421,10 @@ static uint32_t node_of(const struct sf_fleet_sim *f, const char *name)
 	return SF_HEAD_NO_NODE;
 }
 
-void sf__fleet_wal_restore(struct sf_fleet_sim *f)
+static void restore(struct sim_shard *sh)
 {
-	struct sim_wal *w = f->wal;
+	struct sf_fleet_sim *f = sh->f;
+	struct sim_wal *w = sh->wal;
 	for (const struct sf_wal_session *s = sf_wal_state_first(w->st); s; s = s->next) {
 		uint32_t node = s->epoch ? node_of(f, s->node) : SF_HEAD_NO_NODE;
 		const struct sf_wal_gen *running = sf_wal_session_running(s);
@@ -394,23 +434,40 @@ void sf__fleet_wal_restore(struct sf_fleet_sim *f)
 		if (running && node == SF_HEAD_NO_NODE)
 			refs_add(&w->failed, s->rec.session_id, running->rec.generation_id);
 		struct sf_err err;
-		if (sf_wal_restore_session(f->head, s, node, f->now, &err))
+		if (sf_wal_restore_session(sh->head, s, node, f->now, &err))
 			wrong(w, "session %" PRIu64 " did not restore: %s", s->rec.session_id,
 			      err.msg);
 	}
 }
 
+void sf__fleet_wal_restore(struct sf_fleet_sim *f)
+{
+	for (uint32_t k = 0; k < f->n_shards; k++)
+		restore(&f->shards[k]);
+}
+
 const char *sf_fleet_sim_wal_why(const struct sf_fleet_sim *f)
 {
-	return f->wal ? f->wal->why : "";
+	for (uint32_t k = 0; k < f->n_shards; k++)
+		if (f->shards[k].wal && f->shards[k].wal->why[0])
+			return f->shards[k].wal->why;
+	return "";
+}
+
+/* The log of the shard that owns sid (NULL: no log). */
+static const struct sim_wal *wal_of(const struct sf_fleet_sim *f, uint64_t sid)
+{
+	return f->shards[sid % f->n_shards].wal;
 }
 
 bool sf_fleet_sim_wal_lost(const struct sf_fleet_sim *f, uint64_t sid, uint64_t gid)
 {
-	return f->wal && refs_has(&f->wal->lost, sid, gid);
+	const struct sim_wal *w = wal_of(f, sid);
+	return w && refs_has(&w->lost, sid, gid);
 }
 
 bool sf_fleet_sim_wal_failed(const struct sf_fleet_sim *f, uint64_t sid, uint64_t gid)
 {
-	return f->wal && refs_has(&f->wal->failed, sid, gid);
+	const struct sim_wal *w = wal_of(f, sid);
+	return w && refs_has(&w->failed, sid, gid);
 }
