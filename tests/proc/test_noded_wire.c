@@ -38,6 +38,7 @@ struct client {
 };
 
 static pid_t noded_pid;
+static const char *more_args[4]; /* main's arguments: given to every node (--shards 3) */
 static int port;
 static char dir[64], token_path[128], blob_dir[128];
 
@@ -87,6 +88,8 @@ static void start_noded(const char *extra)
 		int n = 9;
 		if (extra)
 			argv[n++] = extra;
+		for (int i = 0; i < 4 && more_args[i]; i++)
+			argv[n++] = more_args[i];
 		argv[n] = NULL;
 		execv(SF_NODED_PATH, (char **)argv);
 		_exit(127);
@@ -308,6 +311,29 @@ static void handshake_and_a_generation(void **state)
 	connect_client(&c, "wire-token");
 	assert_true(c.open);
 	free_client(&c);
+}
+
+/* Twelve links at once, each its own session and generation: at --shards 3 the kernel spreads
+ * them over the shards, so most reach the engine through another shard's relay. */
+static void many_links_at_once(void **state)
+{
+	enum { N = 12 };
+	static struct client c[N];
+	char prompt[N][32];
+	for (int i = 0; i < N; i++) {
+		connect_client(&c[i], "wire-token");
+		assert_true(c[i].open);
+		snprintf(prompt[i], sizeof(prompt[i]), "link %d of many", i);
+		place(&c[i], 200 + i, 1, prompt[i], 0);
+		gen(&c[i], 200 + i, 1, 1, 40);
+	}
+	for (int i = 0; i < N; i++) {
+		struct want_finish w = { 200 + i, 1 };
+		assert_true(turn_until(&c[i], finished, &w, 10000));
+		check_stream(&c[i], prompt[i], 200 + i, 1, 40);
+	}
+	for (int i = 0; i < N; i++)
+		free_client(&c[i]);
 }
 
 static void fencing_across_connections(void **state)
@@ -608,11 +634,14 @@ static void a_lease_runs_out(void **state)
 	free_client(&c);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	for (int i = 1; i < argc && i <= 4; i++)
+		more_args[i - 1] = argv[i];
 	signal(SIGPIPE, SIG_IGN);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(handshake_and_a_generation, setup, teardown),
+		cmocka_unit_test_setup_teardown(many_links_at_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(fencing_across_connections, setup, teardown),
 		cmocka_unit_test_setup_teardown(replay_after_a_dropped_connection, setup, teardown),
 		cmocka_unit_test_setup_teardown(leases_are_asked_for, setup, teardown),

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 struct noded;
+struct noded_relay;
 struct sf_link_conn;
 
 enum noded_link_kind {
@@ -25,6 +26,12 @@ struct noded_link {
 	char where[128];        /* the peer's address, or the address dialed */
 	char peer[64];          /* the head's identity once open */
 	unsigned send_failures; /* the first is a warning, the rest debug lines */
+	/* A link of another shard as shard 0 knows it (lc NULL): its frames come and go
+	 * through the shards' inboxes. On that shard the link has relay too. */
+	bool remote;
+	unsigned shard;
+	uint32_t version;
+	struct noded_relay *relay;
 	struct noded_link *next; /* in its bucket */
 };
 

@@ -8,6 +8,7 @@
 
 #include "daemon/addr.h"
 #include "daemon/log.h"
+#include "relay.h"
 
 static void link_config(struct noded *d, struct sf_link_config *cfg)
 {
@@ -19,8 +20,8 @@ static void link_config(struct noded *d, struct sf_link_config *cfg)
 	cfg->heartbeat_ms = d->opts->heartbeat_ms;
 	cfg->silence_ms = d->opts->silence_ms;
 	cfg->identity = d->identity;
-	sf_node_capacity(d->node, &cfg->capacity);
-	cfg->models = &d->model;
+	noded_proc_capacity(d, &cfg->capacity);
+	cfg->models = noded_proc_model(d);
 	cfg->n_models = 1;
 }
 
@@ -29,18 +30,26 @@ static struct noded_link *link_new(struct noded *d, enum noded_link_kind kind, c
 	struct noded_link *l = calloc(1, sizeof(*l));
 	if (!l)
 		return NULL;
-	l->id = ++d->next_link_id;
+	l->id = ++d->next_link_id * d->n_shards + d->shard;
 	l->d = d;
 	l->kind = kind;
+	l->shard = d->shard;
 	snprintf(l->where, sizeof(l->where), "%s", where);
 	link_table_add(&d->links, l);
+	d->n_local++;
 	return l;
 }
 
 static void link_free(struct noded *d, struct noded_link *l)
 {
 	link_table_remove(&d->links, l);
+	d->n_local--;
 	free(l);
+}
+
+struct noded_link *noded_link_find(struct noded *d, uint64_t id)
+{
+	return link_table_find(&d->links, id);
 }
 
 static void on_open(struct sf_link_conn *lc)
@@ -53,6 +62,11 @@ static void on_open(struct sf_link_conn *lc)
 	static const char *const how[] = { "accepted from", "joined at", "control link to" };
 	sfd_info("link %llu: head %s %s %s: %s link, protocol %u", (unsigned long long)l->id,
 		   l->peer, how[l->kind], l->where, p->encrypted ? "sealed" : "plain", p->version);
+	if (!d->node) {
+		noded_relay_opened(d, l); /* shard 0's node machine hears of it there */
+		return;
+	}
+	l->version = p->version;
 	sf_node_link_open(d->node, l->id, p->version, sf_loop_now(d->loop));
 	if (l->kind == LINK_JOINED)
 		noded_join_opened(d);
@@ -67,7 +81,10 @@ static void on_msg(struct sf_link_conn *lc, const struct sf_msg *m)
 		noded_control_dial(d, l, m->u.control_ask.request_id);
 		break;
 	default:
-		sf_node_handle(d->node, l->id, m, sf_loop_now(d->loop));
+		if (d->node)
+			sf_node_handle(d->node, l->id, m, sf_loop_now(d->loop));
+		else
+			noded_relay_msg(d, l, m);
 		break;
 	}
 }
@@ -76,8 +93,10 @@ static void on_closed(struct sf_link_conn *lc, const struct sf_err *err)
 {
 	struct noded_link *l = sf_link_conn_user(lc);
 	struct noded *d = l->d;
-	if (l->open)
+	if (l->open && d->node)
 		sf_node_link_closed(d->node, l->id, sf_loop_now(d->loop));
+	else if (l->open)
+		noded_relay_closed(d, l);
 	l->lc = NULL;
 	char who[256] = "";
 	if (l->open)
@@ -169,9 +188,9 @@ static void on_accept(struct sf_loop *loop, int fd, void *arg)
 		close(fd);
 		return;
 	}
-	if (d->links.count >= NODED_MAX_LINKS) {
-		sfd_warn("turned away a connection from %s: already %u links", where,
-			   NODED_MAX_LINKS);
+	if (d->n_local >= d->max_local) {
+		sfd_warn("turned away a connection from %s: already %u links%s", where, d->n_local,
+			 d->n_shards > 1 ? " on this shard" : "");
 		close(fd);
 		return;
 	}
@@ -185,18 +204,13 @@ int noded_links_init(struct noded *d)
 
 int noded_listen(struct noded *d)
 {
-	char bound[128], why[256];
-	int fd = sfd_listen_socket(d->opts->listen, bound, sizeof(bound), why, sizeof(why));
-	if (fd < 0) {
-		sfd_err("%s", why);
-		return -1;
-	}
-	int rc = sf_loop_listen(d->loop, fd, on_accept, d);
+	int rc = sf_loop_listen(d->loop, d->listen_fd, on_accept, d);
 	if (rc) {
-		sfd_err("cannot listen on %s: the event loop refused (%s)", bound, sf_code_name(rc));
+		sfd_err("cannot listen on %s: the event loop refused (%s)", d->opts->listen,
+			sf_code_name(rc));
 		return -1;
 	}
-	sfd_info("listening on %s (%s links)", bound, d->token_len ? "sealed" : "plain");
+	d->listen_fd = -1; /* the loop's now */
 	return 0;
 }
 
@@ -240,10 +254,11 @@ static int node_send(void *arg, uint64_t link_id, uint16_t type, const void *msg
 {
 	struct noded *d = arg;
 	struct noded_link *l = link_table_find(&d->links, link_id);
-	if (!l || !l->open || !l->lc)
+	if (!l || !l->open || (!l->lc && !l->remote))
 		return SF_E_STATE;
 	struct sf_err err;
-	int rc = sf_link_conn_send(l->lc, type, msg, &err);
+	int rc = l->remote ? noded_relay_send(d, l, type, msg, &err)
+			   : sf_link_conn_send(l->lc, type, msg, &err);
 	if (rc) {
 		const char *name = sf_msg_name(type);
 		sfd_log(l->send_failures++ ? SFD_LOG_DEBUG : SFD_LOG_WARN,
@@ -257,6 +272,8 @@ static size_t node_unsent(void *arg, uint64_t link_id)
 {
 	struct noded *d = arg;
 	struct noded_link *l = link_table_find(&d->links, link_id);
+	if (l && l->remote)
+		return noded_relay_unsent(l);
 	return l && l->lc ? sf_link_conn_unsent(l->lc) : 0;
 }
 

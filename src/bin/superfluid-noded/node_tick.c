@@ -2,7 +2,6 @@
  * may have made work) and from a loop timer at sf_node_deadline, so the loop sleeps exactly
  * until the next decode step, budget, lease or status is due. */
 #include "noded.h"
-#include "daemon/sd_notify.h"
 
 static void node_timer_fired(void *arg, uint64_t now)
 {
@@ -16,8 +15,11 @@ bool noded_tick(struct noded *d)
 	if (d->stopping)
 		return false;
 	uint64_t now = sf_loop_now(d->loop);
-	sfd_notify_watchdog(now); /* WatchdogSec=: a stuck loop stops the pings */
+	noded_proc_alive(d, now); /* WatchdogSec=: a stuck shard stops the pings */
+	if (!d->node)
+		return false; /* a links-only shard: its loop's own timers drive it */
 	sf_node_tick(d->node, now);
+	noded_proc_publish(d);
 	uint64_t at = sf_node_deadline(d->node);
 	bool due = at <= now;
 	/* A timer due now would fire again within the same turn and starve the sockets; work

@@ -1,5 +1,8 @@
-/* The daemon's state: one event loop (one shard) running the node machine, the engine and
- * every head link. Everything here is touched by the loop's thread only. */
+/* A shard of the daemon: one event loop on a thread of its own with its share of the head
+ * links (it accepts from its socket of the --listen group). Shard 0 also runs the engine, the
+ * node machine and its session table, the blob store and --join: the other shards' links
+ * reach it as messages (relay.c). A struct noded is touched by its own shard's thread only;
+ * what the shards share is in struct noded_proc (proc.c). */
 #ifndef NODED_NODED_H
 #define NODED_NODED_H
 
@@ -12,6 +15,7 @@
 
 #include "io/link_conn.h"
 #include "io/loop.h"
+#include "io/shards.h"
 #include "node/blob_store.h"
 #include "node/node.h"
 
@@ -32,27 +36,59 @@ struct noded_join {
 	unsigned failures;  /* attempts in a row that did not open */
 };
 
+struct noded_proc;
+struct noded_msg;
+
 struct noded {
 	const struct noded_opts *opts;
+	struct noded_proc *proc;
+	unsigned shard, n_shards;
 	struct sf_loop *loop;
+	/* Shard 0's; NULL on the others. */
 	struct sf_engine *engine;
 	struct sf_node *node;
 	struct sf_blob_store *blobs; /* --blob-dir; the node machine writes and reads it */
-	struct sf_model_info model; /* what HELLO_ACK says; name points into the engine */
+	struct sf_arena relay_arena; /* the other shards' frames decoded into it, one at a time */
+	struct sf_buf relay_buf;     /* a frame encoded for another shard (relay.c) */
 	char identity[SF_MAX_NAME];
-	uint8_t token[SF_TOKEN_MAX];
+	uint8_t token[SF_TOKEN_MAX]; /* for links made from now on (SIGHUP sends a new one) */
 	size_t token_len;
+	/* This shard's links, and on shard 0 the other shards' open links too (remote). */
 	struct link_table links;
-	uint64_t next_link_id;
+	uint32_t n_local, max_local;
+	uint64_t next_link_id;       /* ids are next * n_shards + shard: the shard is id % n */
+	int listen_fd;               /* this shard's socket of the --listen group, or -1 */
 	struct noded_join join;
 	uint64_t node_timer, node_timer_at;
 	bool stopping;
 };
 
+/* proc.c: the process of --shards loops. */
+int noded_proc_main(const struct noded_opts *o, const char *identity, const uint8_t *token,
+		    size_t token_len);
+/* Hands m to shard k; 0, or -1 (m not taken) when the process stops or k's inbox is full. */
+int noded_proc_send(struct noded *d, unsigned k, struct noded_msg *m);
+bool noded_proc_stopping(const struct noded *d);
+/* What HELLO_ACK says on any shard: the engine's model, and the node's capacity as shard 0
+ * last published it (noded_proc_publish, after each of its ticks). */
+const struct sf_model_info *noded_proc_model(const struct noded *d);
+void noded_proc_capacity(struct noded *d, struct sf_capacity *out);
+void noded_proc_publish(struct noded *d);
+void noded_proc_alive(struct noded *d, uint64_t now);
+
+/* shard.c: one shard's life on its own thread. */
+int noded_shard_start(struct noded *d, struct sf_loop *loop); /* 0 or an exit status */
+void noded_shard_run(struct noded *d);      /* until the process stops */
+void noded_shard_goodbye(struct noded *d);  /* GOODBYE on its links, a moment to send them */
+void noded_shard_fini(struct noded *d);     /* after its loop is freed */
+void noded_shard_msg(struct noded *d, struct noded_msg *m, bool stopping); /* inbox; frees m */
+
 /* node_links.c */
 int noded_links_init(struct noded *d);  /* the table; 0 or -1 */
 int noded_listen(struct noded *d);      /* --listen; 0 or -1 (logged) */
 void noded_links_fini(struct noded *d);
+/* The link with id on this shard's table (shard 0: the other shards' open ones too). */
+struct noded_link *noded_link_find(struct noded *d, uint64_t id);
 /* A new link over an accepted socket (kind LINK_ACCEPTED) or a dial to addr. */
 struct noded_link *noded_link_accept(struct noded *d, int fd, const char *where);
 struct noded_link *noded_link_dial(struct noded *d, enum noded_link_kind kind, const char *addr,

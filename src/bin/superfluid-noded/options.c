@@ -27,6 +27,7 @@ static const struct sfd_opt opts[] = {
 	{ "io", SFD_OPT_IO, F(io), 0, 0, NULL },
 	{ "version-max", SFD_OPT_U32, F(version_max), SF_VERSION_MIN, SF_VERSION_MAX, NULL },
 	{ "max-sessions", SFD_OPT_U32, F(max_sessions), 1, 1u << 20, NULL },
+	{ "shards", SFD_OPT_U32, F(shards), 0, 256, NULL },
 	{ "sim-seed", SFD_OPT_U64, F(sim_seed), 0, UINT64_MAX, NULL },
 	{ "sim-tokens-per-s", SFD_OPT_U32, F(sim_tokens_per_s), 0, 10000000, NULL },
 	{ "sim-batch", SFD_OPT_U32, F(sim_batch), 1, SF_SIM_MAX_BATCH, NULL },
@@ -71,6 +72,11 @@ static const char usage_text[] =
 	"                          node (default 3)\n"
 	"  --max-sessions N        sessions held at most; an ASSIGN past it is refused\n"
 	"                          (default 4096)\n"
+	"  --shards N              event loops, each on a thread (and CPU) of its own, sharing\n"
+	"                          out the head links (0: one per CPU the process may use, the\n"
+	"                          default). Each shard runs its links' handshakes, sealing and\n"
+	"                          framing; the engine, its batch and the session table stay\n"
+	"                          on shard 0, which also keeps --join's link\n"
 	"  --sim-seed N            sim engine: the model's seed (default 0)\n"
 	"  --sim-tokens-per-s N    sim engine: decode steps per second, each step one token for\n"
 	"                          every session in the batch; 0 = unpaced (default 0)\n"

@@ -33,6 +33,7 @@ struct noded_opts {
 	enum sf_io_kind io;
 	uint32_t version_max;
 	uint32_t max_sessions;
+	uint32_t shards;       /* 0: one per CPU */
 	uint64_t sim_seed;
 	uint32_t sim_tokens_per_s;
 	uint32_t sim_batch;

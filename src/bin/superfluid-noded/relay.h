@@ -1,0 +1,67 @@
+/* The node's links on shards other than 0: the link's shard runs the handshake, sealing and
+ * framing, and shard 0 the node machine. What crosses between them (through io/shards'
+ * inboxes) is the link opening, each message the head sent as one frame encoded again after
+ * it was decoded and checked, the link closing, and each frame the node machine sends. A link
+ * lives on one shard, so its frames stay in order each way. */
+#ifndef NODED_RELAY_H
+#define NODED_RELAY_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <superfluid/link.h>
+
+#include "link_table.h"
+
+enum noded_msg_kind {
+	NODED_MSG_WAKE = 0,        /* nothing: wakes a shard to see the process stop */
+	NODED_MSG_LINK_OPEN = 1,   /* to shard 0: a link opened (version, peer, where, relay) */
+	NODED_MSG_LINK_FRAME = 2,  /* to shard 0: a frame the head sent on the link */
+	NODED_MSG_LINK_CLOSED = 3, /* to shard 0: the link ended */
+	NODED_MSG_SEND = 4,        /* to the link's shard: a frame the node machine sends */
+	NODED_MSG_TOKEN = 5,       /* to every shard: the token for links made from now on */
+};
+
+/* Shared by a link's two sides: what shard 0 has sent and the link's shard has not yet sent
+ * on, so the node machine can pace itself by it (sf_node_io.unsent). Freed by the last of
+ * the two to let go. */
+struct noded_relay {
+	atomic_uint refs;
+	_Atomic size_t backlog; /* frames in the inbox, not yet handed to the link */
+	_Atomic size_t wire;    /* what the link and its connection still held when last seen */
+};
+
+struct noded_msg {
+	enum noded_msg_kind kind;
+	uint64_t link_id;
+	/* LINK_OPEN */
+	uint32_t version;
+	enum noded_link_kind link_kind;
+	struct noded_relay *relay; /* a reference, shard 0's once it takes the message */
+	char peer[64], where[128];
+	/* LINK_FRAME and SEND: one frame; TOKEN: the token */
+	size_t len;
+	uint8_t data[];
+};
+
+struct noded;
+
+/* On the link's shard (not 0): its link opened, a message came, the link ended. */
+void noded_relay_opened(struct noded *d, struct noded_link *l);
+void noded_relay_msg(struct noded *d, struct noded_link *l, const struct sf_msg *m);
+void noded_relay_closed(struct noded *d, struct noded_link *l);
+
+/* On shard 0: sends a message on another shard's link. 0 or an sf_code, err set. */
+int noded_relay_send(struct noded *d, struct noded_link *l, uint16_t type, const void *msg,
+		     struct sf_err *err);
+/* On shard 0: bytes sent on another shard's link not yet handed to the kernel. */
+size_t noded_relay_unsent(const struct noded_link *l);
+
+/* A message from another shard, on this shard's thread; frees m. Stopping: lets go of what
+ * it carries and does nothing more. */
+void noded_relay_take(struct noded *d, struct noded_msg *m, bool stopping);
+
+void noded_relay_unref(struct noded_relay *r);
+
+#endif

@@ -1,0 +1,140 @@
+/* One shard of the node on its own thread and loop: its share of the head links (from its
+ * socket of the --listen group). Shard 0 also holds the engine, the node machine and the blob
+ * store, and dials --join; the engine steps every session in one batch, so it stays on one
+ * thread and the other shards bring it their links' messages (relay.c). */
+#include "noded.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "daemon/log.h"
+#include "engine_setup.h"
+#include "relay.h"
+
+enum { EXIT_USAGE = 1, EXIT_RUNTIME = 2 };
+
+/* The engine, the blob store and the node machine: shard 0's, made on its thread. */
+static int start_engine(struct noded *d)
+{
+	struct sf_err err;
+	int rc = noded_engine_new(d->opts, &d->engine, &err);
+	if (rc) {
+		sfd_err("--engine %s: %s", d->opts->engine, err.msg);
+		return rc == SF_E_RANGE ? EXIT_USAGE : EXIT_RUNTIME;
+	}
+	if (sf_blob_store_open(&d->blobs, d->opts->blob_dir, 0, &err)) {
+		sfd_err("--blob-dir %s: %s", d->opts->blob_dir, err.msg);
+		return EXIT_RUNTIME;
+	}
+	struct sf_node_config ncfg = { .max_sessions = d->opts->max_sessions,
+				       .max_links = NODED_MAX_LINKS, .blobs = d->blobs };
+	struct sf_node_io io = noded_node_io;
+	io.arg = d;
+	if (sf_node_new(&d->node, &ncfg, d->engine, &io, sf_loop_now(d->loop), &err)) {
+		sfd_err("%s", err.msg);
+		return EXIT_RUNTIME;
+	}
+	noded_proc_publish(d);
+	const struct sf_engine_info *info = sf_engine_info(d->engine);
+	sfd_info("node %s: engine %s, model %s (%u layers, batch %u, context %u), %u shard%s, "
+		 "%s loop, protocol %d..%u, up to %u sessions", d->identity,
+		 sf_engine_kind(d->engine), info->model, info->n_layers, info->batch_size,
+		 info->ctx_len, d->n_shards, d->n_shards == 1 ? "" : "s",
+		 sf_io_kind_name(sf_loop_kind(d->loop)), SF_VERSION_MIN, d->opts->version_max,
+		 d->opts->max_sessions);
+	sfd_info("blobs in %s (%llu bytes kept)", d->opts->blob_dir,
+		 (unsigned long long)sf_blob_store_used(d->blobs));
+	return 0;
+}
+
+int noded_shard_start(struct noded *d, struct sf_loop *loop)
+{
+	d->loop = loop;
+	d->max_local = (NODED_MAX_LINKS + d->n_shards - 1) / d->n_shards;
+	sf_arena_init(&d->relay_arena, 8 * (size_t)SF_FRAME_PAYLOAD_MAX + 65536);
+	sf_buf_init(&d->relay_buf, SF_FRAME_HDR_LEN + (size_t)SF_FRAME_PAYLOAD_MAX);
+	if (noded_links_init(d)) {
+		sfd_err("no memory for the link table");
+		return EXIT_RUNTIME;
+	}
+	if (d->shard == 0) {
+		int rc = start_engine(d);
+		if (rc)
+			return rc;
+	}
+	if (d->listen_fd >= 0 && noded_listen(d))
+		return EXIT_RUNTIME;
+	return 0;
+}
+
+void noded_shard_run(struct noded *d)
+{
+	if (d->shard == 0 && d->opts->join)
+		noded_join_start(d);
+	bool due = noded_tick(d);
+	while (!noded_proc_stopping(d)) {
+		int rc = sf_loop_turn(d->loop, due ? 0 : 1000);
+		if (rc) {
+			sfd_err("shard %u: the event loop failed (%s)", d->shard, sf_code_name(rc));
+			return;
+		}
+		due = noded_tick(d);
+	}
+}
+
+/* Stop accepting, GOODBYE on every open link, and give the goodbyes a moment to go out. */
+void noded_shard_goodbye(struct noded *d)
+{
+	d->stopping = true;
+	if (d->shard == 0) {
+		noded_join_stop(d);
+		if (d->node_timer)
+			sf_loop_timer_cancel(d->loop, d->node_timer);
+		d->node_timer = 0;
+		struct sf_node_stats st;
+		sf_node_stats(d->node, &st);
+		sfd_info("shutting down: goodbye to %u head link%s", st.links, st.links == 1 ? "" : "s");
+	}
+	noded_links_goodbye_all(d, "node shutting down");
+	uint64_t until = sf_loop_now(d->loop) + NODED_SHUTDOWN_MS;
+	while (noded_links_busy(d) && sf_loop_now(d->loop) < until)
+		if (sf_loop_turn(d->loop, 20))
+			break;
+	uint32_t left = noded_links_busy(d);
+	if (left)
+		sfd_warn("%u link%s did not take the goodbye in time; closing", left,
+			 left == 1 ? "" : "s");
+}
+
+void noded_shard_msg(struct noded *d, struct noded_msg *m, bool stopping)
+{
+	noded_relay_take(d, m, stopping || d->stopping);
+}
+
+void noded_shard_fini(struct noded *d)
+{
+	/* The loop is gone (its links' on_closed ran): the other shards' links shard 0 knew. */
+	uint64_t ids[256];
+	size_t n;
+	while ((n = link_table_ids(&d->links, ids, 256)) > 0) {
+		for (size_t i = 0; i < n; i++) {
+			struct noded_link *l = link_table_find(&d->links, ids[i]);
+			link_table_remove(&d->links, l);
+			noded_relay_unref(l->relay);
+			free(l);
+		}
+	}
+	sf_node_free(d->node);
+	d->node = NULL;
+	sf_blob_store_close(d->blobs);
+	d->blobs = NULL;
+	sf_engine_free(d->engine);
+	d->engine = NULL;
+	noded_links_fini(d);
+	sf_arena_free(&d->relay_arena);
+	sf_buf_free(&d->relay_buf);
+	sodium_memzero(d->token, sizeof(d->token));
+}
