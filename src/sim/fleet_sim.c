@@ -28,8 +28,10 @@ static int node_send(void *arg, uint64_t link_id, uint16_t type, const void *msg
 	struct sim_conn *c = link_id ? conn_of(n, link_id) : NULL;
 	if (!c || !c->nl || !c->node_open)
 		return SF_E_STATE;
-	if (!n->stage)
+	if (!n->stage) {
+		c = sf__fleet_shard_planted(c, type);
 		sf__fleet_shard_node_sent(n->f, c, type, msg);
+	}
 	if (type == SF_MSG_NODE_STATUS && n->digest) {
 		/* The digest this node states everywhere, as a node with another tokenizer would. */
 		struct sf_node_status st = *(const struct sf_node_status *)msg;

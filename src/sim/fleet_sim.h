@@ -214,6 +214,11 @@ const char *sf_fleet_sim_why(const struct sf_fleet_sim *f);
  * node refusing a command as a repeat, or an assign as not newer, that no earlier command
  * of the session to that node (over any of the head's links) explains; "" when nothing. */
 const char *sf_fleet_sim_shard_why(const struct sf_fleet_sim *f);
+/* A bug planted on purpose in the nodes' links (tests/sim): CROSS_LINK sends a node's token
+ * events on its newest open link from the head, whichever shard's, as a node that took the
+ * head's several links for one would. */
+enum { SF_FLEET_SHARD_BUG_NONE = 0, SF_FLEET_SHARD_BUG_CROSS_LINK = 1 };
+extern int sf_fleet_sim_shard_planted_bug;
 /* What the durable log found wrong (a record that did not apply, a token delivered before
  * it was durable, a session that did not restore); "" when nothing. */
 const char *sf_fleet_sim_wal_why(const struct sf_fleet_sim *f);

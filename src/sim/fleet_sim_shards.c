@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+int sf_fleet_sim_shard_planted_bug = SF_FLEET_SHARD_BUG_NONE;
+
 static void __attribute__((format(printf, 2, 3))) wrong(struct sf_fleet_sim *f, const char *fmt, ...)
 {
 	if (f->shard_why[0])
@@ -179,4 +181,17 @@ void sf__fleet_shard_free(struct sim_node *n)
 	free(n->cmds);
 	n->cmds = NULL;
 	n->n_cmds = n->cap_cmds = 0;
+}
+
+struct sim_conn *sf__fleet_shard_planted(struct sim_conn *c, uint16_t type)
+{
+	if (sf_fleet_sim_shard_planted_bug != SF_FLEET_SHARD_BUG_CROSS_LINK ||
+	    type != SF_MSG_TOKEN_EVENTS)
+		return c;
+	struct sim_node *n = c->n;
+	struct sim_conn *newest = c;
+	for (uint32_t k = 0; k < sf__fleet_n_conns(n); k++)
+		if (n->conns[k].hl && n->conns[k].node_open && n->conns[k].link_id > newest->link_id)
+			newest = &n->conns[k];
+	return newest;
 }

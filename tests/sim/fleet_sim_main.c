@@ -4,7 +4,8 @@
  * pipeline of 1 to 4 stage nodes, sim_pipe.c) and the faults (short reads and
  * writes, clogged paths, resets at any byte, dropped links, half-open links, node pauses
  * past the silence limit, crashes that lose a node's memory, nodes dead with dials refused,
- * clock steps; in a quarter of the seeds, head crashes with a durable log), all on the
+ * clock steps; in a quarter of the seeds, head crashes with a durable log; in two thirds,
+ * a head of 2 or 3 shards, each its own connections to every node, sim_shards.c), all on the
  * simulated clock of src/sim/fleet_sim over the real head, node and pipeline machines and
  * real links. After every step it checks the delivery promise of docs/RELIABILITY.md on
  * every stream, and every pipeline stream against the unsplit engine's; once the faults
@@ -17,6 +18,8 @@
  *                                    node let go)
  *   --planted-bug pipe-twice         plant one in the pipeline: a step asked again after its
  *                                    stage's link went down passes its token on twice
+ *   --planted-bug cross-link         plant one in the nodes' links: a node sends its events
+ *                                    on its newest link from the head, whichever shard's
  *   --check-replay                   run each seed twice: the traces and streams must agree
  * Exit status: 0 every seed held the promise, 1 a seed broke it (seed and trace printed),
  * 2 usage. */
@@ -74,6 +77,7 @@ static int run_seed(struct run *r)
 	if (r->capped)
 		cfg.node.max_sessions = 4 + below(r, 24);
 	sim_pipe_config(r, &cfg); /* its own stream: the rest draws as it did without it */
+	sim_shards_config(r, &cfg); /* the same */
 	struct sf_err err;
 	if (sf_fleet_sim_new(&r->f, &cfg, &err)) {
 		snprintf(r->why, sizeof(r->why), "fleet: %s", err.msg);
@@ -88,6 +92,9 @@ static int run_seed(struct run *r)
 	      cfg.node.max_retained_events, cfg.node.max_sessions);
 	sim_trace(r, "pipeline: %u stage%s, a step timeout of %u ms", r->n_stages,
 		  r->n_stages == 1 ? "" : "s", r->pipe_timeout_ms);
+	if (r->n_shards > 1)
+		sim_trace(r, "head: %u shards (sessions by id mod %u), each linked to every node",
+			  r->n_shards, r->n_shards);
 	if (r->n_crashes)
 		sim_trace(r, "head: a write-ahead log (an event reaches the caller 0..20 ms after it "
 			  "is logged, once durable), %u crash%s", r->n_crashes,
@@ -121,7 +128,10 @@ static int run_seed(struct run *r)
 		uint32_t node;
 		if (sf_fleet_sim_resets(r->f, &node) != resets) {
 			r->faults++;
-			if (node < r->n_nodes)
+			if (node < r->n_nodes && r->n_shards > 1)
+				sim_trace(r, "node %u: shard %u's connection reset mid-stream", node,
+					  sf_fleet_sim_last_reset_shard(r->f));
+			else if (node < r->n_nodes)
 				sim_trace(r, "node %u: connection reset mid-stream", node);
 			else
 				sim_trace(r, "stage %u: connection reset mid-stream", node - r->n_nodes + 1);
@@ -137,8 +147,7 @@ static int run_seed(struct run *r)
 	for (uint32_t ms = 0; ms < HEAL_MS && !rc && !(sim_all_ended(r) && sim_pipe_all_ended(r));
 	     ms++) {
 		for (uint32_t i = 0; ms % 50 == 0 && i < r->n_nodes; i++)
-			if (!sf_fleet_sim_linked(r->f, i))
-				(void)sf_fleet_sim_connect(r->f, i);
+			sim_redial(r, i);
 		rc = sim_pipe_heal(r, ms);
 		if (rc)
 			break;
@@ -168,7 +177,7 @@ static int run_seed(struct run *r)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: fleet-sim --seed N [-v] | --seeds A..B  [--planted-bug skip-replay|ack-early|pipe-twice] "
+	fprintf(stderr, "usage: fleet-sim --seed N [-v] | --seeds A..B  [--planted-bug skip-replay|ack-early|pipe-twice|cross-link] "
 		"[--check-replay]\n");
 	return 2;
 }
@@ -193,6 +202,8 @@ int main(int argc, char **argv)
 				sf_fleet_sim_wal_planted_bug = SF_FLEET_WAL_BUG_ACK_EARLY;
 			else if (!strcmp(argv[i], "pipe-twice"))
 				sf_pipe_planted_bug = SF_PIPE_BUG_TWICE;
+			else if (!strcmp(argv[i], "cross-link"))
+				sf_fleet_sim_shard_planted_bug = SF_FLEET_SHARD_BUG_CROSS_LINK;
 			else
 				return usage();
 		} else if (!strcmp(argv[i], "--check-replay")) {

@@ -44,6 +44,11 @@ int sim_check(struct run *r, bool final)
 		snprintf(r->why, sizeof(r->why), "%s (clause 3)", sf_fleet_sim_why(r->f));
 		return -1;
 	}
+	if (sf_fleet_sim_shard_why(r->f)[0]) {
+		snprintf(r->why, sizeof(r->why), "between the head's shards: %s",
+			 sf_fleet_sim_shard_why(r->f));
+		return -1;
+	}
 	if (sf_fleet_sim_wal_why(r->f)[0]) {
 		snprintf(r->why, sizeof(r->why), "the head's log: %s (clause 6)",
 			 sf_fleet_sim_wal_why(r->f));

@@ -1,4 +1,7 @@
-/* fleet-sim's faults beyond the network's own (src/sim/fleet_sim.c draws those each step). */
+/* fleet-sim's faults beyond the network's own (src/sim/fleet_sim.c draws those each step, on
+ * every shard's connection). A fault on a node's process (death, pause, restart, refused
+ * dials) takes all its connections; a dropped or half-open one, with shards, one shard's or
+ * (a third of the time) all of them. */
 #include "sim_run.h"
 
 void sim_head_crash(struct run *r, uint32_t down_ms)
@@ -28,14 +31,29 @@ void sim_fault(struct run *r)
 		sf_fleet_sim_refuse(r->f, i, ms);
 		break;
 	}
-	case 5:
-		sim_trace(r, "node %u: half-open (its end gone without a word)", i);
-		sf_fleet_sim_half_open(r->f, i);
+	case 5: {
+		int k = sim_fault_shard(r);
+		if (k < 0) {
+			sim_trace(r, "node %u: half-open (its end gone without a word)", i);
+			sf_fleet_sim_half_open(r->f, i);
+		} else {
+			sim_trace(r, "node %u: shard %d's link half-open (its end gone without a word)",
+				  i, k);
+			sf_fleet_sim_half_open_shard(r->f, i, (uint32_t)k);
+		}
 		break;
-	case 0:
-		sim_trace(r, "node %u: link dropped", i);
-		sf_fleet_sim_drop(r->f, i);
+	}
+	case 0: {
+		int k = sim_fault_shard(r);
+		if (k < 0) {
+			sim_trace(r, "node %u: link dropped", i);
+			sf_fleet_sim_drop(r->f, i);
+		} else {
+			sim_trace(r, "node %u: shard %d's link dropped", i, k);
+			sf_fleet_sim_drop_shard(r->f, i, (uint32_t)k);
+		}
 		break;
+	}
 	case 1:
 		sim_trace(r, "node %u: crashed and restarted (memory gone)", i);
 		(void)sf_fleet_sim_restart(r->f, i);
@@ -56,7 +74,7 @@ void sim_fault(struct run *r)
 	default:
 		if (!sf_fleet_sim_linked(r->f, i)) {
 			sim_trace(r, "node %u: dialed", i);
-			(void)sf_fleet_sim_connect(r->f, i);
+			sim_redial(r, i); /* every shard without a link to it */
 		}
 		break;
 	}

@@ -68,7 +68,6 @@ struct run {
 	uint32_t n_nodes;
 	struct gen gens[MAX_GENS];
 	uint32_t n_gens;
-	uint64_t next_sid;
 	struct mark marks[MAX_MARKS];
 	uint32_t n_marks;
 	char tap_why[256]; /* a broken clause the tap saw, told at the next check */
@@ -89,6 +88,12 @@ struct run {
 	struct pgen pgens[MAX_PGENS];
 	uint32_t n_pgens;
 	bool pipe_after; /* the request after the faults was asked (or is not, in this seed) */
+	/* The head's shards (sim_shards.c): how many, drawn from a stream of their own as are
+	 * the new sessions' owners and which shard's link a fault takes, so that a seed of one
+	 * shard runs as it did before there were shards; each shard's last session id. */
+	uint64_t shard_rng;
+	uint32_t n_shards;
+	uint64_t shard_sid[SF_FLEET_SIM_MAX_SHARDS];
 	/* Counts, for the summary. */
 	uint64_t faults, tokens, ended_early, head_crashes;
 	uint64_t pipe_tokens, pipe_timeouts;
@@ -133,6 +138,15 @@ int sim_pipe_heal(struct run *r, uint32_t ms);
 int sim_pipe_check(struct run *r, bool final);
 bool sim_pipe_all_ended(struct run *r);
 void sim_pipe_fold(struct run *r);
+
+/* The head's shards: their number into cfg; a new session's id, its owner drawn at random
+ * (the shard a client's connection landed on) and the id taken as headd takes it; the links a
+ * fault on node i's connection takes (every shard's: -1, or one shard's). */
+void sim_shards_config(struct run *r, struct sf_fleet_sim_config *cfg);
+uint64_t sim_new_sid(struct run *r);
+int sim_fault_shard(struct run *r);
+/* Dials node i again from every shard that has no link to it. */
+void sim_redial(struct run *r, uint32_t i);
 
 /* The checks: the head's messages (watermarks), every stream after a step (final: once the
  * faults stopped and the run ended); -1 with r->why naming the broken clause. */

@@ -25,7 +25,7 @@ int sim_start_gen(struct run *r, struct gen *prev)
 			memcpy(g->ctx + prev->n_ctx, st->tokens, st->n_tokens * sizeof(uint32_t));
 		g->n_ctx = prev->n_ctx + st->n_tokens;
 	} else {
-		g->sid = 1000 + r->next_sid++;
+		g->sid = sim_new_sid(r); /* its owner shard's next (sim_shards.c) */
 		g->smp = (struct sf_sampling){ .temperature = below(r, 4) ? 1.0f : 0.0f, .top_p = 1,
 					       .seed = rnd(r) };
 	}
@@ -58,9 +58,12 @@ int sim_start_gen(struct run *r, struct gen *prev)
 		sim_trace(r, "session %" PRIu64 ": not started: %s", g->sid, err.msg);
 		return 0; /* refused up front (no node up now): not a broken promise */
 	}
+	char owner[16] = "";
+	if (r->n_shards > 1)
+		snprintf(owner, sizeof(owner), " (shard %u)", sf_fleet_sim_shard_of(r->f, g->sid));
 	sim_trace(r, "session %" PRIu64 " turn %u: generation %" PRIu64 ", %u content tokens, %u new "
-	      "at most, %zu expected, wall budget %u ms", g->sid, g->turn + 1, g->gid, g->n_ctx,
-	      max_new, g->n_want, g->wall_ms);
+	      "at most, %zu expected, wall budget %u ms%s", g->sid, g->turn + 1, g->gid, g->n_ctx,
+	      max_new, g->n_want, g->wall_ms, owner);
 	r->n_gens++;
 	return 0;
 }
