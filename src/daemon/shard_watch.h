@@ -11,6 +11,8 @@
 
 /* A shard that has not turned for this long is stuck (an idle one turns every second). */
 #define SFD_SHARD_STUCK_MS 5000
+/* How often the main thread looks: well inside the 1 s pings of WatchdogSec=2s. */
+#define SFD_SHARD_WATCH_EVERY_MS 200
 
 struct sfd_shard_watch {
 	unsigned n;
@@ -27,7 +29,7 @@ static inline void sfd_shard_watch_alive(struct sfd_shard_watch *w, unsigned k, 
 {
 	atomic_store_explicit(&w->alive_ms[k], now, memory_order_relaxed);
 }
-/* On the main thread, every second or so: pings the watchdog while every shard turns; warns
+/* On the main thread, every SFD_SHARD_WATCH_EVERY_MS, and once at READY=1: pings the watchdog while every shard turns; warns
  * (once a minute) naming a shard that does not. */
 void sfd_shard_watch_tick(struct sfd_shard_watch *w);
 

@@ -13,9 +13,10 @@ check() { if [ "$2" = 0 ]; then ok "$1"; else fail "$1"; fi; }
 # j FILE EXPR: a value from a JSON file (python's json; EXPR sees the document as d).
 j() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(($2))" "$1" 2>/dev/null; }
 
+# NODED_SHARDS=N runs every node with --shards N.
 start_node() { # name [more options]: sets $port and $npid
-	"$noded" --listen 127.0.0.1:0 --blob-dir "$work/blobs-$1" --identity "$1" "${@:2}" \
-		2>"$work/$1.err" &
+	"$noded" --listen 127.0.0.1:0 --blob-dir "$work/blobs-$1" --identity "$1" \
+		${NODED_SHARDS:+--shards "$NODED_SHARDS"} "${@:2}" 2>"$work/$1.err" &
 	npid=$!; pids+=("$npid")
 	for _ in $(seq 100); do
 		port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/$1.err" | head -1)

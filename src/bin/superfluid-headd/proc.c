@@ -222,8 +222,9 @@ int headd_proc_main(const struct headd_opts *o, const uint8_t *token, size_t tok
 		sfd_info("client API on %s://%s%s", a->tls ? "https" : "http", bound,
 			 a->n_keys ? " (bearer keys required)" : "");
 		sfd_notify("READY=1"); /* listeners up (Type=notify) */
+		sfd_shard_watch_tick(&p->watch); /* the first ping at once */
 		while (!atomic_load(&p->stop)) {
-			int sig = sfd_signals_wait(500);
+			int sig = sfd_signals_wait(SFD_SHARD_WATCH_EVERY_MS);
 			if (sig == SIGTERM || sig == SIGINT)
 				atomic_store(&p->stop, true);
 			sfd_shard_watch_tick(&p->watch);

@@ -182,8 +182,9 @@ static int serve(struct noded_proc *p, const char *bound)
 	if (bound[0])
 		sfd_info("listening on %s (%s links)", bound, p->token_len ? "sealed" : "plain");
 	sfd_notify("READY=1"); /* listeners up (Type=notify) */
+	sfd_shard_watch_tick(&p->watch); /* the first ping at once */
 	while (!atomic_load(&p->stop)) {
-		int sig = sfd_signals_wait(500);
+		int sig = sfd_signals_wait(SFD_SHARD_WATCH_EVERY_MS);
 		if (sig == SIGTERM || sig == SIGINT)
 			atomic_store(&p->stop, true);
 		else if (sig == SIGHUP)
