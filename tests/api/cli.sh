@@ -130,6 +130,28 @@ else
 	fail "scripts/make-test-cert failed"
 fi
 
+# ---- the only node gone a moment: 503 model_unavailable, and the CLI waits for it ----
+start_node solo && ps=$port && spid=$npid
+start_head solohead "127.0.0.1:$ps" --shards 1
+sbase="http://127.0.0.1:$hport"
+for _ in $(seq 100); do curl -s "$sbase/health" | grep -q '"ok"' && break; sleep 0.05; done
+kill -9 "$spid"
+for _ in $(seq 100); do grep -q "link .* closed" "$work/solohead.err" && break; sleep 0.05; done
+curl -sS -D "$work/hdr" -o "$work/body" -H 'Content-Type: application/json' \
+	--data-binary '{"model":"sim-1","prompt":"x","max_tokens":4}' "$sbase/v1/completions"
+r=0; head -1 "$work/hdr" | grep -q ' 503' && grep -qi '^Retry-After: 1' "$work/hdr" &&
+	[ "$(j "$work/body" 'd["error"]["code"]')" = model_unavailable ] && grep -q 'solo' "$work/body" || r=1
+check "every node serving the model being dialed again: 503 model_unavailable, Retry-After, naming the node" $r
+[ "$r" = 0 ] || sed 's/^/     | /' "$work/hdr" "$work/body"
+(sleep 1.5; exec "$noded" --listen "127.0.0.1:$ps" --blob-dir "$work/blobs-solo" --identity solo 2>"$work/solo2.err") &
+pids+=($!)
+printf 'back again' | want --temperature 0 --max-tokens 16
+run generate --head "$sbase" --model sim-1 --stream --temperature 0 --max-tokens 16 'back again'
+r=0; [ "$rc" = 0 ] && cmp -s "$work/out" "$work/want" || r=1
+check "the CLI asks again as Retry-After says: the text once the node is back" $r
+[ "$r" = 0 ] || sed 's/^/     | /' "$work/err"
+exits 2 "model_not_found" generate --head "$sbase" --model nope hi
+
 kill -TERM "${pids[@]}" 2>/dev/null; sleep 0.3
 echo "$passes passed, $fails failed"
 [ "$fails" = 0 ]

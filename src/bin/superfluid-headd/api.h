@@ -189,6 +189,9 @@ void headd_http_drop(struct headd_http *h); /* frees one never adopted */
 void headd_health_counts(struct headd *d, uint32_t *models, uint32_t *up);
 void headd_health_page(struct headd_http *h, const struct headd_part *sum);
 bool headd_model_served(struct headd *d, const char *model);
+/* 0 when a node up serves model; else -1 with e: 503 (Retry-After) while a node that served
+ * it is dialed again, 404 model_not_found when none did. */
+int headd_model_check(struct headd *d, const char *model, struct sf_api_error *e);
 void headd_api_request(struct headd_http *h, const struct sf_http_request *r);
 /* Answers r's connection with an error object. */
 void headd_api_send_error(struct headd_http *h, const struct sf_api_error *e);

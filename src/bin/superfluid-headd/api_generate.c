@@ -370,10 +370,8 @@ static int check(struct headd_req *q, struct sf_api_error *e)
 	struct headd *d = q->d;
 	q->pipeline = headd_pipeline_serves(d, q->r.model);
 	q->tok_model = q->pipeline ? sf_pipe_model(d->pipe) : q->r.model;
-	if (!q->pipeline && !headd_model_served(d, q->r.model))
-		return sf_api_fail(e, 404, "invalid_request_error", "model_not_found", "model",
-				   "The model '%.128s' does not exist: no node of this head serves "
-				   "it now (GET /v1/models lists those that do)", q->r.model);
+	if (!q->pipeline && headd_model_check(d, q->r.model, e))
+		return -1;
 	if (q->r.n > 1 && q->pipeline)
 		return sf_api_bad(e, "n", "%s decodes greedily: every choice would be the same; "
 				  "ask for n = 1", q->r.model);

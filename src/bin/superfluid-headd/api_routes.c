@@ -61,6 +61,8 @@ void headd_api_send_error(struct headd_http *h, const struct sf_api_error *e)
 	const char *extra = NULL;
 	if (e->status == 401)
 		extra = "WWW-Authenticate: Bearer realm=\"superfluid\"\r\n";
+	else if (e->status == 503) /* every 503 of the head passes within a second or two */
+		extra = "Retry-After: 1\r\n";
 	char *json = sf_api_error_json(e);
 	if (!json) {
 		headd_api_send_json(h, e->status, NULL);
@@ -115,6 +117,25 @@ bool headd_model_served(struct headd *d, const char *model)
 				return true;
 	}
 	return false;
+}
+
+int headd_model_check(struct headd *d, const char *model, struct sf_api_error *e)
+{
+	if (headd_model_served(d, model))
+		return 0;
+	uint64_t x = headd_name_hash(model);
+	for (uint32_t i = 0; i < d->n_nodes; i++) {
+		const struct headd_node *nd = &d->nodes[i];
+		for (uint32_t k = 0; !nd->open && !nd->is_stage && k < nd->n_served; k++)
+			if (nd->served[k] == x)
+				return sf_api_fail(e, 503, "service_unavailable", "model_unavailable",
+						   "model", "no node serving model '%.128s' is up right "
+						   "now: node %s (%s) is being dialed again; try again "
+						   "in a moment", model, nd->identity, nd->addr);
+	}
+	return sf_api_fail(e, 404, "invalid_request_error", "model_not_found", "model",
+			   "The model '%.128s' does not exist: no node of this head serves it now "
+			   "(GET /v1/models lists those that do)", model);
 }
 
 static void models(struct headd_http *h, const char *path)

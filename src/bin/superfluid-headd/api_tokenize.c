@@ -35,12 +35,8 @@ void headd_tokenize_start(struct headd_http *h, const struct sf_http_request *r)
 	}
 	model = json_string_value(m);
 	text = json_string_value(t);
-	if (!headd_model_served(d, model)) {
-		sf_api_fail(&e, 404, "invalid_request_error", "model_not_found", "model",
-			    "The model '%.128s' does not exist: no node of this head serves it now",
-			    model);
+	if (headd_model_check(d, model, &e))
 		goto fail;
-	}
 	struct headd_req *q = calloc(1, sizeof(*q));
 	char *model_copy = strdup(model);
 	if (!q || !model_copy) {

@@ -521,7 +521,9 @@ void headd_transcribe_start(struct headd_http *h, const struct sf_http_request *
 	}
 	if (parse_form(d, r, t, model, sizeof(model), &file, parts, &np, &e))
 		goto fail;
-	if (!headd_model_served(d, model) || !sf_state_ops_serves(d->api.ops, model)) {
+	if (headd_model_check(d, model, &e))
+		goto fail;
+	if (!sf_state_ops_serves(d->api.ops, model)) {
 		sf_api_fail(&e, 404, "invalid_request_error", "model_not_found", "model",
 			    "The model '%.128s' does not exist: no node of this head serves it now",
 			    model);

@@ -24,6 +24,7 @@
 
 #define HEADD_MAX_NODES 1024 /* --fleet nodes and joined ones (perf/run-scale: 10,000 links) */
 #define HEADD_MAX_MODELS 256 /* distinct models GET /v1/models lists */
+#define HEADD_NODE_MODELS 16 /* models a node is remembered to serve while it is down */
 /* Pipeline stages sit after the fleet's nodes, with node indices the head machine never
  * gives out (the tokenizer client still takes them: its max_nodes counts them). */
 #define HEADD_NODE_SLOTS (HEADD_MAX_NODES + SF_PIPE_MAX_STAGES)
@@ -54,6 +55,10 @@ struct headd_node {
 	char identity[SF_MAX_NAME];
 	uint32_t version;
 	struct sf_capacity cap;
+	/* The models it served (FNV-1a of their names): while it is dialed again, a request for
+	 * one is told to come back in a moment rather than that no node has the model. */
+	uint64_t served[HEADD_NODE_MODELS];
+	uint32_t n_served;
 };
 
 /* One admin socket connection. */
@@ -215,6 +220,8 @@ uint64_t headd_serial_new(struct headd *d);
 /* The shard a request id (chatcmpl-..., cmpl-...) or a session name belongs to. */
 unsigned headd_shard_of_request_id(const struct headd *d, const char *id);
 unsigned headd_shard_of_name(const struct headd *d, const char *name);
+/* FNV-1a of a name: session names to shards, the models a node served. */
+uint64_t headd_name_hash(const char *name);
 
 /* proc.c: the process: its shards, signals, and messages between shards. */
 int headd_proc_main(const struct headd_opts *o, const uint8_t *token, size_t token_len);

@@ -153,10 +153,15 @@ unsigned headd_shard_of_request_id(const struct headd *d, const char *id)
 	return *end ? d->shard : (unsigned)(serial % d->n_shards);
 }
 
-unsigned headd_shard_of_name(const struct headd *d, const char *name)
+uint64_t headd_name_hash(const char *name)
 {
 	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
 	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
 		h = (h ^ *p) * 0x100000001b3ULL;
-	return (unsigned)(h % d->n_shards);
+	return h;
+}
+
+unsigned headd_shard_of_name(const struct headd *d, const char *name)
+{
+	return (unsigned)(headd_name_hash(name) % d->n_shards);
 }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 
@@ -216,7 +217,35 @@ static struct curl_slist *headers(const struct cli_head *h, const struct cli_cal
 	return curl_slist_append(l, "Expect:"); /* no 100-continue round trip */
 }
 
-int cli_call(const struct cli_head *h, struct cli_call *c)
+/* A 503 that may be tried again: the head has not started the request (its nodes are being
+ * dialed again, a tokenizer is on its way) and says when to come back. Other 503s (a
+ * generation that failed on its node) are told, not run again. */
+#define CLI_TRY_AGAIN (-2)
+#define CLI_BUSY_WAIT_MS 10000 /* the most the tries wait in all */
+
+/* The wait a 503 asks for (Retry-After in seconds), 1 s when it names none, 5 s at most. */
+static unsigned retry_after_ms(CURL *curl)
+{
+	struct curl_header *hd;
+	if (curl_easy_header(curl, "Retry-After", 0, CURLH_HEADER, -1, &hd) != CURLHE_OK)
+		return 1000;
+	char *end;
+	unsigned long s = strtoul(hd->value, &end, 10);
+	return end == hd->value ? 1000 : s > 5 ? 5000 : s ? (unsigned)s * 1000 : 200;
+}
+
+static bool not_started(const char *body)
+{
+	json_t *j = body ? json_loads(body, 0, NULL) : NULL;
+	const char *code = json_string_value(json_object_get(json_object_get(j, "error"), "code"));
+	bool yes = code && (!strcmp(code, "model_unavailable") ||
+			    !strcmp(code, "tokenizer_unavailable"));
+	json_decref(j);
+	return yes;
+}
+
+static int call_once(const struct cli_head *h, struct cli_call *c, bool may_retry,
+		     unsigned *retry_ms)
 {
 	static bool inited;
 	if (!inited && curl_global_init(CURL_GLOBAL_DEFAULT)) {
@@ -277,6 +306,9 @@ int cli_call(const struct cli_head *h, struct cli_call *c)
 			curl_err[0] ? curl_err : curl_easy_strerror(res));
 		rc = res == CURLE_SSL_CONNECT_ERROR || res == CURLE_PEER_FAILED_VERIFICATION
 			     ? CLI_UNREACHABLE : CLI_FAILED;
+	} else if (c->status == 503 && may_retry && !t.streaming && not_started(t.body)) {
+		*retry_ms = retry_after_ms(t.curl);
+		rc = CLI_TRY_AGAIN;
 	} else if (c->status / 100 != 2) {
 		rc = say_error(h, c, t.body);
 	} else if (t.streaming) {
@@ -303,6 +335,21 @@ int cli_call(const struct cli_head *h, struct cli_call *c)
 	curl_slist_free_all(hdr);
 	curl_easy_cleanup(t.curl);
 	return rc;
+}
+
+int cli_call(const struct cli_head *h, struct cli_call *c)
+{
+	unsigned waited = 0, wait = 0;
+	for (;;) {
+		int rc = call_once(h, c, waited < CLI_BUSY_WAIT_MS, &wait);
+		if (rc != CLI_TRY_AGAIN)
+			return rc;
+		if (wait > CLI_BUSY_WAIT_MS - waited)
+			wait = CLI_BUSY_WAIT_MS - waited;
+		waited += wait ? wait : 1;
+		nanosleep(&(struct timespec){ .tv_sec = wait / 1000,
+					      .tv_nsec = (long)(wait % 1000) * 1000000L }, NULL);
+	}
 }
 
 const char *cli_only_model(const struct cli_head *h, int *rc)

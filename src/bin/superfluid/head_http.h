@@ -52,8 +52,10 @@ struct cli_call {
 	char last_id[SF_SSE_MAX_ID + 1]; /* out: the stream's last event id ("" when none) */
 };
 
-/* Makes the call. Returns CLI_OK, or an exit code having said on stderr why: CLI_UNREACHABLE
- * (no connection), CLI_AUTH (401), CLI_FAILED (any other error answer, or a broken one). */
+/* Makes the call. A 503 answer (the head has not started it: its nodes are being dialed
+ * again) is asked again as its Retry-After says, for up to 10 s in all. Returns CLI_OK, or an
+ * exit code having said on stderr why: CLI_UNREACHABLE (no connection), CLI_AUTH (401),
+ * CLI_FAILED (any other error answer, or a broken one). */
 int cli_call(const struct cli_head *h, struct cli_call *c);
 
 /* The one model the head serves when it serves exactly one; else says why and returns
