@@ -1,5 +1,6 @@
-/* The in-memory fleet's state, shared by fleet_sim.c (machines, connections, the clock) and
- * fleet_sim_record.c (what the head told its caller). */
+/* The in-memory fleet's state, shared by fleet_sim.c (machines, connections, the clock),
+ * fleet_sim_record.c (what the head told its caller), fleet_sim_wal.c (the durable log),
+ * fleet_sim_pipe.c (the pipeline) and fleet_sim_shards.c (the checks between shards). */
 #ifndef SF_HEAD_FLEET_SIM_INTERNAL_H
 #define SF_HEAD_FLEET_SIM_INTERNAL_H
 

@@ -1,7 +1,7 @@
 /* fleet-sim's run: one seed's fleet, workload, trace and what its checks saw, shared by the
  * driver (fleet_sim_main.c), the workload (sim_workload.c), the faults (sim_faults.c), the
  * checks of the promise (sim_check.c), the pipeline's workload, faults and checks
- * (sim_pipe.c) and the trace (sim_trace.c). */
+ * (sim_pipe.c), the head's shards (sim_shards.c) and the trace (sim_trace.c). */
 #ifndef SF_TESTS_SIM_RUN_H
 #define SF_TESTS_SIM_RUN_H
 
