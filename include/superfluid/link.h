@@ -127,6 +127,11 @@ void sf_link_tx_done(struct sf_link *l, size_t n);
  * messages and the caller closes the socket once the tx is drained. */
 void sf_link_goodbye(struct sf_link *l, uint32_t code, const char *reason, uint64_t now_ms);
 
+/* The caller stopped reading the peer's bytes (it cannot take more yet) or started again:
+ * while paused the peer's silence is not held against it (it may well be sending), and the
+ * silence limit counts again from the moment reading resumes. */
+void sf_link_rx_paused(struct sf_link *l, bool paused, uint64_t now_ms);
+
 /* When the link next needs a poll without new bytes (heartbeat, silence or handshake limit);
  * UINT64_MAX when never. */
 uint64_t sf_link_deadline(const struct sf_link *l);

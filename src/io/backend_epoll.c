@@ -60,7 +60,8 @@ static int ep_listen(struct sf_loop *loop, struct sf_listener *l)
 static int ep_conn_start(struct sf_loop *loop, struct sf_conn *c)
 {
 	struct epoll_state *s = loop->be_state;
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | (c->want_write ? EPOLLOUT : 0),
+	struct epoll_event ev = { .events = (c->recv_paused ? 0 : EPOLLIN | EPOLLRDHUP) |
+					    (c->want_write ? EPOLLOUT : 0),
 				  .data.u64 = tag(TAG_CONN, c->gen, c->slot) };
 	int op = c->recv_armed || c->want_write ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
 	if (epoll_ctl(s->epfd, op, c->fd, &ev))
@@ -75,7 +76,18 @@ static void set_write_interest(struct sf_loop *loop, struct sf_conn *c, bool on)
 	if (c->want_write == on)
 		return;
 	c->want_write = on;
-	uint32_t events = (c->dialing ? 0 : EPOLLIN | EPOLLRDHUP) | (on ? EPOLLOUT : 0);
+	uint32_t events = (c->dialing || c->recv_paused ? 0 : EPOLLIN | EPOLLRDHUP) |
+			  (on ? EPOLLOUT : 0);
+	struct epoll_event ev = { .events = events, .data.u64 = tag(TAG_CONN, c->gen, c->slot) };
+	loop->stats.syscalls++;
+	epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+static void ep_recv_pause(struct sf_loop *loop, struct sf_conn *c)
+{
+	struct epoll_state *s = loop->be_state;
+	uint32_t events = (c->recv_paused ? 0 : EPOLLIN | EPOLLRDHUP) |
+			  (c->want_write ? EPOLLOUT : 0);
 	struct epoll_event ev = { .events = events, .data.u64 = tag(TAG_CONN, c->gen, c->slot) };
 	loop->stats.syscalls++;
 	epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev);
@@ -201,7 +213,9 @@ static int ep_wait(struct sf_loop *loop, int timeout_ms)
 			sf__loop_connected(loop, c, soerr);
 			continue;
 		}
-		if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+		/* A hang-up or error is told even while paused (epoll always reports them, and
+		 * level-triggered would spin): the rest is read and the connection ends. */
+		if ((ev & (EPOLLHUP | EPOLLERR)) || (!c->recv_paused && (ev & (EPOLLIN | EPOLLRDHUP))))
 			on_readable(loop, c);
 		if (!c->dead && (ev & EPOLLOUT))
 			ep_send(loop, c);
@@ -243,6 +257,7 @@ const struct sf_backend_ops sf_backend_epoll = {
 	.send = ep_send,
 	.send_file = ep_send_file,
 	.cancel = ep_cancel,
+	.recv_pause = ep_recv_pause,
 	.wait = ep_wait,
 	.file_write = ep_file_write,
 };

@@ -227,8 +227,22 @@ static int ur_conn_start(struct sf_loop *loop, struct sf_conn *c)
 		loop->stats.syscalls++;
 		c->fixed_file = true;
 	}
-	arm_recv(loop, c);
+	if (!c->recv_paused)
+		arm_recv(loop, c);
 	return 0;
+}
+
+/* Pausing cancels the multishot recv (its last completion, -ECANCELED, is not an error);
+ * resuming arms one again unless the old one is still in flight (its end re-arms). */
+static void ur_recv_pause(struct sf_loop *loop, struct sf_conn *c)
+{
+	if (c->recv_paused && c->recv_armed) {
+		struct io_uring_sqe *sqe = get_sqe(loop);
+		io_uring_prep_cancel64(sqe, ud(OP_RECV, c->gen, c->slot), 0);
+		io_uring_sqe_set_data64(sqe, ud(OP_CANCEL, 0, 0));
+	} else if (!c->recv_paused && !c->recv_armed) {
+		arm_recv(loop, c);
+	}
 }
 
 static void ur_conn_gone(struct sf_loop *loop, struct sf_conn *c)
@@ -325,10 +339,11 @@ static void on_recv(struct sf_loop *loop, struct sf_conn *c, struct io_uring_cqe
 		return;
 	if (cqe->res == 0) {
 		sf__loop_conn_failed(loop, c, 0);
-	} else if (cqe->res < 0 && cqe->res != -ENOBUFS) {
+	} else if (cqe->res < 0 && cqe->res != -ENOBUFS && cqe->res != -ECANCELED) {
 		sf__loop_conn_failed(loop, c, -cqe->res);
-	} else if (!more && !c->dead) {
-		arm_recv(loop, c); /* out of buffers or the kernel ended it: go again */
+	} else if (!more && !c->dead && !c->recv_paused) {
+		arm_recv(loop, c); /* out of buffers, cancelled by a pause since undone, or the
+				    * kernel ended it: go again */
 	}
 }
 
@@ -641,6 +656,7 @@ const struct sf_backend_ops sf_backend_uring = {
 	.send = ur_send,
 	.send_file = ur_send_file,
 	.cancel = ur_cancel,
+	.recv_pause = ur_recv_pause,
 	.conn_gone = ur_conn_gone,
 	.wait = ur_wait,
 	.file_write = ur_file_write,

@@ -248,6 +248,15 @@ int sf_link_conn_send_frame(struct sf_link_conn *lc, const uint8_t *frame, size_
 	return rc;
 }
 
+void sf_link_conn_pause_recv(struct sf_link_conn *lc, bool pause)
+{
+	sf_link_rx_paused(lc->link, pause, sf_loop_now(lc->loop));
+	if (lc->conn)
+		sf_conn_pause_recv(lc->conn, pause);
+	if (!lc->in_events)
+		rearm(lc); /* the silence limit's deadline moved */
+}
+
 void sf_link_conn_close(struct sf_link_conn *lc, uint32_t code, const char *reason)
 {
 	sf_link_goodbye(lc->link, code, reason, sf_loop_now(lc->loop));

@@ -37,6 +37,10 @@ int sf_link_conn_send(struct sf_link_conn *lc, uint16_t type, const void *msg, s
 int sf_link_conn_send_frame(struct sf_link_conn *lc, const uint8_t *frame, size_t len,
 			    struct sf_err *err) __attribute__((warn_unused_result));
 
+/* Stops reading the peer (it waits in TCP) or starts again; meanwhile its silence is not
+ * held against it (sf_link_rx_paused). For an owner whose messages back up elsewhere. */
+void sf_link_conn_pause_recv(struct sf_link_conn *lc, bool pause);
+
 /* Ends the link: a GOODBYE when open, then the socket closes once it is sent. */
 void sf_link_conn_close(struct sf_link_conn *lc, uint32_t code, const char *reason);
 

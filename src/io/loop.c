@@ -578,6 +578,15 @@ void sf_conn_close(struct sf_conn *c, bool flush)
 	conn_kill(c, 0);
 }
 
+void sf_conn_pause_recv(struct sf_conn *c, bool pause)
+{
+	if (c->dead || c->recv_paused == pause)
+		return;
+	c->recv_paused = pause;
+	if (!c->dialing) /* a dial's conn_start reads recv_paused itself */
+		c->loop->be->recv_pause(c->loop, c);
+}
+
 int sf_conn_detach(struct sf_conn *c, sf_detach_fn fn, void *arg)
 {
 	if (c->dead || c->closing || c->dialing || c->detach_fn)

@@ -109,6 +109,11 @@ size_t sf_conn_write_room(const struct sf_conn *c);
 size_t sf_conn_unsent(const struct sf_conn *c);
 /* Closes after what was written is sent (flush) or at once (!flush); on_closed follows. */
 void sf_conn_close(struct sf_conn *c, bool flush);
+/* Stops reading the socket (pause) or starts again: the peer's bytes wait in the kernel, so
+ * TCP holds the sender back, while what was read already (and, on io_uring, what the kernel
+ * had handed over before the pause took hold) is still offered to on_recv. An
+ * owner that cannot pass bytes on as fast as they come pauses instead of buffering them. */
+void sf_conn_pause_recv(struct sf_conn *c, bool pause);
 
 /* The socket of a detached connection, with the bytes it received that on_recv did not take
  * (and any that arrived while detaching), to be taken on by another loop. fd is -1 when the

@@ -45,6 +45,7 @@ struct sf_conn {
 	bool dialing, closing, flush_close, dead, on_dirty, on_turn_list;
 	bool recv_armed; /* io_uring: a multishot recv is in flight; epoll: fd registered */
 	bool want_write; /* epoll: EPOLLOUT registered */
+	bool recv_paused; /* sf_conn_pause_recv: nothing more read from the socket for now */
 	int dial_timeout_ms;
 	struct sockaddr_storage dial_addr; /* io_uring: lives until the connect completes */
 	struct sf_conn *next_dirty, *next_turn, *next_dead;
@@ -87,6 +88,8 @@ struct sf_backend_ops {
 	/* The head segment is a file range: send it, then call sf__loop_file_done. */
 	void (*send_file)(struct sf_loop *loop, struct sf_conn *c, struct sf_seg *seg);
 	void (*cancel)(struct sf_loop *loop, struct sf_conn *c); /* stop its operations */
+	/* recv_paused changed on a started connection: stop or start reading it. */
+	void (*recv_pause)(struct sf_loop *loop, struct sf_conn *c);
 	void (*conn_gone)(struct sf_loop *loop, struct sf_conn *c); /* before its fd closes; may be NULL */
 	int (*wait)(struct sf_loop *loop, int timeout_ms); /* submit, wait, dispatch */
 	/* Write (and sync) op; completes with sf__loop_file_finish or sf__loop_file_ready. */

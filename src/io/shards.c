@@ -39,11 +39,12 @@ unsigned sf_shards_default_count(void)
 	return 1;
 }
 
-/* Runs the messages handed to this shard since the last wake. */
-static void drain_inbox(struct sf_loop *loop, void *arg)
+/* Runs the messages handed to this shard, at most max (0: all); more left wake the loop
+ * again, so a flood of hand-offs shares the thread with the shard's own sockets and timers. */
+static void drain(struct sf_loop *loop, struct shard *sh, uint32_t max)
 {
-	struct shard *sh = arg;
 	sf_inbox_fn fn = sh->all->cfg.inbox;
+	uint32_t done = 0;
 	for (;;) {
 		void *batch[64];
 		uint32_t n = 0;
@@ -53,14 +54,25 @@ static void drain_inbox(struct sf_loop *loop, void *arg)
 			sh->inbox.head = (sh->inbox.head + 1) % SF_INBOX_MAX;
 			sh->inbox.count--;
 		}
+		bool more = sh->inbox.count > 0;
 		pthread_mutex_unlock(&sh->inbox.mu);
 		for (uint32_t i = 0; i < n && fn; i++)
 			fn(loop, sh->index, batch[i], sh->all->cfg.arg);
-		if (n < 64)
+		done += n;
+		if (!more)
 			break;
+		if (max && done >= max) {
+			sf_loop_wake(loop); /* the rest on the next turn */
+			break;
+		}
 	}
 	if (atomic_load(&sh->all->stopping))
 		sf_loop_stop(loop);
+}
+
+static void drain_inbox(struct sf_loop *loop, void *arg)
+{
+	drain(loop, arg, SF_INBOX_TURN);
 }
 
 static void pin_to_cpu(unsigned index)
@@ -109,7 +121,7 @@ static void *shard_main(void *arg)
 	 * no shard sends to another after this barrier, so what is left in the inbox is all. */
 	pthread_barrier_wait(&all->done);
 	if (sh->loop)
-		drain_inbox(sh->loop, sh);
+		drain(sh->loop, sh, 0);
 	sf_loop_free(sh->loop);
 	sh->loop = NULL;
 	if (cfg->fini)

@@ -11,6 +11,7 @@
 
 #define SF_SHARDS_MAX 256
 #define SF_INBOX_MAX 65536
+#define SF_INBOX_TURN 256 /* messages a shard runs per loop turn, the rest on the next */
 
 struct sf_shards;
 

@@ -282,6 +282,13 @@ void sf_link_goodbye(struct sf_link *l, uint32_t code, const char *reason, uint6
 		sf__link_fail(l, err.code, "%s", err.msg);
 }
 
+void sf_link_rx_paused(struct sf_link *l, bool paused, uint64_t now_ms)
+{
+	if (l->rx_paused && !paused)
+		l->last_rx_ms = now_ms; /* the peer was heard as far as anyone knows */
+	l->rx_paused = paused;
+}
+
 uint64_t sf_link_deadline(const struct sf_link *l)
 {
 	switch (l->state) {
@@ -289,7 +296,8 @@ uint64_t sf_link_deadline(const struct sf_link *l)
 		return l->started_ms + l->cfg.handshake_ms;
 	case SF_LINK_OPEN: {
 		uint64_t d = l->last_tx_ms + l->heartbeat_ms;
-		if (l->version >= 3 && l->silence_ms != UINT32_MAX && l->last_rx_ms + l->silence_ms < d)
+		if (l->version >= 3 && l->silence_ms != UINT32_MAX && !l->rx_paused &&
+		    l->last_rx_ms + l->silence_ms < d)
 			d = l->last_rx_ms + l->silence_ms;
 		return d;
 	}
@@ -338,7 +346,8 @@ static void check_timers(struct sf_link *l, uint64_t now)
 	if (l->state != SF_LINK_OPEN)
 		return;
 	/* Version 2 peers do not heartbeat: never given up for silence (see PROTOCOL.md). */
-	if (l->version >= 3 && l->silence_ms != UINT32_MAX && now >= l->last_rx_ms + l->silence_ms) {
+	if (l->version >= 3 && l->silence_ms != UINT32_MAX && !l->rx_paused &&
+	    now >= l->last_rx_ms + l->silence_ms) {
 		sf__link_fail(l, SF_E_SILENT,
 			      "sent nothing for %llu ms (the silence limit is %u ms); it is stopped, "
 			      "overloaded, or the network between is down",

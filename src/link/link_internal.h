@@ -48,6 +48,7 @@ struct sf_link {
 	uint32_t version;
 	uint32_t heartbeat_ms, silence_ms; /* in force once open */
 	uint64_t started_ms, last_rx_ms, last_tx_ms;
+	bool rx_paused; /* sf_link_rx_paused: this side stopped reading; silence does not count */
 	uint64_t rx_total;
 	bool eof;
 	int eof_errno;

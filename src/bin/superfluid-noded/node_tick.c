@@ -2,6 +2,7 @@
  * may have made work) and from a loop timer at sf_node_deadline, so the loop sleeps exactly
  * until the next decode step, budget, lease or status is due. */
 #include "noded.h"
+#include "relay.h"
 
 static void node_timer_fired(void *arg, uint64_t now)
 {
@@ -16,8 +17,10 @@ bool noded_tick(struct noded *d)
 		return false;
 	uint64_t now = sf_loop_now(d->loop);
 	noded_proc_alive(d, now); /* WatchdogSec=: a stuck shard stops the pings */
-	if (!d->node)
-		return false; /* a links-only shard: its loop's own timers drive it */
+	if (!d->node) { /* a links-only shard: its loop's own timers drive it */
+		noded_relay_check_paused(d);
+		return false;
+	}
 	sf_node_tick(d->node, now);
 	noded_proc_publish(d);
 	uint64_t at = sf_node_deadline(d->node);

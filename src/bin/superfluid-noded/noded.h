@@ -56,6 +56,7 @@ struct noded {
 	/* This shard's links, and on shard 0 the other shards' open links too (remote). */
 	struct link_table links;
 	uint32_t n_local, max_local;
+	uint32_t n_paused;           /* links this shard stopped reading (relay.c) */
 	uint64_t next_link_id;       /* ids are next * n_shards + shard: the shard is id % n */
 	int listen_fd;               /* this shard's socket of the --listen group, or -1 */
 	struct noded_join join;

@@ -76,6 +76,44 @@ void noded_relay_opened(struct noded *d, struct noded_link *l)
 	sf_link_conn_on_drained(l->lc, drained, l);
 }
 
+static void read_again(struct noded *d, struct noded_link *l)
+{
+	atomic_store(&l->relay->paused, false);
+	d->n_paused--;
+	if (l->lc)
+		sf_link_conn_pause_recv(l->lc, false);
+}
+
+/* Past HIGH: stop reading the link until shard 0 takes its frames below LOW. */
+static void hold_back(struct noded *d, struct noded_link *l)
+{
+	struct noded_relay *r = l->relay;
+	if (atomic_load(&r->paused) || atomic_load(&r->inbound) <= NODED_RELAY_HIGH)
+		return;
+	atomic_store(&r->paused, true);
+	d->n_paused++;
+	sf_link_conn_pause_recv(l->lc, true);
+	sfd_debug("link %llu (head %s): %zu bytes wait for shard 0; reading it again below %u",
+		  (unsigned long long)l->id, l->peer, atomic_load(&r->inbound), NODED_RELAY_LOW);
+	/* Shard 0 may have caught up before it could see the flag (it looks after taking). */
+	if (atomic_load(&r->inbound) < NODED_RELAY_LOW)
+		read_again(d, l);
+}
+
+void noded_relay_check_paused(struct noded *d)
+{
+	if (!d->n_paused)
+		return;
+	uint64_t ids[256];
+	size_t n = link_table_ids(&d->links, ids, 256);
+	for (size_t i = 0; i < n; i++) {
+		struct noded_link *l = link_table_find(&d->links, ids[i]);
+		if (l && l->relay && atomic_load(&l->relay->paused) &&
+		    atomic_load(&l->relay->inbound) < NODED_RELAY_LOW)
+			read_again(d, l);
+	}
+}
+
 void noded_relay_msg(struct noded *d, struct noded_link *l, const struct sf_msg *m)
 {
 	if (!l->relay)
@@ -89,18 +127,28 @@ void noded_relay_msg(struct noded *d, struct noded_link *l, const struct sf_msg 
 			(unsigned long long)l->id, l->peer, sf_msg_name(m->type), err.msg);
 		return;
 	}
-	struct noded_msg *x = msg_new(NODED_MSG_LINK_FRAME, l->id, sf_buf_head(&d->relay_buf),
-				      sf_buf_used(&d->relay_buf));
-	if (!x || noded_proc_send(d, 0, x)) {
+	size_t n = sf_buf_used(&d->relay_buf);
+	struct noded_msg *x = msg_new(NODED_MSG_LINK_FRAME, l->id, sf_buf_head(&d->relay_buf), n);
+	if (!x) {
+		cut(d, l, sf_msg_name(m->type));
+		return;
+	}
+	atomic_fetch_add(&l->relay->inbound, n);
+	if (noded_proc_send(d, 0, x)) {
+		atomic_fetch_sub(&l->relay->inbound, n);
 		free(x);
 		cut(d, l, sf_msg_name(m->type));
+		return;
 	}
+	hold_back(d, l);
 }
 
 void noded_relay_closed(struct noded *d, struct noded_link *l)
 {
 	if (!l->relay)
 		return;
+	if (atomic_load(&l->relay->paused))
+		d->n_paused--;
 	if (!d->stopping) {
 		struct noded_msg *m = msg_new(NODED_MSG_LINK_CLOSED, l->id, NULL, 0);
 		if (!m || noded_proc_send(d, 0, m)) {
@@ -188,6 +236,17 @@ static void remote_frame(struct noded *d, struct noded_msg *m)
 		sf_node_handle(d->node, l->id, &msg, sf_loop_now(d->loop));
 	}
 	sf_arena_reset(&d->relay_arena);
+	/* Taken: the link's shard reads it again once what waits is below LOW. */
+	struct noded_relay *r = l->relay;
+	size_t left = atomic_fetch_sub(&r->inbound, m->len) - m->len;
+	if (left < NODED_RELAY_LOW && atomic_load(&r->paused) &&
+	    !atomic_exchange(&r->resume_asked, true)) {
+		struct noded_msg *x = msg_new(NODED_MSG_RESUME, l->id, NULL, 0);
+		if (!x || noded_proc_send(d, l->shard, x)) {
+			free(x); /* its shard's next tick finds it caught up */
+			atomic_store(&r->resume_asked, false);
+		}
+	}
 }
 
 static void remote_closed(struct noded *d, struct noded_msg *m)
@@ -245,6 +304,15 @@ void noded_relay_take(struct noded *d, struct noded_msg *m, bool stopping)
 			memcpy(d->token, m->data, m->len);
 			d->token_len = m->len;
 			break;
+		case NODED_MSG_RESUME: {
+			struct noded_link *l = noded_link_find(d, m->link_id);
+			if (l && !l->remote && l->relay) {
+				atomic_store(&l->relay->resume_asked, false);
+				if (atomic_load(&l->relay->paused))
+					read_again(d, l);
+			}
+			break;
+		}
 		}
 	}
 	if (m->kind == NODED_MSG_TOKEN)

@@ -21,15 +21,26 @@ enum noded_msg_kind {
 	NODED_MSG_LINK_CLOSED = 3, /* to shard 0: the link ended */
 	NODED_MSG_SEND = 4,        /* to the link's shard: a frame the node machine sends */
 	NODED_MSG_TOKEN = 5,       /* to every shard: the token for links made from now on */
+	NODED_MSG_RESUME = 6,      /* to the link's shard: shard 0 caught up, read the link again */
 };
 
+/* A link's frames waiting for shard 0, in bytes: past HIGH its shard stops reading the link
+ * (TCP then holds the head back, as one loop doing both would), below LOW it reads again.
+ * Without this a head's blob would pile up in shard 0's inbox as fast as the network goes. */
+#define NODED_RELAY_HIGH (16u << 20)
+#define NODED_RELAY_LOW (4u << 20)
+
 /* Shared by a link's two sides: what shard 0 has sent and the link's shard has not yet sent
- * on, so the node machine can pace itself by it (sf_node_io.unsent). Freed by the last of
- * the two to let go. */
+ * on, so the node machine can pace itself by it (sf_node_io.unsent), and what the link's
+ * shard has passed to shard 0 and shard 0 has not yet taken. Freed by the last of the two to
+ * let go. */
 struct noded_relay {
 	atomic_uint refs;
 	_Atomic size_t backlog; /* frames in the inbox, not yet handed to the link */
 	_Atomic size_t wire;    /* what the link and its connection still held when last seen */
+	_Atomic size_t inbound; /* the head's frames in shard 0's inbox */
+	atomic_bool paused;     /* the link's shard stopped reading it (inbound past HIGH) */
+	atomic_bool resume_asked; /* shard 0 sent RESUME and it has not been taken yet */
 };
 
 struct noded_msg {
@@ -63,5 +74,10 @@ size_t noded_relay_unsent(const struct noded_link *l);
 void noded_relay_take(struct noded *d, struct noded_msg *m, bool stopping);
 
 void noded_relay_unref(struct noded_relay *r);
+
+/* On a link's shard, each tick while any of its links is paused: reads again those shard 0
+ * caught up with (the RESUME message is the quick way; this catches one that could not be
+ * sent). */
+void noded_relay_check_paused(struct noded *d);
 
 #endif
