@@ -188,6 +188,7 @@ static int ep_wait(struct sf_loop *loop, int timeout_ms)
 	loop->stats.syscalls++;
 	loop->stats.submits++;
 	int n = epoll_wait(s->epfd, s->events, 256, timeout_ms);
+	sf__loop_woke(loop);
 	if (n < 0)
 		return errno == EINTR ? 0 : SF_E_IO;
 	for (int i = 0; i < n; i++) {

@@ -633,6 +633,7 @@ static int ur_wait(struct sf_loop *loop, int timeout_ms)
 	loop->stats.syscalls++;
 	loop->stats.submits++;
 	int rc = io_uring_submit_and_wait_timeout(&s->ring, &cqe, 1, timeout_ms >= 0 ? &ts : NULL, NULL);
+	sf__loop_woke(loop);
 	s->pending = 0;
 	if (rc < 0 && rc != -ETIME && rc != -EINTR && rc != -EBUSY)
 		return SF_E_IO;

@@ -26,6 +26,11 @@ static uint64_t clock_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+void sf__loop_woke(struct sf_loop *loop)
+{
+	loop->now = clock_ms();
+}
+
 const char *sf_io_kind_name(enum sf_io_kind k)
 {
 	switch (k) {

@@ -96,6 +96,11 @@ struct sf_backend_ops {
 	void (*file_write)(struct sf_loop *loop, struct sf_file_op *op);
 };
 
+/* A backend's wait returned: the loop's clock is read again before anything is dispatched, so
+ * what arrived is stamped with when it arrived, not with when the wait began (a process
+ * stopped for seconds would otherwise take a new link as silent since before it came). */
+void sf__loop_woke(struct sf_loop *loop);
+
 extern const struct sf_backend_ops sf_backend_uring;
 extern const struct sf_backend_ops sf_backend_epoll;
 
