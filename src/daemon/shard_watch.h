@@ -5,6 +5,7 @@
 #define SF_DAEMON_SHARD_WATCH_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "io/shards.h"
@@ -19,6 +20,15 @@ struct sfd_shard_watch {
 	_Atomic uint64_t alive_ms[SF_SHARDS_MAX]; /* each shard's last turn (monotonic ms) */
 	uint64_t told_ms; /* the last warning (main thread only) */
 };
+
+/* A process of shards stopping for a failure: the first one's exit status is kept (usage 1,
+ * runtime 2), and every shard is told to stop. */
+static inline void sfd_shards_failed(atomic_int *status, atomic_bool *stop, int rc)
+{
+	int zero = 0;
+	atomic_compare_exchange_strong(status, &zero, rc);
+	atomic_store(stop, true);
+}
 
 /* The loops' clock (CLOCK_MONOTONIC in ms, as sf_loop_now). */
 uint64_t sfd_mono_ms(void);

@@ -175,6 +175,18 @@ static void frame_done(struct sf_link *l, const struct sf_frame_hdr *hdr)
 	sf_buf_consume(in, SF_FRAME_HDR_LEN + (size_t)hdr->len);
 }
 
+/* What a queueing said: a full queue named as such; a frame queued counts as sent now. */
+static int queued(struct sf_link *l, int rc, uint64_t now_ms, struct sf_err *err)
+{
+	if (rc == SF_E_NOMEM || rc == SF_E_LIMIT)
+		return sf_err_set(err, SF_E_LIMIT,
+				  "send queue full (%zu bytes queued, limit %zu): the peer reads too slowly",
+				  sf_buf_used(&l->tx), l->tx.limit);
+	if (!rc)
+		l->last_tx_ms = now_ms;
+	return rc;
+}
+
 int sf__link_queue(struct sf_link *l, uint16_t type, const void *msg, uint32_t version,
 		   uint64_t now_ms, struct sf_err *err)
 {
@@ -189,13 +201,7 @@ int sf__link_queue(struct sf_link *l, uint16_t type, const void *msg, uint32_t v
 		sodium_memzero(l->scratch.data, sf_buf_used(&l->scratch));
 		sf_buf_clear(&l->scratch);
 	}
-	if (rc == SF_E_NOMEM || rc == SF_E_LIMIT)
-		return sf_err_set(err, SF_E_LIMIT,
-				  "send queue full (%zu bytes queued, limit %zu): the peer reads too slowly",
-				  sf_buf_used(&l->tx), l->tx.limit);
-	if (!rc)
-		l->last_tx_ms = now_ms;
-	return rc;
+	return queued(l, rc, now_ms, err);
 }
 
 /* Whether this side may send type now: open, the link's own kinds excluded, the direction of
@@ -249,13 +255,7 @@ int sf_link_send_frame(struct sf_link *l, const uint8_t *frame, size_t len, uint
 	if (rc)
 		return rc;
 	rc = l->sealed ? sf__record_seal(l, frame, len) : sf_buf_append(&l->tx, frame, len);
-	if (rc == SF_E_NOMEM || rc == SF_E_LIMIT)
-		return sf_err_set(err, SF_E_LIMIT,
-				  "send queue full (%zu bytes queued, limit %zu): the peer reads too slowly",
-				  sf_buf_used(&l->tx), l->tx.limit);
-	if (!rc)
-		l->last_tx_ms = now_ms;
-	return rc;
+	return queued(l, rc, now_ms, err);
 }
 
 size_t sf_link_tx(struct sf_link *l, const uint8_t **p)

@@ -85,7 +85,13 @@ req GET /v1/sessions/eve
 check "DELETE reaches the shard that holds the session" $r
 
 # ---- a running generation followed again by id, from any shard ----
-# Seed 69 runs 201 tokens before its end (1 s at 200 tokens/s): the fetches come well inside.
+# On a head of its own over a slow node: seed 69 runs 201 tokens before its end, 10 s at 20
+# tokens/s, so the fetches come well inside however loaded the machine is.
+main_base=$base main_hpid=$hpid
+start_node slow --sim-tokens-per-s 20 && pslow=$port
+start_head fetchhead "127.0.0.1:$pslow" --shards 3 --wal-dir "$work/wal-fetch" --wal-sync batch
+base="http://127.0.0.1:$hport"
+wait_health
 curl -sSN -H 'Content-Type: application/json' --data-binary \
 	'{"model":"sim-1","prompt":"fetch me","max_tokens":400,"seed":69,"stream":true}' \
 	"$base/v1/completions" >"$work/live" &
@@ -108,7 +114,7 @@ urls=()
 for i in 1 2 3 4 5 6; do urls+=(-o "$work/fetch.$i" "$base/v1/completions/$id?stream=false"); done
 curl -sS --parallel --parallel-immediate --parallel-max 6 -w '%{http_code}\n' "${urls[@]}" >"$work/fetch.status"
 live_events=$(grep -c '^data: {' "$work/live")
-wait $lpid
+kill "$lpid" 2>/dev/null; wait "$lpid" 2>/dev/null
 r=0; [ -n "$id" ] || r=1
 [ "$(grep -c '^409$' "$work/fetch.status")" = 6 ] || { r=1; echo "     | statuses: $(tr '\n' ' ' <"$work/fetch.status") (the stream had $live_events events then)"; }
 for i in 1 2 3 4 5 6; do
@@ -116,6 +122,8 @@ for i in 1 2 3 4 5 6; do
 		{ r=1; echo "     | fetch $i: $(head -c 200 "$work/fetch.$i")"; }
 done
 check "GET /v1/completions/{id} of a running stream, on 6 connections: each answered by its shard (busy)" $r
+kill -9 "$hpid"
+base=$main_base hpid=$main_hpid
 
 # ---- the log: one directory per shard; another shard count is refused ----
 r=0; for k in 0 1 2; do ls "$work/wal/shard-$k"/wal-*.log >/dev/null 2>&1 || r=1; done

@@ -110,11 +110,8 @@ static int on_start(struct sf_loop *loop, unsigned k, void *arg)
 {
 	struct headd_proc *p = arg;
 	int rc = headd_shard_start(p->shard[k], loop);
-	if (rc) {
-		int zero = 0; /* the first failure's status: usage (1) or runtime (2) */
-		atomic_compare_exchange_strong(&p->rc, &zero, rc);
-		atomic_store(&p->stop, true); /* the others stop too, quietly */
-	}
+	if (rc)
+		sfd_shards_failed(&p->rc, &p->stop, rc); /* the others stop too, quietly */
 	return rc;
 }
 

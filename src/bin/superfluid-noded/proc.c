@@ -106,11 +106,8 @@ static int on_start(struct sf_loop *loop, unsigned k, void *arg)
 {
 	struct noded_proc *p = arg;
 	int rc = noded_shard_start(p->shard[k], loop);
-	if (rc) {
-		int zero = 0; /* the first failure's status: usage (1) or runtime (2) */
-		atomic_compare_exchange_strong(&p->rc, &zero, rc);
-		atomic_store(&p->stop, true);
-	}
+	if (rc)
+		sfd_shards_failed(&p->rc, &p->stop, rc); /* the others stop too, quietly */
 	return rc;
 }
 
@@ -120,9 +117,7 @@ static void on_run(struct sf_loop *loop, unsigned k, void *arg)
 	struct noded_proc *p = arg;
 	noded_shard_run(p->shard[k]);
 	if (!atomic_load(&p->stop)) { /* its loop failed: the process stops */
-		int zero = 0;
-		atomic_compare_exchange_strong(&p->rc, &zero, 2);
-		atomic_store(&p->stop, true);
+		sfd_shards_failed(&p->rc, &p->stop, 2);
 		kill(getpid(), SIGTERM); /* wakes the main thread */
 	}
 	noded_shard_goodbye(p->shard[k]);
