@@ -30,7 +30,34 @@ struct sf_blob_store {
 	char dir[4096];
 	uint64_t used, max;
 	struct transfer t[SF_BLOB_MAX_TRANSFERS];
+	/* Blobs this process stored or has hashed: the others are checked at their first use,
+	 * since a blob is named before its bytes are known to be on the disk. */
+	uint8_t (*trusted)[32];
+	uint32_t n_trusted, cap_trusted;
 };
+
+static bool trusted(const struct sf_blob_store *bs, const uint8_t sha256[32])
+{
+	for (uint32_t i = 0; i < bs->n_trusted; i++)
+		if (!memcmp(bs->trusted[i], sha256, 32))
+			return true;
+	return false;
+}
+
+static void trust(struct sf_blob_store *bs, const uint8_t sha256[32])
+{
+	if (trusted(bs, sha256))
+		return;
+	if (bs->n_trusted == bs->cap_trusted) {
+		uint32_t cap = bs->cap_trusted ? bs->cap_trusted * 2 : 64;
+		void *p = realloc(bs->trusted, (size_t)cap * 32);
+		if (!p)
+			return; /* hashed again at its next use */
+		bs->trusted = p;
+		bs->cap_trusted = cap;
+	}
+	memcpy(bs->trusted[bs->n_trusted++], sha256, 32);
+}
 
 void sf_blob_hex(const uint8_t sha256[32], char out[65])
 {
@@ -107,6 +134,7 @@ void sf_blob_store_close(struct sf_blob_store *bs)
 		if (bs->t[i].used)
 			drop(bs, &bs->t[i]);
 	close(bs->dirfd);
+	free(bs->trusted);
 	free(bs);
 }
 
@@ -194,9 +222,6 @@ int sf_blob_chunk(struct sf_blob_store *bs, uint64_t link, uint64_t id, uint64_t
 		return rc;
 	}
 	EVP_DigestUpdate(t->hash, data, n);
-	/* Start writing this chunk back now, so the fdatasync at the end (on the node's loop)
-	 * waits for the last chunks only, not for a whole large blob. */
-	(void)sync_file_range(t->fd, (off64_t)t->got, (off64_t)n, SYNC_FILE_RANGE_WRITE);
 	t->got += n;
 	return 0;
 }
@@ -229,13 +254,17 @@ int sf_blob_end(struct sf_blob_store *bs, uint64_t link, uint64_t id, uint8_t sh
 		return rc;
 	}
 	bool had = sf_blob_has(bs, t->want);
-	/* Durable before it has a name: data, then the name, then the directory. */
-	if (fdatasync(t->fd) < 0 || renameat(bs->dirfd, t->partial, bs->dirfd, want) < 0) {
+	/* Named without waiting for the disk: a sync here held the node's loop for seconds on a
+	 * busy disk (64 MiB blobs), past heartbeat limits. A crash may leave a named blob whose
+	 * bytes did not all reach the disk; a later process hashes every blob it did not store
+	 * itself at its first use (sf_blob_map) and deletes one that does not match, and the head
+	 * sends it again. */
+	if (renameat(bs->dirfd, t->partial, bs->dirfd, want) < 0) {
 		int rc = sf_err_set(err, SF_E_IO, "storing blob %s: %s", want, strerror(errno));
 		drop(bs, t);
 		return rc;
 	}
-	fsync(bs->dirfd);
+	trust(bs, t->want);
 	close(t->fd);
 	t->fd = -1;
 	if (!had)
@@ -289,6 +318,21 @@ int sf_blob_map(struct sf_blob_store *bs, const uint8_t sha256[32], const uint8_
 		goto out;
 	}
 	(void)madvise(p, *len, MADV_SEQUENTIAL); /* operations read it front to back */
+	if (!trusted(bs, sha256)) {
+		uint8_t digest[32];
+		unsigned int dlen = 0;
+		if (!EVP_Digest(p, *len, digest, &dlen, EVP_sha256(), NULL) || dlen != 32 ||
+		    sodium_memcmp(digest, sha256, 32) != 0) {
+			munmap(p, *len);
+			unlinkat(bs->dirfd, name, 0);
+			bs->used = bs->used > (uint64_t)st.st_size ? bs->used - (uint64_t)st.st_size : 0;
+			rc = sf_err_set(err, SF_E_RANGE, "blob %s on this node does not hash to its name "
+					"(stored before a crash, its bytes not all on the disk?); deleted: "
+					"the head sends it again", name);
+			goto out;
+		}
+		trust(bs, sha256);
+	}
 	*data = p;
 out:
 	close(fd);

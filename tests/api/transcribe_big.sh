@@ -30,8 +30,9 @@ PY
 now() { date +%s.%N; }
 since() { python3 -c "import sys; print('%.2f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$1" "$(now)"; }
 
-# SF_TEST_SLOW=K (scripts/test sets 3 under the sanitizers, which slow the node's catching up
-# after the stop below past 1 s now and then): the limits and the stop K times longer.
+# SF_TEST_SLOW=K (scripts/test sets 2, and 3 under the sanitizers: after the stop below the
+# node now and then stays quiet past 1 s, not yet explained): the limits and the stop K times
+# longer.
 slow=${SF_TEST_SLOW:-1}
 silence=$((1000 * slow)) beat=$((100 * slow))
 # One shard: the blob counts below are per link, and each shard has a link of its own.
