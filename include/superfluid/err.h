@@ -35,6 +35,11 @@ enum sf_code {
 	SF_E_IO = -33,          /* the transport failed (set by the I/O layer) */
 	SF_E_CRYPTO = -34,      /* handshake crypto failed (degenerate key) */
 	SF_E_NOT_HELD = -35,    /* a node does not hold that session (lost, expired, freed) */
+	/* Model files and the engine. */
+	SF_E_FORMAT = -40,      /* a file's bytes break its format (truncated, bad offset, bad count) */
+	SF_E_MODEL = -41,       /* a well-formed model this engine cannot run (architecture, type) */
+	SF_E_NOT_FOUND = -42,   /* a named key, tensor or token is absent */
+	SF_E_TYPE = -43,        /* a value is present with another type than asked */
 };
 
 /* A code and the sentence that explains it, with context filled in where the error arose. */

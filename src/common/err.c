@@ -34,6 +34,10 @@ const char *sf_code_name(int code)
 	case SF_E_IO: return "io";
 	case SF_E_CRYPTO: return "crypto";
 	case SF_E_NOT_HELD: return "not_held";
+	case SF_E_FORMAT: return "format";
+	case SF_E_MODEL: return "model";
+	case SF_E_NOT_FOUND: return "not_found";
+	case SF_E_TYPE: return "type";
 	}
 	return "unknown_error";
 }

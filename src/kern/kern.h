@@ -1,0 +1,82 @@
+/* Compute kernels for the GGUF engine: the tensor types' traits (block layouts as ggml stores
+ * them), reference quantizers and dequantizers, activation quantization (to Q8_0 / Q8_K blocks,
+ * as llama.cpp does it) and the multi-row products that every linear layer runs.
+ *
+ * Determinism is part of the contract. Every product is computed in one canonical order
+ * (kern_order.md beside this file says which): the scalar reference and each SIMD variant give
+ * bit-identical results for every input, so a generation continued on another node (another
+ * CPU) after a failure draws exactly what the lost run would have drawn. An output never
+ * depends on how many other rows or activations share the call, on where they sit in it, or on
+ * how the rows are split between threads: the reduction of one dot product is never split.
+ *
+ * The variant (scalar, AVX2, AVX-512) is chosen once, at the first call, by cpuid; tests and
+ * benchmarks may force one the CPU has. */
+#ifndef SF_KERN_KERN_H
+#define SF_KERN_KERN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <superfluid/gguf.h>
+
+/* Traits of a type the kernels compute (type numbers: enum sf_gguf_ttype). */
+struct sf_kt {
+	uint32_t type;
+	const char *name;
+	uint32_t block;    /* elements per block */
+	uint32_t bytes;    /* bytes per block */
+	uint32_t act_type; /* what activations are quantized to for products with this type */
+	bool weight;       /* may hold weights (false: Q8_K, an activation-only type) */
+	/* Quantizes n floats (a multiple of block) as ggml's reference quantizer does. */
+	void (*quantize)(const float *x, void *y, int64_t n);
+	/* Dequantizes n elements (a multiple of block). */
+	void (*dequantize)(const void *x, float *y, int64_t n);
+};
+
+/* The traits of type, or NULL when the kernels do not compute it. */
+const struct sf_kt *sf_kt(uint32_t type);
+
+/* Bytes of a row of n elements of type (n a multiple of its block); 0 when not computed. */
+size_t sf_kt_row_bytes(uint32_t type, int64_t n);
+
+enum sf_kisa {
+	SF_KISA_SCALAR = 0,
+	SF_KISA_AVX2 = 1,   /* AVX2 + FMA + F16C */
+	SF_KISA_AVX512 = 2, /* AVX-512 F/BW/VL/DQ + VNNI (BF16 where the CPU has it) */
+};
+
+/* The variant in use (chosen at the first call by cpuid, or forced). */
+enum sf_kisa sf_kern_isa(void);
+const char *sf_kern_isa_name(enum sf_kisa isa);
+/* Whether this CPU runs isa's kernels. */
+bool sf_kern_isa_supported(enum sf_kisa isa);
+/* Uses isa's kernels from now on (tests, benchmarks); -1 when the CPU lacks it. Not to be
+ * called while another thread computes. */
+int sf_kern_force_isa(enum sf_kisa isa);
+
+/* Quantizes one activation row of n floats (a multiple of act_type's block) to act_type
+ * (F32: a copy, F16, BF16, Q8_0, Q8_K). */
+void sf_kern_quantize_act(uint32_t act_type, const float *x, void *y, int64_t n);
+
+/* Bytes one activation row of n elements takes once quantized for products with wtype. */
+size_t sf_kern_act_row_bytes(uint32_t wtype, int64_t n);
+
+/* The multi-row product of a linear layer, over weight rows [r0, r1) and nb activations:
+ *   Y[b * ldy + r] = dot(row r of W, row b of X)   for r0 <= r < r1, 0 <= b < nb
+ * W: rows of k elements of wtype, w_stride bytes apart (row 0 at W); X: nb rows quantized by
+ * sf_kern_quantize_act to sf_kt(wtype)->act_type, x_stride bytes apart. Each weight block is
+ * read once for all nb activations. k is a multiple of wtype's block. */
+void sf_kern_matmul(uint32_t wtype, int64_t k, const void *W, size_t w_stride, int64_t r0,
+		    int64_t r1, const void *X, size_t x_stride, int64_t nb, float *Y, size_t ldy);
+
+/* One dot product (the matmul's r = b = 0 case). */
+float sf_kern_dot(uint32_t wtype, int64_t k, const void *w, const void *x);
+
+/* IEEE half and bfloat16 conversions (round to nearest even; NaN stays NaN). */
+float sf_f16_to_f32(uint16_t h);
+uint16_t sf_f32_to_f16(float f);
+float sf_bf16_to_f32(uint16_t h);
+uint16_t sf_f32_to_bf16(float f);
+
+#endif
