@@ -77,46 +77,52 @@ static int ref_variant_score(const char *path)
 }
 
 /* Loads libggml-cpu-WANT.so, or the libggml-cpu-*.so of the highest ggml_backend_score (ties:
- * the first name in byte order), and writes the variant's name into name. */
+ * the first name in byte order; none: libggml-cpu.so, a build of one variant), and writes the
+ * variant's name into name ("" for libggml-cpu.so). */
 static int ref_load_cpu(const char *want, char *name, size_t cap)
 {
 	const char *dir = LLAMA_REF_LIB, *pre = "libggml-cpu-";
-	char path[PATH_MAX], best[256] = "";
+	char path[PATH_MAX], best[256] = "", cand[256];
+	size_t pl = strlen(pre);
 	int best_score = 0;
 	struct dirent *e;
 	DIR *d;
 
 	if (want) {
-		if (strlen(want) >= sizeof(best) || strchr(want, '/'))
+		if (!*want || strlen(want) >= sizeof(best) || strchr(want, '/'))
 			return ref_fail("bad CPU variant name '%s'", want);
 		snprintf(best, sizeof(best), "%s", want);
 	} else {
 		if (!(d = opendir(dir)))
 			return ref_fail("cannot list %s: %s", dir, strerror(errno));
 		while ((e = readdir(d))) {
-			size_t len = strlen(e->d_name), pl = strlen(pre);
+			size_t len = strlen(e->d_name);
 			int s;
 
 			if (len <= pl + 3 || strncmp(e->d_name, pre, pl) ||
-			    strcmp(e->d_name + len - 3, ".so") || len - pl - 3 >= sizeof(best))
+			    strcmp(e->d_name + len - 3, ".so") || len - pl - 3 >= sizeof(cand))
 				continue;
+			snprintf(cand, sizeof(cand), "%.*s", (int)(len - pl - 3), e->d_name + pl);
 			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
 			s = ref_variant_score(path);
-			if (s > best_score || (s == best_score && s > 0 &&
-					       strncmp(e->d_name + pl, best, len - pl - 3) < 0)) {
+			if (s > best_score || (s == best_score && s > 0 && strcmp(cand, best) < 0)) {
 				best_score = s;
-				snprintf(best, sizeof(best), "%.*s", (int)(len - pl - 3), e->d_name + pl);
+				memcpy(best, cand, sizeof(best));
 			}
 		}
 		closedir(d);
-		if (!best_score)
-			return ref_fail("no CPU backend variant in %s runs on this CPU", dir);
 	}
-	snprintf(path, sizeof(path), "%s/%s%s.so", dir, pre, best);
-	if (access(path, R_OK))
+	if (*best)
+		snprintf(path, sizeof(path), "%s/%s%s.so", dir, pre, best);
+	else
+		snprintf(path, sizeof(path), "%s/libggml-cpu.so", dir);
+	if (access(path, R_OK)) {
+		if (!*best)
+			return ref_fail("no CPU backend in %s runs on this CPU", dir);
 		return ref_fail("no CPU backend variant '%s' (%s: %s)", best, path, strerror(errno));
+	}
 	if (!ggml_backend_load(path))
-		return ref_fail("CPU backend variant '%s' does not load or does not run on this CPU", best);
+		return ref_fail("CPU backend %s does not load or does not run on this CPU", path);
 	snprintf(name, cap, "%s", best);
 	return 0;
 }
@@ -337,15 +343,21 @@ const char *ref_flash_name(const struct ref_log *log)
 static int ref_tokenize_one(const struct ref_opts *o, const struct llama_vocab *v,
 			    const char *text, size_t len)
 {
-	llama_token *ids;
-	int32_t n;
+	int32_t n, cap = (int32_t)len + 8;
+	llama_token *ids = NULL;
 	int rc = 0;
 
 	if (len > INT32_MAX / 2)
 		return ref_fail("text too long");
-	if (!(ids = malloc((len + 8) * sizeof(*ids))))
-		return ref_fail("out of memory");
-	n = llama_tokenize(v, text, (int32_t)len, ids, (int32_t)len + 8, o->bos, o->specials);
+	for (;;) {
+		free(ids);
+		if (!(ids = malloc((size_t)cap * sizeof(*ids))))
+			return ref_fail("out of memory");
+		n = llama_tokenize(v, text, (int32_t)len, ids, cap, o->bos, o->specials);
+		if (n >= 0 || n == INT32_MIN || -n <= cap)
+			break;
+		cap = -n;    /* the count it needs */
+	}
 	if (n < 0)
 		rc = ref_fail("llama_tokenize failed (%d)", n);
 	else
@@ -593,8 +605,10 @@ static int cmd_info(const struct ref_opts *o, struct llama_model *m, const char 
 	printf(",\"flash_attn\":");
 	ref_json_str(stdout, ctx ? ref_flash_name(log) : llama_flash_attn_type_name(cp.flash_attn_type));
 	printf(",\"type_k\":\"%s\",\"type_v\":\"%s\",\"n_batch\":%u,\"n_ubatch\":%u,\"kv_unified\":%s",
-	       ggml_type_name(cp.type_k), ggml_type_name(cp.type_v), cp.n_batch,
-	       o->ubatch ? (unsigned)o->ubatch : cp.n_ubatch, cp.kv_unified ? "true" : "false");
+	       ggml_type_name(cp.type_k), ggml_type_name(cp.type_v),
+	       ctx ? llama_n_batch(ctx) : cp.n_batch,
+	       ctx ? llama_n_ubatch(ctx) : o->ubatch ? (unsigned)o->ubatch : cp.n_ubatch,
+	       cp.kv_unified ? "true" : "false");
 	if (ctx) {
 		char desc[256] = "";
 
@@ -605,11 +619,15 @@ static int cmd_info(const struct ref_opts *o, struct llama_model *m, const char 
 		       (unsigned long long)llama_model_n_params(m),
 		       (unsigned long long)llama_model_size(m));
 	}
-	printf(",\"cpu_variant\":\"%s\",\"cpu\":", variant);
+	printf(",\"cpu_variant\":");
+	ref_json_str(stdout, variant);
+	printf(",\"cpu\":");
 	ref_json_str(stdout, cpu ? ggml_backend_dev_description(cpu) : NULL);
 	printf(",\"cpu_features\":{");
-	for (struct ggml_backend_feature *f = features ? features(reg) : NULL; f && f->name; f++) {
-		printf(f == features(reg) ? "" : ",");
+	struct ggml_backend_feature *f0 = features ? features(reg) : NULL;
+	for (struct ggml_backend_feature *f = f0; f && f->name; f++) {
+		if (f != f0)
+			putchar(',');
 		ref_json_str(stdout, f->name);
 		putchar(':');
 		ref_json_str(stdout, f->value);

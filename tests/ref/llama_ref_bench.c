@@ -174,9 +174,11 @@ int cmd_bench(const struct ref_opts *o, struct llama_model *m, const char *varia
 
 	printf("{\"model\":");
 	ref_json_str(stdout, o->model);
-	printf(",\"threads\":%ld,\"cpu_variant\":\"%s\",\"flash_attn\":\"%s\",\"type_k\":\"%s\","
+	printf(",\"threads\":%ld,\"cpu_variant\":", o->threads);
+	ref_json_str(stdout, variant);
+	printf(",\"flash_attn\":\"%s\",\"type_k\":\"%s\","
 	       "\"type_v\":\"%s\",\"n_batch\":%u,\"n_ubatch\":%u,\"kv_unified\":%s,\"depth\":%ld",
-	       o->threads, variant, ref_flash_name(log), ggml_type_name(cp.type_k),
+	       ref_flash_name(log), ggml_type_name(cp.type_k),
 	       ggml_type_name(cp.type_v), n_batch, n_ubatch, cp.kv_unified ? "true" : "false", depth);
 	if (pp.on)
 		bench_print(&pp, 0);
