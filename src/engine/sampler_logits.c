@@ -58,6 +58,8 @@ int sf__sampler_check_input(const struct sf_sampler *s, const struct sf_sampler_
 				  in->n_generated, in->n_context);
 	size_t nw = window_len(p, in), ng = generated_len(p, in);
 	size_t nt = nw > ng ? nw : ng; /* both windows end at the context's end */
+	if (!nt)
+		return 0; /* context may be NULL */
 	return check_tokens(in->context + in->n_context - nt, nt, in->n_context - nt, in->n_vocab,
 			    err);
 }
@@ -85,6 +87,8 @@ static void penalties(struct sf_sampler *s, const struct sf_sampler_params *p,
 		      const struct sf_sampler_input *in)
 {
 	size_t nw = window_len(p, in), ng = generated_len(p, in);
+	if (!nw && !ng)
+		return; /* context may be NULL */
 	const uint32_t *win = in->context + in->n_context - nw;
 	const uint32_t *gen = in->context + in->n_context - ng;
 	uint32_t *cnt = s->cnt;

@@ -35,6 +35,8 @@ static struct sf__cut select_sorted(struct sf_sampler *s, struct sf__cands c, bo
 	for (uint32_t j = 0; j < c.n; j++)
 		if (s->w[c.ids[j]] != -INFINITY)
 			ids[m++] = c.ids[j];
+	if (!m)
+		return SF__CUT_ALL; /* lists hold finite tokens only: not reached */
 	sf__sort_order(s->w, ids, m);
 	double above = 0;
 	uint32_t i = 0;
