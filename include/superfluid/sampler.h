@@ -8,11 +8,14 @@
  * stream: a generation that the head continues on another node after a failure draws exactly
  * what the lost run would have drawn. Nothing depends on thread counts or on an unstable sort:
  * candidates are ordered by logit descending, then token id ascending (a total order), and the
- * floating-point work (our own exp and log, sums in double in a fixed order) gives the same
- * bits on every x86-64 CPU.
+ * floating-point work (our own exp and log, unfused multiplies and adds, sums in a fixed order:
+ * float lanes over blocks of 128 candidates, then double) gives the same bits on every x86-64
+ * CPU, whichever vector variant (baseline or AVX2) runs. Each call is O(n_vocab +
+ * repeat_last_n + n_generated + n_logit_bias); no row is ever sorted whole.
  *
  * Order of operations, each on what the previous one left:
- *   1. logits: NaN -> -inf (never sampled), +inf -> FLT_MAX (the largest finite logit);
+ *   1. logits: NaN -> -inf (never sampled), +inf -> FLT_MAX (the largest finite logit),
+ *      -0 -> +0;
  *   2. penalties, per token t (each applied once per token, not per occurrence):
  *        repetition (llama.cpp / Hugging Face): when t is among the last repeat_last_n context
  *          tokens, a positive logit is divided by repetition_penalty, any other multiplied;
@@ -24,7 +27,8 @@
  *   4. top_k: keep the k first candidates in the order above;
  *   5. top_p: of those, keep the shortest prefix whose probability (softmax of the step-3 logits
  *      over the top_k set, at temperature 1) reaches top_p; never less than one token;
- *   6. min_p: of those, keep the tokens whose probability is at least min_p times the top one's;
+ *   6. min_p: of those, keep the tokens whose probability is at least min_p times the top one's
+ *      (exp(logit - max) >= min_p);
  *   7. temperature: 0 picks the first candidate (the argmax, ties to the lowest id); otherwise
  *      the draw is from softmax(logit / temperature) over what is left, walked in id order
  *      against u * total with u = sf_sampler_random(seed, position).

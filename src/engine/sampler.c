@@ -133,8 +133,8 @@ struct plan {
 	bool check_cut; /* top_p: inside cut (unless c is already the prefix) */
 	bool check_pm;  /* min_p: s->pm at least min_pm */
 	float min_pm;
-	double z;   /* the sum of exp(w - max) over every token, when z_all */
-	bool z_all;
+	double z;   /* the sum of exp(w - max) over c before the top_p cut */
+	bool z_all; /* c was every token: z is the softmax's denominator */
 };
 
 /* Step 5. Most cuts fall among the first few candidates: over the whole row the first 256 are
