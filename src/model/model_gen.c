@@ -1,8 +1,7 @@
 /* Random-weight models in real models' shapes (model.h: sf_model_gen_write). Every element is
  * a pure function of (seed, tensor name, index), so the same arguments give the same bytes
  * whatever the thread count. Matrices are uniform in +-sqrt(3 / fan-in) (activations near 1
- * through the layers), norm weights near 1, the embeddings (and output) wide enough that the
- * logits spread some 4 units. */
+ * through the layers), norm weights near 1, the logits spread some 4 units. */
 #include "model/model.h"
 
 #include <math.h>
@@ -288,7 +287,10 @@ int sf_model_gen_write(const struct sf_model_gen *gen, const char *path, struct 
 	rc = rc ? rc : write_meta(&mk, s, n_layer, gen->ctx ? gen->ctx : s->n_ctx, types[ti].ftype,
 				  types[ti].name, gen->vocab);
 	uint32_t want = types[ti].type;
-	float aO = 4.0f * sqrtf(3.0f / (float)s->n_embd);
+	/* Small embeddings (RMS 0.5 / sqrt(n_embd)) so that the layers, not the last token, drive
+	 * what comes next (tied models otherwise repeat one token), and an output norm of gain 8
+	 * so that the logits still spread some 4 units. */
+	float aO = 0.5f * sqrtf(3.0f / (float)s->n_embd), gain = 8.0f;
 	/* The mix keeps tied embeddings (they are the output too) at the output's type. */
 	uint32_t emb_t = pick(want, s->tied ? "output" : "token_embd", 0, n_layer, s->n_embd);
 	rc = rc ? rc : add(&mk, "token_embd.weight", emb_t, s->n_embd, n_vocab, 0, aO);
@@ -296,7 +298,8 @@ int sf_model_gen_write(const struct sf_model_gen *gen, const char *path, struct 
 		rc = rc ? rc : add_rope_freqs(&mk, s);
 	for (uint32_t il = 0; !rc && il < n_layer; il++)
 		rc = make_layer(&mk, s, il, n_layer, want);
-	rc = rc ? rc : add(&mk, "output_norm.weight", SF_GGUF_T_F32, s->n_embd, 1, 1.0f, 0.1f);
+	rc = rc ? rc : add(&mk, "output_norm.weight", SF_GGUF_T_F32, s->n_embd, 1, gain,
+				   0.1f * gain);
 	if (!s->tied)
 		rc = rc ? rc : add(&mk, "output.weight", pick(want, "output", 0, n_layer, s->n_embd),
 				   s->n_embd, n_vocab, 0, aO);
