@@ -1,0 +1,2 @@
+#include "kern/kern_internal.h"
+const struct sf__kern_set sf__kern_avx2 = {.mm = {0}};
