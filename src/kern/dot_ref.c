@@ -102,7 +102,7 @@ static void mm_q4_k(int64_t k, const uint8_t *W, size_t w_stride, int64_t nr, co
 		const struct sf__q4_k *wr = (const struct sf__q4_k *)(W + (size_t)r * w_stride);
 		for (int64_t t0 = 0; t0 < nb; t0 += TILE) {
 			const int nt = nb - t0 < TILE ? (int)(nb - t0) : TILE;
-			float acc[TILE] = {0};
+			float acc[TILE][8] = {{0}};
 			for (int64_t s = 0; s < nsb; s++) {
 				uint8_t q[SF__QKK], sc[8], m[8];
 				for (int c = 0; c < 4; c++)
@@ -124,11 +124,12 @@ static void mm_q4_k(int64_t k, const uint8_t *W, size_t w_stride, int64_t nr, co
 						isum += sc[sb] * p;
 						imin += m[sb] * (a->bsums[2 * sb] + a->bsums[2 * sb + 1]);
 					}
-					acc[j] = sf__k_step(acc[j], a->d * dw, isum, a->d * dmin, imin);
+					acc[j][s & 7] =
+						sf__k_step(acc[j][s & 7], a->d * dw, isum, a->d * dmin, imin);
 				}
 			}
 			for (int j = 0; j < nt; j++)
-				Y[(size_t)(t0 + j) * ldy + (size_t)r] = acc[j];
+				Y[(size_t)(t0 + j) * ldy + (size_t)r] = sf__r8(acc[j]);
 		}
 	}
 }
@@ -141,7 +142,7 @@ static void mm_q6_k(int64_t k, const uint8_t *W, size_t w_stride, int64_t nr, co
 		const struct sf__q6_k *wr = (const struct sf__q6_k *)(W + (size_t)r * w_stride);
 		for (int64_t t0 = 0; t0 < nb; t0 += TILE) {
 			const int nt = nb - t0 < TILE ? (int)(nb - t0) : TILE;
-			float acc[TILE] = {0};
+			float acc[TILE][8] = {{0}};
 			for (int64_t s = 0; s < nsb; s++) {
 				uint8_t q[SF__QKK];
 				sf__q6k_quants(&wr[s], q);
@@ -156,11 +157,11 @@ static void mm_q6_k(int64_t k, const uint8_t *W, size_t w_stride, int64_t nr, co
 							p += (q[i] - 32) * a->qs[i];
 						isum += wr[s].scales[sb] * p;
 					}
-					acc[j] = fmaf(a->d * dw, (float)isum, acc[j]);
+					acc[j][s & 7] = fmaf(a->d * dw, (float)isum, acc[j][s & 7]);
 				}
 			}
 			for (int j = 0; j < nt; j++)
-				Y[(size_t)(t0 + j) * ldy + (size_t)r] = acc[j];
+				Y[(size_t)(t0 + j) * ldy + (size_t)r] = sf__r8(acc[j]);
 		}
 	}
 }

@@ -84,16 +84,22 @@ static inline void sf__q6k_quants(const struct sf__q6_k *b, uint8_t q[256])
 }
 
 /* The canonical reductions (kern_order.md): a fixed tree, never a loop a compiler could
- * reorder. R16: acc[i] + acc[i + 8], then + 4, + 2, + 1. */
-static inline float sf__r16(const float a[16])
+ * reorder. R8: acc[i] + acc[i + 4], then + 2, + 1. R16: acc[i] + acc[i + 8], then R8. */
+static inline float sf__r8(const float a[8])
 {
-	float t[8], u[4];
-	for (int i = 0; i < 8; i++)
-		t[i] = a[i] + a[i + 8];
+	float u[4];
 	for (int i = 0; i < 4; i++)
-		u[i] = t[i] + t[i + 4];
+		u[i] = a[i] + a[i + 4];
 	float v0 = u[0] + u[2], v1 = u[1] + u[3];
 	return v0 + v1;
+}
+
+static inline float sf__r16(const float a[16])
+{
+	float t[8];
+	for (int i = 0; i < 8; i++)
+		t[i] = a[i] + a[i + 8];
+	return sf__r8(t);
 }
 
 /* R32: acc[i] + acc[i + 16], then R16. */
@@ -105,8 +111,9 @@ static inline float sf__r32(const float a[32])
 	return sf__r16(t);
 }
 
-/* The K-quants' epilogue for one super-block: acc + dd * isum, then - dm * imin (dd and dm
- * the products of the activation's and the weight's scales, each rounded once). */
+/* The K-quants' epilogue for super-block s into its lane acc (lane s % 8): acc + dd * isum,
+ * then - dm * imin (dd and dm the products of the activation's and the weight's scales, each
+ * rounded once; Q6_K has no imin step). */
 static inline float sf__k_step(float acc, float dd, int32_t isum, float dm, int32_t imin)
 {
 	acc = __builtin_fmaf(dd, (float)isum, acc);
@@ -126,6 +133,26 @@ struct sf__kern_set {
 extern const struct sf__kern_set sf__kern_scalar;
 extern const struct sf__kern_set sf__kern_avx2;
 extern const struct sf__kern_set sf__kern_avx512;
+
+/* Each set's kernels (dot_*_avx2.c, dot_*_avx512.c). */
+#define SF__MM(name) sf__matmul_fn name
+SF__MM(sf__mm_f32_avx2);
+SF__MM(sf__mm_f16_avx2);
+SF__MM(sf__mm_bf16_avx2);
+SF__MM(sf__mm_q4_0_avx2);
+SF__MM(sf__mm_q5_0_avx2);
+SF__MM(sf__mm_q8_0_avx2);
+SF__MM(sf__mm_q4_k_avx2);
+SF__MM(sf__mm_q6_k_avx2);
+SF__MM(sf__mm_f32_avx512);
+SF__MM(sf__mm_f16_avx512);
+SF__MM(sf__mm_bf16_avx512);
+SF__MM(sf__mm_q4_0_avx512);
+SF__MM(sf__mm_q5_0_avx512);
+SF__MM(sf__mm_q8_0_avx512);
+SF__MM(sf__mm_q4_k_avx512);
+SF__MM(sf__mm_q6_k_avx512);
+#undef SF__MM
 
 /* Reference quantizers and dequantizers (quant_ref_*.c), for the traits table. */
 void sf__quantize_f32(const float *x, void *y, int64_t n);
