@@ -26,64 +26,85 @@ AI __m512 load16(uint32_t type, const uint8_t *p, int64_t i, __mmask16 m)
 	}
 }
 
-/* One weight row against nt (a constant) activation rows at xr. */
-AI void row_tile(uint32_t type, int64_t k, const uint8_t *wr, const uint8_t *xr, size_t x_stride,
-		 float *y, size_t ldy, const int nt)
+/* nw weight rows (w_stride apart) against nt activation rows (nw, nt constants, nw * nt at
+ * most 4): every dot its own two accumulators, so a small batch still has chains enough. */
+AI void tile(uint32_t type, int64_t k, const uint8_t *wr, size_t w_stride, const uint8_t *xr,
+	     size_t x_stride, float *y, size_t ldy, const int nw, const int nt)
 {
 	const int64_t kfull = k & ~(int64_t)31;
-	__m512 acc[TILE][2];
+	__m512 acc[4][4][2];
 #pragma GCC unroll 4
-	for (int j = 0; j < nt; j++)
-		acc[j][0] = acc[j][1] = _mm512_setzero_ps();
+	for (int v = 0; v < nw; v++)
+#pragma GCC unroll 4
+		for (int j = 0; j < nt; j++)
+			acc[v][j][0] = acc[v][j][1] = _mm512_setzero_ps();
 	for (int64_t i = 0; i < kfull; i += 32) {
-		const __m512 w0 = load16(type, wr, i, 0xFFFF);
-		const __m512 w1 = load16(type, wr, i + 16, 0xFFFF);
 #pragma GCC unroll 4
-		for (int j = 0; j < nt; j++) {
-			const uint8_t *x = xr + (size_t)j * x_stride;
-			acc[j][0] = _mm512_fmadd_ps(w0, load16(type, x, i, 0xFFFF), acc[j][0]);
-			acc[j][1] = _mm512_fmadd_ps(w1, load16(type, x, i + 16, 0xFFFF), acc[j][1]);
+		for (int v = 0; v < nw; v++) {
+			const uint8_t *w = wr + (size_t)v * w_stride;
+			const __m512 w0 = load16(type, w, i, 0xFFFF), w1 = load16(type, w, i + 16, 0xFFFF);
+#pragma GCC unroll 4
+			for (int j = 0; j < nt; j++) {
+				const uint8_t *x = xr + (size_t)j * x_stride;
+				acc[v][j][0] = _mm512_fmadd_ps(w0, load16(type, x, i, 0xFFFF), acc[v][j][0]);
+				acc[v][j][1] = _mm512_fmadd_ps(w1, load16(type, x, i + 16, 0xFFFF),
+							       acc[v][j][1]);
+			}
 		}
 	}
 	if (kfull < k) {
 		const int rem = (int)(k - kfull);
 		const __mmask16 m0 = rem >= 16 ? 0xFFFF : (__mmask16)((1u << rem) - 1);
 		const __mmask16 m1 = rem > 16 ? (__mmask16)((1u << (rem - 16)) - 1) : 0;
-		const __m512 w0 = load16(type, wr, kfull, m0);
-		const __m512 w1 = load16(type, wr, kfull + 16, m1);
 #pragma GCC unroll 4
-		for (int j = 0; j < nt; j++) {
-			const uint8_t *x = xr + (size_t)j * x_stride;
-			acc[j][0] = _mm512_mask3_fmadd_ps(w0, load16(type, x, kfull, m0), acc[j][0], m0);
-			acc[j][1] = _mm512_mask3_fmadd_ps(w1, load16(type, x, kfull + 16, m1), acc[j][1],
-							  m1);
+		for (int v = 0; v < nw; v++) {
+			const uint8_t *w = wr + (size_t)v * w_stride;
+			const __m512 w0 = load16(type, w, kfull, m0), w1 = load16(type, w, kfull + 16, m1);
+#pragma GCC unroll 4
+			for (int j = 0; j < nt; j++) {
+				const uint8_t *x = xr + (size_t)j * x_stride;
+				acc[v][j][0] = _mm512_mask3_fmadd_ps(w0, load16(type, x, kfull, m0),
+								     acc[v][j][0], m0);
+				acc[v][j][1] = _mm512_mask3_fmadd_ps(w1, load16(type, x, kfull + 16, m1),
+								     acc[v][j][1], m1);
+			}
 		}
 	}
 #pragma GCC unroll 4
-	for (int j = 0; j < nt; j++)
-		y[(size_t)j * ldy] = sf__r16_512(_mm512_add_ps(acc[j][0], acc[j][1]));
+	for (int v = 0; v < nw; v++)
+#pragma GCC unroll 4
+		for (int j = 0; j < nt; j++)
+			y[(size_t)j * ldy + (size_t)v] =
+				sf__r16_512(_mm512_add_ps(acc[v][j][0], acc[v][j][1]));
 }
 
 AI void mm_float(uint32_t type, int64_t k, const uint8_t *W, size_t w_stride, int64_t nr,
 		 const uint8_t *X, size_t x_stride, int64_t nb, float *Y, size_t ldy)
 {
-	for (int64_t r = 0; r < nr; r++) {
+	int64_t r = 0;
+	if (nb == 1) /* four weight rows at a time */
+		for (; r + 4 <= nr; r += 4)
+			tile(type, k, W + (size_t)r * w_stride, w_stride, X, x_stride, Y + r, ldy, 4, 1);
+	if (nb == 2)
+		for (; r + 2 <= nr; r += 2)
+			tile(type, k, W + (size_t)r * w_stride, w_stride, X, x_stride, Y + r, ldy, 2, 2);
+	for (; r < nr; r++) {
 		const uint8_t *wr = W + (size_t)r * w_stride;
 		for (int64_t t0 = 0; t0 < nb; t0 += TILE) {
 			const uint8_t *xr = X + (size_t)t0 * x_stride;
 			float *y = Y + (size_t)t0 * ldy + (size_t)r;
 			switch (nb - t0 < TILE ? nb - t0 : TILE) {
 			case 1:
-				row_tile(type, k, wr, xr, x_stride, y, ldy, 1);
+				tile(type, k, wr, w_stride, xr, x_stride, y, ldy, 1, 1);
 				break;
 			case 2:
-				row_tile(type, k, wr, xr, x_stride, y, ldy, 2);
+				tile(type, k, wr, w_stride, xr, x_stride, y, ldy, 1, 2);
 				break;
 			case 3:
-				row_tile(type, k, wr, xr, x_stride, y, ldy, 3);
+				tile(type, k, wr, w_stride, xr, x_stride, y, ldy, 1, 3);
 				break;
 			default:
-				row_tile(type, k, wr, xr, x_stride, y, ldy, 4);
+				tile(type, k, wr, w_stride, xr, x_stride, y, ldy, 1, 4);
 				break;
 			}
 		}
