@@ -290,6 +290,44 @@ static void nonfinite_scales_agree(void **state)
 	sf_kern_force_isa(saved);
 }
 
+/* Products that underflow to -0 leave -0 lanes; the lanes past a tail must keep them (an
+ * fma(0, 0, -0) there would make the sum +0). */
+static void negative_zero_lanes(void **state)
+{
+	(void)state;
+	enum sf_kisa saved = sf_kern_isa();
+	const uint32_t types[] = {SF_GGUF_T_F32, SF_GGUF_T_BF16};
+	const int64_t ks[] = {33, 47, 63, 100};
+	for (size_t t = 0; t < 2; t++) {
+		const struct sf_kt *kt = sf_kt(types[t]);
+		for (size_t ki = 0; ki < 4; ki++) {
+			const int64_t k = ks[ki];
+			float w[100], x[100];
+			uint8_t wq[400], xq[400];
+			for (int64_t i = 0; i < k; i++) {
+				w[i] = -1e-30f;
+				x[i] = 1e-30f;
+			}
+			kt->quantize(w, wq, k);
+			sf_kern_quantize_act(kt->act_type, x, xq, k);
+			assert_int_equal(sf_kern_force_isa(SF_KISA_SCALAR), 0);
+			const float ref = sf_kern_dot(kt->type, k, wq, xq);
+			assert_true(ref == 0.0f && signbit(ref));
+			for (int isa = SF_KISA_AVX2; isa <= SF_KISA_AVX512; isa++) {
+				if (sf_kern_force_isa((enum sf_kisa)isa))
+					continue;
+				float y[4];
+				sf_kern_matmul(kt->type, k, wq, 0, 0, 4, xq, 0, 1, y, 4); /* 4 rows: tiles too */
+				for (int r = 0; r < 4; r++)
+					if (!same_bits(y[r], ref))
+						fail_msg("%s %s k=%lld: %a, scalar %a", sf_kern_isa_name((enum sf_kisa)isa),
+							 kt->name, (long long)k, y[r], ref);
+			}
+		}
+	}
+	sf_kern_force_isa(saved);
+}
+
 /* The reference is right: within a few float roundings of the double-precision sum of the
  * dequantized weights times the dequantized activations. */
 static void reference_is_accurate(void **state)
@@ -334,6 +372,7 @@ int main(void)
 		cmocka_unit_test(avx2_matches_scalar),
 		cmocka_unit_test(avx512_matches_scalar),
 		cmocka_unit_test(nonfinite_scales_agree),
+		cmocka_unit_test(negative_zero_lanes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
