@@ -204,7 +204,8 @@ AI void group_k6(const struct sf__q6_k *b, const uint8_t *a, size_t x_stride, __
 			is[j][i] = _mm256_sub_epi32(s, _mm256_slli_epi32(corr, 5));
 		}
 	}
-	const __m256 dw = halves_to_f32(gather_words(&b->d, sizeof(*b), n), 0);
+	/* d is the block's last two bytes: the word ending there, its high half */
+	const __m256 dw = halves_to_f32(gather_words(b->scales + 14, sizeof(*b), n), 1);
 #pragma GCC unroll 4
 	for (int j = 0; j < nt; j++) {
 		const __m256 da = act_scales(a + (size_t)j * x_stride, n);

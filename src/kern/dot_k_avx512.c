@@ -200,9 +200,10 @@ AI void group_k6(const struct sf__q6_k *b, const uint8_t *a, size_t x_stride, __
 			is[j][i] = _mm256_sub_epi32(fold(s), _mm256_slli_epi32(corr, 5));
 		}
 	}
+	/* d is the block's last two bytes: the word ending there, its high half */
 	const __m256i d16 = _mm256_mmask_i32gather_epi32(_mm256_setzero_si256(), lanes_of(n),
-							 idx_of(sizeof(*b)), (const int *)&b->d, 1);
-	const __m256 dw = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(d16));
+							 idx_of(sizeof(*b)), b->scales + 14, 1);
+	const __m256 dw = _mm256_cvtph_ps(_mm256_cvtepi32_epi16(_mm256_srli_epi32(d16, 16)));
 #pragma GCC unroll 4
 	for (int j = 0; j < nt; j++) {
 		const __m256 da = act_scales((const struct sf__q8_k *)(a + (size_t)j * x_stride), n);

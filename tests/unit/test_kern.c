@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -328,6 +330,56 @@ static void negative_zero_lanes(void **state)
 	sf_kern_force_isa(saved);
 }
 
+/* bytes copied to the very start (front) or end of a mapping fenced by inaccessible pages,
+ * so that any read outside them faults (gathers and masked loads included, which ASan does
+ * not see). */
+static uint8_t *fenced(const uint8_t *bytes, size_t n, bool front, void **map, size_t *maplen)
+{
+	const size_t pg = (size_t)sysconf(_SC_PAGESIZE), body = (n + pg - 1) / pg * pg;
+	*maplen = body + 2 * pg;
+	uint8_t *m = mmap(NULL, *maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(m != MAP_FAILED);
+	assert_int_equal(mprotect(m, pg, PROT_NONE), 0);
+	assert_int_equal(mprotect(m + pg + body, pg, PROT_NONE), 0);
+	*map = m;
+	uint8_t *p = front ? m + pg : m + pg + body - n;
+	memcpy(p, bytes, n);
+	return p;
+}
+
+/* No kernel reads a byte before or after the rows it was given. */
+static void reads_stay_in_rows(void **state)
+{
+	(void)state;
+	enum sf_kisa saved = sf_kern_isa();
+	for (size_t t = 0; t < NTYPES; t++) {
+		int64_t ks[16];
+		int nk = ks_of(wtypes[t], ks);
+		for (int ki = 0; ki < nk; ki++) {
+			struct prob p;
+			prob_make(&p, wtypes[t], ks[ki], 1, 1, ki, false);
+			const size_t wb = sf_kt_row_bytes(p.type, p.k), xb = sf_kern_act_row_bytes(p.type, p.k);
+			for (int front = 0; front < 2; front++) {
+				void *mw, *mx;
+				size_t lw, lx;
+				const uint8_t *w = fenced(p.W, wb, front, &mw, &lw);
+				const uint8_t *x = fenced(p.X, xb, !front, &mx, &lx);
+				for (int isa = SF_KISA_SCALAR; isa <= SF_KISA_AVX512; isa++) {
+					if (sf_kern_force_isa((enum sf_kisa)isa))
+						continue;
+					float y = sf_kern_dot(p.type, p.k, w, x), z;
+					sf_kern_matmul(p.type, p.k, w, wb, 0, 1, x, xb, 1, &z, 1);
+					assert_true(same_bits(y, z));
+				}
+				munmap(mw, lw);
+				munmap(mx, lx);
+			}
+			prob_free(&p);
+		}
+	}
+	sf_kern_force_isa(saved);
+}
+
 /* The reference is right: within a few float roundings of the double-precision sum of the
  * dequantized weights times the dequantized activations. */
 static void reference_is_accurate(void **state)
@@ -373,6 +425,7 @@ int main(void)
 		cmocka_unit_test(avx512_matches_scalar),
 		cmocka_unit_test(nonfinite_scales_agree),
 		cmocka_unit_test(negative_zero_lanes),
+		cmocka_unit_test(reads_stay_in_rows),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
