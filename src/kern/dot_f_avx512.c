@@ -39,18 +39,24 @@ AI void tile(uint32_t type, int64_t k, const uint8_t *wr, size_t w_stride, const
 		for (int j = 0; j < nt; j++)
 			acc[v][j][0] = acc[v][j][1] = _mm512_setzero_ps();
 	for (int64_t i = 0; i < kfull; i += 32) {
+		__m512 w[4][2], x[4][2];
 #pragma GCC unroll 4
 		for (int v = 0; v < nw; v++) {
-			const uint8_t *w = wr + (size_t)v * w_stride;
-			const __m512 w0 = load16(type, w, i, 0xFFFF), w1 = load16(type, w, i + 16, 0xFFFF);
+			w[v][0] = load16(type, wr + (size_t)v * w_stride, i, 0xFFFF);
+			w[v][1] = load16(type, wr + (size_t)v * w_stride, i + 16, 0xFFFF);
+		}
+#pragma GCC unroll 4
+		for (int j = 0; j < nt; j++) {
+			x[j][0] = load16(type, xr + (size_t)j * x_stride, i, 0xFFFF);
+			x[j][1] = load16(type, xr + (size_t)j * x_stride, i + 16, 0xFFFF);
+		}
+#pragma GCC unroll 4
+		for (int v = 0; v < nw; v++)
 #pragma GCC unroll 4
 			for (int j = 0; j < nt; j++) {
-				const uint8_t *x = xr + (size_t)j * x_stride;
-				acc[v][j][0] = _mm512_fmadd_ps(w0, load16(type, x, i, 0xFFFF), acc[v][j][0]);
-				acc[v][j][1] = _mm512_fmadd_ps(w1, load16(type, x, i + 16, 0xFFFF),
-							       acc[v][j][1]);
+				acc[v][j][0] = _mm512_fmadd_ps(w[v][0], x[j][0], acc[v][j][0]);
+				acc[v][j][1] = _mm512_fmadd_ps(w[v][1], x[j][1], acc[v][j][1]);
 			}
-		}
 	}
 	if (kfull < k) {
 		const int rem = (int)(k - kfull);
