@@ -67,6 +67,8 @@ struct sf_engine_step {
 	uint32_t top_logprobs;      /* in: alternatives wanted in lp.top, 0..SF_MAX_TOP_LOGPROBS */
 	int rc;                     /* out: 0, or why this context got no token (SF_E_LIMIT: full) */
 	uint32_t token;             /* out: the next token, already appended to ctx */
+	bool eog;                   /* out: the token ends a generation (an end-of-turn token
+				     * other than info.eos, such as <|im_end|> or <|eot_id|>) */
 	struct sf_engine_logprob lp; /* out when logprobs or top_logprobs */
 };
 

@@ -77,7 +77,10 @@ enum sf_gguf_ttype {
 	SF_GGUF_T_TQ1_0 = 34,
 	SF_GGUF_T_TQ2_0 = 35,
 	SF_GGUF_T_MXFP4 = 39,
-	SF_GGUF_T_COUNT = 40, /* one past the highest number the reader knows */
+	SF_GGUF_T_NVFP4 = 40,
+	SF_GGUF_T_Q1_0 = 41,
+	SF_GGUF_T_Q2_0 = 42,
+	SF_GGUF_T_COUNT = 43, /* one past the highest number the reader knows */
 };
 
 /* A string in the file: len bytes at ptr, not NUL-terminated (may hold NULs). */

@@ -322,6 +322,7 @@ int sf_engine_decode(struct sf_engine *e, struct sf_engine_step *steps, size_t n
 	for (size_t i = 0; i < n; i++) {
 		steps[i].rc = 0;
 		steps[i].token = 0;
+		steps[i].eog = false;
 		steps[i].lp.n_top = 0;
 	}
 	return n ? e->ops->decode(e->impl, steps, n, err) : 0;

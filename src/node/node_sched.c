@@ -89,7 +89,7 @@ static void after_step(struct sf_node *n, struct pick *p, struct sf_engine_step 
 		return;
 	}
 	remember(s, st->token);
-	if (st->token == n->info->eos) {
+	if (st->token == n->info->eos || st->eog) {
 		sf__node_finish(n, s, g, SF_FINISH_STOP);
 		return;
 	}

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <superfluid/gguf.h>
 #include <superfluid/link.h>
 #include <superfluid/noise.h>
 
@@ -554,6 +555,51 @@ static void make_wal(void)
 	sf_buf_free(&b);
 }
 
+/* GGUF files written by the project's writer: metadata of every type, tensors of a few
+ * types, a second alignment. */
+static void gguf_seed(const char *name, uint32_t alignment, int n_tensors)
+{
+	static uint8_t data[4 * 34 * 2];
+	struct sf_gguf_writer *w = sf_gguf_writer_new();
+	if (!w)
+		fuzz_fail("no memory");
+	sf_gguf_set_str(w, "general.architecture", "llama", 5);
+	if (alignment != SF_GGUF_DEFAULT_ALIGNMENT)
+		sf_gguf_set_u32(w, "general.alignment", alignment);
+	sf_gguf_set_u32(w, "llama.block_count", 2);
+	sf_gguf_set_u64(w, "u64", 1ull << 33);
+	sf_gguf_set_i32(w, "i32", -7);
+	sf_gguf_set_f32(w, "f32", 0.5f);
+	sf_gguf_set_bool(w, "bool", true);
+	float f[4] = { 1, -2, 3.5f, 0 };
+	sf_gguf_set_arr(w, "scores", SF_GGUF_F32, f, 4);
+	int32_t t[4] = { 1, 2, 3, 6 };
+	sf_gguf_set_arr(w, "types", SF_GGUF_I32, t, 4);
+	struct sf_gguf_str s[3] = { { "<s>", 3 }, { "\xe2\x96\x81the", 6 }, { "", 0 } };
+	sf_gguf_set_arr_str(w, "tokens", s, 3);
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 13);
+	uint64_t ne_q[2] = { 64, 4 }, ne_f[1] = { 32 };
+	if (n_tensors > 0)
+		sf_gguf_add_tensor(w, "blk.0.attn_q.weight", SF_GGUF_T_Q8_0, 2, ne_q, data, 4 * 68);
+	if (n_tensors > 1)
+		sf_gguf_add_tensor(w, "output_norm.weight", SF_GGUF_T_F32, 1, ne_f, data, 128);
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/%s", out_dir, name);
+	struct sf_err err;
+	if (sf_gguf_writer_save(w, path, &err))
+		fuzz_fail("%s", err.msg);
+	sf_gguf_writer_free(w);
+	n_written++;
+}
+
+static void make_gguf(void)
+{
+	gguf_seed("meta-only", SF_GGUF_DEFAULT_ALIGNMENT, 0);
+	gguf_seed("two-tensors", SF_GGUF_DEFAULT_ALIGNMENT, 2);
+	gguf_seed("align-64", 64, 2);
+}
+
 static const struct {
 	const char *name;
 	void (*make)(void);
@@ -566,6 +612,7 @@ static const struct {
 	{ "fuzz_api", make_api },
 	{ "fuzz_wal", make_wal },
 	{ "fuzz_multipart", make_multipart },
+	{ "fuzz_gguf", make_gguf },
 };
 
 int main(int argc, char **argv)

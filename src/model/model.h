@@ -1,0 +1,140 @@
+/* The transformer models of GGUF files: their configuration (read from the file's metadata),
+ * their weights (tensors of the mapped file, checked for shape and type), each session's
+ * key/value cache, and the forward pass over a batch of tokens from any number of sessions.
+ *
+ * Three separate things (llama2.c's Config / TransformerWeights / RunState): sf_model_config,
+ * struct sf_model (config + weights, read-only once loaded, shared by every thread), and the
+ * per-run state: an sf_kv per session and an sf_fwd scratch per computing thread.
+ *
+ * Batch invariance: a token's outputs (its logits, its keys and values) depend only on its
+ * session's earlier tokens, never on which other tokens share the forward call or on how many
+ * threads run it (the kernels never split a reduction; see src/kern/kern.h). Prefilling a
+ * prompt in chunks of any size gives exactly what decoding it token by token gives. */
+#ifndef SF_MODEL_MODEL_H
+#define SF_MODEL_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <superfluid/err.h>
+#include <superfluid/gguf.h>
+
+#include "model/pool.h"
+
+#define SF_MODEL_MAX_LAYERS 512
+#define SF_MODEL_MAX_EMBD 65536
+#define SF_MODEL_MAX_HEADS 1024
+#define SF_MODEL_MAX_HEAD_DIM 1024
+#define SF_MODEL_MAX_FF (1u << 20)
+
+enum sf_arch {
+	SF_ARCH_LLAMA = 0, /* Llama 2 / 3.x, TinyLlama, SmolLM, Mistral 7B */
+	SF_ARCH_QWEN2 = 1, /* QKV bias, NEOX rope */
+	SF_ARCH_QWEN3 = 2, /* q/k RMSNorm, key_length apart from the embedding width */
+};
+
+struct sf_model_config {
+	enum sf_arch arch;
+	char arch_name[16];
+	uint32_t n_vocab;
+	uint32_t n_embd;
+	uint32_t n_layer;
+	uint32_t n_head, n_head_kv;
+	uint32_t head_dim;     /* of keys and values (the same for these architectures) */
+	uint32_t n_rot;        /* rotary dimensions of a head (<= head_dim) */
+	uint32_t n_ff;
+	uint32_t n_ctx_train;
+	float rms_eps;
+	float rope_base;
+	float rope_freq_scale; /* 1 / the linear scaling factor */
+	bool rope_neox;        /* rotate (i, i + n_rot/2) instead of (2i, 2i + 1) */
+	float attn_scale;      /* 1 / sqrt(head_dim) unless the file says */
+};
+
+/* One layer's tensors (NULL: absent and optional). */
+struct sf_layer_w {
+	const struct sf_gguf_tensor *attn_norm, *wq, *wk, *wv, *wo;
+	const struct sf_gguf_tensor *bq, *bk, *bv, *bo;  /* qwen2's biases; llama's optional bo */
+	const struct sf_gguf_tensor *q_norm, *k_norm;    /* qwen3 */
+	const struct sf_gguf_tensor *ffn_norm, *ffn_gate, *ffn_up, *ffn_down;
+};
+
+struct sf_model {
+	struct sf_model_config cfg;
+	const struct sf_gguf *file; /* not owned */
+	const struct sf_gguf_tensor *tok_embd, *output_norm, *output; /* output may be tok_embd */
+	const float *rope_freqs;    /* n_rot / 2 frequency divisors (Llama 3.x), or NULL */
+	struct sf_layer_w *layers;
+	float rope_theta_scale;     /* base^(-2 / n_rot): each pair's angle over the previous's */
+	uint64_t weight_bytes;      /* bytes of every weight read for one token (the decode limit) */
+};
+
+/* Reads the configuration and binds the weights of a GGUF file: SF_E_MODEL naming the
+ * architecture, a missing tensor, a shape or an unsupported tensor type; SF_E_FORMAT for
+ * metadata that contradicts itself. The file must outlive the model. */
+int sf_model_load(const struct sf_gguf *file, struct sf_model **out, struct sf_err *err);
+void sf_model_free(struct sf_model *m);
+
+/* Bytes of keys and values one token takes in a session's cache (F16 keys and values). */
+uint64_t sf_model_kv_bytes_per_token(const struct sf_model *m);
+
+/* ---- key/value caches ---- */
+
+#define SF_KV_PAGE 64 /* tokens per page */
+
+/* The memory every cache of a model draws from: bounded, counted. Thread-safe. */
+struct sf_kv_arena;
+int sf_kv_arena_new(const struct sf_model *m, uint64_t limit_bytes, struct sf_kv_arena **out);
+void sf_kv_arena_free(struct sf_kv_arena *a);
+uint64_t sf_kv_arena_used(const struct sf_kv_arena *a);
+uint64_t sf_kv_arena_limit(const struct sf_kv_arena *a);
+uint64_t sf_kv_arena_page_bytes(const struct sf_kv_arena *a);
+
+/* One session's cache: keys and values of positions [0, n), in pages of SF_KV_PAGE tokens. */
+struct sf_kv {
+	struct sf_kv_arena *arena;
+	uint16_t **pages; /* each [layer][k, v][SF_KV_PAGE][n_head_kv * head_dim] half floats */
+	uint32_t n_pages, cap_pages;
+	uint32_t n;       /* positions whose keys and values are computed */
+};
+
+void sf_kv_init(struct sf_kv *kv, struct sf_kv_arena *a);
+/* Makes room for positions [0, n): SF_E_NOMEM when the arena's limit is reached. */
+int sf_kv_reserve(struct sf_kv *kv, uint32_t n, struct sf_err *err);
+/* Forgets positions from n on, returning whole pages past them to the arena. */
+void sf_kv_truncate(struct sf_kv *kv, uint32_t n);
+void sf_kv_fini(struct sf_kv *kv);
+/* The keys (which = 0) or values (1) of layer at pos (reserved). */
+uint16_t *sf_kv_at(const struct sf_kv *kv, uint32_t layer, int which, uint32_t pos);
+
+/* ---- the forward pass ---- */
+
+/* One token of a forward call: its session's cache, its position there (every earlier
+ * position of that cache is computed, or comes earlier in the same call), its id, and
+ * whether its logits are wanted. */
+struct sf_fwd_tok {
+	struct sf_kv *kv;
+	uint32_t pos;
+	uint32_t token;
+	bool logits;
+};
+
+/* Scratch buffers for forward calls of up to max_tokens tokens at positions below max_ctx,
+ * run by pools of up to max_threads threads. One call at a time. */
+struct sf_fwd;
+int sf_fwd_new(const struct sf_model *m, uint32_t max_tokens, uint32_t max_ctx,
+	       unsigned max_threads, struct sf_fwd **out, struct sf_err *err);
+void sf_fwd_free(struct sf_fwd *f);
+uint32_t sf_fwd_max_tokens(const struct sf_fwd *f);
+
+/* Layers [l0, l1) over n tokens (n <= max_tokens): with l0 == 0 the tokens' embeddings go in,
+ * otherwise hidden (n x n_embd floats) does; with l1 == n_layer the logits of the tokens that
+ * want them go to logits (one row of n_vocab per such token, in order), otherwise the hidden
+ * state goes out to hidden. Writes each token's keys and values into its cache (which must be
+ * reserved past pos) and sets kv->n past the highest position computed. */
+int sf_model_forward(const struct sf_model *m, struct sf_pool *pool, struct sf_fwd *f,
+		     const struct sf_fwd_tok *toks, uint32_t n, uint32_t l0, uint32_t l1,
+		     float *hidden, float *logits, struct sf_err *err);
+
+#endif

@@ -1,0 +1,129 @@
+/* The forward pass's element-wise and per-row operations (ops.h). Compiled for the x86-64
+ * baseline with no fused multiply-add, so the bits are the same wherever it runs; the dot
+ * products over the cache go through the kernels (src/kern), which keep that promise too. */
+#include "model/ops.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "kern/kern.h"
+
+float sf_op_expf(float x)
+{
+	/* e^x = 2^k * e^r, k = round(x / ln 2), |r| <= ln 2 / 2; e^r by its Taylor series to r^7. */
+	if (x > 88.72f)
+		return INFINITY;
+	if (x < -103.97f)
+		return 0.0f;
+	if (x != x)
+		return x;
+	/* Rounds to the nearest integer, ties to even (|x / ln 2| < 2^22 here). */
+	const float shift = 12582912.0f; /* 1.5 * 2^23: (v + shift) - shift rounds v */
+	float kf = (x * 1.44269504088896341f + shift) - shift;
+	float r = x - kf * 0.693145751953125f;     /* ln 2, high bits (exact product) */
+	r = r - kf * 1.428606765330187045e-06f;    /* ln 2, low bits */
+	float p = 1.0f / 5040.0f;
+	p = p * r + 1.0f / 720.0f;
+	p = p * r + 1.0f / 120.0f;
+	p = p * r + 1.0f / 24.0f;
+	p = p * r + 1.0f / 6.0f;
+	p = p * r + 0.5f;
+	p = p * r + 1.0f;
+	p = p * r + 1.0f;
+	int k = (int)kf;
+	/* 2^k in two steps so that subnormal results stay right. */
+	int k1 = k / 2, k2 = k - k1;
+	uint32_t b1 = (uint32_t)(k1 + 127) << 23, b2 = (uint32_t)(k2 + 127) << 23;
+	float s1, s2;
+	memcpy(&s1, &b1, 4);
+	memcpy(&s2, &b2, 4);
+	return p * s1 * s2;
+}
+
+void sf_op_rmsnorm(float *y, const float *x, const float *w, uint32_t n, float eps)
+{
+	double sum = 0;
+	for (uint32_t i = 0; i < n; i++)
+		sum += (double)(x[i] * x[i]);
+	float mean = (float)(sum / n);
+	float scale = 1.0f / sqrtf(mean + eps);
+	if (w)
+		for (uint32_t i = 0; i < n; i++)
+			y[i] = (x[i] * scale) * w[i];
+	else
+		for (uint32_t i = 0; i < n; i++)
+			y[i] = x[i] * scale;
+}
+
+void sf_op_rope_table(const struct sf_model *m, uint32_t pos, float *cs)
+{
+	/* Pair i turns by pos * base^(-2i/n_rot), grown as a running product the way ggml's rope
+	 * cache grows it, over the pair's frequency factor, times the linear scale; cos and sin in
+	 * double precision, then rounded. */
+	uint32_t half = m->cfg.n_rot / 2;
+	float theta = (float)pos;
+	for (uint32_t i = 0; i < half; i++) {
+		float t = m->rope_freqs ? theta / m->rope_freqs[i] : theta;
+		t = m->cfg.rope_freq_scale * t;
+		cs[2 * i] = (float)cos((double)t);
+		cs[2 * i + 1] = (float)sin((double)t);
+		theta *= m->rope_theta_scale;
+	}
+}
+
+void sf_op_rope(const struct sf_model *m, float *x, uint32_t n_heads, const float *cs)
+{
+	uint32_t hd = m->cfg.head_dim, half = m->cfg.n_rot / 2;
+	for (uint32_t h = 0; h < n_heads; h++) {
+		float *v = x + (size_t)h * hd;
+		for (uint32_t i = 0; i < half; i++) {
+			uint32_t a = m->cfg.rope_neox ? i : 2 * i;
+			uint32_t b = m->cfg.rope_neox ? i + half : 2 * i + 1;
+			float c = cs[2 * i], s = cs[2 * i + 1];
+			float x0 = v[a], x1 = v[b];
+			v[a] = x0 * c - x1 * s;
+			v[b] = x0 * s + x1 * c;
+		}
+	}
+}
+
+void sf_op_swiglu(float *gate, const float *up, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		float g = gate[i];
+		gate[i] = g / (1.0f + sf_op_expf(-g)) * up[i];
+	}
+}
+
+/* y += a * v (half floats), multiply then add: no fusing, the same bits everywhere. */
+static void axpy_f16(float *y, float a, const uint16_t *v, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		y[i] = y[i] + a * sf_f16_to_f32(v[i]);
+}
+
+void sf_op_attend(const struct sf_model *m, const struct sf_kv *kv, uint32_t layer, uint32_t h,
+		  const uint16_t *qh, uint32_t n_pos, float *scores, float *out)
+{
+	uint32_t hd = m->cfg.head_dim;
+	uint32_t kvh = h / (m->cfg.n_head / m->cfg.n_head_kv);
+	float mx = -INFINITY;
+	for (uint32_t j = 0; j < n_pos; j++) {
+		const uint16_t *k = sf_kv_at(kv, layer, 0, j) + (size_t)kvh * hd;
+		float s = sf_kern_dot(SF_GGUF_T_F16, hd, k, qh) * m->cfg.attn_scale;
+		scores[j] = s;
+		if (s > mx)
+			mx = s;
+	}
+	double sum = 0;
+	for (uint32_t j = 0; j < n_pos; j++) {
+		scores[j] = sf_op_expf(scores[j] - mx);
+		sum += scores[j];
+	}
+	memset(out, 0, hd * sizeof(float));
+	for (uint32_t j = 0; j < n_pos; j++)
+		axpy_f16(out, scores[j], sf_kv_at(kv, layer, 1, j) + (size_t)kvh * hd, hd);
+	float inv = (float)(1.0 / sum);
+	for (uint32_t d = 0; d < hd; d++)
+		out[d] *= inv;
+}

@@ -1,0 +1,33 @@
+/* The forward pass's element-wise and per-row operations: RMS norm, rotary embeddings, SwiGLU,
+ * softmax attention over a session's cache. Each is a pure function of its inputs and runs in
+ * a fixed order, so its result is the same on every CPU and at every batch composition. */
+#ifndef SF_MODEL_OPS_H
+#define SF_MODEL_OPS_H
+
+#include <stdint.h>
+
+#include "model/model.h"
+
+/* e^x in single precision (relative error under 2e-7), the same bits on every CPU. */
+float sf_op_expf(float x);
+
+/* y = x / sqrt(mean(x^2) + eps) * w (w may be NULL: no scale), n elements. */
+void sf_op_rmsnorm(float *y, const float *x, const float *w, uint32_t n, float eps);
+
+/* The angles' cosines and sines of position pos: cs[2i] = cos, cs[2i+1] = sin for the
+ * n_rot / 2 pairs of a head. */
+void sf_op_rope_table(const struct sf_model *m, uint32_t pos, float *cs);
+
+/* Rotates the first n_rot dimensions of each of n_heads heads of x (head_dim apart). */
+void sf_op_rope(const struct sf_model *m, float *x, uint32_t n_heads, const float *cs);
+
+/* gate[i] = silu(gate[i]) * up[i]. */
+void sf_op_swiglu(float *gate, const float *up, uint32_t n);
+
+/* out (head_dim floats) = softmax(scale * q . k_j) . v_j over positions j in [0, n_pos) of
+ * layer's cache, for query head h; qh is q already rounded to half floats; scores holds
+ * n_pos floats of scratch. */
+void sf_op_attend(const struct sf_model *m, const struct sf_kv *kv, uint32_t layer, uint32_t h,
+		  const uint16_t *qh, uint32_t n_pos, float *scores, float *out);
+
+#endif
