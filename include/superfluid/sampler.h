@@ -60,11 +60,8 @@
 #define SF_SAMPLER_MAX_REPETITION 100.0f
 #define SF_SAMPLER_BAN (-100.0f)       /* the logit_bias that bans a token */
 
-/* One logit_bias pair: bias in [-100, 100] added to token's logit; -100 bans it. */
-struct sf_logit_bias {
-	uint32_t token;
-	float bias;
-};
+/* One logit_bias pair (struct sf_logit_bias, the wire's part: superfluid/wire_msgs.h): bias in
+ * [-100, 100] added to token's logit; -100 bans it. */
 
 /* How to sample. sf_sampler_params_default gives the neutral values (1 = off for top_p and
  * repetition_penalty, 0 = off for the rest). */
@@ -105,8 +102,9 @@ struct sf_sampler; /* scratch for vocabularies up to a capacity; holds no state 
 /* Sets p to the neutral parameters: temperature 1, nothing cut, no penalty, no bias, seed 0. */
 void sf_sampler_params_default(struct sf_sampler_params *p);
 
-/* Sets p from a wire sf_sampling (temperature, top_p, top_k, seed), the rest neutral. The wire
- * reads top_p 0 as "no cut", so it becomes 1 here (the head sends 1e-9 for OpenAI's 0). */
+/* Sets p from a wire sf_sampling, every field; p->logit_bias points into s. The wire reads 0 as
+ * "off": top_p 0 becomes 1 here (the head sends 1e-9 for OpenAI's 0), and so does
+ * repetition_penalty 0. */
 void sf_sampler_params_from_wire(struct sf_sampler_params *p, const struct sf_sampling *s);
 
 /* Checks p for a vocabulary of n_vocab tokens: SF_E_RANGE naming the first bad field. */

@@ -20,12 +20,12 @@
 #define SF_FRAME_PAYLOAD_MAX (16u << 20)
 /* Protocol versions this build speaks. */
 #define SF_VERSION_MIN 2
-#define SF_VERSION_MAX 3
+#define SF_VERSION_MAX 4
 
 struct sf_frame_hdr {
 	uint32_t len;  /* payload bytes after the header */
 	uint16_t type; /* enum sf_msg_type */
-	uint8_t flags; /* 0 in versions 2 and 3 */
+	uint8_t flags; /* 0 in versions 2 to 4 */
 	uint8_t reserved;
 };
 
@@ -88,8 +88,18 @@ uint32_t sf_msg_min_version(uint16_t type);
 /* Who may send the type: SF_DIR_H2N, SF_DIR_N2H or SF_DIR_BOTH; 0 when it is not one. */
 unsigned sf_msg_direction(uint16_t type);
 
+/* The latest protocol version that added fields to the type (W(T, since, N, ...), also in its
+ * parts): its encoding differs between versions below and from there. The type's first
+ * version when none was added; 0 when it is not one. */
+uint32_t sf_msg_fields_version(uint16_t type);
+
+/* The lowest protocol version whose encoding of type carries all of msg: the type's first
+ * version, or later when a field added since then is not zero. 0 when it is not a type. */
+uint32_t sf_msg_version_needed(uint16_t type, const void *msg);
+
 /* Appends one frame (header and payload) carrying msg, which points to the struct for type.
- * Refuses (SF_E_VERSION) a type the negotiated version lacks, and any field over its limit or
+ * Refuses (SF_E_VERSION) a type the negotiated version lacks, or a field it lacks holding a
+ * value other than zero (sf_msg_version_needed), and any field over its limit or
  * a payload over max_payload, so a peer never gets a frame it must reject. On error out is as
  * it was. Returns 0 or a negative sf_code. */
 int sf_msg_encode(struct sf_buf *out, uint16_t type, const void *msg, uint32_t version,
@@ -97,12 +107,14 @@ int sf_msg_encode(struct sf_buf *out, uint16_t type, const void *msg, uint32_t v
 
 /* Decodes a payload of the given type into out; variable-size parts go into arena. Checks the
  * type is known and in the version, every field's limit and range, that no bytes trail.
+ * Fields the version lacks are zero.
  * Returns 0 or a negative sf_code with err naming the message and field. */
 int sf_msg_decode(uint16_t type, const uint8_t *payload, size_t len, uint32_t version,
 		  struct sf_arena *arena, struct sf_msg *out, struct sf_err *err)
 	__attribute__((warn_unused_result));
 
-/* Compares two decoded or to-be-encoded messages of one type field by field (tests, fuzzing). */
+/* Compares two decoded or to-be-encoded messages of one type field by field, every field of
+ * the latest version (tests, fuzzing). */
 bool sf_msg_equal(uint16_t type, const void *a, const void *b);
 
 /* Typed wrappers: sf_encode_<name>(out, &msg, version, max_payload, err). */
@@ -121,6 +133,10 @@ SF_MESSAGES(SF__ENC)
  * same message. For tests, fuzz corpora and benchmarks. Returns 0 or a negative sf_code. */
 int sf_msg_sample(uint16_t type, uint64_t seed, uint32_t max_items, struct sf_arena *arena,
 		  struct sf_msg *out);
+/* As sf_msg_sample, at protocol version: fields the version lacks stay zero, so the message
+ * encodes at it (the type itself must be in it). */
+int sf_msg_sample_at(uint16_t type, uint64_t seed, uint32_t max_items, uint32_t version,
+		     struct sf_arena *arena, struct sf_msg *out);
 
 /* Every message type, in order (for tests and tools). */
 extern const uint16_t sf_msg_types[];

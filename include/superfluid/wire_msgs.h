@@ -3,7 +3,11 @@
  * cannot drift apart. docs/PROTOCOL.md describes the bytes.
  *
  * A list takes F(T, KIND, name, a, b) for a field and W(T, on, val, KIND, name, a, b) for a
- * field present only when the earlier u8/enum field `on` equals val. KINDs:
+ * field present only when the earlier u8/enum field `on` equals val. W(T, since, N, KIND, name,
+ * a, b) is a field added in protocol version N: on the wire only on links of version N or
+ * later, so the bytes of earlier versions stay what they were; below N the decoder gives it as
+ * zero and the encoder refuses a value that is not zero (SF_E_VERSION), so nothing is lost
+ * unseen. Zero must therefore mean "off" for such a field. KINDs:
  *   U8 U16 U32 U64 F32 BOOL   fixed-size little-endian scalars (BOOL: one byte, 0 or 1)
  *   ENUM  one byte, at most a
  *   STR   u32 length + bytes, at most a bytes, no NUL byte; decoded NUL-terminated
@@ -23,6 +27,7 @@
 #define SF_MAX_TOKENS (4u << 20)    /* tokens in one append or one response */
 #define SF_MAX_EVENT_TOKENS 65536   /* tokens in one token event */
 #define SF_MAX_TOP_LOGPROBS 20
+#define SF_MAX_LOGIT_BIAS 1024      /* logit_bias pairs of one session's sampling */
 #define SF_MAX_BATCH 65536          /* entries in one coalesced batch (events, acks, leases) */
 #define SF_MAX_MODELS 1024
 #define SF_MAX_VOCAB (1u << 21)
@@ -73,11 +78,23 @@ enum { SF_STAGE_HIDDEN = 0, SF_STAGE_TOKEN = 1, SF_STAGE_ERROR = 2 };
 	F(T, U32, ctx_len, 0, 0)                                                             \
 	F(T, U32, vocab_size, 0, 0)
 
+#define SF_FIELDS_logit_bias(F, W, T)                                                        \
+	F(T, U32, token, 0, 0)                                                               \
+	F(T, F32, bias, 0, 0)
+
+/* The sampler's parameters (superfluid/sampler.h says what each does). Version 4 added all but
+ * the first four; each is 0 when off (repetition_penalty 0 means 1, no penalty). */
 #define SF_FIELDS_sampling(F, W, T)                                                          \
 	F(T, F32, temperature, 0, 0)                                                         \
 	F(T, F32, top_p, 0, 0)                                                               \
 	F(T, U32, top_k, 0, 0)                                                               \
-	F(T, U64, seed, 0, 0)
+	F(T, U64, seed, 0, 0)                                                                \
+	W(T, since, 4, F32, min_p, 0, 0)                                                     \
+	W(T, since, 4, F32, presence_penalty, 0, 0)                                          \
+	W(T, since, 4, F32, frequency_penalty, 0, 0)                                         \
+	W(T, since, 4, F32, repetition_penalty, 0, 0)                                        \
+	W(T, since, 4, U32, repeat_last_n, 0, 0)                                             \
+	W(T, since, 4, ARR, logit_bias, logit_bias, SF_MAX_LOGIT_BIAS)
 
 #define SF_FIELDS_span(F, W, T)                                                              \
 	F(T, U32, start, 0, 0)                                                               \
@@ -170,8 +187,9 @@ enum { SF_STAGE_HIDDEN = 0, SF_STAGE_TOKEN = 1, SF_STAGE_ERROR = 2 };
 
 /* X(part) for each part above, inner parts first. */
 #define SF_PARTS(X)                                                                          \
-	X(capacity) X(model_info) X(sampling) X(span) X(blob_ref) X(top_logprob) X(logprob)  \
-	X(token_event) X(watermark) X(lease_ask) X(lease_answer) X(reconcile_gen)            \
+	X(capacity) X(model_info) X(logit_bias) X(sampling) X(span) X(blob_ref)              \
+	X(top_logprob) X(logprob) X(token_event) X(watermark) X(lease_ask) X(lease_answer)   \
+	X(reconcile_gen)                                                                     \
 	X(reconcile_session) X(retry_range) X(reconcile_held) X(model_digest) X(vocab_entry) \
 	X(special) X(named_template) X(piece) X(stop) X(segment)
 

@@ -137,17 +137,84 @@ static int parse_max_tokens(const json_t *root, struct sf_api_request *r, struct
 	return 0;
 }
 
+/* The penalties (OpenAI's presence and frequency; vLLM's repetition_penalty, which llama.cpp's
+ * server calls repeat_penalty, with its repeat_last_n window). */
+static int parse_penalties(const json_t *root, struct sf_api_request *r, struct sf_api_error *e)
+{
+	static const char want_rep[] = "a number above 0 and at most 100 (1: no penalty)";
+	double pres = 0, freq = 0, rep = 1, rep2 = 1;
+	bool g1 = false, g2 = false, gl = false;
+	json_int_t last = SF_API_REPEAT_LAST_N;
+	if (opt_num(root, "frequency_penalty", -2, 2, false, "a number from -2 to 2", NULL, &freq,
+		    e) ||
+	    opt_num(root, "presence_penalty", -2, 2, false, "a number from -2 to 2", NULL, &pres,
+		    e) ||
+	    opt_num(root, "repetition_penalty", 0, 100, true, want_rep, &g1, &rep, e) ||
+	    opt_num(root, "repeat_penalty", 0, 100, true, want_rep, &g2, &rep2, e) ||
+	    opt_int(root, "repeat_last_n", -1, INT32_MAX, "an integer from -1 (the whole "
+		    "context) to 2147483647 (0: off)", &gl, &last, e))
+		return -1;
+	if (g1 && g2 && rep != rep2)
+		return sf_api_bad(e, "repeat_penalty", "repeat_penalty is another name for "
+				  "repetition_penalty: give one of them (got %g and %g)", rep2, rep);
+	r->presence_penalty = (float)pres;
+	r->frequency_penalty = (float)freq;
+	r->repetition_penalty = (float)(g1 ? rep : rep2);
+	r->repeat_last_n = last < 0 ? SF_API_WHOLE_CONTEXT : (uint32_t)last;
+	return 0;
+}
+
+/* logit_bias: an object of token ids (as strings, the way JSON keys are) to numbers. */
+static int parse_logit_bias(const json_t *root, struct sf_api_request *r, struct sf_api_error *e)
+{
+	const json_t *lb = sf__api_opt(root, "logit_bias");
+	if (!lb)
+		return 0;
+	if (!json_is_object(lb))
+		return sf__api_type(e, "logit_bias", "an object of token ids to numbers from -100 "
+				    "to 100", lb);
+	size_t n = json_object_size(lb);
+	if (n > SF_API_MAX_LOGIT_BIAS)
+		return sf_api_bad(e, "logit_bias", "logit_bias may hold at most %d tokens (got %zu)",
+				  SF_API_MAX_LOGIT_BIAS, n);
+	if (n && !(r->logit_bias = calloc(n, sizeof(*r->logit_bias))))
+		return sf__api_nomem(e);
+	const char *key;
+	const json_t *val;
+	json_object_foreach((json_t *)lb, key, val) {
+		char p[96], k[64];
+		sf__api_ascii(key, strlen(key), false, 32, k, sizeof(k));
+		snprintf(p, sizeof(p), "logit_bias.%s", k);
+		/* A token id: decimal digits, no sign or leading zero, below 2^31. */
+		size_t len = strlen(key);
+		bool digits = len >= 1 && len <= 10 && (key[0] != '0' || len == 1);
+		for (size_t i = 0; digits && i < len; i++)
+			digits = key[i] >= '0' && key[i] <= '9';
+		unsigned long long id = digits ? strtoull(key, NULL, 10) : 0;
+		if (!digits || id > INT32_MAX)
+			return sf_api_fail(e, 400, "invalid_request_error", "invalid_value", p,
+					   "logit_bias keys must be token ids: integers from 0 to "
+					   "2147483647 written as strings (got \"%s\")", k);
+		if (!json_is_number(val) || json_number_value(val) < -100 ||
+		    json_number_value(val) > 100)
+			return sf__api_value(e, p, "a number from -100 to 100", val);
+		r->logit_bias[r->n_logit_bias++] = (struct sf_api_logit_bias){
+			.token = (uint32_t)id, .bias = (float)json_number_value(val) };
+	}
+	return 0;
+}
+
 static int parse_sampling(const json_t *root, struct sf_api_request *r, struct sf_api_error *e)
 {
-	double t = 1, p = 1, pen = 0;
-	bool seeded = false;
-	json_int_t seed = 0, n = 1;
+	double t = 1, p = 1, min_p = 0;
+	bool seeded = false, given = false;
+	json_int_t seed = 0, n = 1, top_k = 0;
 	if (opt_num(root, "temperature", 0, 2, false, "a number from 0 to 2", NULL, &t, e) ||
 	    opt_num(root, "top_p", 0, 1, false, "a number from 0 to 1", NULL, &p, e) ||
-	    opt_num(root, "frequency_penalty", -2, 2, false, "a number from -2 to 2", NULL, &pen,
-		    e) ||
-	    opt_num(root, "presence_penalty", -2, 2, false, "a number from -2 to 2", NULL, &pen,
-		    e) ||
+	    opt_int(root, "top_k", -1, INT32_MAX, "an integer from -1 to 2147483647 (-1 and 0: "
+		    "off)", &given, &top_k, e) ||
+	    opt_num(root, "min_p", 0, 1, false, "a number from 0 to 1", NULL, &min_p, e) ||
+	    parse_penalties(root, r, e) || parse_logit_bias(root, r, e) ||
 	    opt_int(root, "seed", 0, INT64_MAX, "an integer from 0 to 9223372036854775807",
 		    &seeded, &seed, e) ||
 	    opt_int(root, "n", 1, SF_API_MAX_N, "an integer from 1 to 8", &(bool){ 0 }, &n, e))
@@ -156,6 +223,8 @@ static int parse_sampling(const json_t *root, struct sf_api_request *r, struct s
 	/* top_p 0 (which OpenAI takes) keeps only the most likely token; the engines read 0 as
 	 * "no cut", so it becomes the smallest positive value. */
 	r->top_p = p > 0 ? (float)p : 1e-9f;
+	r->top_k = top_k <= 0 ? 0 : top_k > SF_API_MAX_TOP_K ? SF_API_MAX_TOP_K : (uint32_t)top_k;
+	r->min_p = (float)min_p;
 	r->has_seed = seeded;
 	r->seed = (uint64_t)seed;
 	r->n = (uint32_t)n;
@@ -218,21 +287,6 @@ static int parse_logprobs(const json_t *root, struct sf_api_request *r, struct s
 /* Fields taken and ignored, still checked so that a mistake is not silently passed over. */
 static int parse_ignored(const json_t *root, struct sf_api_error *e)
 {
-	const json_t *lb = sf__api_opt(root, "logit_bias");
-	if (lb) {
-		if (!json_is_object(lb))
-			return sf__api_type(e, "logit_bias", "an object of token ids to numbers", lb);
-		const char *key;
-		const json_t *val;
-		json_object_foreach((json_t *)lb, key, val) {
-			char p[96], k[64];
-			snprintf(p, sizeof(p), "logit_bias.%s",
-				 sf__api_ascii(key, strlen(key), false, 32, k, sizeof(k)));
-			if (!json_is_number(val) || json_number_value(val) < -100 ||
-			    json_number_value(val) > 100)
-				return sf__api_value(e, p, "a number from -100 to 100", val);
-		}
-	}
 	const json_t *rf = sf__api_opt(root, "response_format");
 	if (rf) {
 		if (!json_is_object(rf))
@@ -342,6 +396,7 @@ void sf_api_request_free(struct sf_api_request *r)
 		free(r->stop[i]);
 	free(r->user);
 	free(r->session);
+	free(r->logit_bias);
 	memset(r, 0, sizeof(*r));
 }
 

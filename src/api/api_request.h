@@ -19,6 +19,10 @@
 #define SF_API_MAX_N 8             /* choices of one request */
 #define SF_API_MAX_TOP_LOGPROBS 20 /* chat; completions allow 0..5 */
 #define SF_API_MAX_SESSION_ID 128  /* bytes of a session name */
+#define SF_API_MAX_LOGIT_BIAS 300  /* logit_bias entries, as OpenAI */
+#define SF_API_MAX_TOP_K 2097152   /* a larger top_k is taken as this (every token) */
+#define SF_API_REPEAT_LAST_N 64    /* repeat_last_n when not given (llama.cpp's) */
+#define SF_API_WHOLE_CONTEXT UINT32_MAX /* repeat_last_n -1: the whole context */
 
 enum sf_api_kind { SF_API_CHAT = 1, SF_API_COMPLETION = 2 };
 
@@ -56,6 +60,12 @@ struct sf_api_tool {
 
 enum sf_api_tool_choice { SF_TOOL_AUTO = 0, SF_TOOL_NONE, SF_TOOL_REQUIRED, SF_TOOL_NAMED };
 
+/* One logit_bias entry: bias in [-100, 100] added to the token's logit (-100 bans it). */
+struct sf_api_logit_bias {
+	uint32_t token;
+	float bias;
+};
+
 struct sf_api_request {
 	enum sf_api_kind kind;
 	char *model;
@@ -81,6 +91,17 @@ struct sf_api_request {
 				* the most likely token, as engines read 0 as "no cut" */
 	bool has_seed;
 	uint64_t seed;         /* 0..INT64_MAX: a negative seed is refused */
+	/* Extensions that vLLM and llama.cpp's server take; neutral when not given. */
+	uint32_t top_k;        /* 0: off (-1 and 0 given); at most SF_API_MAX_TOP_K */
+	float min_p;           /* [0, 1]; 0: off */
+	float presence_penalty;  /* [-2, 2]; 0: off */
+	float frequency_penalty; /* [-2, 2]; 0: off */
+	float repetition_penalty; /* (0, 100]; 1: off (also as llama.cpp's repeat_penalty) */
+	uint32_t repeat_last_n;  /* the repetition penalty's window: SF_API_REPEAT_LAST_N when
+				  * not given, 0 off, SF_API_WHOLE_CONTEXT for -1 */
+	struct sf_api_logit_bias *logit_bias; /* in the order given; token ids as the keys said
+					       * (the model's vocabulary is checked later) */
+	uint32_t n_logit_bias;   /* at most SF_API_MAX_LOGIT_BIAS */
 	char *stop[SF_API_MAX_STOP];
 	uint32_t n_stop;
 	bool logprobs;         /* chat: logprobs true; completions: logprobs >= 0 given */

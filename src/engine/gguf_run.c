@@ -10,16 +10,23 @@ int ge_ctx_new(void *impl, const struct sf_sampling *s, struct sf_engine_ctx **o
 	       struct sf_err *err)
 {
 	struct ge *g = impl;
+	_Static_assert(SF_MAX_LOGIT_BIAS <= SF_SAMPLER_MAX_BIAS, "the sampler takes the wire's bias");
 	struct sf_sampler_params p;
 	sf_sampler_params_from_wire(&p, s);
 	int rc = sf_sampler_check(&p, sf_tok_n_vocab(g->tok), err);
 	if (rc)
 		return rc;
-	struct ge_ctx *c = calloc(1, sizeof(*c));
+	/* The logit_bias pairs are copied behind the context, in the same block (freed with it):
+	 * the caller's go away after the call. */
+	size_t bias = (size_t)s->n_logit_bias * sizeof(*s->logit_bias);
+	struct ge_ctx *c = calloc(1, sizeof(*c) + bias);
 	if (!c)
 		return sf_err_set(err, SF_E_NOMEM, "no memory for a context");
 	sf_kv_init(&c->kv, g->arena);
 	c->sampling = *s;
+	c->sampling.logit_bias = bias ? (struct sf_logit_bias *)(c + 1) : NULL;
+	if (bias)
+		memcpy(c->sampling.logit_bias, s->logit_bias, bias);
 	*out = (struct sf_engine_ctx *)c;
 	return 0;
 }

@@ -22,6 +22,13 @@ void sf_sampler_params_from_wire(struct sf_sampler_params *p, const struct sf_sa
 	p->top_k = s->top_k;
 	p->top_p = s->top_p == 0.0f ? 1.0f : s->top_p;
 	p->seed = s->seed;
+	p->min_p = s->min_p;
+	p->presence_penalty = s->presence_penalty;
+	p->frequency_penalty = s->frequency_penalty;
+	p->repetition_penalty = s->repetition_penalty == 0.0f ? 1.0f : s->repetition_penalty;
+	p->repeat_last_n = s->repeat_last_n;
+	p->logit_bias = s->logit_bias;
+	p->n_logit_bias = s->n_logit_bias;
 }
 
 static int check_penalty(const char *name, float v, struct sf_err *err)

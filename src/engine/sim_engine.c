@@ -70,8 +70,10 @@ static void sim_info(void *impl, struct sf_engine_info *info)
 	info->batch_size = sim->cfg.batch_size;
 	info->ctx_bytes_per_token = sim->cfg.ctx_bytes_per_token;
 	info->ctx_mem_total = sim->cfg.ctx_mem_total;
-	info->has_bos = true;
-	info->bos = SF_SIM_BOS;
+	/* Its tokenizer adds no BOS (<|bos|> is an ordinary special): the head puts none before
+	 * a completions prompt, as the tests' references (sim_expect) have none. */
+	info->has_bos = false;
+	info->bos = 0;
 	info->eos = SF_SIM_EOS;
 	info->encodes_plain = true;
 	info->encodes_pieces = true;

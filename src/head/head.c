@@ -128,9 +128,13 @@ void sf_head_link_up(struct sf_head *h, uint32_t node, uint64_t link_id,
 	h->stats.nodes_up++;
 	sf__head_reconcile(h, node);
 	sf__head_revoke_stale(h, node);
-	for (struct head_session *s = n->sessions; s; s = s->node_next)
+	struct head_session *s = n->sessions;
+	while (s) {
+		struct head_session *next = s->node_next; /* a sync may take s off the node */
 		if (!s->awaiting)
 			sf__head_sync(h, s); /* never assigned here, or let go: they go out now */
+		s = next;
+	}
 }
 
 void sf_head_link_down(struct sf_head *h, uint32_t node, uint64_t link_id,

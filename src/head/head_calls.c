@@ -50,12 +50,17 @@ int sf_head_session_open(struct sf_head *h, uint64_t sid, const struct sf_head_s
 		return sf_err_set(err, h->n_sessions >= h->cfg.max_sessions ? SF_E_LIMIT : SF_E_NOMEM,
 				  "session %llu: the head holds %u sessions, its limit is %u",
 				  (unsigned long long)sid, h->n_sessions, h->cfg.max_sessions);
+	int rc = sf__head_keep_sampling(s, &p->sampling, err);
+	if (rc) {
+		if (fresh)
+			sf__head_remove(h, s);
+		return rc;
+	}
 	snprintf(s->model, sizeof(s->model), "%s", p->model);
 	snprintf(s->codec, sizeof(s->codec), "%s", codec);
 	s->qos = p->qos;
-	s->sampling = p->sampling;
 	s->lease_ms = p->lease_ms;
-	int rc = place(h, s, err);
+	rc = place(h, s, err);
 	if (rc) {
 		if (fresh)
 			sf__head_remove(h, s);
@@ -153,6 +158,8 @@ int sf_head_generate(struct sf_head *h, uint64_t sid, uint32_t max_new, uint32_t
 		return sf_err_set(err, SF_E_UNSUPPORTED, "node %s runs an older superfluid that "
 				  "cannot take these generation options; update it",
 				  sf__head_node_name(h, s->node));
+	if (!sf__head_node_takes(n, s))
+		return sf__head_old_node(h, s, s->node, err);
 	if (s->n_gens == SF_HEAD_MAX_GENS && !sf__head_gen_evict(s))
 		return sf_err_set(err, SF_E_LIMIT, "session %llu already has %u generations that "
 				  "have not ended", (unsigned long long)sid, SF_HEAD_MAX_GENS);

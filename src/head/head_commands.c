@@ -36,8 +36,28 @@ int sf__head_send(struct sf_head *h, uint32_t node, uint16_t type, const void *m
 	return 0;
 }
 
+/* The session's generations fail: its node is too old for its sampling (it came back with an
+ * older build, or a restored session's node is). The session leaves the node, so the next
+ * generation asked places it again. Returns 1: nothing more to send for it. */
+static int refuse_old_node(struct sf_head *h, struct head_session *s)
+{
+	struct sf_err err;
+	sf__head_old_node(h, s, s->node, &err);
+	for (uint32_t i = 0; i < s->n_gens; i++) {
+		struct head_gen *g = &s->gens[i];
+		if (g->state == GEN_DONE)
+			continue;
+		g->state = GEN_DONE;
+		sf__head_gen_fail(h, s, g, SF_E_UNSUPPORTED, "%s", err.msg);
+	}
+	sf__head_detach(h, s);
+	return 1;
+}
+
 static int send_assign(struct sf_head *h, struct head_session *s)
 {
+	if (!sf__head_node_takes(&h->nodes[s->node], s))
+		return refuse_old_node(h, s);
 	uint64_t epoch = sf__head_next_id(h);
 	struct sf_session_assign a = {
 		.command_id = sf__head_next_id(h), .session_id = s->id, .epoch = epoch,

@@ -44,7 +44,9 @@ struct head_session {
 	char model[SF_MAX_NAME + 1];
 	char codec[SF_MAX_NAME + 1];
 	uint8_t qos;
-	struct sf_sampling sampling;
+	struct sf_sampling sampling; /* logit_bias points at bias */
+	struct sf_logit_bias *bias;  /* owned */
+	uint32_t needs_version;      /* the protocol version its ASSIGN needs (sampling) */
 	uint32_t lease_ms;
 	uint64_t lease_sent_at;    /* the last ASSIGN or granted renewal sent to its node */
 	uint32_t node, last_node;  /* SF_HEAD_NO_NODE: not placed */
@@ -175,6 +177,15 @@ int sf__head_send(struct sf_head *h, uint32_t node, uint16_t type, const void *m
 void sf__head_sync(struct sf_head *h, struct head_session *s);
 /* Room for n tokens of content: 0 or SF_E_NOMEM. */
 int sf__head_content_reserve(struct head_session *s, uint32_t n);
+/* Keeps a copy of smp as the session's sampling (its logit_bias copied) and the version its
+ * ASSIGN needs. SF_E_LIMIT past SF_MAX_LOGIT_BIAS pairs, SF_E_NOMEM. */
+int sf__head_keep_sampling(struct head_session *s, const struct sf_sampling *smp,
+			   struct sf_err *err);
+/* Whether node n's link can carry s's ASSIGN (its version, as last seen). */
+bool sf__head_node_takes(const struct head_node *n, const struct head_session *s);
+/* SF_E_UNSUPPORTED into err: node is too old for s's sampling. Returns the code. */
+int sf__head_old_node(struct sf_head *h, const struct head_session *s, uint32_t node,
+		      struct sf_err *err);
 /* Deep copies of what o points to into g (head_calls.c). */
 int sf__head_copy_opts(struct head_gen *g, const struct sf_generate_opts *o, struct sf_err *err);
 /* A generation that its node lost: asked again when nothing of it reached the caller, else

@@ -1,6 +1,7 @@
 /* Placement: which node takes a session. A node qualifies when its link is up, it serves the
  * session's model with the model's tokenizer (the first digest seen for a model fixes it; a
- * version 2 node states none and is taken on trust), and it has room. The node the session
+ * version 2 node states none and is taken on trust), its protocol version carries the
+ * session's sampling, and it has room. The node the session
  * was on comes first, then the one with the most room. Moving a session re-assigns it there
  * with its content; what ran on the old node is asked again or failed. */
 #include "head/head_internal.h"
@@ -114,8 +115,8 @@ uint32_t sf__head_place(struct sf_head *h, const struct head_session *s, uint32_
 		return SF_HEAD_NO_NODE;
 	}
 	const struct head_model *fm = fleet_model(h, s->model);
-	uint32_t best = SF_HEAD_NO_NODE, differs = SF_HEAD_NO_NODE;
-	bool served = false, compatible = false;
+	uint32_t best = SF_HEAD_NO_NODE, differs = SF_HEAD_NO_NODE, old = SF_HEAD_NO_NODE;
+	bool served = false, compatible = false, recent = false;
 	for (uint32_t i = 0; i < h->n_nodes; i++) {
 		const struct head_node *n = &h->nodes[i];
 		bool may = n->up && i != avoid && (only == SF_HEAD_NO_NODE || i == only);
@@ -129,6 +130,12 @@ uint32_t sf__head_place(struct sf_head *h, const struct head_session *s, uint32_
 			continue;
 		}
 		compatible = true;
+		if (!sf__head_node_takes(n, s)) {
+			if (old == SF_HEAD_NO_NODE)
+				old = i;
+			continue;
+		}
+		recent = true;
 		if (!n->free || n->n_sessions >= n->cap.max_sessions)
 			continue;
 		if (best == SF_HEAD_NO_NODE || i == s->last_node ||
@@ -142,9 +149,21 @@ uint32_t sf__head_place(struct sf_head *h, const struct head_session *s, uint32_
 	else if (!compatible)
 		sf_err_set(err, SF_E_RANGE, "node %s's tokenizer for %s differs",
 			   sf__head_node_name(h, differs), s->model);
+	else if (!recent)
+		sf__head_old_node(h, s, old, err);
 	else
 		sf_err_set(err, SF_E_LIMIT, "every node serving %s is full", s->model);
 	return SF_HEAD_NO_NODE;
+}
+
+int sf__head_old_node(struct sf_head *h, const struct head_session *s, uint32_t node,
+		      struct sf_err *err)
+{
+	return sf_err_set(err, SF_E_UNSUPPORTED, "node %s runs an older superfluid (protocol %u) "
+			  "that cannot take this session's sampling (min_p, presence_penalty, "
+			  "frequency_penalty, repetition_penalty, repeat_last_n and logit_bias need "
+			  "protocol %u); update it", sf__head_node_name(h, node),
+			  h->nodes[node].version, s->needs_version);
 }
 
 void sf__head_note_stale(struct sf_head *h, uint32_t node, const struct head_session *s)

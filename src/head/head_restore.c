@@ -103,8 +103,12 @@ int sf_head_session_restore(struct sf_head *h, uint64_t sid, const struct sf_hea
 	snprintf(s->model, sizeof(s->model), "%s", p->model);
 	snprintf(s->codec, sizeof(s->codec), "%s", codec);
 	s->qos = p->qos <= SF_MAX_QOS ? p->qos : SF_MAX_QOS;
-	s->sampling = p->sampling;
 	s->lease_ms = p->lease_ms;
+	int rc = sf__head_keep_sampling(s, &p->sampling, err);
+	if (rc) {
+		sf__head_remove(h, s);
+		return rc;
+	}
 	if (sf__head_content_reserve(s, n_content ? n_content : 1)) {
 		sf__head_remove(h, s);
 		return sf_err_set(err, SF_E_NOMEM, "no memory to restore session %llu",
@@ -133,7 +137,7 @@ int sf_head_session_restore(struct sf_head *h, uint64_t sid, const struct sf_hea
 		n_gens = SF_HEAD_MAX_GENS;
 	}
 	for (uint32_t i = 0; i < n_gens; i++) {
-		int rc = restore_gen(h, s, &gens[i], err);
+		rc = restore_gen(h, s, &gens[i], err);
 		if (rc) {
 			sf__head_remove(h, s);
 			return rc;

@@ -1,5 +1,6 @@
 /* The session table: chained hashing by session id over a bucket array sized from the session
- * limit, so it never rehashes; each placed session is also on its node's list. */
+ * limit, so it never rehashes; each placed session is also on its node's list. A session
+ * owns a copy of its sampling. */
 #include "head/head_internal.h"
 
 #include <stdlib.h>
@@ -51,12 +52,40 @@ void sf__head_remove(struct sf_head *h, struct head_session *s)
 	for (uint32_t i = 0; i < s->n_gens; i++)
 		sf__head_gen_clear(&s->gens[i]);
 	free(s->content);
+	free(s->bias);
 	struct head_session **pp = &h->buckets[bucket_of(h, s->id)];
 	while (*pp != s)
 		pp = &(*pp)->next;
 	*pp = s->next;
 	h->n_sessions--;
 	free(s);
+}
+
+int sf__head_keep_sampling(struct head_session *s, const struct sf_sampling *smp,
+			   struct sf_err *err)
+{
+	if (smp->n_logit_bias > SF_MAX_LOGIT_BIAS)
+		return sf_err_set(err, SF_E_LIMIT, "session %llu: %u logit_bias pairs, past %u",
+				  (unsigned long long)s->id, smp->n_logit_bias, SF_MAX_LOGIT_BIAS);
+	struct sf_logit_bias *bias = NULL;
+	size_t bytes = (size_t)smp->n_logit_bias * sizeof(*bias);
+	if (bytes && !(bias = malloc(bytes)))
+		return sf_err_set(err, SF_E_NOMEM, "no memory for session %llu's sampling",
+				  (unsigned long long)s->id);
+	if (bytes)
+		memcpy(bias, smp->logit_bias, bytes);
+	free(s->bias);
+	s->bias = bias;
+	s->sampling = *smp;
+	s->sampling.logit_bias = bias;
+	struct sf_session_assign a = { .sampling = s->sampling };
+	s->needs_version = sf_msg_version_needed(SF_MSG_SESSION_ASSIGN, &a);
+	return 0;
+}
+
+bool sf__head_node_takes(const struct head_node *n, const struct head_session *s)
+{
+	return !n->version || n->version >= s->needs_version;
 }
 
 struct head_gen *sf__head_gen(struct head_session *s, uint64_t id)

@@ -238,6 +238,14 @@ int sf_link_send(struct sf_link *l, uint16_t type, const void *msg, uint64_t now
 		 struct sf_err *err)
 {
 	int rc = may_send(l, type, err);
+	uint32_t need = rc ? 0 : sf_msg_version_needed(type, msg);
+	if (!rc && need > l->version)
+		rc = sf_err_set(err, SF_E_UNSUPPORTED, "%s %s runs an older superfluid (protocol %u) "
+				"that cannot take this %s (it needs protocol %u); update it",
+				l->cfg.role == SF_ROLE_HEAD ? "node" : "head",
+				l->peer.identity && *l->peer.identity ? l->peer.identity
+								       : "(unnamed)",
+				l->version, sf_msg_name(type), need);
 	return rc ? rc : sf__link_queue(l, type, msg, l->version, now_ms, err);
 }
 

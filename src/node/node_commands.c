@@ -81,7 +81,11 @@ void sf__node_on_assign(struct sf_node *n, uint64_t link, const struct sf_sessio
 			return;
 		}
 	}
-	if (sf_engine_ctx_new(n->engine, &m->sampling, &s->ctx, &err)) {
+	int rc = sf_engine_ctx_new(n->engine, &m->sampling, &s->ctx, &err);
+	if (!rc && sf__node_keep_sampling(s, &m->sampling))
+		rc = sf_err_set(&err, SF_E_NOMEM, "no memory for session %llu's sampling",
+				(unsigned long long)m->session_id);
+	if (rc) {
 		sf__node_refuse(n, link, m->command_id, m->session_id, err.code, "%s", err.msg);
 		sf__node_remove(n, s);
 		return;
@@ -90,7 +94,6 @@ void sf__node_on_assign(struct sf_node *n, uint64_t link, const struct sf_sessio
 	s->last_cmd = m->command_id;
 	s->link_id = link;
 	s->qos = m->qos;
-	s->sampling = m->sampling;
 	s->lease_ms = m->lease_ms;
 	s->lease_expires = m->lease_ms ? n->now + m->lease_ms : 0;
 	s->renew_asked = false;

@@ -41,7 +41,8 @@ struct node_session {
 	uint64_t id, epoch, last_cmd;
 	uint64_t link_id; /* where its events go: the link its latest command came on */
 	uint8_t qos;
-	struct sf_sampling sampling;
+	struct sf_sampling sampling; /* logit_bias points at bias */
+	struct sf_logit_bias *bias;  /* owned */
 	uint32_t lease_ms;
 	uint64_t lease_expires; /* 0: no lease */
 	bool renew_asked, expired;
@@ -133,6 +134,8 @@ void sf__node_remove(struct sf_node *n, struct node_session *s);
 void sf__node_session_clear(struct sf_node *n, struct node_session *s);
 /* Frees GENERATE_OPTS still waiting for their GENERATE. */
 void sf__node_drop_opts(struct node_session *s);
+/* Keeps a copy of m as the session's sampling (its logit_bias pairs copied). SF_E_NOMEM. */
+int sf__node_keep_sampling(struct node_session *s, const struct sf_sampling *m);
 /* Calls fn for every session; fn may remove the one it is given. */
 void sf__node_each(struct sf_node *n, void (*fn)(struct sf_node *, struct node_session *, void *),
 		   void *arg);

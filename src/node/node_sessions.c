@@ -71,9 +71,26 @@ void sf__node_session_clear(struct sf_node *n, struct node_session *s)
 	n->status_dirty = true;
 }
 
+int sf__node_keep_sampling(struct node_session *s, const struct sf_sampling *m)
+{
+	struct sf_logit_bias *bias = NULL;
+	if (m->n_logit_bias) {
+		bias = malloc((size_t)m->n_logit_bias * sizeof(*bias));
+		if (!bias)
+			return SF_E_NOMEM;
+		memcpy(bias, m->logit_bias, (size_t)m->n_logit_bias * sizeof(*bias));
+	}
+	free(s->bias);
+	s->bias = bias;
+	s->sampling = *m;
+	s->sampling.logit_bias = bias;
+	return 0;
+}
+
 void sf__node_remove(struct sf_node *n, struct node_session *s)
 {
 	sf__node_session_clear(n, s);
+	free(s->bias);
 	struct node_session **pp = &n->buckets[bucket_of(n, s->id)];
 	while (*pp != s)
 		pp = &(*pp)->next;

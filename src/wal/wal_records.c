@@ -109,6 +109,19 @@ int sf_walrec_put_session(struct sf_buf *out, const struct sf_walrec_session *r)
 	put_u64(&w, r->sampling.seed);
 	put_u32(&w, r->lease_ms);
 	put_u64(&w, r->created_s);
+	/* The rest of the sampling: what an SF_WALREC_SESSION_V1 lacks. */
+	put_f32(&w, r->sampling.min_p);
+	put_f32(&w, r->sampling.presence_penalty);
+	put_f32(&w, r->sampling.frequency_penalty);
+	put_f32(&w, r->sampling.repetition_penalty);
+	put_u32(&w, r->sampling.repeat_last_n);
+	if (r->sampling.n_logit_bias > SF_MAX_LOGIT_BIAS && !w.rc)
+		w.rc = SF_E_LIMIT;
+	put_u32(&w, r->sampling.n_logit_bias);
+	for (uint32_t i = 0; i < r->sampling.n_logit_bias && !w.rc; i++) {
+		put_u32(&w, r->sampling.logit_bias[i].token);
+		put_f32(&w, r->sampling.logit_bias[i].bias);
+	}
 	return w.rc;
 }
 
@@ -349,8 +362,8 @@ int sf_walrec_get_head(const uint8_t *p, size_t len, struct sf_walrec_head *r, s
 	return end(&g);
 }
 
-int sf_walrec_get_session(const uint8_t *p, size_t len, struct sf_walrec_session *r,
-			  struct sf_err *err)
+int sf_walrec_get_session(uint8_t type, const uint8_t *p, size_t len,
+			  struct sf_walrec_session *r, struct sf_err *err)
 {
 	struct get g = start(p, len, "session", err);
 	memset(r, 0, sizeof(*r));
@@ -365,10 +378,38 @@ int sf_walrec_get_session(const uint8_t *p, size_t len, struct sf_walrec_session
 	r->sampling.seed = get_u64(&g, "seed");
 	r->lease_ms = get_u32(&g, "lease");
 	r->created_s = get_u64(&g, "creation time");
+	if (type != SF_WALREC_SESSION_V1) {
+		r->sampling.min_p = get_f32(&g, "min_p");
+		r->sampling.presence_penalty = get_f32(&g, "presence_penalty");
+		r->sampling.frequency_penalty = get_f32(&g, "frequency_penalty");
+		r->sampling.repetition_penalty = get_f32(&g, "repetition_penalty");
+		r->sampling.repeat_last_n = get_u32(&g, "repeat_last_n");
+		r->n_bias = get_u32(&g, "logit_bias count");
+		if (!g.rc && r->n_bias > SF_MAX_LOGIT_BIAS)
+			g.rc = sf_err_set(err, SF_E_LIMIT, "session record: %u logit_bias pairs, past "
+					  "%u", r->n_bias, SF_MAX_LOGIT_BIAS);
+		if (need(&g, (size_t)r->n_bias * 8, "logit_bias")) {
+			r->bias = g.p + g.at;
+			g.at += (size_t)r->n_bias * 8;
+		}
+		if (g.rc)
+			r->n_bias = 0;
+	}
 	if (!g.rc && r->qos > SF_MAX_QOS)
 		g.rc = sf_err_set(err, SF_E_RANGE, "session record: qos %u is past %u", r->qos,
 				  SF_MAX_QOS);
 	return end(&g);
+}
+
+void sf_walrec_bias(const uint8_t *p, uint32_t n, struct sf_logit_bias *out)
+{
+	for (uint32_t i = 0; i < n; i++, p += 8) {
+		uint32_t b = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 |
+			     (uint32_t)p[7] << 24;
+		out[i].token = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+			       (uint32_t)p[3] << 24;
+		memcpy(&out[i].bias, &b, 4);
+	}
 }
 
 int sf_walrec_get_content(const uint8_t *p, size_t len, struct sf_walrec_content *r,
@@ -548,6 +589,7 @@ const char *sf_walrec_type_name(uint8_t type)
 	switch (type) {
 	case SF_WALREC_HEAD: return "head";
 	case SF_WALREC_SESSION: return "session";
+	case SF_WALREC_SESSION_V1: return "session-v1";
 	case SF_WALREC_CONTENT: return "content";
 	case SF_WALREC_PLACED: return "placed";
 	case SF_WALREC_GEN: return "generation";
@@ -583,10 +625,18 @@ void sf_walrec_describe(uint8_t type, const uint8_t *p, size_t len, char *out, s
 				 u.h.next_session_id, u.h.wall_ms);
 		break;
 	case SF_WALREC_SESSION:
-		if (!(rc = sf_walrec_get_session(p, len, &u.s, &err)))
+	case SF_WALREC_SESSION_V1:
+		if (!(rc = sf_walrec_get_session(type, p, len, &u.s, &err)))
 			snprintf(out, cap, "session=%" PRIu64 " name=\"%s\" model=\"%s\" qos=%u "
-				 "seed=%" PRIu64 " lease_ms=%u", u.s.session_id, u.s.name, u.s.model,
-				 u.s.qos, u.s.sampling.seed, u.s.lease_ms);
+				 "seed=%" PRIu64 " lease_ms=%u temperature=%g top_p=%g top_k=%u "
+				 "min_p=%g presence=%g frequency=%g repetition=%g last_n=%u "
+				 "logit_bias=%u", u.s.session_id, u.s.name, u.s.model, u.s.qos,
+				 u.s.sampling.seed, u.s.lease_ms, (double)u.s.sampling.temperature,
+				 (double)u.s.sampling.top_p, u.s.sampling.top_k,
+				 (double)u.s.sampling.min_p, (double)u.s.sampling.presence_penalty,
+				 (double)u.s.sampling.frequency_penalty,
+				 (double)u.s.sampling.repetition_penalty, u.s.sampling.repeat_last_n,
+				 u.s.n_bias);
 		break;
 	case SF_WALREC_CONTENT:
 		if (!(rc = sf_walrec_get_content(p, len, &u.c, &err)))

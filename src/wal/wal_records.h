@@ -21,7 +21,8 @@
 
 enum sf_walrec_type {
 	SF_WALREC_HEAD = 1,     /* the writer's own state: the next session id */
-	SF_WALREC_SESSION = 2,  /* a session opened */
+	SF_WALREC_SESSION_V1 = 2, /* a session opened, its sampling's first four fields only (as
+				   * heads before protocol version 4 wrote it; read, not written) */
 	SF_WALREC_CONTENT = 3,  /* its content: keep the first `keep` tokens, append these */
 	SF_WALREC_PLACED = 4,   /* assigned to a node at an epoch */
 	SF_WALREC_GEN = 5,      /* a generation asked, with what a resumed stream needs */
@@ -30,6 +31,7 @@ enum sf_walrec_type {
 	SF_WALREC_END = 8,      /* the generation ended (finish reason, or an error) */
 	SF_WALREC_CLOSE = 9,    /* the session is over: it leaves the log at the next checkpoint */
 	SF_WALREC_GEN_SNAP = 10,/* a checkpoint's summary of a generation's events so far */
+	SF_WALREC_SESSION = 11, /* a session opened, with its whole sampling */
 };
 
 struct sf_walrec_head {
@@ -43,9 +45,13 @@ struct sf_walrec_session {
 	char model[SF_WALREC_MAX_NAME + 1];
 	char codec[SF_WALREC_MAX_NAME + 1];
 	uint8_t qos;
+	/* Every field. Decoded, its logit_bias is NULL and n_logit_bias 0: the pairs are at bias,
+	 * n_bias of them as little-endian (u32 token, f32 bias) (sf_walrec_bias copies them). */
 	struct sf_sampling sampling;
 	uint32_t lease_ms;
 	uint64_t created_s;
+	const uint8_t *bias;
+	uint32_t n_bias;
 };
 
 struct sf_walrec_content {
@@ -126,8 +132,11 @@ int sf_walrec_lp_blob_add(uint8_t **blob, size_t *len, size_t *cap, const uint8_
 /* Decoders: p, len is one record's payload; pointers in the result point into p. Return 0,
  * or SF_E_TRUNCATED / SF_E_LIMIT / SF_E_TRAILING / SF_E_RANGE with err naming the field. */
 int sf_walrec_get_head(const uint8_t *p, size_t len, struct sf_walrec_head *r, struct sf_err *err);
-int sf_walrec_get_session(const uint8_t *p, size_t len, struct sf_walrec_session *r,
-			  struct sf_err *err);
+/* type: SF_WALREC_SESSION, or SF_WALREC_SESSION_V1 (the rest of the sampling neutral). */
+int sf_walrec_get_session(uint8_t type, const uint8_t *p, size_t len,
+			  struct sf_walrec_session *r, struct sf_err *err);
+/* Copies n logit_bias pairs of a decoded session record (its bias) into out. */
+void sf_walrec_bias(const uint8_t *p, uint32_t n, struct sf_logit_bias *out);
 int sf_walrec_get_content(const uint8_t *p, size_t len, struct sf_walrec_content *r,
 			  struct sf_err *err);
 int sf_walrec_get_placed(const uint8_t *p, size_t len, struct sf_walrec_placed *r,

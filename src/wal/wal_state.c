@@ -52,6 +52,7 @@ static void session_free(struct sf_wal_session *s)
 	for (uint32_t i = 0; i < s->n_gens; i++)
 		gen_free(s->gens[i]);
 	free(s->content);
+	free(s->bias);
 	free(s);
 }
 
@@ -151,26 +152,40 @@ static struct sf_wal_session *need_session(const struct sf_wal_state *st, uint64
 	return s;
 }
 
-static int apply_session(struct sf_wal_state *st, const uint8_t *p, uint32_t len,
+static int apply_session(struct sf_wal_state *st, uint8_t type, const uint8_t *p, uint32_t len,
 			 struct sf_err *err)
 {
 	struct sf_walrec_session r;
-	int rc = sf_walrec_get_session(p, len, &r, err);
+	int rc = sf_walrec_get_session(type, p, len, &r, err);
 	if (rc)
 		return rc;
 	seen_session(st, r.session_id);
+	struct sf_logit_bias *bias = NULL;
+	if (r.n_bias && !(bias = malloc((size_t)r.n_bias * sizeof(*bias))))
+		return sf_err_set(err, SF_E_NOMEM, "no memory for the log's sessions");
+	if (r.n_bias)
+		sf_walrec_bias(r.bias, r.n_bias, bias);
+	r.sampling.logit_bias = bias;
+	r.sampling.n_logit_bias = r.n_bias;
+	r.bias = NULL;
+	r.n_bias = 0;
 	struct sf_wal_session *s = sf_wal_state_find(st, r.session_id);
 	if (s) {
 		s->rec = r; /* opened again (placed anew): same session, new parameters */
+		free(s->bias);
+		s->bias = bias;
 		return 0;
 	}
-	if (st->n_sessions >= st->max_sessions)
-		return sf_err_set(err, SF_E_LIMIT, "the log holds more than %u live sessions (the "
-				  "head's --max-fleet-sessions); start the head with a higher limit",
-				  st->max_sessions);
-	if (!(s = calloc(1, sizeof(*s))))
+	if (st->n_sessions >= st->max_sessions || !(s = calloc(1, sizeof(*s)))) {
+		free(bias);
+		if (st->n_sessions >= st->max_sessions)
+			return sf_err_set(err, SF_E_LIMIT, "the log holds more than %u live sessions "
+					  "(the head's --max-fleet-sessions); start the head with a "
+					  "higher limit", st->max_sessions);
 		return sf_err_set(err, SF_E_NOMEM, "no memory for the log's sessions");
+	}
 	s->rec = r;
+	s->bias = bias;
 	uint32_t b = bucket_of(st, r.session_id);
 	s->hnext = st->buckets[b];
 	st->buckets[b] = s;
@@ -360,7 +375,8 @@ int sf_wal_state_apply(struct sf_wal_state *st, uint8_t type, const uint8_t *p, 
 		return rc;
 	}
 	case SF_WALREC_SESSION:
-		return apply_session(st, p, len, err);
+	case SF_WALREC_SESSION_V1:
+		return apply_session(st, type, p, len, err);
 	case SF_WALREC_CONTENT:
 		return apply_content(st, p, len, err);
 	case SF_WALREC_PLACED:

@@ -46,7 +46,7 @@ static size_t min_wire(const struct sf_schema *s)
 	size_t n = 0;
 	for (size_t i = 0; i < s->n_fields; i++) {
 		const struct sf_field *f = &s->fields[i];
-		if (f->cond >= 0)
+		if (f->cond != SF__COND_NONE)
 			continue;
 		if (f->kind == SF_K_SUB)
 			n += min_wire(f->sub);
@@ -61,10 +61,14 @@ static size_t min_wire(const struct sf_schema *s)
 #define AT(base, off, type) ((type *)((char *)(base) + (off)))
 #define CAT(base, off, type) ((const type *)((const char *)(base) + (off)))
 
-static bool present(const struct sf_field *fields, const struct sf_field *f, const void *obj)
+/* Whether f is on the wire in obj at protocol version `version`. */
+static bool present(const struct sf_field *fields, const struct sf_field *f, const void *obj,
+		    uint32_t version)
 {
-	if (f->cond < 0)
+	if (f->cond == SF__COND_NONE)
 		return true;
+	if (f->cond == SF__COND_SINCE)
+		return version >= f->cond_val;
 	return *CAT(obj, fields[f->cond].off, uint8_t) == f->cond_val;
 }
 
@@ -85,10 +89,85 @@ static uint64_t read_scalar_field(const struct sf_field *f, const void *obj)
 	}
 }
 
+static bool struct_zero(const struct sf_schema *s, const void *obj);
+
+/* Whether f holds zero in obj: a scalar or hash of zero bits, no items, a part all zero. */
+static bool field_zero(const struct sf_field *f, const void *obj)
+{
+	switch (f->kind) {
+	case SF_K_HASH:
+		for (int i = 0; i < 32; i++)
+			if (CAT(obj, f->off, uint8_t)[i])
+				return false;
+		return true;
+	case SF_K_SUB:
+		return struct_zero(f->sub, CAT(obj, f->off, void));
+	case SF_K_STR: case SF_K_BYTES: case SF_K_U32S: case SF_K_ARR:
+		return *CAT(obj, f->len_off, uint32_t) == 0;
+	default:
+		return read_scalar_field(f, obj) == 0;
+	}
+}
+
+static bool struct_zero(const struct sf_schema *s, const void *obj)
+{
+	for (size_t i = 0; i < s->n_fields; i++)
+		if (!field_zero(&s->fields[i], obj))
+			return false;
+	return true;
+}
+
+/* Sets f in obj to zero (a field the link's version lacks). */
+static void zero_field(const struct sf_field *f, void *obj)
+{
+	switch (f->kind) {
+	case SF_K_HASH: memset(AT(obj, f->off, uint8_t), 0, 32); break;
+	case SF_K_SUB: memset(AT(obj, f->off, void), 0, f->sub->size); break;
+	case SF_K_STR: case SF_K_BYTES: case SF_K_U32S: case SF_K_ARR:
+		*AT(obj, f->off, void *) = NULL;
+		*AT(obj, f->len_off, uint32_t) = 0;
+		break;
+	case SF_K_U8: case SF_K_ENUM: *AT(obj, f->off, uint8_t) = 0; break;
+	case SF_K_BOOL: *AT(obj, f->off, bool) = false; break;
+	case SF_K_U16: *AT(obj, f->off, uint16_t) = 0; break;
+	case SF_K_U32: *AT(obj, f->off, uint32_t) = 0; break;
+	case SF_K_U64: *AT(obj, f->off, uint64_t) = 0; break;
+	case SF_K_F32: *AT(obj, f->off, float) = 0.0f; break;
+	}
+}
+
+/* The lowest version >= floor whose encoding carries all of obj. */
+static uint32_t struct_needs(const struct sf_schema *s, const void *obj, uint32_t floor)
+{
+	uint32_t v = floor;
+	for (size_t i = 0; i < s->n_fields; i++) {
+		const struct sf_field *f = &s->fields[i];
+		if (f->cond >= 0 && !present(s->fields, f, obj, UINT32_MAX))
+			continue;
+		if (f->cond == SF__COND_SINCE && f->cond_val > v && !field_zero(f, obj))
+			v = f->cond_val;
+		if (f->kind == SF_K_SUB) {
+			v = struct_needs(f->sub, CAT(obj, f->off, void), v);
+		} else if (f->kind == SF_K_ARR) {
+			uint32_t n = *CAT(obj, f->len_off, uint32_t);
+			const char *p = *CAT(obj, f->off, const char *);
+			for (uint32_t j = 0; p && j < n; j++)
+				v = struct_needs(f->sub, p + (size_t)j * f->sub->size, v);
+		}
+	}
+	return v;
+}
+
+uint32_t sf_msg_version_needed(uint16_t type, const void *msg)
+{
+	const struct sf_schema *s = sf__schema_of(type);
+	return s ? struct_needs(s, msg, sf_msg_min_version(type)) : 0;
+}
+
 /* ---- decode ---- */
 
 static int decode_struct(const struct sf_schema *s, struct rd *r, void *obj, struct sf_arena *a,
-			 struct sf_err *err);
+			 uint32_t version, struct sf_err *err);
 
 static int need(struct rd *r, size_t n, const struct sf_field *f, struct sf_err *err)
 {
@@ -99,7 +178,7 @@ static int need(struct rd *r, size_t n, const struct sf_field *f, struct sf_err 
 }
 
 static int decode_field(const struct sf_field *f, struct rd *r, void *obj, struct sf_arena *a,
-			struct sf_err *err)
+			uint32_t version, struct sf_err *err)
 {
 	int rc, sz = scalar_size(f->kind);
 	if (sz && (rc = need(r, (size_t)sz, f, err)))
@@ -177,7 +256,8 @@ static int decode_field(const struct sf_field *f, struct rd *r, void *obj, struc
 				out[i] = (uint32_t)get_le(r->p, 4);
 		} else {
 			for (uint64_t i = 0; i < count; i++) {
-				rc = decode_struct(f->sub, r, (char *)mem + i * f->sub->size, a, err);
+				rc = decode_struct(f->sub, r, (char *)mem + i * f->sub->size, a,
+						   version, err);
 				if (rc) {
 					sf_err_prefix(err, "%s[%llu]", f->name, (unsigned long long)i);
 					return rc;
@@ -187,7 +267,7 @@ static int decode_field(const struct sf_field *f, struct rd *r, void *obj, struc
 		return 0;
 	}
 	case SF_K_SUB:
-		rc = decode_struct(f->sub, r, AT(obj, f->off, void), a, err);
+		rc = decode_struct(f->sub, r, AT(obj, f->off, void), a, version, err);
 		if (rc)
 			sf_err_prefix(err, "%s", f->name);
 		return rc;
@@ -197,13 +277,16 @@ static int decode_field(const struct sf_field *f, struct rd *r, void *obj, struc
 }
 
 static int decode_struct(const struct sf_schema *s, struct rd *r, void *obj, struct sf_arena *a,
-			 struct sf_err *err)
+			 uint32_t version, struct sf_err *err)
 {
 	for (size_t i = 0; i < s->n_fields; i++) {
 		const struct sf_field *f = &s->fields[i];
-		if (!present(s->fields, f, obj))
+		if (!present(s->fields, f, obj, version)) {
+			if (f->cond == SF__COND_SINCE)
+				zero_field(f, obj);
 			continue;
-		int rc = decode_field(f, r, obj, a, err);
+		}
+		int rc = decode_field(f, r, obj, a, version, err);
 		if (rc)
 			return rc;
 	}
@@ -222,7 +305,7 @@ int sf_msg_decode(uint16_t type, const uint8_t *payload, size_t len, uint32_t ve
 	memset(out, 0, sizeof(*out));
 	out->type = type;
 	struct rd r = { payload, payload + len };
-	int rc = decode_struct(s, &r, &out->u, arena, err);
+	int rc = decode_struct(s, &r, &out->u, arena, version, err);
 	if (!rc && rd_left(&r))
 		rc = sf_err_set(err, SF_E_TRAILING, "%zu bytes after the last field", rd_left(&r));
 	if (rc)
@@ -234,12 +317,17 @@ int sf_msg_decode(uint16_t type, const uint8_t *payload, size_t len, uint32_t ve
 
 /* Adds the bytes obj takes to *size, checking each limit on the way. */
 static int measure_struct(const struct sf_schema *s, const void *obj, uint64_t *size,
-			  struct sf_err *err)
+			  uint32_t version, struct sf_err *err)
 {
 	for (size_t i = 0; i < s->n_fields; i++) {
 		const struct sf_field *f = &s->fields[i];
-		if (!present(s->fields, f, obj))
+		if (!present(s->fields, f, obj, version)) {
+			if (f->cond == SF__COND_SINCE && !field_zero(f, obj))
+				return sf_err_set(err, SF_E_VERSION, "%s: not part of protocol version "
+						  "%u (it came in %u), and not zero", f->name,
+						  version, f->cond_val);
 			continue;
+		}
 		int sz = scalar_size(f->kind);
 		if (sz) {
 			if ((f->kind == SF_K_ENUM || f->kind == SF_K_BOOL) &&
@@ -251,7 +339,7 @@ static int measure_struct(const struct sf_schema *s, const void *obj, uint64_t *
 			continue;
 		}
 		if (f->kind == SF_K_SUB) {
-			int rc = measure_struct(f->sub, CAT(obj, f->off, void), size, err);
+			int rc = measure_struct(f->sub, CAT(obj, f->off, void), size, version, err);
 			if (rc)
 				sf_err_prefix(err, "%s", f->name);
 			if (rc)
@@ -275,7 +363,7 @@ static int measure_struct(const struct sf_schema *s, const void *obj, uint64_t *
 		} else {
 			for (uint32_t j = 0; j < count; j++) {
 				int rc = measure_struct(f->sub, (const char *)ptr + (size_t)j * f->sub->size,
-							size, err);
+							size, version, err);
 				if (rc) {
 					sf_err_prefix(err, "%s[%u]", f->name, j);
 					return rc;
@@ -287,11 +375,11 @@ static int measure_struct(const struct sf_schema *s, const void *obj, uint64_t *
 }
 
 /* Writes obj at *w; measure_struct has checked it and sized the room. */
-static void write_struct(const struct sf_schema *s, const void *obj, uint8_t **w)
+static void write_struct(const struct sf_schema *s, const void *obj, uint32_t version, uint8_t **w)
 {
 	for (size_t i = 0; i < s->n_fields; i++) {
 		const struct sf_field *f = &s->fields[i];
-		if (!present(s->fields, f, obj))
+		if (!present(s->fields, f, obj, version))
 			continue;
 		int sz = scalar_size(f->kind);
 		if (f->kind == SF_K_HASH) {
@@ -301,7 +389,7 @@ static void write_struct(const struct sf_schema *s, const void *obj, uint8_t **w
 			put_le(*w, read_scalar_field(f, obj), sz);
 			*w += sz;
 		} else if (f->kind == SF_K_SUB) {
-			write_struct(f->sub, CAT(obj, f->off, void), w);
+			write_struct(f->sub, CAT(obj, f->off, void), version, w);
 		} else {
 			uint32_t count = *CAT(obj, f->len_off, uint32_t);
 			const void *ptr = *CAT(obj, f->off, void *);
@@ -317,7 +405,8 @@ static void write_struct(const struct sf_schema *s, const void *obj, uint8_t **w
 					put_le(*w, v[j], 4);
 			} else {
 				for (uint32_t j = 0; j < count; j++)
-					write_struct(f->sub, (const char *)ptr + (size_t)j * f->sub->size, w);
+					write_struct(f->sub, (const char *)ptr + (size_t)j * f->sub->size,
+						     version, w);
 			}
 		}
 	}
@@ -333,7 +422,7 @@ int sf_msg_encode(struct sf_buf *out, uint16_t type, const void *msg, uint32_t v
 		return sf_err_set(err, SF_E_VERSION, "%s is not part of protocol version %u (it came in %u)",
 				  s->name, version, sf_msg_min_version(type));
 	uint64_t size = 0;
-	int rc = measure_struct(s, msg, &size, err);
+	int rc = measure_struct(s, msg, &size, version, err);
 	if (rc) {
 		sf_err_prefix(err, "%s", s->name);
 		return rc;
@@ -353,7 +442,7 @@ int sf_msg_encode(struct sf_buf *out, uint16_t type, const void *msg, uint32_t v
 	w[6] = 0;
 	w[7] = 0;
 	w += SF_FRAME_HDR_LEN;
-	write_struct(s, msg, &w);
+	write_struct(s, msg, version, &w);
 	out->len += (size_t)(w - start);
 	return 0;
 }
@@ -364,7 +453,7 @@ static bool struct_equal(const struct sf_schema *s, const void *a, const void *b
 {
 	for (size_t i = 0; i < s->n_fields; i++) {
 		const struct sf_field *f = &s->fields[i];
-		bool pa = present(s->fields, f, a), pb = present(s->fields, f, b);
+		bool pa = present(s->fields, f, a, UINT32_MAX), pb = present(s->fields, f, b, UINT32_MAX);
 		if (pa != pb)
 			return false;
 		if (!pa)

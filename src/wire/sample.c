@@ -16,11 +16,13 @@ static uint64_t next(uint64_t *s)
 #define AT(base, off, type) ((type *)((char *)(base) + (off)))
 
 static int fill(const struct sf_schema *s, void *obj, uint64_t *rng, uint32_t max_items,
-		struct sf_arena *a)
+		uint32_t version, struct sf_arena *a)
 {
 	for (size_t i = 0; i < s->n_fields; i++) {
 		const struct sf_field *f = &s->fields[i];
 		uint64_t r = next(rng);
+		if (f->cond == SF__COND_SINCE && version < f->cond_val)
+			continue; /* zero, as the struct was */
 		switch (f->kind) {
 		case SF_K_U8: *AT(obj, f->off, uint8_t) = (uint8_t)r; break;
 		case SF_K_ENUM: *AT(obj, f->off, uint8_t) = (uint8_t)(r % (f->max + 1)); break;
@@ -34,7 +36,7 @@ static int fill(const struct sf_schema *s, void *obj, uint64_t *rng, uint32_t ma
 				AT(obj, f->off, uint8_t)[j] = (uint8_t)next(rng);
 			break;
 		case SF_K_SUB: {
-			int rc = fill(f->sub, AT(obj, f->off, void), rng, max_items, a);
+			int rc = fill(f->sub, AT(obj, f->off, void), rng, max_items, version, a);
 			if (rc)
 				return rc;
 			break;
@@ -49,6 +51,8 @@ static int fill(const struct sf_schema *s, void *obj, uint64_t *rng, uint32_t ma
 			void *mem = n ? sf_arena_alloc(a, (size_t)n * elem + 1) : NULL;
 			if (n && !mem)
 				return SF_E_NOMEM;
+			if (mem)
+				memset(mem, 0, (size_t)n * elem + 1);
 			for (uint32_t j = 0; j < n; j++) {
 				uint64_t v = next(rng);
 				if (f->kind == SF_K_STR)
@@ -57,7 +61,8 @@ static int fill(const struct sf_schema *s, void *obj, uint64_t *rng, uint32_t ma
 					((uint8_t *)mem)[j] = (uint8_t)v;
 				else if (f->kind == SF_K_U32S)
 					((uint32_t *)mem)[j] = (uint32_t)v;
-				else if (fill(f->sub, (char *)mem + j * elem, rng, max_items / 2, a))
+				else if (fill(f->sub, (char *)mem + j * elem, rng, max_items / 2,
+					      version, a))
 					return SF_E_NOMEM;
 			}
 			*AT(obj, f->off, void *) = mem;
@@ -69,8 +74,8 @@ static int fill(const struct sf_schema *s, void *obj, uint64_t *rng, uint32_t ma
 	return 0;
 }
 
-int sf_msg_sample(uint16_t type, uint64_t seed, uint32_t max_items, struct sf_arena *arena,
-		  struct sf_msg *out)
+int sf_msg_sample_at(uint16_t type, uint64_t seed, uint32_t max_items, uint32_t version,
+		     struct sf_arena *arena, struct sf_msg *out)
 {
 	const struct sf_schema *s = sf__schema_of(type);
 	if (!s)
@@ -78,5 +83,11 @@ int sf_msg_sample(uint16_t type, uint64_t seed, uint32_t max_items, struct sf_ar
 	memset(out, 0, sizeof(*out));
 	out->type = type;
 	uint64_t rng = seed ^ ((uint64_t)type << 48);
-	return fill(s, &out->u, &rng, max_items, arena);
+	return fill(s, &out->u, &rng, max_items, version, arena);
+}
+
+int sf_msg_sample(uint16_t type, uint64_t seed, uint32_t max_items, struct sf_arena *arena,
+		  struct sf_msg *out)
+{
+	return sf_msg_sample_at(type, seed, max_items, SF_VERSION_MAX, arena, out);
 }

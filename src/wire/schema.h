@@ -12,6 +12,9 @@ enum sf_kind {
 
 struct sf_schema;
 
+#define SF__COND_NONE (-1)
+#define SF__COND_SINCE (-2) /* W(T, since, N, ...): on the wire from protocol version N */
+
 struct sf_field {
 	const char *name;
 	enum sf_kind kind;
@@ -19,8 +22,9 @@ struct sf_field {
 	uint32_t len_off; /* offset of the length or count (STR BYTES U32S ARR) */
 	uint64_t max;     /* most bytes, elements, or (ENUM) the highest value */
 	const struct sf_schema *sub; /* element or inline struct (ARR SUB) */
-	int cond;         /* index of the earlier field that gates this one, or -1 */
-	uint8_t cond_val;
+	int cond;         /* index of the earlier field that gates this one, SF__COND_SINCE, or
+			   * SF__COND_NONE */
+	uint8_t cond_val; /* the gate's value; for SF__COND_SINCE the first version */
 };
 
 struct sf_schema {

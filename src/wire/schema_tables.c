@@ -60,18 +60,20 @@
 #define SF__SUB_HASH(a) NULL
 #define SF__SUB_U32S(a) NULL
 
-/* An enum of field indexes per struct, so a W() field can name the field that gates it. */
+/* An enum of field indexes per struct, so a W() field can name the field that gates it; the
+ * name `since` stands for the link's version (T##__since). */
 #define SF__IDX_F(T, K, n, a, b) T##__##n,
 #define SF__IDX_W(T, on, v, K, n, a, b) T##__##n,
 
 #define SF__FIELD(T, K, n, a, b, c, cv)                                                      \
 	{ #n, SF__KIND_##K, offsetof(struct T, n), SF__LEN_##K(struct T, n), SF__MAX_##K(a, b), \
 	  SF__SUB_##K(a), c, cv },
-#define SF__FLD_F(T, K, n, a, b) SF__FIELD(T, K, n, a, b, -1, 0)
+#define SF__FLD_F(T, K, n, a, b) SF__FIELD(T, K, n, a, b, SF__COND_NONE, 0)
 #define SF__FLD_W(T, on, v, K, n, a, b) SF__FIELD(T, K, n, a, b, T##__##on, v)
 
 #define SF__TABLE(label, name)                                                               \
-	enum { SF_FIELDS_##name(SF__IDX_F, SF__IDX_W, sf_##name) sf_##name##__count };       \
+	enum { SF_FIELDS_##name(SF__IDX_F, SF__IDX_W, sf_##name) sf_##name##__count,         \
+	       sf_##name##__since = SF__COND_SINCE };                                        \
 	static const struct sf_field sf__fields_##name[] = {                                 \
 		SF_FIELDS_##name(SF__FLD_F, SF__FLD_W, sf_##name)                            \
 	};                                                                                   \
@@ -145,4 +147,24 @@ unsigned sf_msg_direction(uint16_t type)
 {
 	const struct sf_msg_entry *e = entry_of(type);
 	return e ? e->dir : 0;
+}
+
+/* The latest version a field of s (or of its parts) came in, at least floor. */
+static uint32_t fields_version(const struct sf_schema *s, uint32_t floor)
+{
+	uint32_t v = floor;
+	for (size_t i = 0; i < s->n_fields; i++) {
+		const struct sf_field *f = &s->fields[i];
+		if (f->cond == SF__COND_SINCE && f->cond_val > v)
+			v = f->cond_val;
+		if (f->sub)
+			v = fields_version(f->sub, v);
+	}
+	return v;
+}
+
+uint32_t sf_msg_fields_version(uint16_t type)
+{
+	const struct sf_msg_entry *e = entry_of(type);
+	return e ? fields_version(e->schema, e->min_version) : 0;
 }

@@ -95,7 +95,7 @@ static bool sample_frame(struct sf_buf *b, uint16_t type, uint64_t seed, uint32_
 	if (sf_msg_min_version(type) > version)
 		return false;
 	sf_arena_init(&a, 64u << 20);
-	if (sf_msg_sample(type, seed, items, &a, &m))
+	if (sf_msg_sample_at(type, seed, items, version, &a, &m))
 		fuzz_fail("sample %s", sf_msg_name(type));
 	if (sf_msg_encode(b, type, &m.u, version, SF_FRAME_PAYLOAD_MAX, &err))
 		fuzz_fail("encode %s: %s", sf_msg_name(type), err.msg);
@@ -306,7 +306,7 @@ static void send_some(struct sf_link *l, enum sf_role role, uint64_t seed, int n
 		struct sf_msg m;
 		struct sf_err err;
 		sf_arena_init(&a, 64u << 20);
-		if (sf_msg_sample(t, seed + (uint64_t)i, 3, &a, &m))
+		if (sf_msg_sample_at(t, seed + (uint64_t)i, 3, sf_link_version(l), &a, &m))
 			fuzz_fail("recording: sample %s", sf_msg_name(t));
 		if (sf_link_send(l, t, &m.u, now, &err))
 			fuzz_fail("recording: send %s: %s", sf_msg_name(t), err.msg);

@@ -249,6 +249,120 @@ static void conditional_fields_follow_their_gate(void **state)
 	assert_int_equal(d->events[1].reason, SF_FINISH_EXPIRED);
 }
 
+/* The sampling part's fields of version 4 (W(T, since, 4, ...)): not on the wire below 4, so a
+ * version 3 peer sees the bytes it always did; a value there is refused, never dropped. */
+static void fields_added_in_version_4(void **state)
+{
+	struct fx *f = *state;
+	struct sf_logit_bias bias[2] = { { 7, -100.0f }, { 9, 2.5f } };
+	struct sf_session_assign a = {
+		.command_id = 1, .session_id = 2, .epoch = 3, .lease_ms = 4, .qos = 1,
+		.model = "m", .model_len = 1, .codec = "", .codec_len = 0,
+		.sampling = { .temperature = 0.5f, .top_p = 1, .top_k = 40, .seed = 99 },
+	};
+	assert_int_equal(sf_msg_fields_version(SF_MSG_SESSION_ASSIGN), 4);
+	assert_int_equal(sf_msg_fields_version(SF_MSG_CANCEL), 2);
+	assert_int_equal(sf_msg_fields_version(SF_MSG_GENERATE_OPTS), 3);
+	assert_int_equal(sf_msg_fields_version(0x7777), 0);
+	assert_int_equal(sf_msg_version_needed(SF_MSG_SESSION_ASSIGN, &a), 2);
+
+	/* Neutral: 8+8+8+4+1 + (4+1) + 4 + 20 bytes at versions 2 and 3, the same bytes. */
+	const size_t v3_len = 29 + 5 + 4 + 20;
+	assert_int_equal(sf_encode_session_assign(&f->out, &a, 3, SF_FRAME_PAYLOAD_MAX, &f->err), 0);
+	assert_int_equal(sf_buf_used(&f->out), SF_FRAME_HDR_LEN + v3_len);
+	uint8_t v3_bytes[128];
+	memcpy(v3_bytes, sf_buf_head(&f->out), SF_FRAME_HDR_LEN + v3_len);
+	sf_buf_clear(&f->out);
+	assert_int_equal(sf_encode_session_assign(&f->out, &a, 2, SF_FRAME_PAYLOAD_MAX, &f->err), 0);
+	assert_memory_equal(sf_buf_head(&f->out), v3_bytes, SF_FRAME_HDR_LEN + v3_len);
+
+	/* Version 4 carries them: min_p, 3 penalties, repeat_last_n, then the pairs. */
+	a.sampling.min_p = 0.05f;
+	a.sampling.presence_penalty = 0.5f;
+	a.sampling.frequency_penalty = -1.0f;
+	a.sampling.repetition_penalty = 1.3f;
+	a.sampling.repeat_last_n = 64;
+	a.sampling.logit_bias = bias;
+	a.sampling.n_logit_bias = 2;
+	assert_int_equal(sf_msg_version_needed(SF_MSG_SESSION_ASSIGN, &a), 4);
+	sf_buf_clear(&f->out);
+	assert_int_equal(sf_encode_session_assign(&f->out, &a, 4, SF_FRAME_PAYLOAD_MAX, &f->err), 0);
+	size_t v4_len = v3_len + 16 + 4 + 4 + 2 * 8;
+	assert_int_equal(sf_buf_used(&f->out), SF_FRAME_HDR_LEN + v4_len);
+	const uint8_t *pl = sf_buf_head(&f->out) + SF_FRAME_HDR_LEN;
+	/* repeat_last_n 64, count 2, token 7, bias -100.0 (0xc2c80000) */
+	static const uint8_t tail[] = { 0x40, 0, 0, 0, 2, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0xc8, 0xc2 };
+	assert_memory_equal(pl + v3_len + 16, tail, sizeof(tail));
+	assert_int_equal(sf_msg_decode(SF_MSG_SESSION_ASSIGN, pl, v4_len, 4, &f->b, &f->d, &f->err),
+			 0);
+	assert_true(sf_msg_equal(SF_MSG_SESSION_ASSIGN, &a, &f->d.u));
+	assert_int_equal(f->d.u.session_assign.sampling.logit_bias[1].token, 9);
+	/* The same bytes at version 3: the sampling ends 20 bytes in, the rest trails. */
+	assert_int_equal(sf_msg_decode(SF_MSG_SESSION_ASSIGN, pl, v4_len, 3, &f->b, &f->d, &f->err),
+			 SF_E_TRAILING);
+
+	/* Below 4, a value in one of them is refused, naming it; the output is as it was. */
+	sf_buf_clear(&f->out);
+	struct sf_session_assign one = a;
+	memset(&one.sampling, 0, sizeof(one.sampling));
+	one.sampling.repeat_last_n = 1;
+	assert_int_equal(sf_encode_session_assign(&f->out, &one, 3, SF_FRAME_PAYLOAD_MAX, &f->err),
+			 SF_E_VERSION);
+	assert_non_null(strstr(f->err.msg, "sampling"));
+	assert_non_null(strstr(f->err.msg, "repeat_last_n: not part of protocol version 3"));
+	assert_int_equal(sf_buf_used(&f->out), 0);
+	one.sampling.repeat_last_n = 0;
+	one.sampling.logit_bias = bias;
+	one.sampling.n_logit_bias = 1;
+	assert_int_equal(sf_msg_version_needed(SF_MSG_SESSION_ASSIGN, &one), 4);
+	assert_int_equal(sf_encode_session_assign(&f->out, &one, 2, SF_FRAME_PAYLOAD_MAX, &f->err),
+			 SF_E_VERSION);
+	assert_non_null(strstr(f->err.msg, "logit_bias"));
+
+	/* Decoded at version 3, they are zero (whatever the struct held). */
+	memcpy(&f->d, &(struct sf_msg){ 0 }, sizeof(f->d));
+	f->d.u.session_assign.sampling.min_p = 9;
+	assert_int_equal(sf_msg_decode(SF_MSG_SESSION_ASSIGN, v3_bytes + SF_FRAME_HDR_LEN, v3_len,
+				       3, &f->b, &f->d, &f->err), 0);
+	assert_true(f->d.u.session_assign.sampling.min_p == 0.0f);
+	assert_int_equal(f->d.u.session_assign.sampling.top_k, 40);
+	/* At version 4 the same bytes are short of the new fields. */
+	assert_int_equal(sf_msg_decode(SF_MSG_SESSION_ASSIGN, v3_bytes + SF_FRAME_HDR_LEN, v3_len,
+				       4, &f->b, &f->d, &f->err), SF_E_TRUNCATED);
+
+	/* The pairs are bounded: SF_MAX_LOGIT_BIAS both ways. */
+	struct sf_logit_bias *many = calloc(SF_MAX_LOGIT_BIAS + 1, sizeof(*many));
+	a.sampling.logit_bias = many;
+	a.sampling.n_logit_bias = SF_MAX_LOGIT_BIAS + 1;
+	sf_buf_clear(&f->out);
+	assert_int_equal(sf_encode_session_assign(&f->out, &a, 4, SF_FRAME_PAYLOAD_MAX, &f->err),
+			 SF_E_LIMIT);
+	a.sampling.n_logit_bias = SF_MAX_LOGIT_BIAS;
+	assert_int_equal(sf_encode_session_assign(&f->out, &a, 4, SF_FRAME_PAYLOAD_MAX, &f->err), 0);
+	uint8_t *big = malloc(sf_buf_used(&f->out) + 8);
+	size_t blen = sf_buf_used(&f->out) - SF_FRAME_HDR_LEN;
+	memcpy(big, sf_buf_head(&f->out) + SF_FRAME_HDR_LEN, blen);
+	uint8_t *count = big + v3_len + 20; /* the pairs' count */
+	count[0] = (SF_MAX_LOGIT_BIAS + 1) & 0xff;
+	count[1] = (SF_MAX_LOGIT_BIAS + 1) >> 8;
+	memset(big + blen, 0, 8);
+	assert_int_equal(sf_msg_decode(SF_MSG_SESSION_ASSIGN, big, blen + 8, 4, &f->b, &f->d,
+				       &f->err), SF_E_LIMIT);
+	assert_non_null(strstr(f->err.msg, "logit_bias"));
+	free(big);
+	free(many);
+
+	/* Samples made at a version encode there. */
+	for (uint32_t v = SF_VERSION_MIN; v <= SF_VERSION_MAX; v++) {
+		sf_arena_reset(&f->a);
+		assert_int_equal(sf_msg_sample_at(SF_MSG_SESSION_ASSIGN, v, 3, v, &f->a, &f->m), 0);
+		assert_true(sf_msg_version_needed(SF_MSG_SESSION_ASSIGN, &f->m.u) <= v);
+		sf_buf_clear(&f->out);
+		assert_int_equal(sf_msg_encode(&f->out, SF_MSG_SESSION_ASSIGN, &f->m.u, v,
+					       SF_FRAME_PAYLOAD_MAX, &f->err), 0);
+	}
+}
+
 static void frame_header_checks(void **state)
 {
 	struct fx *f = *state;
@@ -348,6 +462,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(enum_and_bool_out_of_range, setup, teardown),
 		cmocka_unit_test_setup_teardown(version_2_lacks_the_v3_messages, setup, teardown),
 		cmocka_unit_test_setup_teardown(conditional_fields_follow_their_gate, setup, teardown),
+		cmocka_unit_test_setup_teardown(fields_added_in_version_4, setup, teardown),
 		cmocka_unit_test_setup_teardown(frame_header_checks, setup, teardown),
 		cmocka_unit_test_setup_teardown(encoder_respects_frame_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(arena_bound_holds, setup, teardown),

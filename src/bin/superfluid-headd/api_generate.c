@@ -152,21 +152,27 @@ void headd_gen_tokenized(void *arg, uint64_t ticket, int rc, const uint32_t *tok
 }
 
 /* Content = the named session's content so far + the new tokens; then the session is
- * opened (the first time) and the generation asked for. */
+ * opened (the first time) and the generation asked for. A completions prompt that starts the
+ * content gets the model's BOS first when its tokenizer adds one (has_bos: llama.cpp's
+ * add_bos_token), unless it already starts with it; a chat template writes its own. */
 static int start_generation(struct headd_req *q, const uint32_t *tokens, uint32_t n)
 {
 	struct headd *d = q->d;
 	struct headd_named *s = q->named;
 	struct sf_api_error e;
 	uint32_t base = s ? s->n_content : 0;
-	if ((uint64_t)base + n > SF_MAX_TOKENS) {
+	uint32_t bos = sf_tokenizer_bos(q->tok);
+	if (q->r.kind != SF_API_COMPLETION || base || (n && tokens[0] == bos))
+		bos = SF_TOKEN_NONE;
+	uint32_t lead = bos != SF_TOKEN_NONE;
+	if ((uint64_t)base + lead + n > SF_MAX_TOKENS) {
 		sf_api_fail(&e, 400, "invalid_request_error", "context_length_exceeded", "messages",
 			    "the conversation holds %" PRIu64 " tokens, past the %u a session may "
-			    "hold; start a new session", (uint64_t)base + n, SF_MAX_TOKENS);
+			    "hold; start a new session", (uint64_t)base + lead + n, SF_MAX_TOKENS);
 		req_fail(q, &e);
 		return -1;
 	}
-	q->content = malloc(((size_t)base + n + 1) * sizeof(uint32_t));
+	q->content = malloc(((size_t)base + lead + n + 1) * sizeof(uint32_t));
 	if (!q->content) {
 		sf_api_fail(&e, 500, "server_error", NULL, NULL, "the head is out of memory");
 		req_fail(q, &e);
@@ -174,9 +180,11 @@ static int start_generation(struct headd_req *q, const uint32_t *tokens, uint32_
 	}
 	if (base)
 		memcpy(q->content, s->content, (size_t)base * sizeof(uint32_t));
+	if (lead)
+		q->content[base] = bos;
 	if (n)
-		memcpy(q->content + base, tokens, (size_t)n * sizeof(uint32_t));
-	q->n_content = base + n;
+		memcpy(q->content + base + lead, tokens, (size_t)n * sizeof(uint32_t));
+	q->n_content = base + lead + n;
 
 	if (q->pipeline) {
 		struct sf_err err;
@@ -214,6 +222,41 @@ static void log_gen(struct headd_req *q)
 		headd_wal_append_rec(d, SF_WALREC_GEN);
 }
 
+/* The first sampling field of r that a version 3 node cannot take, or NULL when none is set. */
+static const char *v4_sampling_field(const struct sf_api_request *r)
+{
+	return r->n_logit_bias ? "logit_bias"
+	       : r->presence_penalty != 0 ? "presence_penalty"
+	       : r->frequency_penalty != 0 ? "frequency_penalty"
+	       : r->repetition_penalty != 1 ? "repetition_penalty"
+	       : r->min_p != 0 ? "min_p"
+	       : NULL;
+}
+
+/* The session's sampling from the request; its logit_bias goes into *bias (malloc'd, the
+ * caller frees it; the head keeps its own copy). -1 when memory is short. */
+static int sampling_of(struct headd_req *q, struct sf_sampling *smp, struct sf_logit_bias **bias)
+{
+	const struct sf_api_request *r = &q->r;
+	*bias = NULL;
+	if (r->n_logit_bias && !(*bias = malloc(r->n_logit_bias * sizeof(**bias))))
+		return -1;
+	for (uint32_t i = 0; i < r->n_logit_bias; i++)
+		(*bias)[i] = (struct sf_logit_bias){ r->logit_bias[i].token, r->logit_bias[i].bias };
+	bool rep = r->repetition_penalty != 1;
+	*smp = (struct sf_sampling){
+		.temperature = r->temperature, .top_p = r->top_p, .top_k = r->top_k,
+		.seed = r->has_seed ? r->seed + q->index : headd_gen_rand(q->d),
+		/* The wire's 0 is "off", so a session using none of these needs no newer node. */
+		.min_p = r->min_p, .presence_penalty = r->presence_penalty,
+		.frequency_penalty = r->frequency_penalty,
+		.repetition_penalty = rep ? r->repetition_penalty : 0,
+		.repeat_last_n = rep ? r->repeat_last_n : 0,
+		.logit_bias = *bias, .n_logit_bias = r->n_logit_bias,
+	};
+	return 0;
+}
+
 /* Opens q's session (the first time, for a named one) and asks for its generation. */
 static int start_session(struct headd_req *q)
 {
@@ -223,18 +266,24 @@ static int start_session(struct headd_req *q)
 	uint64_t now = sf_loop_now(d->loop);
 	struct sf_err err;
 	int rc = 0;
+	const char *param = "logprobs"; /* what an older node cannot take */
 	if (!s || !s->opened) {
 		q->session_id = s ? s->session_id : headd_session_id_new(d);
 		headd_req_index(q);
-		struct sf_head_session_params p = {
-			.model = q->r.model,
-			.sampling = { .temperature = q->r.temperature, .top_p = q->r.top_p,
-				      .seed = q->r.has_seed ? q->r.seed + q->index : headd_gen_rand(d) },
-		};
+		struct sf_head_session_params p = { .model = q->r.model };
+		struct sf_logit_bias *bias;
+		if (sampling_of(q, &p.sampling, &bias)) {
+			sf_api_fail(&e, 500, "server_error", NULL, NULL, "the head is out of memory");
+			req_fail(q, &e);
+			return -1;
+		}
 		/* Logged first: the placement the open makes is logged as it happens. */
 		headd_wal_session(d, q->session_id, s ? s->name : "", &p);
 		q->logged = d->wal.w != NULL;
 		rc = sf_head_session_open(d->head, q->session_id, &p, now, &err);
+		free(bias);
+		if (rc == SF_E_UNSUPPORTED && v4_sampling_field(&q->r))
+			param = v4_sampling_field(&q->r);
 		if (!rc && s)
 			s->opened = true;
 		if (rc && q->logged)
@@ -252,13 +301,16 @@ static int start_session(struct headd_req *q)
 				  q->n_content - (s && s->turns ? s->n_content : 0));
 	struct sf_generate_opts opts = { .logprobs = q->r.logprobs,
 					 .top_logprobs = (uint8_t)q->r.top_logprobs };
-	if (!rc)
+	if (!rc) {
 		rc = sf_head_generate(d->head, q->session_id, q->max_tokens, 0,
 				      q->r.logprobs ? &opts : NULL, now, &q->generation_id, &err);
+		if (rc == SF_E_UNSUPPORTED && strstr(err.msg, "sampling") && v4_sampling_field(&q->r))
+			param = v4_sampling_field(&q->r);
+	}
 	if (rc) {
 		if (rc == SF_E_UNSUPPORTED)
 			sf_api_fail(&e, 400, "invalid_request_error", "unsupported_on_fleet",
-				    "logprobs", "%s", err.msg);
+				    param, "%s", err.msg);
 		else if (rc == SF_E_LIMIT || rc == SF_E_RANGE)
 			sf_api_fail(&e, 503, "service_unavailable", "no_capacity", NULL,
 				    "no node can take the session now: %s", err.msg);
@@ -379,11 +431,23 @@ static int check(struct headd_req *q, struct sf_api_error *e)
 		return sf_api_fail(e, 400, "invalid_request_error", "unsupported_on_fleet",
 				   "logprobs", "%s runs over pipeline stages, which pass on tokens "
 				   "without logprobs", q->r.model);
+	const char *v4 = v4_sampling_field(&q->r);
+	if (q->pipeline && (v4 || q->r.top_k))
+		return sf_api_fail(e, 400, "invalid_request_error", "unsupported_on_fleet",
+				   v4 ? v4 : "top_k", "%s runs over pipeline stages, which decode "
+				   "greedily: no top_k, min_p, penalties or logit_bias", q->r.model);
 	q->tok = sf_tok_client_tokenizer(d->api.tok, q->tok_model);
 	if (!q->tok)
 		return sf_api_fail(e, 503, "service_unavailable", "tokenizer_unavailable", "model",
 				   "the tokenizer of model %.128s has not arrived from its nodes yet; "
 				   "try again in a moment", q->r.model);
+	uint32_t vocab = sf_tokenizer_vocab_size(q->tok);
+	for (uint32_t i = 0; i < q->r.n_logit_bias; i++)
+		if (q->r.logit_bias[i].token >= vocab)
+			return sf_api_fail(e, 400, "invalid_request_error", "invalid_value",
+					   "logit_bias", "logit_bias names token %u, past the "
+					   "vocabulary of %.128s (%u tokens)", q->r.logit_bias[i].token,
+					   q->r.model, vocab);
 	if (!sf_tokenizer_offers_pieces(q->tok) && q->r.kind == SF_API_CHAT)
 		return sf_api_fail(e, 503, "service_unavailable", "tokenizer_unavailable", "model",
 				   "the nodes serving %.128s cannot encode a chat prompt (their "
