@@ -331,6 +331,96 @@ static void field_refusals(void **state)
 	assert_string_equal(req.stop[0], "x");
 }
 
+/* The sampling fields beyond OpenAI's temperature and top_p: OpenAI's penalties and
+ * logit_bias, and vLLM's / llama.cpp's top_k, min_p, repetition_penalty (repeat_penalty),
+ * repeat_last_n. Neutral when not given. */
+static void sampling_extensions(void **state)
+{
+	assert_int_equal(parse(SF_API_COMPLETION, "{\"model\":\"m\",\"prompt\":\"p\"}"), 0);
+	assert_int_equal(req.top_k, 0);
+	assert_true(req.min_p == 0.0f && req.presence_penalty == 0.0f);
+	assert_true(req.frequency_penalty == 0.0f && req.repetition_penalty == 1.0f);
+	assert_int_equal(req.repeat_last_n, SF_API_REPEAT_LAST_N);
+	assert_int_equal(req.n_logit_bias, 0);
+	assert_null(req.logit_bias);
+
+	assert_int_equal(parse(SF_API_CHAT, F("\"top_k\":40,\"min_p\":0.05,\"presence_penalty\":"
+					      "1.5,\"frequency_penalty\":-2,\"repetition_penalty\":"
+					      "1.3,\"repeat_last_n\":16,\"logit_bias\":{\"0\":-100,"
+					      "\"50256\":100,\"7\":0.5}")), 0);
+	assert_int_equal(req.top_k, 40);
+	assert_true(req.min_p == 0.05f);
+	assert_true(req.presence_penalty == 1.5f);
+	assert_true(req.frequency_penalty == -2.0f);
+	assert_true(req.repetition_penalty == 1.3f);
+	assert_int_equal(req.repeat_last_n, 16);
+	assert_int_equal(req.n_logit_bias, 3);
+	assert_int_equal(req.logit_bias[0].token, 0);
+	assert_true(req.logit_bias[0].bias == -100.0f);
+	assert_int_equal(req.logit_bias[1].token, 50256);
+	assert_true(req.logit_bias[1].bias == 100.0f);
+	assert_int_equal(req.logit_bias[2].token, 7);
+	/* -1 and 0 turn top_k off (vLLM, llama.cpp); past every vocabulary it is every token. */
+	assert_int_equal(parse(SF_API_CHAT, F("\"top_k\":-1,\"repeat_last_n\":-1")), 0);
+	assert_int_equal(req.top_k, 0);
+	assert_int_equal(req.repeat_last_n, SF_API_WHOLE_CONTEXT);
+	assert_int_equal(parse(SF_API_CHAT, F("\"top_k\":2147483647,\"repeat_last_n\":0")), 0);
+	assert_int_equal(req.top_k, SF_API_MAX_TOP_K);
+	assert_int_equal(req.repeat_last_n, 0);
+	/* llama.cpp's name for the repetition penalty; the same value under both names. */
+	assert_int_equal(parse(SF_API_CHAT, F("\"repeat_penalty\":1.1")), 0);
+	assert_true(req.repetition_penalty == 1.1f);
+	assert_int_equal(parse(SF_API_CHAT, F("\"repeat_penalty\":1.1,\"repetition_penalty\":1.1")),
+			 0);
+	refused(SF_API_CHAT, F("\"repeat_penalty\":1.1,\"repetition_penalty\":1.2"), 400,
+		"repeat_penalty", "give one of them");
+	/* An empty object is no bias; null is not given. */
+	assert_int_equal(parse(SF_API_CHAT, F("\"logit_bias\":{}")), 0);
+	assert_int_equal(req.n_logit_bias, 0);
+	assert_int_equal(parse(SF_API_CHAT, F("\"logit_bias\":null,\"top_k\":null")), 0);
+
+	refused(SF_API_CHAT, F("\"top_k\":-2"), 400, "top_k", NULL);
+	refused(SF_API_CHAT, F("\"top_k\":1.5"), 400, "top_k", "an integer");
+	refused(SF_API_CHAT, F("\"min_p\":1.5"), 400, "min_p", "a number from 0 to 1");
+	refused(SF_API_CHAT, F("\"min_p\":\"a\""), 400, "min_p", NULL);
+	refused(SF_API_CHAT, F("\"presence_penalty\":-2.5"), 400, "presence_penalty",
+		"a number from -2 to 2 (got -2.5)");
+	refused(SF_API_CHAT, F("\"frequency_penalty\":true"), 400, "frequency_penalty", NULL);
+	refused(SF_API_CHAT, F("\"repetition_penalty\":0"), 400, "repetition_penalty",
+		"above 0");
+	refused(SF_API_CHAT, F("\"repetition_penalty\":101"), 400, "repetition_penalty", NULL);
+	refused(SF_API_CHAT, F("\"repeat_penalty\":-1"), 400, "repeat_penalty", NULL);
+	refused(SF_API_CHAT, F("\"repeat_last_n\":-2"), 400, "repeat_last_n", NULL);
+	refused(SF_API_CHAT, F("\"repeat_last_n\":2147483648"), 400, "repeat_last_n", NULL);
+	refused(SF_API_CHAT, F("\"logit_bias\":[[1,2]]"), 400, "logit_bias", "an object");
+	refused(SF_API_CHAT, F("\"logit_bias\":{\"1\":101}"), 400, "logit_bias.1",
+		"a number from -100 to 100 (got 101)");
+	refused(SF_API_CHAT, F("\"logit_bias\":{\"1\":-100.5}"), 400, "logit_bias.1", NULL);
+	refused(SF_API_CHAT, F("\"logit_bias\":{\"1\":\"5\"}"), 400, "logit_bias.1", NULL);
+	refused(SF_API_CHAT, F("\"logit_bias\":{\"1\":null}"), 400, "logit_bias.1", NULL);
+	refused(SF_API_CHAT, F("\"logit_bias\":{\"hello\":1}"), 400, "logit_bias.hello",
+		"token ids");
+	refused(SF_API_CHAT, F("\"logit_bias\":{\"-1\":1}"), 400, "logit_bias.-1", NULL);
+	refused(SF_API_CHAT, F("\"logit_bias\":{\"01\":1}"), 400, "logit_bias.01", NULL);
+	refused(SF_API_CHAT, F("\"logit_bias\":{\"\":1}"), 400, "logit_bias.", NULL);
+	refused(SF_API_CHAT, F("\"logit_bias\":{\"2147483648\":1}"), 400, "logit_bias.2147483648",
+		NULL);
+	refused(SF_API_CHAT, F("\"logit_bias\":{\"1 \":1}"), 400, "logit_bias.1 ", NULL);
+	/* At most 300 entries, as OpenAI. */
+	char *big = malloc(16384);
+	size_t at = (size_t)snprintf(big, 16384, "{\"model\":\"m\",\"prompt\":\"p\",\"logit_bias\":{");
+	for (int i = 0; i < 301; i++)
+		at += (size_t)snprintf(big + at, 16384 - at, "%s\"%d\":-1", i ? "," : "", i);
+	snprintf(big + at, 16384 - at, "}}");
+	refused(SF_API_COMPLETION, big, 400, "logit_bias", "at most 300 tokens (got 301)");
+	char *cut = strstr(big, ",\"300\":-1");
+	memmove(cut, cut + strlen(",\"300\":-1"), strlen(cut + strlen(",\"300\":-1")) + 1);
+	assert_int_equal(parse(SF_API_COMPLETION, big), 0);
+	assert_int_equal(req.n_logit_bias, 300);
+	assert_int_equal(req.logit_bias[299].token, 299);
+	free(big);
+}
+
 static void bad_json(void **state)
 {
 	refused(SF_API_CHAT, "{\"model\":", 400, NULL, "We could not parse the JSON body");
@@ -486,7 +576,9 @@ static void mutations(void **state)
 		"\"tool_call_id\":\"c\",\"content\":\"1\"}],\"tools\":[{\"type\":\"function\","
 		"\"function\":{\"name\":\"f\",\"parameters\":{}}}],\"tool_choice\":\"auto\","
 		"\"stop\":[\"a\"],\"temperature\":1,\"stream\":true,\"stream_options\":"
-		"{\"include_usage\":true},\"logprobs\":true,\"top_logprobs\":2,\"seed\":3}";
+		"{\"include_usage\":true},\"logprobs\":true,\"top_logprobs\":2,\"seed\":3,"
+		"\"logit_bias\":{\"5\":-100,\"17\":2.5},\"top_k\":4,\"min_p\":0.1,"
+		"\"repetition_penalty\":1.1,\"repeat_last_n\":8,\"presence_penalty\":0.5}";
 	size_t n = strlen(seed);
 	char *b = malloc(n + 1);
 	uint64_t x = 42;
@@ -530,6 +622,7 @@ int main(void)
 		cmocka_unit_test_teardown(chat_refusals, teardown),
 		cmocka_unit_test_teardown(tool_refusals, teardown),
 		cmocka_unit_test_teardown(field_refusals, teardown),
+		cmocka_unit_test_teardown(sampling_extensions, teardown),
 		cmocka_unit_test_teardown(bad_json, teardown),
 		cmocka_unit_test_teardown(error_strings_are_ascii, teardown),
 		cmocka_unit_test_teardown(limits, teardown),

@@ -1,6 +1,7 @@
 /* The head machine against real node machines in memory: a generation reaches the caller as
  * the engine's exact stream, turn after turn; many sessions over two nodes; placement and its
- * refusals (model, room, tokenizer); a version 2 node refuses generation options; cancels. */
+ * refusals (model, room, tokenizer); a version 2 node refuses generation options; a session
+ * whose sampling needs version 4 goes to version 4 nodes only; cancels. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "node/node_internal.h"
 #include "sim/fleet_sim.h"
 
 struct gen_ref {
@@ -245,6 +247,86 @@ static void version_2_node_refuses_options(void **state)
 	sf_fleet_sim_free(f);
 }
 
+/* Penalties, min_p and logit_bias ride on version 4 only: such a session goes to a version 4
+ * node, is refused by name where every node is older, and fails its generations when its node
+ * comes back older. The pairs are the head's own copy: the caller's may go at once. */
+static void whole_sampling_needs_version_4(void **state)
+{
+	struct sf_fleet_sim *f = fleet(2, 0);
+	sf_fleet_sim_set_version(f, 0, 3);
+	connect_all(f, 2);
+	struct sf_logit_bias *bias = malloc(2 * sizeof(*bias));
+	bias[0] = (struct sf_logit_bias){ 65, -100.0f };
+	bias[1] = (struct sf_logit_bias){ 66, 7.5f };
+	struct sf_sampling smp = { .temperature = 0.7f, .top_p = 0.9f, .seed = 5,
+				   .presence_penalty = 0.5f, .repetition_penalty = 1.2f,
+				   .repeat_last_n = 32, .logit_bias = bias, .n_logit_bias = 2 };
+	struct sf_err err;
+	for (uint64_t sid = 1; sid <= 3; sid++) {
+		assert_int_equal(open_session(f, sid, "sim-1", &smp, &err), 0);
+		assert_int_equal(sf_head_session_node(sf_fleet_sim_head(f), sid), 1);
+	}
+	bias[0].token = 999; /* the caller's copy changes: the session's does not */
+	free(bias);
+	/* Neutral sessions go anywhere: node 0 has the most room now. */
+	assert_int_equal(open_session(f, 4, "sim-1", NULL, &err), 0);
+	assert_int_equal(sf_head_session_node(sf_fleet_sim_head(f), 4), 0);
+	uint32_t ctx[64];
+	uint32_t n = text("<user> hi\n", ctx);
+	append(f, 1, ctx, n);
+	struct gen_ref g = { 1, generate(f, 1, 20) };
+	assert_true(sf_fleet_sim_run_until(f, ended, &g, 2000));
+	/* The simulated engine samples with the first four fields alone. */
+	expect_stream(f, 1, g.gid, &smp, ctx, n, 20);
+	/* The node got the whole sampling, in its own memory. */
+	const struct node_session *ns = sf__node_find(sf_fleet_sim_node(f, 1), 1);
+	assert_non_null(ns);
+	assert_true(ns->sampling.presence_penalty == 0.5f);
+	assert_true(ns->sampling.repetition_penalty == 1.2f);
+	assert_int_equal(ns->sampling.repeat_last_n, 32);
+	assert_int_equal(ns->sampling.n_logit_bias, 2);
+	assert_ptr_equal(ns->sampling.logit_bias, ns->bias);
+	assert_int_equal(ns->sampling.logit_bias[0].token, 65);
+	assert_true(ns->sampling.logit_bias[0].bias == -100.0f);
+	assert_int_equal(ns->sampling.logit_bias[1].token, 66);
+	assert_true(ns->sampling.logit_bias[1].bias == 7.5f);
+	/* Only version 3 nodes: refused, naming the node and what it lacks. */
+	sf_fleet_sim_drop(f, 1);
+	struct sf_logit_bias one = { 3, 1.0f };
+	smp.logit_bias = &one;
+	smp.n_logit_bias = 1;
+	assert_int_equal(open_session(f, 9, "sim-1", &smp, &err), SF_E_UNSUPPORTED);
+	assert_string_equal(err.msg, "node node-0 runs an older superfluid (protocol 3) that "
+				     "cannot take this session's sampling (min_p, presence_penalty, "
+				     "frequency_penalty, repetition_penalty, repeat_last_n and "
+				     "logit_bias need protocol 4); update it");
+	struct sf_sampling plain = { .temperature = 0.7f, .top_p = 0.9f, .top_k = 5, .seed = 5 };
+	assert_int_equal(open_session(f, 9, "sim-1", &plain, &err), 0);
+	sf_fleet_sim_free(f);
+
+	/* A node that comes back older: what it should run fails, and so does the next ask. */
+	f = fleet(1, 0);
+	connect_all(f, 1);
+	smp.temperature = 0;
+	assert_int_equal(open_session(f, 1, "sim-1", &smp, &err), 0);
+	append(f, 1, ctx, n);
+	g.gid = generate(f, 1, 100000);
+	sf_fleet_sim_run(f, 3);
+	sf_fleet_sim_set_version(f, 0, 3);
+	assert_int_equal(sf_fleet_sim_restart(f, 0), 0);
+	assert_int_equal(sf_fleet_sim_connect(f, 0), 0);
+	assert_true(sf_fleet_sim_run_until(f, ended, &g, 2000));
+	const struct sf_fleet_stream *st = sf_fleet_sim_stream(f, 1, g.gid);
+	assert_int_equal(st->errors, 1);
+	assert_int_equal(st->code, SF_E_UNSUPPORTED);
+	assert_non_null(strstr(st->msg, "(protocol 3) that cannot take this session's sampling"));
+	uint64_t gid;
+	assert_int_equal(sf_head_generate(sf_fleet_sim_head(f), 1, 10, 0, NULL, sf_fleet_sim_now(f),
+					  &gid, &err), SF_E_UNSUPPORTED);
+	assert_non_null(strstr(err.msg, "node node-0 runs an older superfluid (protocol 3)"));
+	sf_fleet_sim_free(f);
+}
+
 /* A cancel ends a running generation with what it had made; a queued one never runs. */
 static void cancel_running_and_queued(void **state)
 {
@@ -291,6 +373,7 @@ int main(void)
 		cmocka_unit_test(many_sessions_over_two_nodes),
 		cmocka_unit_test(placement_refusals),
 		cmocka_unit_test(version_2_node_refuses_options),
+		cmocka_unit_test(whole_sampling_needs_version_4),
 		cmocka_unit_test(cancel_running_and_queued),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -202,6 +202,92 @@ static void snapshot_rebuilds_the_table(void **state)
 	free_log(&l);
 }
 
+/* A session's whole sampling goes through its record, the table and a snapshot; a record of
+ * the first form (four fields) reads with the rest neutral. */
+static void sessions_keep_their_whole_sampling(void **state)
+{
+	struct log l;
+	new_log(&l);
+	struct sf_logit_bias lb[3] = { { 5, -100.0f }, { 6, 100.0f }, { 70000, 0.25f } };
+	struct sf_walrec_session r = {
+		.session_id = 3, .qos = 1, .lease_ms = 9,
+		.sampling = { .temperature = 0.5f, .top_p = 0.9f, .top_k = 40, .seed = 77,
+			      .min_p = 0.05f, .presence_penalty = 0.5f, .frequency_penalty = -1.5f,
+			      .repetition_penalty = 1.3f, .repeat_last_n = 64, .logit_bias = lb,
+			      .n_logit_bias = 3 },
+	};
+	strcpy(r.model, "sim-1");
+	assert_int_equal(sf_walrec_put_session(&l.b, &r), 0);
+	char line[512];
+	sf_walrec_describe(SF_WALREC_SESSION, sf_buf_head(&l.b), sf_buf_used(&l.b), line,
+			   sizeof(line));
+	assert_non_null(strstr(line, "presence=0.5 frequency=-1.5 repetition=1.3 last_n=64 "
+				     "logit_bias=3"));
+	size_t full = sf_buf_used(&l.b);
+	apply(&l, SF_WALREC_SESSION);
+	assert_int_equal(l.rc, 0);
+	lb[0].token = 1; /* the table holds its own copy */
+	struct sf_wal_session *s = sf_wal_state_find(l.st, 3);
+	assert_non_null(s);
+	const struct sf_sampling *m = &s->rec.sampling;
+	assert_true(m->temperature == 0.5f && m->top_p == 0.9f && m->top_k == 40 &&
+		    m->seed == 77);
+	assert_true(m->min_p == 0.05f && m->presence_penalty == 0.5f &&
+		    m->frequency_penalty == -1.5f && m->repetition_penalty == 1.3f);
+	assert_int_equal(m->repeat_last_n, 64);
+	assert_int_equal(m->n_logit_bias, 3);
+	assert_ptr_equal(m->logit_bias, s->bias);
+	assert_int_equal(m->logit_bias[0].token, 5);
+	assert_true(m->logit_bias[0].bias == -100.0f);
+	assert_int_equal(m->logit_bias[2].token, 70000);
+	assert_true(m->logit_bias[2].bias == 0.25f);
+
+	/* Through a snapshot. */
+	struct sf_wal_state *copy;
+	struct sf_err err;
+	assert_int_equal(sf_wal_state_new(&copy, 16, &err), 0);
+	assert_int_equal(sf_wal_state_snapshot(l.st, &l.b, emit_into, copy), 0);
+	const struct sf_wal_session *c = sf_wal_state_find(copy, 3);
+	assert_non_null(c);
+	assert_true(c->rec.sampling.frequency_penalty == -1.5f);
+	assert_int_equal(c->rec.sampling.n_logit_bias, 3);
+	assert_memory_equal(c->rec.sampling.logit_bias, s->bias, 3 * sizeof(*s->bias));
+	sf_wal_state_free(copy);
+
+	/* Opened again: the new parameters replace the old ones. */
+	r.sampling.n_logit_bias = 1;
+	r.sampling.presence_penalty = 0;
+	assert_int_equal(sf_walrec_put_session(&l.b, &r), 0);
+	apply(&l, SF_WALREC_SESSION);
+	assert_int_equal(l.rc, 0);
+	assert_int_equal(s->rec.sampling.n_logit_bias, 1);
+	assert_true(s->rec.sampling.presence_penalty == 0.0f);
+
+	/* The first form: the same bytes without the rest of the sampling. */
+	assert_int_equal(sf_walrec_put_session(&l.b, &r), 0);
+	uint32_t v1 = (uint32_t)(full - (16 + 4 + 4 + 3 * 8));
+	assert_int_equal(sf_wal_state_apply(l.st, SF_WALREC_SESSION_V1, sf_buf_head(&l.b), v1,
+					    &l.err), 0);
+	assert_true(s->rec.sampling.temperature == 0.5f && s->rec.sampling.top_k == 40);
+	assert_true(s->rec.sampling.min_p == 0.0f && s->rec.sampling.frequency_penalty == 0.0f &&
+		    s->rec.sampling.repetition_penalty == 0.0f);
+	assert_int_equal(s->rec.sampling.n_logit_bias, 0);
+	assert_null(s->rec.sampling.logit_bias);
+	assert_string_equal(sf_walrec_type_name(SF_WALREC_SESSION_V1), "session-v1");
+	/* Read as the new form it is short; the new form read as the first has bytes left. */
+	assert_int_equal(sf_wal_state_apply(l.st, SF_WALREC_SESSION, sf_buf_head(&l.b), v1, &l.err),
+			 SF_E_TRUNCATED);
+	assert_int_equal(sf_wal_state_apply(l.st, SF_WALREC_SESSION_V1, sf_buf_head(&l.b),
+					    (uint32_t)sf_buf_used(&l.b), &l.err), SF_E_TRAILING);
+	/* More pairs than the wire carries are refused. */
+	struct sf_logit_bias *many = calloc(SF_MAX_LOGIT_BIAS + 1, sizeof(*many));
+	r.sampling.logit_bias = many;
+	r.sampling.n_logit_bias = SF_MAX_LOGIT_BIAS + 1;
+	assert_int_equal(sf_walrec_put_session(&l.b, &r), SF_E_LIMIT);
+	free(many);
+	free_log(&l);
+}
+
 /* Every prefix and every byte flip of each record kind decodes or fails, never crashes;
  * a failed record leaves the table as it was. */
 static void damaged_records_are_refused(void **state)
@@ -215,7 +301,10 @@ static void damaged_records_are_refused(void **state)
 	uint8_t types[3] = { SF_WALREC_SESSION, SF_WALREC_TOKENS, SF_WALREC_GEN };
 	for (int i = 0; i < 3; i++)
 		sf_buf_init(&recs[i], 1 << 20);
-	struct sf_walrec_session s = { .session_id = 4 };
+	struct sf_logit_bias lb[2] = { { 1, -100.0f }, { 2, 3.0f } };
+	struct sf_walrec_session s = { .session_id = 4, .sampling = { .frequency_penalty = 1,
+								      .logit_bias = lb,
+								      .n_logit_bias = 2 } };
 	strcpy(s.model, "m");
 	assert_int_equal(sf_walrec_put_session(&recs[0], &s), 0);
 	assert_int_equal(sf_walrec_put_tokens(&recs[1], 1, 2, 1, 0, t, 3), 0);
@@ -250,6 +339,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(records_build_the_table),
 		cmocka_unit_test(snapshot_rebuilds_the_table),
+		cmocka_unit_test(sessions_keep_their_whole_sampling),
 		cmocka_unit_test(damaged_records_are_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
