@@ -1,0 +1,287 @@
+/* The GGUF engine samples with the whole sampling its context was made with: on a
+ * random-weight model, each greedy token under presence, frequency and repetition penalties
+ * and logit_bias is the argmax of the model's logits changed as sampler.h defines (computed
+ * here from the model's own forward pass, apart from the engine), and the penalties change
+ * the stream greedy decoding gives without them. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <superfluid/gguf.h>
+#include <superfluid/gguf_engine.h>
+
+#include "model/model.h"
+#include "model/pool.h"
+
+#define N_VOCAB 300
+#define N_PROMPT 6
+#define N_GEN 24
+
+static const uint32_t prompt[N_PROMPT] = { 11, 42, 7, 42, 99, 3 };
+
+struct fx {
+	char vocab_path[128], path[128];
+	struct sf_engine *e;
+	/* The same file, apart from the engine, for the reference logits. */
+	struct sf_gguf *file;
+	struct sf_model *m;
+	struct sf_kv_arena *arena;
+	struct sf_pool *pool;
+	struct sf_fwd *fwd;
+	float *logits;
+};
+
+static void write_vocab(const char *path)
+{
+	struct sf_gguf_writer *w = sf_gguf_writer_new();
+	static char names[N_VOCAB][8];
+	struct sf_gguf_str toks[N_VOCAB];
+	for (int i = 0; i < N_VOCAB; i++) {
+		snprintf(names[i], sizeof(names[i]), "t%d", i);
+		toks[i] = (struct sf_gguf_str){ names[i], strlen(names[i]) };
+	}
+	assert_int_equal(sf_gguf_set_str(w, "tokenizer.ggml.model", "gpt2", 4), 0);
+	assert_int_equal(sf_gguf_set_arr_str(w, "tokenizer.ggml.tokens", toks, N_VOCAB), 0);
+	struct sf_gguf_str merge = { "t 1", 3 };
+	assert_int_equal(sf_gguf_set_arr_str(w, "tokenizer.ggml.merges", &merge, 1), 0);
+	struct sf_err err;
+	assert_int_equal(sf_gguf_writer_save(w, path, &err), 0);
+	sf_gguf_writer_free(w);
+}
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	*state = f;
+	struct sf_err err;
+	snprintf(f->vocab_path, sizeof(f->vocab_path), "/tmp/sf_test_gguf_sampling_vocab_%d.gguf",
+		 (int)getpid());
+	snprintf(f->path, sizeof(f->path), "/tmp/sf_test_gguf_sampling_%d.gguf", (int)getpid());
+	write_vocab(f->vocab_path);
+	struct sf_gguf *vocab;
+	assert_int_equal(sf_gguf_open(f->vocab_path, &vocab, &err), 0);
+	struct sf_model_gen gen = { .shape = "test-qwen2", .type = "f32", .layers = 2, .seed = 11,
+				    .vocab = vocab };
+	f->pool = sf_pool_new(1);
+	if (sf_model_gen_write(&gen, f->path, f->pool, NULL, &err))
+		fail_msg("%s", err.msg);
+	sf_gguf_close(vocab);
+	struct sf_gguf_engine_config cfg = { .path = f->path, .threads = 1, .ctx_len = 128,
+					     .batch = 4 };
+	if (sf_gguf_engine_new(&cfg, &f->e, &err))
+		fail_msg("engine: %s", err.msg);
+	assert_int_equal(sf_gguf_open(f->path, &f->file, &err), 0);
+	assert_int_equal(sf_model_load(f->file, &f->m, &err), 0);
+	assert_int_equal(sf_kv_arena_new(f->m, 0, &f->arena), 0);
+	assert_int_equal(sf_fwd_new(f->m, N_PROMPT + N_GEN, N_PROMPT + N_GEN, 1, &f->fwd, &err), 0);
+	assert_int_equal(f->m->cfg.n_vocab, N_VOCAB);
+	f->logits = malloc(N_VOCAB * sizeof(float));
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	free(f->logits);
+	sf_fwd_free(f->fwd);
+	sf_kv_arena_free(f->arena);
+	sf_model_free(f->m);
+	sf_gguf_close(f->file);
+	sf_engine_free(f->e);
+	sf_pool_free(f->pool);
+	unlink(f->path);
+	unlink(f->vocab_path);
+	free(f);
+	return 0;
+}
+
+/* The model's logits for the token after ctx[0..n), from a fresh cache. */
+static void logits_after(struct fx *f, const uint32_t *ctx, uint32_t n)
+{
+	struct sf_kv kv;
+	struct sf_err err;
+	sf_kv_init(&kv, f->arena);
+	assert_int_equal(sf_kv_reserve(&kv, n, &err), 0);
+	struct sf_fwd_tok toks[N_PROMPT + N_GEN];
+	for (uint32_t i = 0; i < n; i++)
+		toks[i] = (struct sf_fwd_tok){ &kv, i, ctx[i], i == n - 1 };
+	if (sf_model_forward(f->m, f->pool, f->fwd, toks, n, 0, f->m->cfg.n_layer, NULL, f->logits,
+			     &err))
+		fail_msg("%s", err.msg);
+	sf_kv_fini(&kv);
+}
+
+/* sampler.h's steps 2-3 and a greedy pick, written out: repetition over the last
+ * repeat_last_n context tokens, then presence and frequency over this generation's tokens,
+ * then logit_bias (-100 bans); the argmax, ties to the lowest id. */
+static uint32_t reference_pick(const float *raw, const uint32_t *ctx, uint32_t n, uint32_t n_gen,
+			       const struct sf_sampling *s)
+{
+	float l[N_VOCAB];
+	memcpy(l, raw, sizeof(l));
+	float rep = s->repetition_penalty == 0 ? 1 : s->repetition_penalty;
+	uint32_t window = s->repeat_last_n < n ? s->repeat_last_n : n;
+	for (uint32_t t = 0; t < N_VOCAB; t++) {
+		bool recent = false;
+		for (uint32_t i = n - window; i < n; i++)
+			recent |= ctx[i] == t;
+		if (recent && rep != 1)
+			l[t] = l[t] > 0 ? l[t] / rep : l[t] * rep;
+		uint32_t c = 0;
+		for (uint32_t i = n - n_gen; i < n; i++)
+			c += ctx[i] == t;
+		l[t] -= (float)c * s->frequency_penalty + (c ? s->presence_penalty : 0.0f);
+	}
+	for (uint32_t i = 0; i < s->n_logit_bias; i++)
+		l[s->logit_bias[i].token] = s->logit_bias[i].bias == -100.0f
+					    ? -INFINITY : l[s->logit_bias[i].token] +
+						  s->logit_bias[i].bias;
+	uint32_t best = 0;
+	for (uint32_t t = 1; t < N_VOCAB; t++)
+		if (l[t] > l[best])
+			best = t;
+	return best;
+}
+
+/* The engine's greedy stream under s (temperature 0), each token checked against the
+ * reference pick for the context the engine had; out gets the N_GEN tokens. */
+static void stream(struct fx *f, const struct sf_sampling *s, uint32_t *out)
+{
+	struct sf_err err;
+	struct sf_engine_ctx *c;
+	/* The pairs are the context's own: the caller's go at once. */
+	struct sf_sampling mine = *s;
+	struct sf_logit_bias *pairs = NULL;
+	if (s->n_logit_bias) {
+		pairs = malloc(s->n_logit_bias * sizeof(*pairs));
+		memcpy(pairs, s->logit_bias, s->n_logit_bias * sizeof(*pairs));
+		mine.logit_bias = pairs;
+	}
+	if (sf_engine_ctx_new(f->e, &mine, &c, &err))
+		fail_msg("ctx: %s", err.msg);
+	if (pairs) {
+		memset(pairs, 0xff, s->n_logit_bias * sizeof(*pairs));
+		free(pairs);
+	}
+	assert_int_equal(sf_engine_prefill(f->e, c, prompt, N_PROMPT, &err), 0);
+	uint32_t ctx[N_PROMPT + N_GEN];
+	memcpy(ctx, prompt, sizeof(prompt));
+	for (uint32_t i = 0; i < N_GEN; i++) {
+		struct sf_engine_step st = { .ctx = c };
+		do {
+			st.more = false;
+			assert_int_equal(sf_engine_decode(f->e, &st, 1, &err), 0);
+			assert_int_equal(st.rc, 0);
+		} while (st.more);
+		logits_after(f, ctx, N_PROMPT + i);
+		uint32_t want = reference_pick(f->logits, ctx, N_PROMPT + i, i, s);
+		if (st.token != want)
+			fail_msg("token %u: the engine drew %u, the sampler's definition gives %u",
+				 i, st.token, want);
+		ctx[N_PROMPT + i] = out[i] = st.token;
+	}
+	sf_engine_ctx_free(f->e, c);
+}
+
+static bool repeats(const uint32_t *t, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		for (uint32_t j = i + 1; j < n; j++)
+			if (t[i] == t[j])
+				return true;
+	return false;
+}
+
+static bool in(uint32_t tok, const uint32_t *t, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (t[i] == tok)
+			return true;
+	return false;
+}
+
+static void penalties_change_the_greedy_stream(void **state)
+{
+	struct fx *f = *state;
+	uint32_t plain[N_GEN], got[N_GEN];
+	struct sf_sampling greedy = { .temperature = 0 };
+	stream(f, &greedy, plain);
+	/* A random model's greedy stream repeats itself: what the penalties act on. */
+	assert_true(repeats(plain, N_GEN));
+
+	struct sf_sampling presence = { .presence_penalty = 5 };
+	stream(f, &presence, got);
+	assert_memory_not_equal(got, plain, sizeof(got));
+	struct sf_sampling frequency = { .frequency_penalty = 2 };
+	stream(f, &frequency, got);
+	assert_memory_not_equal(got, plain, sizeof(got));
+	struct sf_sampling repetition = { .repetition_penalty = 3, .repeat_last_n = 8 };
+	stream(f, &repetition, got);
+	assert_memory_not_equal(got, plain, sizeof(got));
+	/* All at once, and a window of the whole context. */
+	struct sf_sampling all = { .presence_penalty = 0.5f, .frequency_penalty = 0.5f,
+				   .repetition_penalty = 1.5f, .repeat_last_n = UINT32_MAX };
+	stream(f, &all, got);
+	assert_memory_not_equal(got, plain, sizeof(got));
+	/* Penalties that take nothing away (negative: repeats are favoured) still follow the
+	 * definition. */
+	struct sf_sampling favour = { .presence_penalty = -1, .repetition_penalty = 0.5f,
+				      .repeat_last_n = 4 };
+	stream(f, &favour, got);
+}
+
+static void logit_bias_bans_and_forces(void **state)
+{
+	struct fx *f = *state;
+	uint32_t plain[N_GEN], got[N_GEN];
+	struct sf_sampling greedy = { .temperature = 0 };
+	stream(f, &greedy, plain);
+	/* -100 bans the tokens greedy decoding drew first. */
+	struct sf_logit_bias ban[2] = { { plain[0], -100.0f }, { plain[1], -100.0f } };
+	struct sf_sampling banned = { .logit_bias = ban, .n_logit_bias = 2 };
+	stream(f, &banned, got);
+	assert_false(in(plain[0], got, N_GEN));
+	assert_false(in(plain[1], got, N_GEN));
+	/* +100 forces a token greedy decoding never drew. */
+	uint32_t other = 0;
+	while (in(other, plain, N_GEN))
+		other++;
+	struct sf_logit_bias force = { other, 100.0f };
+	struct sf_sampling forced = { .logit_bias = &force, .n_logit_bias = 1 };
+	stream(f, &forced, got);
+	for (uint32_t i = 0; i < N_GEN; i++)
+		assert_int_equal(got[i], other);
+	/* A bias and a penalty together: the bias comes last (a penalty does not undo it). */
+	struct sf_sampling both = { .repetition_penalty = 100, .repeat_last_n = 64,
+				    .logit_bias = &force, .n_logit_bias = 1 };
+	stream(f, &both, got);
+	for (uint32_t i = 0; i < N_GEN; i++)
+		assert_int_equal(got[i], other);
+	/* A token past the vocabulary is refused by name; nothing is made. */
+	struct sf_logit_bias past = { N_VOCAB, 1.0f };
+	struct sf_sampling bad = { .logit_bias = &past, .n_logit_bias = 1 };
+	struct sf_engine_ctx *c = NULL;
+	struct sf_err err;
+	assert_int_equal(sf_engine_ctx_new(f->e, &bad, &c, &err), SF_E_RANGE);
+	assert_null(c);
+	assert_non_null(strstr(err.msg, "logit_bias[0].token 300 is past the vocabulary"));
+	struct sf_sampling bad_p = { .presence_penalty = 200 };
+	assert_int_equal(sf_engine_ctx_new(f->e, &bad_p, &c, &err), SF_E_RANGE);
+	assert_non_null(strstr(err.msg, "presence_penalty"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(penalties_change_the_greedy_stream),
+		cmocka_unit_test(logit_bias_bans_and_forces),
+	};
+	return cmocka_run_group_tests_name("gguf_sampling", tests, setup, teardown);
+}
