@@ -33,6 +33,8 @@
  * bits of the final hidden state picks one: deterministic given the context and seeds.
  * Logprobs are the log-softmax of the raw logits over the candidates (temperature 1, before
  * top_k/top_p), whatever the sampling; at temperature 0 the chosen token is the top one.
+ * The sampling fields protocol 4 added (min_p, the penalties, logit_bias) are taken and
+ * ignored: the simulated model's streams stay what the tests compute from the four above.
  *
  * Pipeline stages exchange a hidden blob: u32 width, u32 layer (the next layer to run), u32
  * run, u32 last token (0xffffffff: none), u32 model check (from the seed and shapes), then
