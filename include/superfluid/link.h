@@ -106,7 +106,8 @@ void sf_link_eof(struct sf_link *l, int errno_val);
 enum sf_link_ev_kind sf_link_poll(struct sf_link *l, uint64_t now_ms, struct sf_link_event *ev);
 
 /* Queues a message (encoded, and sealed on an encrypted link). Only when open. Returns 0, or
- * SF_E_UNSUPPORTED when the peer's version lacks the type (err names the peer and the type),
+ * SF_E_UNSUPPORTED when the peer's version lacks the type, or a field of it that msg sets
+ * (err names the peer, the type and the version it needs),
  * SF_E_LIMIT when the send queue is full, SF_E_STATE when not open, or an encoding error. */
 int sf_link_send(struct sf_link *l, uint16_t type, const void *msg, uint64_t now_ms,
 		 struct sf_err *err) __attribute__((warn_unused_result));

@@ -238,7 +238,8 @@ int sf_link_send(struct sf_link *l, uint16_t type, const void *msg, uint64_t now
 		 struct sf_err *err)
 {
 	int rc = may_send(l, type, err);
-	uint32_t need = rc ? 0 : sf_msg_version_needed(type, msg);
+	/* Only an older link can lack a field (a walk of the message: not on the newest). */
+	uint32_t need = rc || l->version >= SF_VERSION_MAX ? 0 : sf_msg_version_needed(type, msg);
 	if (!rc && need > l->version)
 		rc = sf_err_set(err, SF_E_UNSUPPORTED, "%s %s runs an older superfluid (protocol %u) "
 				"that cannot take this %s (it needs protocol %u); update it",
