@@ -66,6 +66,22 @@ if [ "$mode" = sim ]; then
 	req POST /v1/completions '{"model":"sim-1","prompt":"Once upon a time","max_tokens":24,"temperature":0,"top_k":40,"repetition_penalty":1,"presence_penalty":0}'
 	r=0; [ "$status" = 200 ] && [ "$(text)" = "$(cat "$work/want")" ] || r=1
 	check "neutral values and top_k still go to a version 3 node" $r
+
+	# A pipeline decodes greedily: what it cannot honour is refused by name.
+	start_node st1 && pst=$port
+	start_head pipe "127.0.0.1:$p4" --pipeline "127.0.0.1:$pst"
+	base="http://127.0.0.1:$hport"
+	for _ in $(seq 100); do req GET /v1/models; grep -q sim-1-pipeline "$work/out" && break; sleep 0.05; done
+	req POST /v1/completions '{"model":"sim-1-pipeline","prompt":"Once upon a time","max_tokens":8,"presence_penalty":1}'
+	r=0; [ "$status" = 400 ] && err_is presence_penalty unsupported_on_fleet &&
+		grep -q 'decode greedily' "$work/out" || r=1
+	check "a pipeline model refuses presence_penalty by name" $r
+	req POST /v1/completions '{"model":"sim-1-pipeline","prompt":"Once upon a time","max_tokens":8,"top_k":5}'
+	r=0; [ "$status" = 400 ] && err_is top_k unsupported_on_fleet || r=1
+	check "... and top_k" $r
+	req POST /v1/completions '{"model":"sim-1-pipeline","prompt":"Once upon a time","max_tokens":8,"top_k":0,"repetition_penalty":1}'
+	r=0; [ "$status" = 200 ] || r=1
+	check "... but not their neutral values" $r
 	echo "$passes passed, $fails failed"
 	[ "$fails" = 0 ]
 	exit

@@ -470,6 +470,9 @@ static void make_api(void)
 		 "\"tool_choice\":\"auto\",\"logprobs\":true,\"top_logprobs\":2}");
 	put_text("completion", 0, "{\"model\":\"sim-1\",\"prompt\":[\"once\"],\"logprobs\":3,"
 		 "\"seed\":5,\"echo\":false,\"session\":\"s-1\"}");
+	put_text("sampling", 0, "{\"model\":\"sim-1\",\"prompt\":\"p\",\"top_k\":40,\"min_p\":0.05,"
+		 "\"presence_penalty\":0.5,\"frequency_penalty\":-1,\"repetition_penalty\":1.2,"
+		 "\"repeat_last_n\":-1,\"logit_bias\":{\"5\":-100,\"17\":2.5,\"300\":100}}");
 	put_text("broken", 1, "{\"model\":\"sim-1\",\"messages\":[{\"role\":");
 }
 
