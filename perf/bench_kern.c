@@ -91,7 +91,7 @@ int main(int argc, char **argv)
 		const size_t rb = sf_kt_row_bytes(kt->type, k), xb = sf_kern_act_row_bytes(kt->type, k);
 		const int64_t rows_big = (int64_t)(((size_t)mb << 20) / rb);
 		const int64_t rows_small = (int64_t)((256u << 10) / rb) + 1;
-		uint8_t *W = malloc(rb * (size_t)rows_big), *X = malloc(xb * NBMAX);
+		uint8_t *W = aligned_alloc(64, (rb * (size_t)rows_big + 63) / 64 * 64), *X = malloc(xb * NBMAX);
 		float *Y = malloc(sizeof(float) * (size_t)rows_big * NBMAX);
 		float *wf = malloc((size_t)k * sizeof(float));
 		for (int64_t r = 0; r < rows_big; r++) {

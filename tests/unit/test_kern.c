@@ -299,13 +299,13 @@ static void negative_zero_lanes(void **state)
 	(void)state;
 	enum sf_kisa saved = sf_kern_isa();
 	const uint32_t types[] = {SF_GGUF_T_F32, SF_GGUF_T_BF16};
-	const int64_t ks[] = {33, 47, 63, 100};
+	const int64_t ks[] = {65, 97, 100, 127}; /* all 64 lanes get a product, then a tail */
 	for (size_t t = 0; t < 2; t++) {
 		const struct sf_kt *kt = sf_kt(types[t]);
 		for (size_t ki = 0; ki < 4; ki++) {
 			const int64_t k = ks[ki];
-			float w[100], x[100];
-			uint8_t wq[400], xq[400];
+			float w[128], x[128];
+			uint8_t wq[512], xq[512];
 			for (int64_t i = 0; i < k; i++) {
 				w[i] = -1e-30f;
 				x[i] = 1e-30f;
