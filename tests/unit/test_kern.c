@@ -248,6 +248,31 @@ static void check_isa(enum sf_kisa isa)
 	sf_kern_force_isa(saved);
 }
 
+/* Long rows: fewer activation rows per prepared tile, weight rows in several blocks, and
+ * (past 56K elements) the prepared part on the heap. */
+static void long_rows(void **state)
+{
+	(void)state;
+	enum sf_kisa saved = sf_kern_isa();
+	const struct {
+		uint32_t type;
+		int64_t k, rows, nb;
+	} cases[] = {
+		{SF_GGUF_T_Q4_0, 32 * 900, 20, 3},  {SF_GGUF_T_Q8_0, 32 * 900, 20, 3},
+		{SF_GGUF_T_Q5_0, 32 * 1801, 3, 2},  {SF_GGUF_T_Q4_0, 32 * 1801, 2, 5},
+		{SF_GGUF_T_Q4_K, 256 * 230, 3, 2},  {SF_GGUF_T_F16, 60013, 3, 2},
+	};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct prob p;
+		prob_make(&p, cases[c].type, cases[c].k, cases[c].rows, cases[c].nb, (int)c, false);
+		for (int isa = SF_KISA_AVX2; isa <= SF_KISA_AVX512; isa++)
+			if (sf_kern_isa_supported((enum sf_kisa)isa))
+				check_prob(&p, (enum sf_kisa)isa);
+		prob_free(&p);
+	}
+	sf_kern_force_isa(saved);
+}
+
 static void avx2_matches_scalar(void **state)
 {
 	(void)state;
@@ -424,6 +449,7 @@ int main(void)
 		cmocka_unit_test(avx2_matches_scalar),
 		cmocka_unit_test(avx512_matches_scalar),
 		cmocka_unit_test(nonfinite_scales_agree),
+		cmocka_unit_test(long_rows),
 		cmocka_unit_test(negative_zero_lanes),
 		cmocka_unit_test(reads_stay_in_rows),
 	};
