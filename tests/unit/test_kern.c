@@ -261,6 +261,7 @@ static void long_rows(void **state)
 		{SF_GGUF_T_Q4_0, 32 * 900, 20, 3},  {SF_GGUF_T_Q8_0, 32 * 900, 20, 3},
 		{SF_GGUF_T_Q5_0, 32 * 1801, 3, 2},  {SF_GGUF_T_Q4_0, 32 * 1801, 2, 5},
 		{SF_GGUF_T_Q4_K, 256 * 230, 3, 2},  {SF_GGUF_T_F16, 60013, 3, 2},
+		{SF_GGUF_T_Q8_0, 32 * 4200, 2, 2}, /* past 131072: the AVX2 kernels' heap too */
 	};
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
 		struct prob p;
