@@ -97,7 +97,6 @@ AI void group_k4(const struct sf__q4_k *b, const uint8_t *a, size_t x_stride, __
 		 const int n, const int nt)
 {
 	__m256i is[TILE][KG], im[TILE][KG];
-#pragma GCC unroll 8
 	for (int i = 0; i < KG; i++) {
 		if (i >= n) {
 #pragma GCC unroll 4
@@ -178,7 +177,6 @@ AI void group_k6(const struct sf__q6_k *b, const uint8_t *a, size_t x_stride, __
 		 const int n, const int nt)
 {
 	__m256i is[TILE][KG];
-#pragma GCC unroll 8
 	for (int i = 0; i < KG; i++) {
 		if (i >= n) {
 #pragma GCC unroll 4

@@ -149,13 +149,15 @@ AI void weights(uint32_t type, const uint8_t *wblk, int n, __m512i w[8])
 		const __m512i qh = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), lanes_of(n),
 							       idx, wblk + 2, 1);
 		const __m512i bits = _mm512_set1_epi32(0x08040201);
+		/* byte 0 of each dword to all four of its bytes */
+		const __m512i bcast = _mm512_set4_epi32(0x0c0c0c0c, 0x08080808, 0x04040404, 0);
 		const __m512i k10 = _mm512_set1_epi8(0x10);
 #pragma GCC unroll 8
 		for (int t = 0; t < 8; t++) {
-			/* the nibble for dword t, copied to its four bytes, tested bit by bit */
+			/* the nibble for dword t, in each of its four bytes, tested bit by bit */
 			const __m512i x = _mm512_and_si512(_mm512_srli_epi32(qh, 4 * t),
 							   _mm512_set1_epi32(0xF));
-			const __m512i x4 = _mm512_mullo_epi32(x, _mm512_set1_epi32(0x01010101));
+			const __m512i x4 = _mm512_shuffle_epi8(x, bcast);
 			const __mmask64 hb = _mm512_test_epi8_mask(x4, bits);
 			const __m512i lo = t < 4 ? _mm512_and_si512(u[t], m4)
 						 : _mm512_and_si512(_mm512_srli_epi16(u[t - 4], 4), m4);
