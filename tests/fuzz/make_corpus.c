@@ -669,7 +669,7 @@ static void make_tok(void)
 		{ "'s", 1, 0 }, { "12", 1, 0 }, { "\xc4\x8a\xc4\x8a", 1, 0 }, { "hello", 1, 0 },
 	};
 	static const char *const merges[] = {
-		"a b", "\xc4\xa0 a", "\xc4\xa0" "a b", "' s", "1 2", "\xc4\x8a \xc4\x8a", "h e", "he l",
+		"a b", "\xc4\xa0 a", "\xc4\xa0\x61 b", "' s", "1 2", "\xc4\x8a \xc4\x8a", "h e", "he l",
 		"hel l", "hell o", "x y", "nospace", "q ",
 	};
 	const uint8_t bpe_ids[4] = { 3, 3, A, A };
