@@ -57,6 +57,9 @@ struct sf_tok;
 #define SF_TOK_MAX_TOKEN_LEN 16384          /* bytes of one token's text */
 #define SF_TOK_MAX_MERGES (1u << 23)        /* tokenizer.ggml.merges entries */
 #define SF_TOK_MAX_TEXT ((size_t)4 << 20)   /* bytes of one text to encode */
+#define SF_TOK_MAX_SPECIAL_LENGTHS 512      /* different lengths of special tokens (each is
+					     * one pass over a text; real vocabularies have
+					     * up to a few dozen) */
 
 /* No such token (an id the model does not have). */
 #define SF_TOK_NONE UINT32_MAX

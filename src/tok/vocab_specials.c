@@ -331,5 +331,9 @@ int sf__tok_specials(struct sf_tok *t, const struct sf__tok_src *src, struct sf_
 	t->sp_base |= 1;
 	if ((rc = build_set(t, &t->sp_all, false, err)) || (rc = build_set(t, &t->sp_user, true, err)))
 		return rc;
+	if (t->sp_all.n_cls > SF_TOK_MAX_SPECIAL_LENGTHS)
+		return sf_err_set(err, SF_E_LIMIT,
+				  "the special tokens come in %u different lengths, over %u",
+				  t->sp_all.n_cls, SF_TOK_MAX_SPECIAL_LENGTHS);
 	return 0;
 }

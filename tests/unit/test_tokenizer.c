@@ -700,13 +700,29 @@ static void refuses_bad_vocabularies(void **state)
 	assert_int_equal(build_fails(&err), SF_E_MODEL);
 	assert_non_null(strstr(err.msg, "BOS"));
 
+	/* special tokens of too many lengths (each is a pass over every text) */
+	vb_init("llama", NULL);
+	tok("<unk>", 0, 2);
+	tok("<s>", 0, 3);
+	tok("</s>", 0, 3);
+	char *lens = malloc(SF_TOK_MAX_SPECIAL_LENGTHS + 1);
+	memset(lens, 'x', SF_TOK_MAX_SPECIAL_LENGTHS + 1);
+	for (size_t i = 1; i <= SF_TOK_MAX_SPECIAL_LENGTHS + 1; i++)
+		tok_n(lens, i, 0, 4);
+	assert_int_equal(build_fails(&err), SF_E_LIMIT);
+	assert_non_null(strstr(err.msg, "different lengths"));
+	V.src.n_tokens = V.src.n_scores = V.src.n_types = 3 + SF_TOK_MAX_SPECIAL_LENGTHS;
+	struct sf_tok *t = build(); /* one length fewer: taken */
+	sf_tok_free(t);
+	free(lens);
+
 	/* an empty token is named as llama.cpp names it, and may then collide */
 	vb_init("llama", NULL);
 	tok("a", 0, 1);
 	tok("", 0, 1);
 	tok("b", 0, 1);
 	V.src.add_bos = 0;
-	struct sf_tok *t = build();
+	t = build();
 	size_t n;
 	const char *s = sf_tok_token_text(t, 1, &n);
 	assert_int_equal(n, 9);
