@@ -382,6 +382,8 @@ static void pretokenizers_cut_as_llama_does(void **state)
 {
 	words(SF__PRE_LLAMA3, "I'M here  123456", "I|'M| here| | |123|456");
 	words(SF__PRE_LLAMA3, "they'Ll we'VE", "they|'Ll| we|'VE");
+	/* contractions in any case, but only ASCII's: PCRE2's (?i) would take U+017F for s */
+	words(SF__PRE_LLAMA3, "x'St x'\xc5\xbft", "x|'S|t| x|'\xc5\xbft");
 	words(SF__PRE_LLAMA3, "a\n\n  b", "a|\n\n| | b");
 	words(SF__PRE_LLAMA3, "x  \n  y", "x|  \n| | y");
 	words(SF__PRE_LLAMA3, "end  ", "end|  ");
