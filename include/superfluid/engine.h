@@ -69,6 +69,8 @@ struct sf_engine_step {
 	uint32_t token;             /* out: the next token, already appended to ctx */
 	bool eog;                   /* out: the token ends a generation (an end-of-turn token
 				     * other than info.eos, such as <|im_end|> or <|eot_id|>) */
+	bool more;                  /* out: only part of the context's appended tokens could be
+				     * computed this step (a long prompt, in chunks): no token */
 	struct sf_engine_logprob lp; /* out when logprobs or top_logprobs */
 };
 
@@ -246,7 +248,9 @@ uint64_t sf_engine_mem_used(struct sf_engine *e);
 /* ---- generation ---- */
 
 /* One decode step over n <= batch_size distinct contexts: each gets its next token appended,
- * and its logprobs when asked. A context's token does not depend on the others in the batch.
+ * and its logprobs when asked; or, for a context whose appended tokens an engine computes in
+ * chunks, steps[i].more and no token until they are done. A context's token does not depend
+ * on the others in the batch.
  * Returns a negative sf_code when it refused the whole batch (nothing changed); otherwise 0,
  * with steps[i].rc saying whether each context got its token. */
 int sf_engine_decode(struct sf_engine *e, struct sf_engine_step *steps, size_t n,

@@ -35,6 +35,40 @@ static int parse_u64(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* A byte count: digits, then K, M, G or T (powers of 1024; "KiB", "MB" and the like too). */
+static int parse_size(const char *s, uint64_t *out)
+{
+	if (!*s || *s < '0' || *s > '9')
+		return -1;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno)
+		return -1;
+	unsigned shift = 0;
+	switch (*end) {
+	case 0: break;
+	case 'k': case 'K': shift = 10; break;
+	case 'm': case 'M': shift = 20; break;
+	case 'g': case 'G': shift = 30; break;
+	case 't': case 'T': shift = 40; break;
+	default: return -1;
+	}
+	if (*end) {
+		end++;
+		if (*end == 'i')
+			end++;
+		if (*end == 'B' || *end == 'b')
+			end++;
+		if (*end)
+			return -1;
+	}
+	if (shift && v > (UINT64_MAX >> shift))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
 /* HOST:PORT, [V6]:PORT; len bytes of s. */
 static bool valid_addr(const char *s, size_t len)
 {
@@ -157,6 +191,15 @@ int sfd_opt_set(const struct sfd_opts_spec *spec, void *opts, const char *name,
 			*(uint32_t *)field = (uint32_t)v;
 		else
 			*(uint64_t *)field = v;
+		return 0;
+	case SFD_OPT_SIZE:
+		if (parse_size(value, &v) || v < d->min || v > d->max) {
+			snprintf(why, why_len, "%s%s: '%s' is not a size from %llu to %llu bytes "
+				 "(a K, M, G or T suffix counts in 1024s)", dd, name, value,
+				 (unsigned long long)d->min, (unsigned long long)d->max);
+			return -1;
+		}
+		*(uint64_t *)field = v;
 		return 0;
 	case SFD_OPT_IO:
 		if (!strcmp(value, "auto"))

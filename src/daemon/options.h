@@ -14,6 +14,7 @@ enum sfd_opt_kind {
 	SFD_OPT_ADDRS,   /* HOST:PORT[,HOST:PORT...] (const char *) */
 	SFD_OPT_U32,     /* decimal in [min, max] (uint32_t) */
 	SFD_OPT_U64,     /* decimal in [min, max] (uint64_t) */
+	SFD_OPT_SIZE,    /* bytes in [min, max], with an optional K, M, G or T (of 1024) (uint64_t) */
 	SFD_OPT_IO,      /* auto | uring | epoll (enum sf_io_kind) */
 	SFD_OPT_LOG,     /* error | warn | info | debug (enum sfd_log_level) */
 	SFD_OPT_CHOICE,  /* one of choices (const char *, the table's own string) */

@@ -323,6 +323,7 @@ int sf_engine_decode(struct sf_engine *e, struct sf_engine_step *steps, size_t n
 		steps[i].rc = 0;
 		steps[i].token = 0;
 		steps[i].eog = false;
+		steps[i].more = false;
 		steps[i].lp.n_top = 0;
 	}
 	return n ? e->ops->decode(e->impl, steps, n, err) : 0;

@@ -8,6 +8,8 @@
  * CPU) after a failure draws exactly what the lost run would have drawn. An output never
  * depends on how many other rows or activations share the call, on where they sit in it, or on
  * how the rows are split between threads: the reduction of one dot product is never split.
+ * When a result is NaN it is NaN in every variant, but which NaN (sign, payload) is not part of
+ * the contract.
  *
  * The variant (scalar, AVX2, AVX-512) is chosen once, at the first call, by cpuid; tests and
  * benchmarks may force one the CPU has. */
@@ -43,7 +45,8 @@ size_t sf_kt_row_bytes(uint32_t type, int64_t n);
 enum sf_kisa {
 	SF_KISA_SCALAR = 0,
 	SF_KISA_AVX2 = 1,   /* AVX2 + FMA + F16C */
-	SF_KISA_AVX512 = 2, /* AVX-512 F/BW/VL/DQ + VNNI (BF16 where the CPU has it) */
+	SF_KISA_AVX512 = 2, /* AVX-512 F/BW/VL/DQ + VNNI (its BF16 dot product rounds unlike fma:
+			     * not used) */
 };
 
 /* The variant in use (chosen at the first call by cpuid, or forced). */
@@ -56,7 +59,9 @@ bool sf_kern_isa_supported(enum sf_kisa isa);
 int sf_kern_force_isa(enum sf_kisa isa);
 
 /* Quantizes one activation row of n floats (a multiple of act_type's block) to act_type
- * (F32: a copy, F16, BF16, Q8_0, Q8_K). */
+ * (F32: a copy, F16, BF16, Q8_0, Q8_K), as llama.cpp's CPU backend does; the same on every
+ * instruction set. The products take activations made here only (their quants are -127..127).
+ * Another type leaves the row as it was. */
 void sf_kern_quantize_act(uint32_t act_type, const float *x, void *y, int64_t n);
 
 /* Bytes one activation row of n elements takes once quantized for products with wtype. */
@@ -65,12 +70,16 @@ size_t sf_kern_act_row_bytes(uint32_t wtype, int64_t n);
 /* The multi-row product of a linear layer, over weight rows [r0, r1) and nb activations:
  *   Y[b * ldy + r] = dot(row r of W, row b of X)   for r0 <= r < r1, 0 <= b < nb
  * W: rows of k elements of wtype, w_stride bytes apart (row 0 at W); X: nb rows quantized by
- * sf_kern_quantize_act to sf_kt(wtype)->act_type, x_stride bytes apart. Each weight block is
- * read once for all nb activations. k is a multiple of wtype's block. */
+ * sf_kern_quantize_act to sf_kt(wtype)->act_type, x_stride bytes apart. k is a multiple of
+ * wtype's block; nothing outside the rows is read. Weights stream from memory once per chunk of
+ * activation rows (all of them in decode; for the 32-element types, as many as the kernels'
+ * 32 KiB of stack scratch holds: 131072 / k rows, and k over 131072 takes the slow reference),
+ * each weight block unpacked once per tile of up to 4 of them. A wtype that sf_kt does not
+ * compute as a weight: nothing is written. */
 void sf_kern_matmul(uint32_t wtype, int64_t k, const void *W, size_t w_stride, int64_t r0,
 		    int64_t r1, const void *X, size_t x_stride, int64_t nb, float *Y, size_t ldy);
 
-/* One dot product (the matmul's r = b = 0 case). */
+/* One dot product (the matmul's r = b = 0 case); NaN for a type not computed. */
 float sf_kern_dot(uint32_t wtype, int64_t k, const void *w, const void *x);
 
 /* IEEE half and bfloat16 conversions (round to nearest even; NaN stays NaN). */

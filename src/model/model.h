@@ -137,4 +137,26 @@ int sf_model_forward(const struct sf_model *m, struct sf_pool *pool, struct sf_f
 		     const struct sf_fwd_tok *toks, uint32_t n, uint32_t l0, uint32_t l1,
 		     float *hidden, float *logits, struct sf_err *err);
 
+/* ---- random-weight models for tests and benchmarks (model_gen.c) ---- */
+
+/* The shapes ("qwen2.5-0.5b", ..., "test-qwen3") and types ("f32", ..., "q4_k_m") it makes,
+ * NULL-terminated. */
+extern const char *const sf_model_gen_shapes[];
+extern const char *const sf_model_gen_types[];
+
+struct sf_model_gen {
+	const char *shape;
+	const char *type;           /* one type for every matrix, or "q4_k_m" (llama.cpp's mix) */
+	uint32_t layers;            /* 0: the shape's */
+	uint64_t seed;
+	uint32_t ctx;               /* the context length the file states; 0: the shape's */
+	const struct sf_gguf *vocab; /* its tokenizer.* pairs are copied */
+};
+
+/* Writes a GGUF file of random weights in gen's shape with vocab's vocabulary (the same
+ * arguments give the same bytes; pool quantizes rows in parallel); *bytes gets the weights'
+ * size. SF_E_RANGE for an unknown shape or type. */
+int sf_model_gen_write(const struct sf_model_gen *gen, const char *path, struct sf_pool *pool,
+		       uint64_t *bytes, struct sf_err *err);
+
 #endif

@@ -90,13 +90,14 @@ struct sf_pool *sf_pool_new(unsigned n_threads)
 	}
 	for (unsigned i = 1; i < p->n; i++) {
 		struct worker *w = malloc(sizeof(*w));
+		if (w)
+			*w = (struct worker){ p, i };
 		if (!w || pthread_create(&p->threads[i], NULL, worker_main, w)) {
 			free(w);
 			p->n = i; /* the threads started so far are stopped by free */
 			sf_pool_free(p);
 			return NULL;
 		}
-		*w = (struct worker){ p, i };
 	}
 	return p;
 }

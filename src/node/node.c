@@ -48,6 +48,17 @@ void sf_node_free(struct sf_node *n)
 	if (!n)
 		return;
 	sf__node_ops_drop(n, 0, true);
+	/* The daemon waits for a job out before it frees the node: what it held goes now. */
+	sf__node_job_free(n->job);
+	n->job = NULL;
+	for (uint32_t i = 0; i < n->n_zombies; i++)
+		sf_engine_ctx_free(n->engine, n->zombies[i]);
+	free(n->zombies);
+	while (n->stages) {
+		struct sf_node_job *j = n->stages;
+		n->stages = j->next;
+		sf__node_job_free(j);
+	}
 	if (n->buckets)
 		sf__node_each(n, drop_session, NULL);
 	for (uint32_t i = 0; n->links && i < n->n_links; i++) {
@@ -158,7 +169,7 @@ uint64_t sf_node_deadline(const struct sf_node *n)
 	uint64_t d = n->next_status_at;
 	if (n->next_lease_at < d)
 		d = n->next_lease_at;
-	if (n->stats.generating && n->next_step_at < d)
+	if ((n->stats.generating || n->stages) && !n->job && n->next_step_at < d)
 		d = n->next_step_at > n->now ? n->next_step_at : n->now;
 	/* The next step of a state operation: after this turn's I/O, or (each waiting for its
 	 * link to drain) soon after. */

@@ -24,6 +24,9 @@ struct sf_node_config {
 	struct sf_blob_store *blobs;  /* where XFER_* blobs go (not owned); NULL: refused */
 };
 
+struct sf_node;
+struct sf_node_job;
+
 struct sf_node_io {
 	void *arg;
 	/* Sends a message on a link; 0 or a negative sf_code (the node drops what it cannot
@@ -35,7 +38,21 @@ struct sf_node_io {
 	 * operation's next step waits while its link holds more than SF_NODE_OP_BACKLOG, so its
 	 * segments never bury the link's other messages (heartbeats, other sessions' tokens). */
 	size_t (*unsent)(void *arg, uint64_t link_id);
+	/* Takes a decode step to run off the node's thread (may be NULL: the node runs its steps
+	 * itself, inline): 0 when taken, and then sf_node_job_run runs on some other thread and
+	 * sf_node_job_done is called on the node's thread once it has; nonzero to have the node
+	 * run it inline. One job is out at a time. While it is, the node calls no engine
+	 * function that could touch the job's contexts or compute state; it may still call
+	 * those that read the engine's fixed parts (info, encode, token bytes, new contexts). */
+	int (*submit)(void *arg, struct sf_node_job *job);
 };
+
+/* Runs a job the node handed to io->submit (any thread; only once). */
+void sf_node_job_run(struct sf_node_job *job);
+
+/* A job handed out has run: its results are applied at now_ms (events queued, contexts
+ * freed while it ran freed now) and the next step may start. Then call sf_node_tick. */
+void sf_node_job_done(struct sf_node *n, struct sf_node_job *job, uint64_t now_ms);
 
 struct sf_node;
 
@@ -66,6 +83,7 @@ void sf_node_capacity(const struct sf_node *n, struct sf_capacity *out);
 struct sf_node_stats {
 	uint32_t sessions, generating, links;
 	uint64_t events_sent, events_replayed, refused, expired, decode_steps, tokens_out;
+	uint64_t jobs_out;    /* decode steps handed to io->submit */
 };
 void sf_node_stats(const struct sf_node *n, struct sf_node_stats *out);
 

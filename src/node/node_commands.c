@@ -118,6 +118,18 @@ void sf__node_on_append(struct sf_node *n, uint64_t link, const struct sf_sessio
 	while (keep < s->n_content && keep < m->n_tokens && s->content[keep] == m->tokens[keep])
 		keep++;
 	struct sf_err err;
+	if (sf__node_ctx_busy(n, s->ctx)) {
+		/* A step still computes its context (its generation was cancelled as it ran): a
+		 * fresh context takes the whole content, the old one goes when the step ends. */
+		struct sf_engine_ctx *fresh;
+		if (sf_engine_ctx_new(n->engine, &s->sampling, &fresh, &err)) {
+			sf__node_refuse(n, link, m->command_id, m->session_id, err.code, "%s", err.msg);
+			return;
+		}
+		sf__node_ctx_release(n, s->ctx);
+		s->ctx = fresh;
+		keep = 0;
+	}
 	size_t had = sf_engine_ctx_len(n->engine, s->ctx);
 	if (had > keep && sf_engine_ctx_truncate(n->engine, s->ctx, keep, &err)) {
 		sf__node_refuse(n, link, m->command_id, m->session_id, err.code, "%s", err.msg);

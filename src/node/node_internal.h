@@ -57,6 +57,37 @@ struct node_session {
 	struct node_session *next; /* hash chain */
 };
 
+/* A decode step's entry: whose it is, so that its result goes to the right generation or is
+ * dropped when the session, its context or the generation changed while the step ran. */
+struct node_pick {
+	uint64_t sid, gen_id;
+	struct sf_engine_ctx *ctx;
+};
+
+enum node_job_kind { NODE_JOB_DECODE = 1, NODE_JOB_STAGE = 2 };
+
+/* Engine work, run inline or off the node's thread (io->submit): a decode step, or a pipeline
+ * stage's forward with copies of its request's inputs. */
+struct sf_node_job {
+	enum node_job_kind kind;
+	struct sf_engine *engine;
+	int rc;
+	struct sf_err err;
+	/* decode */
+	struct sf_engine_step *steps;
+	struct node_pick *picks;
+	size_t n;
+	/* stage */
+	uint64_t link, request_id;
+	struct sf_engine_stage_in in;
+	uint32_t *tokens;
+	uint8_t *hidden_in;
+	uint8_t *hidden;         /* the output, cap bytes */
+	size_t cap;
+	struct sf_engine_stage_out out;
+	struct sf_node_job *next; /* the stage queue */
+};
+
 /* What goes out on one link at the next flush. */
 struct node_outbox {
 	uint64_t link_id;
@@ -89,6 +120,10 @@ struct sf_node {
 	struct node_op *ops; /* state operations running, stepped each tick (node_ops.c) */
 	uint32_t n_ops;
 	bool ops_waiting;    /* the last tick stepped none: each waits for its link to drain */
+	struct sf_node_job *job;   /* the job out on io->submit, or NULL */
+	struct sf_node_job *stages, *stages_tail; /* stage forwards waiting for the engine */
+	struct sf_engine_ctx **zombies; /* contexts let go of while the job ran: freed after it */
+	uint32_t n_zombies, cap_zombies;
 };
 
 /* Sessions. */
@@ -139,6 +174,19 @@ void sf__node_ops_step(struct sf_node *n);
 /* Drops the operations of link (all: every one) without an answer. */
 void sf__node_ops_drop(struct sf_node *n, uint64_t link, bool all);
 void sf__node_on_xfer(struct sf_node *n, uint64_t link, const struct sf_msg *m);
+
+/* Lets go of a context: freed now, or after the job out when that job holds it. */
+void sf__node_ctx_release(struct sf_node *n, struct sf_engine_ctx *ctx);
+/* Whether the job out (if any) computes ctx. */
+bool sf__node_ctx_busy(const struct sf_node *n, const struct sf_engine_ctx *ctx);
+
+/* Starts the next stage forward waiting, when the engine is free; true when one started. */
+bool sf__node_stage_next(struct sf_node *n);
+/* Runs a job (inline) and applies it; or hands it to io->submit. */
+void sf__node_job_start(struct sf_node *n, struct sf_node_job *job);
+void sf__node_job_free(struct sf_node_job *job);
+/* A stage forward's answer, on its link. */
+void sf__node_stage_answer(struct sf_node *n, struct sf_node_job *job);
 
 /* Scheduler. */
 void sf__node_schedule(struct sf_node *n);

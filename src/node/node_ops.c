@@ -141,6 +141,8 @@ static bool op_step(struct sf_node *n, struct node_op *o)
 void sf__node_ops_step(struct sf_node *n)
 {
 	bool stepped = false;
+	if (n->job)
+		return; /* the engine is busy off this thread: the job's end ticks again */
 	for (struct node_op **pp = &n->ops; *pp;) {
 		struct node_op *o = *pp;
 		if (n->io.unsent && n->io.unsent(n->io.arg, o->link) > SF_NODE_OP_BACKLOG) {

@@ -106,34 +106,80 @@ void sf__node_on_tokenize(struct sf_node *n, uint64_t link, const struct sf_toke
 	free(out);
 }
 
+/* A stage forward becomes a job with copies of its inputs, queued for the engine: it runs when
+ * no other job is out (off the node's thread when the daemon takes jobs). */
 void sf__node_on_stage_forward(struct sf_node *n, uint64_t link, const struct sf_stage_forward_req *m)
 {
-	struct sf_stage_forward_resp r = { .request_id = m->request_id };
-	struct sf_engine_stage_in in = {
-		.start_layer = m->start_layer, .end_layer = m->end_layer,
-		.tokens = m->tokens, .n_tokens = m->n_tokens,
-		.hidden = m->has_hidden ? m->hidden : NULL, .hidden_len = m->has_hidden ? m->hidden_len : 0,
-	};
+	struct sf_node_job *job = calloc(1, sizeof(*job));
 	size_t cap = n->info->stage_bytes ? n->info->stage_bytes : 4096;
-	uint8_t *hidden = malloc(cap);
-	struct sf_engine_stage_out out = { 0 };
-	struct sf_err err = { 0 };
-	int rc = hidden ? sf_engine_stage_forward(n->engine, &in, hidden, cap, &out, &err)
-			: sf_err_set(&err, SF_E_NOMEM, "no memory for the hidden state");
-	if (rc) {
+	if (job) {
+		job->kind = NODE_JOB_STAGE;
+		job->engine = n->engine;
+		job->link = link;
+		job->request_id = m->request_id;
+		job->cap = cap;
+		job->hidden = malloc(cap);
+		job->tokens = malloc(((size_t)m->n_tokens + 1) * sizeof(uint32_t));
+		job->hidden_in = malloc((m->has_hidden ? m->hidden_len : 0) + 1);
+	}
+	if (!job || !job->hidden || !job->tokens || !job->hidden_in) {
+		sf__node_job_free(job);
+		struct sf_stage_forward_resp r = { .request_id = m->request_id, .kind = SF_STAGE_ERROR,
+						   .error = "no memory for the stage",
+						   .error_len = 23 };
+		(void)sf__node_send(n, link, SF_MSG_STAGE_FORWARD_RESP, &r);
+		return;
+	}
+	if (m->n_tokens)
+		memcpy(job->tokens, m->tokens, m->n_tokens * sizeof(uint32_t));
+	if (m->has_hidden && m->hidden_len)
+		memcpy(job->hidden_in, m->hidden, m->hidden_len);
+	job->in = (struct sf_engine_stage_in){
+		.start_layer = m->start_layer, .end_layer = m->end_layer,
+		.tokens = m->tokens ? job->tokens : NULL, .n_tokens = m->n_tokens,
+		.hidden = m->has_hidden ? job->hidden_in : NULL,
+		.hidden_len = m->has_hidden ? m->hidden_len : 0,
+	};
+	if (n->stages_tail)
+		n->stages_tail->next = job;
+	else
+		n->stages = job;
+	n->stages_tail = job;
+	if (!n->job)
+		sf__node_stage_next(n);
+}
+
+bool sf__node_stage_next(struct sf_node *n)
+{
+	struct sf_node_job *job = n->stages;
+	if (!job || n->job)
+		return false;
+	n->stages = job->next;
+	if (!n->stages)
+		n->stages_tail = NULL;
+	job->next = NULL;
+	sf__node_job_start(n, job);
+	return true;
+}
+
+void sf__node_stage_answer(struct sf_node *n, struct sf_node_job *job)
+{
+	struct sf_stage_forward_resp r = { .request_id = job->request_id };
+	if (job->rc) {
 		r.kind = SF_STAGE_ERROR;
-		r.error = err.msg;
-		r.error_len = (uint32_t)strlen(err.msg);
-	} else if (out.kind == SF_STAGE_TOKEN) {
+		r.error = job->err.msg;
+		r.error_len = (uint32_t)strlen(job->err.msg);
+	} else if (job->out.kind == SF_STAGE_TOKEN) {
 		r.kind = SF_STAGE_TOKEN;
-		r.token = out.token;
+		r.token = job->out.token;
 	} else {
 		r.kind = SF_STAGE_HIDDEN;
-		r.hidden = hidden;
-		r.hidden_len = (uint32_t)out.hidden_len;
+		r.hidden = job->hidden;
+		r.hidden_len = (uint32_t)job->out.hidden_len;
 	}
-	(void)sf__node_send(n, link, SF_MSG_STAGE_FORWARD_RESP, &r);
-	free(hidden);
+	struct node_outbox *o = sf__node_link(n, job->link);
+	if (o && o->open)
+		(void)sf__node_send(n, job->link, SF_MSG_STAGE_FORWARD_RESP, &r);
 }
 
 static void xfer_result(struct sf_node *n, uint64_t link, uint64_t id, const uint8_t sha[32],

@@ -79,15 +79,16 @@ static int remember(struct node_session *s, uint32_t token)
 	return 0;
 }
 
-static void after_step(struct sf_node *n, struct pick *p, struct sf_engine_step *st)
+static void after_step(struct sf_node *n, struct node_session *s, struct node_gen *g,
+		       struct sf_engine_step *st)
 {
-	struct node_session *s = p->s;
-	struct node_gen *g = p->g;
 	g->last_step = n->step_turn;
 	if (st->rc) {
 		sf__node_finish(n, s, g, st->rc == SF_E_LIMIT ? SF_FINISH_LENGTH : SF_FINISH_ERROR);
 		return;
 	}
+	if (st->more)
+		return; /* its prompt is still being computed: no token yet */
 	remember(s, st->token);
 	if (st->token == n->info->eos || st->eog) {
 		sf__node_finish(n, s, g, SF_FINISH_STOP);
@@ -104,12 +105,104 @@ static void after_step(struct sf_node *n, struct pick *p, struct sf_engine_step 
 		sf__node_finish(n, s, g, SF_FINISH_LENGTH);
 }
 
+void sf_node_job_run(struct sf_node_job *job)
+{
+	if (job->kind == NODE_JOB_DECODE)
+		job->rc = sf_engine_decode(job->engine, job->steps, job->n, &job->err);
+	else
+		job->rc = sf_engine_stage_forward(job->engine, &job->in, job->hidden, job->cap,
+						  &job->out, &job->err);
+}
+
+void sf__node_job_free(struct sf_node_job *job)
+{
+	if (!job)
+		return;
+	free(job->steps);
+	free(job->picks);
+	free(job->tokens);
+	free(job->hidden_in);
+	free(job->hidden);
+	free(job);
+}
+
+/* The step's results, to the generations still waiting for them. */
+static void apply(struct sf_node *n, struct sf_node_job *job)
+{
+	if (job->kind == NODE_JOB_STAGE) {
+		sf__node_stage_answer(n, job);
+		return;
+	}
+	if (job->rc == 0)
+		n->stats.decode_steps++;
+	else
+		sf__node_log(n, "decode step of %zu failed: %s", job->n, job->err.msg);
+	for (size_t i = 0; i < job->n; i++) {
+		const struct node_pick *p = &job->picks[i];
+		struct node_session *s = sf__node_find(n, p->sid);
+		/* Gone, given a new context, or the generation ended (cancelled, expired) while
+		 * the step ran: the token is dropped (the next append truncates the context). */
+		if (!s || s->ctx != p->ctx)
+			continue;
+		struct node_gen *g = sf__node_gen(s, p->gen_id);
+		if (!g || !g->running)
+			continue;
+		if (job->rc)
+			sf__node_finish(n, s, g, SF_FINISH_ERROR);
+		else
+			after_step(n, s, g, &job->steps[i]);
+	}
+}
+
+void sf_node_job_done(struct sf_node *n, struct sf_node_job *job, uint64_t now_ms)
+{
+	n->now = now_ms;
+	if (job != n->job)
+		return;
+	n->job = NULL;
+	apply(n, job);
+	sf__node_job_free(job);
+	for (uint32_t i = 0; i < n->n_zombies; i++)
+		sf_engine_ctx_free(n->engine, n->zombies[i]);
+	n->n_zombies = 0;
+	n->next_step_at = n->now;
+}
+
+bool sf__node_ctx_busy(const struct sf_node *n, const struct sf_engine_ctx *ctx)
+{
+	for (size_t i = 0; ctx && n->job && i < n->job->n; i++)
+		if (n->job->steps[i].ctx == ctx)
+			return true;
+	return false;
+}
+
+void sf__node_ctx_release(struct sf_node *n, struct sf_engine_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	if (!sf__node_ctx_busy(n, ctx)) {
+		sf_engine_ctx_free(n->engine, ctx);
+		return;
+	}
+	if (n->n_zombies == n->cap_zombies) {
+		uint32_t cap = n->cap_zombies ? 2 * n->cap_zombies : 16;
+		struct sf_engine_ctx **z = realloc(n->zombies, cap * sizeof(*z));
+		if (!z)
+			abort(); /* freeing it now would pull it from under the running step */
+		n->zombies = z;
+		n->cap_zombies = cap;
+	}
+	n->zombies[n->n_zombies++] = ctx;
+}
+
 void sf__node_schedule(struct sf_node *n)
 {
 	struct collect c = { 0 };
 	sf__node_each(n, gather, &c);
 	n->stats.generating = c.n;
-	if (!c.n || n->now < n->next_step_at) {
+	while (!n->job && sf__node_stage_next(n))
+		; /* pipeline stages first: a head waits on each */
+	if (!c.n || n->job || n->now < n->next_step_at) {
 		free(c.picks);
 		return;
 	}
@@ -117,30 +210,46 @@ void sf__node_schedule(struct sf_node *n)
 	uint32_t batch = n->info->batch_size ? n->info->batch_size : 1;
 	if (batch > c.n)
 		batch = c.n;
-	struct sf_engine_step *steps = calloc(batch, sizeof(*steps));
-	if (!steps) {
+	struct sf_node_job *job = calloc(1, sizeof(*job));
+	if (job) {
+		job->steps = calloc(batch, sizeof(*job->steps));
+		job->picks = calloc(batch, sizeof(*job->picks));
+	}
+	if (!job || !job->steps || !job->picks) {
+		sf__node_job_free(job);
 		free(c.picks);
 		return;
 	}
+	job->kind = NODE_JOB_DECODE;
+	job->engine = n->engine;
+	job->n = batch;
 	for (uint32_t i = 0; i < batch; i++) {
-		steps[i].ctx = c.picks[i].s->ctx;
-		steps[i].logprobs = c.picks[i].g->logprobs;
-		steps[i].top_logprobs = c.picks[i].g->top_logprobs;
+		job->steps[i].ctx = c.picks[i].s->ctx;
+		job->steps[i].logprobs = c.picks[i].g->logprobs;
+		job->steps[i].top_logprobs = c.picks[i].g->top_logprobs;
+		job->picks[i] = (struct node_pick){ c.picks[i].s->id, c.picks[i].g->id,
+						    c.picks[i].s->ctx };
+		c.picks[i].g->last_step = n->step_turn + 1; /* round-robin while it runs, too */
 	}
-	struct sf_err err;
-	n->step_turn++;
-	if (sf_engine_decode(n->engine, steps, batch, &err) == 0) {
-		n->stats.decode_steps++;
-		for (uint32_t i = 0; i < batch; i++)
-			after_step(n, &c.picks[i], &steps[i]);
-	} else {
-		sf__node_log(n, "decode step of %u failed: %s", batch, err.msg);
-		for (uint32_t i = 0; i < batch; i++)
-			sf__node_finish(n, c.picks[i].s, c.picks[i].g, SF_FINISH_ERROR);
-	}
-	n->next_step_at = n->now + (uint64_t)sf_engine_decode_ms(n->engine, batch);
-	free(steps);
 	free(c.picks);
+	n->step_turn++;
+	n->next_step_at = n->now + (uint64_t)sf_engine_decode_ms(n->engine, batch);
+	sf__node_job_start(n, job);
+}
+
+void sf__node_job_start(struct sf_node *n, struct sf_node_job *job)
+{
+	if (n->io.submit) {
+		n->job = job; /* set first: submit may run it and call back before returning */
+		if (n->io.submit(n->io.arg, job) == 0) {
+			n->stats.jobs_out++;
+			return;
+		}
+		n->job = NULL;
+	}
+	sf_node_job_run(job);
+	apply(n, job);
+	sf__node_job_free(job);
 }
 
 /* When the session's lease next needs a look: its renewal point, or its end once asked. */
@@ -167,8 +276,7 @@ static void lease_check(struct sf_node *n, struct node_session *s, void *arg)
 		for (uint32_t i = 0; i < s->n_gens; i++)
 			if (s->gens[i].running)
 				sf__node_finish(n, s, &s->gens[i], SF_FINISH_EXPIRED);
-		if (s->ctx)
-			sf_engine_ctx_free(n->engine, s->ctx);
+		sf__node_ctx_release(n, s->ctx);
 		s->ctx = NULL;
 		s->expired = true;
 		n->stats.expired++;

@@ -59,8 +59,7 @@ void sf__node_drop_opts(struct node_session *s)
 /* Frees the session's context, content and generations; the entry stays. */
 void sf__node_session_clear(struct sf_node *n, struct node_session *s)
 {
-	if (s->ctx)
-		sf_engine_ctx_free(n->engine, s->ctx);
+	sf__node_ctx_release(n, s->ctx);
 	s->ctx = NULL;
 	free(s->content);
 	s->content = NULL;

@@ -38,6 +38,7 @@ struct noded_join {
 
 struct noded_proc;
 struct noded_msg;
+struct noded_worker;
 
 struct noded {
 	const struct noded_opts *opts;
@@ -48,6 +49,7 @@ struct noded {
 	struct sf_engine *engine;
 	struct sf_node *node;
 	struct sf_blob_store *blobs; /* --blob-dir; the node machine writes and reads it */
+	struct noded_worker *worker; /* the engine's thread (gguf), or NULL: steps run inline */
 	struct sf_arena relay_arena; /* the other shards' frames decoded into it, one at a time */
 	struct sf_buf relay_buf;     /* a frame encoded for another shard (relay.c) */
 	char identity[SF_MAX_NAME];

@@ -13,7 +13,7 @@
 #include <superfluid/sim_engine.h>
 #include <superfluid/wire.h>
 
-static const char *const engines[] = { "sim", NULL };
+static const char *const engines[] = { "sim", "gguf", NULL };
 
 #define F(field) offsetof(struct noded_opts, field)
 
@@ -28,6 +28,12 @@ static const struct sfd_opt opts[] = {
 	{ "version-max", SFD_OPT_U32, F(version_max), SF_VERSION_MIN, SF_VERSION_MAX, NULL },
 	{ "max-sessions", SFD_OPT_U32, F(max_sessions), 1, 1u << 20, NULL },
 	{ "shards", SFD_OPT_U32, F(shards), 0, 256, NULL },
+	{ "model", SFD_OPT_STR, F(model), 0, 0, NULL },
+	{ "model-name", SFD_OPT_STR, F(model_name), 0, 0, NULL },
+	{ "threads", SFD_OPT_U32, F(threads), 0, 256, NULL },
+	{ "ctx-len", SFD_OPT_U32, F(ctx_len), 1, 1u << 20, NULL },
+	{ "kv-mem", SFD_OPT_SIZE, F(kv_mem), 1u << 20, UINT64_MAX, NULL },
+	{ "batch", SFD_OPT_U32, F(batch), 1, 1024, NULL },
 	{ "sim-seed", SFD_OPT_U64, F(sim_seed), 0, UINT64_MAX, NULL },
 	{ "sim-tokens-per-s", SFD_OPT_U32, F(sim_tokens_per_s), 0, 10000000, NULL },
 	{ "sim-batch", SFD_OPT_U32, F(sim_batch), 1, SF_SIM_MAX_BATCH, NULL },
@@ -61,7 +67,21 @@ static const char usage_text[] =
 	"  --auth-file FILE        the fleet token (the head's --fleet-auth holds the same);\n"
 	"                          must not be readable by group or others; without it links\n"
 	"                          are plain. SIGHUP reads it again for new links\n"
-	"  --engine NAME           the engine: sim (default sim)\n"
+	"  --engine NAME           the engine: gguf (a GGUF model file, --model) or sim (the\n"
+	"                          simulated model tests use); default gguf with --model,\n"
+	"                          else sim\n"
+	"  --model FILE            gguf engine: the model (llama, qwen2, qwen3 architectures;\n"
+	"                          F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q6_K tensors). A file\n"
+	"                          it cannot run is refused at start with the reason\n"
+	"  --model-name NAME       gguf engine: the name clients ask for (default the file's\n"
+	"                          general.name, else its name without .gguf)\n"
+	"  --threads N             gguf engine: compute threads (default 0: one per CPU)\n"
+	"  --ctx-len N             gguf engine: most tokens one context holds (default the\n"
+	"                          model's trained context, at most 8192)\n"
+	"  --kv-mem SIZE           gguf engine: memory for all contexts' keys and values, e.g.\n"
+	"                          4G (default room for --batch contexts of --ctx-len tokens);\n"
+	"                          what the node reports as its context capacity\n"
+	"  --batch N               gguf engine: sessions in one decode step (default 16)\n"
 	"  --identity NAME         this node's name in the handshake (default: the host name)\n"
 	"  --config FILE           read options from FILE: `key = value` lines, keys are the\n"
 	"                          long options without dashes, `#` starts a comment; options\n"
@@ -104,7 +124,7 @@ void noded_usage(FILE *f)
 static void set_defaults(struct noded_opts *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->engine = "sim";
+	o->engine = NULL; /* gguf when --model is given, else sim */
 	o->blob_dir = NODED_DEFAULT_BLOB_DIR;
 	o->io = SF_IO_AUTO;
 	o->version_max = SF_VERSION_MAX;
@@ -125,12 +145,20 @@ static enum noded_parse_result usage_error(const char *why)
 }
 
 /* What only makes sense once every source is in. */
-static enum noded_parse_result check(const struct noded_opts *o)
+static enum noded_parse_result check(struct noded_opts *o)
 {
 	if (!o->listen && !o->join)
 		return usage_error("needs --listen HOST:PORT or --join HEAD:PORT");
 	if (o->identity && strlen(o->identity) >= SF_MAX_NAME)
 		return usage_error("--identity: longer than 255 bytes");
+	if (!o->engine)
+		o->engine = o->model ? "gguf" : "sim";
+	if (!strcmp(o->engine, "gguf") && !o->model)
+		return usage_error("--engine gguf needs --model FILE");
+	if (strcmp(o->engine, "gguf") && o->model)
+		return usage_error("--model is for --engine gguf");
+	if (o->model_name && strlen(o->model_name) >= SF_MAX_NAME)
+		return usage_error("--model-name: longer than 255 bytes");
 	if (o->silence_ms != UINT32_MAX && o->heartbeat_ms >= o->silence_ms)
 		return usage_error("--heartbeat-ms must be below --silence-ms");
 	return NODED_PARSE_RUN;

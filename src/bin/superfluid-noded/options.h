@@ -26,7 +26,13 @@ struct noded_opts {
 	const char *listen;    /* HOST:PORT, or NULL */
 	const char *join;      /* HEAD:PORT, or NULL */
 	const char *auth_file; /* NULL: plain links */
-	const char *engine;    /* "sim" */
+	const char *engine;    /* "sim" or "gguf" */
+	const char *model;     /* gguf: the model file */
+	const char *model_name; /* gguf: served as (NULL: the file's name for it) */
+	uint32_t threads;      /* gguf: compute threads, 0: one per CPU */
+	uint32_t ctx_len;      /* gguf: 0: the model's, at most 8192 */
+	uint64_t kv_mem;       /* gguf: context memory in bytes, 0: batch x ctx-len */
+	uint32_t batch;        /* gguf: sessions in one decode step */
 	const char *identity;  /* NULL: the host name */
 	const char *config;
 	const char *blob_dir;

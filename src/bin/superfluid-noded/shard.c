@@ -12,6 +12,7 @@
 
 #include "daemon/log.h"
 #include "engine_setup.h"
+#include "engine_worker.h"
 #include "relay.h"
 
 enum { EXIT_USAGE = 1, EXIT_RUNTIME = 2 };
@@ -33,6 +34,16 @@ static int start_engine(struct noded *d)
 				       .max_links = NODED_MAX_LINKS, .blobs = d->blobs };
 	struct sf_node_io io = noded_node_io;
 	io.arg = d;
+	/* A real engine's steps take real time: its own thread runs them, off this loop. The
+	 * simulated engine's are instant and stay inline (as in the simulator). */
+	if (strcmp(sf_engine_kind(d->engine), "sim")) {
+		d->worker = noded_worker_start(d);
+		if (!d->worker) {
+			sfd_err("cannot start the engine's thread");
+			return EXIT_RUNTIME;
+		}
+		io.submit = noded_worker_submit;
+	}
 	if (sf_node_new(&d->node, &ncfg, d->engine, &io, sf_loop_now(d->loop), &err)) {
 		sfd_err("%s", err.msg);
 		return EXIT_RUNTIME;
@@ -81,6 +92,8 @@ void noded_shard_run(struct noded *d)
 			sfd_err("shard %u: the event loop failed (%s)", d->shard, sf_code_name(rc));
 			return;
 		}
+		if (d->shard == 0)
+			noded_worker_poll(d);
 		due = noded_tick(d);
 	}
 }
@@ -127,6 +140,8 @@ void noded_shard_fini(struct noded *d)
 			free(l);
 		}
 	}
+	noded_worker_stop(d->worker); /* waits for a step still running */
+	d->worker = NULL;
 	sf_node_free(d->node);
 	d->node = NULL;
 	sf_blob_store_close(d->blobs);

@@ -12,6 +12,7 @@ static const char usage_text[] =
 	"       superfluid tokenize [--head URL] [--model M] TEXT\n"
 	"       superfluid wal check DIR\n"
 	"       superfluid wal dump [--from LSN] DIR\n"
+	"       superfluid model make|info|run|logits ...\n"
 	"\n"
 	"Talks to superfluid-headd's HTTP API (--head URL, default $SUPERFLUID_HEAD, else\n"
 	CLI_DEFAULT_HEAD "); generate and status also speak to its admin socket\n"
@@ -21,10 +22,11 @@ static const char usage_text[] =
 	"  status     one line per fleet node: up or down, version, identity, capacity\n"
 	"  tokenize   the token ids of TEXT in the model's tokenizer\n"
 	"  wal        the head's write-ahead log in DIR, read offline: check it, dump its records\n"
+	"  model      GGUF model files here: make one of random weights, check one, run one\n"
 	"\n"
 	"Exit status: 0 done, 1 usage, 2 the head answered with an error, 3 the head cannot be\n"
 	"reached, 4 the head wants an API key (--api-key-file FILE or $SUPERFLUID_API_KEY);\n"
-	"wal: 2 the log is corrupt or cannot be read.\n";
+	"wal: 2 the log is corrupt or cannot be read; model: 2 the file cannot be used (said why).\n";
 
 int main(int argc, char **argv)
 {
@@ -41,7 +43,7 @@ int main(int argc, char **argv)
 		const char *name;
 		int (*fn)(int, char **);
 	} cmds[] = { { "generate", cli_generate }, { "chat", cli_chat }, { "status", cli_status },
-		     { "tokenize", cli_tokenize }, { "wal", cli_wal } };
+		     { "tokenize", cli_tokenize }, { "wal", cli_wal }, { "model", cli_model } };
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		if (!strcmp(argv[1], cmds[i].name))
 			return cmds[i].fn(argc - 1, argv + 1);

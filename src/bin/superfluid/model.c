@@ -1,0 +1,106 @@
+/* superfluid model: model files on this machine, no head needed: make one of random weights,
+ * say what one holds and whether the GGUF engine runs it, run one. */
+#include <stdio.h>
+#include <string.h>
+
+#include <superfluid/gguf.h>
+#include <superfluid/tokenizer.h>
+
+#include "cli.h"
+#include "model/model.h"
+
+static const char usage_text[] =
+	"usage: superfluid model make --shape NAME --type TYPE --vocab FILE [...] -o OUT.gguf\n"
+	"       superfluid model info FILE\n"
+	"       superfluid model run FILE (--prompt TEXT | --tokens \"ID ...\") [--n N] [--ids]\n"
+	"       superfluid model logits FILE --tokens \"ID ...\" -o OUT\n"
+	"\n"
+	"  make     a GGUF model of random weights in a real model's shape, with a real vocabulary\n"
+	"  info     what a GGUF file holds, and whether superfluid-noded --engine gguf runs it\n"
+	"           (exit 2 with the reason when it does not)\n"
+	"  run      the greedy continuation of a prompt, computed here by the GGUF engine\n"
+	"  logits   the logits of every position of a token sequence, as raw floats\n"
+	"Each command's --help lists its options.\n";
+
+static int info(int argc, char **argv)
+{
+	if (argc != 2 || argv[1][0] == '-') {
+		fputs("usage: superfluid model info FILE\n", argc == 2 ? stdout : stderr);
+		return argc == 2 && !strcmp(argv[1], "--help") ? CLI_OK : CLI_USAGE;
+	}
+	struct sf_err err;
+	struct sf_gguf *g;
+	if (sf_gguf_open(argv[1], &g, &err)) {
+		fprintf(stderr, "superfluid model info: %s\n", err.msg);
+		return CLI_FAILED;
+	}
+	struct sf_gguf_str name = { "", 0 };
+	sf_gguf_get_str(g, "general.name", &name, NULL);
+	printf("file: %s (GGUF v%u, %.1f MiB, %llu pairs, %llu tensors)\n", argv[1],
+	       sf_gguf_version(g), (double)sf_gguf_file_size(g) / (1 << 20),
+	       (unsigned long long)sf_gguf_n_kv(g), (unsigned long long)sf_gguf_n_tensors(g));
+	printf("name: %.*s\n", (int)(name.len > 200 ? 200 : name.len), name.ptr);
+	uint64_t by_type[SF_GGUF_T_COUNT] = { 0 }, bytes[SF_GGUF_T_COUNT] = { 0 };
+	for (uint64_t i = 0; i < sf_gguf_n_tensors(g); i++) {
+		const struct sf_gguf_tensor *t = sf_gguf_tensor_at(g, i);
+		by_type[t->type]++;
+		bytes[t->type] += t->size;
+	}
+	printf("tensor types:");
+	for (uint32_t t = 0; t < SF_GGUF_T_COUNT; t++)
+		if (by_type[t])
+			printf(" %s x%llu (%.1f MiB)", sf_gguf_type_name(t),
+			       (unsigned long long)by_type[t], (double)bytes[t] / (1 << 20));
+	printf("\n");
+	struct sf_model *m = NULL;
+	struct sf_tok *tok = NULL;
+	int rc = sf_model_load(g, &m, &err);
+	if (!rc) {
+		const struct sf_model_config *c = &m->cfg;
+		printf("model: %s, %u layers, width %u, %u heads (%u key/value) of %u, feed-forward "
+		       "%u, vocabulary %u, trained context %u, rope base %g%s%s\n",
+		       c->arch_name, c->n_layer, c->n_embd, c->n_head, c->n_head_kv, c->head_dim,
+		       c->n_ff, c->n_vocab, c->n_ctx_train, (double)c->rope_base,
+		       m->rope_freqs ? " with frequency factors" : "",
+		       m->output == m->tok_embd ? ", tied embeddings" : "");
+		printf("weights read per token: %.1f MiB; keys and values: %llu bytes per token\n",
+		       (double)m->weight_bytes / (1 << 20),
+		       (unsigned long long)sf_model_kv_bytes_per_token(m));
+		rc = sf_tok_load(g, &tok, &err);
+		if (rc)
+			sf_err_prefix(&err, "tokenizer");
+	}
+	if (!rc)
+		printf("tokenizer: %s%s%s, %u tokens, bos %d, eos %d, eot %d, adds bos: %s\n",
+		       sf_tok_kind(tok) == SF_TOK_SPM ? "SentencePiece" : "byte-level BPE",
+		       sf_tok_pre(tok)[0] ? " pre-tokenizer " : "", sf_tok_pre(tok),
+		       sf_tok_n_vocab(tok), (int)sf_tok_bos(tok), (int)sf_tok_eos(tok),
+		       (int)sf_tok_eot(tok), sf_tok_add_bos(tok) ? "yes" : "no");
+	printf("chat template: %s\n", sf_gguf_find(g, "tokenizer.chat_template") ? "yes" : "none");
+	if (rc)
+		printf("the GGUF engine cannot run it: %s\n", err.msg);
+	else
+		printf("the GGUF engine runs it\n");
+	sf_tok_free(tok);
+	sf_model_free(m);
+	sf_gguf_close(g);
+	return rc ? CLI_FAILED : CLI_OK;
+}
+
+int cli_model(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "--help")) {
+		fputs(usage_text, argc < 2 ? stderr : stdout);
+		return argc < 2 ? CLI_USAGE : CLI_OK;
+	}
+	if (!strcmp(argv[1], "make"))
+		return cli_model_make(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "info"))
+		return info(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "run"))
+		return cli_model_run(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "logits"))
+		return cli_model_logits(argc - 1, argv + 1);
+	fprintf(stderr, "superfluid model: unknown command '%s' (see --help)\n", argv[1]);
+	return CLI_USAGE;
+}

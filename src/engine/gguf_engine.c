@@ -1,0 +1,388 @@
+/* The GGUF engine (gguf_engine.h): loading a file with progress, what the engine serves, its
+ * tokenizer, special tokens and chat templates. Contexts and compute are in gguf_run.c. */
+#include "engine/gguf_internal.h"
+
+#include "kern/kern.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void say(const struct ge *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void say(const struct ge *g, const char *fmt, ...)
+{
+	if (!g->cfg.progress)
+		return;
+	char line[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	g->cfg.progress(g->cfg.progress_arg, line);
+}
+
+static double mib(uint64_t b)
+{
+	return (double)b / (1 << 20);
+}
+
+/* Reads a byte of every page of the tensors, so that the first requests do not wait on the
+ * disk; says how far it got about once a second. */
+static void touch(struct ge *g)
+{
+	const uint8_t *base = sf_gguf_base(g->file);
+	uint64_t start = sf_gguf_data_offset(g->file), size = sf_gguf_file_size(g->file);
+	uint64_t total = size > start ? size - start : 0;
+	long page = sysconf(_SC_PAGESIZE);
+	uintptr_t a = (uintptr_t)(base + start) & ~(uintptr_t)(page - 1);
+	madvise((void *)a, (size_t)(base + size - (const uint8_t *)a), MADV_WILLNEED);
+	say(g, "%s: mapped %.1f MiB (%llu tensors)", g->path, mib(size),
+	    (unsigned long long)sf_gguf_n_tensors(g->file));
+	volatile uint8_t sink = 0;
+	double t0 = now_s(), last = t0;
+	for (uint64_t off = 0; off < total; off += (uint64_t)page) {
+		sink ^= base[start + off];
+		if ((off & ((64u << 20) - 1)) == 0 && now_s() - last >= 1.0) {
+			last = now_s();
+			say(g, "%s: touched %.0f%% (%.1f of %.1f MiB)", g->path, 100.0 * off / total,
+			    mib(off), mib(total));
+		}
+	}
+	(void)sink;
+}
+
+static int copy_name(struct ge *g, struct sf_err *err)
+{
+	if (g->cfg.name) {
+		if (!g->cfg.name[0] || strlen(g->cfg.name) >= sizeof(g->name))
+			return sf_err_set(err, SF_E_RANGE, "model name of %zu bytes (1 to %zu)",
+					  strlen(g->cfg.name), sizeof(g->name) - 1);
+		snprintf(g->name, sizeof(g->name), "%s", g->cfg.name);
+		return 0;
+	}
+	struct sf_gguf_str s;
+	bool ok = !sf_gguf_get_str(g->file, "general.name", &s, NULL) && s.len &&
+		  s.len < sizeof(g->name);
+	for (uint64_t i = 0; ok && i < s.len; i++)
+		ok = (uint8_t)s.ptr[i] > 0x20 && (uint8_t)s.ptr[i] < 0x7f;
+	if (ok) {
+		memcpy(g->name, s.ptr, s.len);
+		g->name[s.len] = 0;
+		return 0;
+	}
+	/* The file's stem: "qwen2.5-0.5b-instruct-q4_k_m" of ".../qwen2.5-0.5b-instruct-q4_k_m.gguf". */
+	const char *b = strrchr(g->path, '/');
+	b = b ? b + 1 : g->path;
+	size_t n = strlen(b);
+	if (n > 5 && !strcmp(b + n - 5, ".gguf"))
+		n -= 5;
+	if (!n || n >= sizeof(g->name))
+		return sf_err_set(err, SF_E_RANGE, "%s: no name for the model (use --model-name)",
+				  g->path);
+	memcpy(g->name, b, n);
+	g->name[n] = 0;
+	return 0;
+}
+
+static char *dup_str(struct sf_gguf_str s)
+{
+	char *p = malloc(s.len + 1);
+	if (p) {
+		memcpy(p, s.ptr, s.len);
+		p[s.len] = 0;
+	}
+	return p;
+}
+
+/* tokenizer.chat_template (the default, first) and tokenizer.chat_template.<name>. */
+static int load_templates(struct ge *g, struct sf_err *err)
+{
+	static const char prefix[] = "tokenizer.chat_template";
+	for (int pass = 0; pass < 2; pass++)
+		for (uint64_t i = 0; i < sf_gguf_n_kv(g->file); i++) {
+			const struct sf_gguf_kv *kv = sf_gguf_kv_at(g->file, i);
+			struct sf_gguf_str k = kv->key;
+			size_t pl = sizeof(prefix) - 1;
+			if (k.len < pl || memcmp(k.ptr, prefix, pl) || kv->type != SF_GGUF_STRING)
+				continue;
+			bool dflt = k.len == pl;
+			if (dflt != (pass == 0) || (!dflt && (k.len == pl + 1 || k.ptr[pl] != '.')))
+				continue;
+			struct sf_gguf_str text = { (const char *)kv->data + 8, kv->size - 8 };
+			if (text.len > SF_MAX_TEXT || memchr(text.ptr, 0, text.len))
+				return sf_err_set(err, SF_E_MODEL, "chat template %.*s is over %u bytes "
+						  "or holds a NUL", (int)(k.len > 80 ? 80 : k.len), k.ptr,
+						  SF_MAX_TEXT);
+			if (g->n_templates == GE_MAX_TEMPLATES)
+				return sf_err_set(err, SF_E_MODEL, "more than %d chat templates",
+						  GE_MAX_TEMPLATES);
+			struct sf_gguf_str name = dflt ? (struct sf_gguf_str){ "default", 7 }
+						       : (struct sf_gguf_str){ k.ptr + pl + 1, k.len - pl - 1 };
+			if (name.len >= SF_MAX_NAME)
+				continue;
+			struct sf_engine_template *t = &g->templates[g->n_templates];
+			t->name = dup_str(name);
+			t->text = dup_str(text);
+			if (!t->name || !t->text) {
+				free((char *)t->name);
+				free((char *)t->text);
+				return sf_err_set(err, SF_E_NOMEM, "no memory for chat templates");
+			}
+			g->n_templates++;
+		}
+	return 0;
+}
+
+static int load_specials(struct ge *g, struct sf_err *err)
+{
+	const struct sf_tok_special *list;
+	size_t n;
+	sf_tok_specials(g->tok, &list, &n);
+	g->specials = calloc(n ? n : 1, sizeof(*g->specials));
+	if (!g->specials)
+		return sf_err_set(err, SF_E_NOMEM, "no memory for %zu special tokens", n);
+	for (size_t i = 0; i < n && g->n_specials < SF_MAX_SPECIALS; i++)
+		if (list[i].len && list[i].len <= SF_MAX_TOKEN_BYTES &&
+		    strlen(list[i].text) == list[i].len)
+			g->specials[g->n_specials++] = (struct sf_engine_special){ list[i].text,
+										   list[i].id };
+	return 0;
+}
+
+static void ge_destroy(void *impl)
+{
+	struct ge *g = impl;
+	if (!g)
+		return;
+	for (size_t i = 0; i < g->n_templates; i++) {
+		free((char *)g->templates[i].name);
+		free((char *)g->templates[i].text);
+	}
+	free(g->specials);
+	free(g->toks);
+	free(g->want);
+	free(g->logits);
+	sf_sampler_free(g->sampler);
+	sf_fwd_free(g->fwd);
+	sf_pool_free(g->pool);
+	sf_kv_arena_free(g->arena);
+	sf_tok_free(g->tok);
+	sf_model_free(g->model);
+	sf_gguf_close(g->file);
+	free(g->path);
+	free(g);
+}
+
+static void ge_info(void *impl, struct sf_engine_info *info)
+{
+	struct ge *g = impl;
+	const struct sf_model_config *c = &g->model->cfg;
+	memset(info, 0, sizeof(*info));
+	snprintf(info->model, sizeof(info->model), "%s", g->name);
+	info->vocab_size = sf_tok_n_vocab(g->tok);
+	info->n_layers = c->n_layer;
+	info->hidden = c->n_embd;
+	info->stage_bytes = (uint32_t)ge_stage_bytes(g, g->cfg.ctx_len);
+	info->ctx_len = g->cfg.ctx_len;
+	info->batch_size = g->cfg.batch;
+	info->ctx_bytes_per_token = sf_model_kv_bytes_per_token(g->model);
+	info->ctx_mem_total = sf_kv_arena_limit(g->arena);
+	uint32_t bos = sf_tok_bos(g->tok);
+	info->has_bos = sf_tok_add_bos(g->tok) && bos != SF_TOK_NONE;
+	info->bos = info->has_bos ? bos : 0;
+	info->eos = g->eos;
+	info->encodes_plain = true;
+	info->encodes_pieces = true;
+}
+
+static int ge_encode(void *impl, const char *text, size_t len, bool specials, uint32_t *out,
+		     size_t cap, size_t *n_out, struct sf_err *err)
+{
+	struct ge *g = impl;
+	return sf_tok_encode(g->tok, text, len, specials, false, out, cap, n_out, err);
+}
+
+static int ge_encode_pieces(void *impl, const struct sf_piece *pieces, size_t n, uint32_t *out,
+			    size_t cap, size_t *n_out, struct sf_err *err)
+{
+	struct ge *g = impl;
+	size_t at = 0;
+	bool over = false;
+	for (size_t i = 0; i < n; i++) {
+		const struct sf_piece *p = &pieces[i];
+		if (p->special) {
+			uint32_t id;
+			if (sf_tok_find(g->tok, p->text, p->text_len, &id) ||
+			    !(sf_tok_token_attr(g->tok, id) &
+			      (SF_TOK_ATTR_CONTROL | SF_TOK_ATTR_USER_DEFINED)))
+				return sf_err_set(err, SF_E_RANGE, "piece %zu is not a special token", i);
+			if (at < cap)
+				out[at] = id;
+			else
+				over = true;
+			at++;
+			continue;
+		}
+		size_t k;
+		int rc = sf_tok_encode(g->tok, p->text, p->text_len, false, false,
+				       out + (at < cap ? at : cap), at < cap ? cap - at : 0, &k, err);
+		if (rc && rc != SF_E_LIMIT)
+			return rc;
+		over |= rc == SF_E_LIMIT;
+		at += k;
+	}
+	*n_out = at;
+	if (over)
+		return sf_err_set(err, SF_E_LIMIT, "pieces encode to %zu tokens, over %zu", at, cap);
+	return 0;
+}
+
+static int ge_token_bytes(void *impl, uint32_t token, uint8_t *out, size_t cap, size_t *len,
+			  struct sf_err *err)
+{
+	struct ge *g = impl;
+	size_t n;
+	const uint8_t *b = sf_tok_token_bytes(g->tok, token, &n);
+	*len = b ? n : 0;
+	if (!b)
+		return sf_err_set(err, SF_E_RANGE, "token %u past the vocabulary", token);
+	if (n > cap)
+		return sf_err_set(err, SF_E_LIMIT, "token %u is %zu bytes, over %zu", token, n, cap);
+	memcpy(out, b, n);
+	return 0;
+}
+
+static void ge_specials(void *impl, const struct sf_engine_special **list, size_t *n)
+{
+	struct ge *g = impl;
+	*list = g->specials;
+	*n = g->n_specials;
+}
+
+static void ge_templates(void *impl, const struct sf_engine_template **list, size_t *n)
+{
+	struct ge *g = impl;
+	*list = g->templates;
+	*n = g->n_templates;
+}
+
+static const struct sf_engine_ops ge_ops = {
+	.kind = "gguf",
+	.destroy = ge_destroy,
+	.info = ge_info,
+	.encode = ge_encode,
+	.encode_pieces = ge_encode_pieces,
+	.token_bytes = ge_token_bytes,
+	.specials = ge_specials,
+	.templates = ge_templates,
+	.ctx_new = ge_ctx_new,
+	.ctx_free = ge_ctx_free,
+	.prefill = ge_prefill,
+	.ctx_len = ge_ctx_len,
+	.ctx_truncate = ge_ctx_truncate,
+	.mem_used = ge_mem_used,
+	.decode = ge_decode,
+	.stage_forward = ge_stage_forward,
+};
+
+/* The defaults, and the limits the node's wire and memory put on them. */
+static int settle_config(struct ge *g, struct sf_err *err)
+{
+	struct sf_gguf_engine_config *c = &g->cfg;
+	const struct sf_model_config *mc = &g->model->cfg;
+	if (!c->threads) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		c->threads = n > 0 ? (unsigned)n : 1;
+	}
+	if (c->threads > 256)
+		return sf_err_set(err, SF_E_RANGE, "--threads %u is over 256", c->threads);
+	if (!c->ctx_len)
+		c->ctx_len = mc->n_ctx_train < 8192 ? mc->n_ctx_train : 8192;
+	if (c->ctx_len > (1u << 20))
+		return sf_err_set(err, SF_E_RANGE, "--ctx-len %u is over %u", c->ctx_len, 1u << 20);
+	if (!c->batch)
+		c->batch = 16;
+	if (c->batch > 1024)
+		return sf_err_set(err, SF_E_RANGE, "--batch %u is over 1024", c->batch);
+	if (!c->chunk)
+		c->chunk = 256;
+	if (c->chunk > 8192)
+		return sf_err_set(err, SF_E_RANGE, "prefill chunk %u is over 8192", c->chunk);
+	if (!c->kv_mem)
+		c->kv_mem = (uint64_t)c->batch * c->ctx_len * sf_model_kv_bytes_per_token(g->model);
+	return 0;
+}
+
+int sf_gguf_engine_new(const struct sf_gguf_engine_config *cfg, struct sf_engine **out,
+		       struct sf_err *err)
+{
+	*out = NULL;
+	double t0 = now_s();
+	struct ge *g = calloc(1, sizeof(*g));
+	if (!g)
+		return sf_err_set(err, SF_E_NOMEM, "no memory for an engine");
+	g->cfg = *cfg;
+	g->path = strdup(cfg->path ? cfg->path : "");
+	int rc = g->path ? 0 : sf_err_set(err, SF_E_NOMEM, "no memory");
+	if (!rc)
+		rc = sf_gguf_open(g->path, &g->file, err);
+	if (!rc && (rc = sf_model_load(g->file, &g->model, err)))
+		sf_err_prefix(err, "%s", g->path);
+	if (!rc && (rc = sf_tok_load(g->file, &g->tok, err)))
+		sf_err_prefix(err, "%s: tokenizer", g->path);
+	if (!rc && sf_tok_n_vocab(g->tok) > g->model->cfg.n_vocab)
+		rc = sf_err_set(err, SF_E_MODEL, "%s: the tokenizer has %u tokens, the embeddings "
+				"%u rows", g->path, sf_tok_n_vocab(g->tok), g->model->cfg.n_vocab);
+	if (!rc)
+		rc = copy_name(g, err);
+	if (!rc)
+		rc = settle_config(g, err);
+	if (!rc)
+		rc = load_templates(g, err);
+	if (!rc)
+		rc = load_specials(g, err);
+	if (rc) {
+		ge_destroy(g);
+		return rc;
+	}
+	g->eos = sf_tok_eos(g->tok) != SF_TOK_NONE ? sf_tok_eos(g->tok) : sf_tok_eot(g->tok);
+	if (g->eos == SF_TOK_NONE || g->eos >= sf_tok_n_vocab(g->tok))
+		g->eos = 0; /* no end token: generations end by length or stop */
+	const struct sf_gguf_engine_config *c = &g->cfg;
+	uint32_t max_tokens = c->chunk > c->batch ? c->chunk : c->batch;
+	if (sf_kv_arena_new(g->model, c->kv_mem, &g->arena) ||
+	    !(g->pool = sf_pool_new(c->threads)) ||
+	    sf_fwd_new(g->model, max_tokens, c->ctx_len, c->threads, &g->fwd, err) ||
+	    sf_sampler_new(sf_tok_n_vocab(g->tok), &g->sampler, err) ||
+	    !(g->logits = malloc((size_t)c->batch * g->model->cfg.n_vocab * sizeof(float))) ||
+	    !(g->toks = calloc(max_tokens, sizeof(*g->toks))) ||
+	    !(g->want = calloc(c->batch, sizeof(*g->want)))) {
+		ge_destroy(g);
+		return sf_err_set(err, SF_E_NOMEM, "%s: no memory for the engine's buffers", cfg->path);
+	}
+	touch(g);
+	rc = sf_engine_create(&ge_ops, g, out, err);
+	if (!rc)
+		say(g, "%s: %s ready in %.1f s (%s, %u layers, %u threads, %s kernels)", cfg->path,
+		    g->name, now_s() - t0, g->model->cfg.arch_name, g->model->cfg.n_layer, c->threads,
+		    sf_kern_isa_name(sf_kern_isa()));
+	return rc;
+}
+
+uint64_t sf_gguf_engine_weight_bytes(struct sf_engine *e)
+{
+	struct ge *g = sf_engine_impl(e);
+	return g->model->weight_bytes;
+}

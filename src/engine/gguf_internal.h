@@ -1,0 +1,66 @@
+/* Shared inside the GGUF engine: the engine's state (gguf_engine.c: loading, info, tokenizer,
+ * templates) and its contexts (gguf_run.c: prefill, decode steps, staged forwards). */
+#ifndef SF_ENGINE_GGUF_INTERNAL_H
+#define SF_ENGINE_GGUF_INTERNAL_H
+
+#include <superfluid/engine.h>
+#include <superfluid/gguf.h>
+#include <superfluid/gguf_engine.h>
+#include <superfluid/sampler.h>
+#include <superfluid/tokenizer.h>
+
+#include "model/model.h"
+
+#define GE_MAX_TEMPLATES 16
+
+struct ge {
+	struct sf_gguf_engine_config cfg; /* defaults filled in; path and name copied */
+	char *path;
+	char name[SF_MAX_NAME];
+	struct sf_gguf *file;
+	struct sf_model *model;
+	struct sf_tok *tok;
+	struct sf_pool *pool;
+	struct sf_fwd *fwd;          /* chunk tokens a call */
+	struct sf_kv_arena *arena;
+	struct sf_sampler *sampler;
+	float *logits;               /* batch rows of n_vocab */
+	struct sf_fwd_tok *toks;     /* chunk entries */
+	int64_t *want;               /* batch entries: a step's pending tokens per context */
+	struct sf_engine_special *specials;
+	size_t n_specials;
+	struct sf_engine_template templates[GE_MAX_TEMPLATES];
+	size_t n_templates;
+	uint32_t eos;                /* what info.eos says: EOS, else EOT */
+};
+
+/* One context: its tokens, how many have keys and values in kv, its sampling. */
+struct ge_ctx {
+	struct sf_kv kv;
+	uint32_t *tokens;
+	uint32_t n, cap;
+	uint32_t n_gen;              /* tokens decode steps appended since the last prefill */
+	struct sf_sampling sampling;
+};
+
+static inline struct ge_ctx *ge_ctx(struct sf_engine_ctx *c)
+{
+	return (struct ge_ctx *)c;
+}
+
+/* gguf_run.c */
+int ge_ctx_new(void *impl, const struct sf_sampling *s, struct sf_engine_ctx **out,
+	       struct sf_err *err);
+void ge_ctx_free(void *impl, struct sf_engine_ctx *ctx);
+int ge_prefill(void *impl, struct sf_engine_ctx *ctx, const uint32_t *tokens, size_t n,
+	       struct sf_err *err);
+size_t ge_ctx_len(void *impl, const struct sf_engine_ctx *ctx);
+int ge_ctx_truncate(void *impl, struct sf_engine_ctx *ctx, size_t n, struct sf_err *err);
+uint64_t ge_mem_used(void *impl);
+int ge_decode(void *impl, struct sf_engine_step *steps, size_t n, struct sf_err *err);
+int ge_stage_forward(void *impl, const struct sf_engine_stage_in *in, uint8_t *hidden_out,
+		     size_t cap, struct sf_engine_stage_out *out, struct sf_err *err);
+/* Bytes of a stage blob holding n tokens' hidden states. */
+size_t ge_stage_bytes(const struct ge *g, size_t n_tokens);
+
+#endif

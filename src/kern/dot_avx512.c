@@ -1,0 +1,15 @@
+/* The AVX-512 kernel set (F/BW/VL/DQ + VNNI): dot_q_avx512.c, dot_k_avx512.c, dot_f_avx512.c. */
+#include "kern/kern_internal.h"
+
+const struct sf__kern_set sf__kern_avx512 = {
+	.mm = {
+		[SF_GGUF_T_F32] = sf__mm_f32_avx512,
+		[SF_GGUF_T_F16] = sf__mm_f16_avx512,
+		[SF_GGUF_T_BF16] = sf__mm_bf16_avx512,
+		[SF_GGUF_T_Q4_0] = sf__mm_q4_0_avx512,
+		[SF_GGUF_T_Q5_0] = sf__mm_q5_0_avx512,
+		[SF_GGUF_T_Q8_0] = sf__mm_q8_0_avx512,
+		[SF_GGUF_T_Q4_K] = sf__mm_q4_k_avx512,
+		[SF_GGUF_T_Q6_K] = sf__mm_q6_k_avx512,
+	},
+};

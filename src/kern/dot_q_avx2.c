@@ -1,0 +1,217 @@
+/* AVX2 products of the 32-element block types (Q4_0, Q5_0, Q8_0) with Q8_0 activations, in
+ * the canonical order of kern_order.md: each block's exact int32 sum, turned to float once
+ * and added into lane (block % 16) by one fma (lanes 0..7 in one accumulator, 8..15 in
+ * another), then the fixed tree.
+ *
+ * Blocks go eight at a time (half a group). maddubs multiplies unsigned by signed bytes and
+ * adds pairs into int16, saturating: Q4_0 and Q5_0 weights go in as unsigned codes u = w + off
+ * (the nibble, off 8; the five bits, off 16; pairs stay under 2 * 31 * 127), and a block's sum
+ * is sum(u * a) - off * sum(a); Q8_0 weights go in by sign, |w| by a with w's sign (pairs at
+ * most 2 * 128 * 127). madd by ones sums four products into int32; a tree of hadds gives the
+ * eight block sums in block order. The activations' part (off * sum(a), and the block scales
+ * as floats) is computed once per call for a chunk of activation rows. */
+#pragma GCC optimize("fp-contract=off")
+#include "kern/kern_internal.h"
+#include "kern/kern_simd.h"
+
+#include <immintrin.h>
+
+#define TILE 4
+#define AI static inline __attribute__((always_inline))
+/* Half groups x activation rows whose prepared part fits the stack (64 bytes each). */
+#define PREP_CAP 512
+
+/* Eight blocks of one activation row, prepared: scales and off * sum(a), in block order. */
+struct prep {
+	__m256 da;
+	__m256i osum;
+};
+
+static const int32_t lane8[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+
+/* The halves at base + i * stride (i < n) as floats; 0 in the lanes past n. */
+AI __m256 gather_halves(const uint8_t *base, int stride, int n)
+{
+	const __m256i lanes = _mm256_loadu_si256((const __m256i *)lane8);
+	const __m256i idx = _mm256_mullo_epi32(lanes, _mm256_set1_epi32(stride));
+	const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lanes);
+	__m256i v = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)base, idx, m, 1);
+	/* the low 16 bits of each lane to eight halves */
+	const __m256i pick = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1,
+					      -1, 0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1,
+					      -1, -1);
+	v = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(v, pick), _MM_SHUFFLE(3, 1, 2, 0));
+	return _mm256_cvtph_ps(_mm256_castsi256_si128(v));
+}
+
+/* Activation block i of a (zeros past n). */
+AI __m256i act_block(const struct sf__q8_0 *a, int i, int n)
+{
+	return i < n ? _mm256_loadu_si256((const __m256i *)a[i].qs) : _mm256_setzero_si256();
+}
+
+/* Prepares the half groups of nb activation rows (at X, x_stride apart) for offset off. */
+static void prep_acts(struct prep *pr, const uint8_t *X, size_t x_stride, int64_t nb,
+		      int64_t nblk, int off)
+{
+	const __m256i koff = _mm256_set1_epi8((char)off), ones = _mm256_set1_epi16(1);
+	for (int64_t b = 0; b < nb; b++) {
+		const struct sf__q8_0 *a = (const struct sf__q8_0 *)(X + (size_t)b * x_stride);
+		for (int64_t b0 = 0; b0 < nblk; b0 += 8, pr++) {
+			const int n = nblk - b0 < 8 ? (int)(nblk - b0) : 8;
+			__m256i s[8];
+			for (int i = 0; i < 8; i++)
+				s[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(koff, act_block(a + b0, i, n)),
+							 ones);
+			pr->osum = sf__tree8_epi32(s);
+			pr->da = gather_halves((const uint8_t *)(a + b0), sizeof(*a), n);
+		}
+	}
+}
+
+/* Block i of a half group's weights: codes u (Q4_0, Q5_0) or w itself (Q8_0). */
+AI __m256i weight_block(uint32_t type, const uint8_t *wblk, int i)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0F);
+	switch (type) {
+	case SF_GGUF_T_Q4_0: {
+		const struct sf__q4_0 *b = (const struct sf__q4_0 *)wblk + i;
+		__m128i v = _mm_loadu_si128((const __m128i *)b->qs);
+		return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), m4);
+	}
+	case SF_GGUF_T_Q5_0: {
+		const struct sf__q5_0 *b = (const struct sf__q5_0 *)wblk + i;
+		__m128i v = _mm_loadu_si128((const __m128i *)b->qs);
+		uint32_t qh;
+		memcpy(&qh, b->qh, 4);
+		/* byte j gets bit j of qh: byte j / 8 of qh, tested against 1 << (j % 8) */
+		const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+							2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+		const __m256i bit = _mm256_set1_epi64x(0x8040201008040201ll);
+		__m256i h = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), spread);
+		h = _mm256_cmpeq_epi8(_mm256_and_si256(h, bit), bit);
+		return _mm256_or_si256(_mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), m4),
+				       _mm256_and_si256(h, _mm256_set1_epi8(0x10)));
+	}
+	default:
+		return _mm256_loadu_si256((const __m256i *)((const struct sf__q8_0 *)wblk + i)->qs);
+	}
+}
+
+/* Half group h (n blocks at wblk; n a constant in the hot loop) of one weight row into the
+ * accumulators of nt (a constant) activation rows at xa (the half group's first block). */
+AI void half_group(uint32_t type, size_t bsize, const uint8_t *wblk, const uint8_t *xa,
+		   size_t x_stride, const struct prep *pr, int64_t nprep, __m256 *acc,
+		   const int n, const int nt)
+{
+	const __m256i ones = _mm256_set1_epi16(1);
+	const __m256 dw = gather_halves(wblk, (int)bsize, n);
+	__m256i u[8], au[8];
+#pragma GCC unroll 8
+	for (int i = 0; i < 8; i++) {
+		u[i] = i < n ? weight_block(type, wblk, i) : _mm256_setzero_si256();
+		if (type == SF_GGUF_T_Q8_0)
+			au[i] = _mm256_abs_epi8(u[i]);
+	}
+#pragma GCC unroll 4
+	for (int j = 0; j < nt; j++) {
+		const struct sf__q8_0 *a = (const struct sf__q8_0 *)(xa + (size_t)j * x_stride);
+		__m256i s[8];
+#pragma GCC unroll 8
+		for (int i = 0; i < 8; i++) {
+			const __m256i x = act_block(a, i, n);
+			const __m256i p = type == SF_GGUF_T_Q8_0
+						  ? _mm256_maddubs_epi16(au[i], _mm256_sign_epi8(x, u[i]))
+						  : _mm256_maddubs_epi16(u[i], x);
+			s[i] = _mm256_madd_epi16(p, ones);
+		}
+		const struct prep *q = &pr[(size_t)j * (size_t)nprep];
+		__m256i S = sf__tree8_epi32(s);
+		if (type != SF_GGUF_T_Q8_0)
+			S = _mm256_sub_epi32(S, q->osum);
+		acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(dw, q->da), _mm256_cvtepi32_ps(S), acc[j]);
+	}
+}
+
+/* One weight row against nt (a constant) activation rows: xr their first row's blocks, pr
+ * their prepared half groups (nprep per row). */
+AI void row_tile(uint32_t type, size_t bsize, int64_t nblk, const uint8_t *wr, const uint8_t *xr,
+		 size_t x_stride, const struct prep *pr, int64_t nprep, float *y, size_t ldy,
+		 const int nt)
+{
+	__m256 acc[2][TILE]; /* blocks b % 16 < 8, and the others */
+#pragma GCC unroll 4
+	for (int j = 0; j < nt; j++)
+		acc[0][j] = acc[1][j] = _mm256_setzero_ps();
+	int64_t h = 0;
+	for (; h < nblk / 8; h++)
+		half_group(type, bsize, wr + (size_t)(8 * h) * bsize,
+			   xr + (size_t)(8 * h) * sizeof(struct sf__q8_0), x_stride, pr + h, nprep,
+			   acc[h & 1], 8, nt);
+	if (h < nprep)
+		half_group(type, bsize, wr + (size_t)(8 * h) * bsize,
+			   xr + (size_t)(8 * h) * sizeof(struct sf__q8_0), x_stride, pr + h, nprep,
+			   acc[h & 1], (int)(nblk - 8 * h), nt);
+#pragma GCC unroll 4
+	for (int j = 0; j < nt; j++)
+		y[(size_t)j * ldy] = sf__r16_256(acc[0][j], acc[1][j]);
+}
+
+AI void mm_q32(uint32_t type, size_t bsize, int off, int64_t k, const uint8_t *W,
+	       size_t w_stride, int64_t nr, const uint8_t *X, size_t x_stride, int64_t nb,
+	       float *Y, size_t ldy)
+{
+	const int64_t nblk = k / SF__QK, nprep = (nblk + 7) / 8;
+	struct prep pr[PREP_CAP];
+	if (nprep > PREP_CAP) {
+		/* Rows of over 131072 elements: the reference (same bits, slower). */
+		sf__kern_scalar.mm[type](k, W, w_stride, nr, X, x_stride, nb, Y, ldy);
+		return;
+	}
+	const int64_t chunk = PREP_CAP / nprep;
+	for (int64_t c0 = 0; c0 < nb; c0 += chunk) {
+		const int64_t nc = nb - c0 < chunk ? nb - c0 : chunk;
+		const uint8_t *xc = X + (size_t)c0 * x_stride;
+		prep_acts(pr, xc, x_stride, nc, nblk, off);
+		for (int64_t r = 0; r < nr; r++) {
+			const uint8_t *wr = W + (size_t)r * w_stride;
+			for (int64_t t0 = 0; t0 < nc; t0 += TILE) {
+				const uint8_t *xr = xc + (size_t)t0 * x_stride;
+				const struct prep *pt = pr + t0 * nprep;
+				float *y = Y + (size_t)(c0 + t0) * ldy + (size_t)r;
+				switch (nc - t0 < TILE ? nc - t0 : TILE) {
+				case 1:
+					row_tile(type, bsize, nblk, wr, xr, x_stride, pt, nprep, y, ldy, 1);
+					break;
+				case 2:
+					row_tile(type, bsize, nblk, wr, xr, x_stride, pt, nprep, y, ldy, 2);
+					break;
+				case 3:
+					row_tile(type, bsize, nblk, wr, xr, x_stride, pt, nprep, y, ldy, 3);
+					break;
+				default:
+					row_tile(type, bsize, nblk, wr, xr, x_stride, pt, nprep, y, ldy, 4);
+					break;
+				}
+			}
+		}
+	}
+}
+
+void sf__mm_q4_0_avx2(int64_t k, const uint8_t *W, size_t ws, int64_t nr, const uint8_t *X,
+		      size_t xs, int64_t nb, float *Y, size_t ldy)
+{
+	mm_q32(SF_GGUF_T_Q4_0, sizeof(struct sf__q4_0), 8, k, W, ws, nr, X, xs, nb, Y, ldy);
+}
+
+void sf__mm_q5_0_avx2(int64_t k, const uint8_t *W, size_t ws, int64_t nr, const uint8_t *X,
+		      size_t xs, int64_t nb, float *Y, size_t ldy)
+{
+	mm_q32(SF_GGUF_T_Q5_0, sizeof(struct sf__q5_0), 16, k, W, ws, nr, X, xs, nb, Y, ldy);
+}
+
+void sf__mm_q8_0_avx2(int64_t k, const uint8_t *W, size_t ws, int64_t nr, const uint8_t *X,
+		      size_t xs, int64_t nb, float *Y, size_t ldy)
+{
+	mm_q32(SF_GGUF_T_Q8_0, sizeof(struct sf__q8_0), 0, k, W, ws, nr, X, xs, nb, Y, ldy);
+}

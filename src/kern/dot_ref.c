@@ -1,0 +1,239 @@
+/* The scalar reference products: each type's canonical order (kern_order.md) written out
+ * plainly, every multiply-add an explicit fmaf. Built at the x86-64 baseline; every SIMD
+ * variant must give these bits. Each weight block is unpacked once per tile of activation
+ * rows (up to TILE of them). */
+#pragma GCC optimize("fp-contract=off")
+#include "kern/kern_internal.h"
+
+#include <math.h>
+
+#define TILE 8
+
+static inline float h2f(uint16_t h)
+{
+	return sf_f16_to_f32(h);
+}
+
+/* ---- 32-element blocks against Q8_0 activations ---- */
+
+/* Unpacks block b of a row of type into signed quants w[32]; returns its scale. */
+static float unpack_q32(uint32_t type, const uint8_t *row, int64_t b, int8_t w[32])
+{
+	switch (type) {
+	case SF_GGUF_T_Q4_0: {
+		const struct sf__q4_0 *q = (const struct sf__q4_0 *)row + b;
+		for (int j = 0; j < 16; j++) {
+			w[j] = (int8_t)((q->qs[j] & 0xF) - 8);
+			w[j + 16] = (int8_t)((q->qs[j] >> 4) - 8);
+		}
+		return h2f(q->d);
+	}
+	case SF_GGUF_T_Q5_0: {
+		const struct sf__q5_0 *q = (const struct sf__q5_0 *)row + b;
+		uint32_t qh;
+		memcpy(&qh, q->qh, sizeof(qh));
+		for (int j = 0; j < 16; j++) {
+			w[j] = (int8_t)(((q->qs[j] & 0xF) | (((qh >> j) & 1) << 4)) - 16);
+			w[j + 16] = (int8_t)(((q->qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4)) - 16);
+		}
+		return h2f(q->d);
+	}
+	default: {
+		const struct sf__q8_0 *q = (const struct sf__q8_0 *)row + b;
+		memcpy(w, q->qs, 32);
+		return h2f(q->d);
+	}
+	}
+}
+
+static void mm_q32(uint32_t type, int64_t k, const uint8_t *W, size_t w_stride, int64_t nr,
+		   const uint8_t *X, size_t x_stride, int64_t nb, float *Y, size_t ldy)
+{
+	const int64_t nblk = k / SF__QK;
+	for (int64_t r = 0; r < nr; r++) {
+		const uint8_t *wr = W + (size_t)r * w_stride;
+		for (int64_t t0 = 0; t0 < nb; t0 += TILE) {
+			const int nt = nb - t0 < TILE ? (int)(nb - t0) : TILE;
+			float acc[TILE][16] = {{0}};
+			for (int64_t b = 0; b < nblk; b++) {
+				int8_t w[32];
+				const float dw = unpack_q32(type, wr, b, w);
+				for (int j = 0; j < nt; j++) {
+					const struct sf__q8_0 *a =
+						(const struct sf__q8_0 *)(X + (size_t)(t0 + j) * x_stride) + b;
+					int32_t s = 0;
+					for (int i = 0; i < 32; i++)
+						s += w[i] * a->qs[i];
+					const float c = dw * h2f(a->d);
+					acc[j][b & 15] = fmaf(c, (float)s, acc[j][b & 15]);
+				}
+			}
+			for (int j = 0; j < nt; j++)
+				Y[(size_t)(t0 + j) * ldy + (size_t)r] = sf__r16(acc[j]);
+		}
+	}
+}
+
+static void mm_q4_0(int64_t k, const uint8_t *W, size_t ws, int64_t nr, const uint8_t *X,
+		    size_t xs, int64_t nb, float *Y, size_t ldy)
+{
+	mm_q32(SF_GGUF_T_Q4_0, k, W, ws, nr, X, xs, nb, Y, ldy);
+}
+
+static void mm_q5_0(int64_t k, const uint8_t *W, size_t ws, int64_t nr, const uint8_t *X,
+		    size_t xs, int64_t nb, float *Y, size_t ldy)
+{
+	mm_q32(SF_GGUF_T_Q5_0, k, W, ws, nr, X, xs, nb, Y, ldy);
+}
+
+static void mm_q8_0(int64_t k, const uint8_t *W, size_t ws, int64_t nr, const uint8_t *X,
+		    size_t xs, int64_t nb, float *Y, size_t ldy)
+{
+	mm_q32(SF_GGUF_T_Q8_0, k, W, ws, nr, X, xs, nb, Y, ldy);
+}
+
+/* ---- K-quants against Q8_K activations ---- */
+
+static void mm_q4_k(int64_t k, const uint8_t *W, size_t w_stride, int64_t nr, const uint8_t *X,
+		    size_t x_stride, int64_t nb, float *Y, size_t ldy)
+{
+	const int64_t nsb = k / SF__QKK;
+	for (int64_t r = 0; r < nr; r++) {
+		const struct sf__q4_k *wr = (const struct sf__q4_k *)(W + (size_t)r * w_stride);
+		for (int64_t t0 = 0; t0 < nb; t0 += TILE) {
+			const int nt = nb - t0 < TILE ? (int)(nb - t0) : TILE;
+			float acc[TILE][8] = {{0}};
+			for (int64_t s = 0; s < nsb; s++) {
+				uint8_t q[SF__QKK], sc[8], m[8];
+				for (int c = 0; c < 4; c++)
+					for (int l = 0; l < 32; l++) {
+						q[64 * c + l] = wr[s].qs[32 * c + l] & 0xF;
+						q[64 * c + 32 + l] = wr[s].qs[32 * c + l] >> 4;
+					}
+				for (int j = 0; j < 8; j++)
+					sf__k4_scale_min(wr[s].scales, j, &sc[j], &m[j]);
+				const float dw = h2f(wr[s].d), dmin = h2f(wr[s].dmin);
+				for (int j = 0; j < nt; j++) {
+					const struct sf__q8_k *a =
+						(const struct sf__q8_k *)(X + (size_t)(t0 + j) * x_stride) + s;
+					int32_t isum = 0, imin = 0;
+					for (int sb = 0; sb < 8; sb++) {
+						int32_t p = 0;
+						for (int i = 32 * sb; i < 32 * sb + 32; i++)
+							p += q[i] * a->qs[i];
+						isum += sc[sb] * p;
+						imin += m[sb] * (a->bsums[2 * sb] + a->bsums[2 * sb + 1]);
+					}
+					acc[j][s & 7] =
+						sf__k_step(acc[j][s & 7], a->d * dw, isum, a->d * dmin, imin);
+				}
+			}
+			for (int j = 0; j < nt; j++)
+				Y[(size_t)(t0 + j) * ldy + (size_t)r] = sf__r8(acc[j]);
+		}
+	}
+}
+
+static void mm_q6_k(int64_t k, const uint8_t *W, size_t w_stride, int64_t nr, const uint8_t *X,
+		    size_t x_stride, int64_t nb, float *Y, size_t ldy)
+{
+	const int64_t nsb = k / SF__QKK;
+	for (int64_t r = 0; r < nr; r++) {
+		const struct sf__q6_k *wr = (const struct sf__q6_k *)(W + (size_t)r * w_stride);
+		for (int64_t t0 = 0; t0 < nb; t0 += TILE) {
+			const int nt = nb - t0 < TILE ? (int)(nb - t0) : TILE;
+			float acc[TILE][8] = {{0}};
+			for (int64_t s = 0; s < nsb; s++) {
+				uint8_t q[SF__QKK];
+				sf__q6k_quants(&wr[s], q);
+				const float dw = h2f(wr[s].d);
+				for (int j = 0; j < nt; j++) {
+					const struct sf__q8_k *a =
+						(const struct sf__q8_k *)(X + (size_t)(t0 + j) * x_stride) + s;
+					int32_t isum = 0;
+					for (int sb = 0; sb < 16; sb++) {
+						int32_t p = 0;
+						for (int i = 16 * sb; i < 16 * sb + 16; i++)
+							p += (q[i] - 32) * a->qs[i];
+						isum += wr[s].scales[sb] * p;
+					}
+					acc[j][s & 7] = fmaf(a->d * dw, (float)isum, acc[j][s & 7]);
+				}
+			}
+			for (int j = 0; j < nt; j++)
+				Y[(size_t)(t0 + j) * ldy + (size_t)r] = sf__r8(acc[j]);
+		}
+	}
+}
+
+/* ---- float types: 32 lanes, element i into lane i % 32 ---- */
+
+static inline float load_f(uint32_t type, const uint8_t *p, int64_t i)
+{
+	uint16_t h;
+	switch (type) {
+	case SF_GGUF_T_F32: {
+		float f;
+		memcpy(&f, p + 4 * i, 4);
+		return f;
+	}
+	case SF_GGUF_T_F16:
+		memcpy(&h, p + 2 * i, 2);
+		return sf_f16_to_f32(h);
+	default:
+		memcpy(&h, p + 2 * i, 2);
+		return sf_bf16_to_f32(h);
+	}
+}
+
+static void mm_float(uint32_t type, int64_t k, const uint8_t *W, size_t w_stride, int64_t nr,
+		     const uint8_t *X, size_t x_stride, int64_t nb, float *Y, size_t ldy)
+{
+	for (int64_t r = 0; r < nr; r++) {
+		const uint8_t *wr = W + (size_t)r * w_stride;
+		for (int64_t t0 = 0; t0 < nb; t0 += TILE) {
+			const int nt = nb - t0 < TILE ? (int)(nb - t0) : TILE;
+			float acc[TILE][32] = {{0}};
+			for (int64_t i = 0; i < k; i++) {
+				const float w = load_f(type, wr, i);
+				for (int j = 0; j < nt; j++) {
+					const float x = load_f(type, X + (size_t)(t0 + j) * x_stride, i);
+					acc[j][i & 31] = fmaf(w, x, acc[j][i & 31]);
+				}
+			}
+			for (int j = 0; j < nt; j++)
+				Y[(size_t)(t0 + j) * ldy + (size_t)r] = sf__r32(acc[j]);
+		}
+	}
+}
+
+static void mm_f32(int64_t k, const uint8_t *W, size_t ws, int64_t nr, const uint8_t *X,
+		   size_t xs, int64_t nb, float *Y, size_t ldy)
+{
+	mm_float(SF_GGUF_T_F32, k, W, ws, nr, X, xs, nb, Y, ldy);
+}
+
+static void mm_f16(int64_t k, const uint8_t *W, size_t ws, int64_t nr, const uint8_t *X,
+		   size_t xs, int64_t nb, float *Y, size_t ldy)
+{
+	mm_float(SF_GGUF_T_F16, k, W, ws, nr, X, xs, nb, Y, ldy);
+}
+
+static void mm_bf16(int64_t k, const uint8_t *W, size_t ws, int64_t nr, const uint8_t *X,
+		    size_t xs, int64_t nb, float *Y, size_t ldy)
+{
+	mm_float(SF_GGUF_T_BF16, k, W, ws, nr, X, xs, nb, Y, ldy);
+}
+
+const struct sf__kern_set sf__kern_scalar = {
+	.mm = {
+		[SF_GGUF_T_F32] = mm_f32,
+		[SF_GGUF_T_F16] = mm_f16,
+		[SF_GGUF_T_BF16] = mm_bf16,
+		[SF_GGUF_T_Q4_0] = mm_q4_0,
+		[SF_GGUF_T_Q5_0] = mm_q5_0,
+		[SF_GGUF_T_Q8_0] = mm_q8_0,
+		[SF_GGUF_T_Q4_K] = mm_q4_k,
+		[SF_GGUF_T_Q6_K] = mm_q6_k,
+	},
+};

@@ -1,0 +1,197 @@
+/* What the kernels' files share: the block layouts (as ggml stores them), the canonical
+ * reductions of kern_order.md, and the table of one instruction set's matmuls. */
+#ifndef SF_KERN_INTERNAL_H
+#define SF_KERN_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kern/kern.h"
+
+#define SF__QK 32   /* elements of a Q4_0 / Q5_0 / Q8_0 block */
+#define SF__QKK 256 /* elements of a K-quant super-block */
+
+/* Blocks, byte for byte as in a GGUF file (little-endian; halves are IEEE binary16). Packed:
+ * a file may place a row at any offset its alignment allows. */
+struct sf__q4_0 {
+	uint16_t d;
+	uint8_t qs[16]; /* element j: low nibble of qs[j]; element j + 16: its high nibble */
+} __attribute__((packed));
+
+struct sf__q5_0 {
+	uint16_t d;
+	uint8_t qh[4];  /* bit j: fifth bit of element j */
+	uint8_t qs[16]; /* low four bits, laid out as Q4_0's */
+} __attribute__((packed));
+
+struct sf__q8_0 {
+	uint16_t d;
+	int8_t qs[32];
+} __attribute__((packed));
+
+struct sf__q4_k {
+	uint16_t d, dmin;
+	uint8_t scales[12]; /* 8 six-bit scales and 8 six-bit mins (sf__k4_scale_min) */
+	uint8_t qs[128];    /* 64-element chunk c: low nibbles of qs[32c..] then high nibbles */
+} __attribute__((packed));
+
+struct sf__q6_k {
+	uint8_t ql[128];   /* low four bits */
+	uint8_t qh[64];    /* high two bits */
+	int8_t scales[16]; /* one per 16 elements */
+	uint16_t d;
+} __attribute__((packed));
+
+struct sf__q8_k {
+	float d;
+	int8_t qs[256];
+	int16_t bsums[16]; /* sum of each 16 consecutive qs */
+} __attribute__((packed));
+
+_Static_assert(sizeof(struct sf__q4_0) == 18, "q4_0 block");
+_Static_assert(sizeof(struct sf__q5_0) == 22, "q5_0 block");
+_Static_assert(sizeof(struct sf__q8_0) == 34, "q8_0 block");
+_Static_assert(sizeof(struct sf__q4_k) == 144, "q4_K block");
+_Static_assert(sizeof(struct sf__q6_k) == 210, "q6_K block");
+_Static_assert(sizeof(struct sf__q8_k) == 292, "q8_K block");
+
+/* Scale and min j (0..7) of a Q4_K super-block, six bits each. */
+static inline void sf__k4_scale_min(const uint8_t *s, int j, uint8_t *sc, uint8_t *m)
+{
+	if (j < 4) {
+		*sc = s[j] & 63;
+		*m = s[j + 4] & 63;
+	} else {
+		*sc = (uint8_t)((s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4));
+		*m = (uint8_t)((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
+	}
+}
+
+/* Unpacks Q6_K super-block b's 256 quants (0..63, before the -32 offset) in element order. */
+static inline void sf__q6k_quants(const struct sf__q6_k *b, uint8_t q[256])
+{
+	for (int h = 0; h < 2; h++) {
+		const uint8_t *ql = b->ql + 64 * h, *qh = b->qh + 32 * h;
+		uint8_t *o = q + 128 * h;
+		for (int l = 0; l < 32; l++) {
+			o[l] = (uint8_t)((ql[l] & 0xF) | ((qh[l] & 3) << 4));
+			o[l + 32] = (uint8_t)((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4));
+			o[l + 64] = (uint8_t)((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+			o[l + 96] = (uint8_t)((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+		}
+	}
+}
+
+/* The canonical reductions (kern_order.md): a fixed tree, never a loop a compiler could
+ * reorder. R8: acc[i] + acc[i + 4], then + 2, + 1. R16: acc[i] + acc[i + 8], then R8. */
+static inline float sf__r8(const float a[8])
+{
+	float u[4];
+	for (int i = 0; i < 4; i++)
+		u[i] = a[i] + a[i + 4];
+	float v0 = u[0] + u[2], v1 = u[1] + u[3];
+	return v0 + v1;
+}
+
+static inline float sf__r16(const float a[16])
+{
+	float t[8];
+	for (int i = 0; i < 8; i++)
+		t[i] = a[i] + a[i + 8];
+	return sf__r8(t);
+}
+
+/* R32: acc[i] + acc[i + 16], then R16. */
+static inline float sf__r32(const float a[32])
+{
+	float t[16];
+	for (int i = 0; i < 16; i++)
+		t[i] = a[i] + a[i + 16];
+	return sf__r16(t);
+}
+
+/* The K-quants' epilogue for super-block s into its lane acc (lane s % 8): acc + dd * isum,
+ * then - dm * imin (dd and dm the products of the activation's and the weight's scales, each
+ * rounded once; Q6_K has no imin step). */
+static inline float sf__k_step(float acc, float dd, int32_t isum, float dm, int32_t imin)
+{
+	acc = __builtin_fmaf(dd, (float)isum, acc);
+	return __builtin_fmaf(-dm, (float)imin, acc);
+}
+
+/* The multi-row product over nr weight rows (row 0 at W) and nb activation rows:
+ * Y[b * ldy + r] = dot(W row r, X row b). k is a multiple of the type's block. */
+typedef void sf__matmul_fn(int64_t k, const uint8_t *W, size_t w_stride, int64_t nr,
+			   const uint8_t *X, size_t x_stride, int64_t nb, float *Y, size_t ldy);
+
+/* One instruction set's kernels, by weight type (NULL: the scalar reference's). */
+struct sf__kern_set {
+	sf__matmul_fn *mm[SF_GGUF_T_COUNT];
+};
+
+extern const struct sf__kern_set sf__kern_scalar;
+extern const struct sf__kern_set sf__kern_avx2;
+extern const struct sf__kern_set sf__kern_avx512;
+
+/* Each set's kernels (dot_*_avx2.c, dot_*_avx512.c). */
+#define SF__MM(name) sf__matmul_fn name
+SF__MM(sf__mm_f32_avx2);
+SF__MM(sf__mm_f16_avx2);
+SF__MM(sf__mm_bf16_avx2);
+SF__MM(sf__mm_q4_0_avx2);
+SF__MM(sf__mm_q5_0_avx2);
+SF__MM(sf__mm_q8_0_avx2);
+SF__MM(sf__mm_q4_k_avx2);
+SF__MM(sf__mm_q6_k_avx2);
+SF__MM(sf__mm_f32_avx512);
+SF__MM(sf__mm_f16_avx512);
+SF__MM(sf__mm_bf16_avx512);
+SF__MM(sf__mm_q4_0_avx512);
+SF__MM(sf__mm_q5_0_avx512);
+SF__MM(sf__mm_q8_0_avx512);
+SF__MM(sf__mm_q4_k_avx512);
+SF__MM(sf__mm_q6_k_avx512);
+#undef SF__MM
+
+/* Reference quantizers and dequantizers (quant_ref_*.c), for the traits table. */
+void sf__quantize_f32(const float *x, void *y, int64_t n);
+void sf__dequantize_f32(const void *x, float *y, int64_t n);
+void sf__quantize_f16(const float *x, void *y, int64_t n);
+void sf__dequantize_f16(const void *x, float *y, int64_t n);
+void sf__quantize_bf16(const float *x, void *y, int64_t n);
+void sf__dequantize_bf16(const void *x, float *y, int64_t n);
+void sf__quantize_q4_0(const float *x, void *y, int64_t n);
+void sf__dequantize_q4_0(const void *x, float *y, int64_t n);
+void sf__quantize_q5_0(const float *x, void *y, int64_t n);
+void sf__dequantize_q5_0(const void *x, float *y, int64_t n);
+void sf__quantize_q8_0(const float *x, void *y, int64_t n);
+void sf__dequantize_q8_0(const void *x, float *y, int64_t n);
+void sf__quantize_q4_k(const float *x, void *y, int64_t n);
+void sf__dequantize_q4_k(const void *x, float *y, int64_t n);
+void sf__quantize_q6_k(const float *x, void *y, int64_t n);
+void sf__dequantize_q6_k(const void *x, float *y, int64_t n);
+void sf__quantize_q8_k(const float *x, void *y, int64_t n);
+void sf__dequantize_q8_k(const void *x, float *y, int64_t n);
+
+/* Activation quantization as llama.cpp's CPU backend does it (quant_act.c). */
+void sf__quantize_act_q8_0(const float *x, void *y, int64_t n);
+
+/* ggml's round to nearest (ties to even for |v| < 2^22, its bit trick beyond). */
+static inline int sf__nearest_int(float v)
+{
+	float t = v + 12582912.f;
+	int32_t i;
+	memcpy(&i, &t, sizeof(i));
+	return (i & 0x007fffff) - 0x00400000;
+}
+
+/* C's float-to-int truncation with the x86 answer (INT32_MIN) where C leaves it undefined. */
+static inline int32_t sf__trunc_i32(float v)
+{
+	if (!(v > -2147483648.0f && v < 2147483648.0f))
+		return INT32_MIN;
+	return (int32_t)v;
+}
+
+#endif

@@ -1,0 +1,43 @@
+/* The traits table: one entry per type the kernels compute, block layouts as ggml's. */
+#include "kern/kern_internal.h"
+
+static const struct sf_kt kts[] = {
+	{SF_GGUF_T_F32, "f32", 1, 4, SF_GGUF_T_F32, true, sf__quantize_f32, sf__dequantize_f32},
+	{SF_GGUF_T_F16, "f16", 1, 2, SF_GGUF_T_F16, true, sf__quantize_f16, sf__dequantize_f16},
+	{SF_GGUF_T_BF16, "bf16", 1, 2, SF_GGUF_T_BF16, true, sf__quantize_bf16,
+	 sf__dequantize_bf16},
+	{SF_GGUF_T_Q8_0, "q8_0", SF__QK, sizeof(struct sf__q8_0), SF_GGUF_T_Q8_0, true,
+	 sf__quantize_q8_0, sf__dequantize_q8_0},
+	{SF_GGUF_T_Q4_0, "q4_0", SF__QK, sizeof(struct sf__q4_0), SF_GGUF_T_Q8_0, true,
+	 sf__quantize_q4_0, sf__dequantize_q4_0},
+	{SF_GGUF_T_Q5_0, "q5_0", SF__QK, sizeof(struct sf__q5_0), SF_GGUF_T_Q8_0, true,
+	 sf__quantize_q5_0, sf__dequantize_q5_0},
+	{SF_GGUF_T_Q4_K, "q4_K", SF__QKK, sizeof(struct sf__q4_k), SF_GGUF_T_Q8_K, true,
+	 sf__quantize_q4_k, sf__dequantize_q4_k},
+	{SF_GGUF_T_Q6_K, "q6_K", SF__QKK, sizeof(struct sf__q6_k), SF_GGUF_T_Q8_K, true,
+	 sf__quantize_q6_k, sf__dequantize_q6_k},
+	{SF_GGUF_T_Q8_K, "q8_K", SF__QKK, sizeof(struct sf__q8_k), SF_GGUF_T_Q8_K, false,
+	 sf__quantize_q8_k, sf__dequantize_q8_k},
+};
+
+const struct sf_kt *sf_kt(uint32_t type)
+{
+	for (size_t i = 0; i < sizeof(kts) / sizeof(kts[0]); i++)
+		if (kts[i].type == type)
+			return &kts[i];
+	return NULL;
+}
+
+size_t sf_kt_row_bytes(uint32_t type, int64_t n)
+{
+	const struct sf_kt *t = sf_kt(type);
+	if (!t || n < 0 || n % t->block)
+		return 0;
+	return (size_t)(n / t->block) * t->bytes;
+}
+
+size_t sf_kern_act_row_bytes(uint32_t wtype, int64_t n)
+{
+	const struct sf_kt *t = sf_kt(wtype);
+	return t ? sf_kt_row_bytes(t->act_type, n) : 0;
+}

@@ -1,0 +1,314 @@
+/* Random-weight models in real models' shapes (model.h: sf_model_gen_write). Every element is
+ * a pure function of (seed, tensor name, index), so the same arguments give the same bytes
+ * whatever the thread count. Matrices are uniform in +-sqrt(3 / fan-in) (activations near 1
+ * through the layers), norm weights near 1, the logits spread some 4 units. */
+#include "model/model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kern/kern.h"
+
+struct shape {
+	const char *name, *arch;
+	uint32_t n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_ctx;
+	float rope_base, eps;
+	bool tied, llama3_rope;
+};
+
+static const struct shape shapes[] = {
+	{ "qwen2.5-0.5b", "qwen2", 896, 24, 14, 2, 64, 4864, 32768, 1e6f, 1e-6f, true, false },
+	{ "qwen3-0.6b", "qwen3", 1024, 28, 16, 8, 128, 3072, 40960, 1e6f, 1e-6f, true, false },
+	{ "llama-3.2-1b", "llama", 2048, 16, 32, 8, 64, 8192, 131072, 5e5f, 1e-5f, true, true },
+	{ "tinyllama-1.1b", "llama", 2048, 22, 32, 4, 64, 5632, 2048, 1e4f, 1e-5f, false, false },
+	{ "smollm2-135m", "llama", 576, 30, 9, 3, 64, 1536, 8192, 1e5f, 1e-5f, true, false },
+	/* Small shapes for tests: rows of whole K-quant blocks. */
+	{ "test-llama", "llama", 256, 2, 4, 2, 64, 512, 4096, 1e4f, 1e-5f, false, false },
+	{ "test-qwen2", "qwen2", 256, 2, 4, 2, 64, 512, 4096, 1e6f, 1e-6f, true, false },
+	{ "test-qwen3", "qwen3", 256, 2, 4, 2, 128, 512, 4096, 1e6f, 1e-6f, true, false },
+};
+
+/* The --type choices: one type for every matrix, or the Q4_K_M mix. */
+static const struct {
+	const char *name;
+	uint32_t type;  /* UINT32_MAX: the Q4_K_M mix */
+	uint32_t ftype; /* llama.cpp's general.file_type */
+} types[] = {
+	{ "f32", SF_GGUF_T_F32, 0 },    { "f16", SF_GGUF_T_F16, 1 },   { "bf16", SF_GGUF_T_BF16, 32 },
+	{ "q8_0", SF_GGUF_T_Q8_0, 7 },  { "q4_0", SF_GGUF_T_Q4_0, 2 }, { "q5_0", SF_GGUF_T_Q5_0, 8 },
+	{ "q4_k", SF_GGUF_T_Q4_K, 14 }, { "q6_k", SF_GGUF_T_Q6_K, 18 },
+	{ "q4_k_m", UINT32_MAX, 15 },
+};
+
+static uint64_t mix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	while (*s)
+		h = (h ^ (uint8_t)*s++) * 1099511628211ull;
+	return h;
+}
+
+/* Element i of a tensor: uniform in [-a, a] around center, from (seed, tensor, i). */
+static float value(uint64_t key, uint64_t i, float center, float a)
+{
+	uint64_t r = mix(key ^ mix(i));
+	double u = (double)(r >> 11) * (1.0 / 9007199254740992.0); /* [0, 1) */
+	return center + (float)((2 * u - 1) * a);
+}
+
+struct tensor_job {
+	uint64_t key;
+	uint32_t type;
+	uint64_t cols, rows;
+	float center, a;
+	uint8_t *out;
+};
+
+/* Rows of the tensor, made and quantized in chunks by each thread. */
+static void make_rows(void *arg, unsigned ith, unsigned nth)
+{
+	struct tensor_job *j = arg;
+	uint64_t lo, hi;
+	sf_pool_split(j->rows, ith, nth, 1, &lo, &hi);
+	size_t row_bytes = sf_kt_row_bytes(j->type, (int64_t)j->cols);
+	float *x = malloc(j->cols * sizeof(float));
+	if (!x)
+		abort();
+	for (uint64_t r = lo; r < hi; r++) {
+		for (uint64_t c = 0; c < j->cols; c++)
+			x[c] = value(j->key, r * j->cols + c, j->center, j->a);
+		sf_kt(j->type)->quantize(x, j->out + r * row_bytes, (int64_t)j->cols);
+	}
+	free(x);
+}
+
+struct maker {
+	struct sf_gguf_writer *w;
+	struct sf_pool *pool;
+	uint64_t seed;
+	void **bufs;
+	size_t n_bufs;
+	uint64_t bytes;
+	struct sf_err *err;
+};
+
+static int add(struct maker *mk, const char *name, uint32_t type, uint64_t cols, uint64_t rows,
+	       float center, float a)
+{
+	size_t size = sf_kt_row_bytes(type, (int64_t)cols) * rows;
+	uint8_t *out = malloc(size ? size : 1);
+	void **b = realloc(mk->bufs, (mk->n_bufs + 1) * sizeof(*b));
+	if (!out || !b) {
+		free(out);
+		return sf_err_set(mk->err, SF_E_NOMEM, "no memory for %s (%zu bytes)", name, size);
+	}
+	mk->bufs = b;
+	mk->bufs[mk->n_bufs++] = out;
+	struct tensor_job j = { mk->seed ^ name_hash(name), type, cols, rows, center, a, out };
+	sf_pool_run(mk->pool, make_rows, &j);
+	uint64_t ne[2] = { cols, rows };
+	if (sf_gguf_add_tensor(mk->w, name, type, rows == 1 ? 1 : 2, ne, out, size))
+		return sf_err_set(mk->err, SF_E_RANGE, "cannot add %s", name);
+	mk->bytes += size;
+	return 0;
+}
+
+/* A matrix's type: the asked one, or the mix's choice; K types fall back where rows are not
+ * whole 256-element blocks (what llama.cpp does for such models). */
+static uint32_t pick(uint32_t want, const char *role, uint32_t il, uint32_t n_layer, uint64_t cols)
+{
+	uint32_t t = want;
+	if (want == UINT32_MAX) {
+		bool more = il < n_layer / 8 || il >= 7 * n_layer / 8 || (il - n_layer / 8) % 3 == 2;
+		if (!strcmp(role, "output"))
+			t = SF_GGUF_T_Q6_K;
+		else if ((!strcmp(role, "attn_v") || !strcmp(role, "ffn_down")) && more)
+			t = SF_GGUF_T_Q6_K;
+		else
+			t = SF_GGUF_T_Q4_K;
+	}
+	if (cols % 256 && t == SF_GGUF_T_Q4_K)
+		t = SF_GGUF_T_Q5_0;
+	if (cols % 256 && t == SF_GGUF_T_Q6_K)
+		t = SF_GGUF_T_Q8_0;
+	return t;
+}
+
+static bool keep_tokenizer(const char *key, size_t len, void *arg)
+{
+	return len > 10 && !memcmp(key, "tokenizer.", 10);
+}
+
+/* Llama 3's rope frequency factors (factor 32, low 1, high 4, original context 8192). */
+static void llama3_factors(const struct shape *s, float *out)
+{
+	const double factor = 32, low = 1, high = 4, old_ctx = 8192;
+	for (uint32_t i = 0; i < s->head_dim / 2; i++) {
+		double freq = 1.0 / pow(s->rope_base, 2.0 * i / s->head_dim);
+		double wavelen = 2 * M_PI / freq;
+		if (wavelen < old_ctx / high) {
+			out[i] = 1;
+		} else if (wavelen > old_ctx / low) {
+			out[i] = (float)factor;
+		} else {
+			double smooth = (old_ctx / wavelen - low) / (high - low);
+			out[i] = (float)(1.0 / ((1 - smooth) / factor + smooth));
+		}
+	}
+}
+
+static int write_meta(struct maker *mk, const struct shape *s, uint32_t n_layer, uint32_t ctx,
+		      uint32_t ftype, const char *type_name, const struct sf_gguf *vocab)
+{
+	struct sf_gguf_writer *w = mk->w;
+	char k[128], name[128];
+	snprintf(name, sizeof(name), "random-%s-%s", s->name, type_name);
+#define KEY(suffix) (snprintf(k, sizeof(k), "%s.%s", s->arch, suffix), k)
+	int rc = sf_gguf_set_str(w, "general.architecture", s->arch, strlen(s->arch));
+	rc = rc ? rc : sf_gguf_set_str(w, "general.name", name, strlen(name));
+	rc = rc ? rc : sf_gguf_set_u32(w, "general.file_type", ftype);
+	rc = rc ? rc : sf_gguf_set_u32(w, "general.quantization_version", 2);
+	rc = rc ? rc : sf_gguf_set_u32(w, KEY("context_length"), ctx);
+	rc = rc ? rc : sf_gguf_set_u32(w, KEY("embedding_length"), s->n_embd);
+	rc = rc ? rc : sf_gguf_set_u32(w, KEY("block_count"), n_layer);
+	rc = rc ? rc : sf_gguf_set_u32(w, KEY("feed_forward_length"), s->n_ff);
+	rc = rc ? rc : sf_gguf_set_u32(w, KEY("attention.head_count"), s->n_head);
+	rc = rc ? rc : sf_gguf_set_u32(w, KEY("attention.head_count_kv"), s->n_head_kv);
+	rc = rc ? rc : sf_gguf_set_f32(w, KEY("rope.freq_base"), s->rope_base);
+	rc = rc ? rc : sf_gguf_set_f32(w, KEY("attention.layer_norm_rms_epsilon"), s->eps);
+	if (s->head_dim != s->n_embd / s->n_head) {
+		rc = rc ? rc : sf_gguf_set_u32(w, KEY("attention.key_length"), s->head_dim);
+		rc = rc ? rc : sf_gguf_set_u32(w, KEY("attention.value_length"), s->head_dim);
+	}
+	if (!strcmp(s->arch, "llama"))
+		rc = rc ? rc : sf_gguf_set_u32(w, KEY("rope.dimension_count"), s->head_dim);
+#undef KEY
+	rc = rc ? rc : sf_gguf_copy_kv(w, vocab, keep_tokenizer, NULL);
+	if (rc)
+		return sf_err_set(mk->err, SF_E_NOMEM, "cannot write the metadata");
+	return 0;
+}
+
+static int make_layer(struct maker *mk, const struct shape *s, uint32_t il, uint32_t n_layer,
+		      uint32_t want)
+{
+	uint64_t E = s->n_embd, q = (uint64_t)s->n_head * s->head_dim;
+	uint64_t kv = (uint64_t)s->n_head_kv * s->head_dim, F = s->n_ff;
+	float aE = sqrtf(3.0f / (float)E), aQ = sqrtf(3.0f / (float)q), aF = sqrtf(3.0f / (float)F);
+	char n[96];
+	int rc = 0;
+#define T(role, suffix, type, cols, rows, center, a)                                        \
+	(snprintf(n, sizeof(n), "blk.%u.%s", il, suffix),                                   \
+	 rc = rc ? rc : add(mk, n, type, cols, rows, center, a))
+#define M(role, suffix, cols, rows, a) T(role, suffix, pick(want, role, il, n_layer, cols), cols, rows, 0, a)
+	T("", "attn_norm.weight", SF_GGUF_T_F32, E, 1, 1.0f, 0.1f);
+	M("attn_q", "attn_q.weight", E, q, aE);
+	M("attn_k", "attn_k.weight", E, kv, aE);
+	M("attn_v", "attn_v.weight", E, kv, aE);
+	M("attn_output", "attn_output.weight", q, E, aQ);
+	if (!strcmp(s->arch, "qwen2")) {
+		T("", "attn_q.bias", SF_GGUF_T_F32, q, 1, 0, 0.1f);
+		T("", "attn_k.bias", SF_GGUF_T_F32, kv, 1, 0, 0.1f);
+		T("", "attn_v.bias", SF_GGUF_T_F32, kv, 1, 0, 0.1f);
+	}
+	if (!strcmp(s->arch, "qwen3")) {
+		T("", "attn_q_norm.weight", SF_GGUF_T_F32, s->head_dim, 1, 1.0f, 0.1f);
+		T("", "attn_k_norm.weight", SF_GGUF_T_F32, s->head_dim, 1, 1.0f, 0.1f);
+	}
+	T("", "ffn_norm.weight", SF_GGUF_T_F32, E, 1, 1.0f, 0.1f);
+	M("ffn_gate", "ffn_gate.weight", E, F, aE);
+	M("ffn_up", "ffn_up.weight", E, F, aE);
+	M("ffn_down", "ffn_down.weight", F, E, aF);
+#undef M
+#undef T
+	return rc;
+}
+
+
+const char *const sf_model_gen_shapes[] = { "qwen2.5-0.5b", "qwen3-0.6b", "llama-3.2-1b",
+					    "tinyllama-1.1b", "smollm2-135m", "test-llama",
+					    "test-qwen2", "test-qwen3", NULL };
+const char *const sf_model_gen_types[] = { "f32", "f16", "bf16", "q8_0", "q4_0", "q5_0",
+					   "q4_k", "q6_k", "q4_k_m", NULL };
+
+static int add_rope_freqs(struct maker *mk, const struct shape *s)
+{
+	void **b = realloc(mk->bufs, (mk->n_bufs + 1) * sizeof(*b));
+	float *f = malloc(s->head_dim / 2 * sizeof(float));
+	if (!b || !f) {
+		free(f);
+		return sf_err_set(mk->err, SF_E_NOMEM, "no memory");
+	}
+	mk->bufs = b;
+	mk->bufs[mk->n_bufs++] = f;
+	llama3_factors(s, f);
+	uint64_t ne[1] = { s->head_dim / 2 };
+	if (sf_gguf_add_tensor(mk->w, "rope_freqs.weight", SF_GGUF_T_F32, 1, ne, f,
+			       s->head_dim / 2 * sizeof(float)))
+		return sf_err_set(mk->err, SF_E_RANGE, "cannot add rope_freqs.weight");
+	return 0;
+}
+
+int sf_model_gen_write(const struct sf_model_gen *gen, const char *path, struct sf_pool *pool,
+		       uint64_t *bytes, struct sf_err *err)
+{
+	const struct shape *s = NULL;
+	for (size_t i = 0; gen->shape && i < sizeof(shapes) / sizeof(shapes[0]); i++)
+		if (!strcmp(shapes[i].name, gen->shape))
+			s = &shapes[i];
+	size_t ti = 0;
+	while (gen->type && ti < sizeof(types) / sizeof(types[0]) && strcmp(types[ti].name, gen->type))
+		ti++;
+	if (!s || ti == sizeof(types) / sizeof(types[0]))
+		return sf_err_set(err, SF_E_RANGE, "unknown shape '%s' or type '%s'",
+				  gen->shape ? gen->shape : "", gen->type ? gen->type : "");
+	if (gen->layers > SF_MODEL_MAX_LAYERS)
+		return sf_err_set(err, SF_E_RANGE, "%u layers, over %u", gen->layers,
+				  SF_MODEL_MAX_LAYERS);
+	const struct sf_gguf_kv *toks;
+	int rc = sf_gguf_get_arr(gen->vocab, "tokenizer.ggml.tokens", SF_GGUF_STRING, &toks, err);
+	if (rc)
+		return rc;
+	uint64_t n_vocab = toks->n;
+	uint32_t n_layer = gen->layers ? gen->layers : s->n_layer;
+	struct maker mk = { .w = sf_gguf_writer_new(), .pool = pool, .seed = mix(gen->seed),
+			    .err = err };
+	rc = mk.w ? 0 : sf_err_set(err, SF_E_NOMEM, "no memory");
+	rc = rc ? rc : write_meta(&mk, s, n_layer, gen->ctx ? gen->ctx : s->n_ctx, types[ti].ftype,
+				  types[ti].name, gen->vocab);
+	uint32_t want = types[ti].type;
+	/* Small embeddings (RMS 0.5 / sqrt(n_embd)) so that the layers, not the last token, drive
+	 * what comes next (tied models otherwise repeat one token), and an output norm of gain 8
+	 * so that the logits still spread some 4 units. */
+	float aO = 0.5f * sqrtf(3.0f / (float)s->n_embd), gain = 8.0f;
+	/* The mix keeps tied embeddings (they are the output too) at the output's type. */
+	uint32_t emb_t = pick(want, s->tied ? "output" : "token_embd", 0, n_layer, s->n_embd);
+	rc = rc ? rc : add(&mk, "token_embd.weight", emb_t, s->n_embd, n_vocab, 0, aO);
+	if (s->llama3_rope)
+		rc = rc ? rc : add_rope_freqs(&mk, s);
+	for (uint32_t il = 0; !rc && il < n_layer; il++)
+		rc = make_layer(&mk, s, il, n_layer, want);
+	rc = rc ? rc : add(&mk, "output_norm.weight", SF_GGUF_T_F32, s->n_embd, 1, gain,
+				   0.1f * gain);
+	if (!s->tied)
+		rc = rc ? rc : add(&mk, "output.weight", pick(want, "output", 0, n_layer, s->n_embd),
+				   s->n_embd, n_vocab, 0, aO);
+	rc = rc ? rc : sf_gguf_writer_save(mk.w, path, err);
+	if (bytes)
+		*bytes = mk.bytes;
+	for (size_t i = 0; i < mk.n_bufs; i++)
+		free(mk.bufs[i]);
+	free(mk.bufs);
+	sf_gguf_writer_free(mk.w);
+	return rc;
+}

@@ -1,0 +1,334 @@
+/* The forward pass of random-weight models of each architecture and several tensor types:
+ * a token's logits are bit-identical however it is computed (one call, token by token, in
+ * chunks, beside another session's tokens, on 1 or 3 threads, with any kernel variant the CPU
+ * has, split into pipeline stages); the cache's memory is bounded; files the engine cannot run
+ * are refused naming why. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <superfluid/gguf.h>
+
+#include "kern/kern.h"
+#include "model/model.h"
+
+#define N_TOK 20
+#define N_VOCAB 300
+
+static char vocab_path[128];
+
+/* A vocabulary file: N_VOCAB tokens (the generator copies its tokenizer.* pairs). */
+static void write_vocab(void)
+{
+	snprintf(vocab_path, sizeof(vocab_path), "/tmp/sf_test_model_vocab_%d.gguf", (int)getpid());
+	struct sf_gguf_writer *w = sf_gguf_writer_new();
+	static char names[N_VOCAB][8];
+	struct sf_gguf_str toks[N_VOCAB];
+	for (int i = 0; i < N_VOCAB; i++) {
+		snprintf(names[i], sizeof(names[i]), "t%d", i);
+		toks[i] = (struct sf_gguf_str){ names[i], strlen(names[i]) };
+	}
+	assert_int_equal(sf_gguf_set_str(w, "tokenizer.ggml.model", "gpt2", 4), 0);
+	assert_int_equal(sf_gguf_set_arr_str(w, "tokenizer.ggml.tokens", toks, N_VOCAB), 0);
+	struct sf_err err;
+	assert_int_equal(sf_gguf_writer_save(w, vocab_path, &err), 0);
+	sf_gguf_writer_free(w);
+}
+
+struct loaded {
+	char path[128];
+	struct sf_gguf *file;
+	struct sf_model *m;
+	struct sf_kv_arena *arena;
+};
+
+static void make(struct loaded *l, const char *shape, const char *type, uint32_t layers)
+{
+	struct sf_gguf *vocab;
+	struct sf_err err;
+	assert_int_equal(sf_gguf_open(vocab_path, &vocab, &err), 0);
+	snprintf(l->path, sizeof(l->path), "/tmp/sf_test_model_%d_%s_%s.gguf", (int)getpid(), shape,
+		 type);
+	struct sf_model_gen gen = { .shape = shape, .type = type, .layers = layers, .seed = 7,
+				    .vocab = vocab };
+	struct sf_pool *pool = sf_pool_new(2);
+	if (sf_model_gen_write(&gen, l->path, pool, NULL, &err))
+		fail_msg("%s", err.msg);
+	sf_pool_free(pool);
+	sf_gguf_close(vocab);
+	assert_int_equal(sf_gguf_open(l->path, &l->file, &err), 0);
+	if (sf_model_load(l->file, &l->m, &err))
+		fail_msg("%s %s: %s", shape, type, err.msg);
+	assert_int_equal(sf_kv_arena_new(l->m, 0, &l->arena), 0);
+}
+
+static void unload(struct loaded *l)
+{
+	sf_kv_arena_free(l->arena);
+	sf_model_free(l->m);
+	sf_gguf_close(l->file);
+	unlink(l->path);
+}
+
+static uint32_t tok_at(int i, int salt)
+{
+	return (uint32_t)((i * 37 + salt * 101 + 5) % N_VOCAB);
+}
+
+/* Logits of tokens [0, N_TOK) of one session, computed in calls of `step` tokens (with a
+ * second session's tokens interleaved when `crowd`), on `threads` threads. */
+static float *run(struct loaded *l, int step, bool crowd, unsigned threads)
+{
+	struct sf_model *m = l->m;
+	uint32_t V = m->cfg.n_vocab;
+	struct sf_pool *pool = sf_pool_new(threads);
+	struct sf_fwd *f;
+	struct sf_err err;
+	assert_int_equal(sf_fwd_new(m, 2 * N_TOK, N_TOK, threads, &f, &err), 0);
+	struct sf_kv a, b;
+	sf_kv_init(&a, l->arena);
+	sf_kv_init(&b, l->arena);
+	assert_int_equal(sf_kv_reserve(&a, N_TOK, &err), 0);
+	assert_int_equal(sf_kv_reserve(&b, N_TOK, &err), 0);
+	float *out = malloc((size_t)N_TOK * V * sizeof(float));
+	float *tmp = malloc((size_t)2 * N_TOK * V * sizeof(float));
+	struct sf_fwd_tok toks[2 * N_TOK];
+	for (int at = 0; at < N_TOK; at += step) {
+		int n = 0, k = at + step > N_TOK ? N_TOK - at : step;
+		for (int i = 0; i < k; i++) {
+			if (crowd)
+				toks[n++] = (struct sf_fwd_tok){ &b, (uint32_t)(at + i), tok_at(at + i, 1),
+								 (i % 2) == 0 };
+			toks[n++] = (struct sf_fwd_tok){ &a, (uint32_t)(at + i), tok_at(at + i, 0), true };
+		}
+		if (sf_model_forward(m, pool, f, toks, (uint32_t)n, 0, m->cfg.n_layer, NULL, tmp, &err))
+			fail_msg("%s", err.msg);
+		/* Pick session a's rows out of the logits rows (in order of the tokens wanting them). */
+		int row = 0;
+		for (int t = 0; t < n; t++) {
+			if (!toks[t].logits)
+				continue;
+			if (toks[t].kv == &a)
+				memcpy(out + (size_t)toks[t].pos * V, tmp + (size_t)row * V,
+				       V * sizeof(float));
+			row++;
+		}
+	}
+	assert_int_equal(a.n, N_TOK);
+	sf_kv_fini(&a);
+	sf_kv_fini(&b);
+	free(tmp);
+	sf_fwd_free(f);
+	sf_pool_free(pool);
+	return out;
+}
+
+/* The same logits through pipeline stages [0, split) and [split, n_layer). */
+static float *staged(struct loaded *l, uint32_t split)
+{
+	struct sf_model *m = l->m;
+	uint32_t V = m->cfg.n_vocab, E = m->cfg.n_embd;
+	struct sf_pool *pool = sf_pool_new(2);
+	struct sf_fwd *f;
+	struct sf_err err;
+	assert_int_equal(sf_fwd_new(m, N_TOK, N_TOK, 2, &f, &err), 0);
+	struct sf_kv k1, k2;
+	sf_kv_init(&k1, l->arena);
+	sf_kv_init(&k2, l->arena);
+	assert_int_equal(sf_kv_reserve(&k1, N_TOK, &err), 0);
+	assert_int_equal(sf_kv_reserve(&k2, N_TOK, &err), 0);
+	float *hidden = malloc((size_t)N_TOK * E * sizeof(float));
+	float *out = malloc((size_t)N_TOK * V * sizeof(float));
+	struct sf_fwd_tok toks[N_TOK];
+	for (int i = 0; i < N_TOK; i++)
+		toks[i] = (struct sf_fwd_tok){ &k1, (uint32_t)i, tok_at(i, 0), true };
+	assert_int_equal(sf_model_forward(m, pool, f, toks, N_TOK, 0, split, hidden, NULL, &err), 0);
+	for (int i = 0; i < N_TOK; i++)
+		toks[i].kv = &k2;
+	assert_int_equal(sf_model_forward(m, pool, f, toks, N_TOK, split, m->cfg.n_layer, hidden,
+					  out, &err), 0);
+	sf_kv_fini(&k1);
+	sf_kv_fini(&k2);
+	free(hidden);
+	sf_fwd_free(f);
+	sf_pool_free(pool);
+	return out;
+}
+
+static void same(const float *a, const float *b, size_t n, const char *what)
+{
+	if (memcmp(a, b, n * sizeof(float))) {
+		size_t i = 0;
+		while (a[i] == b[i])
+			i++;
+		fail_msg("%s: logit %zu differs (%.9g vs %.9g)", what, i, (double)a[i], (double)b[i]);
+	}
+}
+
+static void invariance(const char *shape, const char *type)
+{
+	struct loaded l;
+	make(&l, shape, type, 2);
+	size_t n = (size_t)N_TOK * l.m->cfg.n_vocab;
+	float *ref = run(&l, N_TOK, false, 1);
+	bool finite = true;
+	for (size_t i = 0; i < n; i++)
+		finite &= ref[i] == ref[i] && ref[i] > -1e30f && ref[i] < 1e30f;
+	assert_true(finite);
+	float *x = run(&l, 1, false, 1);
+	same(ref, x, n, "token by token");
+	free(x);
+	x = run(&l, 7, true, 3);
+	same(ref, x, n, "chunks of 7 beside another session, 3 threads");
+	free(x);
+	x = run(&l, 1, true, 2);
+	same(ref, x, n, "decode steps of 2 sessions, 2 threads");
+	free(x);
+	x = staged(&l, 1);
+	same(ref, x, n, "two pipeline stages");
+	free(x);
+	for (int isa = SF_KISA_SCALAR; isa <= SF_KISA_AVX512; isa++) {
+		if (!sf_kern_isa_supported(isa)) {
+			printf("        (%s kernels: this CPU lacks them, not compared)\n",
+			       sf_kern_isa_name(isa));
+			continue;
+		}
+		enum sf_kisa was = sf_kern_isa();
+		assert_int_equal(sf_kern_force_isa(isa), 0);
+		x = run(&l, 5, true, 2);
+		sf_kern_force_isa(was);
+		char what[64];
+		snprintf(what, sizeof(what), "%s kernels", sf_kern_isa_name(isa));
+		same(ref, x, n, what);
+		free(x);
+	}
+	free(ref);
+	unload(&l);
+}
+
+static void test_llama_f16(void **state) { invariance("test-llama", "f16"); }
+static void test_llama_q4_0(void **state) { invariance("test-llama", "q4_0"); }
+static void test_qwen2_q8_0(void **state) { invariance("test-qwen2", "q8_0"); }
+static void test_qwen2_q5_0(void **state) { invariance("test-qwen2", "q5_0"); }
+static void test_qwen3_q4_k_m(void **state) { invariance("test-qwen3", "q4_k_m"); }
+static void test_qwen3_bf16(void **state) { invariance("test-qwen3", "bf16"); }
+static void test_llama_q6_k(void **state) { invariance("test-llama", "q6_k"); }
+
+static void test_kv_arena_bound(void **state)
+{
+	struct loaded l;
+	make(&l, "test-qwen2", "q8_0", 2);
+	struct sf_kv_arena *small;
+	assert_int_equal(sf_kv_arena_new(l.m, 3 * sf_kv_arena_page_bytes(l.arena), &small), 0);
+	struct sf_kv a, b;
+	struct sf_err err;
+	sf_kv_init(&a, small);
+	sf_kv_init(&b, small);
+	assert_int_equal(sf_kv_reserve(&a, 2 * SF_KV_PAGE, &err), 0);
+	assert_int_equal(sf_kv_reserve(&b, 2 * SF_KV_PAGE, &err), SF_E_NOMEM);
+	assert_non_null(strstr(err.msg, "context memory full"));
+	assert_int_equal(sf_kv_arena_used(small), 3 * sf_kv_arena_page_bytes(small));
+	sf_kv_truncate(&a, 10);
+	assert_int_equal(sf_kv_arena_used(small), 2 * sf_kv_arena_page_bytes(small));
+	assert_int_equal(sf_kv_reserve(&b, 2 * SF_KV_PAGE, &err), 0);
+	sf_kv_fini(&a);
+	sf_kv_fini(&b);
+	assert_int_equal(sf_kv_arena_used(small), 0);
+	assert_int_equal(sf_model_kv_bytes_per_token(l.m),
+			 2u * 2 * 2 * 64 * sizeof(uint16_t)); /* layers x (k, v) x kv heads x dim */
+	sf_kv_arena_free(small);
+	unload(&l);
+}
+
+/* A copy of a model file with one change made through the writer. */
+struct edit {
+	const char *drop_tensor;  /* left out */
+	const char *retype;       /* a tensor written as F16 instead */
+	const char *arch;         /* general.architecture replaced */
+};
+
+static bool keep_kv(const char *key, size_t len, void *arg)
+{
+	const struct edit *e = arg;
+	return !(e->arch && len == 20 && !memcmp(key, "general.architecture", 20));
+}
+
+static void refused(struct loaded *l, const struct edit *e, const char *needle)
+{
+	char path[160];
+	snprintf(path, sizeof(path), "%s.edit.gguf", l->path);
+	struct sf_gguf_writer *w = sf_gguf_writer_new();
+	assert_int_equal(sf_gguf_copy_kv(w, l->file, keep_kv, (void *)e), 0);
+	if (e->arch)
+		sf_gguf_set_str(w, "general.architecture", e->arch, strlen(e->arch));
+	void *bufs[512];
+	int nb = 0;
+	for (uint64_t i = 0; i < sf_gguf_n_tensors(l->file); i++) {
+		const struct sf_gguf_tensor *t = sf_gguf_tensor_at(l->file, i);
+		if (e->drop_tensor && sf_gguf_str_eq(t->name, e->drop_tensor))
+			continue;
+		char name[128];
+		snprintf(name, sizeof(name), "%.*s", (int)t->name.len, t->name.ptr);
+		if (e->retype && !strcmp(name, e->retype)) {
+			size_t n = t->size / 4;
+			uint16_t *h = malloc(n * 2);
+			for (size_t j = 0; j < n; j++)
+				h[j] = sf_f32_to_f16(((const float *)t->data)[j]);
+			bufs[nb++] = h;
+			assert_int_equal(sf_gguf_add_tensor(w, name, SF_GGUF_T_F16, t->n_dims, t->ne, h,
+							    n * 2), 0);
+			continue;
+		}
+		assert_int_equal(sf_gguf_add_tensor(w, name, t->type, t->n_dims, t->ne, t->data,
+						    t->size), 0);
+	}
+	struct sf_err err;
+	assert_int_equal(sf_gguf_writer_save(w, path, &err), 0);
+	sf_gguf_writer_free(w);
+	while (nb)
+		free(bufs[--nb]);
+	struct sf_gguf *g;
+	struct sf_model *m = NULL;
+	assert_int_equal(sf_gguf_open(path, &g, &err), 0);
+	int rc = sf_model_load(g, &m, &err);
+	if (rc != SF_E_MODEL || !strstr(err.msg, needle))
+		fail_msg("expected a refusal naming '%s', got %d '%s'", needle, rc, err.msg);
+	assert_null(m);
+	sf_gguf_close(g);
+	unlink(path);
+}
+
+static void test_refusals(void **state)
+{
+	struct loaded l;
+	make(&l, "test-qwen2", "q8_0", 2);
+	refused(&l, &(struct edit){ .arch = "mamba" }, "architecture 'mamba'");
+	refused(&l, &(struct edit){ .drop_tensor = "blk.1.ffn_up.weight" },
+		"blk.1.ffn_up.weight is missing");
+	refused(&l, &(struct edit){ .drop_tensor = "blk.0.attn_k.bias" },
+		"blk.0.attn_k.bias is missing");
+	refused(&l, &(struct edit){ .retype = "blk.0.attn_norm.weight" },
+		"blk.0.attn_norm.weight is F16");
+	unload(&l);
+}
+
+int main(void)
+{
+	write_vocab();
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_llama_f16),    cmocka_unit_test(test_llama_q4_0),
+		cmocka_unit_test(test_qwen2_q8_0),   cmocka_unit_test(test_qwen2_q5_0),
+		cmocka_unit_test(test_qwen3_q4_k_m), cmocka_unit_test(test_qwen3_bf16),
+		cmocka_unit_test(test_llama_q6_k),   cmocka_unit_test(test_kv_arena_bound),
+		cmocka_unit_test(test_refusals),
+	};
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	unlink(vocab_path);
+	return rc;
+}
