@@ -95,13 +95,6 @@ void sf_op_swiglu(float *gate, const float *up, uint32_t n)
 	}
 }
 
-/* y += a * v (half floats), multiply then add: no fusing, the same bits everywhere. */
-static void axpy_f16(float *y, float a, const uint16_t *v, uint32_t n)
-{
-	for (uint32_t i = 0; i < n; i++)
-		y[i] = y[i] + a * sf_f16_to_f32(v[i]);
-}
-
 void sf_op_attend(const struct sf_model *m, const struct sf_kv *kv, uint32_t layer, uint32_t h,
 		  const uint16_t *qh, uint32_t n_pos, float *scores, float *out)
 {
@@ -122,7 +115,7 @@ void sf_op_attend(const struct sf_model *m, const struct sf_kv *kv, uint32_t lay
 	}
 	memset(out, 0, hd * sizeof(float));
 	for (uint32_t j = 0; j < n_pos; j++)
-		axpy_f16(out, scores[j], sf_kv_at(kv, layer, 1, j) + (size_t)kvh * hd, hd);
+		sf_kern_axpy_f16(out, scores[j], sf_kv_at(kv, layer, 1, j) + (size_t)kvh * hd, hd);
 	float inv = (float)(1.0 / sum);
 	for (uint32_t d = 0; d < hd; d++)
 		out[d] *= inv;
