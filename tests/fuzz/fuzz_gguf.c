@@ -1,12 +1,16 @@
 /* GGUF files: the input is a whole file. Whatever opens is walked in full (every pair, every
  * string of every array, every numeric element, every tensor's first and last byte) and every
  * pointer the reader gave must lie inside the input; what is refused must say so with
- * SF_E_FORMAT and a message. */
+ * SF_E_FORMAT and a message. Then the model and the tokenizer are loaded from it: each either
+ * loads (and its weights lie inside the file) or refuses with a message. */
 #include "fuzz_common.h"
 
 #include <string.h>
 
 #include <superfluid/gguf.h>
+#include <superfluid/tokenizer.h>
+
+#include "model/model.h"
 
 static const uint8_t *lo, *hi;
 
@@ -73,6 +77,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			sink += ((const uint8_t *)t->data)[0] + ((const uint8_t *)t->data)[t->size - 1];
 		if (t->offset % sf_gguf_alignment(g))
 			fuzz_fail("a tensor is not aligned");
+	}
+	struct sf_model *m = NULL;
+	err.msg[0] = 0;
+	if (sf_model_load(g, &m, &err)) {
+		if (!err.msg[0])
+			fuzz_fail("the model was refused without a message");
+	} else {
+		inside(m->tok_embd->data, m->tok_embd->size, "the embeddings");
+		for (uint32_t il = 0; il < m->cfg.n_layer; il++)
+			inside(m->layers[il].ffn_down->data, m->layers[il].ffn_down->size, "a weight");
+		sf_model_free(m);
+	}
+	struct sf_tok *t = NULL;
+	err.msg[0] = 0;
+	if (sf_tok_load(g, &t, &err)) {
+		if (!err.msg[0])
+			fuzz_fail("the tokenizer was refused without a message");
+	} else {
+		uint32_t out[64];
+		size_t n;
+		int rc2 = sf_tok_encode(t, "Hello world <s>", 15, true, true, out, 64, &n, &err);
+		if (rc2 && rc2 != SF_E_LIMIT && !err.msg[0])
+			fuzz_fail("encoding failed without a message");
+		sf_tok_free(t);
 	}
 	(void)sink;
 	sf_gguf_close(g);

@@ -17,6 +17,7 @@
 #include <superfluid/link.h>
 #include <superfluid/noise.h>
 
+#include "model/model.h"
 #include "wal/wal.h"
 #include "wal/wal_format.h"
 
@@ -593,11 +594,59 @@ static void gguf_seed(const char *name, uint32_t alignment, int n_tensors)
 	n_written++;
 }
 
+/* A whole model: a SentencePiece vocabulary of byte tokens, then one layer of each test shape
+ * in a small quantized type, so the fuzzer starts from files the model and tokenizer load. */
+static void gguf_model_seed(const char *name, const char *shape, const char *type)
+{
+	char vpath[4200], path[4200];
+	snprintf(vpath, sizeof(vpath), "%s/.vocab.tmp", out_dir);
+	snprintf(path, sizeof(path), "%s/%s", out_dir, name);
+	static char names[259][8];
+	struct sf_gguf_str toks[259];
+	float scores[259];
+	int32_t types[259];
+	for (int i = 0; i < 259; i++) {
+		if (i < 3)
+			snprintf(names[i], sizeof(names[i]), "%s", i == 0 ? "<unk>" : i == 1 ? "<s>" : "</s>");
+		else
+			snprintf(names[i], sizeof(names[i]), "<0x%02X>", i - 3);
+		toks[i] = (struct sf_gguf_str){ names[i], strlen(names[i]) };
+		scores[i] = 0;
+		types[i] = i == 0 ? 2 : i < 3 ? 3 : 6; /* unknown, control, byte */
+	}
+	struct sf_gguf_writer *w = sf_gguf_writer_new();
+	sf_gguf_set_str(w, "tokenizer.ggml.model", "llama", 5);
+	sf_gguf_set_arr_str(w, "tokenizer.ggml.tokens", toks, 259);
+	sf_gguf_set_arr(w, "tokenizer.ggml.scores", SF_GGUF_F32, scores, 259);
+	sf_gguf_set_arr(w, "tokenizer.ggml.token_type", SF_GGUF_I32, types, 259);
+	sf_gguf_set_u32(w, "tokenizer.ggml.bos_token_id", 1);
+	sf_gguf_set_u32(w, "tokenizer.ggml.eos_token_id", 2);
+	struct sf_err err;
+	if (sf_gguf_writer_save(w, vpath, &err))
+		fuzz_fail("%s", err.msg);
+	sf_gguf_writer_free(w);
+	struct sf_gguf *vocab;
+	if (sf_gguf_open(vpath, &vocab, &err))
+		fuzz_fail("%s", err.msg);
+	struct sf_model_gen gen = { .shape = shape, .type = type, .layers = 1, .seed = 3,
+				    .vocab = vocab };
+	struct sf_pool *pool = sf_pool_new(1);
+	if (!pool || sf_model_gen_write(&gen, path, pool, NULL, &err))
+		fuzz_fail("%s", pool ? err.msg : "no pool");
+	sf_pool_free(pool);
+	sf_gguf_close(vocab);
+	unlink(vpath);
+	n_written++;
+}
+
 static void make_gguf(void)
 {
 	gguf_seed("meta-only", SF_GGUF_DEFAULT_ALIGNMENT, 0);
 	gguf_seed("two-tensors", SF_GGUF_DEFAULT_ALIGNMENT, 2);
 	gguf_seed("align-64", 64, 2);
+	gguf_model_seed("model-llama-q4_0", "test-llama", "q4_0");
+	gguf_model_seed("model-qwen2-q8_0", "test-qwen2", "q8_0");
+	gguf_model_seed("model-qwen3-q4_k", "test-qwen3", "q4_k");
 }
 
 static const struct {
