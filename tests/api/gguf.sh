@@ -113,8 +113,8 @@ engine_says "$work/want" "$M" --prompt "$chatml" --n 24
 cmp -s "$work/got" "$work/want" && rendered="plain ChatML (not the model's own template, whose default system turn it lacks)"
 engine_says "$work/want" "$M" --prompt "$own" --n 24
 cmp -s "$work/got" "$work/want" && rendered="the model's own template"
-r=0; [ "$status" = 200 ] && [ -n "${rendered:-}" ] || r=1
-check "a chat reply is the engine's greedy reply to ${rendered:-neither ChatML nor the model's template}" $r
+r=0; [ "$status" = 200 ] && [ -n "${rendered:-}" ] || { r=1; rendered="neither ChatML nor the template of the model"; }
+check "a chat reply is the engine's greedy reply to $rendered" $r
 
 # ---- logprobs alone and beside 15 others, on one node ----
 start_head solo "127.0.0.1:$p1" --shards 1
