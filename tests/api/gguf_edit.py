@@ -3,6 +3,7 @@
   gguf_edit.py IN OUT --arch NAME           general.architecture set to NAME
   gguf_edit.py IN OUT --type TENSOR TYPE    TENSOR stored as ggml type number TYPE (its data
                                             zeros of that type's size), the rest as it was
+  gguf_edit.py IN OUT --rename TENSOR NAME  TENSOR named NAME
 The key/value pairs and the other tensors' bytes are copied unchanged; offsets are laid out
 again at the file's alignment."""
 import struct
@@ -82,6 +83,8 @@ def main():
         blk, nb = SIZES[t]
         size = elems // blk * nb
         blob = data[base + off:base + off + size]
+        if what == "--rename" and name.decode() == sys.argv[4]:
+            name, found = sys.argv[5].encode(), True
         if what == "--type" and name.decode() == sys.argv[4]:
             t = int(sys.argv[5])
             blk, nb = SIZES[t]
@@ -92,7 +95,7 @@ def main():
         blobs.append(blob)
         at += len(blob)
         at = (at + align - 1) // align * align
-    if what == "--type" and not found:
+    if what in ("--type", "--rename") and not found:
         sys.exit("no tensor named " + sys.argv[4])
     head = b"GGUF" + struct.pack("<IQQ", version, n_tensors, n_kv)
     head += b"".join(pack_string(k) + struct.pack("<I", t) + raw for k, t, raw in kvs)
