@@ -1,14 +1,15 @@
 /* The compute kernels' throughput, one thread:
  *
- *   bench_kern [--type NAME] [--isa scalar|avx2|avx512] [--k K] [--mb MB] [--reps N]
+ *   bench_kern [--type NAME] [--isa scalar|avx2|avx512] [--k K] [--mb MB] [--reps N] [--nb N]
  *
  * For each weight type and instruction set: a weight matrix of about MB MiB (rows of K
- * elements) against nb activation rows, nb = 1, 4, 16. One line per case:
+ * elements) against nb activation rows, nb = 1, 4, 16 (or only N). One line per case:
  *   KERN type=q4_0 isa=avx512 nb=1 k=4096 rows=.. mem=dram|l2 GBps=.. GFLOPs=.. ns_per_row=..
  * GBps: weight bytes streamed per second; GFLOPs: 2 * k * rows * nb per second. mem=dram: the
  * matrix (MB MiB) does not fit in the caches, so nb=1 shows how close the kernel streams to
  * memory bandwidth; mem=l2: a 256 KiB matrix run again and again, the kernel's own speed.
- * The best of N repetitions is reported. The scalar reference runs only nb=1 on the small
+ * The best of N repetitions is reported; times are the thread's CPU time (a shared machine's
+ * other work still disturbs the caches and the memory bus). The scalar reference runs only nb=1 on the small
  * matrix (it is a reference, not a kernel to run). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,10 +18,11 @@
 
 #include "kern/kern.h"
 
+/* The thread's CPU time: on a shared machine the time it was not running is not the kernel's. */
 static double now(void)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -56,6 +58,7 @@ int main(int argc, char **argv)
 	int64_t k = 4096;
 	long mb = 256;
 	int reps = 5;
+	int64_t only_nb = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--type") && i + 1 < argc)
 			only_type = argv[++i];
@@ -67,18 +70,20 @@ int main(int argc, char **argv)
 			mb = atol(argv[++i]);
 		else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
 			reps = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--nb") && i + 1 < argc)
+			only_nb = atoll(argv[++i]);
 		else {
 			fprintf(stderr, "usage: bench_kern [--type NAME] [--isa NAME] [--k K] [--mb MB] "
-					"[--reps N]\n");
+					"[--reps N] [--nb N]\n");
 			return 2;
 		}
 	}
 	static const uint32_t types[] = {SF_GGUF_T_F32, SF_GGUF_T_F16, SF_GGUF_T_BF16,
 					 SF_GGUF_T_Q8_0, SF_GGUF_T_Q4_0, SF_GGUF_T_Q5_0,
 					 SF_GGUF_T_Q4_K, SF_GGUF_T_Q6_K};
-	enum { NBMAX = 16 };
-	float *xf = malloc((size_t)k * NBMAX * sizeof(float));
-	for (int64_t i = 0; i < k * NBMAX; i++)
+	const int64_t NBMAX = only_nb > 16 ? only_nb : 16;
+	float *xf = malloc((size_t)k * 16 * sizeof(float));
+	for (int64_t i = 0; i < k * 16; i++)
 		xf[i] = frand();
 	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
 		const struct sf_kt *kt = sf_kt(types[t]);
@@ -91,8 +96,9 @@ int main(int argc, char **argv)
 		const size_t rb = sf_kt_row_bytes(kt->type, k), xb = sf_kern_act_row_bytes(kt->type, k);
 		const int64_t rows_big = (int64_t)(((size_t)mb << 20) / rb);
 		const int64_t rows_small = (int64_t)((256u << 10) / rb) + 1;
-		uint8_t *W = malloc(rb * (size_t)rows_big), *X = malloc(xb * NBMAX);
-		float *Y = malloc(sizeof(float) * (size_t)rows_big * NBMAX);
+		uint8_t *W = aligned_alloc(64, (rb * (size_t)rows_big + 63) / 64 * 64);
+		uint8_t *X = malloc(xb * (size_t)NBMAX);
+		float *Y = malloc(sizeof(float) * (size_t)rows_big * (size_t)NBMAX);
 		float *wf = malloc((size_t)k * sizeof(float));
 		for (int64_t r = 0; r < rows_big; r++) {
 			if (r < 64) {
@@ -103,8 +109,9 @@ int main(int argc, char **argv)
 				memcpy(W + (size_t)r * rb, W + (size_t)(r % 64) * rb, rb);
 			}
 		}
-		for (int b = 0; b < NBMAX; b++)
-			sf_kern_quantize_act(kt->act_type, xf + (size_t)b * k, X + (size_t)b * xb, k);
+		for (int64_t b = 0; b < NBMAX; b++)
+			sf_kern_quantize_act(kt->act_type, xf + (size_t)(b % 16) * (size_t)k,
+					     X + (size_t)b * xb, k);
 		for (int isa = SF_KISA_SCALAR; isa <= SF_KISA_AVX512; isa++) {
 			if (only_isa && strcmp(only_isa, sf_kern_isa_name((enum sf_kisa)isa)))
 				continue;
@@ -113,13 +120,14 @@ int main(int argc, char **argv)
 				       sf_kern_isa_name((enum sf_kisa)isa));
 				continue;
 			}
-			static const int64_t nbs[] = {1, 4, 16};
+			const int64_t nbs[] = {only_nb ? only_nb : 1, 4, 16};
+			const size_t nnb = only_nb ? 1 : 3;
 			for (int m = 0; m < 2; m++) {
 				const bool dram = m == 0;
 				if (isa == SF_KISA_SCALAR && dram)
 					continue;
 				const int64_t rows = dram ? rows_big : rows_small;
-				for (size_t n = 0; n < 3; n++) {
+				for (size_t n = 0; n < nnb; n++) {
 					if (isa == SF_KISA_SCALAR && nbs[n] > 1)
 						continue;
 					const int64_t nb = nbs[n];

@@ -57,6 +57,9 @@ struct sf_tok;
 #define SF_TOK_MAX_TOKEN_LEN 16384          /* bytes of one token's text */
 #define SF_TOK_MAX_MERGES (1u << 23)        /* tokenizer.ggml.merges entries */
 #define SF_TOK_MAX_TEXT ((size_t)4 << 20)   /* bytes of one text to encode */
+#define SF_TOK_MAX_SPECIAL_LENGTHS 512      /* different lengths of special tokens (each is
+					     * one pass over a text; real vocabularies have
+					     * up to a few dozen) */
 
 /* No such token (an id the model does not have). */
 #define SF_TOK_NONE UINT32_MAX
@@ -103,8 +106,11 @@ void sf_tok_free(struct sf_tok *t);
  * USER_DEFINED ones do). add_special: the model's BOS first when its add_bos_token is set,
  * and its EOS last when add_eos_token is set (llama.cpp's add_special).
  * *n_out is the token count; when it is over cap, out holds the first cap tokens and the call
- * returns SF_E_LIMIT (nothing else is wrong then). SF_E_LIMIT also for a text over
- * SF_TOK_MAX_TEXT (*n_out 0), SF_E_NOMEM. */
+ * returns SF_E_LIMIT (nothing else is wrong then). The count is at most 6 * len + 2 (byte-level
+ * BPE's worst: a bad byte is U+FFFD, whose three bytes may each fall back to two single-byte
+ * tokens). SF_E_LIMIT also for a text over SF_TOK_MAX_TEXT (*n_out 0), SF_E_NOMEM.
+ * Time is O(n log n) in the text's length; the call's scratch memory, freed before it returns,
+ * is at most about 50 bytes per byte of its longest run of text between special tokens. */
 int sf_tok_encode(const struct sf_tok *t, const char *text, size_t len, bool parse_special,
 		  bool add_special, uint32_t *out, size_t cap, size_t *n_out, struct sf_err *err)
 	__attribute__((warn_unused_result));

@@ -12,6 +12,8 @@
 
 #define TILE 4
 #define KG 8 /* super-blocks in a group */
+/* Bytes of weight rows taken by every tile of activations in turn. */
+#define WBLOCK_BYTES (128 << 10)
 #define AI static inline __attribute__((always_inline))
 
 static const int32_t lane8[8] = {0, 1, 2, 3, 4, 5, 6, 7};
@@ -22,18 +24,18 @@ AI __m256i lanes_below(int n)
 				  _mm256_loadu_si256((const __m256i *)lane8));
 }
 
-AI __m256i idx_of(int stride)
-{
-	return _mm256_mullo_epi32(_mm256_loadu_si256((const __m256i *)lane8), _mm256_set1_epi32(stride));
-}
-
-/* The activation scales (floats) of a group's n super-blocks (0 past n). */
+/* The activation scales (floats) of a group's n super-blocks (0 past n); a: the group's first
+ * Q8_K block. Loads, not a gather: AVX2 gathers are slow where AVX2 is all there is. */
 AI __m256 act_scales(const uint8_t *a, int n)
 {
-	/* a: the group's first Q8_K block, its d at offset 0 */
-	return _mm256_mask_i32gather_ps(_mm256_setzero_ps(), (const float *)a,
-					idx_of(sizeof(struct sf__q8_k)),
-					_mm256_castsi256_ps(lanes_below(n)), 1);
+	float f[8];
+#pragma GCC unroll 8
+	for (int i = 0; i < 8; i++)
+		if (i < n)
+			memcpy(&f[i], a + (size_t)i * sizeof(struct sf__q8_k), 4);
+		else
+			f[i] = 0.0f;
+	return _mm256_setr_ps(f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7]);
 }
 
 /* The low (hi = 0) or high 16 bits of each int32 lane, as eight floats from halves. */
@@ -50,10 +52,16 @@ AI __m256 halves_to_f32(__m256i v, int hi)
 }
 
 /* The 32-bit words at base + i * stride (i < n), 0 past n. */
-AI __m256i gather_words(const void *base, int stride, int n)
+AI __m256i gather_words(const uint8_t *base, int stride, int n)
 {
-	return _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)base, idx_of(stride),
-					   lanes_below(n), 1);
+	int32_t v[8];
+#pragma GCC unroll 8
+	for (int i = 0; i < 8; i++)
+		if (i < n)
+			memcpy(&v[i], base + (size_t)i * (size_t)stride, 4);
+		else
+			v[i] = 0;
+	return _mm256_setr_epi32(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
 }
 
 /* acc + dd * isum (- dm * imin) in the lanes below n; the others as they were. */
@@ -104,7 +112,6 @@ AI void group_k4(const struct sf__q4_k *b, const uint8_t *a, size_t x_stride, __
 		 const int n, const int nt)
 {
 	__m256i is[TILE][KG], im[TILE][KG];
-#pragma GCC unroll 8
 	for (int i = 0; i < KG; i++) {
 		if (i >= n) {
 #pragma GCC unroll 4
@@ -128,7 +135,7 @@ AI void group_k4(const struct sf__q4_k *b, const uint8_t *a, size_t x_stride, __
 						     u.mins16);
 		}
 	}
-	const __m256i dd16 = gather_words(b, sizeof(*b), n);
+	const __m256i dd16 = gather_words((const uint8_t *)b, sizeof(*b), n);
 	const __m256 dw = halves_to_f32(dd16, 0), dmin = halves_to_f32(dd16, 1);
 #pragma GCC unroll 4
 	for (int j = 0; j < nt; j++) {
@@ -179,7 +186,6 @@ AI void group_k6(const struct sf__q6_k *b, const uint8_t *a, size_t x_stride, __
 		 const int n, const int nt)
 {
 	__m256i is[TILE][KG];
-#pragma GCC unroll 8
 	for (int i = 0; i < KG; i++) {
 		if (i >= n) {
 #pragma GCC unroll 4
@@ -205,7 +211,7 @@ AI void group_k6(const struct sf__q6_k *b, const uint8_t *a, size_t x_stride, __
 		}
 	}
 	/* d is the block's last two bytes: the word ending there, its high half */
-	const __m256 dw = halves_to_f32(gather_words(b->scales + 14, sizeof(*b), n), 1);
+	const __m256 dw = halves_to_f32(gather_words((const uint8_t *)b->scales + 14, sizeof(*b), n), 1);
 #pragma GCC unroll 4
 	for (int j = 0; j < nt; j++) {
 		const __m256 da = act_scales(a + (size_t)j * x_stride, n);
@@ -249,24 +255,33 @@ AI void mm_k(uint32_t type, int64_t k, const uint8_t *W, size_t w_stride, int64_
 	     const uint8_t *X, size_t x_stride, int64_t nb, float *Y, size_t ldy)
 {
 	const int64_t nsb = k / SF__QKK;
-	for (int64_t r = 0; r < nr; r++) {
-		const uint8_t *wr = W + (size_t)r * w_stride;
+	const size_t wb = type == SF_GGUF_T_Q4_K ? sizeof(struct sf__q4_k) : sizeof(struct sf__q6_k);
+	/* With more than one tile of activations, weight rows go in blocks that stay in L2 while
+	 * each tile (in L1) takes them. */
+	int64_t rblk = nb <= TILE ? nr : (int64_t)(WBLOCK_BYTES / (nsb * (int64_t)wb));
+	rblk = rblk < 1 ? 1 : rblk;
+	for (int64_t rb = 0; rb < nr; rb += rblk) {
+		const int64_t re = nr - rb < rblk ? nr : rb + rblk;
 		for (int64_t t0 = 0; t0 < nb; t0 += TILE) {
 			const uint8_t *xr = X + (size_t)t0 * x_stride;
-			float *y = Y + (size_t)t0 * ldy + (size_t)r;
-			switch (nb - t0 < TILE ? nb - t0 : TILE) {
-			case 1:
-				row_tile(type, wr, nsb, xr, x_stride, y, ldy, 1);
-				break;
-			case 2:
-				row_tile(type, wr, nsb, xr, x_stride, y, ldy, 2);
-				break;
-			case 3:
-				row_tile(type, wr, nsb, xr, x_stride, y, ldy, 3);
-				break;
-			default:
-				row_tile(type, wr, nsb, xr, x_stride, y, ldy, 4);
-				break;
+			const int nt = (int)(nb - t0 < TILE ? nb - t0 : TILE);
+			for (int64_t r = rb; r < re; r++) {
+				const uint8_t *wr = W + (size_t)r * w_stride;
+				float *y = Y + (size_t)t0 * ldy + (size_t)r;
+				switch (nt) {
+				case 1:
+					row_tile(type, wr, nsb, xr, x_stride, y, ldy, 1);
+					break;
+				case 2:
+					row_tile(type, wr, nsb, xr, x_stride, y, ldy, 2);
+					break;
+				case 3:
+					row_tile(type, wr, nsb, xr, x_stride, y, ldy, 3);
+					break;
+				default:
+					row_tile(type, wr, nsb, xr, x_stride, y, ldy, 4);
+					break;
+				}
 			}
 		}
 	}

@@ -13,6 +13,8 @@
 
 #define TILE 4
 #define KG 8 /* super-blocks in a group */
+/* Bytes of weight rows taken by every tile of activations in turn. */
+#define WBLOCK_BYTES (128 << 10)
 #define AI static inline __attribute__((always_inline))
 
 /* Lane indexes into [sc0..sc7, m0..m7] (int16) for Q4_K's sc16[c] and mins16. */
@@ -95,7 +97,6 @@ AI void group_k4(const struct sf__q4_k *b, const uint8_t *a, size_t x_stride, __
 		 const int n, const int nt)
 {
 	__m256i is[TILE][KG], im[TILE][KG];
-#pragma GCC unroll 8
 	for (int i = 0; i < KG; i++) {
 		if (i >= n) {
 #pragma GCC unroll 4
@@ -176,7 +177,6 @@ AI void group_k6(const struct sf__q6_k *b, const uint8_t *a, size_t x_stride, __
 		 const int n, const int nt)
 {
 	__m256i is[TILE][KG];
-#pragma GCC unroll 8
 	for (int i = 0; i < KG; i++) {
 		if (i >= n) {
 #pragma GCC unroll 4
@@ -252,24 +252,33 @@ AI void mm_k(uint32_t type, int64_t k, const uint8_t *W, size_t w_stride, int64_
 	     const uint8_t *X, size_t x_stride, int64_t nb, float *Y, size_t ldy)
 {
 	const int64_t nsb = k / SF__QKK;
-	for (int64_t r = 0; r < nr; r++) {
-		const uint8_t *wr = W + (size_t)r * w_stride;
+	const size_t wb = type == SF_GGUF_T_Q4_K ? sizeof(struct sf__q4_k) : sizeof(struct sf__q6_k);
+	/* With more than one tile of activations, weight rows go in blocks that stay in L2 while
+	 * each tile (in L1) takes them. */
+	int64_t rblk = nb <= TILE ? nr : (int64_t)(WBLOCK_BYTES / (nsb * (int64_t)wb));
+	rblk = rblk < 1 ? 1 : rblk;
+	for (int64_t rb = 0; rb < nr; rb += rblk) {
+		const int64_t re = nr - rb < rblk ? nr : rb + rblk;
 		for (int64_t t0 = 0; t0 < nb; t0 += TILE) {
 			const uint8_t *xr = X + (size_t)t0 * x_stride;
-			float *y = Y + (size_t)t0 * ldy + (size_t)r;
-			switch (nb - t0 < TILE ? nb - t0 : TILE) {
-			case 1:
-				row_tile(type, wr, nsb, xr, x_stride, y, ldy, 1);
-				break;
-			case 2:
-				row_tile(type, wr, nsb, xr, x_stride, y, ldy, 2);
-				break;
-			case 3:
-				row_tile(type, wr, nsb, xr, x_stride, y, ldy, 3);
-				break;
-			default:
-				row_tile(type, wr, nsb, xr, x_stride, y, ldy, 4);
-				break;
+			const int nt = (int)(nb - t0 < TILE ? nb - t0 : TILE);
+			for (int64_t r = rb; r < re; r++) {
+				const uint8_t *wr = W + (size_t)r * w_stride;
+				float *y = Y + (size_t)t0 * ldy + (size_t)r;
+				switch (nt) {
+				case 1:
+					row_tile(type, wr, nsb, xr, x_stride, y, ldy, 1);
+					break;
+				case 2:
+					row_tile(type, wr, nsb, xr, x_stride, y, ldy, 2);
+					break;
+				case 3:
+					row_tile(type, wr, nsb, xr, x_stride, y, ldy, 3);
+					break;
+				default:
+					row_tile(type, wr, nsb, xr, x_stride, y, ldy, 4);
+					break;
+				}
 			}
 		}
 	}

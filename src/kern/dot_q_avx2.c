@@ -9,17 +9,20 @@
  * is sum(u * a) - off * sum(a); Q8_0 weights go in by sign, |w| by a with w's sign (pairs at
  * most 2 * 128 * 127). madd by ones sums four products into int32; a tree of hadds gives the
  * eight block sums in block order. The activations' part (off * sum(a), and the block scales
- * as floats) is computed once per call for a chunk of activation rows. */
+ * as floats) is computed once per tile of activation rows and block of weight rows. */
 #pragma GCC optimize("fp-contract=off")
 #include "kern/kern_internal.h"
 #include "kern/kern_simd.h"
 
 #include <immintrin.h>
+#include <stdlib.h>
 
 #define TILE 4
 #define AI static inline __attribute__((always_inline))
-/* Half groups x activation rows whose prepared part fits the stack (64 bytes each). */
+/* Prepared half groups on the stack (64 bytes each). */
 #define PREP_CAP 512
+/* Bytes of weight rows taken by every tile of activations in turn. */
+#define WBLOCK_BYTES (128 << 10)
 
 /* Eight blocks of one activation row, prepared: scales and off * sum(a), in block order. */
 struct prep {
@@ -157,45 +160,63 @@ AI void row_tile(uint32_t type, size_t bsize, int64_t nblk, const uint8_t *wr, c
 		y[(size_t)j * ldy] = sf__r16_256(acc[0][j], acc[1][j]);
 }
 
+AI void rows_tile(uint32_t type, size_t bsize, int64_t nblk, const uint8_t *W, size_t w_stride,
+		  int64_t r0, int64_t r1, const uint8_t *xr, size_t x_stride, const struct prep *pr,
+		  int64_t nprep, float *y, size_t ldy, int nt)
+{
+	for (int64_t r = r0; r < r1; r++) {
+		const uint8_t *wr = W + (size_t)r * w_stride;
+		switch (nt) {
+		case 1:
+			row_tile(type, bsize, nblk, wr, xr, x_stride, pr, nprep, y + r, ldy, 1);
+			break;
+		case 2:
+			row_tile(type, bsize, nblk, wr, xr, x_stride, pr, nprep, y + r, ldy, 2);
+			break;
+		case 3:
+			row_tile(type, bsize, nblk, wr, xr, x_stride, pr, nprep, y + r, ldy, 3);
+			break;
+		default:
+			row_tile(type, bsize, nblk, wr, xr, x_stride, pr, nprep, y + r, ldy, 4);
+			break;
+		}
+	}
+}
+
 AI void mm_q32(uint32_t type, size_t bsize, int off, int64_t k, const uint8_t *W,
 	       size_t w_stride, int64_t nr, const uint8_t *X, size_t x_stride, int64_t nb,
 	       float *Y, size_t ldy)
 {
 	const int64_t nblk = k / SF__QK, nprep = (nblk + 7) / 8;
-	struct prep pr[PREP_CAP];
-	if (nprep > PREP_CAP) {
-		/* Rows of over 131072 elements: the reference (same bits, slower). */
-		sf__kern_scalar.mm[type](k, W, w_stride, nr, X, x_stride, nb, Y, ldy);
-		return;
+	struct prep stack[PREP_CAP];
+	struct prep *pr = stack, *heap = NULL;
+	int64_t tile = PREP_CAP / nprep;
+	tile = tile > TILE ? TILE : tile;
+	if (tile < 1) {
+		/* Rows of over 131072 elements: one activation row at a time, on the heap. */
+		heap = aligned_alloc(32, (size_t)nprep * sizeof(struct prep));
+		if (!heap) { /* the reference: the same bits, slower */
+			sf__kern_scalar.mm[type](k, W, w_stride, nr, X, x_stride, nb, Y, ldy);
+			return;
+		}
+		pr = heap;
+		tile = 1;
 	}
-	const int64_t chunk = PREP_CAP / nprep;
-	for (int64_t c0 = 0; c0 < nb; c0 += chunk) {
-		const int64_t nc = nb - c0 < chunk ? nb - c0 : chunk;
-		const uint8_t *xc = X + (size_t)c0 * x_stride;
-		prep_acts(pr, xc, x_stride, nc, nblk, off);
-		for (int64_t r = 0; r < nr; r++) {
-			const uint8_t *wr = W + (size_t)r * w_stride;
-			for (int64_t t0 = 0; t0 < nc; t0 += TILE) {
-				const uint8_t *xr = xc + (size_t)t0 * x_stride;
-				const struct prep *pt = pr + t0 * nprep;
-				float *y = Y + (size_t)(c0 + t0) * ldy + (size_t)r;
-				switch (nc - t0 < TILE ? nc - t0 : TILE) {
-				case 1:
-					row_tile(type, bsize, nblk, wr, xr, x_stride, pt, nprep, y, ldy, 1);
-					break;
-				case 2:
-					row_tile(type, bsize, nblk, wr, xr, x_stride, pt, nprep, y, ldy, 2);
-					break;
-				case 3:
-					row_tile(type, bsize, nblk, wr, xr, x_stride, pt, nprep, y, ldy, 3);
-					break;
-				default:
-					row_tile(type, bsize, nblk, wr, xr, x_stride, pt, nprep, y, ldy, 4);
-					break;
-				}
-			}
+	/* As the AVX-512 kernels: a tile of activation rows prepared for a block of weight rows
+	 * that stays in L2 while each tile takes it. */
+	int64_t rblk = nb <= tile ? nr : (int64_t)(WBLOCK_BYTES / (nblk * (int64_t)bsize));
+	rblk = rblk < 1 ? 1 : rblk;
+	for (int64_t rb = 0; rb < nr; rb += rblk) {
+		const int64_t re = nr - rb < rblk ? nr : rb + rblk;
+		for (int64_t t0 = 0; t0 < nb; t0 += tile) {
+			const int nt = (int)(nb - t0 < tile ? nb - t0 : tile);
+			const uint8_t *xr = X + (size_t)t0 * x_stride;
+			prep_acts(pr, xr, x_stride, nt, nblk, off);
+			rows_tile(type, bsize, nblk, W, w_stride, rb, re, xr, x_stride, pr, nprep,
+				  Y + (size_t)t0 * ldy, ldy, nt);
 		}
 	}
+	free(heap);
 }
 
 void sf__mm_q4_0_avx2(int64_t k, const uint8_t *W, size_t ws, int64_t nr, const uint8_t *X,

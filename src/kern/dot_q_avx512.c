@@ -2,37 +2,42 @@
  * activations, in the canonical order of kern_order.md: each block's exact int32 sum, turned
  * to float once and added into lane (block % 16) by one fma, then the fixed tree.
  *
- * Blocks go sixteen at a time (a group), two to a 512-bit vector. A weight quant w is taken
- * as an unsigned code u = w + off (Q4_0: the nibble, off 8; Q5_0: the five bits, off 16;
- * Q8_0: w ^ 0x80, off 128), so one dpbusd of u by the activations (-127..127) gives exact
- * sums of four products, and the block's sum is sum(u * a) - off * sum(a). The activations'
- * part (off * sum(a) per block, and the block scales as floats) is computed once per call
- * for a chunk of activation rows (prep_acts), in the order perm[] in which a fixed tree of
- * unpacks and adds leaves the sixteen block sums of a group; the accumulator is put back in
- * block order before the final tree. A group's weights are unpacked once per tile of up to
- * TILE activation rows. */
+ * Blocks go sixteen at a time (a group), transposed: vector t (t = 0..7) holds, in lane e, the
+ * four quants 4t..4t+3 of block B(e) = 4 (e % 4) + e / 4 (the order a 4 x 4 transpose within
+ * 128-bit lanes leaves). So eight dpbusd of weights by activations leave each block's whole
+ * sum in its own lane, with no reduction tree. A weight quant w is taken as an unsigned code
+ * u = w + off (Q4_0: the nibble, off 8; Q5_0: the five bits, off 16; Q8_0: w ^ 0x80, off 128)
+ * against activations -127..127 (dpbusd's signed side, products exact in int32), and the
+ * block's sum is sum(u * a) - off * sum(a). The activations' part (their transposed quants,
+ * -off * sum(a) per block, the block scales as floats) is prepared once per tile of up to
+ * TILE activation rows and block of weight rows; a group's weights are transposed once per
+ * tile. */
 #pragma GCC optimize("fp-contract=off")
 #include "kern/kern_internal.h"
 #include "kern/kern_simd.h"
 
 #include <immintrin.h>
+#include <stdlib.h>
 
 #define TILE 4
 #define AI static inline __attribute__((always_inline))
-/* Groups x activation rows whose prepared part fits the stack (128 bytes each). */
-#define PREP_CAP 256
+/* Prepared groups on the stack (640 bytes each): a tile of TILE rows up to k = 14336. */
+#define PREP_STACK 112
+/* Bytes of weight rows taken by every tile of activations in turn. */
+#define WBLOCK_BYTES (128 << 10)
 
-/* Lane e of a group's sum vector holds block perm[e]; inv undoes it. */
-static const int32_t perm[16] = {0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15};
-static const int32_t inv[16] = {0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15};
+/* Lane e of a group's vectors holds block B(e); inv undoes it. */
+static const int32_t blk_of[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
+static const int32_t inv[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
 
-/* One activation row's group, prepared: scales and off * sum(a), lanes in perm order. */
+/* One activation row's group, prepared. */
 struct prep {
-	__m512 da;
-	__m512i osum;
+	__m512i a[8];  /* transposed quants */
+	__m512i nosum; /* -off * sum(a) per block */
+	__m512 da;     /* the block scales */
 };
 
-/* Lanes (perm order) of the first n blocks. */
+/* Lanes of the first n blocks. */
 AI __mmask16 lanes_of(int n)
 {
 	if (n >= 16)
@@ -40,46 +45,57 @@ AI __mmask16 lanes_of(int n)
 	__mmask16 m = 0;
 #pragma GCC unroll 16
 	for (int e = 0; e < 16; e++)
-		if (perm[e] < n)
+		if (blk_of[e] < n)
 			m |= (__mmask16)(1u << e);
 	return m;
 }
 
-/* The 16 halves at base + perm[e] * stride, as floats (0 in lanes outside m). */
+/* The halves at base + B(e) * stride (e in m), as floats; 0 elsewhere. */
 AI __m512 gather_halves(const uint8_t *base, int stride, __mmask16 m)
 {
-	const __m512i idx = _mm512_mullo_epi32(_mm512_loadu_si512(perm), _mm512_set1_epi32(stride));
+	const __m512i idx = _mm512_mullo_epi32(_mm512_loadu_si512(blk_of), _mm512_set1_epi32(stride));
 	__m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, idx, base, 1);
 	return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v));
 }
 
-/* Sums of each block of a pair's lanes: eight vectors (two blocks of 8 lanes each) to one
- * vector of 16 block sums, lane e holding block perm[e]. */
-AI __m512i sum_tree(const __m512i s[8])
+/* Blocks 4m..4m+3 (stride bytes apart from base) into the 128-bit lanes of a vector: the 16
+ * bytes at offset off of each; zeros for a block at n or past it. */
+AI __m512i four(const uint8_t *base, size_t stride, size_t off, int m, int n)
 {
-	__m512i t[4], u[2];
+	__m512i z = _mm512_setzero_si512();
 #pragma GCC unroll 4
-	for (int i = 0; i < 4; i++)
-		t[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(s[2 * i], s[2 * i + 1]),
-					_mm512_unpackhi_epi32(s[2 * i], s[2 * i + 1]));
-#pragma GCC unroll 2
-	for (int i = 0; i < 2; i++)
-		u[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(t[2 * i], t[2 * i + 1]),
-					_mm512_unpackhi_epi64(t[2 * i], t[2 * i + 1]));
-	return _mm512_add_epi32(_mm512_shuffle_i32x4(u[0], u[1], _MM_SHUFFLE(2, 0, 2, 0)),
-				_mm512_shuffle_i32x4(u[0], u[1], _MM_SHUFFLE(3, 1, 3, 1)));
+	for (int j = 0; j < 4; j++)
+		if (4 * m + j < n)
+			z = _mm512_inserti32x4(z,
+					       _mm_loadu_si128((const __m128i *)(base +
+										 (size_t)(4 * m + j) * stride + off)),
+					       j);
+	return z;
 }
 
-/* Activation pair p of a group (blocks 2p, 2p + 1; zeros past its n blocks). */
-AI __m512i act_pair(const struct sf__q8_0 *a, int p, int n)
+/* The 4 x 4 dword transpose within each 128-bit lane: u[s] lane j, dword m = z[m] lane j,
+ * dword s. */
+AI void transpose(const __m512i z[4], __m512i u[4])
 {
-	if (2 * p + 1 < n)
-		return _mm512_inserti64x4(
-			_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a[2 * p].qs)),
-			_mm256_loadu_si256((const __m256i *)a[2 * p + 1].qs), 1);
-	if (2 * p < n)
-		return _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)a[2 * p].qs));
-	return _mm512_setzero_si512();
+	const __m512i t0 = _mm512_unpacklo_epi32(z[0], z[1]), t1 = _mm512_unpackhi_epi32(z[0], z[1]);
+	const __m512i t2 = _mm512_unpacklo_epi32(z[2], z[3]), t3 = _mm512_unpackhi_epi32(z[2], z[3]);
+	u[0] = _mm512_unpacklo_epi64(t0, t2);
+	u[1] = _mm512_unpackhi_epi64(t0, t2);
+	u[2] = _mm512_unpacklo_epi64(t1, t3);
+	u[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
+/* The 32 quant bytes of n blocks (stride apart, quants at offset off), transposed. */
+AI void transpose32(const uint8_t *base, size_t stride, size_t off, int n, __m512i out[8])
+{
+#pragma GCC unroll 2
+	for (int c = 0; c < 2; c++) {
+		__m512i z[4];
+#pragma GCC unroll 4
+		for (int m = 0; m < 4; m++)
+			z[m] = four(base, stride, off + 16 * (size_t)c, m, n);
+		transpose(z, out + 4 * c);
+	}
 }
 
 /* Prepares the groups of nb activation rows (at X, x_stride apart) for weight offset off. */
@@ -88,89 +104,103 @@ static void prep_acts(struct prep *pr, const uint8_t *X, size_t x_stride, int64_
 {
 	const __m512i koff = _mm512_set1_epi8((char)off);
 	for (int64_t b = 0; b < nb; b++) {
-		const struct sf__q8_0 *a = (const struct sf__q8_0 *)(X + (size_t)b * x_stride);
+		const uint8_t *a = X + (size_t)b * x_stride;
 		for (int64_t b0 = 0; b0 < nblk; b0 += 16, pr++) {
 			const int n = nblk - b0 < 16 ? (int)(nblk - b0) : 16;
-			__m512i s[8];
-			for (int p = 0; p < 8; p++)
-				s[p] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), koff,
-							   act_pair(a + b0, p, n));
-			pr->osum = sum_tree(s);
-			pr->da = gather_halves((const uint8_t *)(a + b0), sizeof(*a), lanes_of(n));
+			const uint8_t *g = a + (size_t)b0 * sizeof(struct sf__q8_0);
+			transpose32(g, sizeof(struct sf__q8_0), 2, n, pr->a);
+			__m512i s = _mm512_setzero_si512();
+			for (int t = 0; t < 8; t++)
+				s = _mm512_dpbusd_epi32(s, koff, pr->a[t]);
+			pr->nosum = _mm512_sub_epi32(_mm512_setzero_si512(), s);
+			pr->da = gather_halves(g, sizeof(struct sf__q8_0), lanes_of(n));
 		}
 	}
 }
 
-/* Two blocks' 16 nibble bytes each (A, B) to [lo(A), hi(A), lo(B), hi(B)]: 64 codes 0..15. */
-AI __m512i nibbles(__m128i a, __m128i b)
+/* A group's weights (n blocks at wblk), transposed, as unsigned codes. */
+AI void weights(uint32_t type, const uint8_t *wblk, int n, __m512i w[8])
 {
-	__m512i z = _mm512_castsi256_si512(_mm256_set_m128i(b, a));
-	z = _mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(1, 1, 0, 0));
-	z = _mm512_mask_blend_epi64(0xCC, z, _mm512_srli_epi16(z, 4));
-	return _mm512_and_si512(z, _mm512_set1_epi8(0x0F));
-}
-
-/* Weight pair p of a group as unsigned codes (anything past its n blocks: the activations
- * there are zero). */
-AI __m512i weight_pair(uint32_t type, const uint8_t *wblk, int p, int n)
-{
-	const int two = 2 * p + 1 < n;
+	const __m512i m4 = _mm512_set1_epi8(0x0F);
 	switch (type) {
 	case SF_GGUF_T_Q4_0: {
-		const struct sf__q4_0 *b = (const struct sf__q4_0 *)wblk + 2 * p;
-		return nibbles(_mm_loadu_si128((const __m128i *)b[0].qs),
-			       two ? _mm_loadu_si128((const __m128i *)b[1].qs) : _mm_setzero_si128());
+		/* qs dword s: elements 4s.. in its low nibbles, 16 + 4s.. in its high ones */
+		__m512i z[4], u[4];
+#pragma GCC unroll 4
+		for (int m = 0; m < 4; m++)
+			z[m] = four(wblk, sizeof(struct sf__q4_0), 2, m, n);
+		transpose(z, u);
+#pragma GCC unroll 4
+		for (int s = 0; s < 4; s++) {
+			w[s] = _mm512_and_si512(u[s], m4);
+			w[s + 4] = _mm512_and_si512(_mm512_srli_epi16(u[s], 4), m4);
+		}
+		break;
 	}
 	case SF_GGUF_T_Q5_0: {
-		const struct sf__q5_0 *b = (const struct sf__q5_0 *)wblk + 2 * p;
-		uint32_t h0, h1 = 0;
-		memcpy(&h0, b[0].qh, 4);
-		if (two)
-			memcpy(&h1, b[1].qh, 4);
-		__m512i q = nibbles(_mm_loadu_si128((const __m128i *)b[0].qs),
-				    two ? _mm_loadu_si128((const __m128i *)b[1].qs) : _mm_setzero_si128());
-		return _mm512_or_si512(q, _mm512_maskz_mov_epi8(((uint64_t)h1 << 32) | h0,
-								_mm512_set1_epi8(0x10)));
+		__m512i z[4], u[4];
+#pragma GCC unroll 4
+		for (int m = 0; m < 4; m++)
+			z[m] = four(wblk, sizeof(struct sf__q5_0), 6, m, n);
+		transpose(z, u);
+		/* qh of each block (B(e) order); byte i of dword t gets bit 4t + i as 0x10 */
+		const __m512i idx = _mm512_mullo_epi32(_mm512_loadu_si512(blk_of),
+						       _mm512_set1_epi32(sizeof(struct sf__q5_0)));
+		const __m512i qh = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), lanes_of(n),
+							       idx, wblk + 2, 1);
+		const __m512i bits = _mm512_set1_epi32(0x08040201);
+		/* byte 0 of each dword to all four of its bytes */
+		const __m512i bcast = _mm512_set4_epi32(0x0c0c0c0c, 0x08080808, 0x04040404, 0);
+		const __m512i k10 = _mm512_set1_epi8(0x10);
+#pragma GCC unroll 8
+		for (int t = 0; t < 8; t++) {
+			/* the nibble for dword t, in each of its four bytes, tested bit by bit */
+			const __m512i x = _mm512_and_si512(_mm512_srli_epi32(qh, 4 * t),
+							   _mm512_set1_epi32(0xF));
+			const __m512i x4 = _mm512_shuffle_epi8(x, bcast);
+			const __mmask64 hb = _mm512_test_epi8_mask(x4, bits);
+			const __m512i lo = t < 4 ? _mm512_and_si512(u[t], m4)
+						 : _mm512_and_si512(_mm512_srli_epi16(u[t - 4], 4), m4);
+			w[t] = _mm512_or_si512(lo, _mm512_maskz_mov_epi8(hb, k10));
+		}
+		break;
 	}
 	default: {
-		const struct sf__q8_0 *b = (const struct sf__q8_0 *)wblk + 2 * p;
-		__m512i w = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)b[0].qs));
-		if (two)
-			w = _mm512_inserti64x4(w, _mm256_loadu_si256((const __m256i *)b[1].qs), 1);
-		return _mm512_xor_si512(w, _mm512_set1_epi8((char)0x80));
+		transpose32(wblk, sizeof(struct sf__q8_0), 2, n, w);
+		const __m512i k80 = _mm512_set1_epi8((char)0x80);
+#pragma GCC unroll 8
+		for (int t = 0; t < 8; t++)
+			w[t] = _mm512_xor_si512(w[t], k80);
+		break;
 	}
 	}
 }
 
 /* Group g (its n blocks at wblk; n a constant in the hot loop) of one weight row into the
- * accumulators of nt (a constant) activation rows at xa (the group's first block). */
-AI void group(uint32_t type, size_t bsize, const uint8_t *wblk, const uint8_t *xa,
-	      size_t x_stride, const struct prep *pr, int64_t ngrp, __m512 *acc, const int n,
-	      const int nt)
+ * accumulators of nt (a constant) activation rows, pr their prepared groups (ngrp apart). */
+AI void group(uint32_t type, size_t bsize, const uint8_t *wblk, const struct prep *pr,
+	      int64_t ngrp, __m512 *acc, const int n, const int nt)
 {
+	__m512i w[8];
+	weights(type, wblk, n, w);
 	const __m512 dw = gather_halves(wblk, (int)bsize, lanes_of(n));
-	__m512i u[8];
-#pragma GCC unroll 8
-	for (int p = 0; p < 8; p++)
-		u[p] = 2 * p < n ? weight_pair(type, wblk, p, n) : _mm512_setzero_si512();
 #pragma GCC unroll 4
 	for (int j = 0; j < nt; j++) {
-		const struct sf__q8_0 *a = (const struct sf__q8_0 *)(xa + (size_t)j * x_stride);
-		__m512i s[8];
-#pragma GCC unroll 8
-		for (int p = 0; p < 8; p++)
-			s[p] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[p], act_pair(a, p, n));
 		const struct prep *q = &pr[(size_t)j * (size_t)ngrp];
-		const __m512i S = _mm512_sub_epi32(sum_tree(s), q->osum);
+		__m512i s0 = q->nosum, s1 = _mm512_setzero_si512();
+#pragma GCC unroll 4
+		for (int t = 0; t < 8; t += 2) {
+			s0 = _mm512_dpbusd_epi32(s0, w[t], q->a[t]);
+			s1 = _mm512_dpbusd_epi32(s1, w[t + 1], q->a[t + 1]);
+		}
+		const __m512i S = _mm512_add_epi32(s0, s1);
 		acc[j] = _mm512_fmadd_ps(_mm512_mul_ps(dw, q->da), _mm512_cvtepi32_ps(S), acc[j]);
 	}
 }
 
-/* One weight row against nt (a constant) activation rows: xr their first row's blocks, pr
- * their prepared groups (ngrp per row). */
-AI void row_tile(uint32_t type, size_t bsize, int64_t nblk, const uint8_t *wr, const uint8_t *xr,
-		 size_t x_stride, const struct prep *pr, int64_t ngrp, float *y, size_t ldy,
-		 const int nt)
+/* One weight row against nt (a constant) activation rows, pr their prepared groups. */
+AI void row_tile(uint32_t type, size_t bsize, int64_t nblk, const uint8_t *wr,
+		 const struct prep *pr, int64_t ngrp, float *y, size_t ldy, const int nt)
 {
 	__m512 acc[TILE];
 #pragma GCC unroll 4
@@ -178,12 +208,9 @@ AI void row_tile(uint32_t type, size_t bsize, int64_t nblk, const uint8_t *wr, c
 		acc[j] = _mm512_setzero_ps();
 	int64_t g = 0;
 	for (; g < nblk / 16; g++)
-		group(type, bsize, wr + (size_t)(16 * g) * bsize,
-		      xr + (size_t)(16 * g) * sizeof(struct sf__q8_0), x_stride, pr + g, ngrp, acc,
-		      16, nt);
+		group(type, bsize, wr + (size_t)(16 * g) * bsize, pr + g, ngrp, acc, 16, nt);
 	if (g < ngrp)
-		group(type, bsize, wr + (size_t)(16 * g) * bsize,
-		      xr + (size_t)(16 * g) * sizeof(struct sf__q8_0), x_stride, pr + g, ngrp, acc,
+		group(type, bsize, wr + (size_t)(16 * g) * bsize, pr + g, ngrp, acc,
 		      (int)(nblk - 16 * g), nt);
 	const __m512i unperm = _mm512_loadu_si512(inv);
 #pragma GCC unroll 4
@@ -191,45 +218,63 @@ AI void row_tile(uint32_t type, size_t bsize, int64_t nblk, const uint8_t *wr, c
 		y[(size_t)j * ldy] = sf__r16_512(_mm512_permutexvar_ps(unperm, acc[j]));
 }
 
+/* One weight row block [r0, r1) against a tile of nt prepared activation rows. */
+AI void rows_tile(uint32_t type, size_t bsize, int64_t nblk, const uint8_t *W, size_t w_stride,
+		  int64_t r0, int64_t r1, const struct prep *pr, int64_t ngrp, float *y, size_t ldy,
+		  int nt)
+{
+	for (int64_t r = r0; r < r1; r++) {
+		const uint8_t *wr = W + (size_t)r * w_stride;
+		switch (nt) {
+		case 1:
+			row_tile(type, bsize, nblk, wr, pr, ngrp, y + r, ldy, 1);
+			break;
+		case 2:
+			row_tile(type, bsize, nblk, wr, pr, ngrp, y + r, ldy, 2);
+			break;
+		case 3:
+			row_tile(type, bsize, nblk, wr, pr, ngrp, y + r, ldy, 3);
+			break;
+		default:
+			row_tile(type, bsize, nblk, wr, pr, ngrp, y + r, ldy, 4);
+			break;
+		}
+	}
+}
+
 AI void mm_q32(uint32_t type, size_t bsize, int off, int64_t k, const uint8_t *W,
 	       size_t w_stride, int64_t nr, const uint8_t *X, size_t x_stride, int64_t nb,
 	       float *Y, size_t ldy)
 {
 	const int64_t nblk = k / SF__QK, ngrp = (nblk + 15) / 16;
-	struct prep pr[PREP_CAP];
-	if (ngrp > PREP_CAP) {
-		/* Rows of over 131072 elements: one activation row, its groups in pieces. */
-		sf__kern_scalar.mm[type](k, W, w_stride, nr, X, x_stride, nb, Y, ldy);
-		return;
+	struct prep stack[PREP_STACK];
+	struct prep *pr = stack, *heap = NULL;
+	int64_t tile = PREP_STACK / ngrp;
+	tile = tile > TILE ? TILE : tile;
+	if (tile < 1) {
+		/* Rows of over 56K elements: one activation row at a time, on the heap. */
+		heap = aligned_alloc(64, (size_t)ngrp * sizeof(struct prep));
+		if (!heap) { /* the reference: the same bits, slower */
+			sf__kern_scalar.mm[type](k, W, w_stride, nr, X, x_stride, nb, Y, ldy);
+			return;
+		}
+		pr = heap;
+		tile = 1;
 	}
-	const int64_t chunk = PREP_CAP / ngrp;
-	for (int64_t c0 = 0; c0 < nb; c0 += chunk) {
-		const int64_t nc = nb - c0 < chunk ? nb - c0 : chunk;
-		const uint8_t *xc = X + (size_t)c0 * x_stride;
-		prep_acts(pr, xc, x_stride, nc, nblk, off);
-		for (int64_t r = 0; r < nr; r++) {
-			const uint8_t *wr = W + (size_t)r * w_stride;
-			for (int64_t t0 = 0; t0 < nc; t0 += TILE) {
-				const uint8_t *xr = xc + (size_t)t0 * x_stride;
-				const struct prep *pt = pr + t0 * ngrp;
-				float *y = Y + (size_t)(c0 + t0) * ldy + (size_t)r;
-				switch (nc - t0 < TILE ? nc - t0 : TILE) {
-				case 1:
-					row_tile(type, bsize, nblk, wr, xr, x_stride, pt, ngrp, y, ldy, 1);
-					break;
-				case 2:
-					row_tile(type, bsize, nblk, wr, xr, x_stride, pt, ngrp, y, ldy, 2);
-					break;
-				case 3:
-					row_tile(type, bsize, nblk, wr, xr, x_stride, pt, ngrp, y, ldy, 3);
-					break;
-				default:
-					row_tile(type, bsize, nblk, wr, xr, x_stride, pt, ngrp, y, ldy, 4);
-					break;
-				}
-			}
+	/* A tile of activation rows is prepared (into L1) for a block of weight rows that stays
+	 * in L2 while each tile takes it: the weights stream from memory once per call. */
+	int64_t rblk = nb <= tile ? nr : (int64_t)(WBLOCK_BYTES / (nblk * (int64_t)bsize));
+	rblk = rblk < 1 ? 1 : rblk;
+	for (int64_t rb = 0; rb < nr; rb += rblk) {
+		const int64_t re = nr - rb < rblk ? nr : rb + rblk;
+		for (int64_t t0 = 0; t0 < nb; t0 += tile) {
+			const int nt = (int)(nb - t0 < tile ? nb - t0 : tile);
+			prep_acts(pr, X + (size_t)t0 * x_stride, x_stride, nt, nblk, off);
+			rows_tile(type, bsize, nblk, W, w_stride, rb, re, pr, ngrp,
+				  Y + (size_t)t0 * ldy, ldy, nt);
 		}
 	}
+	free(heap);
 }
 
 void sf__mm_q4_0_avx512(int64_t k, const uint8_t *W, size_t ws, int64_t nr, const uint8_t *X,

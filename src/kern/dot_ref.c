@@ -166,7 +166,7 @@ static void mm_q6_k(int64_t k, const uint8_t *W, size_t w_stride, int64_t nr, co
 	}
 }
 
-/* ---- float types: 32 lanes, element i into lane i % 32 ---- */
+/* ---- float types: 64 lanes, element i into lane i % 64 ---- */
 
 static inline float load_f(uint32_t type, const uint8_t *p, int64_t i)
 {
@@ -193,16 +193,16 @@ static void mm_float(uint32_t type, int64_t k, const uint8_t *W, size_t w_stride
 		const uint8_t *wr = W + (size_t)r * w_stride;
 		for (int64_t t0 = 0; t0 < nb; t0 += TILE) {
 			const int nt = nb - t0 < TILE ? (int)(nb - t0) : TILE;
-			float acc[TILE][32] = {{0}};
+			float acc[TILE][64] = {{0}};
 			for (int64_t i = 0; i < k; i++) {
 				const float w = load_f(type, wr, i);
 				for (int j = 0; j < nt; j++) {
 					const float x = load_f(type, X + (size_t)(t0 + j) * x_stride, i);
-					acc[j][i & 31] = fmaf(w, x, acc[j][i & 31]);
+					acc[j][i & 63] = fmaf(w, x, acc[j][i & 63]);
 				}
 			}
 			for (int j = 0; j < nt; j++)
-				Y[(size_t)(t0 + j) * ldy + (size_t)r] = sf__r32(acc[j]);
+				Y[(size_t)(t0 + j) * ldy + (size_t)r] = sf__r64(acc[j]);
 		}
 	}
 }

@@ -71,11 +71,11 @@ size_t sf_kern_act_row_bytes(uint32_t wtype, int64_t n);
  *   Y[b * ldy + r] = dot(row r of W, row b of X)   for r0 <= r < r1, 0 <= b < nb
  * W: rows of k elements of wtype, w_stride bytes apart (row 0 at W); X: nb rows quantized by
  * sf_kern_quantize_act to sf_kt(wtype)->act_type, x_stride bytes apart. k is a multiple of
- * wtype's block; nothing outside the rows is read. Weights stream from memory once per chunk of
- * activation rows (all of them in decode; for the 32-element types, as many as the kernels'
- * 32 KiB of stack scratch holds: 131072 / k rows, and k over 131072 takes the slow reference),
- * each weight block unpacked once per tile of up to 4 of them. A wtype that sf_kt does not
- * compute as a weight: nothing is written. */
+ * wtype's block; nothing outside the rows is read. Weights stream from memory once per call
+ * (with more than 4 activation rows, in blocks of weight rows kept in L2 while each tile of up
+ * to 4 activation rows takes them); each weight block is unpacked once per tile. Uses up to
+ * 72 KiB of stack (rows over 56K elements: the heap). A wtype that sf_kt does not compute as a
+ * weight: nothing is written. */
 void sf_kern_matmul(uint32_t wtype, int64_t k, const void *W, size_t w_stride, int64_t r0,
 		    int64_t r1, const void *X, size_t x_stride, int64_t nb, float *Y, size_t ldy);
 

@@ -102,13 +102,21 @@ static inline float sf__r16(const float a[16])
 	return sf__r8(t);
 }
 
-/* R32: acc[i] + acc[i + 16], then R16. */
+/* R32: acc[i] + acc[i + 16], then R16. R64: acc[i] + acc[i + 32], then R32. */
 static inline float sf__r32(const float a[32])
 {
 	float t[16];
 	for (int i = 0; i < 16; i++)
 		t[i] = a[i] + a[i + 16];
 	return sf__r16(t);
+}
+
+static inline float sf__r64(const float a[64])
+{
+	float t[32];
+	for (int i = 0; i < 32; i++)
+		t[i] = a[i] + a[i + 32];
+	return sf__r32(t);
 }
 
 /* The K-quants' epilogue for super-block s into its lane acc (lane s % 8): acc + dd * isum,

@@ -84,6 +84,7 @@ struct sf_node_stats {
 	uint32_t sessions, generating, links;
 	uint64_t events_sent, events_replayed, refused, expired, decode_steps, tokens_out;
 	uint64_t jobs_out;    /* decode steps handed to io->submit */
+	uint64_t evicted;     /* idle sessions' contexts freed to make room for another's */
 };
 void sf_node_stats(const struct sf_node *n, struct sf_node_stats *out);
 

@@ -100,6 +100,70 @@ void sf__node_on_assign(struct sf_node *n, uint64_t link, const struct sf_sessio
 		n->next_lease_at = due;
 }
 
+struct victim {
+	struct node_session *keep, *oldest;
+};
+
+static void find_idle(struct sf_node *n, struct node_session *s, void *arg)
+{
+	struct victim *v = arg;
+	if (s == v->keep || !s->ctx || running_gen(s) || sf__node_ctx_busy(n, s->ctx) ||
+	    !sf_engine_ctx_len(n->engine, s->ctx))
+		return;
+	if (!v->oldest || s->last_used < v->oldest->last_used)
+		v->oldest = s;
+}
+
+/* Prefills tokens into s's context; when the context memory is full, frees the contexts of
+ * idle sessions, least recently used first, until they fit (each is computed again from its
+ * content if it is used again). */
+static int prefill_with_room(struct sf_node *n, struct node_session *s, const uint32_t *tokens,
+			     size_t count, struct sf_err *err)
+{
+	for (;;) {
+		int rc = sf_engine_prefill(n->engine, s->ctx, tokens, count, err);
+		if (rc != SF_E_NOMEM)
+			return rc;
+		struct victim v = { s, NULL };
+		sf__node_each(n, find_idle, &v);
+		struct sf_err e2;
+		if (!v.oldest || sf_engine_ctx_truncate(n->engine, v.oldest->ctx, 0, &e2))
+			return rc;
+		n->stats.evicted++;
+		sf__node_log(n, "session %llu: its idle context freed to make room for session %llu's "
+			     "%zu tokens (computed again if it is used)",
+			     (unsigned long long)v.oldest->id, (unsigned long long)s->id, count);
+	}
+}
+
+/* A step still computes s's context (its generation was cancelled as it ran): a fresh
+ * context takes its place, the old one goes when the step ends. */
+static int fresh_context(struct sf_node *n, struct node_session *s, struct sf_err *err)
+{
+	struct sf_engine_ctx *fresh;
+	int rc = sf_engine_ctx_new(n->engine, &s->sampling, &fresh, err);
+	if (rc)
+		return rc;
+	sf__node_ctx_release(n, s->ctx);
+	s->ctx = fresh;
+	return 0;
+}
+
+/* Computes again the part of s's content its context lost (freed for room, left with a step
+ * still running, or never held). */
+static int restore_context(struct sf_node *n, struct node_session *s, struct sf_err *err)
+{
+	if (sf__node_ctx_busy(n, s->ctx)) {
+		int rc = fresh_context(n, s, err);
+		if (rc)
+			return rc;
+	}
+	size_t have = sf_engine_ctx_len(n->engine, s->ctx);
+	if (have >= s->n_content)
+		return 0;
+	return prefill_with_room(n, s, s->content + have, s->n_content - have, err);
+}
+
 /* The longest common prefix of the context and the new content stays; the rest is prefilled
  * (a turn's content usually extends the last one, so only the new tokens cost anything). */
 void sf__node_on_append(struct sf_node *n, uint64_t link, const struct sf_session_append *m)
@@ -118,16 +182,13 @@ void sf__node_on_append(struct sf_node *n, uint64_t link, const struct sf_sessio
 	while (keep < s->n_content && keep < m->n_tokens && s->content[keep] == m->tokens[keep])
 		keep++;
 	struct sf_err err;
+	s->last_used = n->now;
+	s->content_bad = true; /* until this append is through */
 	if (sf__node_ctx_busy(n, s->ctx)) {
-		/* A step still computes its context (its generation was cancelled as it ran): a
-		 * fresh context takes the whole content, the old one goes when the step ends. */
-		struct sf_engine_ctx *fresh;
-		if (sf_engine_ctx_new(n->engine, &s->sampling, &fresh, &err)) {
+		if (fresh_context(n, s, &err)) {
 			sf__node_refuse(n, link, m->command_id, m->session_id, err.code, "%s", err.msg);
 			return;
 		}
-		sf__node_ctx_release(n, s->ctx);
-		s->ctx = fresh;
 		keep = 0;
 	}
 	size_t had = sf_engine_ctx_len(n->engine, s->ctx);
@@ -138,7 +199,7 @@ void sf__node_on_append(struct sf_node *n, uint64_t link, const struct sf_sessio
 	if (had < keep)
 		keep = (uint32_t)had; /* the context never held the generated tail: prefill it */
 	if (m->n_tokens > keep &&
-	    sf_engine_prefill(n->engine, s->ctx, m->tokens + keep, m->n_tokens - keep, &err)) {
+	    prefill_with_room(n, s, m->tokens + keep, m->n_tokens - keep, &err)) {
 		sf__node_refuse(n, link, m->command_id, m->session_id, err.code, "%s", err.msg);
 		return;
 	}
@@ -155,6 +216,7 @@ void sf__node_on_append(struct sf_node *n, uint64_t link, const struct sf_sessio
 	if (m->n_tokens)
 		memcpy(s->content, m->tokens, m->n_tokens * sizeof(uint32_t));
 	s->n_content = m->n_tokens;
+	s->content_bad = false;
 	/* The engine is busy prefilling for this long. */
 	double ms = sf_engine_prefill_ms(n->engine, m->n_tokens - keep);
 	uint64_t free_at = n->now + (uint64_t)ms;
@@ -238,6 +300,20 @@ void sf__node_on_generate(struct sf_node *n, uint64_t link, const struct sf_gene
 				(unsigned long long)busy->id);
 		return;
 	}
+	if (s->content_bad) {
+		sf__node_refuse(n, link, m->command_id, m->session_id, SF_E_STATE,
+				"session %llu's last content was refused: it cannot generate from it",
+				(unsigned long long)s->id);
+		return;
+	}
+	struct sf_err err;
+	if (restore_context(n, s, &err)) {
+		sf__node_refuse(n, link, m->command_id, m->session_id, err.code,
+				"session %llu's context cannot be computed again: %s",
+				(unsigned long long)s->id, err.msg);
+		return;
+	}
+	s->last_used = n->now;
 	if (s->n_gens == SF_NODE_MAX_GENS)
 		drop_oldest_finished(s); /* its events were never acknowledged: the head moved on */
 	struct node_gen *g = &s->gens[s->n_gens++];

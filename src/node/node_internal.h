@@ -47,6 +47,8 @@ struct node_session {
 	bool renew_asked, expired;
 	uint64_t renew_asked_at; /* a grant's lease counts from the ask, never from its arrival */
 	struct sf_engine_ctx *ctx;
+	uint64_t last_used;   /* when an append or a generation last used its context */
+	bool content_bad;     /* its last append was refused: no generation until one succeeds */
 	uint32_t *content;
 	uint32_t n_content, cap_content;
 	struct node_gen gens[SF_NODE_MAX_GENS];

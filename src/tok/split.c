@@ -162,7 +162,8 @@ static int take_class(const struct sf_tok *t, const struct sf__spset *set,
 /* The fragments: runs of free bytes and the taken specials, in text order. */
 static int fragments(struct state *st, struct sf__frag **frags, size_t *n, struct sf_err *err)
 {
-	qsort(st->taken, st->n_taken, sizeof(*st->taken), by_pos);
+	if (st->n_taken)
+		qsort(st->taken, st->n_taken, sizeof(*st->taken), by_pos);
 	struct sf__frag *f = malloc((2 * st->n_taken + 1) * sizeof(*f));
 	if (!f)
 		return sf_err_set(err, SF_E_NOMEM, "no memory for text fragments");

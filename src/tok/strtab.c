@@ -61,7 +61,8 @@ static uint32_t probe(const struct sf__strtab *s, const void *p, size_t len)
 		if (!v)
 			return i;
 		uint32_t id = v - 1;
-		if (s->off[id + 1] - s->off[id] == len && !memcmp(s->blob + s->off[id], p, len))
+		size_t n = s->off[id + 1] - s->off[id];
+		if (n == len && (!len || !memcmp(s->blob + s->off[id], p, len)))
 			return i;
 		i = (i + 1) & mask;
 	}

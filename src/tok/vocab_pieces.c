@@ -12,6 +12,8 @@ struct out {
 
 static int put(struct out *o, const void *p, size_t n, struct sf_err *err)
 {
+	if (!n)
+		return 0;
 	if (o->n + n > o->cap) {
 		size_t cap = o->cap ? o->cap : 4096;
 		while (cap < o->n + n)

@@ -11,27 +11,27 @@
 
 #include <sodium.h>
 
-#define LOWER_EIGHTH "\xe2\x96\x81" /* U+2581, SentencePiece's space */
-#define FW_BAR "\xef\xbd\x9c"       /* U+FF5C, DeepSeek's bar */
+/* Written in octal: \342\226\201 is U+2581 (SentencePiece's space), \357\275\234 U+FF5C
+ * (DeepSeek's bar). */
 
 static const char *const eot_names[] = {
 	"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
 	"<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]",
-	"<" FW_BAR "end" LOWER_EIGHTH "of" LOWER_EIGHTH "sentence" FW_BAR ">",
+	"<\357\275\234end\342\226\201of\342\226\201sentence\357\275\234>",
 	"<end_of_utterance>", NULL,
 };
 static const char *const eom_names[] = { "<|eom_id|>", NULL };
 static const char *const fim_pre_names[] = {
-	"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<" FW_BAR "fim" LOWER_EIGHTH "begin" FW_BAR ">",
-	"<PRE>", LOWER_EIGHTH "<PRE>", "<|code_prefix|>", "<|prefix|>", NULL,
+	"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<\357\275\234fim\342\226\201begin\357\275\234>",
+	"<PRE>", "\342\226\201<PRE>", "<|code_prefix|>", "<|prefix|>", NULL,
 };
 static const char *const fim_suf_names[] = {
-	"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<" FW_BAR "fim" LOWER_EIGHTH "hole" FW_BAR ">",
-	"<SUF>", LOWER_EIGHTH "<SUF>", "<|code_suffix|>", "<|suffix|>", NULL,
+	"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<\357\275\234fim\342\226\201hole\357\275\234>",
+	"<SUF>", "\342\226\201<SUF>", "<|code_suffix|>", "<|suffix|>", NULL,
 };
 static const char *const fim_mid_names[] = {
-	"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<" FW_BAR "fim" LOWER_EIGHTH "end" FW_BAR ">",
-	"<MID>", LOWER_EIGHTH "<MID>", "<|code_middle|>", "<|middle|>", NULL,
+	"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<\357\275\234fim\342\226\201end\357\275\234>",
+	"<MID>", "\342\226\201<MID>", "<|code_middle|>", "<|middle|>", NULL,
 };
 static const char *const fim_pad_names[] = {
 	"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]", NULL,
@@ -46,7 +46,7 @@ static const char *const eog_names[] = {
 	"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
 	"<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
 	"<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
-	"<" FW_BAR "end" LOWER_EIGHTH "of" LOWER_EIGHTH "sentence" FW_BAR ">", "[e~[", NULL,
+	"<\357\275\234end\342\226\201of\342\226\201sentence\357\275\234>", "[e~[", NULL,
 };
 
 /* gpt-oss's tokens that are always rendered (made USER_DEFINED). */
@@ -331,5 +331,9 @@ int sf__tok_specials(struct sf_tok *t, const struct sf__tok_src *src, struct sf_
 	t->sp_base |= 1;
 	if ((rc = build_set(t, &t->sp_all, false, err)) || (rc = build_set(t, &t->sp_user, true, err)))
 		return rc;
+	if (t->sp_all.n_cls > SF_TOK_MAX_SPECIAL_LENGTHS)
+		return sf_err_set(err, SF_E_LIMIT,
+				  "the special tokens come in %u different lengths, over %u",
+				  t->sp_all.n_cls, SF_TOK_MAX_SPECIAL_LENGTHS);
 	return 0;
 }

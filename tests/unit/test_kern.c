@@ -248,6 +248,32 @@ static void check_isa(enum sf_kisa isa)
 	sf_kern_force_isa(saved);
 }
 
+/* Long rows: fewer activation rows per prepared tile, weight rows in several blocks, and
+ * (past 56K elements) the prepared part on the heap. */
+static void long_rows(void **state)
+{
+	(void)state;
+	enum sf_kisa saved = sf_kern_isa();
+	const struct {
+		uint32_t type;
+		int64_t k, rows, nb;
+	} cases[] = {
+		{SF_GGUF_T_Q4_0, 32 * 900, 20, 3},  {SF_GGUF_T_Q8_0, 32 * 900, 20, 3},
+		{SF_GGUF_T_Q5_0, 32 * 1801, 3, 2},  {SF_GGUF_T_Q4_0, 32 * 1801, 2, 5},
+		{SF_GGUF_T_Q4_K, 256 * 230, 3, 2},  {SF_GGUF_T_F16, 60013, 3, 2},
+		{SF_GGUF_T_Q8_0, 32 * 4200, 2, 2}, /* past 131072: the AVX2 kernels' heap too */
+	};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct prob p;
+		prob_make(&p, cases[c].type, cases[c].k, cases[c].rows, cases[c].nb, (int)c, false);
+		for (int isa = SF_KISA_AVX2; isa <= SF_KISA_AVX512; isa++)
+			if (sf_kern_isa_supported((enum sf_kisa)isa))
+				check_prob(&p, (enum sf_kisa)isa);
+		prob_free(&p);
+	}
+	sf_kern_force_isa(saved);
+}
+
 static void avx2_matches_scalar(void **state)
 {
 	(void)state;
@@ -299,13 +325,13 @@ static void negative_zero_lanes(void **state)
 	(void)state;
 	enum sf_kisa saved = sf_kern_isa();
 	const uint32_t types[] = {SF_GGUF_T_F32, SF_GGUF_T_BF16};
-	const int64_t ks[] = {33, 47, 63, 100};
+	const int64_t ks[] = {65, 97, 100, 127}; /* all 64 lanes get a product, then a tail */
 	for (size_t t = 0; t < 2; t++) {
 		const struct sf_kt *kt = sf_kt(types[t]);
 		for (size_t ki = 0; ki < 4; ki++) {
 			const int64_t k = ks[ki];
-			float w[100], x[100];
-			uint8_t wq[400], xq[400];
+			float w[128], x[128];
+			uint8_t wq[512], xq[512];
 			for (int64_t i = 0; i < k; i++) {
 				w[i] = -1e-30f;
 				x[i] = 1e-30f;
@@ -424,6 +450,7 @@ int main(void)
 		cmocka_unit_test(avx2_matches_scalar),
 		cmocka_unit_test(avx512_matches_scalar),
 		cmocka_unit_test(nonfinite_scales_agree),
+		cmocka_unit_test(long_rows),
 		cmocka_unit_test(negative_zero_lanes),
 		cmocka_unit_test(reads_stay_in_rows),
 	};

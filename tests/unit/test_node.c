@@ -190,6 +190,73 @@ static void a_full_node_says_so(void **state)
 	assert_non_null(strstr(last_of(f, SF_MSG_REFUSED)->u.refused.reason, "this node is full"));
 }
 
+/* A node whose context memory holds 40 tokens (the simulated engine counts it). */
+static void bound_memory(struct fx *f, uint64_t tokens)
+{
+	sf_node_free(f->node);
+	sf_engine_free(f->engine);
+	f->sim.ctx_mem_total = tokens * f->sim.ctx_bytes_per_token;
+	struct sf_err err;
+	assert_int_equal(sf_sim_engine_new(&f->sim, &f->engine, &err), 0);
+	struct sf_node_io io = { .arg = &f->sent, .send = capture };
+	struct sf_node_config cfg = { .max_sessions = 64 };
+	assert_int_equal(sf_node_new(&f->node, &cfg, f->engine, &io, f->now, &err), 0);
+	sf_node_link_open(f->node, 1, 3, f->now);
+}
+
+static void idle_contexts_make_room(void **state)
+{
+	struct fx *f = *state;
+	bound_memory(f, 40);
+	assign(f, 1, 1, 0);
+	append(f, 1, 1, "aaaaaaaaaaaaaaaaaaaa"); /* 20 tokens */
+	generate(f, 1, 1, 1, 1, 5);
+	run(f, 50);
+	expect_stream(f, "aaaaaaaaaaaaaaaaaaaa", 1, 1, 5);
+	assign(f, 2, 1, 0);
+	append(f, 2, 1, "bbbbbbbbbbbbbbbbbbbbbbbbb"); /* 25: only room after 1's context goes */
+	generate(f, 1, 2, 1, 1, 5);
+	run(f, 50);
+	assert_int_equal(count_type(f, SF_MSG_REFUSED), 0);
+	expect_stream(f, "bbbbbbbbbbbbbbbbbbbbbbbbb", 2, 1, 5);
+	/* Session 1 again with its next turn: its context is computed again (2's goes), and the
+	 * stream is what that content gives. */
+	uint32_t first[64], fin;
+	size_t n1 = stream_of(f, 1, 1, first, &fin);
+	char turn[128] = "aaaaaaaaaaaaaaaaaaaa";
+	size_t at = strlen(turn);
+	for (size_t i = 0; i < n1; i++)
+		turn[at++] = (char)first[i];
+	turn[at++] = 'c';
+	turn[at] = 0;
+	append(f, 1, 1, turn);
+	generate(f, 1, 1, 1, 2, 5);
+	run(f, 50);
+	assert_int_equal(count_type(f, SF_MSG_REFUSED), 0);
+	expect_stream(f, turn, 1, 2, 5);
+	struct sf_node_stats st;
+	sf_node_stats(f->node, &st);
+	assert_int_equal(st.evicted, 2);
+}
+
+static void a_refused_content_cannot_generate(void **state)
+{
+	struct fx *f = *state;
+	bound_memory(f, 30);
+	assign(f, 1, 1, 0);
+	append(f, 1, 1, "aaaaaaaaaaaaaaaaaaaa");
+	generate(f, 1, 1, 1, 1, 50); /* runs: its context cannot go */
+	run(f, 2);
+	assign(f, 2, 1, 0);
+	append(f, 2, 1, "bbbbbbbbbbbbbbbbbbbb"); /* no room, no idle context to free */
+	assert_int_equal(count_type(f, SF_MSG_REFUSED), 1);
+	assert_non_null(strstr(last_of(f, SF_MSG_REFUSED)->u.refused.reason, "memory"));
+	generate(f, 1, 2, 1, 1, 5);
+	assert_int_equal(count_type(f, SF_MSG_REFUSED), 2);
+	assert_non_null(strstr(last_of(f, SF_MSG_REFUSED)->u.refused.reason,
+			       "last content was refused"));
+}
+
 static void requests_beside_sessions(void **state)
 {
 	struct fx *f = *state;
@@ -452,6 +519,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(leases_renew_and_expire, setup, teardown),
 		cmocka_unit_test_setup_teardown(cancel_ends_a_generation, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_full_node_says_so, setup, teardown),
+		cmocka_unit_test_setup_teardown(idle_contexts_make_room, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_refused_content_cannot_generate, setup, teardown),
 		cmocka_unit_test_setup_teardown(requests_beside_sessions, setup, teardown),
 		cmocka_unit_test_setup_teardown(blobs_feed_state_operations, setup, teardown),
 		cmocka_unit_test_setup_teardown(state_operations_run_in_steps, setup, teardown),
