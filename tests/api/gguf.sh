@@ -5,7 +5,7 @@
 # computes here alone (superfluid model run), text and token counts; n = 3 choices are the
 # engine's at seed + i; requests land on both nodes; a chat runs (the head renders ChatML
 # today; the check says which rendering the reply is the engine's for). 16 requests with
-# logprobs, alone and then all at once on one node (one batch, prompts over several chunks):
+# logprobs, alone and then all at once on one node (one batch, prompts of up to two chunks):
 # every logprob and top logprob the same number. A llama (SentencePiece vocabulary) and a
 # qwen3 model as well, greedy and seeded.
 # Usage: gguf.sh NODED HEADD CLI SOURCE_DIR   (exit 77: no llama.cpp vocabulary; KEEP=DIR)
@@ -52,8 +52,10 @@ for k in "${!prompts[@]}"; do
 	jw "$work/got" "$work/out" 'd["choices"][0]["text"]'
 	cp "$work/out" "$work/whole.json"
 	same "prompt $k, temperature 0: the completion is the engine's own greedy text" "$work/got"
-	r=0; [ "$status" = 200 ] && [ "$(j "$work/whole.json" 'd["usage"]["prompt_tokens"], d["usage"]["completion_tokens"], d["choices"][0]["finish_reason"]')" = "($(n_prompt "$p"), 24, 'length')" ] || r=1
-	check "  ... usage: the engine's prompt token count, 24 tokens, finish_reason length" $r
+	if [ "$k" = 1 ]; then
+		r=0; [ "$status" = 200 ] && [ "$(j "$work/whole.json" 'd["usage"]["prompt_tokens"], d["usage"]["completion_tokens"], d["choices"][0]["finish_reason"]')" = "($(n_prompt "$p"), 24, 'length')" ] || r=1
+		check "  ... usage: the engine's prompt token count, 24 tokens, finish_reason length" $r
+	fi
 	curl -sSN -H 'Content-Type: application/json' --data-binary \
 		"{\"model\":\"$model\",\"prompt\":$pj,\"max_tokens\":24,\"temperature\":0,\"stream\":true}" \
 		"$base/v1/completions" >"$work/sse"
@@ -126,7 +128,7 @@ import json, sys
 k, model = int(sys.argv[1]), sys.argv[2]
 words = "alpha beta gamma delta river stone cloud market engine fleet".split()
 text = "Request %d: " % k + " ".join(words[(k * 7 + i * 3) % 10] for i in range(k * k * 2))
-b = {"model": model, "max_tokens": 20 + k, "temperature": 0 if k % 2 else 0.7 + k / 40}
+b = {"model": model, "max_tokens": 8 + k // 2, "temperature": 0 if k % 2 else 0.7 + k / 40}
 if k % 2 == 0:
     b["seed"] = 1000 + k
 if k % 3:
@@ -176,7 +178,7 @@ r=0; [ "$(cat "$work/most" 2>/dev/null || echo 0)" -ge 8 ] || r=1
 check "  ... and they did share the node's batch (at most $(cat "$work/most" 2>/dev/null) at once)" $r
 
 # ---- a llama with SentencePiece's vocabulary, and a qwen3 ----
-for arch in "llama-spm test-llama q4_k_m" "qwen2 test-qwen3 q6_k"; do
+for arch in "llama-spm test-llama q4_k_m" "qwen2 test-qwen3 q5_0"; do
 	set -- $arch
 	A=$work/$2.gguf
 	gguf_make "$A" "$1" "$2" "$3" --layers 3
