@@ -13,7 +13,7 @@ noded=$1 headd=$2 cli=$3 src=$4 streams=${5:-12}
 . "$(dirname "$0")/lib.sh"
 unset SUPERFLUID_HEAD SUPERFLUID_API_KEY
 gguf_vocab "$src"
-max=64
+max=80
 
 M=$work/qwen2.gguf
 gguf_make "$M" qwen2 test-qwen2 q8_0
