@@ -3,7 +3,6 @@
  * fma (eight 8-lane accumulators, one dot at a time: sixteen registers hold no more), then
  * R64. A tail shorter than 64 is copied into zeroed buffers, and a blend keeps the lanes past
  * it exactly as they were (-0 included). */
-#pragma GCC optimize("fp-contract=off")
 #include "kern/kern_internal.h"
 #include "kern/kern_simd.h"
 

@@ -5,7 +5,6 @@
  * (vcvtph2ps, a shift); the BF16 dot-product instruction is not used: its rounding is not
  * fma's. A tail shorter than 64 goes through masked fmas that leave the other lanes exactly as
  * they were (-0 included). */
-#pragma GCC optimize("fp-contract=off")
 #include "kern/kern_internal.h"
 #include "kern/kern_simd.h"
 

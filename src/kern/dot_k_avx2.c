@@ -4,7 +4,6 @@
  * maddubs (quant 0..63 by activation -127..127: pairs fit int16), madd by the sub-block scales,
  * a tree of hadds for eight super-blocks' sums, the epilogue eight lanes at a time (blends
  * past the row's last super-block keep those lanes as they were). */
-#pragma GCC optimize("fp-contract=off")
 #include "kern/kern_internal.h"
 #include "kern/kern_simd.h"
 

@@ -5,7 +5,6 @@
  * 0..63 by activation -127..127: pairs fit int16) and dpwssd by the sub-block scales; a tree
  * of hadds turns the group's eight sums into one vector, so the epilogue runs eight lanes at
  * a time (masked fmas past the row's last super-block leave those lanes as they were). */
-#pragma GCC optimize("fp-contract=off")
 #include "kern/kern_internal.h"
 #include "kern/kern_simd.h"
 

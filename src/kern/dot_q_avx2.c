@@ -10,7 +10,6 @@
  * most 2 * 128 * 127). madd by ones sums four products into int32; a tree of hadds gives the
  * eight block sums in block order. The activations' part (off * sum(a), and the block scales
  * as floats) is computed once per tile of activation rows and block of weight rows. */
-#pragma GCC optimize("fp-contract=off")
 #include "kern/kern_internal.h"
 #include "kern/kern_simd.h"
 

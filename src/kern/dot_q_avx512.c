@@ -12,7 +12,6 @@
  * -off * sum(a) per block, the block scales as floats) is prepared once per tile of up to
  * TILE activation rows and block of weight rows; a group's weights are transposed once per
  * tile. */
-#pragma GCC optimize("fp-contract=off")
 #include "kern/kern_internal.h"
 #include "kern/kern_simd.h"
 
@@ -62,15 +61,16 @@ AI __m512 gather_halves(const uint8_t *base, int stride, __mmask16 m)
  * bytes at offset off of each; zeros for a block at n or past it. */
 AI __m512i four(const uint8_t *base, size_t stride, size_t off, int m, int n)
 {
-	__m512i z = _mm512_setzero_si512();
+	const uint8_t *p = base + (size_t)(4 * m) * stride + off;
+	__m128i q[4];
 #pragma GCC unroll 4
 	for (int j = 0; j < 4; j++)
-		if (4 * m + j < n)
-			z = _mm512_inserti32x4(z,
-					       _mm_loadu_si128((const __m128i *)(base +
-										 (size_t)(4 * m + j) * stride + off)),
-					       j);
-	return z;
+		q[j] = 4 * m + j < n ? _mm_loadu_si128((const __m128i *)(p + (size_t)j * stride))
+				     : _mm_setzero_si128();
+	__m512i z = _mm512_castsi128_si512(q[0]);
+	z = _mm512_inserti32x4(z, q[1], 1);
+	z = _mm512_inserti32x4(z, q[2], 2);
+	return _mm512_inserti32x4(z, q[3], 3);
 }
 
 /* The 4 x 4 dword transpose within each 128-bit lane: u[s] lane j, dword m = z[m] lane j,

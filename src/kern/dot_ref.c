@@ -2,7 +2,6 @@
  * plainly, every multiply-add an explicit fmaf. Built at the x86-64 baseline; every SIMD
  * variant must give these bits. Each weight block is unpacked once per tile of activation
  * rows (up to TILE of them). */
-#pragma GCC optimize("fp-contract=off")
 #include "kern/kern_internal.h"
 
 #include <math.h>

@@ -82,6 +82,10 @@ void sf_kern_matmul(uint32_t wtype, int64_t k, const void *W, size_t w_stride, i
 /* One dot product (the matmul's r = b = 0 case); NaN for a type not computed. */
 float sf_kern_dot(uint32_t wtype, int64_t k, const void *w, const void *x);
 
+/* y[i] += a * v[i] for half-float v (the product rounded, then the sum: never fused), the same
+ * bits in every variant (attention's weighted sum of a cache's values). */
+void sf_kern_axpy_f16(float *y, float a, const uint16_t *v, int64_t n);
+
 /* IEEE half and bfloat16 conversions (round to nearest even; NaN stays NaN). */
 float sf_f16_to_f32(uint16_t h);
 uint16_t sf_f32_to_f16(float f);

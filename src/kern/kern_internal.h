@@ -3,6 +3,15 @@
 #ifndef SF_KERN_INTERNAL_H
 #define SF_KERN_INTERNAL_H
 
+/* No a * b + c contracted into one fma in the kernels' files (GCC contracts freely in gnu11
+ * where FMA is enabled): every product and sum rounds as written, as kern_order.md says. This
+ * header comes first in each of them. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>

@@ -2,7 +2,6 @@
  * llama.cpp's CPU backend does it on an x86 CPU with AVX2 (its vec_dot_type's from_float), so
  * that our products see the activations llama.cpp's do. One implementation for every
  * instruction set: the row costs O(k) against the product's O(k * rows). */
-#pragma GCC optimize("fp-contract=off")
 #include "kern/kern_internal.h"
 
 #include <math.h>

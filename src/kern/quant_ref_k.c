@@ -3,7 +3,6 @@
  * make_qkx2_quants for Q4_K's scales and mins, make_qx_quants for Q6_K's scales), with every
  * float expression evaluated in ggml's order. Built at the x86-64 baseline, without
  * contraction, as ggml's reference is. */
-#pragma GCC optimize("fp-contract=off")
 #include "kern/kern_internal.h"
 
 #include <math.h>

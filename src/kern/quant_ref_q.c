@@ -2,7 +2,6 @@
  * (Q4_0, Q5_0, Q8_0): the bytes ggml's quantize_row_*_ref writes for the same floats, and the
  * floats its dequantize_row_* reads back. Built at the x86-64 baseline (no FMA), so every
  * expression rounds as written, as ggml's does. */
-#pragma GCC optimize("fp-contract=off")
 #include "kern/kern_internal.h"
 
 #include <math.h>

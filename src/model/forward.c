@@ -77,7 +77,8 @@ int sf_fwd_new(const struct sf_model *m, uint32_t max_tokens, uint32_t max_ctx,
 	f->gate = buf(T * c->n_ff * sizeof(float), &ok);
 	f->up = buf(T * c->n_ff * sizeof(float), &ok);
 	f->qh = buf(T * qd * sizeof(uint16_t), &ok);
-	f->scores = buf((size_t)f->max_threads * f->max_ctx * sizeof(float), &ok);
+	f->scores = buf((size_t)f->max_threads * (c->n_head / c->n_head_kv) * f->max_ctx *
+			sizeof(float), &ok);
 	f->outs = buf(T * sizeof(uint32_t), &ok);
 	/* One slot per activation type: rows of the widest input (F32 rows are the largest). */
 	f->xq_bytes = T * widest * sizeof(float) + 64 * T;
@@ -227,13 +228,16 @@ static void layer(struct job *j, uint32_t il, unsigned ith, unsigned nth)
 	for (uint64_t t = lo; t < hi; t++)
 		qkv_finish(j, il, (uint32_t)t);
 	sf_pool_barrier(p);
+	/* Attention by (token, key/value head): the query heads sharing a key/value head go
+	 * together, so each key row is read once for the group. */
+	uint32_t group = c->n_head / c->n_head_kv;
 	uint64_t alo, ahi;
-	sf_pool_split((uint64_t)n * c->n_head, ith, nth, 1, &alo, &ahi);
+	sf_pool_split((uint64_t)n * c->n_head_kv, ith, nth, 1, &alo, &ahi);
 	for (uint64_t it = alo; it < ahi; it++) {
-		uint32_t t = (uint32_t)(it / c->n_head), h = (uint32_t)(it % c->n_head);
-		sf_op_attend(m, j->toks[t].kv, il, h, f->qh + (size_t)t * qd + (size_t)h * hd,
-			     j->toks[t].pos + 1, f->scores + (size_t)ith * f->max_ctx,
-			     f->att + (size_t)t * qd + (size_t)h * hd);
+		uint32_t t = (uint32_t)(it / c->n_head_kv), g = (uint32_t)(it % c->n_head_kv);
+		size_t q0 = (size_t)t * qd + (size_t)g * group * hd;
+		sf_op_attend(m, j->toks[t].kv, il, g, f->qh + q0, group, j->toks[t].pos + 1,
+			     f->scores + (size_t)ith * group * f->max_ctx, f->att + q0);
 	}
 	sf_pool_barrier(p);
 	quant_rows(j, f->att, qd, qd, l->wo, n, lo, hi);

@@ -95,35 +95,37 @@ void sf_op_swiglu(float *gate, const float *up, uint32_t n)
 	}
 }
 
-/* y += a * v (half floats), multiply then add: no fusing, the same bits everywhere. */
-static void axpy_f16(float *y, float a, const uint16_t *v, uint32_t n)
+void sf_op_attend(const struct sf_model *m, const struct sf_kv *kv, uint32_t layer,
+		  uint32_t kvh, const uint16_t *qh, uint32_t n_q, uint32_t n_pos, float *scores,
+		  float *out)
 {
-	for (uint32_t i = 0; i < n; i++)
-		y[i] = y[i] + a * sf_f16_to_f32(v[i]);
-}
-
-void sf_op_attend(const struct sf_model *m, const struct sf_kv *kv, uint32_t layer, uint32_t h,
-		  const uint16_t *qh, uint32_t n_pos, float *scores, float *out)
-{
-	uint32_t hd = m->cfg.head_dim;
-	uint32_t kvh = h / (m->cfg.n_head / m->cfg.n_head_kv);
-	float mx = -INFINITY;
-	for (uint32_t j = 0; j < n_pos; j++) {
-		const uint16_t *k = sf_kv_at(kv, layer, 0, j) + (size_t)kvh * hd;
-		float s = sf_kern_dot(SF_GGUF_T_F16, hd, k, qh) * m->cfg.attn_scale;
-		scores[j] = s;
-		if (s > mx)
-			mx = s;
+	uint32_t hd = m->cfg.head_dim, kvd = m->cfg.n_head_kv * hd;
+	/* Scores of the group's queries against each page's keys: one multi-row product per
+	 * page (each key row read once for the whole group), each score its own dot product. */
+	for (uint32_t p0 = 0; p0 < n_pos; p0 += SF_KV_PAGE) {
+		uint32_t np = n_pos - p0 < SF_KV_PAGE ? n_pos - p0 : SF_KV_PAGE;
+		const uint16_t *k = sf_kv_at(kv, layer, 0, p0) + (size_t)kvh * hd;
+		sf_kern_matmul(SF_GGUF_T_F16, hd, k, (size_t)kvd * sizeof(uint16_t), 0, np, qh,
+			       (size_t)hd * sizeof(uint16_t), n_q, scores + p0, n_pos);
 	}
-	double sum = 0;
-	for (uint32_t j = 0; j < n_pos; j++) {
-		scores[j] = sf_op_expf(scores[j] - mx);
-		sum += scores[j];
+	for (uint32_t b = 0; b < n_q; b++) {
+		float *s = scores + (size_t)b * n_pos, *o = out + (size_t)b * hd;
+		float mx = -INFINITY;
+		for (uint32_t j = 0; j < n_pos; j++) {
+			s[j] *= m->cfg.attn_scale;
+			if (s[j] > mx)
+				mx = s[j];
+		}
+		double sum = 0;
+		for (uint32_t j = 0; j < n_pos; j++) {
+			s[j] = sf_op_expf(s[j] - mx);
+			sum += s[j];
+		}
+		memset(o, 0, hd * sizeof(float));
+		for (uint32_t j = 0; j < n_pos; j++)
+			sf_kern_axpy_f16(o, s[j], sf_kv_at(kv, layer, 1, j) + (size_t)kvh * hd, hd);
+		float inv = (float)(1.0 / sum);
+		for (uint32_t d = 0; d < hd; d++)
+			o[d] *= inv;
 	}
-	memset(out, 0, hd * sizeof(float));
-	for (uint32_t j = 0; j < n_pos; j++)
-		axpy_f16(out, scores[j], sf_kv_at(kv, layer, 1, j) + (size_t)kvh * hd, hd);
-	float inv = (float)(1.0 / sum);
-	for (uint32_t d = 0; d < hd; d++)
-		out[d] *= inv;
 }

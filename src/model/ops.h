@@ -24,10 +24,12 @@ void sf_op_rope(const struct sf_model *m, float *x, uint32_t n_heads, const floa
 /* gate[i] = silu(gate[i]) * up[i]. */
 void sf_op_swiglu(float *gate, const float *up, uint32_t n);
 
-/* out (head_dim floats) = softmax(scale * q . k_j) . v_j over positions j in [0, n_pos) of
- * layer's cache, for query head h; qh is q already rounded to half floats; scores holds
- * n_pos floats of scratch. */
-void sf_op_attend(const struct sf_model *m, const struct sf_kv *kv, uint32_t layer, uint32_t h,
-		  const uint16_t *qh, uint32_t n_pos, float *scores, float *out);
+/* For each of the n_q query heads sharing key/value head kvh (their queries qh, rounded to half
+ * floats, head_dim apart): out (head_dim floats each, head_dim apart) = softmax(scale * q . k_j)
+ * . v_j over positions j in [0, n_pos) of layer's cache. scores holds n_q x n_pos floats of
+ * scratch. Each score is its own dot product: nothing depends on n_q. */
+void sf_op_attend(const struct sf_model *m, const struct sf_kv *kv, uint32_t layer,
+		  uint32_t kvh, const uint16_t *qh, uint32_t n_q, uint32_t n_pos, float *scores,
+		  float *out);
 
 #endif

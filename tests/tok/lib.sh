@@ -3,8 +3,7 @@
 # tok_find_llama ROOT [ref] sets LLAMA_SRC, the llama.cpp clone whose models/ggml-vocab-*
 # files the tests read, and with "ref" also LLAMA_REF, the reference program (tests/ref):
 #   SF_LLAMA_SRC set: that clone (and LLAMA_REF from $SF_LLAMA_REF when it is set);
-#   else ROOT/scripts/llama-ref-fetch, when it is there: what it prints (tests/ref/README);
-#   else /work/scratch/llama.cpp (and $SF_LLAMA_REF).
+#   else what ROOT/scripts/llama-ref-fetch prints (tests/ref/README).
 # What cannot be found skips the test (exit 77, with the reason) or, under CI=true, fails it.
 
 tok_missing() {
@@ -21,12 +20,10 @@ tok_find_llama() {
 	LLAMA_REF=${SF_LLAMA_REF:-}
 	if [ -n "${SF_LLAMA_SRC:-}" ]; then
 		LLAMA_SRC=$SF_LLAMA_SRC
-	elif [ -x "$root/scripts/llama-ref-fetch" ]; then
+	else
 		vars=$("$root/scripts/llama-ref-fetch") ||
 			tok_missing "scripts/llama-ref-fetch could not get llama.cpp (see its message above)"
 		eval "$vars"
-	else
-		LLAMA_SRC=/work/scratch/llama.cpp
 	fi
 	[ -d "$LLAMA_SRC/models" ] ||
 		tok_missing "no llama.cpp clone at $LLAMA_SRC: set SF_LLAMA_SRC, or run scripts/llama-ref-fetch"

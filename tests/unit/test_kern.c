@@ -443,6 +443,34 @@ static void reference_is_accurate(void **state)
 	sf_kern_force_isa(saved);
 }
 
+/* Attention's weighted sum of values: every variant the CPU has gives the scalar bits, for
+ * lengths around the vector widths. */
+static void axpy_variants_agree(void **state)
+{
+	uint64_t seed = 99;
+	for (int64_t n = 1; n <= 70; n++) {
+		uint16_t v[70];
+		float y0[70], ref[70], got[70];
+		for (int64_t i = 0; i < n; i++) {
+			v[i] = sf_f32_to_f16(((float)(sf_test_rand(&seed) % 20001) - 10000) / 977.0f);
+			y0[i] = ((float)(sf_test_rand(&seed) % 20001) - 10000) / 313.0f;
+		}
+		float a = ((float)(sf_test_rand(&seed) % 2001) - 1000) / 777.0f;
+		enum sf_kisa was = sf_kern_isa();
+		for (int isa = SF_KISA_SCALAR; isa <= SF_KISA_AVX512; isa++) {
+			if (!sf_kern_isa_supported(isa))
+				continue;
+			sf_kern_force_isa(isa);
+			float *out = isa == SF_KISA_SCALAR ? ref : got;
+			memcpy(out, y0, n * sizeof(float));
+			sf_kern_axpy_f16(out, a, v, n);
+			if (isa != SF_KISA_SCALAR)
+				assert_memory_equal(ref, got, n * sizeof(float));
+		}
+		sf_kern_force_isa(was);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -453,6 +481,7 @@ int main(void)
 		cmocka_unit_test(long_rows),
 		cmocka_unit_test(negative_zero_lanes),
 		cmocka_unit_test(reads_stay_in_rows),
+		cmocka_unit_test(axpy_variants_agree),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
