@@ -145,6 +145,9 @@ static int load_templates(struct ge *g, struct sf_err *err)
 	return 0;
 }
 
+/* The specials exported to heads, which leave them out of a reply's text: CONTROL and UNKNOWN
+ * tokens, as llama.cpp leaves them out. USER_DEFINED ones ("<think>", "<tool_call>", qwen2's
+ * "[PAD151712]") are text: their bytes are shown. */
 static int load_specials(struct ge *g, struct sf_err *err)
 {
 	const struct sf_tok_special *list;
@@ -154,8 +157,8 @@ static int load_specials(struct ge *g, struct sf_err *err)
 	if (!g->specials)
 		return sf_err_set(err, SF_E_NOMEM, "no memory for %zu special tokens", n);
 	for (size_t i = 0; i < n && g->n_specials < SF_MAX_SPECIALS; i++)
-		if (list[i].len && list[i].len <= SF_MAX_TOKEN_BYTES &&
-		    strlen(list[i].text) == list[i].len)
+		if ((list[i].attr & (SF_TOK_ATTR_CONTROL | SF_TOK_ATTR_UNKNOWN)) && list[i].len &&
+		    list[i].len <= SF_MAX_TOKEN_BYTES && strlen(list[i].text) == list[i].len)
 			g->specials[g->n_specials++] = (struct sf_engine_special){ list[i].text,
 										   list[i].id };
 	return 0;

@@ -139,8 +139,8 @@ static int64_t pending(struct ge *g, struct ge_ctx *c, struct sf_engine_step *st
 }
 
 /* One forward pass for the step: every context with one pending token decodes; the contexts
- * with a prompt to compute share what is left of the pass's tokens, in step order, and those
- * that finish it sample too; the others say more. */
+ * with a prompt to compute share what is left of the pass's tokens, and those that finish it
+ * sample too; the others say more. */
 int ge_decode(void *impl, struct sf_engine_step *steps, size_t n, struct sf_err *err)
 {
 	struct ge *g = impl;
@@ -153,11 +153,25 @@ int ge_decode(void *impl, struct sf_engine_step *steps, size_t n, struct sf_err 
 			g->toks[nt++] = (struct sf_fwd_tok){ &c->kv, c->n - 1, c->tokens[c->n - 1], true };
 		}
 	}
+	/* Prompts share what is left: each first up to an equal share, then what is still left
+	 * in step order. (In step order alone the first prompt, a node's oldest session, took
+	 * every chunk: a short prompt beside a long one waited for all of it.) */
+	uint32_t n_prompts = 0, first = 0;
+	for (size_t i = 0; i < n; i++)
+		n_prompts += want[i] > 1;
+	uint32_t share = n_prompts ? (budget - nt) / n_prompts : 0, extra = budget - nt;
+	for (size_t i = 0; i < n; i++)
+		if (want[i] > 1)
+			first += want[i] < share ? (uint32_t)want[i] : share;
+	extra -= first;
 	for (size_t i = 0; i < n; i++) {
 		if (want[i] <= 1)
 			continue;
 		struct ge_ctx *c = ge_ctx(steps[i].ctx);
-		uint32_t k = budget - nt < want[i] ? budget - nt : (uint32_t)want[i];
+		uint32_t k = want[i] < share ? (uint32_t)want[i] : share;
+		uint32_t more = want[i] - k < extra ? (uint32_t)(want[i] - k) : extra;
+		k += more;
+		extra -= more;
 		for (uint32_t j = 0; j < k; j++) {
 			uint32_t pos = c->kv.n + j;
 			g->toks[nt++] = (struct sf_fwd_tok){ &c->kv, pos, c->tokens[pos],

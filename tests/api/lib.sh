@@ -82,3 +82,66 @@ sys.stdout.write("".join(out))
 EOF
 }
 chat_prompt() { printf '<|im_start|>user\n%s<|im_end|>\n<|im_start|>assistant\n' "$1"; }
+
+# ---- GGUF models (the gguf*.sh tests; they set noded, headd and cli, the superfluid CLI) ----
+# gguf_vocab SOURCE_DIR: LLAMA_SRC, whose models/ggml-vocab-*.gguf lend made models their
+# vocabularies (scripts/llama-ref-fetch). Without it the test is skipped (exit 77, said), but
+# under CI=true it fails.
+gguf_vocab() {
+	local vars
+	if ! vars=$("$1/scripts/llama-ref-fetch" 2>"$work/fetch.err"); then
+		if [ "${CI:-}" = true ]; then
+			echo "FAIL $(tail -1 "$work/fetch.err")"; sed 's/^/     | /' "$work/fetch.err"; exit 1
+		fi
+		echo "SKIP $(tail -1 "$work/fetch.err") (under CI=true this fails)"; exit 77
+	fi
+	eval "$vars"
+}
+# gguf_make OUT VOCAB SHAPE TYPE [model make options]: a random-weight model in OUT, with
+# llama.cpp's models/ggml-vocab-VOCAB.gguf; the test ends (failed) when it cannot be made.
+gguf_make() {
+	"$cli" model make --shape "$3" --type "$4" --vocab "$LLAMA_SRC/models/ggml-vocab-$2.gguf" \
+		"${@:5}" -o "$1" >"$work/make.out" 2>&1 && return 0
+	fail "superfluid model make --shape $3 --type $4 ($2's vocabulary)"; sed 's/^/     | /' "$work/make.out"
+	exit 1
+}
+# start_gguf_node NAME MODEL [options]: start_node with --model MODEL, waiting up to 60 s for
+# the model to load (a loaded machine); sets $port and $npid.
+start_gguf_node() {
+	"$noded" --listen 127.0.0.1:0 --blob-dir "$work/blobs-$1" --identity "$1" --model "$2" \
+		${NODED_SHARDS:+--shards "$NODED_SHARDS"} "${@:3}" 2>"$work/$1.err" &
+	npid=$!; pids+=("$npid")
+	for _ in $(seq 1200); do
+		port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/$1.err" | head -1)
+		[ -n "$port" ] && return 0
+		kill -0 "$npid" 2>/dev/null || break
+		sleep 0.05
+	done
+	echo "     | node $1 did not start:"; tail -5 "$work/$1.err" | sed 's/^/     |   /'; return 1
+}
+# nodes_up N: waits up to 30 s until N nodes are up at the head $base.
+nodes_up() {
+	for _ in $(seq 600); do
+		[ "$("$cli" status --head "$base" 2>/dev/null | grep -c ' up ')" -ge "$1" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+# engine_says OUT MODEL [model run options]: what the GGUF engine computes here (superfluid
+# model run, one thread) as the API's text: its last newline dropped, each maximal piece of
+# bytes that is not UTF-8 one U+FFFD (as the head writes a token's broken UTF-8).
+engine_says() {
+	SF_MODEL_QUIET=1 "$cli" model run "$2" --threads 1 "${@:3}" >"$work/says.raw" 2>"$work/says.err" ||
+		{ echo "     | model run failed: $(tail -1 "$work/says.err")"; return 1; }
+	python3 -c 'import sys
+b = open(sys.argv[1], "rb").read()
+sys.stdout.buffer.write((b[:-1] if b.endswith(b"\n") else b).decode("utf-8", "replace").encode())' \
+		"$work/says.raw" >"$1"
+}
+# jw OUT FILE EXPR: a string from a JSON file (EXPR sees the document as d) written to OUT
+# as UTF-8, nothing added.
+jw() {
+	python3 -c 'import json, sys
+d = json.load(open(sys.argv[1], encoding="utf-8"))
+sys.stdout.buffer.write(str(eval(sys.argv[2])).encode())' "$2" "$3" >"$1" 2>/dev/null
+}

@@ -18,7 +18,7 @@ static const char usage_text[] =
 	"  make     a GGUF model of random weights in a real model's shape, with a real vocabulary\n"
 	"  info     what a GGUF file holds, and whether superfluid-noded --engine gguf runs it\n"
 	"           (exit 2 with the reason when it does not)\n"
-	"  run      the greedy continuation of a prompt, computed here by the GGUF engine\n"
+	"  run      the continuation of a prompt (greedy or seeded), computed here by the GGUF engine\n"
 	"  logits   the logits of every position of a token sequence, as raw floats\n"
 	"Each command's --help lists its options.\n";
 

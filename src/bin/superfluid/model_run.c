@@ -1,6 +1,7 @@
-/* superfluid model run | logits: a GGUF model run on this machine, without a fleet: the greedy
- * continuation of a prompt as the engine computes it (what a node would stream at temperature
- * 0), and the logits of every position of a token sequence (for comparisons with llama.cpp). */
+/* superfluid model run | logits: a GGUF model run on this machine, without a fleet: the
+ * continuation of a prompt as the engine computes it (what a node would stream for the same
+ * sampling: greedy, or a temperature, top_p and seed), and the logits of every position of a
+ * token sequence (for comparisons with llama.cpp). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,13 +17,15 @@
 
 static const char usage_text[] =
 	"usage: superfluid model run FILE (--prompt TEXT | --tokens \"ID ...\") [--n N] [--threads T]\n"
-	"                            [--ids] [--ctx-len N]\n"
+	"                            [--ids] [--ctx-len N] [--temperature T] [--top-p P] [--seed S]\n"
 	"       superfluid model logits FILE --tokens \"ID ...\" [--threads T] -o OUT\n"
 	"\n"
-	"run: the greedy continuation of N tokens (default 32) after the prompt, as the GGUF engine\n"
+	"run: the continuation of N tokens (default 32) after the prompt, as the GGUF engine\n"
 	"computes it on this machine: the text, or with --ids one line of token ids (the prompt's\n"
 	"then the continuation's). --prompt is encoded with special tokens parsed and without a\n"
-	"BOS (give it in the text, or use --tokens).\n"
+	"BOS (give it in the text, or use --tokens). Greedy unless --temperature T > 0 (then\n"
+	"--top-p P, default 1, and --seed S, default 0: the draws a node makes for a request\n"
+	"with the same temperature, top_p and seed).\n"
 	"logits: the logits of every position of the token sequence, computed in one pass, written\n"
 	"to OUT as n_tokens rows of n_vocab little-endian floats.\n";
 
@@ -46,7 +49,8 @@ static int parse_tokens(const char *s, uint32_t *out, size_t cap, size_t *n)
 
 struct run_opts {
 	const char *file, *prompt, *tokens, *out;
-	unsigned long n, threads, ctx_len;
+	unsigned long n, threads, ctx_len, seed;
+	double temperature, top_p;
 	bool ids;
 };
 
@@ -54,6 +58,7 @@ static int parse(int argc, char **argv, const char *cmd, struct run_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->n = 32;
+	o->top_p = 1;
 	for (int i = 1; i < argc; i++) {
 		struct cli_arg a = { cmd, argv[i], i + 1 < argc ? argv[i + 1] : NULL };
 		if (!strcmp(argv[i], "--help")) {
@@ -70,6 +75,12 @@ static int parse(int argc, char **argv, const char *cmd, struct run_opts *o)
 		} else if (!strcmp(argv[i], "--threads") && !cli_arg_count(&a, &o->threads)) {
 			i++;
 		} else if (!strcmp(argv[i], "--ctx-len") && !cli_arg_count(&a, &o->ctx_len)) {
+			i++;
+		} else if (!strcmp(argv[i], "--temperature") && !cli_arg_number(&a, &o->temperature)) {
+			i++;
+		} else if (!strcmp(argv[i], "--top-p") && !cli_arg_number(&a, &o->top_p)) {
+			i++;
+		} else if (!strcmp(argv[i], "--seed") && !cli_arg_whole(&a, &o->seed)) {
 			i++;
 		} else if (!strcmp(argv[i], "--ids")) {
 			o->ids = true;
@@ -117,10 +128,11 @@ int cli_model_run(int argc, char **argv)
 		rc = sf_err_set(&err, SF_E_RANGE, "bad --tokens");
 	if (!rc && o.prompt)
 		rc = sf_engine_encode(e, o.prompt, strlen(o.prompt), toks, MAX_TOKENS, &n, &err);
-	struct sf_sampling greedy = { 0 };
+	struct sf_sampling smp = { .temperature = (float)o.temperature, .top_p = (float)o.top_p,
+				   .seed = o.seed };
 	struct sf_engine_ctx *ctx = NULL;
 	if (!rc)
-		rc = sf_engine_ctx_new(e, &greedy, &ctx, &err);
+		rc = sf_engine_ctx_new(e, &smp, &ctx, &err);
 	if (!rc)
 		rc = sf_engine_prefill(e, ctx, toks, n, &err);
 	if (!rc && o.ids)

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# --pipeline over a GGUF model: a random-weight qwen2 of 4 layers split over three
+# superfluid-noded --model FILE stages (layers 0..1, 1..2, 2..4) beside one whole node. The
+# pipeline's completions, whole, streamed and through the CLI, and its chat replies equal the
+# unsplit engine's greedy output computed here alone (superfluid model run), and the whole
+# node's; a stage killed with a step in flight and started again on its port: the generation
+# completes, equal still.
+# Usage: gguf_pipeline.sh NODED HEADD CLI SOURCE_DIR   (exit 77: no llama.cpp vocabulary;
+# KEEP=DIR keeps the work folder)
+set -uo pipefail
+noded=$1 headd=$2 cli=$3 src=$4
+. "$(dirname "$0")/lib.sh"
+unset SUPERFLUID_HEAD SUPERFLUID_API_KEY
+gguf_vocab "$src"
+run() { "$cli" "$@" >"$work/got" 2>"$work/err"; rc=$?; }
+same() { # NAME: $work/got equals $work/want, and the CLI (if run last) exited 0
+	local r=0
+	[ "${rc:-0}" = 0 ] && cmp -s "$work/got" "$work/want" ||
+		{ r=1; echo "     | got:  $(head -c 160 "$work/got")"; echo "     | want: $(head -c 160 "$work/want")"; sed 's/^/     | /' "$work/err" 2>/dev/null | head -3; }
+	rc=0
+	check "$1" $r
+}
+
+M=$work/qwen2-4.gguf
+gguf_make "$M" qwen2 test-qwen2 q8_0 --layers 4
+model=random-test-qwen2-q8_0 pmodel=random-test-qwen2-q8_0-pipeline
+start_gguf_node whole "$M" --threads 1 && pw=$port
+stage_ports=() stage_pids=()
+for k in 1 2 3; do start_gguf_node "stage-$k" "$M" --threads 1 && stage_ports+=("$port") && stage_pids+=("$npid"); done
+pipe=127.0.0.1:${stage_ports[0]},127.0.0.1:${stage_ports[1]},127.0.0.1:${stage_ports[2]}
+start_head head "127.0.0.1:$pw" --pipeline "$pipe" --silence-ms 10000
+base="http://127.0.0.1:$hport"
+H=(--head "$base")
+for _ in $(seq 600); do req GET /v1/models; grep -q "$pmodel" "$work/out" && break; sleep 0.05; done
+r=0; [ "$(j "$work/out" 'sorted(m["id"] for m in d["data"])')" = "['$model', '$pmodel']" ] || r=1
+check "GET /v1/models lists the model and its pipeline once the three stages are up" $r
+r=0
+grep -qF "layers 0..1 of $model's 4" "$work/head.err" && grep -qF "layers 1..2 of $model's 4" "$work/head.err" &&
+	grep -qF "layers 2..4 of $model's 4" "$work/head.err" || r=1
+check "the stages run layers 0..1, 1..2 and 2..4" $r
+
+p='Once upon a time'
+engine_says "$work/want" "$M" --prompt "$p" --n 40
+req POST /v1/completions "{\"model\":\"$pmodel\",\"prompt\":\"$p\",\"max_tokens\":40}"
+jw "$work/got" "$work/out" 'd["choices"][0]["text"]'
+same "a completion through the pipeline is the unsplit engine's greedy text"
+run generate "${H[@]}" --model "$pmodel" --stream --max-tokens 40 "$p"
+same "  ... streamed through superfluid generate, the same"
+run generate "${H[@]}" --model "$model" --temperature 0 --max-tokens 40 "$p"
+same "  ... and the whole node's at temperature 0"
+p2='The fleet of machines serves, one token at a time, a model: 1, 2, 3...'
+engine_says "$work/want" "$M" --prompt "$p2" --n 24
+run generate "${H[@]}" --model "$pmodel" --max-tokens 24 "$p2"
+same "another prompt through the pipeline: the engine's greedy text"
+engine_says "$work/want" "$M" --prompt $'<|im_start|>user\nTell me about the fleet.<|im_end|>\n<|im_start|>assistant\n' --n 24
+req POST /v1/chat/completions "{\"model\":\"$pmodel\",\"messages\":[{\"role\":\"user\",\"content\":\"Tell me about the fleet.\"}],\"max_tokens\":24}"
+jw "$work/got" "$work/out" 'd["choices"][0]["message"]["content"]'
+same "a chat reply through the pipeline: the engine's greedy reply to the ChatML prompt"
+
+# Stage 2 stopped before the request: its first step waits; killed with the step in flight,
+# then started again on its port: the head dials it again and asks the step again.
+engine_says "$work/want" "$M" --prompt "$p" --n 40
+kill -STOP "${stage_pids[1]}"
+"$cli" generate "${H[@]}" --model "$pmodel" --stream --max-tokens 40 "$p" >"$work/late" 2>"$work/late.err" &
+gpid=$!
+sleep 0.5
+kill -9 "${stage_pids[1]}"; kill -CONT "${stage_pids[1]}" 2>/dev/null
+wait "${stage_pids[1]}" 2>/dev/null
+for _ in $(seq 20); do # a port just freed may still be refused for a moment: try again
+	"$noded" --listen "127.0.0.1:${stage_ports[1]}" --blob-dir "$work/blobs-stage-2b" --identity stage-2b \
+		--model "$M" --threads 1 2>"$work/stage-2b.err" &
+	np=$! up=1
+	for _ in $(seq 1200); do
+		grep -q "listening on" "$work/stage-2b.err" && { up=0; break; }
+		kill -0 "$np" 2>/dev/null || break
+		sleep 0.05
+	done
+	[ "$up" = 0 ] && break
+	wait "$np" 2>/dev/null; sleep 0.1
+done
+pids+=($np)
+wait "$gpid"; rc=$?
+cp "$work/late" "$work/got"; cp "$work/late.err" "$work/err"
+same "a stage killed with a step in flight and started again: the generation completes, equal"
+
+kill -TERM "${pids[@]}" 2>/dev/null; sleep 0.3
+echo "$passes passed, $fails failed"
+[ "$fails" = 0 ]

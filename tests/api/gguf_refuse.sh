@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Model files the GGUF engine cannot run are refused when superfluid-noded starts: exit status
+# 2 and one line on stderr naming why (a file cut short: the byte offsets; an architecture it
+# does not run; a tensor type it does not compute; a tensor missing; not a GGUF file; no
+# file), and superfluid model info says the same reason with the same status (and that a good
+# file runs).
+# Usage: gguf_refuse.sh NODED CLI SOURCE_DIR   (exit 77: no llama.cpp vocabulary; KEEP=DIR)
+set -uo pipefail
+noded=$1 cli=$2 src=$3
+headd=
+. "$(dirname "$0")/lib.sh"
+gguf_vocab "$src"
+edit() { python3 "$(dirname "$0")/gguf_edit.py" "$@" || { fail "gguf_edit.py $*"; exit 1; }; }
+
+M=$work/good.gguf
+gguf_make "$M" qwen2 test-qwen2 q4_0
+size=$(stat -c %s "$M")
+"$cli" model info "$M" >"$work/out" 2>&1
+r=$?; [ "$r" = 0 ] && grep -qx "the GGUF engine runs it" "$work/out" || r=1
+check "model info: a good file is one the GGUF engine runs" $r
+
+# refused NAME FILE PATTERN: the node refuses FILE at start (exit 2, one line matching PATTERN,
+# a grep -E expression), and model info gives the same reason, exit 2.
+refused() {
+	local r=0 why
+	timeout 60 "$noded" --listen 127.0.0.1:0 --blob-dir "$work/blobs" --model "$2" 2>"$work/err" >/dev/null
+	local rc=$?
+	why=$(sed -n 's/^superfluid-noded: error: --engine gguf: //p' "$work/err")
+	[ "$rc" = 2 ] && [ "$(wc -l <"$work/err")" = 1 ] && grep -qE -- "$3" "$work/err" || r=1
+	"$cli" model info "$2" >"$work/info" 2>&1
+	local irc=$?
+	[ "$irc" = 2 ] && [ -n "$why" ] && grep -qF -- "${why#"$2: "}" "$work/info" || r=1
+	rm -f "$work/out"
+	check "$1: exit $rc, '${why#"$2: "}'; model info exit $irc, the same" $r
+	[ "$r" = 0 ] || { sed 's/^/     | noded: /' "$work/err" | head -5; sed 's/^/     | info: /' "$work/info" | tail -3; }
+}
+
+head -c $((size - 4096)) "$M" >"$work/cut-data.gguf"
+refused "cut short in the weights" "$work/cut-data.gguf" \
+	"run past the end of the file \(data section: [0-9]+ bytes from byte [0-9]+\)"
+head -c 1000 "$M" >"$work/cut-head.gguf"
+refused "cut short in the header" "$work/cut-head.gguf" "byte [0-9]+: the file ends"
+head -c 7 "$M" >"$work/cut-magic.gguf"
+refused "cut short after 7 bytes" "$work/cut-magic.gguf" "7 bytes: too short for a GGUF file"
+edit "$M" "$work/arch.gguf" --arch gpt-j
+refused "an architecture it does not run" "$work/arch.gguf" \
+	"architecture 'gpt-j' is not one this engine runs \(llama, qwen2, qwen3\)"
+for t in "13 Q5_K" "10 Q2_K" "3 Q4_1" "28 F64"; do
+	set -- $t
+	edit "$M" "$work/type-$2.gguf" --type blk.1.ffn_down.weight "$1"
+	refused "a $2 tensor" "$work/type-$2.gguf" \
+		"tensor blk.1.ffn_down.weight is of type $2, which this engine does not compute"
+done
+edit "$M" "$work/missing.gguf" --rename blk.1.attn_q.weight blk.1.attn_qq.weight
+refused "a tensor missing" "$work/missing.gguf" "tensor blk.1.attn_q.weight is missing"
+printf 'This text is not a model.\n' >"$work/text.gguf"
+refused "not a GGUF file" "$work/text.gguf" "not a GGUF file"
+refused "no file" "$work/none.gguf" "cannot open: No such file or directory"
+
+echo "$passes passed, $fails failed"
+[ "$fails" = 0 ]
