@@ -11,9 +11,9 @@
 #   - our free-running greedy stream (superfluid model run) against llama.cpp's: identical
 #     for the float types, its agreement length reported for the others.
 # Usage: agree.sh SUPERFLUID LOGITS_CMP REPO_ROOT WORKDIR SET...
-#   SET: llama, qwen2, qwen3 (the small test shape of that architecture in every type), real
-#   (Qwen2.5-0.5B, Qwen3-0.6B, Llama-3.2-1B at full width, 2 layers, Q8_0 and Q4_K_M), or one
-#   case SHAPE/TYPE[/LAYERS].
+#   SET: llama, qwen2, qwen3 (the small test shape of that architecture in every type);
+#   qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b (that model at full width, 2 layers, in Q8_0 and
+#   Q4_K_M, and F16 for Llama-3.2-1B); real (those three); or one case SHAPE/TYPE[/LAYERS].
 # Exit 0 all agree, 1 a case did not, 77 skipped: llama.cpp could not be fetched (under CI=true
 # that fails instead). The models live in WORKDIR/<pid> and are removed after (SF_AGREE_KEEP=1
 # keeps them). SF_AGREE_VERBOSE=1 prints every row's figures.
@@ -82,10 +82,14 @@ for set in "$@"; do
 		for t in f32 f16 bf16 q8_0 q4_0 q5_0 q4_k q6_k q4_k_m; do
 			cases+=("test-$set/$t")
 		done ;;
+	qwen2.5-0.5b | qwen3-0.6b) cases+=("$set/q8_0/2" "$set/q4_k_m/2") ;;
+	# F16 too: the only shape with Llama 3's rope factors, seen best by the float tolerance.
+	llama-3.2-1b) cases+=("$set/q8_0/2" "$set/q4_k_m/2" "$set/f16/2") ;;
 	real)
-		for s in qwen2.5-0.5b qwen3-0.6b llama-3.2-1b; do
+		for s in qwen2.5-0.5b qwen3-0.6b; do
 			cases+=("$s/q8_0/2" "$s/q4_k_m/2")
-		done ;;
+		done
+		cases+=("llama-3.2-1b/q8_0/2" "llama-3.2-1b/q4_k_m/2" "llama-3.2-1b/f16/2") ;;
 	*/*) cases+=("$set") ;;
 	*) echo "agree.sh: unknown set '$set'" >&2; exit 2 ;;
 	esac

@@ -11,7 +11,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 dir=${SF_MUTANTS_DIR:-$root/build-mutants}
 src=$dir/src-copy
 
-# NAME|FILE|TEXT|REPLACEMENT|CASES (agree.sh cases; each must fail). TEXT must occur once.
+# NAME|FILE|TEXT|REPLACEMENT|CASES (agree.sh cases; each must fail, but those marked ~, which
+# show where the tolerance of a rounded class stops seeing a small bug). TEXT occurs once.
 mutants=(
 	"rope-neox-flipped|src/model/model_load.c|c->rope_neox = c->arch != SF_ARCH_LLAMA;|c->rope_neox = c->arch == SF_ARCH_LLAMA;|test-llama/f16 test-qwen2/q8_0 test-qwen3/q4_k_m"
 	"qkv-bias-dropped|src/model/forward.c|if (l->bq) {|if (0 && l->bq) {|test-qwen2/f32 test-qwen2/q4_k_m qwen2.5-0.5b/q8_0/2"
@@ -21,9 +22,9 @@ mutants=(
 	"gate-up-swapped|src/model/forward.c|sf_op_swiglu(f->gate + t * F, f->up + t * F, F);|{ float *g_ = f->gate + t * F, *u_ = f->up + t * F; for (uint32_t i_ = 0; i_ < F; i_++) { float s_ = g_[i_]; g_[i_] = u_[i_]; u_[i_] = s_; } sf_op_swiglu(g_, u_, F); }|test-llama/q8_0 test-qwen2/f16 test-qwen3/q6_k"
 	"gqa-heads-interleaved|src/model/ops.c|uint32_t kvh = h / (m->cfg.n_head / m->cfg.n_head_kv);|uint32_t kvh = h % m->cfg.n_head_kv;|test-llama/f16 test-qwen2/q4_0 test-qwen3/bf16"
 	"attn-scale-10pct|src/model/ops.c|* m->cfg.attn_scale;|* m->cfg.attn_scale * 1.1f;|test-llama/f32 test-qwen2/q5_0 test-qwen3/q8_0"
-	"causal-mask-off-by-one|src/model/forward.c|j->toks[t].pos + 1, f->scores|j->toks[t].pos + 2, f->scores|test-llama/f32 test-qwen2/q8_0"
-	"rope-freqs-ignored|src/model/ops.c|float t = m->rope_freqs ? theta / m->rope_freqs[i] : theta;|float t = theta;|llama-3.2-1b/q8_0/2"
-	"v-cache-bf16|src/model/forward.c|sf_kern_quantize_act(SF_GGUF_T_F16, v, sf_kv_at(tk->kv, il, 1, tk->pos), kvd);|{ uint16_t *vh_ = sf_kv_at(tk->kv, il, 1, tk->pos); for (uint32_t i_ = 0; i_ < kvd; i_++) { float r_; uint32_t u_; memcpy(&u_, v + i_, 4); u_ &= 0xffff0000u; memcpy(&r_, &u_, 4); v[i_] = r_; } sf_kern_quantize_act(SF_GGUF_T_F16, v, vh_, kvd); }|test-llama/f32 test-qwen3/f16"
+	"causal-mask-off-by-one|src/model/forward.c|j->toks[t].pos + 1, f->scores|j->toks[t].pos + (j->toks[t].pos == 0), f->scores|test-llama/f32 test-qwen2/q8_0"
+	"rope-freqs-ignored|src/model/ops.c|float t = m->rope_freqs ? theta / m->rope_freqs[i] : theta;|float t = theta;|llama-3.2-1b/f16/2 ~llama-3.2-1b/q8_0/2"
+	"v-cache-bf16|src/model/forward.c|sf_kern_quantize_act(SF_GGUF_T_F16, v, sf_kv_at(tk->kv, il, 1, tk->pos), kvd);|{ uint16_t *vh_ = sf_kv_at(tk->kv, il, 1, tk->pos); for (uint32_t i_ = 0; i_ < kvd; i_++) { float r_; uint32_t u_; memcpy(&u_, v + i_, 4); u_ &= 0xffff0000u; memcpy(&r_, &u_, 4); v[i_] = r_; } sf_kern_quantize_act(SF_GGUF_T_F16, v, vh_, kvd); }|test-llama/f32 test-qwen3/f16 ~test-qwen2/q8_0"
 )
 
 want=("$@")
@@ -34,11 +35,14 @@ picked() {
 	return 1
 }
 
-# A copy of the working tree's tracked files, built once (superfluid and logits_cmp).
-mkdir -p "$dir" || exit 1
-rm -rf "$src"
-mkdir -p "$src"
-(cd "$root" && git ls-files -z | tar --null -T - -c) | tar -x -C "$src" || exit 1
+# A copy of the working tree's tracked files (only those that changed since the last run are
+# copied again, so that a second run rebuilds little), built with superfluid and logits_cmp.
+mkdir -p "$src" || exit 1
+(cd "$root" && git ls-files -z) | while IFS= read -r -d '' f; do
+	[ -f "$root/$f" ] || continue
+	cmp -s "$root/$f" "$src/$f" || { mkdir -p "$(dirname "$src/$f")" && cp "$root/$f" "$src/$f"; } ||
+		exit 1
+done || { echo "FAIL cannot copy the tree into $src"; exit 1; }
 echo "== building the copy in $dir/build"
 cmake -S "$src" -B "$dir/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$dir/cmake.log" 2>&1 &&
 	ninja -C "$dir/build" superfluid logits_cmp >"$dir/build.log" 2>&1 ||
@@ -68,19 +72,30 @@ EOF
 	else
 		caught=0 n=0
 		for c in $cases; do
-			n=$((n + 1))
+			info=
+			[ "${c#\~}" != "$c" ] && info=1 c=${c#\~}
+			[ -n "$info" ] || n=$((n + 1))
 			out=$(bash "$root/tests/engine/agree.sh" "$dir/build/superfluid" \
 				"$dir/build/tests/logits_cmp" "$root" "$dir/work" "$c" 2>&1)
 			rc=$?
-			line=$(grep -v '^FAIL\|^llama.cpp ' <<<"$out" | tail -1)
-			why=$(grep '^FAIL' <<<"$out" | head -1 | cut -c1-150)
-			if [ $rc = 1 ]; then
-				caught=$((caught + 1))
-				echo "  caught $c: ${why#FAIL }"
+			line=$(grep 'verdict=' <<<"$out" | tail -1)
+			# Which checks failed: the mean against llama.cpp's own spread, the ceilings,
+			# one logit, the teacher-forced argmax, the free-running stream of a float type.
+			checks=$(grep '^FAIL' <<<"$out" | sed -n \
+				-e "s/.*x llama.cpp's own.*/noise/p" -e 's/.*over twice the ceiling.*/row-ceiling/p' \
+				-e 's/.*over the ceiling.*/rms-ceiling/p' -e 's/.*std away, over.*/max-ceiling/p' \
+				-e 's/.*our argmax .* is not llama.cpp.s stream token.*/teacher-forced/p' \
+				-e 's/.*free-running streams differ.*/free-run/p' | sort | uniq -c |
+				awk '{ printf "%s%s(%d)", NR > 1 ? " " : "", $2, $1 }')
+			if [ $rc = 1 ] && [ -n "$line" ] && [ -n "$checks" ]; then
+				[ -n "$info" ] || caught=$((caught + 1))
+				echo "  caught $c by: $checks${info:+ (informative)}"
+			elif [ -n "$info" ] && [ $rc = 0 ]; then
+				echo "  passed $c (informative: under the tolerance of its class)"
 			else
-				echo "  MISSED $c (exit $rc): $line"
+				echo "  MISSED $c (exit $rc): $(grep '^FAIL' <<<"$out" | head -1)"
 			fi
-			echo "         $line" | cut -c1-220
+			echo "         ${line:-no figures}" | cut -c1-240
 		done
 		[ $caught = $n ] && echo "ok   $name caught in $n of $n cases" ||
 			{ echo "FAIL $name caught in $caught of $n cases"; fails=$((fails + 1)); }
