@@ -86,7 +86,7 @@ EOF
 				-e 's/.*over the ceiling.*/rms-ceiling/p' -e 's/.*std away, over.*/max-ceiling/p' \
 				-e 's/.*our argmax .* is not llama.cpp.s stream token.*/teacher-forced/p' \
 				-e 's/.*free-running streams differ.*/free-run/p' | sort | uniq -c |
-				awk '{ printf "%s%s(%d)", NR > 1 ? " " : "", $2, $1 }')
+				awk '{ printf "%s%s(%d)", (NR > 1 ? " " : ""), $2, $1 }')
 			if [ $rc = 1 ] && [ -n "$line" ] && [ -n "$checks" ]; then
 				[ -n "$info" ] || caught=$((caught + 1))
 				echo "  caught $c by: $checks${info:+ (informative)}"
