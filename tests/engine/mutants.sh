@@ -25,6 +25,10 @@ mutants=(
 	"causal-mask-off-by-one|src/model/forward.c|j->toks[t].pos + 1, f->scores|j->toks[t].pos + (j->toks[t].pos == 0), f->scores|test-llama/f32 test-qwen2/q8_0"
 	"rope-freqs-ignored|src/model/ops.c|float t = m->rope_freqs ? theta / m->rope_freqs[i] : theta;|float t = theta;|llama-3.2-1b/f16/2 ~llama-3.2-1b/q8_0/2"
 	"v-cache-bf16|src/model/forward.c|sf_kern_quantize_act(SF_GGUF_T_F16, v, sf_kv_at(tk->kv, il, 1, tk->pos), kvd);|{ uint16_t *vh_ = sf_kv_at(tk->kv, il, 1, tk->pos); for (uint32_t i_ = 0; i_ < kvd; i_++) { float r_; uint32_t u_; memcpy(&u_, v + i_, 4); u_ &= 0xffff0000u; memcpy(&r_, &u_, 4); v[i_] = r_; } sf_kern_quantize_act(SF_GGUF_T_F16, v, vh_, kvd); }|test-llama/f32 test-qwen3/f16 ~test-qwen2/q8_0"
+	# Formats, in the AVX-512 kernels (those a CPU with AVX-512 runs; elsewhere these two
+	# change nothing that runs and are reported missed).
+	"q5_0-fifth-bit-dropped|src/kern/dot_q_avx512.c|_mm512_set1_epi8(0x10)));|_mm512_set1_epi8(0x00)));|test-llama/q5_0 test-qwen2/q5_0"
+	"q4_k-scale-high-bits-dropped|src/kern/dot_k_avx512.c|(((w[0] >> 6) & 0x03030303) << 4)|0|test-llama/q4_k test-qwen3/q4_k_m"
 )
 
 want=("$@")
