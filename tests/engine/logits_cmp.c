@@ -19,6 +19,9 @@
  *   with --stream P IDS (the n ids, the last n - P of them llama.cpp's greedy stream after the
  *   prompt's P): at every row i in [P - 1, n - 1) where REF's margin exceeds --margin, our
  *   argmax is IDS[i + 1] (teacher forcing), and so is REF's own (else the bound is wrong).
+ *   The summary names the stream's first token that is not our argmax (first_miss, counted
+ *   from the stream's start; our own greedy stream leaves llama.cpp's there) and REF's margin
+ *   at it. --margin auto: twice the largest |NOISE - REF| (at least ten times --floor).
  * A zero ceiling or factor leaves its check out. -v prints a line per row; the last line of
  * the output is always the summary: NAME key=value ... verdict=ok|FAIL.
  * Exit status: 0 within the tolerance, 1 not, 2 bad usage or unreadable files. */
@@ -53,8 +56,9 @@ struct row_stat {
 struct summary {
 	unsigned long rows, argmax_same, fails;
 	double rms_sum, rms_max, max_max, noise_rms_sum, noise_rms_max, noise_max_max;
-	unsigned long tf_checked, tf_agree, tf_skipped, tf_ref_wrong, tf_first_bad;
-	double tf_min_margin_bad; /* the largest margin at which our argmax differed */
+	unsigned long tf_checked, tf_agree, tf_skipped, tf_ref_wrong;
+	long first_miss;       /* the stream's first token that is not our argmax (-1: none) */
+	double first_miss_margin; /* llama.cpp's margin there */
 };
 
 static void usage(void)
@@ -258,6 +262,10 @@ static void fail(struct summary *s, const char *name, const char *fmt, ...)
 static void stream_check(const struct opts *o, const struct row_stat *r, unsigned long i,
 			 uint32_t next, struct summary *s)
 {
+	if (r->top_ours != next && s->first_miss < 0) {
+		s->first_miss = (long)(i + 1 - o->from);
+		s->first_miss_margin = r->margin;
+	}
 	if (r->margin <= o->margin) {
 		s->tf_skipped++;
 		return;
@@ -273,10 +281,6 @@ static void stream_check(const struct opts *o, const struct row_stat *r, unsigne
 		s->tf_agree++;
 		return;
 	}
-	if (s->tf_checked - s->tf_agree == 1)
-		s->tf_first_bad = i;
-	if (r->margin > s->tf_min_margin_bad)
-		s->tf_min_margin_bad = r->margin;
 	fail(s, o->name, "row %lu: our argmax %u is not llama.cpp's stream token %u, whose margin "
 	     "is %.4f std (bound %.4f)", i, r->top_ours, next, r->margin, o->margin);
 }
@@ -305,9 +309,14 @@ static void verdict(const struct opts *o, struct summary *s)
 		printf(" noise_rms_mean=%.6f noise_rms_max=%.6f noise_max=%.6f", noise,
 		       s->noise_rms_max, s->noise_max_max);
 	printf(" argmax_same=%lu/%lu", s->argmax_same, s->rows);
-	if (o->stream)
+	if (o->stream) {
 		printf(" tf_checked=%lu tf_agree=%lu tf_below_bound=%lu margin_bound=%.4f", s->tf_checked,
 		       s->tf_agree, s->tf_skipped, o->margin);
+		if (s->first_miss >= 0)
+			printf(" first_miss=%ld margin_at_miss=%.4f", s->first_miss, s->first_miss_margin);
+		else
+			printf(" first_miss=none");
+	}
 	printf(" verdict=%s\n", s->fails ? "FAIL" : "ok");
 }
 
@@ -366,7 +375,7 @@ int main(int argc, char **argv)
 	if (read_rows(&o, fo, fr, fn, n, rows))
 		goto out;
 
-	struct summary s = { 0 };
+	struct summary s = { .first_miss = -1 };
 	for (unsigned long i = 0; i < n; i++) {
 		const struct row_stat *r = &rows[i];
 		s.rows++;

@@ -84,11 +84,15 @@ expect 1 "over twice the ceiling" far --noise-factor 0 --rms-ceiling 0.0185
 expect 1 "std away" one $tol
 expect 1 "our rms nan" nan $tol
 expect 0 "" swap_low $tol --stream 3 "$stream" --margin 0.1
+grep -q "first_miss=4 margin_at_miss=0.009[0-9] " "$work/out" &&
+	ok "swap_low: the first miss is the stream's token 4, at the margin 0.01 (over a std of 1.02)" ||
+	fail "swap_low: $(tail -1 "$work/out")"
 expect 1 "our argmax 21 is not" swap_high $tol --stream 3 "$stream" --margin 0.1
 grep -q "tf_checked=4 tf_agree=3 tf_below_bound=1" "$work/out" &&
 	ok "swap_high: 4 rows checked, 1 below the bound" || fail "swap_high: $(tail -1 "$work/out")"
 expect 0 "" swap_high --noise-factor 1.5 --floor 0.01 --stream 3 "$stream" --margin 0.6
 expect 0 "" same $tol --stream 3 "$stream" --margin auto
+grep -q "first_miss=none " "$work/out" && ok "same: no miss" || fail "same: $(tail -1 "$work/out")"
 grep -q "margin_bound=0.1[0-9]* " "$work/out" && ok "--margin auto: twice the noise's largest" ||
 	fail "--margin auto: $(tail -1 "$work/out")"
 # llama.cpp's own argmax must be its stream's where the margin is over the bound.
