@@ -57,7 +57,7 @@ struct summary {
 	unsigned long rows, argmax_same, fails;
 	double rms_sum, rms_max, max_max, noise_rms_sum, noise_rms_max, noise_max_max;
 	unsigned long tf_checked, tf_agree, tf_skipped, tf_ref_wrong;
-	long first_miss;       /* the stream's first token that is not our argmax (-1: none) */
+	long first_miss;          /* the stream's first token not our argmax (-1: none) */
 	double first_miss_margin; /* llama.cpp's margin there */
 };
 
@@ -65,7 +65,7 @@ static void usage(void)
 {
 	fputs("usage: logits_cmp --vocab V OURS REF [NOISE] [--name S] [--stream P IDS]\n"
 	      "                  [--noise-factor K] [--floor F] [--rms-ceiling C]\n"
-	      "                  [--max-ceiling M] [--margin B] [-v]\n",
+	      "                  [--max-ceiling M] [--margin B|auto] [-v]\n",
 	      stderr);
 }
 
@@ -403,6 +403,8 @@ int main(int argc, char **argv)
 			       r->top_ours, r->top_ref == r->top_ours ? "" : " *");
 		if (!(r->std > 0) || r->rms != r->rms)
 			fail(&s, o.name, "row %lu: llama.cpp's std %g, our rms %g", i, r->std, r->rms);
+		if (fn && !isfinite(r->noise_max))
+			fail(&s, o.name, "row %lu: llama.cpp's token-by-token logits are not finite", i);
 		if (o.stream && i + 1 >= o.from && i + 1 < n)
 			stream_check(&o, r, i, ids[i + 1], &s);
 	}

@@ -83,6 +83,10 @@ expect 1 "over the ceiling" near --noise-factor 0 --rms-ceiling 0.02
 expect 1 "over twice the ceiling" far --noise-factor 0 --rms-ceiling 0.0185
 expect 1 "std away" one $tol
 expect 1 "our rms nan" nan $tol
+"$cmp" --vocab 1000 "$work/same" "$work/ref" "$work/nan" --name noise-nan >"$work/out" 2>&1
+[ $? = 1 ] && grep -q "^FAIL noise-nan: row 2: llama.cpp's token-by-token logits are not finite" \
+	"$work/out" && ok "a NaN in llama.cpp's token-by-token logits fails" ||
+	fail "NaN noise: $(head -1 "$work/out")"
 expect 0 "" swap_low $tol --stream 3 "$stream" --margin 0.1
 grep -q "first_miss=4 margin_at_miss=0.009[0-9] " "$work/out" &&
 	ok "swap_low: the first miss is the stream's token 4, at the margin 0.01 (over a std of 1.02)" ||
