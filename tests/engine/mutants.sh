@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Shows that agree.sh catches real bugs: for each mutant (one deliberate bug in the engine, the
 # kind a port gets wrong), a copy of the working tree with that one edit is built and agree.sh
-# run on the cases the bug touches; every such case must FAIL. Not part of ctest (about ten
-# minutes on two cores: a build, then one file recompiled per mutant); docs/ENGINE_AGREEMENT.md
-# reports its last run.
+# run on the cases the bug touches; every such case must FAIL. Not part of ctest (~7 minutes
+# on two cores, plus a first build of the copy; then one file is recompiled per mutant);
+# docs/ENGINE_AGREEMENT.md reports its last run.
 # Usage: mutants.sh [NAME...]   (default: every mutant; SF_MUTANTS_DIR: where the copy is built)
 # Exit 0 every mutant caught, 1 a mutant passed (or could not be applied: its source changed).
 set -uo pipefail
