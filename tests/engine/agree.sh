@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# Our GGUF engine against llama.cpp (docs/ENGINE_AGREEMENT.md): for each case, a random-weight
+# model of one shape and tensor type with a real vocabulary, a real text tokenized by
+# llama.cpp, then
+#   - llama.cpp's greedy stream of 64 tokens after the prompt (llama-ref greedy);
+#   - the logits of every position of prompt + stream: ours (superfluid model logits),
+#     llama.cpp's in one batch and llama.cpp's token by token (its own spread, the noise);
+#   - logits_cmp judges ours against the batch within the tolerance of the type's class and
+#     checks our argmax against llama.cpp's stream where its margin is over the noise bound
+#     (teacher forcing);
+#   - our free-running greedy stream (superfluid model run) against llama.cpp's: identical
+#     for the float types, its agreement length reported for the others.
+# Usage: agree.sh SUPERFLUID LOGITS_CMP REPO_ROOT WORKDIR SET...
+#   SET: llama, qwen2, qwen3 (the small test shape of that architecture in every type);
+#   qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b (that model at full width, 2 layers, in Q8_0 and
+#   Q4_K_M, and F16 for Llama-3.2-1B); real (those three); or one case SHAPE/TYPE[/LAYERS].
+# Exit 0 all agree, 1 a case did not, 77 skipped: llama.cpp could not be fetched (under CI=true
+# that fails instead). The models live in WORKDIR/<pid> and are removed after (SF_AGREE_KEEP=1
+# keeps them). SF_AGREE_VERBOSE=1 prints every row's figures.
+set -uo pipefail
+sf=$1 cmp=$2 root=$3 workdir=$4
+shift 4
+[ $# -gt 0 ] || { echo "usage: agree.sh SUPERFLUID LOGITS_CMP REPO_ROOT WORKDIR SET..." >&2; exit 2; }
+mkdir -p "$workdir" || exit 1
+work=$(mktemp -d "$workdir/agree.XXXXXX") || exit 1
+[ "${SF_AGREE_KEEP:-}" = 1 ] || trap 'rm -rf "$work"' EXIT
+fails=0
+
+if ! vars=$("$root/scripts/llama-ref-fetch" 2>"$work/fetch.err"); then
+	why=$(tail -1 "$work/fetch.err")
+	if [ "${CI:-}" = true ]; then
+		echo "FAIL $why"
+		sed 's/^/     | /' "$work/fetch.err"
+		exit 1
+	fi
+	echo "SKIP $why (under CI=true this fails)"
+	exit 77
+fi
+eval "$vars"
+[ -x "${LLAMA_REF:-}" ] || { echo "FAIL llama-ref-fetch gave no LLAMA_REF"; exit 1; }
+models=$LLAMA_SRC/models
+
+# Real texts (ours), one per architecture, each of 20 to 40 tokens: with the 64 of the
+# stream the batch holds over 64 queries, so llama.cpp's batch and token-by-token attention
+# take different paths (tiled F32, one-chunk F16) and the noise is its real spread.
+text_llama='The old lighthouse keeper climbed the spiral stairs every evening, counting each step,
+because the lamp had to be lit before the fishing boats came home.'
+text_qwen2='def fibonacci(n):
+    """Return the n-th Fibonacci number."""
+    a, b = 0, 1
+    for _ in range(n):
+        a, b = b, a + b
+    return a'
+text_qwen3='Water boils at 100 °C at sea level. 水在海平面上的沸点是一百摄氏度。Why does it boil at a lower temperature in the mountains?'
+
+# The tolerance of each class of types, all distances over the row's std (the figures they
+# come from: docs/ENGINE_AGREEMENT.md). The class is what llama.cpp does to the activations
+# that meet the weights, as we do:
+#   float   F32, F16: kept (F16 for F16 weights); the paths differ in the order of sums and in
+#           the attention's F16/F32 steps only.
+#   bf16    rounded to BF16.
+#   q8_0    Q8_0, Q4_0, Q5_0: quantized to Q8_0 blocks of 32.
+#   q8_k    Q4_K, Q6_K, the Q4_K_M mix: quantized to Q8_K blocks of 256.
+# A tiny difference upstream flips a rounding, so the rounded classes differ by about what
+# llama.cpp's own batch and token-by-token results differ by. Each: our mean RMS at most
+# 1.5 x llama.cpp's own (or the floor), and absolute ceilings on the mean RMS (twice it on a
+# row) and on any one logit.
+tolerance() {
+	case $1 in
+	f32 | f16) echo "--noise-factor 1.5 --floor 0.001 --rms-ceiling 0.004 --max-ceiling 0.02" ;;
+	bf16) echo "--noise-factor 1.5 --floor 0.003 --rms-ceiling 0.012 --max-ceiling 0.06" ;;
+	q8_0 | q4_0 | q5_0)
+		echo "--noise-factor 1.5 --floor 0.01 --rms-ceiling 0.03 --max-ceiling 0.18" ;;
+	*) echo "--noise-factor 1.5 --floor 0.01 --rms-ceiling 0.04 --max-ceiling 0.24" ;;
+	esac
+}
+
+cases=()
+for set in "$@"; do
+	case $set in
+	llama | qwen2 | qwen3)
+		for t in f32 f16 bf16 q8_0 q4_0 q5_0 q4_k q6_k q4_k_m; do
+			cases+=("test-$set/$t")
+		done ;;
+	qwen2.5-0.5b | qwen3-0.6b) cases+=("$set/q8_0/2" "$set/q4_k_m/2") ;;
+	# F16 too: the only shape with Llama 3's rope factors, seen best by the float tolerance.
+	llama-3.2-1b) cases+=("$set/q8_0/2" "$set/q4_k_m/2" "$set/f16/2") ;;
+	real)
+		for s in qwen2.5-0.5b qwen3-0.6b; do
+			cases+=("$s/q8_0/2" "$s/q4_k_m/2")
+		done
+		cases+=("llama-3.2-1b/q8_0/2" "llama-3.2-1b/q4_k_m/2" "llama-3.2-1b/f16/2") ;;
+	*/*) cases+=("$set") ;;
+	*) echo "agree.sh: unknown set '$set'" >&2; exit 2 ;;
+	esac
+done
+
+# One case: SHAPE/TYPE[/LAYERS].
+run_case() {
+	local shape=${1%%/*} rest=${1#*/} type layers arch vocab text
+	type=${rest%%/*}
+	layers=
+	[ "$rest" != "$type" ] && layers=${rest#*/}
+	case $shape in
+	test-llama) arch=llama vocab=llama-spm ;;
+	llama-*) arch=llama vocab=llama-bpe ;;
+	test-qwen2 | qwen2*) arch=qwen2 vocab=qwen2 ;;
+	test-qwen3 | qwen3*) arch=qwen3 vocab=qwen2 ;;
+	*) echo "FAIL $1: unknown shape"; return 1 ;;
+	esac
+	local name="$shape/$type${layers:+/${layers}L}" m=$work/m.gguf t0=$SECONDS
+	vocab=$models/ggml-vocab-$vocab.gguf
+	eval "text=\$text_$arch"
+	rm -f "$work"/*.f32 "$m"
+	if ! "$sf" model make --shape "$shape" --type "$type" --vocab "$vocab" \
+		${layers:+--layers "$layers"} -o "$m" >"$work/make.out" 2>&1; then
+		echo "FAIL $name: model make: $(tail -1 "$work/make.out")"
+		return 1
+	fi
+	local t_make=$((SECONDS - t0)) prompt stream ours seq n_prompt
+	prompt=$(printf '%s' "$text" | "$LLAMA_REF" tokenize "$vocab" --bos) &&
+		stream=$("$LLAMA_REF" greedy "$m" --tokens "$prompt" --n 64 --threads 1 2>"$work/err") &&
+		seq="$prompt $stream" &&
+		"$LLAMA_REF" logits "$m" --tokens "$seq" --out "$work/ref.f32" --threads 1 \
+			>/dev/null 2>"$work/err" &&
+		"$LLAMA_REF" logits "$m" --tokens "$seq" --out "$work/inc.f32" --threads 1 \
+			--incremental >/dev/null 2>"$work/err" ||
+		{ echo "FAIL $name: llama-ref: $(tail -1 "$work/err")"; return 1; }
+	SF_MODEL_QUIET=1 "$sf" model logits "$m" --tokens "$seq" --threads 1 -o "$work/ours.f32" \
+		2>"$work/err" &&
+		ours=$(SF_MODEL_QUIET=1 "$sf" model run "$m" --tokens "$prompt" --n 64 --ids \
+			--threads 1 2>"$work/err") ||
+		{ echo "FAIL $name: superfluid: $(tail -1 "$work/err")"; return 1; }
+	n_prompt=$(wc -w <<<"$prompt")
+	local n_seq n_vocab
+	n_seq=$(wc -w <<<"$seq")
+	if [ "$n_prompt" -lt 2 ] || [ $((n_seq - n_prompt)) != 64 ]; then
+		echo "FAIL $name: a prompt of $n_prompt tokens and a stream of $((n_seq - n_prompt))"
+		return 1
+	fi
+	n_vocab=$(($(stat -c %s "$work/ref.f32") / 4 / n_seq))
+
+	# The logits, and the teacher-forced argmax over llama.cpp's stream.
+	local rc=0 verbose=
+	[ "${SF_AGREE_VERBOSE:-}" = 1 ] && verbose=-v
+	"$cmp" --vocab "$n_vocab" "$work/ours.f32" "$work/ref.f32" "$work/inc.f32" --name "$name" \
+		--stream "$n_prompt" "$seq" --margin auto $(tolerance "$type") $verbose >"$work/cmp.out"
+	rc=$?
+	[ $rc -le 1 ] || { echo "FAIL $name: logits_cmp exited $rc"; cat "$work/cmp.out"; return 1; }
+
+	# Free running: how many of the 64 tokens agree before the first difference. Our run ends
+	# at an end-of-generation token; llama-ref's greedy goes on (the rest is teacher-forced).
+	local want=($stream) got=(${ours}) same=0 i summary miss
+	got=("${got[@]:n_prompt}")
+	for ((i = 0; i < ${#want[@]} && i < ${#got[@]}; i++)); do
+		[ "${want[i]}" = "${got[i]}" ] || break
+		same=$((same + 1))
+	done
+	local free="free_run=$same/64" eog=
+	[ $same -lt 64 ] && [ $same = ${#got[@]} ] && eog=1 free="free_run=$same/64(our_eog)"
+	# Where our stream leaves llama.cpp's, our own logits of that same prefix must have left
+	# it too (the engine gives the same bits token by token as in one pass).
+	summary=$(tail -1 "$work/cmp.out")
+	miss=$(sed -n 's/.* first_miss=\([a-z0-9]*\).*/\1/p' <<<"$summary")
+	if [ -z "$eog" ] && [ "$miss" != "$same" ] && ! { [ "$miss" = none ] && [ $same = 64 ]; }; then
+		echo "FAIL $name: our free-running stream leaves llama.cpp's at token $same, our" \
+			"logits' argmax at token $miss: token by token is not the same as in one pass"
+		rc=1
+	fi
+	case $type in
+	f32 | f16)
+		if [ $same -lt 64 ] && [ -z "$eog" ]; then
+			local mm at=
+			mm=$(sed -n 's/.* margin_at_miss=\([0-9.]*\).*/\1/p' <<<"$summary")
+			[ -n "$mm" ] && at="; llama.cpp's margin there $mm std"
+			echo "FAIL $name: free-running streams differ at token $same of 64 (a float type" \
+				"must give llama.cpp's stream$at):" \
+				"ours ${got[*]:same:4}..., llama.cpp's ${want[*]:same:4}..."
+			rc=1
+		fi ;;
+	esac
+	grep '^FAIL' "$work/cmp.out"
+	[ -n "$verbose" ] && grep -v '^FAIL' "$work/cmp.out" | sed '$d'
+	echo "$summary $free prompt=$n_prompt make_s=$t_make total_s=$((SECONDS - t0))"
+	return $rc
+}
+
+for c in "${cases[@]}"; do
+	run_case "$c" || fails=$((fails + 1))
+done
+rm -f "$work"/*.f32 "$work/m.gguf"
+echo "llama.cpp $LLAMA_COMMIT (node-llama-cpp $LLAMA_NLC_VERSION): ${#cases[@]} cases, $fails failed"
+[ $fails -eq 0 ]

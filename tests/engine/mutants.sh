@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Shows that agree.sh catches real bugs: for each mutant (one deliberate bug in the engine, the
+# kind a port gets wrong), a copy of the working tree with that one edit is built and agree.sh
+# run on the cases the bug touches; every such case must FAIL. Not part of ctest (~7 minutes
+# on two cores, plus a first build of the copy; then one file is recompiled per mutant);
+# docs/ENGINE_AGREEMENT.md reports its last run.
+# Usage: mutants.sh [NAME...]   (default: every mutant; SF_MUTANTS_DIR: where the copy is built)
+# Exit 0 every mutant caught, 1 a mutant passed (or could not be applied: its source changed).
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+dir=${SF_MUTANTS_DIR:-$root/build-mutants}
+src=$dir/src-copy
+
+# NAME|FILE|TEXT|REPLACEMENT|CASES (agree.sh cases; each must fail, but those marked ~, which
+# show where the tolerance of a rounded class stops seeing a small bug). TEXT occurs once.
+mutants=(
+	"rope-neox-flipped|src/model/model_load.c|c->rope_neox = c->arch != SF_ARCH_LLAMA;|c->rope_neox = c->arch == SF_ARCH_LLAMA;|test-llama/f16 test-qwen2/q8_0 test-qwen3/q4_k_m"
+	"qkv-bias-dropped|src/model/forward.c|if (l->bq) {|if (0 && l->bq) {|test-qwen2/f32 test-qwen2/q4_k_m qwen2.5-0.5b/q8_0/2"
+	"qk-norm-dropped|src/model/forward.c|if (l->q_norm) {|if (0 && l->q_norm) {|test-qwen3/f16 test-qwen3/q8_0"
+	"norm-scaled-2pct|src/model/ops.c|float scale = 1.0f / sqrtf(mean + eps);|float scale = 1.02f / sqrtf(mean + eps);|test-llama/f32 test-qwen2/q8_0 test-qwen3/q4_k_m"
+	"norm-eps-ignored|src/model/ops.c|float scale = 1.0f / sqrtf(mean + eps);|float scale = 1.0f / sqrtf(mean);|test-llama/f32"
+	"gate-up-swapped|src/model/forward.c|sf_op_swiglu(f->gate + t * F, f->up + t * F, F);|{ float *g_ = f->gate + t * F, *u_ = f->up + t * F; for (uint32_t i_ = 0; i_ < F; i_++) { float s_ = g_[i_]; g_[i_] = u_[i_]; u_[i_] = s_; } sf_op_swiglu(g_, u_, F); }|test-llama/q8_0 test-qwen2/f16 test-qwen3/q6_k"
+	"gqa-heads-interleaved|src/model/ops.c|uint32_t kvh = h / (m->cfg.n_head / m->cfg.n_head_kv);|uint32_t kvh = h % m->cfg.n_head_kv;|test-llama/f16 test-qwen2/q4_0 test-qwen3/bf16"
+	"attn-scale-10pct|src/model/ops.c|* m->cfg.attn_scale;|* m->cfg.attn_scale * 1.1f;|test-llama/f32 test-qwen2/q5_0 test-qwen3/q8_0"
+	"causal-mask-off-by-one|src/model/forward.c|j->toks[t].pos + 1, f->scores|j->toks[t].pos + (j->toks[t].pos == 0), f->scores|test-llama/f32 test-qwen2/q8_0"
+	"rope-freqs-ignored|src/model/ops.c|float t = m->rope_freqs ? theta / m->rope_freqs[i] : theta;|float t = theta;|llama-3.2-1b/f16/2 ~llama-3.2-1b/q8_0/2"
+	"v-cache-bf16|src/model/forward.c|sf_kern_quantize_act(SF_GGUF_T_F16, v, sf_kv_at(tk->kv, il, 1, tk->pos), kvd);|{ uint16_t *vh_ = sf_kv_at(tk->kv, il, 1, tk->pos); for (uint32_t i_ = 0; i_ < kvd; i_++) { float r_; uint32_t u_; memcpy(&u_, v + i_, 4); u_ &= 0xffff0000u; memcpy(&r_, &u_, 4); v[i_] = r_; } sf_kern_quantize_act(SF_GGUF_T_F16, v, vh_, kvd); }|test-llama/f32 test-qwen3/f16 ~test-qwen2/q8_0"
+	# Formats, in the AVX-512 kernels (those a CPU with AVX-512 runs; elsewhere these two
+	# change nothing that runs and are reported missed).
+	"q5_0-fifth-bit-dropped|src/kern/dot_q_avx512.c|_mm512_set1_epi8(0x10)));|_mm512_set1_epi8(0x00)));|test-llama/q5_0 test-qwen2/q5_0"
+	"q4_k-scale-high-bits-dropped|src/kern/dot_k_avx512.c|(((w[0] >> 6) & 0x03030303) << 4)|0|test-llama/q4_k test-qwen3/q4_k_m"
+)
+
+want=("$@")
+picked() {
+	[ ${#want[@]} -eq 0 ] && return 0
+	local w
+	for w in "${want[@]}"; do [ "$w" = "$1" ] && return 0; done
+	return 1
+}
+
+# A copy of the working tree's tracked files (only those that changed since the last run are
+# copied again, so that a second run rebuilds little), built with superfluid and logits_cmp.
+mkdir -p "$src" || exit 1
+(cd "$root" && git ls-files -z) | while IFS= read -r -d '' f; do
+	[ -f "$root/$f" ] || continue
+	cmp -s "$root/$f" "$src/$f" || { mkdir -p "$(dirname "$src/$f")" && cp "$root/$f" "$src/$f"; } ||
+		exit 1
+done || { echo "FAIL cannot copy the tree into $src"; exit 1; }
+echo "== building the copy in $dir/build"
+cmake -S "$src" -B "$dir/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$dir/cmake.log" 2>&1 &&
+	ninja -C "$dir/build" superfluid logits_cmp >"$dir/build.log" 2>&1 ||
+	{ echo "FAIL the copy does not build (log: $dir/build.log)"; exit 1; }
+
+fails=0
+for spec in "${mutants[@]}"; do
+	IFS='|' read -r name file text repl cases <<<"$spec"
+	picked "$name" || continue
+	cp "$src/$file" "$dir/orig"
+	if ! python3 - "$src/$file" "$text" "$repl" <<'EOF'; then
+import sys
+path, old, new = sys.argv[1:4]
+s = open(path).read()
+if s.count(old) != 1:
+    print("FAIL mutant: '%s' occurs %d times in %s" % (old, s.count(old), path))
+    sys.exit(1)
+open(path, "w").write(s.replace(old, new))
+EOF
+		fails=$((fails + 1))
+		continue
+	fi
+	echo "== $name: $file"
+	if ! ninja -C "$dir/build" superfluid >"$dir/build.log" 2>&1; then
+		echo "FAIL $name does not build (log: $dir/build.log)"
+		fails=$((fails + 1))
+	else
+		caught=0 n=0
+		for c in $cases; do
+			info=
+			[ "${c#\~}" != "$c" ] && info=1 c=${c#\~}
+			[ -n "$info" ] || n=$((n + 1))
+			out=$(bash "$root/tests/engine/agree.sh" "$dir/build/superfluid" \
+				"$dir/build/tests/logits_cmp" "$root" "$dir/work" "$c" 2>&1)
+			rc=$?
+			line=$(grep 'verdict=' <<<"$out" | tail -1)
+			# Which checks failed: the mean against llama.cpp's own spread, the ceilings,
+			# one logit, the teacher-forced argmax, the free-running stream of a float type.
+			checks=$(grep '^FAIL' <<<"$out" | sed -n \
+				-e "s/.*x llama.cpp's own.*/noise/p" -e 's/.*std away, over.*/max-ceiling/p' \
+				-e 's/.*over twice the ceiling.*/row-ceiling/p' -e 's/.*over the ceiling.*/rms-ceiling/p' \
+				-e 's/.*our argmax .* is not llama.cpp.s stream token.*/teacher-forced/p' \
+				-e 's/.*free-running streams differ.*/free-run/p' \
+				-e 's/.*the bound is too small.*/bound/p' \
+				-e 's/.*token by token is not the same.*/self/p' | sort | uniq -c |
+				awk '{ printf "%s%s(%d)", (NR > 1 ? " " : ""), $2, $1 }')
+			if [ $rc = 1 ] && [ -n "$line" ] && [ -n "$checks" ]; then
+				[ -n "$info" ] || caught=$((caught + 1))
+				echo "  caught $c by: $checks${info:+ (informative)}"
+			elif [ -n "$info" ] && [ $rc = 0 ]; then
+				echo "  passed $c (informative: under the tolerance of its class)"
+			else
+				echo "  MISSED $c (exit $rc): $(grep '^FAIL' <<<"$out" | head -1)"
+			fi
+			echo "         ${line:-no figures}" | cut -c1-240
+		done
+		[ $caught = $n ] && echo "ok   $name caught in $n of $n cases" ||
+			{ echo "FAIL $name caught in $caught of $n cases"; fails=$((fails + 1)); }
+	fi
+	cp "$dir/orig" "$src/$file"
+done
+# Leave the copy as it was built from the tree (the last mutant undone).
+ninja -C "$dir/build" superfluid >/dev/null 2>&1
+[ $fails -eq 0 ]
