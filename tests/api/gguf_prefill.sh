@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# A long prompt on a GGUF node with 1 s silence limits on both sides of every link: some 2,000
-# tokens on a model as wide as Qwen2.5-0.5B (2 of its layers, one compute thread), about 10 s
-# of computing here, in chunks of 256 on the node's engine thread. Meanwhile a short stream on
+# A long prompt on a GGUF node with 1 s silence limits on both sides of every link: as many
+# tokens as take about 10 s to compute on this machine (measured first with `superfluid model
+# run`: 2,000 to 14,000) on a model as wide as Qwen2.5-0.5B (2 of its layers, one compute
+# thread), in chunks of 256 on the node's engine thread. Meanwhile a short stream on
 # the same node starts, gets a token each step and ends (the engine's greedy text) before the
 # long prompt is done; no link goes silent or drops (the head's and the node's logs, the
 # head's reconnect count), and the long completion is answered.
 # Usage: gguf_prefill.sh NODED HEADD CLI SOURCE_DIR [WORDS]   (exit 77: no llama.cpp
 # vocabulary; KEEP=DIR keeps the work folder)
 set -uo pipefail
-noded=$1 headd=$2 cli=$3 src=$4 words=${5:-2000}
+noded=$1 headd=$2 cli=$3 src=$4 words=${5:-}
 . "$(dirname "$0")/lib.sh"
 unset SUPERFLUID_HEAD SUPERFLUID_API_KEY
 gguf_vocab "$src"
@@ -17,9 +18,18 @@ since() { python3 -c "import sys; print('%.1f' % (float(sys.argv[2]) - float(sys
 
 M=$work/qwen05.gguf
 gguf_make "$M" qwen2 qwen2.5-0.5b q8_0 --layers 2
+# How many words take some 10 s here: 2,000 timed with the engine alone (a word is a token or
+# two), scaled, within what the context holds.
+if [ -z "$words" ]; then
+	tc=$(now)
+	SF_MODEL_QUIET=1 "$cli" model run "$M" --threads 1 --n 1 --ctx-len 16384 \
+		--prompt "$(python3 -c 'print(" ".join(["river stone"] * 1000))')" >/dev/null 2>&1
+	t=$(since "$tc")
+	words=$(python3 -c "import sys; t = max(float(sys.argv[1]), 0.05); print(max(2000, min(14000, int(2000 * 10 / t))))" "$t")
+fi
 model=random-qwen2.5-0.5b-q8_0
 engine_says "$work/want" "$M" --prompt 'Once upon a time' --n 3
-start_gguf_node n1 "$M" --threads 1 --silence-ms 1000 --heartbeat-ms 100 && p1=$port
+start_gguf_node n1 "$M" --threads 1 --ctx-len 16384 --silence-ms 1000 --heartbeat-ms 100 && p1=$port
 start_head head "127.0.0.1:$p1" --silence-ms 1000 --heartbeat-ms 100
 base="http://127.0.0.1:$hport"
 nodes_up 1

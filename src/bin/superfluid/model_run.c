@@ -22,8 +22,9 @@ static const char usage_text[] =
 	"\n"
 	"run: the continuation of N tokens (default 32) after the prompt, as the GGUF engine\n"
 	"computes it on this machine: the text, or with --ids one line of token ids (the prompt's\n"
-	"then the continuation's). --prompt is encoded with special tokens parsed and without a\n"
-	"BOS (give it in the text, or use --tokens). Greedy unless --temperature T > 0 (then\n"
+	"then the continuation's). --prompt is encoded with special tokens parsed and, as a head\n"
+	"encodes a completion's prompt, the model's BOS first when its tokenizer adds one (use\n"
+	"--tokens for other sequences). Greedy unless --temperature T > 0 (then\n"
 	"--top-p P, default 1, and --seed S, default 0: the draws a node makes for a request\n"
 	"with the same temperature, top_p and seed).\n"
 	"logits: the logits of every position of the token sequence, computed in one pass, written\n"
@@ -126,8 +127,16 @@ int cli_model_run(int argc, char **argv)
 	int rc = toks ? 0 : -1;
 	if (!rc && o.tokens && parse_tokens(o.tokens, toks, MAX_TOKENS, &n))
 		rc = sf_err_set(&err, SF_E_RANGE, "bad --tokens");
-	if (!rc && o.prompt)
-		rc = sf_engine_encode(e, o.prompt, strlen(o.prompt), toks, MAX_TOKENS, &n, &err);
+	if (!rc && o.prompt) {
+		/* As a head encodes a completion's prompt: the model's BOS first when its tokenizer
+		 * adds one. */
+		const struct sf_engine_info *info = sf_engine_info(e);
+		size_t at = info->has_bos ? 1 : 0;
+		toks[0] = info->bos;
+		rc = sf_engine_encode(e, o.prompt, strlen(o.prompt), toks + at, MAX_TOKENS - at, &n,
+				      &err);
+		n += at;
+	}
 	struct sf_sampling smp = { .temperature = (float)o.temperature, .top_p = (float)o.top_p,
 				   .seed = o.seed };
 	struct sf_engine_ctx *ctx = NULL;
