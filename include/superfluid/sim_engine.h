@@ -27,18 +27,17 @@
  * as it grows: with the defaults after about 100 tokens on average, most between 40 and 250,
  * at any temperature. No other token is ever produced.
  *
- * Sampling. temperature < 1e-5 takes the argmax (ties: lowest id). Otherwise the logits are
- * divided by temperature, cut to the top_k most likely (0: all) and then to the smallest set
- * whose probability reaches top_p (0 or 1: all), and a draw made from sampling.seed and the
- * bits of the final hidden state picks one: deterministic given the context and seeds.
- * Logprobs are the log-softmax of the raw logits over the candidates (temperature 1, before
- * top_k/top_p), whatever the sampling; at temperature 0 the chosen token is the top one.
- * The sampling fields protocol 4 added (min_p, the penalties, logit_bias) are taken and
- * ignored: the simulated model's streams stay what the tests compute from the four above.
+ * Sampling: the sampler every engine uses (superfluid/sampler.h) over a row of the whole
+ * vocabulary holding the candidates' logits (every other token at -inf), every field of the
+ * request's sampling taken (penalties, logit_bias, top_k, top_p, min_p, temperature; below
+ * 1e-5 the argmax, ties to the lowest id); its random number comes from (seed, position), the
+ * position being the context's length before the token: deterministic given the context and
+ * seed. Logprobs are the log-softmax of the candidates' logits after penalties and bias.
  *
  * Pipeline stages exchange a hidden blob: u32 width, u32 layer (the next layer to run), u32
- * run, u32 last token (0xffffffff: none), u32 model check (from the seed and shapes), then
- * width f32, all little-endian; positions travel beside activations as in a real engine.
+ * run, u32 last token (0xffffffff: none), u32 model check (from the seed and shapes), u32
+ * position (the context's length: the last stage's draw), then width f32, all little-endian;
+ * positions travel beside activations as in a real engine.
  *
  * State operations: "echo" (result = args), "transcribe" (input: the first blob, or args when
  * there is none; one segment per 16 input bytes, 1000 ms each (a last short one in
@@ -74,7 +73,7 @@ enum {
 #define SF_SIM_MAX_HIDDEN 256
 #define SF_SIM_MAX_CTX SF_MAX_TOKENS
 #define SF_SIM_MAX_BATCH 4096
-#define SF_SIM_STAGE_HDR 20
+#define SF_SIM_STAGE_HDR 24
 
 /* A zero field takes its default (shown); sf_sim_config_default fills them in. */
 struct sf_sim_config {

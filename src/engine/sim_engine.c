@@ -1,6 +1,8 @@
 /* The simulated engine: config, contexts, decode step, stages, timing, its ops table. */
 #include "sim_internal.h"
 
+#include <superfluid/sampler.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +56,7 @@ static void sim_destroy(void *impl)
 {
 	struct sim *sim = impl;
 	sim_model_fini(&sim->m);
+	sf_sampler_free(sim->sampler);
 	free(sim);
 }
 
@@ -151,6 +154,7 @@ static int sim_prefill(void *impl, struct sf_engine_ctx *ctx, const uint32_t *to
 		c->tokens[c->len++] = tokens[i];
 		sim_state_push(&c->st, tokens[i]);
 	}
+	c->n_gen = 0;
 	return 0;
 }
 
@@ -164,6 +168,8 @@ static int sim_ctx_truncate(void *impl, struct sf_engine_ctx *ctx, size_t n, str
 	struct sim_ctx *c = sim_ctx(ctx);
 	mem_give(impl, c->len - n);
 	c->len = (uint32_t)n;
+	if (c->n_gen > c->len)
+		c->n_gen = c->len;
 	sim_state_init(&c->st);
 	for (size_t i = 0; i < n; i++)
 		sim_state_push(&c->st, c->tokens[i]);
@@ -193,8 +199,10 @@ static int sim_decode(void *impl, struct sf_engine_step *steps, size_t n, struct
 			st->rc = mem_take(sim, 1, err);
 		if (st->rc)
 			continue;
-		st->token = sim_next(&sim->m, &c->st, &c->s, lp ? &st->lp : NULL, st->top_logprobs);
+		st->token = sim_next(&sim->m, sim->sampler, &c->st, &c->s, c->tokens, c->len, c->n_gen,
+				     lp ? &st->lp : NULL, st->top_logprobs);
 		c->tokens[c->len++] = st->token;
+		c->n_gen++;
 		sim_state_push(&c->st, st->token);
 	}
 	return 0;
@@ -206,7 +214,7 @@ static int sim_stage_forward(void *impl, const struct sf_engine_stage_in *in,
 {
 	struct sim *sim = impl;
 	float h[SF_SIM_MAX_HIDDEN];
-	uint32_t run, last;
+	uint32_t run, last, pos;
 	if (in->start_layer == 0) {
 		struct sim_state st;
 		sim_state_init(&st);
@@ -215,23 +223,27 @@ static int sim_stage_forward(void *impl, const struct sf_engine_stage_in *in,
 		sim_embed(&sim->m, &st, h);
 		run = st.run;
 		last = st.last;
+		pos = (uint32_t)in->n_tokens;
 	} else {
 		int rc = sim_hidden_unpack(&sim->m, in->hidden, in->hidden_len, in->start_layer, h,
-					   &run, &last, err);
+					   &run, &last, &pos, err);
 		if (rc)
 			return rc;
 	}
 	sim_layers(&sim->m, h, in->start_layer, in->end_layer);
 	if (in->end_layer == sim->cfg.n_layers) {
+		/* The decode step's draw for this context: the same position (penalties see the
+		 * context's tokens only in a stage that has them). */
 		out->kind = SF_STAGE_TOKEN;
-		out->token = sim_pick(&sim->m, h, run, last, in->sampling, NULL, 0);
+		out->token = sim_pick(&sim->m, sim->sampler, h, run, last, in->sampling,
+				      in->start_layer == 0 ? in->tokens : NULL, pos, 0, NULL, 0);
 		return 0;
 	}
 	size_t need = sim_stage_bytes(&sim->m);
 	out->hidden_len = need;
 	if (need > cap)
 		return sf_err_set(err, SF_E_LIMIT, "hidden state of %zu bytes, over %zu", need, cap);
-	sim_hidden_pack(&sim->m, h, in->end_layer, run, last, hidden_out);
+	sim_hidden_pack(&sim->m, h, in->end_layer, run, last, pos, hidden_out);
 	out->kind = SF_STAGE_HIDDEN;
 	return 0;
 }
@@ -285,6 +297,8 @@ int sf_sim_engine_new(const struct sf_sim_config *cfg, struct sf_engine **out,
 	int rc = sim_config_resolve(cfg, &sim->cfg, err);
 	if (!rc)
 		rc = sim_model_init(&sim->m, &sim->cfg, err);
+	if (!rc)
+		rc = sf_sampler_new(SF_SIM_VOCAB, &sim->sampler, err);
 	if (rc) {
 		sim_destroy(sim);
 		return rc;

@@ -8,6 +8,8 @@
 
 #include <superfluid/sim_engine.h>
 
+struct sf_sampler;
+
 #define SIM_NCAND 97          /* '\n', 0x20..0x7e, <|eos|> */
 #define SIM_NO_TOKEN 0xffffffffu
 
@@ -33,6 +35,7 @@ struct sim_state {
 struct sim_ctx {
 	struct sim_state st;
 	struct sf_sampling s;
+	uint32_t n_gen; /* tokens decode steps appended since the last prefill */
 	uint32_t *tokens;
 	uint32_t len;
 	uint32_t cap;
@@ -43,6 +46,7 @@ struct sim {
 	char model[SF_MAX_NAME];
 	struct sim_model m;
 	uint64_t mem_used;
+	struct sf_sampler *sampler; /* the one every engine uses */
 };
 
 static inline struct sim_ctx *sim_ctx(struct sf_engine_ctx *c)
@@ -67,15 +71,19 @@ void sim_state_init(struct sim_state *st);
 void sim_state_push(struct sim_state *st, uint32_t token);
 void sim_embed(const struct sim_model *m, const struct sim_state *st, float *h);
 void sim_layers(const struct sim_model *m, float *h, uint32_t start, uint32_t end);
-uint32_t sim_pick(const struct sim_model *m, const float *h, uint32_t run, uint32_t last,
-		  const struct sf_sampling *s, struct sf_engine_logprob *lp, uint32_t n_top);
-uint32_t sim_next(const struct sim_model *m, const struct sim_state *st,
-		  const struct sf_sampling *s, struct sf_engine_logprob *lp, uint32_t n_top);
+/* The next token from the last layer's h: the shared sampler's draw at position n_ctx (ctx,
+ * when not NULL, the n_ctx tokens before it, the last n_gen of them generated). */
+uint32_t sim_pick(const struct sim_model *m, struct sf_sampler *smp, const float *h,
+		  uint32_t run, uint32_t last, const struct sf_sampling *s, const uint32_t *ctx,
+		  size_t n_ctx, size_t n_gen, struct sf_engine_logprob *lp, uint32_t n_top);
+uint32_t sim_next(const struct sim_model *m, struct sf_sampler *smp, const struct sim_state *st,
+		  const struct sf_sampling *s, const uint32_t *ctx, size_t n_ctx, size_t n_gen,
+		  struct sf_engine_logprob *lp, uint32_t n_top);
 size_t sim_stage_bytes(const struct sim_model *m);
 void sim_hidden_pack(const struct sim_model *m, const float *h, uint32_t layer,
-		     uint32_t run, uint32_t last, uint8_t *out);
+		     uint32_t run, uint32_t last, uint32_t pos, uint8_t *out);
 int sim_hidden_unpack(const struct sim_model *m, const uint8_t *in, size_t len,
-		      uint32_t layer, float *h, uint32_t *run, uint32_t *last,
+		      uint32_t layer, float *h, uint32_t *run, uint32_t *last, uint32_t *pos,
 		      struct sf_err *err);
 
 /* sim_tokenizer.c */

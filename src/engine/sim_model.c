@@ -1,6 +1,8 @@
 /* The simulated model: context summary, embedding, layers, pseudo-logits, sampling. */
 #include "sim_internal.h"
 
+#include <superfluid/sampler.h>
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,95 +180,44 @@ __attribute__((noinline)) static void logits_of(const struct sim_model *m, const
 	}
 }
 
-/* Candidates by logit, most likely first, ties by token id. */
-static void sort_cands(const float *lg, int *ord)
+/* The candidates' logits as a row of the whole vocabulary (every other token at -inf), drawn
+ * from by the sampler every engine uses (superfluid/sampler.h): its random number comes from
+ * (seed, position), its logprobs are the log-softmax of the candidates' logits. */
+uint32_t sim_pick(const struct sim_model *m, struct sf_sampler *smp, const float *h,
+		  uint32_t run, uint32_t last, const struct sf_sampling *s, const uint32_t *ctx,
+		  size_t n_ctx, size_t n_gen, struct sf_engine_logprob *lp, uint32_t n_top)
 {
-	for (int i = 0; i < SIM_NCAND; i++) {
-		int c = i, k = i;
-		while (k > 0 && lg[ord[k - 1]] < lg[c]) {
-			ord[k] = ord[k - 1];
-			k--;
-		}
-		ord[k] = c;
-	}
-}
-
-static uint64_t draw_seed(const float *h, uint32_t n, uint32_t run, uint32_t last,
-			  uint64_t seed)
-{
-	uint64_t x = sim_mix64(seed * GOLDEN ^ ((uint64_t)run << 32 | last));
-	for (uint32_t j = 0; j < n; j++) {
-		uint32_t bits;
-		memcpy(&bits, &h[j], 4);
-		x = sim_mix64(x ^ bits);
-	}
-	return x;
-}
-
-static int sample(const float *lg, const int *ord, const float *h, uint32_t n, uint32_t run,
-		  uint32_t last, const struct sf_sampling *s)
-{
-	double p[SIM_NCAND], sum = 0, t = s->temperature;
-	int keep = SIM_NCAND;
-	if (s->top_k && s->top_k < (uint32_t)keep)
-		keep = (int)s->top_k;
-	for (int i = 0; i < keep; i++)
-		sum += p[i] = exp(((double)lg[ord[i]] - lg[ord[0]]) / t);
-	if (s->top_p > 0 && s->top_p < 1) {
-		double cum = 0, want = s->top_p * sum;
-		for (int i = 0; i < keep; i++) {
-			cum += p[i];
-			if (cum >= want) {
-				keep = i + 1;
-				sum = cum;
-				break;
-			}
-		}
-	}
-	uint64_t x = draw_seed(h, n, run, last, s->seed);
-	double target = (double)(x >> 11) * 0x1p-53 * sum, cum = 0;
-	for (int i = 0; i < keep; i++) {
-		cum += p[i];
-		if (cum > target)
-			return ord[i];
-	}
-	return ord[keep - 1];
-}
-
-uint32_t sim_pick(const struct sim_model *m, const float *h, uint32_t run, uint32_t last,
-		  const struct sf_sampling *s, struct sf_engine_logprob *lp, uint32_t n_top)
-{
-	float lg[SIM_NCAND];
-	int ord[SIM_NCAND], c;
+	float lg[SIM_NCAND], row[SF_SIM_VOCAB];
 	logits_of(m, h, run, last, lg);
-	sort_cands(lg, ord);
-	if (!s || s->temperature < 1e-5f)
-		c = ord[0];
+	for (int t = 0; t < SF_SIM_VOCAB; t++)
+		row[t] = -INFINITY;
+	for (int c = 0; c < SIM_NCAND; c++)
+		row[cand_token(c)] = lg[c];
+	struct sf_sampler_params p;
+	if (s)
+		sf_sampler_params_from_wire(&p, s);
 	else
-		c = sample(lg, ord, h, m->hidden, run, last, s);
-	if (lp) {
-		double sum = 0, lse;
-		for (int i = 0; i < SIM_NCAND; i++)
-			sum += exp((double)lg[i] - lg[ord[0]]);
-		lse = lg[ord[0]] + log(sum);
-		lp->token = cand_token(c);
-		lp->logprob = (float)(lg[c] - lse);
-		lp->n_top = n_top < SIM_NCAND ? n_top : SIM_NCAND;
-		for (uint32_t i = 0; i < lp->n_top; i++) {
-			lp->top[i].token = cand_token(ord[i]);
-			lp->top[i].logprob = (float)(lg[ord[i]] - lse);
-		}
-	}
-	return cand_token(c);
+		sf_sampler_params_default(&p);
+	if (!s || s->temperature < 1e-5f)
+		p.temperature = 0; /* greedy, as the simulated engine has always taken it */
+	struct sf_sampler_input in = { .logits = row, .n_vocab = SF_SIM_VOCAB,
+				       .context = ctx, .n_context = ctx ? n_ctx : 0,
+				       .n_generated = ctx ? n_gen : 0, .position = n_ctx };
+	struct sf_sampler_result res;
+	struct sf_err err;
+	if (sf_sampler_sample(smp, &p, &in, &res, lp, lp ? n_top : 0, &err))
+		return cand_token(0); /* the row always has finite logits: not reached */
+	return res.token;
 }
 
-uint32_t sim_next(const struct sim_model *m, const struct sim_state *st,
-		  const struct sf_sampling *s, struct sf_engine_logprob *lp, uint32_t n_top)
+uint32_t sim_next(const struct sim_model *m, struct sf_sampler *smp, const struct sim_state *st,
+		  const struct sf_sampling *s, const uint32_t *ctx, size_t n_ctx, size_t n_gen,
+		  struct sf_engine_logprob *lp, uint32_t n_top)
 {
 	float h[SF_SIM_MAX_HIDDEN];
 	sim_embed(m, st, h);
 	sim_layers(m, h, 0, m->n_layers);
-	return sim_pick(m, h, st->run, st->last, s, lp, n_top);
+	return sim_pick(m, smp, h, st->run, st->last, s, ctx, n_ctx, n_gen, lp, n_top);
 }
 
 /* ---- the hidden blob between stages ---- */
@@ -288,13 +239,14 @@ size_t sim_stage_bytes(const struct sim_model *m)
 }
 
 void sim_hidden_pack(const struct sim_model *m, const float *h, uint32_t layer,
-		     uint32_t run, uint32_t last, uint8_t *out)
+		     uint32_t run, uint32_t last, uint32_t pos, uint8_t *out)
 {
 	put32(out, m->hidden);
 	put32(out + 4, layer);
 	put32(out + 8, run);
 	put32(out + 12, last);
 	put32(out + 16, m->check);
+	put32(out + 20, pos);
 	for (uint32_t j = 0; j < m->hidden; j++) {
 		uint32_t bits;
 		memcpy(&bits, &h[j], 4);
@@ -303,7 +255,7 @@ void sim_hidden_pack(const struct sim_model *m, const float *h, uint32_t layer,
 }
 
 int sim_hidden_unpack(const struct sim_model *m, const uint8_t *in, size_t len,
-		      uint32_t layer, float *h, uint32_t *run, uint32_t *last,
+		      uint32_t layer, float *h, uint32_t *run, uint32_t *last, uint32_t *pos,
 		      struct sf_err *err)
 {
 	if (len != sim_stage_bytes(m) || get32(in) != m->hidden)
@@ -318,6 +270,7 @@ int sim_hidden_unpack(const struct sim_model *m, const uint8_t *in, size_t len,
 				  get32(in + 4), layer);
 	*run = get32(in + 8);
 	*last = get32(in + 12);
+	*pos = get32(in + 20);
 	for (uint32_t j = 0; j < m->hidden; j++) {
 		uint32_t bits = get32(in + SF_SIM_STAGE_HDR + 4 * j);
 		memcpy(&h[j], &bits, 4);
@@ -357,9 +310,18 @@ int sf_sim_expected(const struct sf_sim_config *cfg, const struct sf_sampling *s
 	rc = sim_model_init(&m, &c, err);
 	if (rc)
 		return rc;
+	struct sf_sampler *smp = NULL;
+	uint32_t *all = malloc((n_ctx + max_new_tokens + 1) * sizeof(uint32_t));
+	if (!all || (rc = sf_sampler_new(SF_SIM_VOCAB, &smp, err))) {
+		free(all);
+		sim_model_fini(&m);
+		return all ? rc : sf_err_set(err, SF_E_NOMEM, "no memory for the expected stream");
+	}
+	if (n_ctx)
+		memcpy(all, ctx, n_ctx * sizeof(uint32_t));
 	size_t len = n_ctx, n = 0;
 	for (uint32_t i = 0; i < max_new_tokens && len < c.ctx_len; i++) {
-		uint32_t t = sim_next(&m, &st, s, NULL, 0);
+		uint32_t t = sim_next(&m, smp, &st, s, all, len, n, NULL, 0);
 		if (t == SF_SIM_EOS) {
 			*finish_reason = SF_FINISH_STOP;
 			break;
@@ -369,9 +331,11 @@ int sf_sim_expected(const struct sf_sim_config *cfg, const struct sf_sampling *s
 			break;
 		}
 		out[n++] = t;
+		all[len++] = t;
 		sim_state_push(&st, t);
-		len++;
 	}
+	sf_sampler_free(smp);
+	free(all);
 	sim_model_fini(&m);
 	*n_out = n;
 	return rc;

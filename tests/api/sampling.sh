@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every sampling field from the client to the sampler.
-#   sim:  with the simulated engine (which samples with temperature, top_p, top_k and seed
-#         only): the fields are taken and checked (400s naming the field, a logit_bias token
+#   sim:  with the simulated engine (the same sampler: its stream is sim_expect's with the same
+#         fields): the fields are taken and checked (400s naming the field, a logit_bias token
 #         past the model's vocabulary); a session that needs them is refused, naming the node,
 #         by a fleet of version 3 nodes (noded --version-max 3), which still serve the rest.
 #   gguf: with the GGUF engine on a random-weight model (superfluid model make, llama.cpp's
@@ -26,11 +26,13 @@ if [ "$mode" = sim ]; then
 	base="http://127.0.0.1:$hport"
 	wait_health
 
-	printf 'Once upon a time' | want --temperature 0 --max-tokens 24
+	printf 'Once upon a time' | want --temperature 0 --max-tokens 24 --top-k 40 --min-p 0.05 \
+		--presence-penalty 0.5 --frequency-penalty 0.5 --repetition-penalty 1.2 \
+		--repeat-last-n 16 --logit-bias 65:-100 --logit-bias 66:2
 	req POST /v1/completions '{"model":"sim-1","prompt":"Once upon a time","max_tokens":24,"temperature":0,"top_k":40,"min_p":0.05,"presence_penalty":0.5,"frequency_penalty":0.5,"repetition_penalty":1.2,"repeat_last_n":16,"logit_bias":{"65":-100,"66":2}}'
 	r=0; [ "$status" = 200 ] && [ "$(text)" = "$(cat "$work/want")" ] &&
 		[ "$(j "$work/out" 'd["usage"]["prompt_tokens"]')" = 16 ] || r=1
-	check "every sampling field is taken; the simulated engine samples with its four alone, and its tokenizer adds no BOS" $r
+	check "every sampling field is taken, the simulated engine samples with them all (the one sampler), and its tokenizer adds no BOS" $r
 
 	req POST /v1/chat/completions '{"model":"sim-1","messages":[{"role":"user","content":"hi"}],"logit_bias":{"264":5}}'
 	r=0; [ "$status" = 400 ] && err_is logit_bias invalid_value &&
@@ -63,6 +65,7 @@ if [ "$mode" = sim ]; then
 	req POST /v1/chat/completions '{"model":"sim-1","messages":[{"role":"user","content":"hi"}],"repeat_penalty":1.3}'
 	r=0; [ "$status" = 400 ] && err_is repetition_penalty unsupported_on_fleet || r=1
 	check "repeat_penalty there: 400 naming repetition_penalty" $r
+	printf 'Once upon a time' | want --temperature 0 --max-tokens 24 --top-k 40
 	req POST /v1/completions '{"model":"sim-1","prompt":"Once upon a time","max_tokens":24,"temperature":0,"top_k":40,"repetition_penalty":1,"presence_penalty":0}'
 	r=0; [ "$status" = 200 ] && [ "$(text)" = "$(cat "$work/want")" ] || r=1
 	check "neutral values and top_k still go to a version 3 node" $r

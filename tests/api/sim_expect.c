@@ -3,7 +3,9 @@
  * a chat template's output does), encodes it with the sim tokenizer and prints the text of
  * the tokens the engine produces (specials left out) to stdout, then one line
  * "<finish reason> <token count>" to stderr.
- * Usage: sim_expect [--temperature T] [--top-p P] [--seed S] [--max-tokens N] */
+ * Usage: sim_expect [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--seed S]
+ *        [--presence-penalty X] [--frequency-penalty X] [--repetition-penalty X]
+ *        [--repeat-last-n N] [--logit-bias TOKEN:BIAS]... [--max-tokens N] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,13 +18,34 @@
 int main(int argc, char **argv)
 {
 	struct sf_sampling smp = { .temperature = 1, .top_p = 1 };
+	static struct sf_logit_bias bias[SF_MAX_LOGIT_BIAS];
 	unsigned long max_new = 4096;
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--temperature"))
 			smp.temperature = strtof(argv[i + 1], NULL);
 		else if (!strcmp(argv[i], "--top-p"))
 			smp.top_p = strtof(argv[i + 1], NULL);
-		else if (!strcmp(argv[i], "--seed"))
+		else if (!strcmp(argv[i], "--top-k"))
+			smp.top_k = (uint32_t)strtoul(argv[i + 1], NULL, 10);
+		else if (!strcmp(argv[i], "--min-p"))
+			smp.min_p = strtof(argv[i + 1], NULL);
+		else if (!strcmp(argv[i], "--presence-penalty"))
+			smp.presence_penalty = strtof(argv[i + 1], NULL);
+		else if (!strcmp(argv[i], "--frequency-penalty"))
+			smp.frequency_penalty = strtof(argv[i + 1], NULL);
+		else if (!strcmp(argv[i], "--repetition-penalty"))
+			smp.repetition_penalty = strtof(argv[i + 1], NULL);
+		else if (!strcmp(argv[i], "--repeat-last-n"))
+			smp.repeat_last_n = (uint32_t)strtoul(argv[i + 1], NULL, 10);
+		else if (!strcmp(argv[i], "--logit-bias") && smp.n_logit_bias < SF_MAX_LOGIT_BIAS) {
+			char *colon = strchr(argv[i + 1], ':');
+			if (!colon)
+				return 2;
+			bias[smp.n_logit_bias].token = (uint32_t)strtoul(argv[i + 1], NULL, 10);
+			bias[smp.n_logit_bias].bias = strtof(colon + 1, NULL);
+			smp.n_logit_bias++;
+			smp.logit_bias = bias;
+		} else if (!strcmp(argv[i], "--seed"))
 			smp.seed = strtoull(argv[i + 1], NULL, 10);
 		else if (!strcmp(argv[i], "--max-tokens"))
 			max_new = strtoul(argv[i + 1], NULL, 10);
