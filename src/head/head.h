@@ -97,6 +97,7 @@ struct sf_head_stats {
 	uint64_t reconciles, replayed, resent_content, probes, reassigned, restarted, lost;
 	uint64_t resumed; /* lost runs that went on from what the caller had */
 	uint64_t moved, leases_granted, leases_refused, refused, acks_sent, links_dropped;
+	uint64_t moved_for_room; /* sessions a node had no context memory for, placed elsewhere */
 };
 
 struct sf_head;

@@ -290,6 +290,22 @@ static void assign_refused(struct sf_head *h, uint32_t node, struct head_session
 	h->nodes[node].free = 0;
 }
 
+/* True when the session found another node for the content this one had no room for. */
+static bool content_refused_move(struct sf_head *h, uint32_t node, struct head_session *s,
+				 const char *why)
+{
+	struct sf_err err;
+	uint32_t to = sf__head_place(h, s, node, &err);
+	if (to == SF_HEAD_NO_NODE)
+		return false;
+	sf__head_error(h, node, s->id, 0, SF_E_NOMEM, "node %s has no room for the content of "
+		       "session %llu (%s); placed on node %s", sf__head_node_name(h, node),
+		       (unsigned long long)s->id, why, sf__head_node_name(h, to));
+	h->stats.moved_for_room++;
+	sf__head_move(h, s, to);
+	return true;
+}
+
 void sf__head_on_refused(struct sf_head *h, uint32_t node, const struct sf_refused *m)
 {
 	h->stats.refused++;
@@ -318,6 +334,12 @@ void sf__head_on_refused(struct sf_head *h, uint32_t node, const struct sf_refus
 		return;
 	}
 	if (m->command_id == s->append_cmd && !s->append_resend) {
+		/* No room for the content there (its context memory full, idle contexts freed
+		 * already): an unleased session goes where there is room and is prefilled there;
+		 * its generation had not started, so nothing reached the caller. A leased one stays
+		 * (another node may not take it while this one's lease could still run). */
+		if (code == SF_E_NOMEM && !s->lease_ms && content_refused_move(h, node, s, why))
+			return;
 		sf__head_error(h, node, s->id, 0, code, "node %s refused the content of session "
 			       "%llu: %s", sf__head_node_name(h, node), (unsigned long long)s->id,
 			       why);

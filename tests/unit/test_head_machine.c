@@ -405,6 +405,47 @@ static void refused_assign_moves_the_session(void **state)
 	assert_int_equal(sf_head_generate(x->h, 1, 5, 0, NULL, x->now, &gid, &err), SF_E_LIMIT);
 }
 
+/* A node with no room for a session's content (its context memory full): an unleased session
+ * moves to a node with room and is prefilled there, its generation with it; the first node's
+ * refusal of the generation (its content was refused) changes nothing. */
+static void content_without_room_moves(void **state)
+{
+	struct fx *x = *state;
+	up(x, 0, 11, 3, "n0");
+	up(x, 1, 12, 3, "n1");
+	struct sf_err err;
+	struct sf_head_session_params p = { .model = "sim-1" };
+	assert_int_equal(sf_head_session_open(x->h, 1, &p, x->now, &err), 0);
+	assert_int_equal(sf_head_session_node(x->h, 1), 0);
+	uint32_t content[] = { 1, 2, 3 };
+	assert_int_equal(sf_head_append(x->h, 1, content, 3, x->now, &err), 0);
+	uint64_t gid;
+	assert_int_equal(sf_head_generate(x->h, 1, 10, 0, NULL, x->now, &gid, &err), 0);
+	const struct sf_msg *a = last(x, SF_MSG_SESSION_APPEND);
+	assert_non_null(a);
+	uint64_t gen_cmd = last(x, SF_MSG_GENERATE)->u.generate.command_id;
+	struct sf_refused no = { .command_id = a->u.session_append.command_id, .session_id = 1,
+				 .code = (uint32_t)-SF_E_NOMEM,
+				 .reason = "context memory full", .reason_len = 19 };
+	int appends = count(x, SF_MSG_SESSION_APPEND), gens = count(x, SF_MSG_GENERATE);
+	feed(x, 0, SF_MSG_REFUSED, &no);
+	assert_int_equal(sf_head_session_node(x->h, 1), 1);
+	assert_non_null(strstr(x->msg, "node n0 has no room for the content of session 1 "
+				       "(context memory full); placed on node n1"));
+	/* Its content and generation went to n1. */
+	assert_int_equal(count(x, SF_MSG_SESSION_APPEND), appends + 1);
+	assert_int_equal(count(x, SF_MSG_GENERATE), gens + 1);
+	assert_int_equal(x->sent.links[x->sent.n - 1], 12);
+	/* n0's refusal of the generation comes after: nothing changes. */
+	struct sf_refused no_gen = { .command_id = gen_cmd, .session_id = 1,
+				     .code = (uint32_t)-SF_E_STATE, .reason = "stale", .reason_len = 5 };
+	feed(x, 0, SF_MSG_REFUSED, &no_gen);
+	assert_int_equal(sf_head_session_node(x->h, 1), 1);
+	struct sf_head_stats st;
+	sf_head_stats(x->h, &st);
+	assert_int_equal(st.moved_for_room, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -414,6 +455,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(reconcile_comes_first, setup, teardown),
 		cmocka_unit_test_setup_teardown(refusals_and_bounds, setup, teardown),
 		cmocka_unit_test_setup_teardown(refused_assign_moves_the_session, setup, teardown),
+		cmocka_unit_test_setup_teardown(content_without_room_moves, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -276,7 +276,9 @@ static void whole_sampling_needs_version_4(void **state)
 	append(f, 1, ctx, n);
 	struct gen_ref g = { 1, generate(f, 1, 20) };
 	assert_true(sf_fleet_sim_run_until(f, ended, &g, 2000));
-	/* The simulated engine samples with the first four fields alone. */
+	/* The simulated engine samples with every field, the session's pairs among them. */
+	struct sf_logit_bias kept[2] = { { 65, -100.0f }, { 66, 7.5f } };
+	smp.logit_bias = kept;
 	expect_stream(f, 1, g.gid, &smp, ctx, n, 20);
 	/* The node got the whole sampling, in its own memory. */
 	const struct node_session *ns = sf__node_find(sf_fleet_sim_node(f, 1), 1);
