@@ -2,10 +2,13 @@
  * sequences matched across token boundaries and only complete, valid UTF-8 handed out. */
 #include "api/api_output.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
+
+#include "api/chat_parse.h"
 
 enum { CH_CONTENT = 0, CH_REASONING = 1, CH_TOOL = 2 };
 
@@ -20,6 +23,11 @@ void sf_out_init(struct sf_out *o, const struct sf_out_vocab *vocab, bool chat,
 
 void sf_out_free(struct sf_out *o)
 {
+	if (o->parser) {
+		sf_chat_parse_free(o->parser);
+		free(o->parser);
+		o->parser = NULL;
+	}
 	sf_str_free(&o->content);
 	sf_str_free(&o->reasoning);
 	sf_str_free(&o->hold);
@@ -44,10 +52,14 @@ static void give_up(struct sf_out *o)
 
 /* ---- a text channel: complete UTF-8 only, invalid bytes as U+FFFD ---- */
 
+static void parsed_text(struct sf_out *o, const uint8_t *p, size_t n);
+
 static void channel_text(struct sf_out *o, int ch, const uint8_t *p, size_t n)
 {
 	if (!n)
 		return;
+	if (ch == CH_CONTENT && o->parser)
+		return parsed_text(o, p, n);
 	struct sf_str *dst = ch == CH_CONTENT ? &o->content : &o->reasoning;
 	uint8_t *pend = o->pend[ch];
 	/* Finish the pending sequence byte by byte: at most three. */
@@ -67,8 +79,12 @@ static void channel_text(struct sf_out *o, int ch, const uint8_t *p, size_t n)
 	o->n_pend[ch] += (uint8_t)(n - cut);
 }
 
+static void parsed_end(struct sf_out *o);
+
 static void channel_flush(struct sf_out *o, int ch)
 {
+	if (ch == CH_CONTENT && o->parser)
+		return parsed_end(o);
 	struct sf_str *dst = ch == CH_CONTENT ? &o->content : &o->reasoning;
 	if (o->n_pend[ch] && sf_utf8_append_valid(dst, o->pend[ch], o->n_pend[ch]))
 		return give_up(o);
@@ -224,6 +240,109 @@ static bool call_parse(struct sf_out *o)
 	return true;
 }
 
+/* ---- a template's text format (chat_parse.h) ---- */
+
+static void ev_content(void *arg, const char *text, size_t len)
+{
+	struct sf_out *o = arg;
+	if (sf_str_add(&o->content, text, len))
+		give_up(o);
+}
+
+static void ev_reasoning(void *arg, const char *text, size_t len)
+{
+	struct sf_out *o = arg;
+	if (sf_str_add(&o->reasoning, text, len))
+		give_up(o);
+}
+
+static void ev_make_id(void *arg, uint32_t index, char id[SF_CHAT_ID_MAX])
+{
+	const struct sf_out *o = arg;
+	call_id(o->id_seed, index, id);
+}
+
+static bool ev_known(void *arg, const char *name)
+{
+	return tool_known(arg, name);
+}
+
+static void ev_call_begin(void *arg, uint32_t index, const char *id, const char *name)
+{
+	struct sf_out *o = arg;
+	if (!o->calls && !(o->calls = calloc(SF_API_MAX_TOOL_CALLS, sizeof(*o->calls))))
+		return give_up(o);
+	if (o->n_calls >= SF_API_MAX_TOOL_CALLS || index != o->n_calls)
+		return;
+	struct sf_out_tool_call *c = &o->calls[o->n_calls];
+	snprintf(c->id, sizeof(c->id), "%s", id);
+	c->name = strdup(name);
+	c->arguments = NULL;
+	if (!c->name)
+		give_up(o);
+}
+
+static void ev_call_args(void *arg, uint32_t index, const char *json, size_t len)
+{
+	struct sf_out *o = arg;
+	if (!o->calls || index != o->n_calls || !o->calls[index].name)
+		return;
+	struct sf_out_tool_call *c = &o->calls[index];
+	char *a = malloc(len + 1);
+	if (!a)
+		return give_up(o);
+	memcpy(a, json, len);
+	a[len] = 0;
+	free(c->arguments);
+	c->arguments = a;
+}
+
+/* A call is taken once it ended: then the head may hand it out. */
+static void ev_call_end(void *arg, uint32_t index)
+{
+	struct sf_out *o = arg;
+	if (!o->calls || index != o->n_calls || !o->calls[index].name)
+		return;
+	struct sf_out_tool_call *c = &o->calls[index];
+	if (!c->arguments && !(c->arguments = strdup("{}")))
+		return give_up(o);
+	o->n_calls++;
+}
+
+static const struct sf_chat_events parser_events = {
+	.content = ev_content, .reasoning = ev_reasoning, .call_begin = ev_call_begin,
+	.call_args = ev_call_args, .call_end = ev_call_end, .make_id = ev_make_id,
+	.tool_known = ev_known,
+};
+
+static void parsed_text(struct sf_out *o, const uint8_t *p, size_t n)
+{
+	struct sf_chat_events ev = parser_events;
+	ev.arg = o;
+	if (sf_chat_parse_feed(o->parser, (const char *)p, n, &ev))
+		give_up(o);
+}
+
+static void parsed_end(struct sf_out *o)
+{
+	struct sf_chat_events ev = parser_events;
+	ev.arg = o;
+	if (sf_chat_parse_finish(o->parser, &ev))
+		give_up(o);
+}
+
+int sf_out_set_format(struct sf_out *o, int format, unsigned flags)
+{
+	if (!o->chat || o->n_tokens || o->parser)
+		return -1;
+	struct sf_chat_parser *p = calloc(1, sizeof(*p));
+	if (!p)
+		return -1;
+	sf_chat_parse_init(p, (enum sf_chat_format)format, flags);
+	o->parser = p;
+	return 0;
+}
+
 /* The call's text becomes content (not a valid call, cut short, or too long). */
 static void call_to_content(struct sf_out *o)
 {
@@ -320,7 +439,8 @@ bool sf_out_feed(struct sf_out *o, const uint32_t *tokens, uint32_t n)
 	for (uint32_t i = 0; i < n && !o->done && !o->ended; i++) {
 		uint32_t t = tokens[i];
 		o->n_tokens++;
-		if (special(o, t)) {
+		if (special(o, t) && (!o->parser || is(t, o->vocab->eos) ||
+				      is(t, o->vocab->end_turn))) {
 			feed_special(o, t);
 			continue;
 		}

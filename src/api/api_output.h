@@ -67,6 +67,9 @@ struct sf_out {
 	uint8_t pend[2][4];
 	uint8_t n_pend[2];
 	bool ended;
+	/* A chat template's text format (sf_out_set_format): the reply's text, specials' text
+	 * included, goes through this parser after the stop sequences. */
+	struct sf_chat_parser *parser;
 };
 
 /* vocab, stops, tools must outlive o.
@@ -81,6 +84,14 @@ void sf_out_init(struct sf_out *o, const struct sf_out_vocab *vocab, bool chat,
 		 const char *const *stops, uint32_t n_stops, const struct sf_api_tool *tools,
 		 uint32_t n_tools, uint64_t id_seed);
 void sf_out_free(struct sf_out *o);
+
+/* The reply is read in a chat template's text format (chat_parse.h: format, and flags such as
+ * SF_CHAT_TOOLS, SF_CHAT_THINK, SF_CHAT_IN_REASONING) instead of by the vocabulary's marker
+ * tokens: every token's text (specials' too, as the model wrote them) goes, after the stop
+ * sequences, through the format's parser into content, reasoning and tool calls. Before the
+ * first token only; a chat decoder only. 0, or -1 when memory is short (the output stays as
+ * it was). */
+int sf_out_set_format(struct sf_out *o, int format, unsigned flags);
 
 /* Feeds tokens. Returns true when the output is complete (o->done): what follows is to be
  * cancelled and not shown. Returns false otherwise; -1 is never returned: on no memory the

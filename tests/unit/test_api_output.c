@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "api/api_output.h"
+#include "api/chat_parse.h"
 #include "testutil.h"
 
 /* A vocabulary: bytes 0..255, the sim engine's specials 256..263, then a few multi-byte
@@ -359,6 +360,57 @@ static void tool_calls(void **state)
 	sf_out_free(&out);
 }
 
+/* A template's text format: the reply's text (a special's text too) through the format's
+ * parser, after the stop sequences; whole calls with the decoder's ids; eos still ends it. */
+static void template_formats(void **state)
+{
+	struct sf_api_tool tools[1] = { { .name = "get_weather" } };
+	sf_out_init(&out, &vocab, true, NULL, 0, tools, 1, 42);
+	assert_int_equal(sf_out_set_format(&out, SF_CHAT_FORMAT_HERMES,
+					   SF_CHAT_TOOLS | SF_CHAT_THINK), 0);
+	text("<think>\nhmm\n</think>\n\nLet me see.\n<tool_call>\n{\"name\": \"get_weather\", "
+	     "\"arguments\": {\"city\": \"Paris\"}}\n</tool_call>");
+	tok(OTHER_SPECIAL); /* a special's text is text for the parser */
+	assert_true(tok(EOS));
+	sf_out_end(&out);
+	assert_string_equal(take_reasoning(), "hmm");
+	assert_string_equal(take(), "Let me see.<|other|>");
+	assert_int_equal(out.n_calls, 1);
+	const struct sf_out_tool_call *c = sf_out_take_call(&out);
+	assert_string_equal(c->name, "get_weather");
+	assert_string_equal(c->arguments, "{\"city\": \"Paris\"}");
+	assert_memory_equal(c->id, "call_", 5);
+	assert_int_equal(strlen(c->id), 29);
+	assert_int_equal(sf_out_set_format(&out, SF_CHAT_FORMAT_HERMES, 0), -1); /* once only */
+	sf_out_free(&out);
+
+	/* An unknown tool's call is content; a stop sequence cuts the text before the parser. */
+	const char *stops[] = { "STOP" };
+	sf_out_init(&out, &vocab, true, stops, 1, tools, 1, 42);
+	assert_int_equal(sf_out_set_format(&out, SF_CHAT_FORMAT_HERMES, SF_CHAT_TOOLS), 0);
+	text("<tool_call>\n{\"name\": \"nope\", \"arguments\": {}}\n</tool_call>");
+	text("ab STOP cd");
+	assert_true(out.done);
+	sf_out_end(&out);
+	assert_int_equal(out.n_calls, 0);
+	assert_string_equal(take(), "<tool_call>\n{\"name\": \"nope\", \"arguments\": {}}\n"
+				    "</tool_call>ab ");
+	sf_out_free(&out);
+
+	/* Llama 3: the reply as one JSON call; completions take no format. */
+	sf_out_init(&out, &vocab, true, NULL, 0, tools, 1, 7);
+	assert_int_equal(sf_out_set_format(&out, SF_CHAT_FORMAT_LLAMA3, SF_CHAT_TOOLS), 0);
+	text("{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}");
+	sf_out_end(&out);
+	assert_int_equal(out.n_calls, 1);
+	assert_string_equal(sf_out_take_call(&out)->arguments, "{\"city\": \"Oslo\"}");
+	assert_string_equal(take(), "");
+	sf_out_free(&out);
+	sf_out_init(&out, &vocab, false, NULL, 0, NULL, 0, 7);
+	assert_int_equal(sf_out_set_format(&out, SF_CHAT_FORMAT_HERMES, 0), -1);
+	sf_out_free(&out);
+}
+
 static void completions_are_all_text(void **state)
 {
 	const char *stops[] = { "zz" };
@@ -486,6 +538,7 @@ int main(void)
 		cmocka_unit_test(utf8_prefix),
 		cmocka_unit_test(reasoning_channel),
 		cmocka_unit_test(tool_calls),
+		cmocka_unit_test(template_formats),
 		cmocka_unit_test(completions_are_all_text),
 		cmocka_unit_test(out_of_range_tokens),
 		cmocka_unit_test(random_streams_match_reference),
