@@ -45,7 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		sf_str_free(&want);
 	}
 
-	size_t *cuts = malloc((len + 1) * sizeof(*cuts));
+	size_t *cuts = malloc((len + 5) * sizeof(*cuts)); /* len - 1 cuts, or 4 */
 	if (!cuts)
 		fuzz_fail("no memory");
 	for (size_t i = 1; i < len; i++)
