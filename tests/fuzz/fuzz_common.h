@@ -92,4 +92,11 @@ uint16_t fuzz_pick_type(uint64_t seed, enum sf_role sender, uint32_t version);
  * Aborts when it cannot be made. */
 struct sf_link *fuzz_link_new(enum sf_role role, bool sealed, uint8_t flags, uint64_t now);
 
+/* ---- make_corpus ---- */
+
+/* Writes a seed: the byte first, then text (make_corpus.c). */
+void put_text(const char *name, uint8_t first, const char *text);
+/* fuzz_chat_parse's seeds (corpus_chat_parse.c). */
+void make_chat_parse(void);
+
 #endif

@@ -435,7 +435,7 @@ static void make_link(void)
 
 /* ---- fuzz_http: [split seed] then requests ---- */
 
-static void put_text(const char *name, uint8_t first, const char *text)
+void put_text(const char *name, uint8_t first, const char *text)
 {
 	struct sf_buf b;
 	sf_buf_init(&b, strlen(text) + 1);
@@ -763,6 +763,7 @@ static const struct {
 	{ "fuzz_multipart", make_multipart },
 	{ "fuzz_gguf", make_gguf },
 	{ "fuzz_tok", make_tok },
+	{ "fuzz_chat_parse", make_chat_parse },
 };
 
 int main(int argc, char **argv)
