@@ -521,6 +521,21 @@ static bool is_end(const struct jtok *t, const char *const *ends)
 	return false;
 }
 
+/* "'a', 'b' or 'c'" of a NULL-terminated list of tag names. */
+static const char *ends_desc(const char *const *ends, char *buf, size_t cap)
+{
+	size_t o = 0;
+	buf[0] = 0;
+	for (int i = 0; ends[i] && o < cap; i++) {
+		const char *sep = i == 0 ? "" : ends[i + 1] ? ", " : " or ";
+		int w = snprintf(buf + o, cap - o, "%s'%s'", sep, ends[i]);
+		if (w < 0)
+			break;
+		o += (size_t)w;
+	}
+	return buf;
+}
+
 /* Statements up to a block tag whose name is in ends (left as the current token), or the end. */
 static struct jnode *body(struct jj_parser *p, struct ctx *cx, const char *const *ends,
 			  const char *opener, const struct jtok *open_tok)
@@ -536,8 +551,9 @@ static struct jnode *body(struct jj_parser *p, struct ctx *cx, const char *const
 		struct jnode *n = NULL;
 		if (t->kind == JT_EOF) {
 			if (ends) {
-				jj_fail(p, t, "unexpected end of template: the '%s' of line %u is never closed (expected '%s')",
-					opener, open_tok->line, ends[0]);
+				char want[96];
+				jj_fail(p, t, "unexpected end of template: the '%s' of line %u is never closed (expected %s)",
+					opener, open_tok->line, ends_desc(ends, want, sizeof want));
 				goto fail;
 			}
 			break;
@@ -565,10 +581,11 @@ static struct jnode *body(struct jj_parser *p, struct ctx *cx, const char *const
 			     jj_tok_is_name(name, "endset") || jj_tok_is_name(name, "endmacro") ||
 			     jj_tok_is_name(name, "endcall") || jj_tok_is_name(name, "endfilter") ||
 			     jj_tok_is_name(name, "endgeneration"))) {
-				char b[64];
+				char b[64], want[96];
 				if (ends)
-					jj_fail(p, name, "unexpected %s: the '%s' of line %u expects '%s'",
-						jj_tok_desc(name, b, sizeof b), opener, open_tok->line, ends[0]);
+					jj_fail(p, name, "unexpected %s: the '%s' of line %u expects %s",
+						jj_tok_desc(name, b, sizeof b), opener, open_tok->line,
+						ends_desc(ends, want, sizeof want));
 				else
 					jj_fail(p, name, "unexpected %s outside any block",
 						jj_tok_desc(name, b, sizeof b));

@@ -66,6 +66,13 @@ int jj_case(struct jj_ctx *c, struct jv s, int mode, struct jv *out)
 	while (!rc && i < s.s->len) {
 		uint32_t cp = jj_utf8_next(s.s->s, s.s->len, &i);
 		uint32_t r = cp;
+		bool up = mode == 1 || ((mode == 2 || mode == 4) && first) || (mode == 3 && !prev_cased);
+		if (cp == 0xdf && up) { /* ß has no one-letter capital: SS (Ss when capitalized) */
+			rc = jj_buf_add(c, &b, mode == 1 ? "SS" : "Ss", 2);
+			prev_cased = true;
+			first = false;
+			continue;
+		}
 		switch (mode) {
 		case 0: r = jj_lower_cp(cp); break;
 		case 1: r = jj_upper_cp(cp); break;
