@@ -40,6 +40,10 @@ enum sf_code {
 	SF_E_MODEL = -41,       /* a well-formed model this engine cannot run (architecture, type) */
 	SF_E_NOT_FOUND = -42,   /* a named key, tensor or token is absent */
 	SF_E_TYPE = -43,        /* a value is present with another type than asked */
+	/* Chat templates (Jinja). */
+	SF_E_TEMPLATE = -50,    /* a template's syntax, or an error while rendering it */
+	SF_E_RAISED = -51,      /* the template called raise_exception: its message */
+	SF_E_TEMPLATE_UNSUPPORTED = -52, /* a Jinja feature this renderer does not have */
 };
 
 /* A code and the sentence that explains it, with context filled in where the error arose. */

@@ -38,6 +38,9 @@ const char *sf_code_name(int code)
 	case SF_E_MODEL: return "model";
 	case SF_E_NOT_FOUND: return "not_found";
 	case SF_E_TYPE: return "type";
+	case SF_E_TEMPLATE: return "template";
+	case SF_E_RAISED: return "template_raised";
+	case SF_E_TEMPLATE_UNSUPPORTED: return "template_unsupported";
 	}
 	return "unknown_error";
 }

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <superfluid/buf.h>
 #include <superfluid/link.h>
 #include <superfluid/wire.h>
 
@@ -96,7 +97,19 @@ struct sf_link *fuzz_link_new(enum sf_role role, bool sealed, uint8_t flags, uin
 
 /* Writes a seed: the byte first, then text (make_corpus.c). */
 void put_text(const char *name, uint8_t first, const char *text);
+/* A seed's bytes: appended to b (make_corpus.c). */
+void app(struct sf_buf *b, const void *p, size_t n);
+void app_u8(struct sf_buf *b, uint8_t v);
+void app_u16(struct sf_buf *b, size_t v); /* little-endian */
+/* Writes a seed file of the current harness's corpus. */
+void put_file(const char *name, const struct sf_buf *b);
+/* fuzz_tok's seeds (corpus_tok.c). */
+void make_tok(void);
+/* Writes a seed of n bytes (make_corpus.c). */
+void put_bytes(const char *name, const void *p, size_t n);
 /* fuzz_chat_parse's seeds (corpus_chat_parse.c). */
 void make_chat_parse(void);
+/* fuzz_jinja's seeds (corpus_jinja.c). */
+void make_jinja(void);
 
 #endif
