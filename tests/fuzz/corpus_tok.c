@@ -2,6 +2,7 @@
 #include "fuzz_common.h"
 #include "fuzz_tok.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define SPACE "\xe2\x96\x81"
