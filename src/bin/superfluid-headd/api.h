@@ -208,6 +208,7 @@ void headd_gen_free(struct headd_req *q);
 /* Whether session_id is a logged request's (its events go to the log). */
 bool headd_gen_logged(struct headd *d, uint64_t session_id);
 void headd_gen_vocab(struct sf_out_vocab *v, const struct sf_head_tokenizer *t);
+/* 64 bits from libsodium's CSPRNG: request ids, the seeds of requests without one. */
 uint64_t headd_gen_rand(struct headd *d);
 /* Deep copies of logprobs into q; 0 or -1 (memory). */
 int headd_gen_keep_logprobs(struct headd_req *q, const struct sf_logprob *v, uint32_t n);

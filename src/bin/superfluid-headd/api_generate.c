@@ -11,6 +11,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <sodium.h>
+
 #include "daemon/log.h"
 
 /* ---- the model's vocabulary for the output decoder ---- */
@@ -44,10 +46,10 @@ void headd_gen_vocab(struct sf_out_vocab *v, const struct sf_head_tokenizer *t)
 
 uint64_t headd_gen_rand(struct headd *d)
 {
-	uint64_t z = (d->rng += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
+	(void)d;
+	uint64_t z;
+	randombytes_buf(&z, sizeof(z)); /* ids and seeds no client can foretell */
+	return z;
 }
 
 static struct headd_req *req_of(struct headd *d, uint64_t session_id)

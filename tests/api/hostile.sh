@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Hostile clients (issue 21), each the way it was found, on loopback against real daemons:
+# predictable ids, another key's sessions and generations, wrong statuses, half-closed
+# requests, bodies sent before the key is checked, connections that send nothing, a node's
+# port filled with handshakes that never finish. Each part starts its own head (and nodes)
+# and ends by checking that a normal chat is still answered; last, no daemon logged a
+# sanitizer line.
+# Usage: hostile.sh NODED HEADD SIM_EXPECT [PART...]   (KEEP=DIR keeps the work folder)
+set -uo pipefail
+noded=$1 headd=$2 expect=$3
+shift 3
+. "$(dirname "$0")/lib.sh"
+raw="$(dirname "$0")/hostile_client.py"
+parts=("$@")
+[ ${#parts[@]} = 0 ] && parts=(ids owners statuses halfclose authfirst timeouts handshakes)
+
+# still_chats LABEL [curl options]: a normal chat is answered with the engine's reply.
+still_chats() {
+	chat_prompt 'still here?' | want --seed 3 --max-tokens 8
+	req POST /v1/chat/completions '{"model":"sim-1","messages":[{"role":"user","content":"still here?"}],"seed":3,"max_tokens":8}' "${@:2}"
+	local r=0
+	[ "$status" = 200 ] && [ "$(j "$work/out" 'd["choices"][0]["message"]["content"]')" = "$(cat "$work/want")" ] || r=1
+	check "$1: a normal chat is still answered" $r
+}
+stop_head() { kill -TERM "$hpid" 2>/dev/null; wait "$hpid" 2>/dev/null; }
+# The random part of a completion id: 16 hex digits after the dash.
+id_rand() { j "$work/out" 'd["id"].split("-")[1][:16]'; }
+
+keys() { # two tenants' keys in $work/keys (mode 600)
+	printf 'sk-tenant-one-%s\nsk-tenant-two-%s\n' "$RANDOM$RANDOM" "$RANDOM$RANDOM" >"$work/keys"
+	chmod 600 "$work/keys"
+	k1=$(sed -n 1p "$work/keys") k2=$(sed -n 2p "$work/keys")
+}
+
+# ---- 3: ids no client can foretell ----
+part_ids() {
+	start_head ids "127.0.0.1:$p1" --shards 1 && base="http://127.0.0.1:$hport" && wait_health
+	req POST /v1/completions '{"model":"sim-1","prompt":"a","max_tokens":2}'
+	local a; a=$(id_rand)
+	req POST /v1/completions '{"model":"sim-1","prompt":"b","max_tokens":2}'
+	local b; b=$(id_rand)
+	# The generator the head used to draw them with (splitmix64), run back from the first id
+	# to its state and forward a few draws: none of them may be the second id.
+	python3 - "$a" "$b" <<'PY'
+import sys
+M = (1 << 64) - 1
+G, C1, C2 = 0x9e3779b97f4a7c15, 0xbf58476d1ce4e5b9, 0x94d049bb133111eb
+def mix(z):
+    z = ((z ^ (z >> 30)) * C1) & M
+    z = ((z ^ (z >> 27)) * C2) & M
+    return z ^ (z >> 31)
+def unshift(x, s):
+    y = x
+    for _ in range(64 // s + 1):
+        y = x ^ (y >> s)
+    return y
+def unmix(z):
+    z = unshift(z, 31)
+    z = (z * pow(C2, -1, 1 << 64)) & M
+    z = unshift(z, 27)
+    z = (z * pow(C1, -1, 1 << 64)) & M
+    return unshift(z, 30)
+a, b = int(sys.argv[1], 16), int(sys.argv[2], 16)
+state = unmix(a)
+assert mix(state) == a
+guess = {mix((state + k * G) & M) for k in range(1, 65)}
+sys.exit(1 if b in guess else 0)
+PY
+	check "ids: the next completion id is not foretold by the last one" $?
+	still_chats ids
+	stop_head
+}
+
+start_node n1 && p1=$port
+for p in "${parts[@]}"; do "part_$p"; done
+r=0
+for f in "$work"/*.err; do grep -l 'Sanitizer\|runtime error:' "$f" && r=1; done
+check "no daemon logged a sanitizer line" $r
+echo "$passes passed, $fails failed"
+[ "$fails" = 0 ]
