@@ -71,6 +71,60 @@ PY
 	stop_head
 }
 
+# ---- 4 (and 3's second half): what a key makes is that key's ----
+part_owners() {
+	keys
+	start_node slow --sim-tokens-per-s 25 && local ps=$port
+	local wal=$work/wal-owners
+	start_head owners "127.0.0.1:$ps" --api-keys "$work/keys" --wal-dir "$wal" &&
+		base="http://127.0.0.1:$hport" && wait_health
+	local a1=(-H "Authorization: Bearer $k1") a2=(-H "Authorization: Bearer $k2")
+	req POST /v1/chat/completions '{"model":"sim-1","messages":[{"role":"user","content":"my pin is 4711"}],"max_tokens":4}' \
+		"${a1[@]}" -H 'X-Superfluid-Session: diary'
+	check "owners: key 1 opens session diary" "$([ "$status" = 200 ]; echo $?)"
+	req GET /v1/sessions/diary "" "${a1[@]}"
+	local tokens; tokens=$(j "$work/out" 'd["tokens"]')
+	check "owners: key 1 reads its session" "$([ "$status" = 200 ] && [ -n "$tokens" ]; echo $?)"
+	req GET /v1/sessions/diary "" "${a2[@]}"
+	check "owners: key 2 reading key 1's session gets 404" "$([ "$status" = 404 ]; echo $?)"
+	req DELETE /v1/sessions/diary "" "${a2[@]}"
+	check "owners: key 2 deleting key 1's session gets 404" "$([ "$status" = 404 ]; echo $?)"
+	req POST /v1/chat/completions '{"model":"sim-1","messages":[{"role":"user","content":"what was the pin?"}],"max_tokens":4}' \
+		"${a2[@]}" -H 'X-Superfluid-Session: diary'
+	check "owners: key 2 naming diary gets a session of its own" "$([ "$status" = 200 ] &&
+		[ "$(j "$work/out" 'd["usage"]["prompt_tokens"] < '"$tokens")" = True ]; echo $?)"
+	req GET /v1/sessions/diary "" "${a1[@]}"
+	check "owners: key 1's session is as it was" "$([ "$status" = 200 ] &&
+		[ "$(j "$work/out" 'd["tokens"], d["turns"]')" = "($tokens, 1)" ]; echo $?)"
+	# A generation running when the head dies, fetched again after the restart.
+	curl -sSN "${a1[@]}" -H 'Content-Type: application/json' --data-binary \
+		'{"model":"sim-1","prompt":"a long secret story","max_tokens":150,"stream":true}' \
+		"$base/v1/completions" >"$work/owners.sse" 2>/dev/null &
+	local cpid=$!
+	local id=
+	for _ in $(seq 200); do
+		id=$(sed -n 's/^data: {"id":"\(cmpl-[0-9a-f]*\)".*/\1/p' "$work/owners.sse" | head -1)
+		[ -n "$id" ] && break
+		sleep 0.05
+	done
+	req GET "/v1/completions/$id?stream=false" "" "${a2[@]}"
+	check "owners: key 2 fetching key 1's running generation gets 404" "$([ -n "$id" ] && [ "$status" = 404 ]; echo $?)"
+	kill -9 "$hpid"; wait "$hpid" 2>/dev/null; kill "$cpid" 2>/dev/null; wait "$cpid" 2>/dev/null
+	start_head owners2 "127.0.0.1:$ps" --api-keys "$work/keys" --wal-dir "$wal" --listen-http "127.0.0.1:$hport" &&
+		wait_health
+	req GET "/v1/completions/$id?stream=false" "" "${a2[@]}"
+	check "owners: after a restart from the log, key 2 still gets 404 for it" "$([ "$status" = 404 ]; echo $?)"
+	req GET "/v1/completions/$id?stream=false" "" "${a1[@]}"
+	check "owners: and key 1 gets it" "$([ "$status" = 200 ] && [ "$(j "$work/out" 'd["id"]')" = "$id" ]; echo $?)"
+	req GET /v1/sessions/diary "" "${a2[@]}"
+	local t2; t2=$(j "$work/out" 'd["tokens"]')
+	req GET /v1/sessions/diary "" "${a1[@]}"
+	check "owners: after the restart each key finds its own diary" "$([ "$status" = 200 ] &&
+		[ "$(j "$work/out" 'd["tokens"]')" = "$tokens" ] && [ -n "$t2" ] && [ "$t2" != "$tokens" ]; echo $?)"
+	still_chats owners "${a2[@]}"
+	stop_head
+}
+
 start_node n1 && p1=$port
 for p in "${parts[@]}"; do "part_$p"; done
 r=0

@@ -42,6 +42,9 @@ struct headd_http {
 	unsigned move_to;
 	bool adopting;            /* the handed-over request is being dispatched */
 	struct headd_gather *gather; /* the answer waiting on other shards, or NULL */
+	/* The tag of the API key the current request came with (headd_keys_check); all zero
+	 * without --api-keys. What a request makes belongs to it. */
+	uint8_t owner[SF_WALREC_OWNER_LEN];
 	struct headd_http *next;
 };
 
@@ -59,6 +62,8 @@ struct headd_named {
 	uint64_t restoring;       /* a generation from before a head restart runs on it (no
 				   * request follows it yet): busy too */
 	bool opened;              /* placed on a node at least once */
+	/* The key that made it: only requests with that key find it (names are per key). */
+	uint8_t owner[SF_WALREC_OWNER_LEN];
 	struct headd_named *next;
 };
 
@@ -76,6 +81,7 @@ struct headd_req {
 	enum headd_req_state state;
 	struct sf_api_request r;
 	char id[SF_WALREC_MAX_ID + 1]; /* SF_WALREC_MAX_ID: the log keeps it */
+	uint8_t owner[SF_WALREC_OWNER_LEN]; /* its client's key (headd_http.owner) */
 	uint64_t created_s;
 	uint64_t t_start, t_first, t_last; /* loop ms: arrival, first token, last token */
 
@@ -238,9 +244,12 @@ void headd_stream_flush(struct headd *d); /* once per loop turn: every request's
 void headd_stream_finish(struct headd_req *q); /* the whole response or the stream's end */
 
 /* api_sessions.c */
-struct headd_named *headd_named_find(struct headd *d, const char *name);
+/* The session a key's requests call name (another key's of that name is not found). */
+struct headd_named *headd_named_find(struct headd *d, const char *name,
+				     const uint8_t owner[static SF_WALREC_OWNER_LEN]);
 /* session_id 0: a new one is drawn (a restored session keeps its logged one). */
 struct headd_named *headd_named_new(struct headd *d, const char *name, const char *model,
+				    const uint8_t owner[static SF_WALREC_OWNER_LEN],
 				    uint64_t session_id, struct sf_api_error *e);
 void headd_named_end(struct headd *d, struct headd_named *s); /* closes it on its node */
 void headd_named_expire(struct headd *d);                     /* the idle ones */
@@ -250,8 +259,12 @@ void headd_sessions_delete(struct headd_http *h, const char *name);
 
 /* api_keys.c */
 int headd_keys_load(struct headd *d, const char *path); /* 0 or -1 (logged) */
-/* Whether the request may go on; answers the 401 itself when not. */
+/* Whether the request may go on, setting h->owner to its key's tag; answers the 401 itself
+ * when not. */
 bool headd_keys_check(struct headd_http *h, const struct sf_http_request *r);
+/* Whether two owner tags are the same, in constant time. */
+bool headd_owner_is(const uint8_t a[static SF_WALREC_OWNER_LEN],
+		    const uint8_t b[static SF_WALREC_OWNER_LEN]);
 
 /* One shard's numbers, for /metrics and /v1/fleet (gather.c sums every shard's). */
 struct headd_part {

@@ -280,7 +280,7 @@ static int start_session(struct headd_req *q)
 			return -1;
 		}
 		/* Logged first: the placement the open makes is logged as it happens. */
-		headd_wal_session(d, q->session_id, s ? s->name : "", &p);
+		headd_wal_session(d, q->session_id, s ? s->name : "", q->owner, &p);
 		q->logged = d->wal.w != NULL;
 		rc = sf_head_session_open(d->head, q->session_id, &p, now, &err);
 		free(bias);
@@ -358,6 +358,7 @@ static int start_choices(struct headd_req *q)
 		c->r = q->r;
 		c->borrowed = true;
 		memcpy(c->id, q->id, sizeof(c->id));
+		memcpy(c->owner, q->owner, sizeof(c->owner));
 		c->created_s = q->created_s;
 		c->t_start = q->t_start;
 		c->content = content;
@@ -399,7 +400,7 @@ static int named_for(struct headd_req *q, const struct sf_http_request *hr, stru
 				   q->r.model);
 	if (sf_api_check_session_name(name, hdr ? "X-Superfluid-Session" : "session", e))
 		return -1;
-	struct headd_named *s = headd_named_find(d, name);
+	struct headd_named *s = headd_named_find(d, name, q->owner);
 	if (s) {
 		if (strcmp(s->model, q->r.model))
 			return sf_api_fail(e, 400, "invalid_request_error", "invalid_value", "model",
@@ -409,7 +410,7 @@ static int named_for(struct headd_req *q, const struct sf_http_request *hr, stru
 			return sf_api_fail(e, 409, "invalid_request_error", "session_busy", NULL,
 					   "session %s is still generating an answer; wait for it, "
 					   "or end it with DELETE /v1/sessions/%s", s->name, s->name);
-	} else if (!(s = headd_named_new(d, name, q->r.model, 0, e))) {
+	} else if (!(s = headd_named_new(d, name, q->r.model, q->owner, 0, e))) {
 		return -1;
 	}
 	s->busy = q;
@@ -470,6 +471,7 @@ void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct s
 	q->d = d;
 	q->t_start = sf_loop_now(d->loop);
 	q->created_s = (uint64_t)time(NULL);
+	memcpy(q->owner, h->owner, sizeof(q->owner));
 	snprintf(q->id, sizeof(q->id), "%s-%016" PRIx64 "%08" PRIx64,
 		 kind == SF_API_CHAT ? "chatcmpl" : "cmpl", headd_gen_rand(d), headd_serial_new(d));
 	if (sf_api_parse_request(kind, r->body, r->body_len, &q->r, &e) || check(q, &e) ||
