@@ -77,6 +77,15 @@ static int on_url(http_parser *p, const char *at, size_t n)
 	struct sf_http_conn *c = conn_of(p);
 	if (head_bytes(c, n))
 		return -1;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char b = (unsigned char)at[i];
+		if (b <= 0x20 || b >= 0x7f) { /* RFC 3986: visible ASCII only, the rest encoded */
+			char m[128];
+			snprintf(m, sizeof(m), "the request target holds byte 0x%02x, which a URL "
+				 "may not hold unencoded (percent-encode it)", b);
+			return refuse(c, 400, m);
+		}
+	}
 	return add(&c->url, at, n, c->lim.max_head) ? refuse(c, 431, "the request target is too long")
 						    : 0;
 }

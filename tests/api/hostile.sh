@@ -125,6 +125,39 @@ part_owners() {
 	stop_head
 }
 
+# ---- 7: what will never succeed is a 4xx with its reason, not a 5xx or a 503 to retry ----
+# status_is LABEL WANT [CODE]: $status, the error's code, and no Retry-After (in $work/hdr).
+status_is() {
+	local r=0
+	[ "$status" = "$2" ] || r=1
+	[ -z "${3:-}" ] || [ "$(j "$work/out" 'd["error"]["code"]')" = "$3" ] || r=1
+	grep -qi '^retry-after' "$work/hdr" && r=1
+	check "$1" $r
+}
+part_statuses() {
+	start_head statuses "127.0.0.1:$p1" && base="http://127.0.0.1:$hport" && wait_health
+	python3 "$raw" raw "$hport" 'GET /v1/\xff HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' >"$work/raw.out"
+	check "statuses: a raw 0xff byte in the path is a 400 naming it" "$([ "$(head -1 "$work/raw.out")" = 400 ] &&
+		grep -q '0xff' "$work/raw.out"; echo $?)"
+	printf 'RIFF' >"$work/x.wav"
+	status=$(curl -sS -o "$work/out" -D "$work/hdr" -w '%{http_code}' -F "file=@$work/x.wav" -F "model=$(printf 'm\xff\xfe')" "$base/v1/audio/transcriptions")
+	status_is "statuses: a model name that is not UTF-8 is a 404 whose message is JSON" 404 model_not_found
+	: >"$work/empty.wav"
+	status=$(curl -sS -o "$work/out" -D "$work/hdr" -w '%{http_code}' -F "file=@$work/empty.wav" -F model=sim-1 "$base/v1/audio/transcriptions")
+	status_is "statuses: an empty transcription file is a 400" 400 invalid_value
+	python3 -c 'import json; print(json.dumps({"model":"sim-1","prompt":"word "*40000,"max_tokens":4}))' >"$work/long.json"
+	status=$(curl -sS -o "$work/out" -D "$work/hdr" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary @"$work/long.json" "$base/v1/completions")
+	status_is "statuses: a prompt past the nodes' context is a 400 context_length_exceeded, no Retry-After" 400 context_length_exceeded
+	python3 -c 'import json; print(json.dumps({"model":"sim-1","text":"a"*(7<<20)}))' >"$work/tok.json"
+	status=$(curl -sS -o "$work/out" -D "$work/hdr" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary @"$work/tok.json" "$base/v1/tokenize")
+	status_is "statuses: a 7 MB tokenize is a 413, no Retry-After" 413 request_too_large
+	python3 -c 'import json; print(json.dumps({"model":"sim-1","messages":[{"role":"user","content":"a"*(4<<20)}]}))' >"$work/msg.json"
+	status=$(curl -sS -o "$work/out" -D "$work/hdr" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary @"$work/msg.json" "$base/v1/chat/completions")
+	status_is "statuses: a 4 MB message is a 413, no Retry-After" 413 request_too_large
+	still_chats statuses
+	stop_head
+}
+
 start_node n1 && p1=$port
 for p in "${parts[@]}"; do "part_$p"; done
 r=0

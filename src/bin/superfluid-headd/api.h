@@ -96,6 +96,7 @@ struct headd_req {
 	uint8_t *body;            /* the request's body, for the log (--wal-dir), or NULL */
 	uint32_t body_len;
 	uint64_t out_seed;        /* the output decoder's seed */
+	size_t encode_bytes;      /* the text sent to be encoded (for the error if it cannot be) */
 	bool logged;              /* its session and generation are in the log */
 	bool resumed;             /* GET .../{id}: a client following a generation again */
 	bool keep_session;        /* its session is a named one's: not closed at the end */
@@ -195,6 +196,8 @@ void headd_http_drop(struct headd_http *h); /* frees one never adopted */
 void headd_health_counts(struct headd *d, uint32_t *models, uint32_t *up);
 void headd_health_page(struct headd_http *h, const struct headd_part *sum);
 bool headd_model_served(struct headd *d, const char *model);
+/* The longest context of a node up serving model (tokens); 0 when none says. */
+uint32_t headd_model_ctx_len(struct headd *d, const char *model);
 /* 0 when a node up serves model; else -1 with e: 503 (Retry-After) while a node that served
  * it is dialed again, 404 model_not_found when none did. */
 int headd_model_check(struct headd *d, const char *model, struct sf_api_error *e);
@@ -225,6 +228,9 @@ void headd_resume(struct headd_http *h, enum sf_api_kind kind, const char *id,
 		  const struct sf_http_request *r);
 
 /* api_tokenize.c: POST /v1/tokenize and GET /v1/fleet */
+/* The error for a text of bytes the fleet did not encode (rc: the tokenizer client's code):
+ * 413 for one too long ever to be, 400 for one that cannot be, else 503 (try again). */
+void headd_encode_fail(struct sf_api_error *e, int rc, size_t bytes, const char *msg);
 void headd_tokenize_start(struct headd_http *h, const struct sf_http_request *r);
 void headd_tokenize_answer(struct headd_req *q, const uint32_t *tokens, uint32_t n);
 void headd_fleet_page(struct headd_http *h, const struct headd_part *sum);

@@ -142,8 +142,7 @@ void headd_gen_tokenized(void *arg, uint64_t ticket, int rc, const uint32_t *tok
 	q->ticket = 0;
 	if (rc) {
 		struct sf_api_error e;
-		sf_api_fail(&e, 503, "service_unavailable", "tokenizer_unavailable", NULL,
-			    "the prompt could not be encoded: %s", msg ? msg : "no node answered");
+		headd_encode_fail(&e, rc, q->encode_bytes, msg ? msg : "no node answered");
 		req_fail(q, &e);
 		return;
 	}
@@ -171,6 +170,15 @@ static int start_generation(struct headd_req *q, const uint32_t *tokens, uint32_
 		sf_api_fail(&e, 400, "invalid_request_error", "context_length_exceeded", "messages",
 			    "the conversation holds %" PRIu64 " tokens, past the %u a session may "
 			    "hold; start a new session", (uint64_t)base + lead + n, SF_MAX_TOKENS);
+		req_fail(q, &e);
+		return -1;
+	}
+	uint32_t ctx = q->pipeline ? 0 : headd_model_ctx_len(d, q->tok_model);
+	if (ctx && (uint64_t)base + lead + n > ctx) {
+		sf_api_fail(&e, 400, "invalid_request_error", "context_length_exceeded", "messages",
+			    "the conversation holds %" PRIu64 " tokens, past the context of %u "
+			    "that the nodes serving %.128s have; shorten it or start a new session",
+			    (uint64_t)base + lead + n, ctx, q->r.model);
 		req_fail(q, &e);
 		return -1;
 	}
@@ -510,6 +518,10 @@ void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct s
 	const uint32_t *toks = NULL;
 	uint32_t n = 0;
 	struct sf_err err;
+	for (uint32_t i = 0; kind == SF_API_CHAT && i < pieces.n; i++)
+		q->encode_bytes += pieces.v[i].text_len;
+	if (kind == SF_API_COMPLETION)
+		q->encode_bytes = plain.text_len;
 	int rc = kind == SF_API_CHAT
 		 ? sf_tok_client_encode(d->api.tok, q->tok_model, mode, NULL, 0, pieces.v, pieces.n,
 					q->t_start, &q->ticket, &toks, &n, &err)
@@ -517,8 +529,7 @@ void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct s
 					&plain, 1, q->t_start, &q->ticket, &toks, &n, &err);
 	sf_pieces_free(&pieces);
 	if (rc < 0) {
-		sf_api_fail(&e, 503, "service_unavailable", "tokenizer_unavailable", NULL,
-			    "the prompt could not be encoded: %s", err.msg);
+		headd_encode_fail(&e, rc, q->encode_bytes, err.msg);
 		req_fail(q, &e);
 	} else if (rc == 1) {
 		start_generation(q, toks, n);

@@ -119,6 +119,22 @@ bool headd_model_served(struct headd *d, const char *model)
 	return false;
 }
 
+uint32_t headd_model_ctx_len(struct headd *d, const char *model)
+{
+	uint32_t best = 0;
+	for (uint32_t i = 0; i < d->n_nodes; i++) {
+		const struct headd_node *nd = &d->nodes[i];
+		if (!nd->open || !nd->lc || nd->is_stage)
+			continue;
+		const struct sf_link_peer *p = sf_link_peer(sf_link_conn_link(nd->lc));
+		for (uint32_t k = 0; k < p->n_models; k++)
+			if (p->models[k].name && !strcmp(p->models[k].name, model) &&
+			    p->models[k].ctx_len > best)
+				best = p->models[k].ctx_len;
+	}
+	return best;
+}
+
 int headd_model_check(struct headd *d, const char *model, struct sf_api_error *e)
 {
 	if (headd_model_served(d, model))

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Raw-socket clients for tests/api/hostile.sh: shapes curl cannot make.
+
+  hostile_client.py raw PORT HEX_OR_TEXT         one request as bytes; prints the status line
+  hostile_client.py halfclose PORT BODY_JSON      a POST, then shutdown(SHUT_WR); prints the
+                                                  status and the body's length
+  hostile_client.py keyless PORT N BYTES          N connections each sending headers without a
+                                                  key and BYTES of a declared 64 MiB body;
+                                                  prints how many got 401 before the body
+  hostile_client.py silent PORT N SECS            N connections that send nothing (or one byte
+                                                  a second); prints how many the head closed
+                                                  within SECS
+Every wait is bounded; nothing here asserts times.
+"""
+import socket
+import sys
+import time
+
+
+def connect(port):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    return s
+
+
+def read_all(s, limit=10.0):
+    s.settimeout(limit)
+    out = b""
+    end = time.monotonic() + limit
+    try:
+        while time.monotonic() < end:
+            d = s.recv(65536)
+            if not d:
+                break
+            out += d
+    except (socket.timeout, ConnectionResetError):
+        pass
+    return out
+
+
+def status_of(resp):
+    line = resp.split(b"\r\n", 1)[0]
+    parts = line.split(b" ")
+    return parts[1].decode() if len(parts) > 1 else "none"
+
+
+def cmd_raw(port, text):
+    s = connect(port)
+    s.sendall(text.encode("latin-1").decode("unicode_escape").encode("latin-1"))
+    resp = read_all(s)
+    print(status_of(resp))
+    body = resp.split(b"\r\n\r\n", 1)[1] if b"\r\n\r\n" in resp else b""
+    sys.stdout.buffer.write(body + b"\n")
+
+
+def cmd_halfclose(port, body):
+    s = connect(port)
+    b = body.encode()
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: %d\r\n\r\n" % len(b) + b)
+    s.shutdown(socket.SHUT_WR)
+    resp = read_all(s, 20.0)
+    print(status_of(resp))
+    sys.stdout.buffer.write(resp.split(b"\r\n\r\n", 1)[-1] + b"\n")
+
+
+def cmd_keyless(port, n, nbytes):
+    got = 0
+    socks = []
+    for _ in range(n):
+        s = connect(port)
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Expect: 100-continue\r\nContent-Length: %d\r\n\r\n" % (64 << 20))
+        socks.append(s)
+    chunk = b"x" * 65536
+    for s in socks:
+        sent = 0
+        try:
+            s.settimeout(5)
+            while sent < nbytes:
+                sent += s.send(chunk[: min(len(chunk), nbytes - sent)])
+        except OSError:
+            pass
+    for s in socks:
+        resp = read_all(s, 5.0)
+        if status_of(resp) == "401" and b"100 Continue" not in resp:
+            got += 1
+        s.close()
+    print(got)
+
+
+def cmd_silent(port, n, secs, drip):
+    socks = [connect(port) for _ in range(n)]
+    end = time.monotonic() + secs
+    closed = set()
+    while time.monotonic() < end and len(closed) < n:
+        for i, s in enumerate(socks):
+            if i in closed:
+                continue
+            s.setblocking(False)
+            try:
+                if drip:
+                    s.send(b"G" if drip == 1 else b"x")
+                d = s.recv(65536)
+                if not d:
+                    closed.add(i)
+            except BlockingIOError:
+                pass
+            except OSError:
+                closed.add(i)
+        time.sleep(0.5)
+    print(len(closed))
+
+
+def main():
+    cmd = sys.argv[1]
+    port = int(sys.argv[2])
+    if cmd == "raw":
+        cmd_raw(port, sys.argv[3])
+    elif cmd == "halfclose":
+        cmd_halfclose(port, sys.argv[3])
+    elif cmd == "keyless":
+        cmd_keyless(port, int(sys.argv[3]), int(sys.argv[4]))
+    elif cmd == "silent":
+        cmd_silent(port, int(sys.argv[3]), float(sys.argv[4]),
+                   int(sys.argv[5]) if len(sys.argv) > 5 else 0)
+    else:
+        sys.exit("unknown command " + cmd)
+
+
+if __name__ == "__main__":
+    main()
