@@ -342,7 +342,8 @@ bool sf_http_conn_busy(const struct sf_http_conn *c)
 
 bool sf_http_conn_should_close(const struct sf_http_conn *c)
 {
-	return c->failed || c->dead || (!c->busy && (c->closing || c->eof));
+	/* After the peer's end, pipelined requests kept while one was busy are answered first. */
+	return c->failed || c->dead || (!c->busy && (c->closing || (c->eof && !c->in.len)));
 }
 
 const char *sf_http_header(const struct sf_http_request *r, const char *name)

@@ -73,13 +73,15 @@ void sf_http_conn_free(struct sf_http_conn *c);
 size_t sf_http_conn_feed(struct sf_http_conn *c, const uint8_t *p, size_t n);
 /* Parses kept bytes when no request is pending; may call on_request. */
 void sf_http_conn_poll(struct sf_http_conn *c);
-/* The peer ended its side (EOF): a request cut short is not answered. */
+/* The peer ended its side (EOF, or a half-close): whole requests are answered, one cut short
+ * is not. */
 void sf_http_conn_eof(struct sf_http_conn *c);
 
 /* True while a request has been handed out and its response has not ended. */
 bool sf_http_conn_busy(const struct sf_http_conn *c);
 /* True when the connection should be closed once what was written is sent: an error, a
- * write that failed, or a response ended on a request that did not keep the connection. */
+ * write that failed, a response ended on a request that did not keep the connection, or the
+ * peer's end with no request left to answer. */
 bool sf_http_conn_should_close(const struct sf_http_conn *c);
 
 /* A whole response. extra_headers: "Name: value\r\n" lines or NULL. Content-Length, Date is

@@ -158,6 +158,23 @@ part_statuses() {
 	stop_head
 }
 
+# ---- 5: a client that shuts its write side after the request still gets the answer ----
+part_halfclose() {
+	start_node paced --sim-tokens-per-s 50 && local pp=$port
+	start_head halfclose "127.0.0.1:$pp" && base="http://127.0.0.1:$hport" && wait_health
+	printf 'Once upon a time' | want --temperature 0 --max-tokens 24
+	python3 "$raw" halfclose "$hport" '{"model":"sim-1","prompt":"Once upon a time","max_tokens":24,"temperature":0}' >"$work/half.out"
+	tail -n +2 "$work/half.out" >"$work/out"
+	check "halfclose: a request then shutdown(SHUT_WR) is answered whole" "$([ "$(head -1 "$work/half.out")" = 200 ] &&
+		[ "$(j "$work/out" 'd["choices"][0]["text"]')" = "$(cat "$work/want")" ]; echo $?)"
+	python3 "$raw" halfclose "$hport" '{"model":"sim-1","prompt":"Once upon a time","max_tokens":24,"temperature":0,"stream":true}' >"$work/half.out"
+	check "halfclose: a streamed one too" "$([ "$(head -1 "$work/half.out")" = 200 ] &&
+		[ "$(sse_text "$work/half.out" text)" = "$(cat "$work/want")" ]; echo $?)"
+	check "halfclose: no generation was cancelled for a client gone" "$(! grep -q 'went away' "$work/halfclose.err"; echo $?)"
+	still_chats halfclose
+	stop_head
+}
+
 start_node n1 && p1=$port
 for p in "${parts[@]}"; do "part_$p"; done
 r=0

@@ -135,6 +135,18 @@ static void on_turn(struct sf_conn *conn)
 		headd_http_service(h);
 }
 
+/* The client shut its write side (HTTP/1.0 tools do after the request): its request is
+ * answered, then the connection closes. */
+static void on_eof(struct sf_conn *conn)
+{
+	struct headd_http *h = sf_conn_user(conn);
+	if (!h)
+		return;
+	sf_http_conn_eof(h->http);
+	if (!h->req)
+		h->ended = true; /* nothing running: the turn's service closes, or parses what is kept */
+}
+
 static void on_closed(struct sf_conn *conn, int err)
 {
 	struct headd_http *h = sf_conn_user(conn);
@@ -153,6 +165,7 @@ static const struct sf_conn_ops conn_ops = {
 	.on_recv = on_recv,
 	.on_turn = on_turn,
 	.on_closed = on_closed,
+	.on_eof = on_eof,
 };
 
 void headd_http_drop(struct headd_http *h)
