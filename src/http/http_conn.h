@@ -21,10 +21,18 @@
 
 #define SF_HTTP_MAX_HEADERS 64
 
+/* A bound shared by connections (one thread's): the bytes of request bodies still being
+ * received, all together. A body that would pass it is refused with 503 and Retry-After. */
+struct sf_http_budget {
+	size_t used, max;
+	uint64_t refused;    /* requests refused for it */
+};
+
 struct sf_http_limits {
 	size_t max_head;     /* request line and headers; 0: 16 KiB (over: 431) */
 	size_t max_body;     /* body bytes, after de-chunking; 0: 8 MiB (over: 413) */
 	size_t max_pipeline; /* bytes kept while a response is pending; 0: max_head + max_body */
+	struct sf_http_budget *budget; /* or NULL: no shared bound */
 };
 
 struct sf_http_header {
@@ -50,6 +58,11 @@ const char *sf_http_header(const struct sf_http_request *r, const char *name);
 
 struct sf_http_conn_ops {
 	void *arg;
+	/* The request line and headers are in, the body not read (r->body_len 0), no 100
+	 * Continue sent: the owner may answer now (sf_http_respond; the body is then never read
+	 * and the connection closes after the answer), or return to have the body read and the
+	 * whole request handed to on_request. May be NULL. */
+	void (*on_head)(void *arg, const struct sf_http_request *r);
 	/* A whole request (valid until its response ends). */
 	void (*on_request)(void *arg, const struct sf_http_request *r);
 	/* Response bytes to send; 0, or non-zero when they cannot be taken (the connection
@@ -66,6 +79,9 @@ struct sf_http_conn;
 struct sf_http_conn *sf_http_conn_new(const struct sf_http_limits *limits,
 				      const struct sf_http_conn_ops *ops);
 void sf_http_conn_free(struct sf_http_conn *c);
+/* The shared bound for the bodies of the requests to come (the connection moved to another
+ * thread); only between requests (0), else -1. */
+int sf_http_conn_set_budget(struct sf_http_conn *c, struct sf_http_budget *b);
 
 /* Takes bytes from the peer; returns how many were taken (< n only when the pipeline limit is
  * reached; the caller offers the rest again later). May call on_request (at most once per

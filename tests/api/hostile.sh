@@ -175,6 +175,49 @@ part_halfclose() {
 	stop_head
 }
 
+# ---- 2: the key is checked before any body byte is read; bodies in flight are bounded ----
+rss_mb() { awk '/^VmRSS/ { print int($2 / 1024) }' "/proc/$1/status"; }
+part_authfirst() {
+	keys
+	start_head authfirst "127.0.0.1:$p1" --api-keys "$work/keys" --http-max-body 33554432 &&
+		base="http://127.0.0.1:$hport" && wait_health
+	local before; before=$(rss_mb "$hpid")
+	# 30 keyless clients each declare a 30 MiB body (Expect: 100-continue) and send 4 MiB.
+	local got; got=$(python3 "$raw" keyless "$hport" 30 $((4 << 20)))
+	check "authfirst: 30 keyless bodies get 401 before any is read, no 100 Continue ($got)" "$([ "$got" = 30 ]; echo $?)"
+	local after; after=$(rss_mb "$hpid")
+	check "authfirst: the head holds none of them (RSS $before -> $after MB)" "$([ $((after - before)) -lt 16 ]; echo $?)"
+	still_chats authfirst -H "Authorization: Bearer $k1"
+	stop_head
+	# One shard, its bound 1 MiB: a body of 900 KiB being sent holds it; another is a 503.
+	start_head budget "127.0.0.1:$p1" --api-keys "$work/keys" --shards 1 --http-body-budget-mb 1 &&
+		base="http://127.0.0.1:$hport" && wait_health
+	python3 - "$hport" "$k1" <<'PY' >"$work/budget.out"
+import socket, sys, time
+port, key = int(sys.argv[1]), sys.argv[2]
+head = ("POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+        "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n")
+a = socket.create_connection(("127.0.0.1", port), timeout=10)
+a.sendall((head % (key, 900 << 10)).encode() + b"{")
+time.sleep(0.5)
+b = socket.create_connection(("127.0.0.1", port), timeout=10)
+b.sendall((head % (key, 900 << 10)).encode())
+resp = b""
+while b"\r\n\r\n" not in resp:
+    d = b.recv(4096)
+    if not d:
+        break
+    resp += d
+print(resp.split(b"\r\n")[0].decode())
+print("retry-after" in resp.decode().lower())
+a.close()
+PY
+	check "budget: a body past the bodies' bound is a 503 with Retry-After" "$([ "$(sed -n 1p "$work/budget.out")" = 'HTTP/1.1 503 Service Unavailable' ] &&
+		[ "$(sed -n 2p "$work/budget.out")" = True ]; echo $?)"
+	still_chats budget -H "Authorization: Bearer $k1"
+	stop_head
+}
+
 start_node n1 && p1=$port
 for p in "${parts[@]}"; do "part_$p"; done
 r=0

@@ -5,8 +5,9 @@
   hostile_client.py halfclose PORT BODY_JSON      a POST, then shutdown(SHUT_WR); prints the
                                                   status and the body's length
   hostile_client.py keyless PORT N BYTES          N connections each sending headers without a
-                                                  key and BYTES of a declared 64 MiB body;
-                                                  prints how many got 401 before the body
+                                                  key (a 30 MiB body declared, Expect:
+                                                  100-continue), then BYTES of the body; prints
+                                                  how many got 401 (not 100) before the body
   hostile_client.py silent PORT N SECS            N connections that send nothing (or one byte
                                                   a second); prints how many the head closed
                                                   within SECS
@@ -63,29 +64,49 @@ def cmd_halfclose(port, body):
     sys.stdout.buffer.write(resp.split(b"\r\n\r\n", 1)[-1] + b"\n")
 
 
+def head_of(s, limit):
+    """The response bytes up to the end of the first header block, within limit seconds."""
+    s.settimeout(0.2)
+    out = b""
+    end = time.monotonic() + limit
+    while b"\r\n\r\n" not in out and time.monotonic() < end:
+        try:
+            d = s.recv(4096)
+        except socket.timeout:
+            continue
+        except OSError:
+            break
+        if not d:
+            break
+        out += d
+    return out
+
+
 def cmd_keyless(port, n, nbytes):
     got = 0
     socks = []
     for _ in range(n):
         s = connect(port)
         s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                  b"Expect: 100-continue\r\nContent-Length: %d\r\n\r\n" % (64 << 20))
+                  b"Expect: 100-continue\r\nContent-Length: %d\r\n\r\n" % (30 << 20))
         socks.append(s)
+    answers = [head_of(s, 3.0) for s in socks]
     chunk = b"x" * 65536
-    for s in socks:
+    for s in socks:  # the body, as far as the head takes it
         sent = 0
         try:
-            s.settimeout(5)
+            s.settimeout(2)
             while sent < nbytes:
                 sent += s.send(chunk[: min(len(chunk), nbytes - sent)])
         except OSError:
             pass
-    for s in socks:
-        resp = read_all(s, 5.0)
-        if status_of(resp) == "401" and b"100 Continue" not in resp:
+    time.sleep(0.5)
+    for a in answers:
+        if status_of(a) == "401":
             got += 1
-        s.close()
     print(got)
+    for s in socks:
+        s.close()
 
 
 def cmd_silent(port, n, secs, drip):

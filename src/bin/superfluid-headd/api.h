@@ -169,6 +169,7 @@ struct headd_api {
 	uint32_t n_named;
 	uint64_t tok_timer, tok_timer_at;
 	uint64_t next_id;
+	struct sf_http_budget body_budget; /* bytes of bodies being received (this shard's share) */
 	struct headd_metrics m;
 };
 
@@ -202,6 +203,8 @@ uint32_t headd_model_ctx_len(struct headd *d, const char *model);
  * it is dialed again, 404 model_not_found when none did. */
 int headd_model_check(struct headd *d, const char *model, struct sf_api_error *e);
 void headd_api_request(struct headd_http *h, const struct sf_http_request *r);
+/* A request's head, before its body is read: answers a missing or wrong key (401) at once. */
+void headd_api_head(struct headd_http *h, const struct sf_http_request *r);
 /* Answers r's connection with an error object. */
 void headd_api_send_error(struct headd_http *h, const struct sf_api_error *e);
 void headd_api_send_json(struct headd_http *h, int status, char *json); /* frees json */

@@ -267,6 +267,19 @@ static unsigned owner_of(const struct headd *d, enum headd_endpoint ep,
 	return d->shard;
 }
 
+void headd_api_head(struct headd_http *h, const struct sf_http_request *r)
+{
+	enum headd_endpoint ep = endpoint_of(r->path);
+	if (ep == EP_HEALTH || ep == EP_METRICS || !h->d->api.n_keys)
+		return; /* open to all: read on */
+	if (ep == EP_OTHER && !strncmp(r->path, "/v1/chat/completions/", 21))
+		ep = EP_CHAT;
+	else if (ep == EP_OTHER && !strncmp(r->path, "/v1/completions/", 16))
+		ep = EP_COMPLETIONS;
+	h->ep = (int)ep;
+	(void)headd_keys_check(h, r); /* a 401 now: no body byte is read, none kept */
+}
+
 void headd_api_request(struct headd_http *h, const struct sf_http_request *r)
 {
 	enum headd_endpoint ep = endpoint_of(r->path);

@@ -46,6 +46,11 @@ static void on_request(void *arg, const struct sf_http_request *r)
 	headd_api_request(arg, r);
 }
 
+static void on_head(void *arg, const struct sf_http_request *r)
+{
+	headd_api_head(arg, r);
+}
+
 static int on_write(void *arg, const void *p, size_t n)
 {
 	return headd_http_write(arg, p, n);
@@ -62,6 +67,7 @@ static char *error_body(void *arg, int status, const char *message, const char *
 
 static const struct sf_http_conn_ops http_ops = {
 	.on_request = on_request,
+	.on_head = on_head,
 	.write = on_write,
 	.error_body = error_body,
 };
@@ -204,7 +210,8 @@ static void on_accept(struct sf_loop *loop, int fd, void *arg)
 		return;
 	}
 	struct headd_http *h = calloc(1, sizeof(*h));
-	struct sf_http_limits lim = { .max_body = d->opts->http_max_body };
+	struct sf_http_limits lim = { .max_body = d->opts->http_max_body,
+				      .budget = &d->api.body_budget };
 	if (h) {
 		h->http_ops = http_ops;
 		h->http_ops.arg = h;
@@ -286,6 +293,7 @@ void headd_http_adopt(struct headd *d, struct headd_http *h, int fd, const uint8
 {
 	if (!attach(d, h, fd, "an HTTP client handed over"))
 		return;
+	(void)sf_http_conn_set_budget(h->http, &d->api.body_budget); /* between requests: 0 */
 	/* Bytes that came after the request (pipelined) go where they would have gone. */
 	if (n && on_recv(h->conn, rx, n) < n) {
 		h->failed = true;
@@ -313,6 +321,7 @@ int headd_api_start(struct headd *d)
 	}
 	if (d->opts->api_keys && headd_keys_load(d, d->opts->api_keys))
 		return -1;
+	a->body_budget.max = (size_t)d->opts->http_body_budget_mb << 20;
 	a->m.link_opens = calloc(HEADD_NODE_SLOTS, sizeof(*a->m.link_opens)); /* NULL: not counted */
 	struct sf_tok_client_config tcfg = { .max_nodes = HEADD_NODE_SLOTS };
 	struct sf_tok_client_io tio = { .arg = d, .done = headd_gen_tokenized };

@@ -38,6 +38,7 @@ static const struct sfd_opt opts[] = {
 	{ "api-keys", SFD_OPT_STR, F(api_keys), 0, 0, NULL },
 	{ "http-max-body", SFD_OPT_U32, F(http_max_body), 1024, 1u << 30, NULL },
 	{ "http-max-conns", SFD_OPT_U32, F(http_max_conns), 1, 1000000, NULL },
+	{ "http-body-budget-mb", SFD_OPT_U32, F(http_body_budget_mb), 1, 1u << 20, NULL },
 	{ "stream-buffer", SFD_OPT_U32, F(stream_buffer), 4096, 1u << 30, NULL },
 	{ "http-sndbuf", SFD_OPT_U32, F(http_sndbuf), 0, 1u << 30, NULL },
 	{ "max-tokens-default", SFD_OPT_U32, F(max_tokens_default), 1, 1u << 20, NULL },
@@ -111,6 +112,10 @@ static const char usage_text[] =
 	"                          without it no key is asked for\n"
 	"  --http-max-body N       bytes of a request body at most (default 8388608)\n"
 	"  --http-max-conns N      client connections at once (default 4096)\n"
+	"  --http-body-budget-mb N request bodies still being received, all connections\n"
+	"                          together (default 256); past it a request is refused\n"
+	"                          with 503 and Retry-After. A key is checked before any\n"
+	"                          body byte is read\n"
 	"  --stream-buffer N       bytes a slow client may leave unread; past it its stream\n"
 	"                          ends with an error and its generation is cancelled\n"
 	"                          (default 4194304)\n"
@@ -176,6 +181,7 @@ enum headd_parse_result headd_opts_parse(struct headd_opts *o, int argc, char **
 	o->listen_http = HEADD_DEFAULT_LISTEN_HTTP;
 	o->http_max_body = 8u << 20;
 	o->http_max_conns = 4096;
+	o->http_body_budget_mb = 256;
 	o->stream_buffer = 4u << 20;
 	o->max_tokens_default = 4096;
 	o->max_sessions = 1024;
