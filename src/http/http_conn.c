@@ -102,6 +102,8 @@ static int on_message_begin(http_parser *p)
 	c->n_headers = 0;
 	c->head_len = 0;
 	c->in_value = false;
+	c->in_request = true;
+	c->in_body = false;
 	return 0;
 }
 
@@ -221,6 +223,7 @@ static int on_headers_complete(http_parser *p)
 	if (!(p->flags & F_CHUNKED) && p->content_length != ULLONG_MAX &&
 	    reserve(c, (size_t)p->content_length))
 		return -1;
+	c->in_body = true;
 	const char *expect = sf_http_header(&c->req, "expect");
 	if (expect && !strcasecmp(expect, "100-continue") && p->http_minor >= 1) {
 		static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -247,6 +250,7 @@ static int on_message_complete(http_parser *p)
 {
 	struct sf_http_conn *c = conn_of(p);
 	c->complete = true;
+	c->in_request = c->in_body = false;
 	http_parser_pause(p, 1); /* one request at a time */
 	return 0;
 }
@@ -415,6 +419,28 @@ void sf_http_conn_eof(struct sf_http_conn *c)
 {
 	c->keep_alive = false;
 	c->eof = true;
+}
+
+enum sf_http_phase sf_http_conn_phase(const struct sf_http_conn *c)
+{
+	if (c->busy)
+		return SF_HTTP_BUSY;
+	if (c->in_request && !c->dead)
+		return c->in_body ? SF_HTTP_BODY : SF_HTTP_HEAD;
+	return SF_HTTP_IDLE;
+}
+
+void sf_http_conn_timeout(struct sf_http_conn *c, const char *msg)
+{
+	if (c->busy || c->dead || c->failed)
+		return;
+	c->in_request = c->in_body = false;
+	client_error(c, 408, msg);
+}
+
+bool sf_http_conn_busy_keep_alive(const struct sf_http_conn *c)
+{
+	return c->busy && c->req.keep_alive;
 }
 
 bool sf_http_conn_busy(const struct sf_http_conn *c)

@@ -93,6 +93,22 @@ void sf_http_conn_poll(struct sf_http_conn *c);
  * is not. */
 void sf_http_conn_eof(struct sf_http_conn *c);
 
+/* Where the connection is, for its owner's read timeouts. */
+enum sf_http_phase {
+	SF_HTTP_IDLE = 0, /* no byte of a request yet (after accept, or between requests) */
+	SF_HTTP_HEAD,     /* reading a request line and headers */
+	SF_HTTP_BODY,     /* the headers are in, reading the body */
+	SF_HTTP_BUSY,     /* a request handed out, its response not ended */
+};
+enum sf_http_phase sf_http_conn_phase(const struct sf_http_conn *c);
+/* The client took too long to send its request: 408 with msg (one sentence), then close.
+ * Nothing happens while a request is busy. */
+void sf_http_conn_timeout(struct sf_http_conn *c, const char *msg);
+
+/* True while a request is out that asked to keep the connection (HTTP/1.1 without
+ * Connection: close): its client's end of stream means it went away, not that it is done. */
+bool sf_http_conn_busy_keep_alive(const struct sf_http_conn *c);
+
 /* True while a request has been handed out and its response has not ended. */
 bool sf_http_conn_busy(const struct sf_http_conn *c);
 /* True when the connection should be closed once what was written is sent: an error, a

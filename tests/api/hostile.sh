@@ -159,6 +159,8 @@ part_statuses() {
 }
 
 # ---- 5: a client that shuts its write side after the request still gets the answer ----
+# (it said it ends the connection: HTTP/1.0, or Connection: close; a keep-alive client that
+# ends its side while its request runs went away, as api.transcribe's client gone shows)
 part_halfclose() {
 	start_node paced --sim-tokens-per-s 50 && local pp=$port
 	start_head halfclose "127.0.0.1:$pp" && base="http://127.0.0.1:$hport" && wait_health
@@ -170,6 +172,10 @@ part_halfclose() {
 	python3 "$raw" halfclose "$hport" '{"model":"sim-1","prompt":"Once upon a time","max_tokens":24,"temperature":0,"stream":true}' >"$work/half.out"
 	check "halfclose: a streamed one too" "$([ "$(head -1 "$work/half.out")" = 200 ] &&
 		[ "$(sse_text "$work/half.out" text)" = "$(cat "$work/want")" ]; echo $?)"
+	python3 "$raw" halfclose "$hport" '{"model":"sim-1","prompt":"Once upon a time","max_tokens":24,"temperature":0}' 0 >"$work/half.out"
+	tail -n +2 "$work/half.out" >"$work/out"
+	check "halfclose: and an HTTP/1.0 one" "$([ "$(head -1 "$work/half.out")" = 200 ] &&
+		[ "$(j "$work/out" 'd["choices"][0]["text"]')" = "$(cat "$work/want")" ]; echo $?)"
 	check "halfclose: no generation was cancelled for a client gone" "$(! grep -q 'went away' "$work/halfclose.err"; echo $?)"
 	still_chats halfclose
 	stop_head
@@ -216,6 +222,96 @@ PY
 		[ "$(sed -n 2p "$work/budget.out")" = True ]; echo $?)"
 	still_chats budget -H "Authorization: Bearer $k1"
 	stop_head
+}
+
+# ---- 1: connections that send nothing, or a byte now and then, do not keep the head ----
+part_timeouts() {
+	start_head timeouts "127.0.0.1:$p1" --shards 1 --http-max-conns 8 --http-header-timeout-s 1 \
+		--http-idle-timeout-s 2 --http-body-timeout-s 30 && base="http://127.0.0.1:$hport" && wait_health
+	local n
+	n=$(python3 "$raw" silent "$hport" 6 10)
+	check "timeouts: 6 connections that send nothing are closed (header timeout 1 s): $n" "$([ "$n" = 6 ]; echo $?)"
+	n=$(python3 "$raw" silent "$hport" 4 10 1)
+	check "timeouts: 4 that send a byte every half second are closed too: $n" "$([ "$n" = 4 ]; echo $?)"
+	python3 - "$hport" <<'PY' >"$work/idle.out"
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+first = s.recv(65536)
+end = time.monotonic() + 10
+s.settimeout(1)
+closed = False
+while time.monotonic() < end and not closed:
+    try:
+        closed = s.recv(65536) == b""
+    except socket.timeout:
+        pass
+print(first.split(b"\r\n")[0].decode(), closed)
+PY
+	check "timeouts: a kept-alive connection idle past 2 s is closed" "$([ "$(cat "$work/idle.out")" = 'HTTP/1.1 200 OK True' ]; echo $?)"
+	local m; m=$(metric 'superfluid_http_timeouts_total{phase="first_request"}')
+	check "timeouts: the silent ones are counted in /metrics ($m)" "$([ "${m:-0}" -ge 6 ]; echo $?)"
+	still_chats timeouts
+	stop_head
+	# Eight silent connections fill --http-max-conns: a new client still gets in (the one
+	# idle longest makes room).
+	start_head full "127.0.0.1:$p1" --shards 1 --http-max-conns 8 --http-header-timeout-s 60 &&
+		base="http://127.0.0.1:$hport" && wait_health
+	python3 - "$hport" <<'PY' &
+import socket, sys, time
+socks = [socket.create_connection(("127.0.0.1", int(sys.argv[1]))) for _ in range(8)]
+time.sleep(3)
+PY
+	local fill=$!
+	sleep 0.5
+	req GET /health
+	check "timeouts: with every connection taken by silent ones, a client is still served" "$([ "$status" = 200 ]; echo $?)"
+	wait "$fill"
+	# Eight connections each sending a body slowly (not idle, not past a limit yet): 40 more
+	# are turned away, counted, and logged at most once a second.
+	local lines0; lines0=$(grep -c 'turned away an HTTP client' "$work/full.err")
+	python3 - "$hport" <<'PY' >"$work/refused.out"
+import socket, sys, time
+port = int(sys.argv[1])
+hold = []
+for _ in range(8):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+    hold.append(s)
+time.sleep(0.5)
+refused = 0
+t0 = time.monotonic()
+for _ in range(40):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.settimeout(5)
+    try:
+        refused += s.recv(10) == b""
+    except (ConnectionResetError, socket.timeout):
+        refused += 1
+    s.close()
+print(refused, int(time.monotonic() - t0) + 1)
+PY
+	local refused secs; read -r refused secs <"$work/refused.out"
+	local lines; lines=$(( $(grep -c 'turned away an HTTP client' "$work/full.err") - lines0 ))
+	check "timeouts: with none idle, 40 new connections are turned away ($refused)" "$([ "$refused" = 40 ]; echo $?)"
+	check "timeouts: ... logged $lines times in about $secs s, at most once a second" "$([ "$lines" -ge 1 ] && [ "$lines" -le $((secs + 1)) ]; echo $?)"
+	m=$(metric 'superfluid_http_refused_total{limit="max_conns"}')
+	check "timeouts: ... and counted in /metrics ($m)" "$([ "${m:-0}" -ge 40 ]; echo $?)"
+	still_chats full
+	stop_head
+	# HTTPS: a client that never finishes its handshake is closed at the handshake deadline.
+	if bash "$(dirname "$0")/../../scripts/make-test-cert" "$work/tls" >/dev/null 2>&1; then
+		start_head tlstimeout "127.0.0.1:$p1" --tls-cert "$work/tls/cert.pem" --tls-key "$work/tls/key.pem" \
+			--http-header-timeout-s 60 --tls-handshake-timeout-s 1 && base="https://127.0.0.1:$hport"
+		n=$(python3 "$raw" silent "$hport" 3 10)
+		check "timeouts: 3 HTTPS connections that never finish the handshake are closed: $n" "$([ "$n" = 3 ]; echo $?)"
+		still_chats tlstimeout --cacert "$work/tls/cert.pem"
+		stop_head
+	elif [ "${CI:-}" = true ]; then
+		fail "timeouts: scripts/make-test-cert could not make a certificate"
+	else
+		echo "SKIP timeouts: TLS handshake deadline (no test certificate; under CI=true this fails)"
+	fi
 }
 
 start_node n1 && p1=$port

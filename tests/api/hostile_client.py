@@ -2,8 +2,9 @@
 """Raw-socket clients for tests/api/hostile.sh: shapes curl cannot make.
 
   hostile_client.py raw PORT HEX_OR_TEXT         one request as bytes; prints the status line
-  hostile_client.py halfclose PORT BODY_JSON      a POST, then shutdown(SHUT_WR); prints the
-                                                  status and the body's length
+  hostile_client.py halfclose PORT BODY [MINOR]   a POST (HTTP/1.1 with Connection: close, or
+                                                  HTTP/1.0 for MINOR 0), then shutdown(SHUT_WR);
+                                                  prints the status, then the body
   hostile_client.py keyless PORT N BYTES          N connections each sending headers without a
                                                   key (a 30 MiB body declared, Expect:
                                                   100-continue), then BYTES of the body; prints
@@ -53,11 +54,12 @@ def cmd_raw(port, text):
     sys.stdout.buffer.write(body + b"\n")
 
 
-def cmd_halfclose(port, body):
+def cmd_halfclose(port, body, minor):
     s = connect(port)
     b = body.encode()
-    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-              b"Content-Length: %d\r\n\r\n" % len(b) + b)
+    s.sendall(b"POST /v1/completions HTTP/1.%d\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"%sContent-Length: %d\r\n\r\n" % (minor, b"Connection: close\r\n" if minor else b"",
+                                                  len(b)) + b)
     s.shutdown(socket.SHUT_WR)
     resp = read_all(s, 20.0)
     print(status_of(resp))
@@ -138,7 +140,7 @@ def main():
     if cmd == "raw":
         cmd_raw(port, sys.argv[3])
     elif cmd == "halfclose":
-        cmd_halfclose(port, sys.argv[3])
+        cmd_halfclose(port, sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else 1)
     elif cmd == "keyless":
         cmd_keyless(port, int(sys.argv[3]), int(sys.argv[4]))
     elif cmd == "silent":

@@ -45,6 +45,10 @@ struct headd_http {
 	/* The tag of the API key the current request came with (headd_keys_check); all zero
 	 * without --api-keys. What a request makes belongs to it. */
 	uint8_t owner[SF_WALREC_OWNER_LEN];
+	/* Its read timeouts (http_limits.c): where it was last seen, since when (loop ms). */
+	int phase;                /* enum headd_http_phase */
+	uint64_t phase_since;
+	uint32_t served;          /* responses ended on it */
 	struct headd_http *next;
 };
 
@@ -133,6 +137,17 @@ struct headd_req {
 	struct headd_req *next;
 };
 
+/* Where a client connection is, for its timeouts (each phase its own limit). */
+enum headd_http_phase {
+	HP_TLS = 0,  /* the TLS handshake (--tls-handshake-timeout-s) */
+	HP_FIRST,    /* accepted, no byte of a request yet (--http-header-timeout-s) */
+	HP_HEAD,     /* reading the request line and headers (--http-header-timeout-s) */
+	HP_BODY,     /* reading the body (--http-body-timeout-s) */
+	HP_IDLE,     /* kept alive between requests (--http-idle-timeout-s) */
+	HP_BUSY,     /* answering: no timeout here (--stream-buffer bounds a slow reader) */
+	HP_COUNT
+};
+
 /* The endpoints, as the metrics count them. */
 enum headd_endpoint {
 	EP_CHAT = 0, EP_COMPLETIONS, EP_MODELS, EP_SESSIONS, EP_HEALTH, EP_METRICS, EP_OTHER,
@@ -153,6 +168,10 @@ struct headd_metrics {
 	uint64_t client_gone;     /* generations cancelled because the client left */
 	uint64_t *link_opens;     /* per node slot (HEADD_NODE_SLOTS), or NULL without memory */
 	uint32_t http_conns;
+	uint64_t http_timeouts[HP_COUNT]; /* connections closed for taking too long, by phase */
+	uint64_t http_refused_full;   /* turned away: --http-max-conns, none idle to close */
+	uint64_t http_refused_budget; /* requests refused: --http-body-budget-mb */
+	uint64_t http_evicted;        /* idle connections closed to let a new one in */
 	struct headd_hist ttft, itl; /* seconds */
 };
 
@@ -170,6 +189,8 @@ struct headd_api {
 	uint64_t tok_timer, tok_timer_at;
 	uint64_t next_id;
 	struct sf_http_budget body_budget; /* bytes of bodies being received (this shard's share) */
+	uint64_t refuse_logged_ms;   /* when a refusal was last logged (one line a second) */
+	uint64_t refuse_unlogged;    /* refusals since that line */
 	struct headd_metrics m;
 };
 
@@ -192,6 +213,15 @@ void headd_http_handoff(struct headd_http *h, const struct sf_http_request *r, u
 void headd_http_adopt(struct headd *d, struct headd_http *h, int fd, const uint8_t *rx,
 		      size_t n);
 void headd_http_drop(struct headd_http *h); /* frees one never adopted */
+
+/* http_limits.c: the client connections' timeouts and the connection limit. */
+/* Closes connections past their phase's time limit (each turn; at least once a second). */
+void headd_http_timeouts(struct headd *d, uint64_t now);
+/* A new connection while --http-max-conns are open: closes the longest idle one and returns
+ * true (the new one may come in), or counts and logs (once a second) the refusal: false. */
+bool headd_http_make_room(struct headd *d);
+/* The phase h starts in (accepted, or handed over busy). */
+void headd_http_phase_start(struct headd_http *h, int phase);
 
 /* api_routes.c */
 void headd_health_counts(struct headd *d, uint32_t *models, uint32_t *up);

@@ -141,13 +141,20 @@ static void on_turn(struct sf_conn *conn)
 		headd_http_service(h);
 }
 
-/* The client shut its write side (HTTP/1.0 tools do after the request): its request is
- * answered, then the connection closes. */
+/* The client ended its side. One whose request said it ends the connection (HTTP/1.0, or
+ * Connection: close) may shut its write side after the request, as HTTP/1.0 tools do: its
+ * answer is sent, then the connection closes. One that asked to keep the connection and
+ * ends it while its request runs went away (a timeout, a closed program): the request is
+ * dropped, as on a reset. A close and a half-close look the same until a write. */
 static void on_eof(struct sf_conn *conn)
 {
 	struct headd_http *h = sf_conn_user(conn);
 	if (!h)
 		return;
+	if (h->req && sf_http_conn_busy_keep_alive(h->http)) {
+		sf_conn_close(conn, false); /* on_closed tells the request */
+		return;
+	}
 	sf_http_conn_eof(h->http);
 	if (!h->req)
 		h->ended = true; /* nothing running: the turn's service closes, or parses what is kept */
@@ -202,10 +209,8 @@ static bool attach(struct headd *d, struct headd_http *h, int fd, const char *wh
 static void on_accept(struct sf_loop *loop, int fd, void *arg)
 {
 	struct headd *d = arg;
-	if (d->stopping || d->api.m.http_conns >= d->opts->http_max_conns) {
-		if (!d->stopping)
-			sfd_warn("turned away an HTTP client: %u connections already "
-				 "(--http-max-conns)", d->api.m.http_conns);
+	if (d->stopping || (d->api.m.http_conns >= d->opts->http_max_conns &&
+			    !headd_http_make_room(d))) {
 		close(fd);
 		return;
 	}
@@ -232,7 +237,8 @@ static void on_accept(struct sf_loop *loop, int fd, void *arg)
 		int v = (int)d->opts->http_sndbuf;
 		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
 	}
-	(void)attach(d, h, fd, "turned away an HTTP client");
+	if (attach(d, h, fd, "turned away an HTTP client"))
+		headd_http_phase_start(h, h->tls ? HP_TLS : HP_FIRST);
 }
 
 /* ---- a connection handed to the shard that owns what it asks for ---- */
@@ -294,6 +300,7 @@ void headd_http_adopt(struct headd *d, struct headd_http *h, int fd, const uint8
 	if (!attach(d, h, fd, "an HTTP client handed over"))
 		return;
 	(void)sf_http_conn_set_budget(h->http, &d->api.body_budget); /* between requests: 0 */
+	headd_http_phase_start(h, HP_BUSY);
 	/* Bytes that came after the request (pipelined) go where they would have gone. */
 	if (n && on_recv(h->conn, rx, n) < n) {
 		h->failed = true;
@@ -309,6 +316,7 @@ void headd_http_response_done(struct headd_http *h)
 {
 	h->req = NULL;
 	h->ended = true;
+	h->served++;
 }
 
 int headd_api_start(struct headd *d)
