@@ -314,6 +314,38 @@ PY
 	fi
 }
 
+# ---- 6: a node's port full of connections that never finish keeps no head with the token out ----
+part_handshakes() {
+	printf 'hostile-test-token-%s%s%s\n' "$RANDOM" "$RANDOM" "$RANDOM" >"$work/fleet.token"
+	chmod 600 "$work/fleet.token"
+	start_node locked --shards 1 --auth-file "$work/fleet.token" && local pl=$port
+	local lines0; lines0=$(wc -l <"$work/locked.err")
+	# From another loopback address, as an attacker is not the head.
+	python3 "$raw" flood "$pl" 1100 14 127.0.0.2 >"$work/flood.out" &
+	local flood=$!
+	sleep 2 # the flood is in: every link slot the node had before its bounds was taken
+	start_head locked "127.0.0.1:$pl" --fleet-auth "$work/fleet.token" &&
+		base="http://127.0.0.1:$hport"
+	local r=1 # (before: locked out until the flood's own 10 s handshakes ran out)
+	for _ in $(seq 40); do req GET /health; [ "$status" = 200 ] && { r=0; break; }; sleep 0.1; done
+	check "handshakes: 1,100 connections that never finish: a head with the token still gets in" $r
+	still_chats handshakes
+	wait "$flood"
+	local lines=$(( $(wc -l <"$work/locked.err") - lines0 ))
+	check "handshakes: the node logged $lines lines in the 14 s flood (at most about one a second)" "$([ "$lines" -le 40 ]; echo $?)"
+	stop_head
+	# A node whose links are all open says so, and the head's message says the node was busy.
+	start_node full1 --shards 1 --max-links 1 && local pf=$port
+	start_head first "127.0.0.1:$pf" && base="http://127.0.0.1:$hport" && wait_health
+	local first=$hpid
+	start_head second "127.0.0.1:$pf"
+	r=1
+	for _ in $(seq 100); do grep -q 'refused or dropped it while busy' "$work/second.err" && { r=0; break; }; sleep 0.1; done
+	check "handshakes: a head refused by a full node is told the node was busy, not to check --fleet-auth" "$([ $r = 0 ] && ! grep -q 'check that --fleet-auth' "$work/second.err"; echo $?)"
+	stop_head
+	hpid=$first; stop_head
+}
+
 start_node n1 && p1=$port
 for p in "${parts[@]}"; do "part_$p"; done
 r=0

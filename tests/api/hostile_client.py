@@ -12,6 +12,9 @@
   hostile_client.py silent PORT N SECS            N connections that send nothing (or one byte
                                                   a second); prints how many the head closed
                                                   within SECS
+  hostile_client.py flood PORT N SECS [SRC]       N connections (from address SRC) that never
+                                                  send, each the peer closes opened again, for
+                                                  SECS; prints how many were opened again
 Every wait is bounded; nothing here asserts times.
 """
 import socket
@@ -134,6 +137,48 @@ def cmd_silent(port, n, secs, drip):
     print(len(closed))
 
 
+def cmd_flood(port, n, secs, src):
+    """n connections that never send, for secs seconds: each the peer closes is opened again."""
+    import selectors
+    sel = selectors.DefaultSelector()
+
+    def opened():
+        s = socket.socket()
+        s.setblocking(False)
+        try:
+            s.bind((src, 0))
+            s.connect(("127.0.0.1", port))
+        except BlockingIOError:
+            pass
+        except OSError:
+            s.close()
+            return None
+        sel.register(s, selectors.EVENT_READ)
+        return s
+
+    live = 0
+    for _ in range(n):
+        live += opened() is not None
+    reopened = 0
+    end = time.monotonic() + secs
+    while time.monotonic() < end:
+        for key, _ in sel.select(timeout=0.1):
+            s = key.fileobj
+            try:
+                d = s.recv(4096)
+            except BlockingIOError:
+                continue
+            except OSError:
+                d = b""
+            if d:
+                continue
+            sel.unregister(s)
+            s.close()
+            if opened() is not None:
+                reopened += 1
+    print(reopened)
+
+
 def main():
     cmd = sys.argv[1]
     port = int(sys.argv[2])
@@ -143,6 +188,9 @@ def main():
         cmd_halfclose(port, sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else 1)
     elif cmd == "keyless":
         cmd_keyless(port, int(sys.argv[3]), int(sys.argv[4]))
+    elif cmd == "flood":
+        cmd_flood(port, int(sys.argv[3]), float(sys.argv[4]),
+                  sys.argv[5] if len(sys.argv) > 5 else "127.0.0.1")
     elif cmd == "silent":
         cmd_silent(port, int(sys.argv[3]), float(sys.argv[4]),
                    int(sys.argv[5]) if len(sys.argv) > 5 else 0)
