@@ -2,6 +2,7 @@
 #include "api/api_error.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -44,9 +45,42 @@ static json_t *str_or_null(const char *s)
 	return s && *s ? json_string(s) : json_null();
 }
 
+/* s as valid UTF-8 in out (cap bytes with the NUL): each byte of a sequence that is not
+ * UTF-8 becomes '?', so a message quoting a client's bytes can always be sent. */
+static const char *utf8_clean(const char *s, char *out, size_t cap)
+{
+	json_t *probe = json_string(s); /* NULL when s is not UTF-8 (or memory is short) */
+	bool ok = probe != NULL;
+	json_decref(probe);
+	if (ok)
+		return s;
+	size_t n = 0;
+	for (const unsigned char *p = (const unsigned char *)s; *p && n + 1 < cap;) {
+		unsigned c = *p;
+		size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3
+			   : (c & 0xf8) == 0xf0 ? 4 : 0;
+		json_t *one = NULL;
+		if (len > 1 && strnlen((const char *)p, len) == len)
+			one = json_stringn((const char *)p, len);
+		if (len == 1 || (one && n + len < cap)) {
+			memcpy(out + n, p, len);
+			n += len;
+			p += len;
+		} else {
+			out[n++] = '?';
+			p++;
+		}
+		json_decref(one);
+	}
+	out[n] = 0;
+	return out;
+}
+
 char *sf_api_error_json(const struct sf_api_error *e)
 {
-	json_t *inner = json_pack("{s:s, s:s, s:o, s:o}", "message", e->message, "type",
+	char clean[sizeof(e->message)];
+	const char *message = utf8_clean(e->message, clean, sizeof(clean));
+	json_t *inner = json_pack("{s:s, s:s, s:o, s:o}", "message", message, "type",
 				  e->type[0] ? e->type : "server_error", "param",
 				  str_or_null(e->param), "code", str_or_null(e->code));
 	json_t *root = inner ? json_pack("{s:o}", "error", inner) : NULL;

@@ -45,6 +45,39 @@ static int refuse(struct sf_http_conn *c, int status, const char *msg)
 	return -1; /* not 1: on_headers_complete's 1 means "no body" to http_parser */
 }
 
+/* Takes n more bytes of the shared bound for this request's body; -1 (refused) past it. */
+static int reserve(struct sf_http_conn *c, size_t n)
+{
+	struct sf_http_budget *b = c->lim.budget;
+	if (!b || !n)
+		return 0;
+	if (n > b->max) { /* never fits, however long the client waits */
+		b->refused++;
+		char m[200];
+		snprintf(m, sizeof(m), "the body is %zu bytes, more than the %zu the server receives "
+			 "at once", c->reserved + n, b->max);
+		return refuse(c, 413, m);
+	}
+	if (b->used + n > b->max) {
+		b->refused++;
+		char m[200];
+		snprintf(m, sizeof(m), "the server is receiving %zu bytes of request bodies already, "
+			 "its bound; try again in a moment", b->used);
+		return refuse(c, 503, m);
+	}
+	b->used += n;
+	c->reserved += n;
+	return 0;
+}
+
+/* The body is whole (or the request over): its bytes no longer count against the bound. */
+static void release(struct sf_http_conn *c)
+{
+	if (c->lim.budget)
+		c->lim.budget->used -= c->reserved;
+	c->reserved = 0;
+}
+
 static struct sf_http_conn *conn_of(http_parser *p)
 {
 	return p->data;
@@ -69,6 +102,8 @@ static int on_message_begin(http_parser *p)
 	c->n_headers = 0;
 	c->head_len = 0;
 	c->in_value = false;
+	c->in_request = true;
+	c->in_body = false;
 	return 0;
 }
 
@@ -77,6 +112,15 @@ static int on_url(http_parser *p, const char *at, size_t n)
 	struct sf_http_conn *c = conn_of(p);
 	if (head_bytes(c, n))
 		return -1;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char b = (unsigned char)at[i];
+		if (b <= 0x20 || b >= 0x7f) { /* RFC 3986: visible ASCII only, the rest encoded */
+			char m[128];
+			snprintf(m, sizeof(m), "the request target holds byte 0x%02x, which a URL "
+				 "may not hold unencoded (percent-encode it)", b);
+			return refuse(c, 400, m);
+		}
+	}
 	return add(&c->url, at, n, c->lim.max_head) ? refuse(c, 431, "the request target is too long")
 						    : 0;
 }
@@ -138,6 +182,8 @@ static void finish_headers(struct sf_http_conn *c)
 	}
 }
 
+static void fill_request(struct sf_http_conn *c, bool with_body);
+
 static int on_headers_complete(http_parser *p)
 {
 	struct sf_http_conn *c = conn_of(p);
@@ -158,19 +204,40 @@ static int on_headers_complete(http_parser *p)
 			 (unsigned long long)p->content_length, c->lim.max_body);
 		return refuse(c, 413, m);
 	}
+	c->is_head = p->method == HTTP_HEAD;
+	if (c->ops.on_head) {
+		/* The owner sees the head first (a key to check) and may answer before any body
+		 * byte is read or 100 Continue is sent. */
+		fill_request(c, false);
+		if (c->err_status)
+			return -1;
+		c->busy = c->early = true;
+		c->ops.on_head(c->ops.arg, &c->req);
+		c->early = false;
+		if (!c->busy) {
+			c->answered_early = true;
+			return -1; /* the parser stops here: the body is never read */
+		}
+		c->busy = false;
+	}
+	if (!(p->flags & F_CHUNKED) && p->content_length != ULLONG_MAX &&
+	    reserve(c, (size_t)p->content_length))
+		return -1;
+	c->in_body = true;
 	const char *expect = sf_http_header(&c->req, "expect");
 	if (expect && !strcasecmp(expect, "100-continue") && p->http_minor >= 1) {
 		static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
 		if (c->ops.write(c->ops.arg, cont, sizeof(cont) - 1))
 			c->failed = true;
 	}
-	c->is_head = p->method == HTTP_HEAD;
 	return 0;
 }
 
 static int on_body(http_parser *p, const char *at, size_t n)
 {
 	struct sf_http_conn *c = conn_of(p);
+	if ((p->flags & F_CHUNKED) && reserve(c, n))
+		return -1;
 	if (add(&c->body, at, n, c->lim.max_body)) {
 		char m[96];
 		snprintf(m, sizeof(m), "the body is longer than %zu bytes", c->lim.max_body);
@@ -183,6 +250,7 @@ static int on_message_complete(http_parser *p)
 {
 	struct sf_http_conn *c = conn_of(p);
 	c->complete = true;
+	c->in_request = c->in_body = false;
 	http_parser_pause(p, 1); /* one request at a time */
 	return 0;
 }
@@ -217,10 +285,19 @@ struct sf_http_conn *sf_http_conn_new(const struct sf_http_limits *limits,
 	return c;
 }
 
+int sf_http_conn_set_budget(struct sf_http_conn *c, struct sf_http_budget *b)
+{
+	if (c->reserved)
+		return -1;
+	c->lim.budget = b;
+	return 0;
+}
+
 void sf_http_conn_free(struct sf_http_conn *c)
 {
 	if (!c)
 		return;
+	release(c);
 	free(c->in.p);
 	free(c->url.p);
 	free(c->path.p);
@@ -232,6 +309,7 @@ void sf_http_conn_free(struct sf_http_conn *c)
 /* Answers an error of the client's making and stops reading. */
 static void client_error(struct sf_http_conn *c, int status, const char *msg)
 {
+	release(c);
 	c->dead = true;
 	c->keep_alive = false;
 	c->in.len = 0;
@@ -242,20 +320,23 @@ static void client_error(struct sf_http_conn *c, int status, const char *msg)
 		snprintf(text, sizeof(text), "%s\n", msg);
 	c->busy = true; /* so that respond takes it */
 	c->req.version_minor = 1;
+	/* A 503 here is the shared bound: it passes as other bodies end. */
 	sf_http__respond(c, status, body ? type : "text/plain; charset=utf-8", body ? body : text,
-			 strlen(body ? body : text), NULL, false);
+			 strlen(body ? body : text), status == 503 ? "Retry-After: 1\r\n" : NULL,
+			 false);
 	free(body);
 }
 
-static void hand_out(struct sf_http_conn *c)
+/* The request's fields from what was parsed; with_body false: before the body (no body, and
+ * the connection closes after an answer). Sets err_status when memory is short. */
+static void fill_request(struct sf_http_conn *c, bool with_body)
 {
 	http_parser *p = &c->parser;
-	c->complete = false;
 	c->path.len = 0;
 	const char *q = memchr(c->url.p, '?', c->url.len);
 	size_t plen = q ? (size_t)(q - c->url.p) : c->url.len;
 	if (add(&c->path, c->url.p, plen, SIZE_MAX) || (!c->body.p && add(&c->body, "", 0, SIZE_MAX))) {
-		client_error(c, 500, "the server is out of memory");
+		refuse(c, 500, "the server is out of memory");
 		return;
 	}
 	c->req.method = http_method_str((enum http_method)p->method);
@@ -264,9 +345,20 @@ static void hand_out(struct sf_http_conn *c)
 	c->req.query = q ? q + 1 : "";
 	c->req.version_minor = p->http_minor;
 	c->req.body = (const uint8_t *)c->body.p;
-	c->req.body_len = c->body.len;
-	c->req.keep_alive = http_should_keep_alive(p) && p->http_major == 1;
+	c->req.body_len = with_body ? c->body.len : 0;
+	c->req.keep_alive = with_body && http_should_keep_alive(p) && p->http_major == 1;
 	c->keep_alive = c->req.keep_alive;
+}
+
+static void hand_out(struct sf_http_conn *c)
+{
+	c->complete = false;
+	release(c);
+	fill_request(c, true);
+	if (c->err_status) {
+		client_error(c, c->err_status, c->err_msg);
+		return;
+	}
 	c->busy = true;
 	c->ops.on_request(c->ops.arg, &c->req);
 }
@@ -283,7 +375,10 @@ static void parse(struct sf_http_conn *c)
 		}
 		if (e != HPE_OK) {
 			char m[200];
-			if (c->err_status)
+			if (c->answered_early) {
+				c->dead = true; /* answered: the rest (its body) is not read */
+				c->in.len = 0;
+			} else if (c->err_status)
 				client_error(c, c->err_status, c->err_msg);
 			else {
 				snprintf(m, sizeof(m), "the request is not valid HTTP/1.1: %s",
@@ -326,6 +421,28 @@ void sf_http_conn_eof(struct sf_http_conn *c)
 	c->eof = true;
 }
 
+enum sf_http_phase sf_http_conn_phase(const struct sf_http_conn *c)
+{
+	if (c->busy)
+		return SF_HTTP_BUSY;
+	if (c->in_request && !c->dead)
+		return c->in_body ? SF_HTTP_BODY : SF_HTTP_HEAD;
+	return SF_HTTP_IDLE;
+}
+
+void sf_http_conn_timeout(struct sf_http_conn *c, const char *msg)
+{
+	if (c->busy || c->dead || c->failed)
+		return;
+	c->in_request = c->in_body = false;
+	client_error(c, 408, msg);
+}
+
+bool sf_http_conn_busy_keep_alive(const struct sf_http_conn *c)
+{
+	return c->busy && c->req.keep_alive;
+}
+
 bool sf_http_conn_busy(const struct sf_http_conn *c)
 {
 	return c->busy;
@@ -333,7 +450,8 @@ bool sf_http_conn_busy(const struct sf_http_conn *c)
 
 bool sf_http_conn_should_close(const struct sf_http_conn *c)
 {
-	return c->failed || c->dead || (!c->busy && (c->closing || c->eof));
+	/* After the peer's end, pipelined requests kept while one was busy are answered first. */
+	return c->failed || c->dead || (!c->busy && (c->closing || (c->eof && !c->in.len)));
 }
 
 const char *sf_http_header(const struct sf_http_request *r, const char *name)

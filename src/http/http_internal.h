@@ -34,6 +34,11 @@ struct sf_http_conn {
 	bool dead;            /* an error of the client's making was answered */
 	bool failed;          /* a write was refused */
 	bool eof, closing;
+	bool early;           /* on_head is running: a response now ends the request */
+	bool answered_early;  /* on_head answered: the body is not read */
+	size_t reserved;      /* bytes of lim.budget this request's body holds */
+	bool in_request;      /* a request's first byte was parsed, and it is not whole yet */
+	bool in_body;         /* ... and its headers are */
 };
 
 /* Writes a whole response for the pending request; 0 or -1. */

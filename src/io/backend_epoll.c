@@ -161,8 +161,12 @@ static void on_readable(struct sf_loop *loop, struct sf_conn *c)
 			continue;
 		if (r < 0 && errno == EAGAIN)
 			return;
-		if (r <= 0) {
-			sf__loop_conn_failed(loop, c, r < 0 ? errno : 0);
+		if (r == 0) {
+			sf__loop_eof(loop, c);
+			return;
+		}
+		if (r < 0) {
+			sf__loop_conn_failed(loop, c, errno);
 			return;
 		}
 		sf__loop_deliver(loop, c, loop->rx_scratch, (size_t)r);

@@ -338,7 +338,7 @@ static void on_recv(struct sf_loop *loop, struct sf_conn *c, struct io_uring_cqe
 	if (c->dead)
 		return;
 	if (cqe->res == 0) {
-		sf__loop_conn_failed(loop, c, 0);
+		sf__loop_eof(loop, c);
 	} else if (cqe->res < 0 && cqe->res != -ENOBUFS && cqe->res != -ECANCELED) {
 		sf__loop_conn_failed(loop, c, -cqe->res);
 	} else if (!more && !c->dead && !c->recv_paused) {

@@ -264,6 +264,13 @@ void sf_link_conn_close(struct sf_link_conn *lc, uint32_t code, const char *reas
 		pump(lc);
 }
 
+void sf_link_conn_abort(struct sf_link_conn *lc, const char *why)
+{
+	struct sf_err e;
+	sf_err_set(&e, SF_E_LIMIT, "%s", why);
+	finish(lc, &e);
+}
+
 size_t sf_link_conn_unsent(struct sf_link_conn *lc)
 {
 	const uint8_t *p;

@@ -41,6 +41,10 @@ int sf_link_conn_send_frame(struct sf_link_conn *lc, const uint8_t *frame, size_
  * held against it (sf_link_rx_paused). For an owner whose messages back up elsewhere. */
 void sf_link_conn_pause_recv(struct sf_link_conn *lc, bool pause);
 
+/* Ends a link at once, without a GOODBYE (one still in its handshake has none to say):
+ * on_closed follows here with SF_E_LIMIT and why. Not from inside lc's own callbacks. */
+void sf_link_conn_abort(struct sf_link_conn *lc, const char *why);
+
 /* Ends the link: a GOODBYE when open, then the socket closes once it is sent. */
 void sf_link_conn_close(struct sf_link_conn *lc, uint32_t code, const char *reason);
 

@@ -585,7 +585,7 @@ void sf_conn_close(struct sf_conn *c, bool flush)
 
 void sf_conn_pause_recv(struct sf_conn *c, bool pause)
 {
-	if (c->dead || c->recv_paused == pause)
+	if (c->dead || c->rd_eof || c->recv_paused == pause)
 		return;
 	c->recv_paused = pause;
 	if (!c->dialing) /* a dial's conn_start reads recv_paused itself */
@@ -605,6 +605,27 @@ int sf_conn_detach(struct sf_conn *c, sf_detach_fn fn, void *arg)
 void sf__loop_conn_failed(struct sf_loop *loop, struct sf_conn *c, int err)
 {
 	conn_kill(c, err);
+}
+
+void sf__loop_eof(struct sf_loop *loop, struct sf_conn *c)
+{
+	if (c->dead)
+		return;
+	if (!c->ops->on_eof || c->rd_eof) {
+		conn_kill(c, 0);
+		return;
+	}
+	c->rd_eof = true;
+	if (!c->recv_paused) {
+		c->recv_paused = true;
+		loop->be->recv_pause(loop, c);
+	}
+	if (!c->on_turn_list) {
+		c->on_turn_list = true;
+		c->next_turn = loop->turn_list;
+		loop->turn_list = c;
+	}
+	c->ops->on_eof(c);
 }
 
 void *sf_conn_user(const struct sf_conn *c) { return c->user; }

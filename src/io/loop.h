@@ -53,6 +53,10 @@ struct sf_conn_ops {
 	void (*on_turn)(struct sf_conn *c);
 	/* Everything written has been handed to the kernel: room to write more (may be NULL). */
 	void (*on_drained)(struct sf_conn *c);
+	/* The peer ended its side (a half-close, shutdown(SHUT_WR)): nothing more arrives, and
+	 * the connection stays open for sending until sf_conn_close; on_turn follows in the
+	 * same turn. NULL: the end of stream closes the connection (on_closed, err 0). */
+	void (*on_eof)(struct sf_conn *c);
 };
 
 /* A listener calls this with each accepted socket (non-blocking, close-on-exec). */

@@ -46,6 +46,7 @@ struct sf_conn {
 	bool recv_armed; /* io_uring: a multishot recv is in flight; epoll: fd registered */
 	bool want_write; /* epoll: EPOLLOUT registered */
 	bool recv_paused; /* sf_conn_pause_recv: nothing more read from the socket for now */
+	bool rd_eof;      /* the peer ended its side (on_eof): never read again */
 	int dial_timeout_ms;
 	struct sockaddr_storage dial_addr; /* io_uring: lives until the connect completes */
 	struct sf_conn *next_dirty, *next_turn, *next_dead;
@@ -132,6 +133,8 @@ struct sf_loop {
 /* Backends call these with what completed. */
 void sf__loop_deliver(struct sf_loop *loop, struct sf_conn *c, const uint8_t *p, size_t n);
 void sf__loop_conn_failed(struct sf_loop *loop, struct sf_conn *c, int err);
+/* A recv found the end of the peer's stream: on_eof (reading stops), or a close. */
+void sf__loop_eof(struct sf_loop *loop, struct sf_conn *c);
 void sf__loop_connected(struct sf_loop *loop, struct sf_conn *c, int err);
 void sf__loop_accepted(struct sf_loop *loop, struct sf_listener *l, int fd);
 void sf__loop_woken(struct sf_loop *loop);

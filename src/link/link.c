@@ -323,9 +323,13 @@ static void fail_at_eof(struct sf_link *l)
 		snprintf(os, sizeof(os), " (%s)", strerror(l->eof_errno));
 	/* At the handshake a reset means the same as a close: the peer would not talk to us. */
 	if (l->state == SF_LINK_HANDSHAKE && l->cfg.role == SF_ROLE_HEAD)
+		/* A node that refuses the token says so (SF_STATUS_AUTH): a bare close is a node
+		 * that refused or dropped the connection, busy with other unfinished ones. */
 		sf__link_fail(l, SF_E_CLOSED,
-			      "closed the connection at the handshake%s; check that --fleet-auth holds "
-			      "the token in the node's --auth-file", os);
+			      "closed the connection at the handshake%s without answering it: the "
+			      "node refused or dropped it while busy (its --max-handshakes, "
+			      "--max-handshakes-per-addr or --max-links were full); a wrong token is "
+			      "answered as one", os);
 	else if (l->state == SF_LINK_HANDSHAKE)
 		sf__link_fail(l, SF_E_CLOSED, "the head closed the connection at the handshake%s", os);
 	else if (l->eof_errno)

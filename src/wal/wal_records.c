@@ -122,6 +122,7 @@ int sf_walrec_put_session(struct sf_buf *out, const struct sf_walrec_session *r)
 		put_u32(&w, r->sampling.logit_bias[i].token);
 		put_f32(&w, r->sampling.logit_bias[i].bias);
 	}
+	put_raw(&w, r->owner, sizeof(r->owner));
 	return w.rc;
 }
 
@@ -395,10 +396,22 @@ int sf_walrec_get_session(uint8_t type, const uint8_t *p, size_t len,
 		if (g.rc)
 			r->n_bias = 0;
 	}
+	if (type == SF_WALREC_SESSION && need(&g, sizeof(r->owner), "owner")) {
+		memcpy(r->owner, g.p + g.at, sizeof(r->owner));
+		g.at += sizeof(r->owner);
+	}
 	if (!g.rc && r->qos > SF_MAX_QOS)
 		g.rc = sf_err_set(err, SF_E_RANGE, "session record: qos %u is past %u", r->qos,
 				  SF_MAX_QOS);
 	return end(&g);
+}
+
+bool sf_walrec_owner_none(const uint8_t owner[static SF_WALREC_OWNER_LEN])
+{
+	uint8_t any = 0;
+	for (size_t i = 0; i < SF_WALREC_OWNER_LEN; i++)
+		any |= owner[i];
+	return !any;
 }
 
 void sf_walrec_bias(const uint8_t *p, uint32_t n, struct sf_logit_bias *out)
@@ -590,6 +603,7 @@ const char *sf_walrec_type_name(uint8_t type)
 	case SF_WALREC_HEAD: return "head";
 	case SF_WALREC_SESSION: return "session";
 	case SF_WALREC_SESSION_V1: return "session-v1";
+	case SF_WALREC_SESSION_V2: return "session-v2";
 	case SF_WALREC_CONTENT: return "content";
 	case SF_WALREC_PLACED: return "placed";
 	case SF_WALREC_GEN: return "generation";
@@ -626,6 +640,7 @@ void sf_walrec_describe(uint8_t type, const uint8_t *p, size_t len, char *out, s
 		break;
 	case SF_WALREC_SESSION:
 	case SF_WALREC_SESSION_V1:
+	case SF_WALREC_SESSION_V2:
 		if (!(rc = sf_walrec_get_session(type, p, len, &u.s, &err)))
 			snprintf(out, cap, "session=%" PRIu64 " name=\"%s\" model=\"%s\" qos=%u "
 				 "seed=%" PRIu64 " lease_ms=%u temperature=%g top_p=%g top_k=%u "
@@ -637,6 +652,11 @@ void sf_walrec_describe(uint8_t type, const uint8_t *p, size_t len, char *out, s
 				 (double)u.s.sampling.frequency_penalty,
 				 (double)u.s.sampling.repetition_penalty, u.s.sampling.repeat_last_n,
 				 u.s.n_bias);
+		if (!rc && !sf_walrec_owner_none(u.s.owner)) {
+			size_t at = strlen(out);
+			snprintf(out + at, cap - at, " owner=%02x%02x%02x%02x", u.s.owner[0],
+				 u.s.owner[1], u.s.owner[2], u.s.owner[3]);
+		}
 		break;
 	case SF_WALREC_CONTENT:
 		if (!(rc = sf_walrec_get_content(p, len, &u.c, &err)))

@@ -18,6 +18,7 @@
 #define SF_WALREC_MAX_ID 64       /* a request's id */
 #define SF_WALREC_MAX_BODY (8u << 20) /* a request body kept for a resumed stream */
 #define SF_WALREC_MAX_MSG 256
+#define SF_WALREC_OWNER_LEN 16    /* the tag of the API key that opened a session */
 
 enum sf_walrec_type {
 	SF_WALREC_HEAD = 1,     /* the writer's own state: the next session id */
@@ -31,7 +32,9 @@ enum sf_walrec_type {
 	SF_WALREC_END = 8,      /* the generation ended (finish reason, or an error) */
 	SF_WALREC_CLOSE = 9,    /* the session is over: it leaves the log at the next checkpoint */
 	SF_WALREC_GEN_SNAP = 10,/* a checkpoint's summary of a generation's events so far */
-	SF_WALREC_SESSION = 11, /* a session opened, with its whole sampling */
+	SF_WALREC_SESSION_V2 = 11, /* a session opened, with its whole sampling but no owner (as
+				    * heads before owners wrote it; read, not written) */
+	SF_WALREC_SESSION = 12, /* a session opened, with its whole sampling and its owner */
 };
 
 struct sf_walrec_head {
@@ -52,6 +55,9 @@ struct sf_walrec_session {
 	uint64_t created_s;
 	const uint8_t *bias;
 	uint32_t n_bias;
+	/* The API key that opened it (a tag of the key's digest, never the key); all zero for a
+	 * head without --api-keys, and for records written before owners (V1, V2). */
+	uint8_t owner[SF_WALREC_OWNER_LEN];
 };
 
 struct sf_walrec_content {
@@ -132,9 +138,12 @@ int sf_walrec_lp_blob_add(uint8_t **blob, size_t *len, size_t *cap, const uint8_
 /* Decoders: p, len is one record's payload; pointers in the result point into p. Return 0,
  * or SF_E_TRUNCATED / SF_E_LIMIT / SF_E_TRAILING / SF_E_RANGE with err naming the field. */
 int sf_walrec_get_head(const uint8_t *p, size_t len, struct sf_walrec_head *r, struct sf_err *err);
-/* type: SF_WALREC_SESSION, or SF_WALREC_SESSION_V1 (the rest of the sampling neutral). */
+/* type: SF_WALREC_SESSION, SF_WALREC_SESSION_V2 (no owner: all zero) or SF_WALREC_SESSION_V1
+ * (the rest of the sampling neutral too). */
 int sf_walrec_get_session(uint8_t type, const uint8_t *p, size_t len,
 			  struct sf_walrec_session *r, struct sf_err *err);
+/* Whether a session record names no owner (all zero: no --api-keys, or an older record). */
+bool sf_walrec_owner_none(const uint8_t owner[static SF_WALREC_OWNER_LEN]);
 /* Copies n logit_bias pairs of a decoded session record (its bias) into out. */
 void sf_walrec_bias(const uint8_t *p, uint32_t n, struct sf_logit_bias *out);
 int sf_walrec_get_content(const uint8_t *p, size_t len, struct sf_walrec_content *r,

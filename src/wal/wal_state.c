@@ -376,6 +376,7 @@ int sf_wal_state_apply(struct sf_wal_state *st, uint8_t type, const uint8_t *p, 
 	}
 	case SF_WALREC_SESSION:
 	case SF_WALREC_SESSION_V1:
+	case SF_WALREC_SESSION_V2:
 		return apply_session(st, type, p, len, err);
 	case SF_WALREC_CONTENT:
 		return apply_content(st, p, len, err);

@@ -279,6 +279,105 @@ static void head_and_expect(void **state)
 	sf_http_conn_free(c);
 }
 
+/* ---- the head before the body, and the shared bound on bodies ---- */
+
+static int n_heads;
+
+static void refuse_head(void *arg, const struct sf_http_request *r)
+{
+	struct rec *x = arg;
+	n_heads++;
+	assert_int_equal(r->body_len, 0);
+	if (!sf_http_header(r, "authorization"))
+		sf_http_respond(x->c, 401, "text/plain", "key", 3, NULL);
+}
+
+static struct sf_http_conn *conn_with(struct rec *x, struct sf_http_budget *b)
+{
+	memset(x, 0, sizeof(*x));
+	struct sf_http_limits lim = { .max_head = 1024, .max_body = 1 << 20, .budget = b };
+	struct sf_http_conn_ops ops = { .arg = x, .on_request = on_request, .on_head = refuse_head,
+					.write = on_write };
+	x->c = sf_http_conn_new(&lim, &ops);
+	assert_non_null(x->c);
+	return x->c;
+}
+
+/* on_head answers before the body: no 100 Continue, no body byte taken, the connection
+ * closes; with a key the body is read and the request handed out whole. */
+static void head_answered_before_the_body(void **state)
+{
+	struct rec x;
+	n_heads = 0;
+	struct sf_http_conn *c = conn_with(&x, NULL);
+	feed(c, "POST /a HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 500000\r\n\r\nxxxx");
+	assert_int_equal(n_heads, 1);
+	assert_int_equal(x.n_req, 0);
+	assert_null(strstr(x.out, "100 Continue"));
+	assert_non_null(strstr(x.out, "HTTP/1.1 401 Unauthorized\r\n"));
+	assert_non_null(strstr(x.out, "Connection: close\r\n"));
+	assert_true(sf_http_conn_should_close(c));
+	feed(c, "more body bytes, ignored");
+	assert_int_equal(x.n_req, 0);
+	sf_http_conn_free(c);
+
+	c = conn_with(&x, NULL);
+	feed(c, "POST /a HTTP/1.1\r\nAuthorization: k\r\nExpect: 100-continue\r\n"
+		"Content-Length: 4\r\n\r\n");
+	assert_non_null(strstr(x.out, "100 Continue"));
+	feed(c, "abcd");
+	assert_int_equal(x.n_req, 1);
+	assert_int_equal(x.body_len, 4);
+	sf_http_conn_free(c);
+}
+
+/* Bodies being received count against the shared bound from their Content-Length (chunked:
+ * as they come); past it a 503 with Retry-After; a body whole, or a connection freed, gives
+ * its bytes back; a body larger than the bound is a 413. */
+static void bodies_share_a_bound(void **state)
+{
+	struct sf_http_budget b = { .max = 1000 };
+	struct rec x, y, z;
+	struct sf_http_conn *c = conn_with(&x, &b);
+	feed(c, "POST /a HTTP/1.1\r\nAuthorization: k\r\nContent-Length: 600\r\n\r\nab");
+	assert_int_equal(b.used, 600);
+	struct sf_http_conn *d = conn_with(&y, &b);
+	feed(d, "POST /a HTTP/1.1\r\nAuthorization: k\r\nContent-Length: 600\r\n\r\n");
+	assert_non_null(strstr(y.out, "HTTP/1.1 503 Service Unavailable\r\n"));
+	assert_non_null(strstr(y.out, "Retry-After: 1\r\n"));
+	assert_int_equal(b.refused, 1);
+	assert_int_equal(b.used, 600);
+	sf_http_conn_free(d);
+	struct sf_http_conn *e = conn_with(&z, &b);
+	feed(e, "POST /a HTTP/1.1\r\nAuthorization: k\r\nTransfer-Encoding: chunked\r\n\r\n"
+		"100\r\n");
+	char chunk[300];
+	memset(chunk, 'c', 256);
+	chunk[256] = 0;
+	feed(e, chunk);
+	assert_int_equal(b.used, 856);
+	feed(e, "\r\n200\r\n");
+	memset(chunk, 'd', 200);
+	chunk[200] = 0;
+	feed(e, chunk); /* 856 + 200 > 1000 */
+	assert_non_null(strstr(z.out, "503"));
+	assert_int_equal(b.used, 600);
+	sf_http_conn_free(e);
+	char rest[700];
+	memset(rest, 'r', 598);
+	rest[598] = 0;
+	feed(c, rest);
+	assert_int_equal(x.n_req, 1);
+	assert_int_equal(b.used, 0); /* whole: handed out */
+	sf_http_conn_free(c);
+	c = conn_with(&x, &b);
+	feed(c, "POST /a HTTP/1.1\r\nAuthorization: k\r\nContent-Length: 1001\r\n\r\n");
+	assert_non_null(strstr(x.out, "HTTP/1.1 413 "));
+	assert_null(strstr(x.out, "Retry-After"));
+	assert_int_equal(b.used, 0);
+	sf_http_conn_free(c);
+}
+
 static void write_failure_closes(void **state)
 {
 	struct rec x;
@@ -304,6 +403,8 @@ int main(void)
 		cmocka_unit_test(stream_bytes),
 		cmocka_unit_test(head_and_expect),
 		cmocka_unit_test(write_failure_closes),
+		cmocka_unit_test(head_answered_before_the_body),
+		cmocka_unit_test(bodies_share_a_bound),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -343,8 +343,10 @@ static void closed_at_the_handshake(void **state)
 	sf_link_eof(p->head, 0);
 	poll_side(p, p->head);
 	assert_int_equal(p->hev.err.code, SF_E_CLOSED);
-	assert_string_equal(p->hev.err.msg, "closed the connection at the handshake; check that "
-					    "--fleet-auth holds the token in the node's --auth-file");
+	assert_string_equal(p->hev.err.msg, "closed the connection at the handshake without "
+					    "answering it: the node refused or dropped it while busy "
+					    "(its --max-handshakes, --max-handshakes-per-addr or "
+					    "--max-links were full); a wrong token is answered as one");
 	pair_free(p);
 	/* A reset at the handshake means the same, with the OS's words. */
 	p = pair_new(NULL, NULL, 0, 0);

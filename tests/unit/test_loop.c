@@ -85,7 +85,7 @@ static void peer_closed(struct sf_conn *c, int err)
 	pe->close_err = err;
 }
 
-static const struct sf_conn_ops echo_ops = { echo_recv, peer_connected, peer_closed, NULL, NULL };
+static const struct sf_conn_ops echo_ops = { echo_recv, peer_connected, peer_closed, NULL, NULL, NULL };
 
 static void on_accept(struct sf_loop *loop, int fd, void *arg)
 {
@@ -299,7 +299,7 @@ static size_t sink_recv(struct sf_conn *c, const uint8_t *p, size_t n)
 	return n;
 }
 
-static const struct sf_conn_ops sink_ops = { sink_recv, peer_connected, peer_closed, NULL, NULL };
+static const struct sf_conn_ops sink_ops = { sink_recv, peer_connected, peer_closed, NULL, NULL, NULL };
 
 static void on_accept_sink(struct sf_loop *loop, int fd, void *arg)
 {
@@ -396,6 +396,84 @@ static void paused_reads_hold_the_sender_back(void **state)
 	free(data);
 }
 
+/* ---- a half-close ---- */
+
+static struct {
+	struct sf_conn *c;
+	size_t n_got;
+	int eofs, turns_after_eof, closed;
+} half;
+
+static size_t half_recv(struct sf_conn *c, const uint8_t *p, size_t n)
+{
+	half.n_got += n;
+	return n;
+}
+
+static void half_eof(struct sf_conn *c)
+{
+	half.eofs++;
+	sf_conn_pause_recv(c, false); /* asks to read again: an ended stream stays ended */
+}
+
+static void half_turn(struct sf_conn *c)
+{
+	if (half.eofs) {
+		half.turns_after_eof++;
+		if (half.turns_after_eof == 1) { /* the answer, after the request's end */
+			assert_int_equal(sf_conn_write(c, "pong", 4), 0);
+			sf_conn_close(c, true);
+		}
+	}
+}
+
+static void half_closed(struct sf_conn *c, int err)
+{
+	half.closed++;
+}
+
+static const struct sf_conn_ops half_ops = { half_recv, NULL, half_closed, half_turn, NULL,
+					     half_eof };
+
+static void on_accept_half(struct sf_loop *loop, int fd, void *arg)
+{
+	half.c = sf_conn_new(loop, fd, &half_ops, NULL);
+}
+
+/* A peer that shuts its write side gets its answer: on_eof says the stream ended (once), the
+ * turn's hook follows, and what is written then is sent before the close. */
+static void half_close_keeps_the_answer(void **state)
+{
+	for (size_t k = 0; k < 2; k++) {
+		struct sf_loop *loop = new_loop(kinds[k]);
+		struct sockaddr_in addr;
+		int lfd = listen_any(&addr);
+		memset(&half, 0, sizeof(half));
+		assert_int_equal(sf_loop_listen(loop, lfd, on_accept_half, NULL), 0);
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		assert_int_equal(connect(fd, (struct sockaddr *)&addr, sizeof(addr)), 0);
+		assert_int_equal(write(fd, "ping", 4), 4);
+		assert_int_equal(shutdown(fd, SHUT_WR), 0);
+		for (int i = 0; i < 2000 && !half.closed; i++)
+			sf_loop_turn(loop, 5);
+		assert_int_equal(half.n_got, 4);
+		assert_int_equal(half.eofs, 1);
+		assert_int_equal(half.closed, 1);
+		char buf[16];
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+		ssize_t r = -1;
+		for (int i = 0; i < 2000 && r < 0; i++) {
+			r = read(fd, buf, sizeof(buf));
+			if (r < 0)
+				usleep(1000);
+		}
+		assert_int_equal(r, 4);
+		assert_memory_equal(buf, "pong", 4);
+		close(fd);
+		sf_loop_free(loop);
+	}
+}
+
 static int woken;
 
 static void on_wake(struct sf_loop *loop, void *arg)
@@ -454,7 +532,7 @@ static void collect_closed(struct sf_conn *c, int err)
 	((struct collector *)sf_conn_user(c))->closed++;
 }
 
-static const struct sf_conn_ops collect_ops = { collect, NULL, collect_closed, NULL, NULL };
+static const struct sf_conn_ops collect_ops = { collect, NULL, collect_closed, NULL, NULL, NULL };
 
 static void on_accept_collect(struct sf_loop *loop, int fd, void *arg)
 {
@@ -576,6 +654,7 @@ int main(void)
 		cmocka_unit_test(timer_heap_under_churn),
 		cmocka_unit_test(close_flushes_and_writes_are_bounded),
 		cmocka_unit_test(paused_reads_hold_the_sender_back),
+		cmocka_unit_test(half_close_keeps_the_answer),
 		cmocka_unit_test(another_thread_wakes_the_loop),
 		cmocka_unit_test(file_ranges_keep_their_place),
 	};

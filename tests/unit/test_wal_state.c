@@ -265,7 +265,7 @@ static void sessions_keep_their_whole_sampling(void **state)
 
 	/* The first form: the same bytes without the rest of the sampling. */
 	assert_int_equal(sf_walrec_put_session(&l.b, &r), 0);
-	uint32_t v1 = (uint32_t)(full - (16 + 4 + 4 + 3 * 8));
+	uint32_t v1 = (uint32_t)(full - (16 + 4 + 4 + 3 * 8 + SF_WALREC_OWNER_LEN));
 	assert_int_equal(sf_wal_state_apply(l.st, SF_WALREC_SESSION_V1, sf_buf_head(&l.b), v1,
 					    &l.err), 0);
 	assert_true(s->rec.sampling.temperature == 0.5f && s->rec.sampling.top_k == 40);
@@ -285,6 +285,53 @@ static void sessions_keep_their_whole_sampling(void **state)
 	r.sampling.n_logit_bias = SF_MAX_LOGIT_BIAS + 1;
 	assert_int_equal(sf_walrec_put_session(&l.b, &r), SF_E_LIMIT);
 	free(many);
+	free_log(&l);
+}
+
+/* A session's owner (the tag of the key that opened it) goes through the log and a snapshot;
+ * a record of the form before owners (V2: the same bytes without it) reads as owned by no
+ * key, and one with the owner is not read as that form. */
+static void sessions_keep_their_owner(void **state)
+{
+	(void)state;
+	struct log l;
+	new_log(&l);
+	struct sf_walrec_session r = { .session_id = 5, .qos = 1 };
+	strcpy(r.name, "diary");
+	strcpy(r.model, "sim-1");
+	for (int i = 0; i < SF_WALREC_OWNER_LEN; i++)
+		r.owner[i] = (uint8_t)(0xa0 + i);
+	assert_int_equal(sf_walrec_put_session(&l.b, &r), 0);
+	char line[512];
+	sf_walrec_describe(SF_WALREC_SESSION, sf_buf_head(&l.b), sf_buf_used(&l.b), line,
+			   sizeof(line));
+	assert_non_null(strstr(line, " owner=a0a1a2a3"));
+	size_t full = sf_buf_used(&l.b);
+	apply(&l, SF_WALREC_SESSION);
+	assert_int_equal(l.rc, 0);
+	struct sf_wal_session *s = sf_wal_state_find(l.st, 5);
+	assert_non_null(s);
+	assert_memory_equal(s->rec.owner, r.owner, SF_WALREC_OWNER_LEN);
+	assert_false(sf_walrec_owner_none(s->rec.owner));
+
+	struct sf_wal_state *copy;
+	struct sf_err err;
+	assert_int_equal(sf_wal_state_new(&copy, 16, &err), 0);
+	assert_int_equal(sf_wal_state_snapshot(l.st, &l.b, emit_into, copy), 0);
+	const struct sf_wal_session *c = sf_wal_state_find(copy, 5);
+	assert_non_null(c);
+	assert_memory_equal(c->rec.owner, r.owner, SF_WALREC_OWNER_LEN);
+	sf_wal_state_free(copy);
+
+	assert_int_equal(sf_walrec_put_session(&l.b, &r), 0);
+	assert_int_equal(sf_wal_state_apply(l.st, SF_WALREC_SESSION_V2, sf_buf_head(&l.b),
+					    (uint32_t)(full - SF_WALREC_OWNER_LEN), &l.err), 0);
+	assert_true(sf_walrec_owner_none(s->rec.owner));
+	assert_string_equal(sf_walrec_type_name(SF_WALREC_SESSION_V2), "session-v2");
+	assert_int_equal(sf_wal_state_apply(l.st, SF_WALREC_SESSION_V2, sf_buf_head(&l.b),
+					    (uint32_t)full, &l.err), SF_E_TRAILING);
+	assert_int_equal(sf_wal_state_apply(l.st, SF_WALREC_SESSION, sf_buf_head(&l.b),
+					    (uint32_t)(full - 1), &l.err), SF_E_TRUNCATED);
 	free_log(&l);
 }
 
@@ -340,6 +387,7 @@ int main(void)
 		cmocka_unit_test(records_build_the_table),
 		cmocka_unit_test(snapshot_rebuilds_the_table),
 		cmocka_unit_test(sessions_keep_their_whole_sampling),
+		cmocka_unit_test(sessions_keep_their_owner),
 		cmocka_unit_test(damaged_records_are_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

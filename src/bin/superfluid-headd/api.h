@@ -42,6 +42,13 @@ struct headd_http {
 	unsigned move_to;
 	bool adopting;            /* the handed-over request is being dispatched */
 	struct headd_gather *gather; /* the answer waiting on other shards, or NULL */
+	/* The tag of the API key the current request came with (headd_keys_check); all zero
+	 * without --api-keys. What a request makes belongs to it. */
+	uint8_t owner[SF_WALREC_OWNER_LEN];
+	/* Its read timeouts (http_limits.c): where it was last seen, since when (loop ms). */
+	int phase;                /* enum headd_http_phase */
+	uint64_t phase_since;
+	uint32_t served;          /* responses ended on it */
 	struct headd_http *next;
 };
 
@@ -59,6 +66,8 @@ struct headd_named {
 	uint64_t restoring;       /* a generation from before a head restart runs on it (no
 				   * request follows it yet): busy too */
 	bool opened;              /* placed on a node at least once */
+	/* The key that made it: only requests with that key find it (names are per key). */
+	uint8_t owner[SF_WALREC_OWNER_LEN];
 	struct headd_named *next;
 };
 
@@ -76,6 +85,7 @@ struct headd_req {
 	enum headd_req_state state;
 	struct sf_api_request r;
 	char id[SF_WALREC_MAX_ID + 1]; /* SF_WALREC_MAX_ID: the log keeps it */
+	uint8_t owner[SF_WALREC_OWNER_LEN]; /* its client's key (headd_http.owner) */
 	uint64_t created_s;
 	uint64_t t_start, t_first, t_last; /* loop ms: arrival, first token, last token */
 
@@ -90,6 +100,7 @@ struct headd_req {
 	uint8_t *body;            /* the request's body, for the log (--wal-dir), or NULL */
 	uint32_t body_len;
 	uint64_t out_seed;        /* the output decoder's seed */
+	size_t encode_bytes;      /* the text sent to be encoded (for the error if it cannot be) */
 	bool logged;              /* its session and generation are in the log */
 	bool resumed;             /* GET .../{id}: a client following a generation again */
 	bool keep_session;        /* its session is a named one's: not closed at the end */
@@ -126,6 +137,17 @@ struct headd_req {
 	struct headd_req *next;
 };
 
+/* Where a client connection is, for its timeouts (each phase its own limit). */
+enum headd_http_phase {
+	HP_TLS = 0,  /* the TLS handshake (--tls-handshake-timeout-s) */
+	HP_FIRST,    /* accepted, no byte of a request yet (--http-header-timeout-s) */
+	HP_HEAD,     /* reading the request line and headers (--http-header-timeout-s) */
+	HP_BODY,     /* reading the body (--http-body-timeout-s) */
+	HP_IDLE,     /* kept alive between requests (--http-idle-timeout-s) */
+	HP_BUSY,     /* answering: no timeout here (--stream-buffer bounds a slow reader) */
+	HP_COUNT
+};
+
 /* The endpoints, as the metrics count them. */
 enum headd_endpoint {
 	EP_CHAT = 0, EP_COMPLETIONS, EP_MODELS, EP_SESSIONS, EP_HEALTH, EP_METRICS, EP_OTHER,
@@ -146,6 +168,10 @@ struct headd_metrics {
 	uint64_t client_gone;     /* generations cancelled because the client left */
 	uint64_t *link_opens;     /* per node slot (HEADD_NODE_SLOTS), or NULL without memory */
 	uint32_t http_conns;
+	uint64_t http_timeouts[HP_COUNT]; /* connections closed for taking too long, by phase */
+	uint64_t http_refused_full;   /* turned away: --http-max-conns, none idle to close */
+	uint64_t http_refused_budget; /* requests refused: --http-body-budget-mb */
+	uint64_t http_evicted;        /* idle connections closed to let a new one in */
 	struct headd_hist ttft, itl; /* seconds */
 };
 
@@ -162,6 +188,9 @@ struct headd_api {
 	uint32_t n_named;
 	uint64_t tok_timer, tok_timer_at;
 	uint64_t next_id;
+	struct sf_http_budget body_budget; /* bytes of bodies being received (this shard's share) */
+	uint64_t refuse_logged_ms;   /* when a refusal was last logged (one line a second) */
+	uint64_t refuse_unlogged;    /* refusals since that line */
 	struct headd_metrics m;
 };
 
@@ -185,14 +214,27 @@ void headd_http_adopt(struct headd *d, struct headd_http *h, int fd, const uint8
 		      size_t n);
 void headd_http_drop(struct headd_http *h); /* frees one never adopted */
 
+/* http_limits.c: the client connections' timeouts and the connection limit. */
+/* Closes connections past their phase's time limit (each turn; at least once a second). */
+void headd_http_timeouts(struct headd *d, uint64_t now);
+/* A new connection while --http-max-conns are open: closes the longest idle one and returns
+ * true (the new one may come in), or counts and logs (once a second) the refusal: false. */
+bool headd_http_make_room(struct headd *d);
+/* The phase h starts in (accepted, or handed over busy). */
+void headd_http_phase_start(struct headd_http *h, int phase);
+
 /* api_routes.c */
 void headd_health_counts(struct headd *d, uint32_t *models, uint32_t *up);
 void headd_health_page(struct headd_http *h, const struct headd_part *sum);
 bool headd_model_served(struct headd *d, const char *model);
+/* The longest context of a node up serving model (tokens); 0 when none says. */
+uint32_t headd_model_ctx_len(struct headd *d, const char *model);
 /* 0 when a node up serves model; else -1 with e: 503 (Retry-After) while a node that served
  * it is dialed again, 404 model_not_found when none did. */
 int headd_model_check(struct headd *d, const char *model, struct sf_api_error *e);
 void headd_api_request(struct headd_http *h, const struct sf_http_request *r);
+/* A request's head, before its body is read: answers a missing or wrong key (401) at once. */
+void headd_api_head(struct headd_http *h, const struct sf_http_request *r);
 /* Answers r's connection with an error object. */
 void headd_api_send_error(struct headd_http *h, const struct sf_api_error *e);
 void headd_api_send_json(struct headd_http *h, int status, char *json); /* frees json */
@@ -208,6 +250,7 @@ void headd_gen_free(struct headd_req *q);
 /* Whether session_id is a logged request's (its events go to the log). */
 bool headd_gen_logged(struct headd *d, uint64_t session_id);
 void headd_gen_vocab(struct sf_out_vocab *v, const struct sf_head_tokenizer *t);
+/* 64 bits from libsodium's CSPRNG: request ids, the seeds of requests without one. */
 uint64_t headd_gen_rand(struct headd *d);
 /* Deep copies of logprobs into q; 0 or -1 (memory). */
 int headd_gen_keep_logprobs(struct headd_req *q, const struct sf_logprob *v, uint32_t n);
@@ -218,6 +261,9 @@ void headd_resume(struct headd_http *h, enum sf_api_kind kind, const char *id,
 		  const struct sf_http_request *r);
 
 /* api_tokenize.c: POST /v1/tokenize and GET /v1/fleet */
+/* The error for a text of bytes the fleet did not encode (rc: the tokenizer client's code):
+ * 413 for one too long ever to be, 400 for one that cannot be, else 503 (try again). */
+void headd_encode_fail(struct sf_api_error *e, int rc, size_t bytes, const char *msg);
 void headd_tokenize_start(struct headd_http *h, const struct sf_http_request *r);
 void headd_tokenize_answer(struct headd_req *q, const uint32_t *tokens, uint32_t n);
 void headd_fleet_page(struct headd_http *h, const struct headd_part *sum);
@@ -237,9 +283,12 @@ void headd_stream_flush(struct headd *d); /* once per loop turn: every request's
 void headd_stream_finish(struct headd_req *q); /* the whole response or the stream's end */
 
 /* api_sessions.c */
-struct headd_named *headd_named_find(struct headd *d, const char *name);
+/* The session a key's requests call name (another key's of that name is not found). */
+struct headd_named *headd_named_find(struct headd *d, const char *name,
+				     const uint8_t owner[static SF_WALREC_OWNER_LEN]);
 /* session_id 0: a new one is drawn (a restored session keeps its logged one). */
 struct headd_named *headd_named_new(struct headd *d, const char *name, const char *model,
+				    const uint8_t owner[static SF_WALREC_OWNER_LEN],
 				    uint64_t session_id, struct sf_api_error *e);
 void headd_named_end(struct headd *d, struct headd_named *s); /* closes it on its node */
 void headd_named_expire(struct headd *d);                     /* the idle ones */
@@ -249,8 +298,12 @@ void headd_sessions_delete(struct headd_http *h, const char *name);
 
 /* api_keys.c */
 int headd_keys_load(struct headd *d, const char *path); /* 0 or -1 (logged) */
-/* Whether the request may go on; answers the 401 itself when not. */
+/* Whether the request may go on, setting h->owner to its key's tag; answers the 401 itself
+ * when not. */
 bool headd_keys_check(struct headd_http *h, const struct sf_http_request *r);
+/* Whether two owner tags are the same, in constant time. */
+bool headd_owner_is(const uint8_t a[static SF_WALREC_OWNER_LEN],
+		    const uint8_t b[static SF_WALREC_OWNER_LEN]);
 
 /* One shard's numbers, for /metrics and /v1/fleet (gather.c sums every shard's). */
 struct headd_part {

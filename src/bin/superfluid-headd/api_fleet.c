@@ -68,6 +68,7 @@ void headd_api_tick(struct headd *d)
 	uint64_t pipe_at = UINT64_MAX;
 	headd_pipeline_tick(d, now, &pipe_at); /* before the flush: a failed step is told now */
 	headd_stream_flush(d);
+	headd_http_timeouts(d, now);
 	for (struct headd_http *h = d->api.conns; h; h = h->next)
 		headd_http_service(h);
 	headd_named_expire(d);

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <sodium.h>
+
 #include "daemon/log.h"
 
 /* ---- the model's vocabulary for the output decoder ---- */
@@ -44,10 +46,10 @@ void headd_gen_vocab(struct sf_out_vocab *v, const struct sf_head_tokenizer *t)
 
 uint64_t headd_gen_rand(struct headd *d)
 {
-	uint64_t z = (d->rng += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
+	(void)d;
+	uint64_t z;
+	randombytes_buf(&z, sizeof(z)); /* ids and seeds no client can foretell */
+	return z;
 }
 
 static struct headd_req *req_of(struct headd *d, uint64_t session_id)
@@ -140,8 +142,7 @@ void headd_gen_tokenized(void *arg, uint64_t ticket, int rc, const uint32_t *tok
 	q->ticket = 0;
 	if (rc) {
 		struct sf_api_error e;
-		sf_api_fail(&e, 503, "service_unavailable", "tokenizer_unavailable", NULL,
-			    "the prompt could not be encoded: %s", msg ? msg : "no node answered");
+		headd_encode_fail(&e, rc, q->encode_bytes, msg ? msg : "no node answered");
 		req_fail(q, &e);
 		return;
 	}
@@ -169,6 +170,15 @@ static int start_generation(struct headd_req *q, const uint32_t *tokens, uint32_
 		sf_api_fail(&e, 400, "invalid_request_error", "context_length_exceeded", "messages",
 			    "the conversation holds %" PRIu64 " tokens, past the %u a session may "
 			    "hold; start a new session", (uint64_t)base + lead + n, SF_MAX_TOKENS);
+		req_fail(q, &e);
+		return -1;
+	}
+	uint32_t ctx = q->pipeline ? 0 : headd_model_ctx_len(d, q->tok_model);
+	if (ctx && (uint64_t)base + lead + n > ctx) {
+		sf_api_fail(&e, 400, "invalid_request_error", "context_length_exceeded", "messages",
+			    "the conversation holds %" PRIu64 " tokens, past the context of %u "
+			    "that the nodes serving %.128s have; shorten it or start a new session",
+			    (uint64_t)base + lead + n, ctx, q->r.model);
 		req_fail(q, &e);
 		return -1;
 	}
@@ -278,7 +288,7 @@ static int start_session(struct headd_req *q)
 			return -1;
 		}
 		/* Logged first: the placement the open makes is logged as it happens. */
-		headd_wal_session(d, q->session_id, s ? s->name : "", &p);
+		headd_wal_session(d, q->session_id, s ? s->name : "", q->owner, &p);
 		q->logged = d->wal.w != NULL;
 		rc = sf_head_session_open(d->head, q->session_id, &p, now, &err);
 		free(bias);
@@ -356,6 +366,7 @@ static int start_choices(struct headd_req *q)
 		c->r = q->r;
 		c->borrowed = true;
 		memcpy(c->id, q->id, sizeof(c->id));
+		memcpy(c->owner, q->owner, sizeof(c->owner));
 		c->created_s = q->created_s;
 		c->t_start = q->t_start;
 		c->content = content;
@@ -397,7 +408,7 @@ static int named_for(struct headd_req *q, const struct sf_http_request *hr, stru
 				   q->r.model);
 	if (sf_api_check_session_name(name, hdr ? "X-Superfluid-Session" : "session", e))
 		return -1;
-	struct headd_named *s = headd_named_find(d, name);
+	struct headd_named *s = headd_named_find(d, name, q->owner);
 	if (s) {
 		if (strcmp(s->model, q->r.model))
 			return sf_api_fail(e, 400, "invalid_request_error", "invalid_value", "model",
@@ -407,7 +418,7 @@ static int named_for(struct headd_req *q, const struct sf_http_request *hr, stru
 			return sf_api_fail(e, 409, "invalid_request_error", "session_busy", NULL,
 					   "session %s is still generating an answer; wait for it, "
 					   "or end it with DELETE /v1/sessions/%s", s->name, s->name);
-	} else if (!(s = headd_named_new(d, name, q->r.model, 0, e))) {
+	} else if (!(s = headd_named_new(d, name, q->r.model, q->owner, 0, e))) {
 		return -1;
 	}
 	s->busy = q;
@@ -468,6 +479,7 @@ void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct s
 	q->d = d;
 	q->t_start = sf_loop_now(d->loop);
 	q->created_s = (uint64_t)time(NULL);
+	memcpy(q->owner, h->owner, sizeof(q->owner));
 	snprintf(q->id, sizeof(q->id), "%s-%016" PRIx64 "%08" PRIx64,
 		 kind == SF_API_CHAT ? "chatcmpl" : "cmpl", headd_gen_rand(d), headd_serial_new(d));
 	if (sf_api_parse_request(kind, r->body, r->body_len, &q->r, &e) || check(q, &e) ||
@@ -506,6 +518,10 @@ void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct s
 	const uint32_t *toks = NULL;
 	uint32_t n = 0;
 	struct sf_err err;
+	for (uint32_t i = 0; kind == SF_API_CHAT && i < pieces.n; i++)
+		q->encode_bytes += pieces.v[i].text_len;
+	if (kind == SF_API_COMPLETION)
+		q->encode_bytes = plain.text_len;
 	int rc = kind == SF_API_CHAT
 		 ? sf_tok_client_encode(d->api.tok, q->tok_model, mode, NULL, 0, pieces.v, pieces.n,
 					q->t_start, &q->ticket, &toks, &n, &err)
@@ -513,8 +529,7 @@ void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct s
 					&plain, 1, q->t_start, &q->ticket, &toks, &n, &err);
 	sf_pieces_free(&pieces);
 	if (rc < 0) {
-		sf_api_fail(&e, 503, "service_unavailable", "tokenizer_unavailable", NULL,
-			    "the prompt could not be encoded: %s", err.msg);
+		headd_encode_fail(&e, rc, q->encode_bytes, err.msg);
 		req_fail(q, &e);
 	} else if (rc == 1) {
 		start_generation(q, toks, n);

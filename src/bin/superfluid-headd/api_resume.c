@@ -106,6 +106,7 @@ static struct headd_req *rebuild(struct headd_http *h, const struct sf_wal_sessi
 		return NULL;
 	}
 	memcpy(q->id, g->rec.request_id, sizeof(q->id));
+	memcpy(q->owner, s->rec.owner, sizeof(q->owner));
 	q->created_s = g->rec.created_s;
 	q->t_start = sf_loop_now(d->loop);
 	q->session_id = s->rec.session_id;
@@ -158,7 +159,8 @@ void headd_resume(struct headd_http *h, enum sf_api_kind kind, const char *id,
 	}
 	struct sf_wal_session *s = NULL;
 	struct sf_wal_gen *g = sf_wal_state_request(d->wal.st, id, &s);
-	if (!g || g->rec.kind != (uint8_t)kind) {
+	/* Another key's generation is not there for this one: the same answer as none. */
+	if (!g || g->rec.kind != (uint8_t)kind || !headd_owner_is(s->rec.owner, h->owner)) {
 		not_found(h, id, "is in the head's log (it ended and its session closed, it never "
 			  "ran here, or it is a request of the other kind)");
 		return;
@@ -203,7 +205,8 @@ void headd_resume(struct headd_http *h, enum sf_api_kind kind, const char *id,
 	}
 	if (query_value(hr->query, "stream", v, sizeof(v)))
 		q->r.stream = !strcmp(v, "true") || !strcmp(v, "1");
-	struct headd_named *n = s->rec.name[0] ? headd_named_find(d, s->rec.name) : NULL;
+	struct headd_named *n = s->rec.name[0] ? headd_named_find(d, s->rec.name, s->rec.owner)
+						: NULL;
 	q->keep_session = s->rec.name[0] != 0;
 	if (!g->ended && n && n->restoring == g->rec.generation_id) {
 		n->restoring = 0; /* this request keeps the reply when it ends */

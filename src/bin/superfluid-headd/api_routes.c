@@ -119,6 +119,22 @@ bool headd_model_served(struct headd *d, const char *model)
 	return false;
 }
 
+uint32_t headd_model_ctx_len(struct headd *d, const char *model)
+{
+	uint32_t best = 0;
+	for (uint32_t i = 0; i < d->n_nodes; i++) {
+		const struct headd_node *nd = &d->nodes[i];
+		if (!nd->open || !nd->lc || nd->is_stage)
+			continue;
+		const struct sf_link_peer *p = sf_link_peer(sf_link_conn_link(nd->lc));
+		for (uint32_t k = 0; k < p->n_models; k++)
+			if (p->models[k].name && !strcmp(p->models[k].name, model) &&
+			    p->models[k].ctx_len > best)
+				best = p->models[k].ctx_len;
+	}
+	return best;
+}
+
 int headd_model_check(struct headd *d, const char *model, struct sf_api_error *e)
 {
 	if (headd_model_served(d, model))
@@ -249,6 +265,19 @@ static unsigned owner_of(const struct headd *d, enum headd_endpoint ep,
 	if (body_string(r, "session", "\"session\"", session, sizeof(session)) && *session)
 		return headd_shard_of_name(d, session);
 	return d->shard;
+}
+
+void headd_api_head(struct headd_http *h, const struct sf_http_request *r)
+{
+	enum headd_endpoint ep = endpoint_of(r->path);
+	if (ep == EP_HEALTH || ep == EP_METRICS || !h->d->api.n_keys)
+		return; /* open to all: read on */
+	if (ep == EP_OTHER && !strncmp(r->path, "/v1/chat/completions/", 21))
+		ep = EP_CHAT;
+	else if (ep == EP_OTHER && !strncmp(r->path, "/v1/completions/", 16))
+		ep = EP_COMPLETIONS;
+	h->ep = (int)ep;
+	(void)headd_keys_check(h, r); /* a 401 now: no body byte is read, none kept */
 }
 
 void headd_api_request(struct headd_http *h, const struct sf_http_request *r)

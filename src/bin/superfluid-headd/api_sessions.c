@@ -13,15 +13,17 @@
 
 #include "daemon/log.h"
 
-struct headd_named *headd_named_find(struct headd *d, const char *name)
+struct headd_named *headd_named_find(struct headd *d, const char *name,
+				     const uint8_t owner[static SF_WALREC_OWNER_LEN])
 {
 	for (struct headd_named *s = d->api.named; s; s = s->next)
-		if (!strcmp(s->name, name))
+		if (!strcmp(s->name, name) && headd_owner_is(s->owner, owner))
 			return s;
 	return NULL;
 }
 
 struct headd_named *headd_named_new(struct headd *d, const char *name, const char *model,
+				    const uint8_t owner[static SF_WALREC_OWNER_LEN],
 				    uint64_t session_id, struct sf_api_error *e)
 {
 	if (d->api.n_named >= d->opts->max_sessions) {
@@ -37,6 +39,7 @@ struct headd_named *headd_named_new(struct headd *d, const char *name, const cha
 	}
 	snprintf(s->name, sizeof(s->name), "%s", name);
 	snprintf(s->model, sizeof(s->model), "%s", model);
+	memcpy(s->owner, owner, sizeof(s->owner));
 	s->session_id = session_id ? session_id : headd_session_id_new(d);
 	s->created_s = (uint64_t)time(NULL);
 	s->used_ms = sf_loop_now(d->loop);
@@ -105,7 +108,7 @@ static void not_found(struct headd_http *h, const char *name)
 void headd_sessions_get(struct headd_http *h, const char *name)
 {
 	struct headd *d = h->d;
-	struct headd_named *s = headd_named_find(d, name);
+	struct headd_named *s = headd_named_find(d, name, h->owner);
 	if (!s) {
 		not_found(h, name);
 		return;
@@ -127,7 +130,7 @@ void headd_sessions_get(struct headd_http *h, const char *name)
 void headd_sessions_delete(struct headd_http *h, const char *name)
 {
 	struct headd *d = h->d;
-	struct headd_named *s = headd_named_find(d, name);
+	struct headd_named *s = headd_named_find(d, name, h->owner);
 	if (!s) {
 		not_found(h, name);
 		return;

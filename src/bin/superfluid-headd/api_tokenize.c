@@ -52,6 +52,7 @@ void headd_tokenize_start(struct headd_http *h, const struct sf_http_request *r)
 	q->t_start = sf_loop_now(d->loop);
 	q->tok = sf_tok_client_tokenizer(d->api.tok, model);
 	snprintf(q->id, sizeof(q->id), "tok-%" PRIu64, headd_serial_new(d));
+	q->encode_bytes = strlen(text);
 	q->state = REQ_TOKENIZING;
 	h->req = q;
 	q->next = d->api.reqs;
@@ -65,14 +66,29 @@ void headd_tokenize_start(struct headd_http *h, const struct sf_http_request *r)
 	if (rc == 1) {
 		headd_tokenize_answer(q, toks, n);
 	} else if (rc < 0) {
-		sf_api_fail(&q->fail, 503, "service_unavailable", "tokenizer_unavailable", NULL,
-			    "the text could not be encoded: %s", err.msg);
+		headd_encode_fail(&q->fail, rc, q->encode_bytes, err.msg);
 		q->failed = q->finished = q->dirty = true;
 	}
 	return;
 fail:
 	json_decref(body);
 	headd_api_send_error(h, &e);
+}
+
+void headd_encode_fail(struct sf_api_error *e, int rc, size_t bytes, const char *msg)
+{
+	/* The client's own limit, or a node's refusal of a text of more bytes than a request
+	 * may hold tokens: no retry changes that. */
+	if (rc == SF_E_LIMIT || (rc == SF_E_RANGE && bytes > SF_MAX_TOKENS))
+		sf_api_fail(e, 413, "invalid_request_error", "request_too_large", NULL,
+			    "the text to encode (%zu bytes) is more than one request may hold: %s",
+			    bytes, msg);
+	else if (rc == SF_E_TEXT)
+		sf_api_fail(e, 400, "invalid_request_error", "invalid_value", NULL,
+			    "the text cannot be encoded: %s", msg);
+	else
+		sf_api_fail(e, 503, "service_unavailable", "tokenizer_unavailable", NULL,
+			    "the text could not be encoded now: %s", msg);
 }
 
 void headd_tokenize_answer(struct headd_req *q, const uint32_t *tokens, uint32_t n)

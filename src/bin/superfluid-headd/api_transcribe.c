@@ -385,6 +385,8 @@ static void tr_done(void *arg, uint64_t ticket, int rc, const uint8_t *result, s
 		}
 		return;
 	}
+	if (!result)
+		result = (const uint8_t *)"", len = 0;
 	if (t->stream) {
 		sse_json(h, json_pack("{s:s, s:s%}", "type", "transcript.text.done", "text",
 				      (const char *)result, len));
@@ -421,7 +423,7 @@ static void tr_done(void *arg, uint64_t ticket, int rc, const uint8_t *result, s
 		return;
 	}
 	}
-	headd_api_send_json(h, 500, NULL);
+	headd_api_send_json(h, 500, NULL); /* what json_dumps or subtitles could not allocate */
 }
 
 /* ---- the request ---- */
@@ -460,6 +462,10 @@ static int parse_form(struct headd *d, const struct sf_http_request *r, struct h
 	if (!*file)
 		return sf_api_fail(e, 400, "invalid_request_error", "missing_required_parameter",
 				   "file", "the form has no file part: send the audio as file "
+				   "(curl -F file=@audio.wav)");
+	if (!(*file)->len)
+		return sf_api_fail(e, 400, "invalid_request_error", "invalid_value", "file",
+				   "the file part is empty: send the audio as file "
 				   "(curl -F file=@audio.wav)");
 	if (!field(parts, *np, "model", model, model_cap, e, &bad))
 		return bad ? -1 : sf_api_fail(e, 400, "invalid_request_error",

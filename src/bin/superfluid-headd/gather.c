@@ -24,6 +24,7 @@ struct headd_gather {
 static void fill(struct headd *d, struct headd_part *p, int ep)
 {
 	p->m = d->api.m;
+	p->m.http_refused_budget = d->api.body_budget.refused;
 	p->n_nodes = d->n_nodes;
 	p->m.link_opens = calloc(d->n_nodes ? d->n_nodes : 1, sizeof(uint64_t));
 	p->node_sessions = calloc(d->n_nodes ? d->n_nodes : 1, sizeof(uint32_t));
@@ -83,6 +84,11 @@ static void part_add(struct headd_part *a, const struct headd_part *b)
 	m->streams_cut += b->m.streams_cut;
 	m->client_gone += b->m.client_gone;
 	m->http_conns += b->m.http_conns;
+	for (int k = 0; k < HP_COUNT; k++)
+		m->http_timeouts[k] += b->m.http_timeouts[k];
+	m->http_refused_full += b->m.http_refused_full;
+	m->http_refused_budget += b->m.http_refused_budget;
+	m->http_evicted += b->m.http_evicted;
 	hist_add(&m->ttft, &b->m.ttft);
 	hist_add(&m->itl, &b->m.itl);
 	for (uint32_t i = 0; i < a->n_nodes && i < b->n_nodes; i++) {

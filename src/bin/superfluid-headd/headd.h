@@ -186,6 +186,7 @@ bool headd_wal_event(struct headd *d, const struct sf_head_event *ev);
 void headd_wal_turn(struct headd *d);
 uint64_t headd_wal_deadline(const struct headd *d);
 void headd_wal_session(struct headd *d, uint64_t sid, const char *name,
+		       const uint8_t owner[static SF_WALREC_OWNER_LEN],
 		       const struct sf_head_session_params *p);
 void headd_wal_content(struct headd *d, uint64_t sid, uint32_t keep, const uint32_t *t,
 		       uint32_t n);

@@ -46,6 +46,11 @@ static void on_request(void *arg, const struct sf_http_request *r)
 	headd_api_request(arg, r);
 }
 
+static void on_head(void *arg, const struct sf_http_request *r)
+{
+	headd_api_head(arg, r);
+}
+
 static int on_write(void *arg, const void *p, size_t n)
 {
 	return headd_http_write(arg, p, n);
@@ -62,6 +67,7 @@ static char *error_body(void *arg, int status, const char *message, const char *
 
 static const struct sf_http_conn_ops http_ops = {
 	.on_request = on_request,
+	.on_head = on_head,
 	.write = on_write,
 	.error_body = error_body,
 };
@@ -135,6 +141,25 @@ static void on_turn(struct sf_conn *conn)
 		headd_http_service(h);
 }
 
+/* The client ended its side. One whose request said it ends the connection (HTTP/1.0, or
+ * Connection: close) may shut its write side after the request, as HTTP/1.0 tools do: its
+ * answer is sent, then the connection closes. One that asked to keep the connection and
+ * ends it while its request runs went away (a timeout, a closed program): the request is
+ * dropped, as on a reset. A close and a half-close look the same until a write. */
+static void on_eof(struct sf_conn *conn)
+{
+	struct headd_http *h = sf_conn_user(conn);
+	if (!h)
+		return;
+	if (h->req && sf_http_conn_busy_keep_alive(h->http)) {
+		sf_conn_close(conn, false); /* on_closed tells the request */
+		return;
+	}
+	sf_http_conn_eof(h->http);
+	if (!h->req)
+		h->ended = true; /* nothing running: the turn's service closes, or parses what is kept */
+}
+
 static void on_closed(struct sf_conn *conn, int err)
 {
 	struct headd_http *h = sf_conn_user(conn);
@@ -153,6 +178,7 @@ static const struct sf_conn_ops conn_ops = {
 	.on_recv = on_recv,
 	.on_turn = on_turn,
 	.on_closed = on_closed,
+	.on_eof = on_eof,
 };
 
 void headd_http_drop(struct headd_http *h)
@@ -183,15 +209,14 @@ static bool attach(struct headd *d, struct headd_http *h, int fd, const char *wh
 static void on_accept(struct sf_loop *loop, int fd, void *arg)
 {
 	struct headd *d = arg;
-	if (d->stopping || d->api.m.http_conns >= d->opts->http_max_conns) {
-		if (!d->stopping)
-			sfd_warn("turned away an HTTP client: %u connections already "
-				 "(--http-max-conns)", d->api.m.http_conns);
+	if (d->stopping || (d->api.m.http_conns >= d->opts->http_max_conns &&
+			    !headd_http_make_room(d))) {
 		close(fd);
 		return;
 	}
 	struct headd_http *h = calloc(1, sizeof(*h));
-	struct sf_http_limits lim = { .max_body = d->opts->http_max_body };
+	struct sf_http_limits lim = { .max_body = d->opts->http_max_body,
+				      .budget = &d->api.body_budget };
 	if (h) {
 		h->http_ops = http_ops;
 		h->http_ops.arg = h;
@@ -212,7 +237,8 @@ static void on_accept(struct sf_loop *loop, int fd, void *arg)
 		int v = (int)d->opts->http_sndbuf;
 		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
 	}
-	(void)attach(d, h, fd, "turned away an HTTP client");
+	if (attach(d, h, fd, "turned away an HTTP client"))
+		headd_http_phase_start(h, h->tls ? HP_TLS : HP_FIRST);
 }
 
 /* ---- a connection handed to the shard that owns what it asks for ---- */
@@ -273,6 +299,8 @@ void headd_http_adopt(struct headd *d, struct headd_http *h, int fd, const uint8
 {
 	if (!attach(d, h, fd, "an HTTP client handed over"))
 		return;
+	(void)sf_http_conn_set_budget(h->http, &d->api.body_budget); /* between requests: 0 */
+	headd_http_phase_start(h, HP_BUSY);
 	/* Bytes that came after the request (pipelined) go where they would have gone. */
 	if (n && on_recv(h->conn, rx, n) < n) {
 		h->failed = true;
@@ -288,6 +316,7 @@ void headd_http_response_done(struct headd_http *h)
 {
 	h->req = NULL;
 	h->ended = true;
+	h->served++;
 }
 
 int headd_api_start(struct headd *d)
@@ -300,6 +329,7 @@ int headd_api_start(struct headd *d)
 	}
 	if (d->opts->api_keys && headd_keys_load(d, d->opts->api_keys))
 		return -1;
+	a->body_budget.max = (size_t)d->opts->http_body_budget_mb << 20;
 	a->m.link_opens = calloc(HEADD_NODE_SLOTS, sizeof(*a->m.link_opens)); /* NULL: not counted */
 	struct sf_tok_client_config tcfg = { .max_nodes = HEADD_NODE_SLOTS };
 	struct sf_tok_client_io tio = { .arg = d, .done = headd_gen_tokenized };

@@ -224,6 +224,21 @@ void headd_metrics_page(struct headd_http *h, const struct headd_part *sum)
 	counter(&pg, "superfluid_client_gone_total",
 		"Generations cancelled because their client went away.", m->client_gone);
 	gauge(&pg, "superfluid_http_connections", "Client connections open.", m->http_conns);
+	static const char *const phases[HP_COUNT] = { "tls_handshake", "first_request", "head",
+						      "body", "idle", "answer" };
+	put(&pg, "# HELP superfluid_http_timeouts_total Client connections closed for taking too "
+		 "long, by phase.\n# TYPE superfluid_http_timeouts_total counter\n");
+	for (int k = 0; k < HP_BUSY; k++)
+		put(&pg, "superfluid_http_timeouts_total{phase=\"%s\"} %llu\n", phases[k],
+		    (unsigned long long)m->http_timeouts[k]);
+	put(&pg, "# HELP superfluid_http_refused_total Client connections or requests turned "
+		 "away, by limit.\n# TYPE superfluid_http_refused_total counter\n"
+		 "superfluid_http_refused_total{limit=\"max_conns\"} %llu\n"
+		 "superfluid_http_refused_total{limit=\"body_budget\"} %llu\n",
+	    (unsigned long long)m->http_refused_full, (unsigned long long)m->http_refused_budget);
+	counter(&pg, "superfluid_http_evicted_total",
+		"Idle client connections closed to let a new one in (--http-max-conns).",
+		m->http_evicted);
 	nodes(&pg, d, sum);
 	struct sf_head_stats own;
 	sf_head_stats(d->head, &own);

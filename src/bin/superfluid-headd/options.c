@@ -38,6 +38,11 @@ static const struct sfd_opt opts[] = {
 	{ "api-keys", SFD_OPT_STR, F(api_keys), 0, 0, NULL },
 	{ "http-max-body", SFD_OPT_U32, F(http_max_body), 1024, 1u << 30, NULL },
 	{ "http-max-conns", SFD_OPT_U32, F(http_max_conns), 1, 1000000, NULL },
+	{ "http-body-budget-mb", SFD_OPT_U32, F(http_body_budget_mb), 1, 1u << 20, NULL },
+	{ "http-header-timeout-s", SFD_OPT_U32, F(http_header_timeout_s), 1, 86400, NULL },
+	{ "http-body-timeout-s", SFD_OPT_U32, F(http_body_timeout_s), 1, 86400, NULL },
+	{ "http-idle-timeout-s", SFD_OPT_U32, F(http_idle_timeout_s), 1, 86400, NULL },
+	{ "tls-handshake-timeout-s", SFD_OPT_U32, F(tls_handshake_timeout_s), 1, 86400, NULL },
 	{ "stream-buffer", SFD_OPT_U32, F(stream_buffer), 4096, 1u << 30, NULL },
 	{ "http-sndbuf", SFD_OPT_U32, F(http_sndbuf), 0, 1u << 30, NULL },
 	{ "max-tokens-default", SFD_OPT_U32, F(max_tokens_default), 1, 1u << 20, NULL },
@@ -110,7 +115,21 @@ static const char usage_text[] =
 	"  --api-keys FILE         bearer keys clients must send, one per line (`#` comments);\n"
 	"                          without it no key is asked for\n"
 	"  --http-max-body N       bytes of a request body at most (default 8388608)\n"
-	"  --http-max-conns N      client connections at once (default 4096)\n"
+	"  --http-max-conns N      client connections at once (default 4096); when all are\n"
+	"                          open, the one idle longest is closed for a new one, and\n"
+	"                          with none idle the new one is turned away (counted in\n"
+	"                          /metrics, logged at most once a second)\n"
+	"  --http-header-timeout-s N  a request line and headers must arrive within N s of\n"
+	"                          the connection or the request's first byte (default 10;\n"
+	"                          past it 408 and close)\n"
+	"  --http-body-timeout-s N a body must arrive within N s of its headers (default 60)\n"
+	"  --http-idle-timeout-s N a kept-alive connection with no request is closed after\n"
+	"                          N s (default 60)\n"
+	"  --tls-handshake-timeout-s N  the TLS handshake must end within N s (default 10)\n"
+	"  --http-body-budget-mb N request bodies still being received, all connections\n"
+	"                          together (default 256); past it a request is refused\n"
+	"                          with 503 and Retry-After. A key is checked before any\n"
+	"                          body byte is read\n"
 	"  --stream-buffer N       bytes a slow client may leave unread; past it its stream\n"
 	"                          ends with an error and its generation is cancelled\n"
 	"                          (default 4194304)\n"
@@ -176,6 +195,11 @@ enum headd_parse_result headd_opts_parse(struct headd_opts *o, int argc, char **
 	o->listen_http = HEADD_DEFAULT_LISTEN_HTTP;
 	o->http_max_body = 8u << 20;
 	o->http_max_conns = 4096;
+	o->http_body_budget_mb = 256;
+	o->http_header_timeout_s = 10;
+	o->http_body_timeout_s = 60;
+	o->http_idle_timeout_s = 60;
+	o->tls_handshake_timeout_s = 10;
 	o->stream_buffer = 4u << 20;
 	o->max_tokens_default = 4096;
 	o->max_sessions = 1024;

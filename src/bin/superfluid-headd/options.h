@@ -43,6 +43,11 @@ struct headd_opts {
 	const char *api_keys;     /* a file of bearer keys, or NULL: no keys asked */
 	uint32_t http_max_body;   /* bytes of a request body */
 	uint32_t http_max_conns;  /* client connections at once */
+	uint32_t http_body_budget_mb; /* request bodies being received, all connections */
+	uint32_t http_header_timeout_s; /* a request line and headers, from the first byte */
+	uint32_t http_body_timeout_s;   /* a body, from its headers */
+	uint32_t http_idle_timeout_s;   /* a kept-alive connection between requests */
+	uint32_t tls_handshake_timeout_s;
 	uint32_t stream_buffer;   /* bytes a slow client may leave unread before its stream ends */
 	uint32_t http_sndbuf;     /* SO_SNDBUF of client connections; 0: the kernel's */
 	uint32_t max_tokens_default; /* a request's max_tokens when it gives none */

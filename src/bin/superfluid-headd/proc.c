@@ -138,6 +138,7 @@ static int shard_opts(struct headd_proc *p, const struct headd_opts *o, unsigned
 	unsigned n = p->n;
 	so->max_fleet_sessions = (o->max_fleet_sessions + n - 1) / n;
 	so->http_max_conns = (o->http_max_conns + n - 1) / n;
+	so->http_body_budget_mb = (o->http_body_budget_mb + n - 1) / n;
 	so->max_sessions = (o->max_sessions + n - 1) / n;
 	if (k > 0) {
 		so->admin_socket = NULL; /* shard 0's */

@@ -90,6 +90,7 @@ void headd_wal_append_rec(struct headd *d, uint8_t type)
 }
 
 void headd_wal_session(struct headd *d, uint64_t sid, const char *name,
+		       const uint8_t owner[static SF_WALREC_OWNER_LEN],
 		       const struct sf_head_session_params *p)
 {
 	if (!d->wal.w)
@@ -99,6 +100,7 @@ void headd_wal_session(struct headd *d, uint64_t sid, const char *name,
 	snprintf(r.name, sizeof(r.name), "%s", name ? name : "");
 	snprintf(r.model, sizeof(r.model), "%s", p->model);
 	snprintf(r.codec, sizeof(r.codec), "%s", p->codec ? p->codec : "");
+	memcpy(r.owner, owner, sizeof(r.owner));
 	if (!sf_walrec_put_session(&d->wal.rec, &r))
 		headd_wal_append_rec(d, SF_WALREC_SESSION);
 }

@@ -105,7 +105,7 @@ void headd_wal_orphan_end(struct headd *d, uint64_t sid, uint64_t gid)
 		headd_wal_keep_add(d, sid);
 		return;
 	}
-	struct headd_named *n = headd_named_find(d, s->rec.name);
+	struct headd_named *n = headd_named_find(d, s->rec.name, s->rec.owner);
 	if (!n || n->restoring != gid)
 		return;
 	n->restoring = 0;
@@ -117,8 +117,9 @@ void headd_wal_orphan_end(struct headd *d, uint64_t sid, uint64_t gid)
 static struct headd_named *restore_named(struct headd *d, const struct sf_wal_session *s)
 {
 	struct sf_api_error e;
-	struct headd_named *n = headd_named_find(d, s->rec.name);
-	if (!n && !(n = headd_named_new(d, s->rec.name, s->rec.model, s->rec.session_id, &e))) {
+	struct headd_named *n = headd_named_find(d, s->rec.name, s->rec.owner);
+	if (!n && !(n = headd_named_new(d, s->rec.name, s->rec.model, s->rec.owner,
+					s->rec.session_id, &e))) {
 		sfd_warn("wal: named session %s not restored: %s", s->rec.name, e.message);
 		return NULL;
 	}

@@ -32,6 +32,11 @@ struct noded_link {
 	unsigned shard;
 	uint32_t version;
 	struct noded_relay *relay;
+	/* An accepted link still in its handshake: in the shard's list of them, oldest first,
+	 * with its peer's address (no port) for the per-address bound. */
+	bool handshaking;
+	char addr[80];
+	struct noded_link *hs_prev, *hs_next;
 	struct noded_link *next; /* in its bucket */
 };
 

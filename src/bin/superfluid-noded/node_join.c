@@ -80,7 +80,7 @@ void noded_control_dial(struct noded *d, const struct noded_link *asked_on, uint
 			   asked_on->peer, (unsigned long long)request_id);
 		return;
 	}
-	if (d->stopping || d->n_local >= d->max_local)
+	if (d->stopping || d->n_local - d->n_handshaking >= d->max_local)
 		return;
 	struct sf_err err;
 	struct noded_link *l = noded_link_dial(d, LINK_CONTROL, d->opts->join, &err);

@@ -23,6 +23,7 @@ static void link_config(struct noded *d, struct sf_link_config *cfg)
 	noded_proc_capacity(d, &cfg->capacity);
 	cfg->models = noded_proc_model(d);
 	cfg->n_models = 1;
+	cfg->handshake_ms = d->opts->handshake_timeout_ms;
 }
 
 static struct noded_link *link_new(struct noded *d, enum noded_link_kind kind, const char *where)
@@ -42,6 +43,7 @@ static struct noded_link *link_new(struct noded *d, enum noded_link_kind kind, c
 
 static void link_free(struct noded *d, struct noded_link *l)
 {
+	noded_hs_remove(d, l);
 	link_table_remove(&d->links, l);
 	d->n_local--;
 	free(l);
@@ -58,6 +60,7 @@ static void on_open(struct sf_link_conn *lc)
 	struct noded *d = l->d;
 	const struct sf_link_peer *p = sf_link_peer(sf_link_conn_link(lc));
 	l->open = true;
+	noded_hs_remove(d, l);
 	snprintf(l->peer, sizeof(l->peer), "%s", p->identity && *p->identity ? p->identity : "(unnamed)");
 	static const char *const how[] = { "accepted from", "joined at", "control link to" };
 	sfd_info("link %llu: head %s %s %s: %s link, protocol %u", (unsigned long long)l->id,
@@ -109,6 +112,12 @@ static void on_closed(struct sf_link_conn *lc, const struct sf_err *err)
 			sfd_debug("join %s: %s", l->where, why);
 		else
 			noded_join_lost(d, l->open, why);
+	} else if (!l->open && !d->stopping && l->kind == LINK_ACCEPTED) {
+		/* Anyone can open a connection: those that never open are told a line a second. */
+		char line[512];
+		snprintf(line, sizeof(line), "link %llu (from %s): %s", (unsigned long long)l->id,
+			 l->where, err->msg);
+		noded_hs_failed_log(d, line);
 	} else {
 		enum sfd_log_level lv = d->stopping ? SFD_LOG_DEBUG :
 					  l->open ? SFD_LOG_INFO : SFD_LOG_WARN;
@@ -128,6 +137,13 @@ static const struct sf_link_conn_ops link_ops = {
 struct noded_link *noded_link_accept(struct noded *d, int fd, const char *where)
 {
 	struct noded_link *l = link_new(d, LINK_ACCEPTED, where);
+	if (l) {
+		/* The address without its port: "[v6]:port" or "v4:port". */
+		const char *colon = strrchr(where, ':');
+		size_t n = colon ? (size_t)(colon - where) : strlen(where);
+		snprintf(l->addr, sizeof(l->addr), "%.*s", (int)n, where);
+		noded_hs_add(d, l);
+	}
 	if (!l) {
 		sfd_warn("no memory for a link from %s; closed it", where);
 		close(fd);
@@ -188,9 +204,11 @@ static void on_accept(struct sf_loop *loop, int fd, void *arg)
 		close(fd);
 		return;
 	}
-	if (d->n_local >= d->max_local) {
-		sfd_warn("turned away a connection from %s: already %u links%s", where, d->n_local,
-			 d->n_shards > 1 ? " on this shard" : "");
+	const char *colon = strrchr(where, ':');
+	char addr[80];
+	snprintf(addr, sizeof(addr), "%.*s", (int)(colon ? (size_t)(colon - where) : strlen(where)),
+		 where);
+	if (!noded_link_admit(d, addr)) {
 		close(fd);
 		return;
 	}

@@ -57,7 +57,12 @@ struct noded {
 	size_t token_len;
 	/* This shard's links, and on shard 0 the other shards' open links too (remote). */
 	struct link_table links;
-	uint32_t n_local, max_local;
+	uint32_t n_local, max_local; /* every link of this shard; open links at most */
+	/* Accepted links still in their handshake (link_limits.c), oldest first. */
+	struct noded_link *hs_head, *hs_tail;
+	uint32_t n_handshaking, max_handshakes, max_handshakes_per_addr;
+	uint64_t hs_evicted, hs_refused; /* closed to make room; turned away */
+	uint64_t faillog_ms, faillog_unlogged; /* handshake failures: one line a second */
 	uint32_t n_paused;           /* links this shard stopped reading (relay.c) */
 	uint64_t next_link_id;       /* ids are next * n_shards + shard: the shard is id % n */
 	int listen_fd;               /* this shard's socket of the --listen group, or -1 */
@@ -96,6 +101,17 @@ struct noded_link *noded_link_find(struct noded *d, uint64_t id);
 struct noded_link *noded_link_accept(struct noded *d, int fd, const char *where);
 struct noded_link *noded_link_dial(struct noded *d, enum noded_link_kind kind, const char *addr,
 				   struct sf_err *err);
+/* link_limits.c: links still in their handshake have a bound of their own, overall and per
+ * peer address, so that a port full of connections that never finish keeps no head out. */
+/* Room for a new connection from addr (no port): closes the oldest unfinished handshake
+ * (of addr when its bound is reached); false (logged at most once a second) when none can
+ * go and every open link is taken. */
+bool noded_link_admit(struct noded *d, const char *addr);
+void noded_hs_add(struct noded *d, struct noded_link *l);    /* accepted: handshaking */
+void noded_hs_remove(struct noded *d, struct noded_link *l); /* opened, or gone */
+/* Logs a link that ended before it opened: the first at once, then one line a second
+ * saying how many more. */
+void noded_hs_failed_log(struct noded *d, const char *line);
 /* Says GOODBYE on every open link (links still shaking hands have none to say). */
 void noded_links_goodbye_all(struct noded *d, const char *reason);
 /* Connections still busy beyond the links shaking hands: goodbyes still going out. */

@@ -27,6 +27,10 @@ static const struct sfd_opt opts[] = {
 	{ "io", SFD_OPT_IO, F(io), 0, 0, NULL },
 	{ "version-max", SFD_OPT_U32, F(version_max), SF_VERSION_MIN, SF_VERSION_MAX, NULL },
 	{ "max-sessions", SFD_OPT_U32, F(max_sessions), 1, 1u << 20, NULL },
+	{ "max-links", SFD_OPT_U32, F(max_links), 1, 1u << 20, NULL },
+	{ "max-handshakes", SFD_OPT_U32, F(max_handshakes), 1, 1u << 20, NULL },
+	{ "max-handshakes-per-addr", SFD_OPT_U32, F(max_handshakes_per_addr), 1, 1u << 20, NULL },
+	{ "handshake-timeout-ms", SFD_OPT_U32, F(handshake_timeout_ms), 100, 600000, NULL },
 	{ "shards", SFD_OPT_U32, F(shards), 0, 256, NULL },
 	{ "model", SFD_OPT_STR, F(model), 0, 0, NULL },
 	{ "model-name", SFD_OPT_STR, F(model_name), 0, 0, NULL },
@@ -92,6 +96,16 @@ static const char usage_text[] =
 	"                          node (default 4)\n"
 	"  --max-sessions N        sessions held at most; an ASSIGN past it is refused\n"
 	"                          (default 4096)\n"
+	"  --max-links N           head links open at once (default 1024); more are turned\n"
+	"                          away, logged at most once a second\n"
+	"  --max-handshakes N      connections still in their handshake, apart from open links\n"
+	"                          (default 64): past it the oldest unfinished one is closed\n"
+	"                          for the new one, so connections that never finish keep no\n"
+	"                          head with the token out\n"
+	"  --max-handshakes-per-addr N  of those, from one address (default 16, per shard);\n"
+	"                          past it that address's oldest unfinished one is closed\n"
+	"  --handshake-timeout-ms N  a connection must finish its handshake within N ms\n"
+	"                          (default 3000)\n"
 	"  --shards N              event loops, each on a thread (and CPU) of its own, sharing\n"
 	"                          out the head links (0: one per CPU the process may use, the\n"
 	"                          default). Each shard runs its links' handshakes, sealing and\n"
@@ -129,6 +143,10 @@ static void set_defaults(struct noded_opts *o)
 	o->io = SF_IO_AUTO;
 	o->version_max = SF_VERSION_MAX;
 	o->max_sessions = 4096;
+	o->max_links = 1024; /* NODED_MAX_LINKS */
+	o->max_handshakes = 64;
+	o->max_handshakes_per_addr = 16;
+	o->handshake_timeout_ms = 3000;
 	o->sim_batch = 8;
 	o->sim_layers = 8;
 	o->sim_ctx_len = 32768;

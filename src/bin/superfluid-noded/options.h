@@ -39,6 +39,10 @@ struct noded_opts {
 	enum sf_io_kind io;
 	uint32_t version_max;
 	uint32_t max_sessions;
+	uint32_t max_links;          /* open head links (each shard its share) */
+	uint32_t max_handshakes;     /* accepted links still in their handshake (shared out) */
+	uint32_t max_handshakes_per_addr; /* of those, from one address (per shard) */
+	uint32_t handshake_timeout_ms;
 	uint32_t shards;       /* 0: one per CPU */
 	uint64_t sim_seed;
 	uint32_t sim_tokens_per_s;

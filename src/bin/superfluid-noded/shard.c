@@ -31,7 +31,7 @@ static int start_engine(struct noded *d)
 		return EXIT_RUNTIME;
 	}
 	struct sf_node_config ncfg = { .max_sessions = d->opts->max_sessions,
-				       .max_links = NODED_MAX_LINKS, .blobs = d->blobs };
+				       .max_links = d->opts->max_links, .blobs = d->blobs };
 	struct sf_node_io io = noded_node_io;
 	io.arg = d;
 	/* A real engine's steps take real time: its own thread runs them, off this loop. The
@@ -64,7 +64,9 @@ static int start_engine(struct noded *d)
 int noded_shard_start(struct noded *d, struct sf_loop *loop)
 {
 	d->loop = loop;
-	d->max_local = (NODED_MAX_LINKS + d->n_shards - 1) / d->n_shards;
+	d->max_local = (d->opts->max_links + d->n_shards - 1) / d->n_shards;
+	d->max_handshakes = (d->opts->max_handshakes + d->n_shards - 1) / d->n_shards;
+	d->max_handshakes_per_addr = d->opts->max_handshakes_per_addr;
 	sf_arena_init(&d->relay_arena, 8 * (size_t)SF_FRAME_PAYLOAD_MAX + 65536);
 	sf_buf_init(&d->relay_buf, SF_FRAME_HDR_LEN + (size_t)SF_FRAME_PAYLOAD_MAX);
 	if (noded_links_init(d)) {

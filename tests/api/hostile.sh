@@ -1,0 +1,355 @@
+#!/usr/bin/env bash
+# Hostile clients (issue 21), each the way it was found, on loopback against real daemons:
+# predictable ids, another key's sessions and generations, wrong statuses, half-closed
+# requests, bodies sent before the key is checked, connections that send nothing, a node's
+# port filled with handshakes that never finish. Each part starts its own head (and nodes)
+# and ends by checking that a normal chat is still answered; last, no daemon logged a
+# sanitizer line.
+# Usage: hostile.sh NODED HEADD SIM_EXPECT [PART...]   (KEEP=DIR keeps the work folder)
+set -uo pipefail
+noded=$1 headd=$2 expect=$3
+shift 3
+. "$(dirname "$0")/lib.sh"
+raw="$(dirname "$0")/hostile_client.py"
+parts=("$@")
+[ ${#parts[@]} = 0 ] && parts=(ids owners statuses halfclose authfirst timeouts handshakes)
+
+# still_chats LABEL [curl options]: a normal chat is answered with the engine's reply.
+still_chats() {
+	chat_prompt 'still here?' | want --seed 3 --max-tokens 8
+	req POST /v1/chat/completions '{"model":"sim-1","messages":[{"role":"user","content":"still here?"}],"seed":3,"max_tokens":8}' "${@:2}"
+	local r=0
+	[ "$status" = 200 ] && [ "$(j "$work/out" 'd["choices"][0]["message"]["content"]')" = "$(cat "$work/want")" ] || r=1
+	check "$1: a normal chat is still answered" $r
+}
+stop_head() { kill -TERM "$hpid" 2>/dev/null; wait "$hpid" 2>/dev/null; }
+# The random part of a completion id: 16 hex digits after the dash.
+id_rand() { j "$work/out" 'd["id"].split("-")[1][:16]'; }
+
+keys() { # two tenants' keys in $work/keys (mode 600)
+	printf 'sk-tenant-one-%s\nsk-tenant-two-%s\n' "$RANDOM$RANDOM" "$RANDOM$RANDOM" >"$work/keys"
+	chmod 600 "$work/keys"
+	k1=$(sed -n 1p "$work/keys") k2=$(sed -n 2p "$work/keys")
+}
+
+# ---- 3: ids no client can foretell ----
+part_ids() {
+	start_head ids "127.0.0.1:$p1" --shards 1 && base="http://127.0.0.1:$hport" && wait_health
+	req POST /v1/completions '{"model":"sim-1","prompt":"a","max_tokens":2}'
+	local a; a=$(id_rand)
+	req POST /v1/completions '{"model":"sim-1","prompt":"b","max_tokens":2}'
+	local b; b=$(id_rand)
+	# The generator the head used to draw them with (splitmix64), run back from the first id
+	# to its state and forward a few draws: none of them may be the second id.
+	python3 - "$a" "$b" <<'PY'
+import sys
+M = (1 << 64) - 1
+G, C1, C2 = 0x9e3779b97f4a7c15, 0xbf58476d1ce4e5b9, 0x94d049bb133111eb
+def mix(z):
+    z = ((z ^ (z >> 30)) * C1) & M
+    z = ((z ^ (z >> 27)) * C2) & M
+    return z ^ (z >> 31)
+def unshift(x, s):
+    y = x
+    for _ in range(64 // s + 1):
+        y = x ^ (y >> s)
+    return y
+def unmix(z):
+    z = unshift(z, 31)
+    z = (z * pow(C2, -1, 1 << 64)) & M
+    z = unshift(z, 27)
+    z = (z * pow(C1, -1, 1 << 64)) & M
+    return unshift(z, 30)
+a, b = int(sys.argv[1], 16), int(sys.argv[2], 16)
+state = unmix(a)
+assert mix(state) == a
+guess = {mix((state + k * G) & M) for k in range(1, 65)}
+sys.exit(1 if b in guess else 0)
+PY
+	check "ids: the next completion id is not foretold by the last one" $?
+	still_chats ids
+	stop_head
+}
+
+# ---- 4 (and 3's second half): what a key makes is that key's ----
+part_owners() {
+	keys
+	start_node slow --sim-tokens-per-s 25 && local ps=$port
+	local wal=$work/wal-owners
+	start_head owners "127.0.0.1:$ps" --api-keys "$work/keys" --wal-dir "$wal" &&
+		base="http://127.0.0.1:$hport" && wait_health
+	local a1=(-H "Authorization: Bearer $k1") a2=(-H "Authorization: Bearer $k2")
+	req POST /v1/chat/completions '{"model":"sim-1","messages":[{"role":"user","content":"my pin is 4711"}],"max_tokens":4}' \
+		"${a1[@]}" -H 'X-Superfluid-Session: diary'
+	check "owners: key 1 opens session diary" "$([ "$status" = 200 ]; echo $?)"
+	req GET /v1/sessions/diary "" "${a1[@]}"
+	local tokens; tokens=$(j "$work/out" 'd["tokens"]')
+	check "owners: key 1 reads its session" "$([ "$status" = 200 ] && [ -n "$tokens" ]; echo $?)"
+	req GET /v1/sessions/diary "" "${a2[@]}"
+	check "owners: key 2 reading key 1's session gets 404" "$([ "$status" = 404 ]; echo $?)"
+	req DELETE /v1/sessions/diary "" "${a2[@]}"
+	check "owners: key 2 deleting key 1's session gets 404" "$([ "$status" = 404 ]; echo $?)"
+	req POST /v1/chat/completions '{"model":"sim-1","messages":[{"role":"user","content":"what was the pin?"}],"max_tokens":4}' \
+		"${a2[@]}" -H 'X-Superfluid-Session: diary'
+	check "owners: key 2 naming diary gets a session of its own" "$([ "$status" = 200 ] &&
+		[ "$(j "$work/out" 'd["usage"]["prompt_tokens"] < '"$tokens")" = True ]; echo $?)"
+	req GET /v1/sessions/diary "" "${a1[@]}"
+	check "owners: key 1's session is as it was" "$([ "$status" = 200 ] &&
+		[ "$(j "$work/out" 'd["tokens"], d["turns"]')" = "($tokens, 1)" ]; echo $?)"
+	# A generation running when the head dies, fetched again after the restart.
+	curl -sSN "${a1[@]}" -H 'Content-Type: application/json' --data-binary \
+		'{"model":"sim-1","prompt":"a long secret story","max_tokens":150,"stream":true}' \
+		"$base/v1/completions" >"$work/owners.sse" 2>/dev/null &
+	local cpid=$!
+	local id=
+	for _ in $(seq 200); do
+		id=$(sed -n 's/^data: {"id":"\(cmpl-[0-9a-f]*\)".*/\1/p' "$work/owners.sse" | head -1)
+		[ -n "$id" ] && break
+		sleep 0.05
+	done
+	req GET "/v1/completions/$id?stream=false" "" "${a2[@]}"
+	check "owners: key 2 fetching key 1's running generation gets 404" "$([ -n "$id" ] && [ "$status" = 404 ]; echo $?)"
+	kill -9 "$hpid"; wait "$hpid" 2>/dev/null; kill "$cpid" 2>/dev/null; wait "$cpid" 2>/dev/null
+	start_head owners2 "127.0.0.1:$ps" --api-keys "$work/keys" --wal-dir "$wal" --listen-http "127.0.0.1:$hport" &&
+		wait_health
+	req GET "/v1/completions/$id?stream=false" "" "${a2[@]}"
+	check "owners: after a restart from the log, key 2 still gets 404 for it" "$([ "$status" = 404 ]; echo $?)"
+	req GET "/v1/completions/$id?stream=false" "" "${a1[@]}"
+	check "owners: and key 1 gets it" "$([ "$status" = 200 ] && [ "$(j "$work/out" 'd["id"]')" = "$id" ]; echo $?)"
+	req GET /v1/sessions/diary "" "${a2[@]}"
+	local t2; t2=$(j "$work/out" 'd["tokens"]')
+	req GET /v1/sessions/diary "" "${a1[@]}"
+	check "owners: after the restart each key finds its own diary" "$([ "$status" = 200 ] &&
+		[ "$(j "$work/out" 'd["tokens"]')" = "$tokens" ] && [ -n "$t2" ] && [ "$t2" != "$tokens" ]; echo $?)"
+	still_chats owners "${a2[@]}"
+	stop_head
+}
+
+# ---- 7: what will never succeed is a 4xx with its reason, not a 5xx or a 503 to retry ----
+# status_is LABEL WANT [CODE]: $status, the error's code, and no Retry-After (in $work/hdr).
+status_is() {
+	local r=0
+	[ "$status" = "$2" ] || r=1
+	[ -z "${3:-}" ] || [ "$(j "$work/out" 'd["error"]["code"]')" = "$3" ] || r=1
+	grep -qi '^retry-after' "$work/hdr" && r=1
+	check "$1" $r
+}
+part_statuses() {
+	start_head statuses "127.0.0.1:$p1" && base="http://127.0.0.1:$hport" && wait_health
+	python3 "$raw" raw "$hport" 'GET /v1/\xff HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' >"$work/raw.out"
+	check "statuses: a raw 0xff byte in the path is a 400 naming it" "$([ "$(head -1 "$work/raw.out")" = 400 ] &&
+		grep -q '0xff' "$work/raw.out"; echo $?)"
+	printf 'RIFF' >"$work/x.wav"
+	status=$(curl -sS -o "$work/out" -D "$work/hdr" -w '%{http_code}' -F "file=@$work/x.wav" -F "model=$(printf 'm\xff\xfe')" "$base/v1/audio/transcriptions")
+	status_is "statuses: a model name that is not UTF-8 is a 404 whose message is JSON" 404 model_not_found
+	: >"$work/empty.wav"
+	status=$(curl -sS -o "$work/out" -D "$work/hdr" -w '%{http_code}' -F "file=@$work/empty.wav" -F model=sim-1 "$base/v1/audio/transcriptions")
+	status_is "statuses: an empty transcription file is a 400" 400 invalid_value
+	python3 -c 'import json; print(json.dumps({"model":"sim-1","prompt":"word "*40000,"max_tokens":4}))' >"$work/long.json"
+	status=$(curl -sS -o "$work/out" -D "$work/hdr" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary @"$work/long.json" "$base/v1/completions")
+	status_is "statuses: a prompt past the nodes' context is a 400 context_length_exceeded, no Retry-After" 400 context_length_exceeded
+	python3 -c 'import json; print(json.dumps({"model":"sim-1","text":"a"*(7<<20)}))' >"$work/tok.json"
+	status=$(curl -sS -o "$work/out" -D "$work/hdr" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary @"$work/tok.json" "$base/v1/tokenize")
+	status_is "statuses: a 7 MB tokenize is a 413, no Retry-After" 413 request_too_large
+	python3 -c 'import json; print(json.dumps({"model":"sim-1","messages":[{"role":"user","content":"a"*(4<<20)}]}))' >"$work/msg.json"
+	status=$(curl -sS -o "$work/out" -D "$work/hdr" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary @"$work/msg.json" "$base/v1/chat/completions")
+	status_is "statuses: a 4 MB message is a 413, no Retry-After" 413 request_too_large
+	still_chats statuses
+	stop_head
+}
+
+# ---- 5: a client that shuts its write side after the request still gets the answer ----
+# (it said it ends the connection: HTTP/1.0, or Connection: close; a keep-alive client that
+# ends its side while its request runs went away, as api.transcribe's client gone shows)
+part_halfclose() {
+	start_node paced --sim-tokens-per-s 50 && local pp=$port
+	start_head halfclose "127.0.0.1:$pp" && base="http://127.0.0.1:$hport" && wait_health
+	printf 'Once upon a time' | want --temperature 0 --max-tokens 24
+	python3 "$raw" halfclose "$hport" '{"model":"sim-1","prompt":"Once upon a time","max_tokens":24,"temperature":0}' >"$work/half.out"
+	tail -n +2 "$work/half.out" >"$work/out"
+	check "halfclose: a request then shutdown(SHUT_WR) is answered whole" "$([ "$(head -1 "$work/half.out")" = 200 ] &&
+		[ "$(j "$work/out" 'd["choices"][0]["text"]')" = "$(cat "$work/want")" ]; echo $?)"
+	python3 "$raw" halfclose "$hport" '{"model":"sim-1","prompt":"Once upon a time","max_tokens":24,"temperature":0,"stream":true}' >"$work/half.out"
+	check "halfclose: a streamed one too" "$([ "$(head -1 "$work/half.out")" = 200 ] &&
+		[ "$(sse_text "$work/half.out" text)" = "$(cat "$work/want")" ]; echo $?)"
+	python3 "$raw" halfclose "$hport" '{"model":"sim-1","prompt":"Once upon a time","max_tokens":24,"temperature":0}' 0 >"$work/half.out"
+	tail -n +2 "$work/half.out" >"$work/out"
+	check "halfclose: and an HTTP/1.0 one" "$([ "$(head -1 "$work/half.out")" = 200 ] &&
+		[ "$(j "$work/out" 'd["choices"][0]["text"]')" = "$(cat "$work/want")" ]; echo $?)"
+	check "halfclose: no generation was cancelled for a client gone" "$(! grep -q 'went away' "$work/halfclose.err"; echo $?)"
+	still_chats halfclose
+	stop_head
+}
+
+# ---- 2: the key is checked before any body byte is read; bodies in flight are bounded ----
+rss_mb() { awk '/^VmRSS/ { print int($2 / 1024) }' "/proc/$1/status"; }
+part_authfirst() {
+	keys
+	start_head authfirst "127.0.0.1:$p1" --api-keys "$work/keys" --http-max-body 33554432 &&
+		base="http://127.0.0.1:$hport" && wait_health
+	local before; before=$(rss_mb "$hpid")
+	# 30 keyless clients each declare a 30 MiB body (Expect: 100-continue) and send 4 MiB.
+	local got; got=$(python3 "$raw" keyless "$hport" 30 $((4 << 20)))
+	check "authfirst: 30 keyless bodies get 401 before any is read, no 100 Continue ($got)" "$([ "$got" = 30 ]; echo $?)"
+	local after; after=$(rss_mb "$hpid")
+	check "authfirst: the head holds none of them (RSS $before -> $after MB)" "$([ $((after - before)) -lt 16 ]; echo $?)"
+	still_chats authfirst -H "Authorization: Bearer $k1"
+	stop_head
+	# One shard, its bound 1 MiB: a body of 900 KiB being sent holds it; another is a 503.
+	start_head budget "127.0.0.1:$p1" --api-keys "$work/keys" --shards 1 --http-body-budget-mb 1 &&
+		base="http://127.0.0.1:$hport" && wait_health
+	python3 - "$hport" "$k1" <<'PY' >"$work/budget.out"
+import socket, sys, time
+port, key = int(sys.argv[1]), sys.argv[2]
+head = ("POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+        "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n")
+a = socket.create_connection(("127.0.0.1", port), timeout=10)
+a.sendall((head % (key, 900 << 10)).encode() + b"{")
+time.sleep(0.5)
+b = socket.create_connection(("127.0.0.1", port), timeout=10)
+b.sendall((head % (key, 900 << 10)).encode())
+resp = b""
+while b"\r\n\r\n" not in resp:
+    d = b.recv(4096)
+    if not d:
+        break
+    resp += d
+print(resp.split(b"\r\n")[0].decode())
+print("retry-after" in resp.decode().lower())
+a.close()
+PY
+	check "budget: a body past the bodies' bound is a 503 with Retry-After" "$([ "$(sed -n 1p "$work/budget.out")" = 'HTTP/1.1 503 Service Unavailable' ] &&
+		[ "$(sed -n 2p "$work/budget.out")" = True ]; echo $?)"
+	still_chats budget -H "Authorization: Bearer $k1"
+	stop_head
+}
+
+# ---- 1: connections that send nothing, or a byte now and then, do not keep the head ----
+part_timeouts() {
+	start_head timeouts "127.0.0.1:$p1" --shards 1 --http-max-conns 8 --http-header-timeout-s 1 \
+		--http-idle-timeout-s 2 --http-body-timeout-s 30 && base="http://127.0.0.1:$hport" && wait_health
+	local n
+	n=$(python3 "$raw" silent "$hport" 6 10)
+	check "timeouts: 6 connections that send nothing are closed (header timeout 1 s): $n" "$([ "$n" = 6 ]; echo $?)"
+	n=$(python3 "$raw" silent "$hport" 4 10 1)
+	check "timeouts: 4 that send a byte every half second are closed too: $n" "$([ "$n" = 4 ]; echo $?)"
+	python3 - "$hport" <<'PY' >"$work/idle.out"
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+first = s.recv(65536)
+end = time.monotonic() + 10
+s.settimeout(1)
+closed = False
+while time.monotonic() < end and not closed:
+    try:
+        closed = s.recv(65536) == b""
+    except socket.timeout:
+        pass
+print(first.split(b"\r\n")[0].decode(), closed)
+PY
+	check "timeouts: a kept-alive connection idle past 2 s is closed" "$([ "$(cat "$work/idle.out")" = 'HTTP/1.1 200 OK True' ]; echo $?)"
+	local m; m=$(metric 'superfluid_http_timeouts_total{phase="first_request"}')
+	check "timeouts: the silent ones are counted in /metrics ($m)" "$([ "${m:-0}" -ge 6 ]; echo $?)"
+	still_chats timeouts
+	stop_head
+	# Eight silent connections fill --http-max-conns: a new client still gets in (the one
+	# idle longest makes room).
+	start_head full "127.0.0.1:$p1" --shards 1 --http-max-conns 8 --http-header-timeout-s 60 &&
+		base="http://127.0.0.1:$hport" && wait_health
+	python3 - "$hport" <<'PY' &
+import socket, sys, time
+socks = [socket.create_connection(("127.0.0.1", int(sys.argv[1]))) for _ in range(8)]
+time.sleep(3)
+PY
+	local fill=$!
+	sleep 0.5
+	req GET /health
+	check "timeouts: with every connection taken by silent ones, a client is still served" "$([ "$status" = 200 ]; echo $?)"
+	wait "$fill"
+	# Eight connections each sending a body slowly (not idle, not past a limit yet): 40 more
+	# are turned away, counted, and logged at most once a second.
+	local lines0; lines0=$(grep -c 'turned away an HTTP client' "$work/full.err")
+	python3 - "$hport" <<'PY' >"$work/refused.out"
+import socket, sys, time
+port = int(sys.argv[1])
+hold = []
+for _ in range(8):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+    hold.append(s)
+time.sleep(0.5)
+refused = 0
+t0 = time.monotonic()
+for _ in range(40):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.settimeout(5)
+    try:
+        refused += s.recv(10) == b""
+    except (ConnectionResetError, socket.timeout):
+        refused += 1
+    s.close()
+print(refused, int(time.monotonic() - t0) + 1)
+PY
+	local refused secs; read -r refused secs <"$work/refused.out"
+	local lines; lines=$(( $(grep -c 'turned away an HTTP client' "$work/full.err") - lines0 ))
+	check "timeouts: with none idle, 40 new connections are turned away ($refused)" "$([ "$refused" = 40 ]; echo $?)"
+	check "timeouts: ... logged $lines times in about $secs s, at most once a second" "$([ "$lines" -ge 1 ] && [ "$lines" -le $((secs + 1)) ]; echo $?)"
+	m=$(metric 'superfluid_http_refused_total{limit="max_conns"}')
+	check "timeouts: ... and counted in /metrics ($m)" "$([ "${m:-0}" -ge 40 ]; echo $?)"
+	still_chats full
+	stop_head
+	# HTTPS: a client that never finishes its handshake is closed at the handshake deadline.
+	if bash "$(dirname "$0")/../../scripts/make-test-cert" "$work/tls" >/dev/null 2>&1; then
+		start_head tlstimeout "127.0.0.1:$p1" --tls-cert "$work/tls/cert.pem" --tls-key "$work/tls/key.pem" \
+			--http-header-timeout-s 60 --tls-handshake-timeout-s 1 && base="https://127.0.0.1:$hport"
+		n=$(python3 "$raw" silent "$hport" 3 10)
+		check "timeouts: 3 HTTPS connections that never finish the handshake are closed: $n" "$([ "$n" = 3 ]; echo $?)"
+		still_chats tlstimeout --cacert "$work/tls/cert.pem"
+		stop_head
+	elif [ "${CI:-}" = true ]; then
+		fail "timeouts: scripts/make-test-cert could not make a certificate"
+	else
+		echo "SKIP timeouts: TLS handshake deadline (no test certificate; under CI=true this fails)"
+	fi
+}
+
+# ---- 6: a node's port full of connections that never finish keeps no head with the token out ----
+part_handshakes() {
+	printf 'hostile-test-token-%s%s%s\n' "$RANDOM" "$RANDOM" "$RANDOM" >"$work/fleet.token"
+	chmod 600 "$work/fleet.token"
+	start_node locked --shards 1 --auth-file "$work/fleet.token" && local pl=$port
+	local lines0; lines0=$(wc -l <"$work/locked.err")
+	# From another loopback address, as an attacker is not the head.
+	python3 "$raw" flood "$pl" 1100 14 127.0.0.2 >"$work/flood.out" &
+	local flood=$!
+	sleep 2 # the flood is in: every link slot the node had before its bounds was taken
+	start_head locked "127.0.0.1:$pl" --fleet-auth "$work/fleet.token" &&
+		base="http://127.0.0.1:$hport"
+	local r=1 # (before: locked out until the flood's own 10 s handshakes ran out)
+	for _ in $(seq 40); do req GET /health; [ "$status" = 200 ] && { r=0; break; }; sleep 0.1; done
+	check "handshakes: 1,100 connections that never finish: a head with the token still gets in" $r
+	still_chats handshakes
+	wait "$flood"
+	local lines=$(( $(wc -l <"$work/locked.err") - lines0 ))
+	check "handshakes: the node logged $lines lines in the 14 s flood (at most about one a second)" "$([ "$lines" -le 40 ]; echo $?)"
+	stop_head
+	# A node whose links are all open says so, and the head's message says the node was busy.
+	start_node full1 --shards 1 --max-links 1 && local pf=$port
+	start_head first "127.0.0.1:$pf" && base="http://127.0.0.1:$hport" && wait_health
+	local first=$hpid
+	start_head second "127.0.0.1:$pf"
+	r=1
+	for _ in $(seq 100); do grep -q 'refused or dropped it while busy' "$work/second.err" && { r=0; break; }; sleep 0.1; done
+	check "handshakes: a head refused by a full node is told the node was busy, not to check --fleet-auth" "$([ $r = 0 ] && ! grep -q 'check that --fleet-auth' "$work/second.err"; echo $?)"
+	stop_head
+	hpid=$first; stop_head
+}
+
+start_node n1 && p1=$port
+for p in "${parts[@]}"; do "part_$p"; done
+r=0
+for f in "$work"/*.err; do grep -l 'Sanitizer\|runtime error:' "$f" && r=1; done
+check "no daemon logged a sanitizer line" $r
+echo "$passes passed, $fails failed"
+[ "$fails" = 0 ]
