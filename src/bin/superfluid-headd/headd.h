@@ -105,6 +105,7 @@ struct headd {
 	int http_fd;               /* the client API's listening socket the process made for it */
 	struct headd_gather *gathers; /* answers waiting on the other shards' parts */
 	bool admin_bound;          /* made the admin socket: removes it at the end */
+	const char *admin_from;    /* NULL: --admin-socket named it; else what chose it */
 	struct sf_loop *loop;
 	struct sf_head *head;
 	char identity[SF_MAX_NAME];

@@ -12,6 +12,7 @@
 
 #include "daemon/addr.h"
 #include "daemon/log.h"
+#include "daemon/paths.h"
 #include "daemon/sd_notify.h"
 #include "daemon/shard_watch.h"
 #include "daemon/signals.h"
@@ -22,6 +23,8 @@ struct headd_proc {
 	struct headd *shard[SF_SHARDS_MAX];
 	struct headd_opts opts[SF_SHARDS_MAX]; /* each shard's copy: its log dir, its limits */
 	char *wal_dirs[SF_SHARDS_MAX];
+	char admin_path[SFD_PATH_MAX]; /* no --admin-socket: the runtime directory's */
+	char admin_from[96];
 	struct sf_shards *shards;
 	atomic_bool stop;
 	atomic_int rc;
@@ -139,6 +142,8 @@ static int shard_opts(struct headd_proc *p, const struct headd_opts *o, unsigned
 	so->max_fleet_sessions = (o->max_fleet_sessions + n - 1) / n;
 	so->http_max_conns = (o->http_max_conns + n - 1) / n;
 	so->max_sessions = (o->max_sessions + n - 1) / n;
+	if (k == 0 && !o->admin_socket)
+		so->admin_socket = p->admin_path; /* made by headd_proc_main */
 	if (k > 0) {
 		so->admin_socket = NULL; /* shard 0's */
 		so->fleet_listen = NULL;
@@ -167,8 +172,16 @@ int headd_proc_main(const struct headd_opts *o, const uint8_t *token, size_t tok
 	if (p->n > SF_SHARDS_MAX)
 		p->n = SF_SHARDS_MAX;
 	int rc = headd_wal_layout_check(o->wal_dir, p->n) ? 1 : 0;
+	char why[512];
+	if (!rc && !o->admin_socket &&
+	    sfd_default_path(SFD_DIR_RUNTIME, true, "headd.sock", p->admin_path,
+			     sizeof(p->admin_path), p->admin_from, sizeof(p->admin_from), why,
+			     sizeof(why))) {
+		sfd_err("no --admin-socket, and no directory for it: %s", why);
+		rc = 2;
+	}
 	int fds[SF_SHARDS_MAX];
-	char bound[128], why[512];
+	char bound[128];
 	bool have_fds = !rc && !sfd_listen_group(o->listen_http, p->n, fds, bound, sizeof(bound),
 						 why, sizeof(why));
 	if (!rc && !have_fds) {
@@ -188,6 +201,7 @@ int headd_proc_main(const struct headd_opts *o, const uint8_t *token, size_t tok
 		d->shard = k;
 		d->n_shards = p->n;
 		d->http_fd = fds[k];
+		d->admin_from = k == 0 && !o->admin_socket ? p->admin_from : NULL;
 		snprintf(d->identity, sizeof(d->identity), "%s",
 			 o->identity ? o->identity : "superfluid-headd");
 		memcpy(d->token, token, token_len);

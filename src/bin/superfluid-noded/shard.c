@@ -11,6 +11,7 @@
 #include <sodium.h>
 
 #include "daemon/log.h"
+#include "daemon/paths.h"
 #include "engine_setup.h"
 #include "engine_worker.h"
 #include "relay.h"
@@ -26,8 +27,24 @@ static int start_engine(struct noded *d)
 		sfd_err("--engine %s: %s", d->opts->engine, err.msg);
 		return rc == SF_E_RANGE ? EXIT_USAGE : EXIT_RUNTIME;
 	}
-	if (sf_blob_store_open(&d->blobs, d->opts->blob_dir, 0, &err)) {
-		sfd_err("--blob-dir %s: %s", d->opts->blob_dir, err.msg);
+	/* No --blob-dir: blobs/ in the state directory (daemon/paths.h), made at the first blob. */
+	char dir[SFD_PATH_MAX], from[96], why[512], said[160];
+	const char *blob_dir = d->opts->blob_dir;
+	snprintf(said, sizeof(said), "--blob-dir");
+	if (!blob_dir) {
+		if (sfd_default_path(SFD_DIR_STATE, false, "blobs", dir, sizeof(dir), from,
+				     sizeof(from), why, sizeof(why))) {
+			sfd_err("no --blob-dir, and no directory for blobs: %s", why);
+			return EXIT_RUNTIME;
+		}
+		blob_dir = dir;
+		snprintf(said, sizeof(said), "no --blob-dir: %s/blobs", from);
+	}
+	if (sf_blob_store_open(&d->blobs, blob_dir, 0, &err)) {
+		if (d->opts->blob_dir)
+			sfd_err("--blob-dir %s: %s", blob_dir, err.msg);
+		else
+			sfd_err("blobs in %s (%s): %s", blob_dir, said, err.msg);
 		return EXIT_RUNTIME;
 	}
 	struct sf_node_config ncfg = { .max_sessions = d->opts->max_sessions,
@@ -56,8 +73,11 @@ static int start_engine(struct noded *d)
 		 info->ctx_len, d->n_shards, d->n_shards == 1 ? "" : "s",
 		 sf_io_kind_name(sf_loop_kind(d->loop)), SF_VERSION_MIN, d->opts->version_max,
 		 d->opts->max_sessions);
-	sfd_info("blobs in %s (%llu bytes kept)", d->opts->blob_dir,
-		 (unsigned long long)sf_blob_store_used(d->blobs));
+	if (sf_blob_store_made(d->blobs))
+		sfd_info("blobs in %s (%s; %llu bytes kept)", blob_dir, said,
+			 (unsigned long long)sf_blob_store_used(d->blobs));
+	else
+		sfd_info("blobs in %s (%s; made at the first blob)", blob_dir, said);
 	return 0;
 }
 
