@@ -74,7 +74,7 @@ int sf_dir_can_make(const char *path, struct sf_err *err)
 						  strerror(errno));
 			return 0;
 		}
-		if (errno != ENOENT)
+		if (errno != ENOENT && errno != ENOTDIR) /* ENOTDIR: a file up the path */
 			return sf_err_set(err, SF_E_IO, "cannot reach %s: %s", buf, strerror(errno));
 		char *slash = strrchr(buf, '/');
 		if (depth >= SF_DIRS_DEPTH_MAX || !strcmp(buf, "."))

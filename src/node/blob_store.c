@@ -115,7 +115,7 @@ int sf_blob_store_open(struct sf_blob_store **out, const char *dir, uint64_t max
 				  sizeof(((struct sf_blob_store *)0)->dir) - 1);
 	struct stat st;
 	bool there = stat(dir, &st) == 0;
-	if (!there && errno != ENOENT)
+	if (!there && errno != ENOENT && errno != ENOTDIR)
 		return sf_err_set(err, SF_E_IO, "cannot reach blob directory %s: %s", dir,
 				  strerror(errno));
 	if (there && !S_ISDIR(st.st_mode))
