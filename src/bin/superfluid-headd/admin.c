@@ -94,10 +94,10 @@ int headd_admin_listen(struct headd *d)
 	}
 	d->admin_bound = true;
 	if (d->admin_from)
-		sfd_info("admin socket %s (no --admin-socket: %s/headd.sock)", d->opts->admin_socket,
-			 d->admin_from);
+		sfd_info_whole("admin socket %s (no --admin-socket: %s/headd.sock)",
+			       d->opts->admin_socket, d->admin_from);
 	else
-		sfd_info("admin socket %s", d->opts->admin_socket);
+		sfd_info_whole("admin socket %s", d->opts->admin_socket);
 	return 0;
 }
 

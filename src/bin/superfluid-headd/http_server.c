@@ -184,9 +184,14 @@ static void on_accept(struct sf_loop *loop, int fd, void *arg)
 {
 	struct headd *d = arg;
 	if (d->stopping || d->api.m.http_conns >= d->opts->http_max_conns) {
-		if (!d->stopping)
-			sfd_warn("turned away an HTTP client: %u connections already "
-				 "(--http-max-conns)", d->api.m.http_conns);
+		if (!d->stopping) {
+			char lim[128];
+			sfd_warn("turned away an HTTP client: %u connections already (%s)",
+				 d->api.m.http_conns,
+				 headd_limit_text(d, lim, sizeof(lim), "--http-max-conns",
+						  headd_proc_given(d)->http_max_conns,
+						  d->opts->http_max_conns));
+		}
 		close(fd);
 		return;
 	}
@@ -295,7 +300,8 @@ int headd_api_start(struct headd *d)
 	struct headd_api *a = &d->api;
 	struct sf_err err;
 	if (d->opts->tls_cert && sf_tls_ctx_new(&a->tls, d->opts->tls_cert, d->opts->tls_key, &err)) {
-		sfd_err("%s", err.msg);
+		if (d->shard == 0) /* the same files on every shard: said once */
+			sfd_err_whole("%s", err.msg);
 		return -1;
 	}
 	if (d->opts->api_keys && headd_keys_load(d, d->opts->api_keys))

@@ -34,7 +34,36 @@ struct headd_proc {
 	bool has_pipeline;
 	char pipe_name[SF_MAX_NAME + 16];
 	atomic_bool pipe_named;    /* pipe_name is set (release: written before) */
+	const struct headd_opts *given; /* the options as given, before the shards' split */
+	/* Of each node (its place in every shard's nodes[]), the shards whose link to it is
+	 * open: a node's coming up and going down is said once for the head, not per shard. */
+	atomic_uint links_up[HEADD_NODE_SLOTS];
 };
+
+unsigned headd_proc_node_links(struct headd *d, uint32_t i, int delta)
+{
+	atomic_uint *c = &d->proc->links_up[i];
+	if (delta > 0)
+		return atomic_fetch_add(c, 1) + 1;
+	if (delta < 0)
+		return atomic_fetch_sub(c, 1) - 1;
+	return atomic_load(c);
+}
+
+const struct headd_opts *headd_proc_given(const struct headd *d)
+{
+	return d->proc->given;
+}
+
+const char *headd_limit_text(const struct headd *d, char *buf, size_t n, const char *flag,
+			     uint32_t given, uint32_t share)
+{
+	if (d->n_shards == 1)
+		snprintf(buf, n, "%s %u", flag, given);
+	else
+		snprintf(buf, n, "%s %u: %u on each of %u shards", flag, given, share, d->n_shards);
+	return buf;
+}
 
 void headd_proc_alive(struct headd *d, uint64_t now)
 {
@@ -112,6 +141,7 @@ static void on_msg(struct sf_loop *loop, unsigned k, void *msg, void *arg)
 static int on_start(struct sf_loop *loop, unsigned k, void *arg)
 {
 	struct headd_proc *p = arg;
+	sfd_log_shard(k, p->n); /* this thread's lines say "[shard k]" */
 	int rc = headd_shard_start(p->shard[k], loop);
 	if (rc)
 		sfd_shards_failed(&p->rc, &p->stop, rc); /* the others stop too, quietly */
@@ -168,6 +198,7 @@ int headd_proc_main(const struct headd_opts *o, const uint8_t *token, size_t tok
 		return 2;
 	}
 	p->has_pipeline = o->pipeline != NULL;
+	p->given = o;
 	p->n = o->shards ? o->shards : sf_shards_default_count();
 	if (p->n > SF_SHARDS_MAX)
 		p->n = SF_SHARDS_MAX;
