@@ -98,9 +98,9 @@ static unsigned links_up(struct headd_node *n, int delta)
 }
 
 /* A node's news is the head's, said once: its last link closing (left: the shards' links to
- * it still open), or, while none is open, shard 0 failing to reach it. What one shard alone
- * sees (its link dropped or refused while the others' stay up) is its own, labeled; the
- * other shards' copies of the head's news are debug lines. */
+ * it still open), or, while none is open, shard 0 failing to reach it (the other shards'
+ * failures then are debug lines). What one shard sees while other shards' links stay up (its
+ * link dropped, or it cannot reach the node) is its own, labeled "[shard K]". */
 static void node_log(struct headd_node *n, bool was_open, unsigned left, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 static void node_log(struct headd_node *n, bool was_open, unsigned left, const char *fmt, ...)
@@ -108,7 +108,7 @@ static void node_log(struct headd_node *n, bool was_open, unsigned left, const c
 	struct headd *d = n->d;
 	enum sfd_log_level level = was_open ? SFD_LOG_INFO : SFD_LOG_WARN;
 	bool whole = d->n_shards == 1 || (left == 0 && (was_open || d->shard == 0));
-	bool own = !whole && left > 0 && !was_open; /* only this shard cannot reach it */
+	bool own = !whole && left > 0;
 	char line[768];
 	va_list ap;
 	va_start(ap, fmt);
