@@ -1,4 +1,6 @@
-/* A daemon's log: one line per event on stderr, "PROGRAM: [level: ]text", filtered by level. */
+/* A daemon's log: one line per event on stderr, "PROGRAM: [[shard K] ][level: ]text", filtered
+ * by level. A process of several shards labels each line a shard's thread writes with its
+ * shard; a line about the whole process (a fleet-wide event, said once) goes without. */
 #ifndef SF_DAEMON_LOG_H
 #define SF_DAEMON_LOG_H
 
@@ -16,6 +18,11 @@ void sfd_log_init(const char *program);
 void sfd_log_set_level(enum sfd_log_level level);
 bool sfd_log_enabled(enum sfd_log_level level);
 void sfd_log(enum sfd_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A line about the whole process, though a shard's thread writes it: no shard label. */
+void sfd_log_whole(enum sfd_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* This thread's lines are shard k's of n: labeled "[shard k] " when n > 1. */
+void sfd_log_shard(unsigned k, unsigned n);
 
 /* A daemon's start, once its options are read: the log level, and libsodium (SIGPIPE is
  * ignored by sfd_signals_install). 0, or -1 after logging why. */
@@ -25,5 +32,8 @@ int sfd_daemon_start(enum sfd_log_level level);
 #define sfd_warn(...) sfd_log(SFD_LOG_WARN, __VA_ARGS__)
 #define sfd_info(...) sfd_log(SFD_LOG_INFO, __VA_ARGS__)
 #define sfd_debug(...) sfd_log(SFD_LOG_DEBUG, __VA_ARGS__)
+#define sfd_err_whole(...) sfd_log_whole(SFD_LOG_ERROR, __VA_ARGS__)
+#define sfd_warn_whole(...) sfd_log_whole(SFD_LOG_WARN, __VA_ARGS__)
+#define sfd_info_whole(...) sfd_log_whole(SFD_LOG_INFO, __VA_ARGS__)
 
 #endif

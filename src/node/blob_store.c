@@ -13,6 +13,8 @@
 #include <openssl/evp.h>
 #include <sodium.h>
 
+#include "common/dirs.h"
+
 struct transfer {
 	bool used;
 	uint64_t link, id, total, got;
@@ -79,24 +81,15 @@ static bool is_blob_name(const char *name)
 	return true;
 }
 
-int sf_blob_store_open(struct sf_blob_store **out, const char *dir, uint64_t max_bytes,
-		       struct sf_err *err)
+/* Opens the directory, counts the blobs there and removes partial files a crash left; the
+ * directory must be there. 0 or a negative sf_code. */
+static int open_dir(struct sf_blob_store *bs, struct sf_err *err)
 {
-	if (sodium_init() < 0)
-		return sf_err_set(err, SF_E_CRYPTO, "libsodium failed to start");
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return sf_err_set(err, SF_E_IO, "cannot create blob directory %s: %s", dir, strerror(errno));
-	struct sf_blob_store *bs = calloc(1, sizeof(*bs));
-	if (!bs)
-		return sf_err_set(err, SF_E_NOMEM, "no memory for the blob store");
-	snprintf(bs->dir, sizeof(bs->dir), "%s", dir);
-	bs->max = max_bytes ? max_bytes : 16ull << 30;
-	bs->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (bs->dirfd < 0) {
-		int e = errno;
-		free(bs);
-		return sf_err_set(err, SF_E_IO, "cannot open blob directory %s: %s", dir, strerror(e));
-	}
+	bs->dirfd = open(bs->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (bs->dirfd < 0)
+		return sf_err_set(err, SF_E_IO, "cannot open blob directory %s: %s", bs->dir,
+				  strerror(errno));
+	bs->used = 0;
 	DIR *d = fdopendir(dup(bs->dirfd));
 	if (d) {
 		struct dirent *de;
@@ -109,10 +102,46 @@ int sf_blob_store_open(struct sf_blob_store **out, const char *dir, uint64_t max
 		}
 		closedir(d);
 	}
+	return 0;
+}
+
+int sf_blob_store_open(struct sf_blob_store **out, const char *dir, uint64_t max_bytes,
+		       struct sf_err *err)
+{
+	if (sodium_init() < 0)
+		return sf_err_set(err, SF_E_CRYPTO, "libsodium failed to start");
+	if (strlen(dir) >= sizeof(((struct sf_blob_store *)0)->dir))
+		return sf_err_set(err, SF_E_LIMIT, "the blob directory's path is longer than %zu bytes",
+				  sizeof(((struct sf_blob_store *)0)->dir) - 1);
+	struct stat st;
+	bool there = stat(dir, &st) == 0;
+	if (!there && errno != ENOENT && errno != ENOTDIR)
+		return sf_err_set(err, SF_E_IO, "cannot reach blob directory %s: %s", dir,
+				  strerror(errno));
+	if (there && !S_ISDIR(st.st_mode))
+		return sf_err_set(err, SF_E_IO, "%s is not a directory", dir);
+	int rc = there ? 0 : sf_dir_can_make(dir, err); /* made at the first blob */
+	if (rc)
+		return rc;
+	struct sf_blob_store *bs = calloc(1, sizeof(*bs));
+	if (!bs)
+		return sf_err_set(err, SF_E_NOMEM, "no memory for the blob store");
+	snprintf(bs->dir, sizeof(bs->dir), "%s", dir);
+	bs->max = max_bytes ? max_bytes : 16ull << 30;
+	bs->dirfd = -1;
+	if (there && (rc = open_dir(bs, err))) {
+		free(bs);
+		return rc;
+	}
 	for (int i = 0; i < SF_BLOB_MAX_TRANSFERS; i++)
 		bs->t[i].fd = -1;
 	*out = bs;
 	return 0;
+}
+
+bool sf_blob_store_made(const struct sf_blob_store *bs)
+{
+	return bs->dirfd >= 0;
 }
 
 static void drop(struct sf_blob_store *bs, struct transfer *t)
@@ -133,7 +162,8 @@ void sf_blob_store_close(struct sf_blob_store *bs)
 	for (int i = 0; i < SF_BLOB_MAX_TRANSFERS; i++)
 		if (bs->t[i].used)
 			drop(bs, &bs->t[i]);
-	close(bs->dirfd);
+	if (bs->dirfd >= 0)
+		close(bs->dirfd);
 	free(bs->trusted);
 	free(bs);
 }
@@ -172,6 +202,15 @@ int sf_blob_begin(struct sf_blob_store *bs, uint64_t link, uint64_t id, uint64_t
 	if (!t)
 		return sf_err_set(err, SF_E_LIMIT, "%d blob transfers already in progress",
 				  SF_BLOB_MAX_TRANSFERS);
+	if (bs->dirfd < 0) { /* the first blob: the directory now */
+		int rc = sf_mkdirs(bs->dir, 0700, err);
+		if (rc) {
+			sf_err_prefix(err, "the blob directory");
+			return rc;
+		}
+		if ((rc = open_dir(bs, err)))
+			return rc;
+	}
 	snprintf(t->partial, sizeof(t->partial), ".partial-%llx-%llx", (unsigned long long)link,
 		 (unsigned long long)id);
 	t->fd = openat(bs->dirfd, t->partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -286,6 +325,8 @@ bool sf_blob_has(struct sf_blob_store *bs, const uint8_t sha256[32])
 {
 	char name[65];
 	sf_blob_hex(sha256, name);
+	if (bs->dirfd < 0)
+		return false;
 	return faccessat(bs->dirfd, name, F_OK, 0) == 0;
 }
 
@@ -296,6 +337,8 @@ int sf_blob_map(struct sf_blob_store *bs, const uint8_t sha256[32], const uint8_
 {
 	char name[65];
 	sf_blob_hex(sha256, name);
+	if (bs->dirfd < 0)
+		return sf_err_set(err, SF_E_RANGE, "blob %s is not on this node", name);
 	int fd = openat(bs->dirfd, name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return sf_err_set(err, SF_E_RANGE, "blob %s is not on this node", name);

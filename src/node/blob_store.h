@@ -16,10 +16,14 @@
 
 struct sf_blob_store;
 
-/* Opens (creating) dir, counts the blobs there and removes partial files a crash left.
- * max_bytes bounds the blobs kept (0: 16 GiB). Returns 0 or a negative sf_code. */
+/* Opens dir, counts the blobs there and removes partial files a crash left. A dir that is
+ * not there is made (parents included, mode 0700) at the first blob, not now: a node that
+ * never sees one makes nothing; it is refused now if it could not be made (no writable
+ * parent). max_bytes bounds the blobs kept (0: 16 GiB). Returns 0 or a negative sf_code. */
 int sf_blob_store_open(struct sf_blob_store **out, const char *dir, uint64_t max_bytes,
 		       struct sf_err *err);
+/* Whether the directory is there yet (made, or found at open). */
+bool sf_blob_store_made(const struct sf_blob_store *bs);
 void sf_blob_store_close(struct sf_blob_store *bs);
 
 /* A transfer starts: total_len bytes announced to hash to sha256. Refuses a second transfer

@@ -57,7 +57,7 @@ for o in listen join auth-file engine identity config io version-max max-session
 	log-level help version; do
 	grep -qE -- "--$o( |$)" "$work/out" || { echo "     | --help lacks --$o"; r=1; }
 done
-grep -qF "(default 4096)" "$work/out" && grep -qF "/var/lib/superfluid/blobs" "$work/out" || r=1
+grep -qF "(default 4096)" "$work/out" && grep -qF "STATE_DIRECTORY" "$work/out" || r=1
 [ "$(cat "$work/rc")" = 0 ] || r=1
 check "--help documents every option, with defaults" $r
 run --version
@@ -86,8 +86,9 @@ expect "a missing config file" 1 "--config $work/missing.conf: No such file or d
 cp "$work/t1" "$work/public"; chmod 644 "$work/public"
 run --listen 127.0.0.1:0 --auth-file "$work/public"
 expect "a token file others can read is refused" 1 "run chmod 600"
-run --listen 127.0.0.1:0 --blob-dir "$work/no/such/dir"
-expect "a blob directory that cannot be made is a runtime failure" 2 "--blob-dir $work/no/such/dir: cannot create"
+: >"$work/afile" # (missing parents are made, at the first blob)
+run --listen 127.0.0.1:0 --blob-dir "$work/afile/dir"
+expect "a blob directory that cannot be made is a runtime failure" 2 "--blob-dir $work/afile/dir: $work/afile is there but is not a directory"
 start_node
 run --listen "127.0.0.1:$port" --blob-dir "$work/blobs"
 expect "a port in use is a runtime failure" 2 "cannot listen on 127.0.0.1:$port: Address already in use"

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -156,6 +157,48 @@ static void unknown_blobs_are_named(void **state)
 	sf_blob_store_close(bs);
 }
 
+/* A directory that is not there is made at the first blob (parents too), not at open; one
+ * that could not be made is refused at open. */
+static void the_directory_is_made_at_the_first_blob(void **state)
+{
+	struct sf_blob_store *bs;
+	struct sf_err err;
+	char sub[256], top[256];
+	snprintf(top, sizeof(top), "%s/state", dir);
+	snprintf(sub, sizeof(sub), "%s/state/superfluid/blobs", dir);
+	assert_int_equal(sf_blob_store_open(&bs, sub, 1 << 20, &err), 0);
+	struct stat st;
+	assert_int_equal(stat(top, &st), -1);
+	assert_false(sf_blob_store_made(bs));
+	uint8_t data[100] = { 1, 2, 3 }, sha[32], got[32];
+	crypto_hash_sha256(sha, data, sizeof(data));
+	assert_false(sf_blob_has(bs, sha));
+	const uint8_t *p;
+	size_t len;
+	assert_int_equal(sf_blob_map(bs, sha, &p, &len, &err), SF_E_RANGE);
+	assert_int_equal(sf_blob_begin(bs, 1, 1, sizeof(data), sha, &err), 0);
+	assert_true(sf_blob_store_made(bs));
+	assert_int_equal(stat(sub, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(st.st_mode & 0077, 0);
+	assert_int_equal(sf_blob_chunk(bs, 1, 1, 0, data, sizeof(data), &err), 0);
+	assert_int_equal(sf_blob_end(bs, 1, 1, got, &err), 0);
+	assert_true(sf_blob_has(bs, sha));
+	sf_blob_store_close(bs);
+
+	/* In the way: a file where a parent should be. */
+	char file[256], under[300];
+	snprintf(file, sizeof(file), "%s/file", dir);
+	FILE *f = fopen(file, "w");
+	assert_non_null(f);
+	fclose(f);
+	snprintf(under, sizeof(under), "%s/blobs", file);
+	assert_int_equal(sf_blob_store_open(&bs, under, 0, &err), SF_E_IO);
+	assert_non_null(strstr(err.msg, "not a directory"));
+	assert_int_equal(sf_blob_store_open(&bs, file, 0, &err), SF_E_IO);
+	assert_non_null(strstr(err.msg, "not a directory"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -163,6 +206,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_wrong_hash_is_refused_and_deleted, setup, teardown),
 		cmocka_unit_test_setup_teardown(chunks_in_order_within_bounds, setup, teardown),
 		cmocka_unit_test_setup_teardown(unknown_blobs_are_named, setup, teardown),
+		cmocka_unit_test_setup_teardown(the_directory_is_made_at_the_first_blob, setup,
+						teardown),
 	};
 	return cmocka_run_group_tests_name("blob_store", tests, NULL, NULL);
 }

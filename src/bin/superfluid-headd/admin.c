@@ -93,7 +93,11 @@ int headd_admin_listen(struct headd *d)
 		return -1;
 	}
 	d->admin_bound = true;
-	sfd_info("admin socket %s", d->opts->admin_socket);
+	if (d->admin_from)
+		sfd_info_whole("admin socket %s (no --admin-socket: %s/headd.sock)",
+			       d->opts->admin_socket, d->admin_from);
+	else
+		sfd_info_whole("admin socket %s", d->opts->admin_socket);
 	return 0;
 }
 

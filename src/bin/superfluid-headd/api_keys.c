@@ -17,16 +17,25 @@
 #define HEADD_MAX_KEYS 65536
 #define HEADD_KEY_MAX 1024
 
+/* Every shard reads the file; shard 0 speaks for all (the same file says the same to each). */
+#define keys_log(level, ...) \
+	do { \
+		if (d->shard == 0) \
+			sfd_log_whole(level, __VA_ARGS__); \
+	} while (0)
+#define keys_err(...) keys_log(SFD_LOG_ERROR, __VA_ARGS__)
+
 int headd_keys_load(struct headd *d, const char *path)
 {
 	FILE *f = fopen(path, "r");
 	if (!f) {
-		sfd_err("--api-keys %s: cannot open it (%s)", path, strerror(errno));
+		keys_err("--api-keys %s: cannot open it (%s)", path, strerror(errno));
 		return -1;
 	}
 	struct stat st;
 	if (fstat(fileno(f), &st) == 0 && (st.st_mode & 0077))
-		sfd_warn("--api-keys %s: readable by group or others (chmod 600 it)", path);
+		keys_log(SFD_LOG_WARN, "--api-keys %s: readable by group or others (chmod 600 it)",
+			 path);
 	char line[HEADD_KEY_MAX + 2];
 	unsigned lineno = 0;
 	int rc = 0;
@@ -34,7 +43,7 @@ int headd_keys_load(struct headd *d, const char *path)
 		lineno++;
 		size_t n = strlen(line);
 		if (n && line[n - 1] != '\n' && !feof(f)) {
-			sfd_err("--api-keys %s:%u: a key longer than %d bytes", path, lineno,
+			keys_err("--api-keys %s:%u: a key longer than %d bytes", path, lineno,
 				HEADD_KEY_MAX);
 			rc = -1;
 			break;
@@ -48,12 +57,13 @@ int headd_keys_load(struct headd *d, const char *path)
 		if (!*k || *k == '#')
 			continue;
 		if (strpbrk(k, " \t")) {
-			sfd_err("--api-keys %s:%u: a key holds a blank; one key per line", path, lineno);
+			keys_err("--api-keys %s:%u: a key holds a blank; one key per line", path,
+				 lineno);
 			rc = -1;
 			break;
 		}
 		if (d->api.n_keys == HEADD_MAX_KEYS) {
-			sfd_err("--api-keys %s: more than %d keys", path, HEADD_MAX_KEYS);
+			keys_err("--api-keys %s: more than %d keys", path, HEADD_MAX_KEYS);
 			rc = -1;
 			break;
 		}
@@ -68,11 +78,12 @@ int headd_keys_load(struct headd *d, const char *path)
 	}
 	fclose(f);
 	if (!rc && !d->api.n_keys) {
-		sfd_err("--api-keys %s: holds no key", path);
+		keys_err("--api-keys %s: holds no key", path);
 		rc = -1;
 	}
 	if (!rc)
-		sfd_info("--api-keys %s: %u key%s", path, d->api.n_keys, d->api.n_keys == 1 ? "" : "s");
+		keys_log(SFD_LOG_INFO, "--api-keys %s: %u key%s", path, d->api.n_keys,
+			 d->api.n_keys == 1 ? "" : "s");
 	return rc;
 }
 

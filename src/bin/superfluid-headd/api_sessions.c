@@ -27,9 +27,13 @@ struct headd_named *headd_named_new(struct headd *d, const char *name, const cha
 				    uint64_t session_id, struct sf_api_error *e)
 {
 	if (d->api.n_named >= d->opts->max_sessions) {
+		char lim[128];
 		sf_api_fail(e, 429, "rate_limit_error", "too_many_sessions", NULL,
-			    "the head keeps %u named sessions already (--max-sessions); end one "
-			    "with DELETE /v1/sessions/{id}", d->api.n_named);
+			    "the head keeps %u named sessions already (%s); end one with DELETE "
+			    "/v1/sessions/{id}", d->api.n_named,
+			    headd_limit_text(d, lim, sizeof(lim), "--max-sessions",
+					     headd_proc_given(d)->max_sessions,
+					     d->opts->max_sessions));
 		return NULL;
 	}
 	struct headd_named *s = calloc(1, sizeof(*s));

@@ -3,6 +3,8 @@
  * link they name). */
 #include "headd.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -27,7 +29,9 @@ static int fleet_add(struct headd *d)
 		const char *comma = strchr(s, ',');
 		size_t len = comma ? (size_t)(comma - s) : strlen(s);
 		if (d->n_nodes >= HEADD_MAX_NODES) {
-			sfd_err("--fleet: more than %d nodes", HEADD_MAX_NODES);
+			if (d->shard == 0) /* every shard reads the same list: said once */
+				sfd_err_whole("--fleet: more than %d nodes",
+					      HEADD_MAX_NODES);
 			return -1;
 		}
 		struct headd_node *n = &d->nodes[d->n_nodes];
@@ -39,7 +43,8 @@ static int fleet_add(struct headd *d)
 		struct sf_err err;
 		int idx = sf_head_node_add(d->head, label, &err);
 		if (idx < 0) {
-			sfd_err("--fleet %s: %s", n->addr, err.msg);
+			if (d->shard == 0)
+				sfd_err_whole("--fleet %s: %s", n->addr, err.msg);
 			return -1;
 		}
 		n->index = (uint32_t)idx;
@@ -81,7 +86,41 @@ static uint32_t next_delay(struct headd_node *n)
 	return delay;
 }
 
-static void schedule_redial(struct headd_node *n, bool was_open, const char *why)
+/* This shard's link to n opened (delta 1), closed (-1) or neither (0): the shards' links to n
+ * open now. One shard: its own link, and no count kept (a joined node's links are one
+ * shard's). */
+static unsigned links_up(struct headd_node *n, int delta)
+{
+	struct headd *d = n->d;
+	if (d->n_shards == 1)
+		return n->open;
+	return headd_proc_node_links(d, (uint32_t)(n - d->nodes), delta);
+}
+
+/* A node's news is the head's, said once: its last link closing (left: the shards' links to
+ * it still open), or, while none is open, shard 0 failing to reach it (the other shards'
+ * failures then are debug lines). What one shard sees while other shards' links stay up (its
+ * link dropped, or it cannot reach the node) is its own, labeled "[shard K]". */
+static void node_log(struct headd_node *n, bool was_open, unsigned left, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void node_log(struct headd_node *n, bool was_open, unsigned left, const char *fmt, ...)
+{
+	struct headd *d = n->d;
+	enum sfd_log_level level = was_open ? SFD_LOG_INFO : SFD_LOG_WARN;
+	bool whole = d->n_shards == 1 || (left == 0 && (was_open || d->shard == 0));
+	bool own = !whole && left > 0;
+	char line[768];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (whole)
+		sfd_log_whole(level, "%s", line);
+	else
+		sfd_log(own ? level : SFD_LOG_DEBUG, "%s", line);
+}
+
+static void schedule_redial(struct headd_node *n, bool was_open, unsigned left, const char *why)
 {
 	struct headd *d = n->d;
 	if (d->stopping || headd_proc_stopping(d)) { /* links cut by the stop: nothing to tell */
@@ -90,8 +129,8 @@ static void schedule_redial(struct headd_node *n, bool was_open, const char *why
 	}
 	if (n->joined) {
 		/* A node that dialed in cannot be dialed: it joins again when it can. */
-		sfd_log(was_open ? SFD_LOG_INFO : SFD_LOG_WARN, "node %s: %s; waiting for it to "
-			"join again", n->addr, why);
+		node_log(n, was_open, left, "node %s: %s; waiting for it to join again", n->addr,
+			 why);
 		return;
 	}
 	if (was_open)
@@ -99,8 +138,7 @@ static void schedule_redial(struct headd_node *n, bool was_open, const char *why
 	else
 		n->failures++;
 	uint32_t delay = next_delay(n);
-	sfd_log(was_open ? SFD_LOG_INFO : SFD_LOG_WARN, "node %s: %s; dialing again in %u ms",
-		  n->addr, why, delay);
+	node_log(n, was_open, left, "node %s: %s; dialing again in %u ms", n->addr, why, delay);
 	n->timer = sf_loop_timer(d->loop, sf_loop_now(d->loop) + delay, redial_fired, n);
 }
 
@@ -126,9 +164,15 @@ void headd_node_opened(struct headd_node *n, struct sf_link_conn *lc)
 	for (uint32_t i = 0; i < p->n_models && at < sizeof(models) - 1; i++)
 		at += (size_t)snprintf(models + at, sizeof(models) - at, "%s%s", i ? "," : "",
 				       p->models[i].name ? p->models[i].name : "?");
-	sfd_info("node %s: up: %s, %s link, protocol %u, models %s, %u sessions free", n->addr,
-		   n->identity, p->encrypted ? "sealed" : "plain", p->version, models,
-		   p->capacity.free_sessions);
+	/* The head's news once, from the first shard linked; the others' links at debug. */
+	char line[1024];
+	snprintf(line, sizeof(line), "node %s: up: %s, %s link, protocol %u, models %s, %u "
+		 "sessions free", n->addr, n->identity, p->encrypted ? "sealed" : "plain",
+		 p->version, models, p->capacity.free_sessions);
+	if (links_up(n, 1) == 1)
+		sfd_info_whole("%s", line);
+	else
+		sfd_debug("%s", line);
 	if (n->is_stage)
 		headd_pipeline_up(d, n, p);
 	else
@@ -171,7 +215,7 @@ void headd_node_closed(struct headd_node *n, struct sf_link_conn *lc, const stru
 		headd_api_node_down(d, n->index);
 	}
 	n->link_id = 0;
-	schedule_redial(n, was_open, err->msg);
+	schedule_redial(n, was_open, was_open ? links_up(n, -1) : links_up(n, 0), err->msg);
 }
 
 static void on_closed(struct sf_link_conn *lc, const struct sf_err *err)
@@ -206,7 +250,7 @@ static void dial(struct headd_node *n)
 	/* Resolving again on each dial follows a node that moved. */
 	if (sfd_resolve(n->addr, false, &ss, &len, why, sizeof(why))) {
 		n->failures++;
-		schedule_redial(n, false, why);
+		schedule_redial(n, false, links_up(n, 0), why);
 		return;
 	}
 	struct sf_link_config cfg;
@@ -218,7 +262,7 @@ static void dial(struct headd_node *n)
 				  &link_ops, n, &err);
 	if (!n->lc) {
 		n->link_id = 0;
-		schedule_redial(n, false, err.msg);
+		schedule_redial(n, false, links_up(n, 0), err.msg);
 		return;
 	}
 	sfd_debug("node %s: dialing (link %llu)", n->addr, (unsigned long long)n->link_id);
@@ -243,12 +287,14 @@ void headd_nodes_drop_pending(struct headd *d)
 		if (!ours)
 			continue;
 		struct sf_link_conn *lc = n->lc;
+		bool was_open = n->open;
 		n->lc = NULL; /* the head counts it closed already: its on_closed is not news */
 		n->open = false;
 		n->link_id = 0;
+		unsigned left = was_open ? links_up(n, -1) : links_up(n, 0);
 		headd_api_node_down(d, n->index);
 		sf_link_conn_close(lc, 0, "the head gave up on this link");
-		schedule_redial(n, true, "the head gave up on the link");
+		schedule_redial(n, true, left, "the head gave up on the link");
 	}
 }
 

@@ -105,6 +105,7 @@ struct headd {
 	int http_fd;               /* the client API's listening socket the process made for it */
 	struct headd_gather *gathers; /* answers waiting on the other shards' parts */
 	bool admin_bound;          /* made the admin socket: removes it at the end */
+	const char *admin_from;    /* NULL: --admin-socket named it; else what chose it */
 	struct sf_loop *loop;
 	struct sf_head *head;
 	char identity[SF_MAX_NAME];
@@ -254,6 +255,16 @@ bool headd_proc_stopping(const struct headd *d);
 void headd_proc_alive(struct headd *d, uint64_t now);
 /* Tells the process to stop with exit status rc (a fatal error on a shard). */
 void headd_proc_fail(struct headd *d, int rc);
+/* This shard's link to d->nodes[i] opened (delta 1), closed (-1) or neither (0): how many
+ * shards' links to it are open now. Any shard's thread. */
+unsigned headd_proc_node_links(struct headd *d, uint32_t i, int delta);
+/* The options as given, before the shards' split of the limits (d->opts holds this shard's
+ * share): for messages that quote a limit. */
+const struct headd_opts *headd_proc_given(const struct headd *d);
+/* A limit as given, and this shard's share when there are several, into buf:
+ * "--http-max-conns 4096: 2048 on each of 2 shards". Returns buf. */
+const char *headd_limit_text(const struct headd *d, char *buf, size_t n, const char *flag,
+			     uint32_t given, uint32_t share);
 
 /* gather.c: answers that need every shard's numbers (/metrics, /v1/fleet): the connection's
  * shard asks the others for their part and answers once all are in. */

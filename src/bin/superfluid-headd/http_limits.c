@@ -126,9 +126,10 @@ bool headd_http_make_room(struct headd *d)
 		return true;
 	}
 	d->api.m.http_refused_full++;
-	char why[128];
-	snprintf(why, sizeof(why), "%u connections already, none idle (--http-max-conns)",
-		 d->api.m.http_conns);
+	char why[256], lim[128];
+	snprintf(why, sizeof(why), "%u connections already, none idle (%s)", d->api.m.http_conns,
+		 headd_limit_text(d, lim, sizeof(lim), "--http-max-conns",
+				  headd_proc_given(d)->http_max_conns, d->opts->http_max_conns));
 	log_refusal(d, why);
 	return false;
 }

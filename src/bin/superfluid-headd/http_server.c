@@ -324,7 +324,8 @@ int headd_api_start(struct headd *d)
 	struct headd_api *a = &d->api;
 	struct sf_err err;
 	if (d->opts->tls_cert && sf_tls_ctx_new(&a->tls, d->opts->tls_cert, d->opts->tls_key, &err)) {
-		sfd_err("%s", err.msg);
+		if (d->shard == 0) /* the same files on every shard: said once */
+			sfd_err_whole("%s", err.msg);
 		return -1;
 	}
 	if (d->opts->api_keys && headd_keys_load(d, d->opts->api_keys))

@@ -87,8 +87,11 @@ static const char usage_text[] =
 	"                          session is placed on a stage node\n"
 	"  --pipeline-model NAME   the name clients ask for the pipeline by (default the\n"
 	"                          stages' model with \"-pipeline\" added)\n"
-	"  --admin-socket PATH     the unix socket clients (the superfluid CLI) use\n"
-	"                          (default " HEADD_DEFAULT_ADMIN_SOCKET ")\n"
+	"  --admin-socket PATH     the unix socket clients (the superfluid CLI) use (mode\n"
+	"                          0600). Default: headd.sock in $RUNTIME_DIRECTORY (systemd's\n"
+	"                          RuntimeDirectory=), else in $XDG_RUNTIME_DIR/superfluid,\n"
+	"                          else in /tmp/superfluid-UID ($TMPDIR for /tmp; made 0700,\n"
+	"                          refused if another user owns it or others may enter it)\n"
 	"  --identity NAME         this head's name in the handshake (default superfluid-headd)\n"
 	"  --config FILE           read options from FILE: `key = value` lines, keys are the\n"
 	"                          long options without dashes, `#` starts a comment; options\n"
@@ -185,7 +188,7 @@ enum headd_parse_result headd_opts_parse(struct headd_opts *o, int argc, char **
 {
 	bool help = false, version = false;
 	memset(o, 0, sizeof(*o));
-	o->admin_socket = HEADD_DEFAULT_ADMIN_SOCKET;
+	o->admin_socket = NULL; /* the runtime directory's headd.sock (proc.c) */
 	o->io = SF_IO_AUTO;
 	o->shards = HEADD_SHARDS_UNSET;
 	o->replace_after_ms = 30000;

@@ -17,7 +17,6 @@
 #error "SF_VERSION is not defined: build with CMake"
 #endif
 #define HEADD_VERSION SF_VERSION
-#define HEADD_DEFAULT_ADMIN_SOCKET "/run/superfluid/headd.sock"
 #define HEADD_DEFAULT_LISTEN_HTTP "127.0.0.1:8080"
 #define HEADD_SHARDS_UNSET UINT32_MAX /* --shards not given */
 
@@ -29,7 +28,7 @@ struct headd_opts {
 	const char *fleet_listen; /* HOST:PORT where nodes may join, or NULL */
 	const char *pipeline;     /* stage nodes HOST:PORT[,HOST:PORT...], in order, or NULL */
 	const char *pipeline_model; /* NULL: the stages' model + "-pipeline" */
-	const char *admin_socket;
+	const char *admin_socket; /* NULL: headd.sock in the runtime directory (proc.c) */
 	const char *identity;   /* NULL: "superfluid-headd" */
 	const char *config;
 	enum sf_io_kind io;

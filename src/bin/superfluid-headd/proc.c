@@ -12,6 +12,7 @@
 
 #include "daemon/addr.h"
 #include "daemon/log.h"
+#include "daemon/paths.h"
 #include "daemon/sd_notify.h"
 #include "daemon/shard_watch.h"
 #include "daemon/signals.h"
@@ -22,6 +23,8 @@ struct headd_proc {
 	struct headd *shard[SF_SHARDS_MAX];
 	struct headd_opts opts[SF_SHARDS_MAX]; /* each shard's copy: its log dir, its limits */
 	char *wal_dirs[SF_SHARDS_MAX];
+	char admin_path[SFD_PATH_MAX]; /* no --admin-socket: the runtime directory's */
+	char admin_from[96];
 	struct sf_shards *shards;
 	atomic_bool stop;
 	atomic_int rc;
@@ -31,7 +34,36 @@ struct headd_proc {
 	bool has_pipeline;
 	char pipe_name[SF_MAX_NAME + 16];
 	atomic_bool pipe_named;    /* pipe_name is set (release: written before) */
+	const struct headd_opts *given; /* the options as given, before the shards' split */
+	/* Of each node (its place in every shard's nodes[]), the shards whose link to it is
+	 * open: a node's coming up and going down is said once for the head, not per shard. */
+	atomic_uint links_up[HEADD_NODE_SLOTS];
 };
+
+unsigned headd_proc_node_links(struct headd *d, uint32_t i, int delta)
+{
+	atomic_uint *c = &d->proc->links_up[i];
+	if (delta > 0)
+		return atomic_fetch_add(c, 1) + 1;
+	if (delta < 0)
+		return atomic_fetch_sub(c, 1) - 1;
+	return atomic_load(c);
+}
+
+const struct headd_opts *headd_proc_given(const struct headd *d)
+{
+	return d->proc->given;
+}
+
+const char *headd_limit_text(const struct headd *d, char *buf, size_t n, const char *flag,
+			     uint32_t given, uint32_t share)
+{
+	if (d->n_shards == 1)
+		snprintf(buf, n, "%s %u", flag, given);
+	else
+		snprintf(buf, n, "%s %u: %u on each of %u shards", flag, given, share, d->n_shards);
+	return buf;
+}
 
 void headd_proc_alive(struct headd *d, uint64_t now)
 {
@@ -109,6 +141,7 @@ static void on_msg(struct sf_loop *loop, unsigned k, void *msg, void *arg)
 static int on_start(struct sf_loop *loop, unsigned k, void *arg)
 {
 	struct headd_proc *p = arg;
+	sfd_log_shard(k, p->n); /* this thread's lines say "[shard k]" */
 	int rc = headd_shard_start(p->shard[k], loop);
 	if (rc)
 		sfd_shards_failed(&p->rc, &p->stop, rc); /* the others stop too, quietly */
@@ -140,6 +173,8 @@ static int shard_opts(struct headd_proc *p, const struct headd_opts *o, unsigned
 	so->http_max_conns = (o->http_max_conns + n - 1) / n;
 	so->http_body_budget_mb = (o->http_body_budget_mb + n - 1) / n;
 	so->max_sessions = (o->max_sessions + n - 1) / n;
+	if (k == 0 && !o->admin_socket)
+		so->admin_socket = p->admin_path; /* made by headd_proc_main */
 	if (k > 0) {
 		so->admin_socket = NULL; /* shard 0's */
 		so->fleet_listen = NULL;
@@ -164,12 +199,21 @@ int headd_proc_main(const struct headd_opts *o, const uint8_t *token, size_t tok
 		return 2;
 	}
 	p->has_pipeline = o->pipeline != NULL;
+	p->given = o;
 	p->n = o->shards ? o->shards : sf_shards_default_count();
 	if (p->n > SF_SHARDS_MAX)
 		p->n = SF_SHARDS_MAX;
 	int rc = headd_wal_layout_check(o->wal_dir, p->n) ? 1 : 0;
+	char why[512];
+	if (!rc && !o->admin_socket &&
+	    sfd_default_path(SFD_DIR_RUNTIME, true, "headd.sock", p->admin_path,
+			     sizeof(p->admin_path), p->admin_from, sizeof(p->admin_from), why,
+			     sizeof(why))) {
+		sfd_err("no --admin-socket, and no directory for it: %s", why);
+		rc = 2;
+	}
 	int fds[SF_SHARDS_MAX];
-	char bound[128], why[512];
+	char bound[128];
 	bool have_fds = !rc && !sfd_listen_group(o->listen_http, p->n, fds, bound, sizeof(bound),
 						 why, sizeof(why));
 	if (!rc && !have_fds) {
@@ -189,6 +233,7 @@ int headd_proc_main(const struct headd_opts *o, const uint8_t *token, size_t tok
 		d->shard = k;
 		d->n_shards = p->n;
 		d->http_fd = fds[k];
+		d->admin_from = k == 0 && !o->admin_socket ? p->admin_from : NULL;
 		snprintf(d->identity, sizeof(d->identity), "%s",
 			 o->identity ? o->identity : "superfluid-headd");
 		memcpy(d->token, token, token_len);

@@ -48,7 +48,7 @@ int headd_shard_start(struct headd *d, struct sf_loop *loop)
 	if (headd_admin_listen(d) || headd_join_listen(d) || headd_api_start(d))
 		return 2;
 	if (d->shard == 0)
-		sfd_info("head %s: %u node%s, %u shard%s, %s loop, %s links", d->identity,
+		sfd_info_whole("head %s: %u node%s, %u shard%s, %s loop, %s links", d->identity,
 			 d->n_nodes, d->n_nodes == 1 ? "" : "s", d->n_shards,
 			 d->n_shards == 1 ? "" : "s", sf_io_kind_name(sf_loop_kind(d->loop)),
 			 d->token_len ? "sealed" : "plain");
@@ -87,11 +87,7 @@ void headd_shard_goodbye(struct headd *d)
 	uint32_t up = 0;
 	for (uint32_t i = 0; i < d->n_nodes; i++)
 		up += d->nodes[i].open;
-	if (d->n_shards == 1)
-		sfd_info("shutting down: goodbye to %u node%s", up, up == 1 ? "" : "s");
-	else
-		sfd_info("shutting down: shard %u: goodbye to %u node%s", d->shard, up,
-			 up == 1 ? "" : "s");
+	sfd_info("shutting down: goodbye to %u node%s", up, up == 1 ? "" : "s"); /* [shard k] */
 	headd_nodes_goodbye_all(d, "head shutting down");
 	uint64_t until = sf_loop_now(d->loop) + HEADD_SHUTDOWN_MS;
 	while (headd_nodes_busy(d) && sf_loop_now(d->loop) < until)

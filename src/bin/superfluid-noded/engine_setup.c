@@ -22,7 +22,7 @@ static int sim_new(const struct noded_opts *o, struct sf_engine **out, struct sf
 
 static void progress(void *arg, const char *line)
 {
-	sfd_info("%s", line);
+	sfd_info_whole("%s", line); /* the node's model, not a shard's */
 }
 
 static int gguf_new(const struct noded_opts *o, struct sf_engine **out, struct sf_err *err)

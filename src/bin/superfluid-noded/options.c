@@ -121,8 +121,12 @@ static const char usage_text[] =
 	"                          (default 10000; 4294967295: never)\n"
 	"  --heartbeat-ms N        send a heartbeat after this much quiet (default 1000; at\n"
 	"                          most a third of the head's silence limit is used)\n"
-	"  --blob-dir DIR          where blobs are kept (default " NODED_DEFAULT_BLOB_DIR ");\n"
-	"                          made when missing\n"
+	"  --blob-dir DIR          where blobs are kept; made (0700) at the first blob. Default:\n"
+	"                          blobs/ in $STATE_DIRECTORY (systemd's StateDirectory=), else\n"
+	"                          in $XDG_STATE_HOME/superfluid, else in\n"
+	"                          $HOME/.local/state/superfluid, else in /tmp/superfluid-UID\n"
+	"                          ($TMPDIR for /tmp; made 0700 at start, refused if another\n"
+	"                          user owns it or others may enter it)\n"
 	"  --log-level LEVEL       error, warn, info or debug (default info)\n"
 	"  --help                  this text\n"
 	"  --version               the program's and the protocol's versions\n"
@@ -139,7 +143,7 @@ static void set_defaults(struct noded_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->engine = NULL; /* gguf when --model is given, else sim */
-	o->blob_dir = NODED_DEFAULT_BLOB_DIR;
+	o->blob_dir = NULL; /* blobs/ in the state directory (shard.c) */
 	o->io = SF_IO_AUTO;
 	o->version_max = SF_VERSION_MAX;
 	o->max_sessions = 4096;

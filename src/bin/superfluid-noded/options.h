@@ -18,7 +18,6 @@
 #endif
 #define NODED_VERSION SF_VERSION
 
-#define NODED_DEFAULT_BLOB_DIR "/var/lib/superfluid/blobs"
 
 
 /* Strings point into argv or into memory the options own (noded_opts_free). */
@@ -35,7 +34,7 @@ struct noded_opts {
 	uint32_t batch;        /* gguf: sessions in one decode step */
 	const char *identity;  /* NULL: the host name */
 	const char *config;
-	const char *blob_dir;
+	const char *blob_dir;  /* NULL: blobs/ in the state directory (daemon/paths.h) */
 	enum sf_io_kind io;
 	uint32_t version_max;
 	uint32_t max_sessions;

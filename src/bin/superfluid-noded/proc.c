@@ -105,6 +105,7 @@ static void on_msg(struct sf_loop *loop, unsigned k, void *msg, void *arg)
 static int on_start(struct sf_loop *loop, unsigned k, void *arg)
 {
 	struct noded_proc *p = arg;
+	sfd_log_shard(k, p->n); /* this thread's lines say "[shard k]" */
 	int rc = noded_shard_start(p->shard[k], loop);
 	if (rc)
 		sfd_shards_failed(&p->rc, &p->stop, rc); /* the others stop too, quietly */

@@ -11,6 +11,7 @@
 #include <sodium.h>
 
 #include "daemon/log.h"
+#include "daemon/paths.h"
 #include "engine_setup.h"
 #include "engine_worker.h"
 #include "relay.h"
@@ -23,11 +24,27 @@ static int start_engine(struct noded *d)
 	struct sf_err err;
 	int rc = noded_engine_new(d->opts, &d->engine, &err);
 	if (rc) {
-		sfd_err("--engine %s: %s", d->opts->engine, err.msg);
+		sfd_err_whole("--engine %s: %s", d->opts->engine, err.msg);
 		return rc == SF_E_RANGE ? EXIT_USAGE : EXIT_RUNTIME;
 	}
-	if (sf_blob_store_open(&d->blobs, d->opts->blob_dir, 0, &err)) {
-		sfd_err("--blob-dir %s: %s", d->opts->blob_dir, err.msg);
+	/* No --blob-dir: blobs/ in the state directory (daemon/paths.h), made at the first blob. */
+	char dir[SFD_PATH_MAX], from[96], why[512], said[160];
+	const char *blob_dir = d->opts->blob_dir;
+	snprintf(said, sizeof(said), "--blob-dir");
+	if (!blob_dir) {
+		if (sfd_default_path(SFD_DIR_STATE, false, "blobs", dir, sizeof(dir), from,
+				     sizeof(from), why, sizeof(why))) {
+			sfd_err_whole("no --blob-dir, and no directory for blobs: %s", why);
+			return EXIT_RUNTIME;
+		}
+		blob_dir = dir;
+		snprintf(said, sizeof(said), "no --blob-dir: %s/blobs", from);
+	}
+	if (sf_blob_store_open(&d->blobs, blob_dir, 0, &err)) {
+		if (d->opts->blob_dir)
+			sfd_err_whole("--blob-dir %s: %s", blob_dir, err.msg);
+		else
+			sfd_err_whole("blobs in %s (%s): %s", blob_dir, said, err.msg);
 		return EXIT_RUNTIME;
 	}
 	struct sf_node_config ncfg = { .max_sessions = d->opts->max_sessions,
@@ -39,25 +56,28 @@ static int start_engine(struct noded *d)
 	if (strcmp(sf_engine_kind(d->engine), "sim")) {
 		d->worker = noded_worker_start(d);
 		if (!d->worker) {
-			sfd_err("cannot start the engine's thread");
+			sfd_err_whole("cannot start the engine's thread");
 			return EXIT_RUNTIME;
 		}
 		io.submit = noded_worker_submit;
 	}
 	if (sf_node_new(&d->node, &ncfg, d->engine, &io, sf_loop_now(d->loop), &err)) {
-		sfd_err("%s", err.msg);
+		sfd_err_whole("%s", err.msg);
 		return EXIT_RUNTIME;
 	}
 	noded_proc_publish(d);
 	const struct sf_engine_info *info = sf_engine_info(d->engine);
-	sfd_info("node %s: engine %s, model %s (%u layers, batch %u, context %u), %u shard%s, "
-		 "%s loop, protocol %d..%u, up to %u sessions", d->identity,
+	sfd_info_whole("node %s: engine %s, model %s (%u layers, batch %u, context %u), %u "
+		 "shard%s, %s loop, protocol %d..%u, up to %u sessions", d->identity,
 		 sf_engine_kind(d->engine), info->model, info->n_layers, info->batch_size,
 		 info->ctx_len, d->n_shards, d->n_shards == 1 ? "" : "s",
 		 sf_io_kind_name(sf_loop_kind(d->loop)), SF_VERSION_MIN, d->opts->version_max,
 		 d->opts->max_sessions);
-	sfd_info("blobs in %s (%llu bytes kept)", d->opts->blob_dir,
-		 (unsigned long long)sf_blob_store_used(d->blobs));
+	if (sf_blob_store_made(d->blobs))
+		sfd_info_whole("blobs in %s (%s; %llu bytes kept)", blob_dir, said,
+			 (unsigned long long)sf_blob_store_used(d->blobs));
+	else
+		sfd_info_whole("blobs in %s (%s; made at the first blob)", blob_dir, said);
 	return 0;
 }
 
@@ -91,7 +111,7 @@ void noded_shard_run(struct noded *d)
 	while (!noded_proc_stopping(d)) {
 		int rc = sf_loop_turn(d->loop, due ? 0 : 1000);
 		if (rc) {
-			sfd_err("shard %u: the event loop failed (%s)", d->shard, sf_code_name(rc));
+			sfd_err("the event loop failed (%s)", sf_code_name(rc)); /* [shard k] */
 			return;
 		}
 		if (d->shard == 0)
@@ -111,7 +131,8 @@ void noded_shard_goodbye(struct noded *d)
 		d->node_timer = 0;
 		struct sf_node_stats st;
 		sf_node_stats(d->node, &st);
-		sfd_info("shutting down: goodbye to %u head link%s", st.links, st.links == 1 ? "" : "s");
+		sfd_info_whole("shutting down: goodbye to %u head link%s", st.links,
+			       st.links == 1 ? "" : "s"); /* every shard's */
 	}
 	noded_links_goodbye_all(d, "node shutting down");
 	uint64_t until = sf_loop_now(d->loop) + NODED_SHUTDOWN_MS;
