@@ -12,6 +12,7 @@
 #include "api/api_request.h"
 #include "api/api_response.h"
 #include "api/chat_codec.h"
+#include "api/chat_templates.h"
 #include "head/state_ops.h"
 #include "head/tok_client.h"
 #include "head/head.h"
@@ -191,8 +192,14 @@ struct headd_api {
 	struct sf_http_budget body_budget; /* bytes of bodies being received (this shard's share) */
 	uint64_t refuse_logged_ms;   /* when a refusal was last logged (one line a second) */
 	uint64_t refuse_unlogged;    /* refusals since that line */
+	struct sf_chat_templates *templates; /* the templates this shard parsed, or NULL */
 	struct headd_metrics m;
 };
+
+/* chat_render.c: q's conversation in its model's chat template (or the one it names or
+ * gives), as text to encode with specials parsed; a named session's later turn: what it adds
+ * after the session's reply. 0, or -1 with e set (400 what the template refused). */
+int headd_chat_render(struct headd_req *q, char **text, size_t *len, struct sf_api_error *e);
 
 /* http_server.c */
 int headd_api_start(struct headd *d);   /* 0 or -1 (logged) */
