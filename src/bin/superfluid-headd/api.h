@@ -11,7 +11,6 @@
 #include "wal/wal_records.h"
 #include "api/api_request.h"
 #include "api/api_response.h"
-#include "api/chat_codec.h"
 #include "api/chat_templates.h"
 #include "head/state_ops.h"
 #include "head/tok_client.h"

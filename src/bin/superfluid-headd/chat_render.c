@@ -1,9 +1,7 @@
 /* A chat request's prompt: its conversation rendered by its model's own chat template (the one
  * the node exported, or one the request names or gives), as text that a node encodes with
- * special tokens parsed, since templates write them as text. A named session's later turn
- * renders only what it adds after the reply the session holds: the template renders a stand-in
- * past (a user's turn, then an assistant's whose content is a marker) followed by the new
- * messages, and the text after the marker is the close of the reply's turn and the new turns. */
+ * special tokens parsed, since templates write them as text; a named session's later turn
+ * only what it adds after the reply the session holds (chat_prompt.h). */
 #include "headd.h"
 
 #include <stdio.h>
@@ -11,11 +9,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "api/chat_context.h"
+#include "api/chat_prompt.h"
 #include "api/chat_templates.h"
-
-#define USER_MARKER "sf-past-user-2f9c4e"
-#define REPLY_MARKER "sf-past-reply-8d31a7"
 
 /* The template q renders with, or NULL with e set. */
 static const char *template_of(struct headd_req *q, struct sf_api_error *e)
@@ -57,8 +52,7 @@ static const char *token_text(const struct sf_head_tokenizer *t, uint32_t id, ch
 	return buf;
 }
 
-static int render_failed(struct headd_req *q, const struct sf_err *err, bool own,
-			 struct sf_api_error *e)
+static int render_failed(const struct sf_err *err, bool own, struct sf_api_error *e)
 {
 	if (err->code == SF_E_NOMEM)
 		return sf_api_fail(e, 500, "server_error", NULL, NULL,
@@ -67,6 +61,9 @@ static int render_failed(struct headd_req *q, const struct sf_err *err, bool own
 		return sf_api_fail(e, 413, "invalid_request_error", "context_length_exceeded",
 				   "messages", "the chat template went past a limit rendering this "
 				   "conversation: %s", err->msg);
+	if (err->code == SF_E_FORMAT)
+		return sf_api_fail(e, 400, "invalid_request_error", "template_error", "session",
+				   "%s; send the whole conversation without a session", err->msg);
 	return sf_api_fail(e, 400, "invalid_request_error", "template_error",
 			   own ? "messages" : "chat_template", "%s chat template refused the "
 			   "conversation: %s", own ? "the model's" : "the request's", err->msg);
@@ -91,38 +88,16 @@ int headd_chat_render(struct headd_req *q, char **text, size_t *len, struct sf_a
 				   own ? "the model's" : "the request's", err.msg,
 				   own ? " (a request may give one in chat_template)" : "");
 	char bos[256], eos[256];
-	token_text(q->tok, sf_tokenizer_bos(q->tok), bos, sizeof(bos));
-	token_text(q->tok, sf_tokenizer_eos(q->tok), eos, sizeof(eos));
-	bool later = q->named && q->named->turns > 0;
-	bool gen = !q->r.no_generation_prompt;
-	json_t *ctx = later ? sf_chat_context_later(q->r.chat_json, bos, eos, gen, USER_MARKER,
-						    REPLY_MARKER)
-			    : sf_chat_context(q->r.chat_json, bos, eos, gen);
-	if (!ctx)
-		return sf_api_fail(e, 500, "server_error", NULL, NULL, "the head is out of memory");
-	struct sf_jinja_limits lim;
-	sf_jinja_limits_default(&lim);
-	lim.max_output = SF_MAX_TEXT;
-	char *out = NULL;
-	size_t n = 0;
-	int rc = sf_jinja_render(tmpl, ctx, &lim, (int64_t)time(NULL), &out, &n, &err);
-	json_decref(ctx);
-	if (rc)
-		return render_failed(q, &err, own, e);
-	if (later) {
-		const char *m = strstr(out, REPLY_MARKER);
-		if (!m) {
-			free(out);
-			return sf_api_fail(e, 400, "invalid_request_error", "template_error",
-					   "messages", "the chat template does not render a session's "
-					   "past reply, so a later turn cannot follow it; send the whole "
-					   "conversation without a session");
-		}
-		size_t from = (size_t)(m - out) + sizeof(REPLY_MARKER) - 1;
-		memmove(out, out + from, n - from + 1);
-		n -= from;
-	}
-	*text = out;
-	*len = n;
+	struct sf_chat_prompt_args a = {
+		.chat_json = q->r.chat_json,
+		.bos = token_text(q->tok, sf_tokenizer_bos(q->tok), bos, sizeof(bos)),
+		.eos = token_text(q->tok, sf_tokenizer_eos(q->tok), eos, sizeof(eos)),
+		.generation_prompt = !q->r.no_generation_prompt,
+		.later = q->named && q->named->turns > 0,
+		.now = (int64_t)time(NULL),
+		.max_output = SF_MAX_TEXT,
+	};
+	if (sf_chat_prompt(tmpl, &a, text, len, &err))
+		return render_failed(&err, own, e);
 	return 0;
 }
