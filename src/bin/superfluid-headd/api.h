@@ -109,6 +109,8 @@ struct headd_req {
 	const struct sf_head_tokenizer *tok;
 	struct sf_out_vocab vocab;
 	struct sf_out out;
+	int chat_format;          /* the reply's text format (chat_parse.h), from the template */
+	unsigned chat_flags;      /* its parser's flags; 0 with format 0: marker tokens only */
 	struct sf_logprob *lps;   /* logprobs received (deep copies), when asked */
 	uint32_t n_lps, lps_cap, lps_sent;
 
@@ -199,6 +201,9 @@ struct headd_api {
  * gives), as text to encode with specials parsed; a named session's later turn: what it adds
  * after the session's reply. 0, or -1 with e set (400 what the template refused). */
 int headd_chat_render(struct headd_req *q, char **text, size_t *len, struct sf_api_error *e);
+/* Sets q's decoder to read the reply in the format headd_chat_render found (nothing for a
+ * template with no tool-call or reasoning markup of a known family). 0, or -1 with e set. */
+int headd_chat_out(struct headd_req *q, struct sf_api_error *e);
 
 /* http_server.c */
 int headd_api_start(struct headd *d);   /* 0 or -1 (logged) */

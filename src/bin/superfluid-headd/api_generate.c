@@ -368,6 +368,10 @@ static int start_choices(struct headd_req *q)
 		sf_out_init(&c->out, &c->vocab, c->r.kind == SF_API_CHAT,
 			    (const char *const *)c->r.stop, c->r.n_stop, c->r.tools, c->r.n_tools,
 			    c->out_seed);
+		c->chat_format = q->chat_format;
+		c->chat_flags = q->chat_flags;
+		struct sf_api_error ce;
+		(void)headd_chat_out(c, &ce); /* no memory: the choice reads marker tokens only */
 		c->lead = q;
 		c->index = i;
 		q->choice[q->n_choice++] = c;
@@ -488,7 +492,9 @@ void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct s
 	struct sf_piece plain = { .text = q->r.prompt,
 				  .text_len = q->r.prompt ? (uint32_t)strlen(q->r.prompt) : 0 };
 	unsigned mode = SF_TOKENIZE_PIECES;
-	if (kind == SF_API_CHAT && headd_chat_render(q, &chat, &chat_len, &e)) {
+	if (kind == SF_API_CHAT &&
+	    (headd_chat_render(q, &chat, &chat_len, &e) || headd_chat_out(q, &e))) {
+		free(chat);
 		headd_gen_free(q);
 		headd_api_send_error(h, &e);
 		return;

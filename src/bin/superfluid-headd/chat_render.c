@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "api/chat_parse.h"
 #include "api/chat_prompt.h"
 #include "api/chat_templates.h"
 
@@ -99,5 +100,23 @@ int headd_chat_render(struct headd_req *q, char **text, size_t *len, struct sf_a
 	};
 	if (sf_chat_prompt(tmpl, &a, text, len, &err))
 		return render_failed(&err, own, e);
+	/* The reply's format: the template's family, tool calls only when the request has tools
+	 * it lets the model call. */
+	q->chat_format = (int)sf_chat_format_detect(src);
+	q->chat_flags = sf_chat_think_detect(src);
+	if (q->r.n_tools && q->r.tool_choice != SF_TOOL_NONE)
+		q->chat_flags |= SF_CHAT_TOOLS;
+	if (q->chat_flags && sf_chat_prompt_opens_reasoning(*text, *len))
+		q->chat_flags |= SF_CHAT_IN_REASONING;
+	return 0;
+}
+
+int headd_chat_out(struct headd_req *q, struct sf_api_error *e)
+{
+	if (q->r.kind != SF_API_CHAT ||
+	    (q->chat_format == SF_CHAT_FORMAT_CONTENT && !(q->chat_flags & ~SF_CHAT_TOOLS)))
+		return 0;
+	if (sf_out_set_format(&q->out, q->chat_format, q->chat_flags))
+		return sf_api_fail(e, 500, "server_error", NULL, NULL, "the head is out of memory");
 	return 0;
 }
