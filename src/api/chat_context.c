@@ -50,9 +50,12 @@ static json_t *context(const json_t *req, json_t *messages, const char *bos, con
 		if (json_object_set(ctx, key, v))
 			goto fail;
 	}
+	/* As apply_chat_template: tools and documents are None when not given (templates test
+	 * "tools is not none"). */
 	const json_t *tools = json_object_get(req, "tools");
 	if (json_object_set_new(ctx, "messages", messages) ||
-	    (tools && json_object_set(ctx, "tools", (json_t *)tools)) ||
+	    json_object_set(ctx, "tools", tools ? (json_t *)tools : json_null()) ||
+	    json_object_set(ctx, "documents", json_null()) ||
 	    json_object_set_new(ctx, "add_generation_prompt", json_boolean(add_generation_prompt)) ||
 	    json_object_set_new(ctx, "bos_token", json_string(bos ? bos : "")) ||
 	    json_object_set_new(ctx, "eos_token", json_string(eos ? eos : "")))
