@@ -520,10 +520,7 @@ void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct s
 	const uint32_t *toks = NULL;
 	uint32_t n = 0;
 	struct sf_err err;
-	for (uint32_t i = 0; kind == SF_API_CHAT && i < pieces.n; i++)
-		q->encode_bytes += pieces.v[i].text_len;
-	if (kind == SF_API_COMPLETION)
-		q->encode_bytes = plain.text_len;
+	q->encode_bytes = kind == SF_API_CHAT ? chat_len : plain.text_len;
 	int rc = kind == SF_API_CHAT
 		 ? sf_tok_client_encode(d->api.tok, q->tok_model, mode, chat, chat_len, NULL, 0,
 					q->t_start, &q->ticket, &toks, &n, &err)
