@@ -390,6 +390,8 @@ void sf_api_request_free(struct sf_api_request *r)
 	}
 	free(r->tools);
 	free(r->tool_choice_name);
+	free(r->chat_json);
+	free(r->chat_template);
 	free(r->model);
 	free(r->prompt);
 	for (uint32_t i = 0; i < r->n_stop; i++)

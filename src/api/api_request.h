@@ -21,6 +21,7 @@
 #define SF_API_MAX_SESSION_ID 128  /* bytes of a session name */
 #define SF_API_MAX_LOGIT_BIAS 300  /* logit_bias entries, as OpenAI */
 #define SF_API_MAX_TOP_K 2097152   /* a larger top_k is taken as this (every token) */
+#define SF_API_MAX_TEMPLATE (256u << 10) /* bytes of a chat_template given by a request */
 #define SF_API_REPEAT_LAST_N 64    /* repeat_last_n when not given (llama.cpp's) */
 #define SF_API_WHOLE_CONTEXT UINT32_MAX /* repeat_last_n -1: the whole context */
 
@@ -77,6 +78,13 @@ struct sf_api_request {
 	uint32_t n_tools;
 	enum sf_api_tool_choice tool_choice; /* default: AUTO with tools, NONE without */
 	char *tool_choice_name; /* SF_TOOL_NAMED */
+	/* What a chat template renders, as the client gave it: compact JSON text of an object
+	 * holding "messages", and "tools" and "chat_template_kwargs" when given (chat_context.h
+	 * makes the template's context of it). */
+	char *chat_json;
+	char *chat_template; /* the "chat_template" field: a template's name the model exports,
+			      * or a template's text; NULL: the model's own */
+	bool no_generation_prompt; /* "add_generation_prompt": false */
 
 	/* completions: one prompt string (an array holding one string is taken too) */
 	char *prompt;

@@ -365,9 +365,41 @@ static int parse_tool_choice(const json_t *root, struct sf_api_request *r, struc
 	return sf__api_dup(name, &r->tool_choice_name, e);
 }
 
+/* The template's part of the request: chat_template, chat_template_kwargs,
+ * add_generation_prompt (as vLLM takes them), and the JSON a template renders. */
+static int parse_template(const json_t *root, struct sf_api_request *r, struct sf_api_error *e)
+{
+	const json_t *kw = sf__api_opt(root, "chat_template_kwargs");
+	if (kw && !json_is_object(kw))
+		return sf__api_type(e, "chat_template_kwargs", "an object", kw);
+	const json_t *agp = sf__api_opt(root, "add_generation_prompt");
+	if (agp && !json_is_boolean(agp))
+		return sf__api_type(e, "add_generation_prompt", "a boolean", agp);
+	r->no_generation_prompt = agp && json_is_false(agp);
+	if (sf__api_opt_str(root, "chat_template", "chat_template", &r->chat_template, e))
+		return -1;
+	if (r->chat_template && strlen(r->chat_template) > SF_API_MAX_TEMPLATE)
+		return sf_api_fail(e, 413, "invalid_request_error", "template_too_large",
+				   "chat_template", "chat_template holds %zu bytes, past the %u a "
+				   "request's template may hold", strlen(r->chat_template),
+				   SF_API_MAX_TEMPLATE);
+	json_t *o = json_object();
+	const json_t *tools = sf__api_opt(root, "tools");
+	if (!o || json_object_set(o, "messages", json_object_get(root, "messages")) ||
+	    (tools && json_object_set(o, "tools", (json_t *)tools)) ||
+	    (kw && json_object_set(o, "chat_template_kwargs", (json_t *)kw))) {
+		json_decref(o);
+		return sf__api_nomem(e);
+	}
+	r->chat_json = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	return r->chat_json ? 0 : sf__api_nomem(e);
+}
+
 int sf__api_parse_chat(const json_t *root, struct sf_api_request *r, struct sf_api_error *e)
 {
-	if (parse_messages(root, r, e) || parse_tools(root, r, e) || parse_tool_choice(root, r, e))
+	if (parse_messages(root, r, e) || parse_tools(root, r, e) || parse_tool_choice(root, r, e) ||
+	    parse_template(root, r, e))
 		return -1;
 	return 0;
 }

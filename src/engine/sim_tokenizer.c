@@ -15,26 +15,38 @@ static const struct sf_engine_special specials[] = {
 };
 #define N_SPECIALS (sizeof(specials) / sizeof(specials[0]))
 
-/* Hugging Face's ChatML template. */
-static const char chatml[] =
-	"{% for message in messages %}"
-	"{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
-	"{% endfor %}"
-	"{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+/* ChatML, as the head wrote it before it ran templates (and as tests expect): a developer
+ * turn is a system turn, text parts are joined by "\n", an assistant's tool calls follow its
+ * content in the markers below. */
+#define SIM_MESSAGE                                                                           \
+	"{{- '<|im_start|>' + ('system' if message['role'] == 'developer' else message['role'])" \
+	" + '\\n' -}}"                                                                            \
+	"{%- if message['content'] is string -%}{{- message['content'] -}}"                      \
+	"{%- elif message['content'] is not none -%}{%- for part in message['content'] -%}"      \
+	"{{- ('\\n' if not loop.first else '') + part['text'] -}}{%- endfor -%}{%- endif -%}"    \
+	"{%- for call in message['tool_calls'] or [] -%}"                                        \
+	"{{- '<|tool_call|>{\"name\": ' + call['function']['name'] | tojson + ', \"arguments\": '" \
+	" + call['function']['arguments'] | tojson + '}<|/tool_call|>' -}}{%- endfor -%}"        \
+	"{{- '<|im_end|>\\n' -}}"
+#define SIM_GEN_PROMPT "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}"
 
-/* ChatML with the tools listed in the system turn. */
+static const char chatml[] =
+	"{%- for message in messages -%}" SIM_MESSAGE "{%- endfor -%}" SIM_GEN_PROMPT;
+
+/* ChatML with the tools listed in the system turn (with the system message's content first). */
 static const char chatml_tools[] =
-	"{% set rest = messages %}"
-	"{% if tools %}{{ '<|im_start|>system\\n' }}"
-	"{% if messages[0]['role'] == 'system' %}{{ messages[0]['content'] + '\\n\\n' }}"
-	"{% set rest = messages[1:] %}{% endif %}"
-	"{{ '# Tools\\n' }}{% for tool in tools %}{{ tool | tojson + '\\n' }}{% endfor %}"
-	"{{ 'Call a tool as <|tool_call|>{\"name\": <name>, \"arguments\": <object>}<|/tool_call|>' }}"
-	"{{ '<|im_end|>\\n' }}{% endif %}"
-	"{% for message in rest %}"
-	"{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
-	"{% endfor %}"
-	"{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+	"{%- set ns = namespace(rest=messages) -%}"
+	"{%- if tools -%}{{- '<|im_start|>system\\n' -}}"
+	"{%- if messages and messages[0]['role'] in ['system', 'developer'] -%}"
+	"{%- set message = messages[0] -%}"
+	"{%- if message['content'] is string -%}{{- message['content'] -}}"
+	"{%- elif message['content'] is not none -%}{%- for part in message['content'] -%}"
+	"{{- ('\\n' if not loop.first else '') + part['text'] -}}{%- endfor -%}{%- endif -%}"
+	"{{- '\\n\\n' -}}{%- set ns.rest = messages[1:] -%}{%- endif -%}"
+	"{{- '# Tools\\n' -}}{%- for tool in tools -%}{{- tool | tojson + '\\n' -}}{%- endfor -%}"
+	"{{- 'Call a tool as <|tool_call|>{\"name\": <name>, \"arguments\": <object>}<|/tool_call|>' -}}"
+	"{{- '<|im_end|>\\n' -}}{%- endif -%}"
+	"{%- for message in ns.rest -%}" SIM_MESSAGE "{%- endfor -%}" SIM_GEN_PROMPT;
 
 static const struct sf_engine_template templates[] = {
 	{ "default", chatml },

@@ -151,6 +151,8 @@ struct sf_model_gen {
 	uint64_t seed;
 	uint32_t ctx;               /* the context length the file states; 0: the shape's */
 	const struct sf_gguf *vocab; /* its tokenizer.* pairs are copied */
+	const char *chat_template;  /* written as tokenizer.chat_template (instead of vocab's), or
+				     * NULL */
 };
 
 /* Writes a GGUF file of random weights in gen's shape with vocab's vocabulary (the same

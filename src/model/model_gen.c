@@ -99,6 +99,7 @@ struct maker {
 	void **bufs;
 	size_t n_bufs;
 	uint64_t bytes;
+	const char *chat_template;
 	struct sf_err *err;
 };
 
@@ -144,8 +145,12 @@ static uint32_t pick(uint32_t want, const char *role, uint32_t il, uint32_t n_la
 	return t;
 }
 
+/* The vocabulary's tokenizer.* pairs; not its chat templates when arg (one is given). */
 static bool keep_tokenizer(const char *key, size_t len, void *arg)
 {
+	static const char tmpl[] = "tokenizer.chat_template";
+	if (arg && len >= sizeof(tmpl) - 1 && !memcmp(key, tmpl, sizeof(tmpl) - 1))
+		return false;
 	return len > 10 && !memcmp(key, "tokenizer.", 10);
 }
 
@@ -193,7 +198,10 @@ static int write_meta(struct maker *mk, const struct shape *s, uint32_t n_layer,
 	if (!strcmp(s->arch, "llama"))
 		rc = rc ? rc : sf_gguf_set_u32(w, KEY("rope.dimension_count"), s->head_dim);
 #undef KEY
-	rc = rc ? rc : sf_gguf_copy_kv(w, vocab, keep_tokenizer, NULL);
+	rc = rc ? rc : sf_gguf_copy_kv(w, vocab, keep_tokenizer, (void *)mk->chat_template);
+	if (mk->chat_template)
+		rc = rc ? rc : sf_gguf_set_str(w, "tokenizer.chat_template", mk->chat_template,
+					       strlen(mk->chat_template));
 	if (rc)
 		return sf_err_set(mk->err, SF_E_NOMEM, "cannot write the metadata");
 	return 0;
@@ -282,7 +290,7 @@ int sf_model_gen_write(const struct sf_model_gen *gen, const char *path, struct 
 	uint64_t n_vocab = toks->n;
 	uint32_t n_layer = gen->layers ? gen->layers : s->n_layer;
 	struct maker mk = { .w = sf_gguf_writer_new(), .pool = pool, .seed = mix(gen->seed),
-			    .err = err };
+			    .chat_template = gen->chat_template, .err = err };
 	rc = mk.w ? 0 : sf_err_set(err, SF_E_NOMEM, "no memory");
 	rc = rc ? rc : write_meta(&mk, s, n_layer, gen->ctx ? gen->ctx : s->n_ctx, types[ti].ftype,
 				  types[ti].name, gen->vocab);

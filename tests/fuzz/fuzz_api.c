@@ -1,7 +1,8 @@
-/* The API's request parser, chat codec and output decoder on any bytes.
+/* The API's request parser, chat prompt and output decoder on any bytes.
  *
  * Input: [kind and flags] then a request body. The body is parsed as a chat or completions
- * request; what parses is rendered with the chat codec (chat), and the body's bytes are also
+ * request; what parses is rendered with the simulated engine's templates (chat; flag 2 as a
+ * later turn), and the body's bytes are also
  * fed as tokens to the output decoder with the request's stops and tools. Checked: parse
  * results agree with the error (status set exactly when refused), the decoder's text is
  * valid UTF-8 that jansson takes. */
@@ -13,7 +14,30 @@
 
 #include "api/api_output.h"
 #include "api/api_request.h"
-#include "api/chat_codec.h"
+#include "api/chat_prompt.h"
+
+#include <stdlib.h>
+
+#include <superfluid/sim_engine.h>
+
+/* The simulated engine's "default" and "tool_use" templates, parsed once. */
+static struct sf_jinja *sim_template(bool tools)
+{
+	static struct sf_jinja *t[2];
+	if (!t[tools]) {
+		struct sf_sim_config cfg;
+		struct sf_engine *eng;
+		struct sf_err err;
+		sf_sim_config_default(&cfg);
+		if (sf_sim_engine_new(&cfg, &eng, &err))
+			fuzz_fail("the simulated engine: %s", err.msg);
+		const char *src = sf_engine_chat_template(eng, tools ? "tool_use" : NULL);
+		if (!src || sf_jinja_parse(src, strlen(src), NULL, &t[tools], &err))
+			fuzz_fail("the simulated engine's template does not parse");
+		sf_engine_free(eng);
+	}
+	return t[tools];
+}
 
 static const uint8_t *bytes_of(void *arg, uint32_t t, size_t *len)
 {
@@ -44,11 +68,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!rc && !r.model)
 		fuzz_fail("accepted without a model");
 	if (!rc && kind == SF_API_CHAT) {
-		struct sf_pieces pieces = { 0 };
-		struct sf_api_error e2;
-		(void)sf_chat_render("chatml", r.messages, r.n_messages, r.tools, r.n_tools,
-				     (data[0] & 2 ? SF_CHAT_PREAMBLE : 0) | SF_CHAT_GEN_PROMPT, &pieces, &e2);
-		sf_pieces_free(&pieces);
+		struct sf_chat_prompt_args a = { .chat_json = r.chat_json, .bos = "<|bos|>",
+						 .eos = "<|eos|>", .generation_prompt = true,
+						 .later = data[0] & 2 };
+		char *text = NULL;
+		size_t n = 0;
+		struct sf_err err;
+		if (sf_chat_prompt(sim_template(r.n_tools > 0), &a, &text, &n, &err) &&
+		    (err.code == SF_E_FORMAT || !err.msg[0]))
+			fuzz_fail("a request that parsed did not render: %s", err.msg);
+		if (text && strlen(text) != n)
+			fuzz_fail("the prompt's length is not its text's");
+		free(text);
 	}
 	struct sf_out_vocab v = { .bytes = bytes_of, .eos = 257, .end_turn = 259, .tool_open = 260,
 				  .tool_close = 261, .think_open = 262, .think_close = 263 };

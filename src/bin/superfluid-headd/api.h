@@ -11,7 +11,7 @@
 #include "wal/wal_records.h"
 #include "api/api_request.h"
 #include "api/api_response.h"
-#include "api/chat_codec.h"
+#include "api/chat_templates.h"
 #include "head/state_ops.h"
 #include "head/tok_client.h"
 #include "head/head.h"
@@ -109,6 +109,8 @@ struct headd_req {
 	const struct sf_head_tokenizer *tok;
 	struct sf_out_vocab vocab;
 	struct sf_out out;
+	int chat_format;          /* the reply's text format (chat_parse.h), from the template */
+	unsigned chat_flags;      /* its parser's flags; 0 with format 0: marker tokens only */
 	struct sf_logprob *lps;   /* logprobs received (deep copies), when asked */
 	uint32_t n_lps, lps_cap, lps_sent;
 
@@ -191,8 +193,17 @@ struct headd_api {
 	struct sf_http_budget body_budget; /* bytes of bodies being received (this shard's share) */
 	uint64_t refuse_logged_ms;   /* when a refusal was last logged (one line a second) */
 	uint64_t refuse_unlogged;    /* refusals since that line */
+	struct sf_chat_templates *templates; /* the templates this shard parsed, or NULL */
 	struct headd_metrics m;
 };
+
+/* chat_render.c: q's conversation in its model's chat template (or the one it names or
+ * gives), as text to encode with specials parsed; a named session's later turn: what it adds
+ * after the session's reply. 0, or -1 with e set (400 what the template refused). */
+int headd_chat_render(struct headd_req *q, char **text, size_t *len, struct sf_api_error *e);
+/* Sets q's decoder to read the reply in the format headd_chat_render found (nothing for a
+ * template with no tool-call or reasoning markup of a known family). 0, or -1 with e set. */
+int headd_chat_out(struct headd_req *q, struct sf_api_error *e);
 
 /* http_server.c */
 int headd_api_start(struct headd *d);   /* 0 or -1 (logged) */

@@ -113,18 +113,6 @@ void headd_gen_free(struct headd_req *q)
 	free(q);
 }
 
-static int render_chat(struct headd_req *q, struct sf_pieces *pieces, struct sf_api_error *e)
-{
-	struct headd_named *s = q->named;
-	bool later = s && s->turns > 0;
-	unsigned flags = SF_CHAT_GEN_PROMPT | (later ? 0 : SF_CHAT_PREAMBLE);
-	/* A later turn starts by closing the reply the model gave last. */
-	if (later && sf_chat_end_turn("chatml", pieces))
-		return sf_api_fail(e, 500, "server_error", NULL, NULL, "the head is out of memory");
-	return sf_chat_render("chatml", q->r.messages, q->r.n_messages, q->r.tools,
-			      q->r.n_tools, flags, pieces, e);
-}
-
 static int start_generation(struct headd_req *q, const uint32_t *tokens, uint32_t n);
 static int start_session(struct headd_req *q);
 static int start_choices(struct headd_req *q);
@@ -380,6 +368,10 @@ static int start_choices(struct headd_req *q)
 		sf_out_init(&c->out, &c->vocab, c->r.kind == SF_API_CHAT,
 			    (const char *const *)c->r.stop, c->r.n_stop, c->r.tools, c->r.n_tools,
 			    c->out_seed);
+		c->chat_format = q->chat_format;
+		c->chat_flags = q->chat_flags;
+		struct sf_api_error ce;
+		(void)headd_chat_out(c, &ce); /* no memory: the choice reads marker tokens only */
 		c->lead = q;
 		c->index = i;
 		q->choice[q->n_choice++] = c;
@@ -459,10 +451,6 @@ static int check(struct headd_req *q, struct sf_api_error *e)
 					   "logit_bias", "logit_bias names token %u, past the "
 					   "vocabulary of %.128s (%u tokens)", q->r.logit_bias[i].token,
 					   q->r.model, vocab);
-	if (!sf_tokenizer_offers_pieces(q->tok) && q->r.kind == SF_API_CHAT)
-		return sf_api_fail(e, 503, "service_unavailable", "tokenizer_unavailable", "model",
-				   "the nodes serving %.128s cannot encode a chat prompt (their "
-				   "tokenizer offers no piece encoding)", q->r.model);
 	q->max_tokens = q->r.max_tokens ? q->r.max_tokens : d->opts->max_tokens_default;
 	return 0;
 }
@@ -497,18 +485,32 @@ void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct s
 		q->body_len = (uint32_t)r->body_len;
 	}
 
-	/* Chat: the rendered conversation; completions: the prompt, plain text. */
-	struct sf_pieces pieces = { 0 };
+	/* Chat: the rendered conversation, special tokens parsed; completions: the prompt, plain
+	 * text. */
+	char *chat = NULL;
+	size_t chat_len = 0;
 	struct sf_piece plain = { .text = q->r.prompt,
 				  .text_len = q->r.prompt ? (uint32_t)strlen(q->r.prompt) : 0 };
 	unsigned mode = SF_TOKENIZE_PIECES;
-	if (kind == SF_API_CHAT && render_chat(q, &pieces, &e)) {
-		sf_pieces_free(&pieces);
+	if (kind == SF_API_CHAT &&
+	    (headd_chat_render(q, &chat, &chat_len, &e) || headd_chat_out(q, &e))) {
+		free(chat);
 		headd_gen_free(q);
 		headd_api_send_error(h, &e);
 		return;
 	}
-	if (kind == SF_API_COMPLETION && !sf_tokenizer_offers_pieces(q->tok))
+	if (kind == SF_API_CHAT && chat_len > SF_MAX_TEXT) {
+		free(chat);
+		sf_api_fail(&e, 413, "invalid_request_error", "context_length_exceeded", "messages",
+			    "the conversation renders to %zu bytes, over the %u one prompt may take; "
+			    "send fewer or shorter messages", chat_len, (unsigned)SF_MAX_TEXT);
+		headd_gen_free(q);
+		headd_api_send_error(h, &e);
+		return;
+	}
+	if (kind == SF_API_CHAT)
+		mode = SF_TOKENIZE_ENCODE;
+	else if (!sf_tokenizer_offers_pieces(q->tok))
 		mode = sf_tokenizer_offers_plain(q->tok) ? SF_TOKENIZE_PLAIN : SF_TOKENIZE_ENCODE;
 	h->req = q;
 	q->h = h;
@@ -518,16 +520,13 @@ void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct s
 	const uint32_t *toks = NULL;
 	uint32_t n = 0;
 	struct sf_err err;
-	for (uint32_t i = 0; kind == SF_API_CHAT && i < pieces.n; i++)
-		q->encode_bytes += pieces.v[i].text_len;
-	if (kind == SF_API_COMPLETION)
-		q->encode_bytes = plain.text_len;
+	q->encode_bytes = kind == SF_API_CHAT ? chat_len : plain.text_len;
 	int rc = kind == SF_API_CHAT
-		 ? sf_tok_client_encode(d->api.tok, q->tok_model, mode, NULL, 0, pieces.v, pieces.n,
+		 ? sf_tok_client_encode(d->api.tok, q->tok_model, mode, chat, chat_len, NULL, 0,
 					q->t_start, &q->ticket, &toks, &n, &err)
 		 : sf_tok_client_encode(d->api.tok, q->tok_model, mode, plain.text, plain.text_len,
 					&plain, 1, q->t_start, &q->ticket, &toks, &n, &err);
-	sf_pieces_free(&pieces);
+	free(chat);
 	if (rc < 0) {
 		headd_encode_fail(&e, rc, q->encode_bytes, err.msg);
 		req_fail(q, &e);

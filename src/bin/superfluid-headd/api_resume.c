@@ -118,6 +118,20 @@ static struct headd_req *rebuild(struct headd_http *h, const struct sf_wal_sessi
 	headd_gen_vocab(&q->vocab, q->tok);
 	sf_out_init(&q->out, &q->vocab, q->r.kind == SF_API_CHAT, (const char *const *)q->r.stop,
 		    q->r.n_stop, q->r.tools, q->r.n_tools, q->out_seed);
+	/* The reply's format, as the first run read it: the prompt rendered again. */
+	if (q->r.kind == SF_API_CHAT) {
+		char *text = NULL;
+		size_t len = 0;
+		struct sf_api_error re;
+		if (headd_chat_render(q, &text, &len, &re))
+			sfd_warn("%s: its prompt does not render again (%s): its reply is read "
+				 "without its template's format", q->id, re.message);
+		free(text);
+		if (headd_chat_out(q, e)) {
+			headd_gen_free(q);
+			return NULL;
+		}
+	}
 	/* The content the generation ran after, for usage and a named session's next turn. */
 	q->n_content = g->rec.n_prompt;
 	q->content = malloc(((size_t)s->n_content + 1) * sizeof(uint32_t));

@@ -1,7 +1,10 @@
 /* superfluid model make: writes a GGUF model file of random weights in a real model's shape
  * (model.h: sf_model_gen_write) with the real vocabulary of another GGUF file, such as
  * llama.cpp's models/ggml-vocab-qwen2.gguf. */
+#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <superfluid/gguf.h>
@@ -12,7 +15,7 @@
 
 static const char usage_text[] =
 	"usage: superfluid model make --shape NAME --type TYPE --vocab FILE [--layers N] [--seed N]\n"
-	"                             [--ctx N] -o OUT.gguf\n"
+	"                             [--ctx N] [--chat-template FILE] -o OUT.gguf\n"
 	"\n"
 	"Writes a GGUF model of random weights in a real model's shape with a real vocabulary, for\n"
 	"tests and benchmarks (the same arguments give the same bytes).\n"
@@ -25,12 +28,40 @@ static const char usage_text[] =
 	"                 models/ggml-vocab-*.gguf); its token count sets the embeddings' rows\n"
 	"  --layers N     fewer (or more) layers than the shape has\n"
 	"  --seed N       the weights' seed (default 1)\n"
-	"  --ctx N        the context length the file states (default the shape's)\n";
+	"  --ctx N        the context length the file states (default the shape's)\n"
+	"  --chat-template FILE  its text as tokenizer.chat_template (instead of the vocabulary\n"
+	"                 file's): a chat model's template, such as llama.cpp's\n"
+	"                 models/templates/*.jinja\n";
+
+/* The text of a chat template file (at most 1 MiB, no NUL), malloc'd; NULL when it cannot be
+ * read (said on stderr). */
+static char *read_template(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		fprintf(stderr, "superfluid model make: --chat-template %s: %s\n", path,
+			strerror(errno));
+		return NULL;
+	}
+	size_t cap = 1u << 20;
+	char *s = malloc(cap + 1);
+	size_t n = s ? fread(s, 1, cap + 1, f) : 0;
+	bool bad = ferror(f) || n > cap || (s && memchr(s, 0, n));
+	fclose(f);
+	if (!s || bad) {
+		fprintf(stderr, "superfluid model make: --chat-template %s: %s\n", path,
+			!s ? "no memory" : n > cap ? "over 1 MiB" : "unreadable or holds a NUL byte");
+		free(s);
+		return NULL;
+	}
+	s[n] = 0;
+	return s;
+}
 
 int cli_model_make(int argc, char **argv)
 {
 	struct sf_model_gen gen = { .seed = 1 };
-	const char *vocab_path = NULL, *out = NULL;
+	const char *vocab_path = NULL, *out = NULL, *tmpl_path = NULL;
 	unsigned long layers = 0, seed = 1, ctx = 0;
 	for (int i = 1; i < argc; i++) {
 		struct cli_arg a = { "model make", argv[i], i + 1 < argc ? argv[i + 1] : NULL };
@@ -51,6 +82,8 @@ int cli_model_make(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--seed") && !cli_arg_whole(&a, &seed)) {
 			i++;
 		} else if (!strcmp(argv[i], "--ctx") && !cli_arg_count(&a, &ctx)) {
+			i++;
+		} else if (!strcmp(argv[i], "--chat-template") && (tmpl_path = cli_arg_string(&a))) {
 			i++;
 		} else {
 			fprintf(stderr, "superfluid model make: bad option '%s' (see --help)\n", argv[i]);
@@ -73,6 +106,12 @@ int cli_model_make(int argc, char **argv)
 		return CLI_FAILED;
 	}
 	gen.vocab = vocab;
+	char *tmpl = NULL;
+	if (tmpl_path && !(tmpl = read_template(tmpl_path))) {
+		sf_gguf_close(vocab);
+		return CLI_FAILED;
+	}
+	gen.chat_template = tmpl;
 	struct sf_pool *pool = sf_pool_new(0);
 	uint64_t bytes = 0;
 	int rc = pool ? sf_model_gen_write(&gen, out, pool, &bytes, &err)
@@ -84,5 +123,6 @@ int cli_model_make(int argc, char **argv)
 		       gen.type, vocab_path, (double)bytes / (1 << 20));
 	sf_pool_free(pool);
 	sf_gguf_close(vocab);
+	free(tmpl);
 	return rc == SF_E_RANGE ? CLI_USAGE : rc ? CLI_FAILED : CLI_OK;
 }

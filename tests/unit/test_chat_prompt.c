@@ -1,0 +1,325 @@
+/* A chat prompt from the simulated engine's templates, rendered by the Jinja renderer as the
+ * head renders it (expected texts worked out from the templates and checked against Hugging
+ * Face's Jinja rendering with its tojson); a later turn's text; the simulated engine encodes the
+ * text with its specials parsed. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <superfluid/sim_engine.h>
+
+#include "api/api_request.h"
+#include "api/chat_json.h"
+#include "api/chat_prompt.h"
+
+static struct sf_api_request req;
+static struct sf_api_error err;
+static char *text;
+
+static void parse(const char *body)
+{
+	sf_api_request_free(&req);
+	if (sf_api_parse_request(SF_API_CHAT, (const uint8_t *)body, strlen(body), &req, &err))
+		fail_msg("parse: %s", err.message);
+}
+
+/* The prompt of req with the simulated engine's template (tool_use with tools, as the head
+ * picks it); NULL with *e set when it fails. */
+static const char *render_with(bool later, bool gen, struct sf_err *e)
+{
+	struct sf_sim_config cfg;
+	sf_sim_config_default(&cfg);
+	struct sf_engine *eng;
+	assert_int_equal(sf_sim_engine_new(&cfg, &eng, e), 0);
+	const char *src = sf_engine_chat_template(eng, req.n_tools ? "tool_use" : NULL);
+	assert_non_null(src);
+	struct sf_jinja *t;
+	if (sf_jinja_parse(src, strlen(src), NULL, &t, e))
+		fail_msg("the simulated engine's template: %s", e->msg);
+	struct sf_chat_prompt_args a = { .chat_json = req.chat_json, .bos = "<|bos|>",
+					 .eos = "<|eos|>", .generation_prompt = gen,
+					 .later = later };
+	free(text);
+	size_t n = 0;
+	int rc = sf_chat_prompt(t, &a, &text, &n, e);
+	sf_jinja_free(t);
+	sf_engine_free(eng);
+	if (rc)
+		return NULL;
+	assert_int_equal(strlen(text), n);
+	return text;
+}
+
+static const char *render(bool later, bool gen)
+{
+	struct sf_err e;
+	const char *s = render_with(later, gen, &e);
+	if (!s)
+		fail_msg("render: %s", e.msg);
+	return s;
+}
+
+/* The simulated engine's tokens of s (specials parsed): the specials among them in sp
+ * ("S|S|...") and their count returned. */
+static size_t specials_of(const char *s, char *sp, size_t cap)
+{
+	struct sf_sim_config cfg;
+	sf_sim_config_default(&cfg);
+	struct sf_engine *eng;
+	struct sf_err e;
+	assert_int_equal(sf_sim_engine_new(&cfg, &eng, &e), 0);
+	size_t max = strlen(s) + 16, n = 0, k = 0;
+	uint32_t *t = malloc(max * sizeof(*t));
+	assert_int_equal(sf_engine_encode(eng, s, strlen(s), t, max, &n, &e), 0);
+	sp[0] = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (t[i] < 256)
+			continue;
+		uint8_t b[64];
+		size_t len = 0;
+		assert_int_equal(sf_engine_token_bytes(eng, t[i], b, sizeof(b) - 1, &len, &e), 0);
+		b[len] = 0;
+		snprintf(sp + strlen(sp), cap - strlen(sp), "%s%s", sp[0] ? "|" : "", (char *)b);
+		k++;
+	}
+	free(t);
+	sf_engine_free(eng);
+	return k;
+}
+
+static const char conv3[] =
+	"{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"Be brief.\"},"
+	"{\"role\":\"user\",\"content\":\"Hi\"},{\"role\":\"assistant\",\"content\":\"Hello!\"},"
+	"{\"role\":\"user\",\"content\":\"Bye\"}]}";
+
+static void plain_conversation(void **state)
+{
+	parse(conv3);
+	const char *s = render(false, true);
+	const char *want = "<|im_start|>system\nBe brief.<|im_end|>\n"
+			   "<|im_start|>user\nHi<|im_end|>\n"
+			   "<|im_start|>assistant\nHello!<|im_end|>\n"
+			   "<|im_start|>user\nBye<|im_end|>\n"
+			   "<|im_start|>assistant\n";
+	assert_string_equal(s, want);
+	char sp[512];
+	assert_int_equal(specials_of(s, sp, sizeof(sp)), 9);
+	assert_string_equal(sp, "<|im_start|>|<|im_end|>|<|im_start|>|<|im_end|>|<|im_start|>|"
+				"<|im_end|>|<|im_start|>|<|im_end|>|<|im_start|>");
+
+	/* No generation prompt: the template without add_generation_prompt. */
+	s = render(false, false);
+	assert_string_equal(s, "<|im_start|>system\nBe brief.<|im_end|>\n"
+			       "<|im_start|>user\nHi<|im_end|>\n"
+			       "<|im_start|>assistant\nHello!<|im_end|>\n"
+			       "<|im_start|>user\nBye<|im_end|>\n");
+	/* Text parts are joined by "\n"; a developer turn is a system turn. */
+	parse("{\"model\":\"m\",\"messages\":[{\"role\":\"developer\",\"content\":[{\"type\":"
+	      "\"text\",\"text\":\"a\"},{\"type\":\"text\",\"text\":\"b\"}]},{\"role\":\"assistant\","
+	      "\"content\":null}]}");
+	assert_string_equal(render(false, false), "<|im_start|>system\na\nb<|im_end|>\n"
+						  "<|im_start|>assistant\n<|im_end|>\n");
+}
+
+static const char tools_body[] =
+	"{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"You help.\"},"
+	"{\"role\":\"user\",\"content\":\"Weather in Paris?\"}],\"tools\":"
+	"[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":\"Weather "
+	"in a city, \\\"quoted\\\" \\u00e9\\n\",\"parameters\":{\"type\":\"object\",\"properties\":"
+	"{\"city\":{\"type\":\"string\"},\"days\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":"
+	"7.5,\"x\":1e-05,\"y\":1e16,\"z\":[true,false,null,-0.0,0.1]}},\"required\":[\"city\"]}}},"
+	"{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]}";
+
+/* From Jinja2 with transformers' tojson (json.dumps, ensure_ascii=False). */
+static const char tools_want[] =
+	"<|im_start|>system\n"
+	"You help.\n"
+	"\n"
+	"# Tools\n"
+	"{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": "
+	"\"Weather in a city, \\\"quoted\\\" \xc3\xa9\\n\", \"parameters\": {\"type\": \"object\", "
+	"\"properties\": {\"city\": {\"type\": \"string\"}, \"days\": {\"type\": \"integer\", "
+	"\"minimum\": 1, \"maximum\": 7.5, \"x\": 1e-05, \"y\": 1e+16, \"z\": [true, false, null, "
+	"-0.0, 0.1]}}, \"required\": [\"city\"]}}}\n"
+	"{\"type\": \"function\", \"function\": {\"name\": \"f\"}}\n"
+	"Call a tool as <|tool_call|>{\"name\": <name>, \"arguments\": <object>}<|/tool_call|>"
+	"<|im_end|>\n"
+	"<|im_start|>user\n"
+	"Weather in Paris?<|im_end|>\n"
+	"<|im_start|>assistant\n";
+
+static void tools_in_system_turn(void **state)
+{
+	parse(tools_body);
+	const char *s = render(false, true);
+	assert_string_equal(s, tools_want);
+	char sp[512];
+	specials_of(s, sp, sizeof(sp));
+	assert_string_equal(sp, "<|im_start|>|<|tool_call|>|<|/tool_call|>|<|im_end|>|"
+				"<|im_start|>|<|im_end|>|<|im_start|>");
+
+	/* Tools and no system message: the system turn holds the tools only. */
+	parse("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],\"tools\":"
+	      "[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]}");
+	assert_string_equal(render(false, true),
+			    "<|im_start|>system\n# Tools\n"
+			    "{\"type\": \"function\", \"function\": {\"name\": \"f\"}}\n"
+			    "Call a tool as <|tool_call|>{\"name\": <name>, \"arguments\": <object>}"
+			    "<|/tool_call|><|im_end|>\n"
+			    "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+}
+
+/* A later turn: the close of the reply's turn, then the new turns, and no tools turn again. */
+static void later_turn(void **state)
+{
+	parse("{\"model\":\"m\",\"messages\":[{\"role\":\"developer\",\"content\":\"Now in French.\"},"
+	      "{\"role\":\"user\",\"content\":\"Bye\"}],\"tools\":[{\"type\":\"function\","
+	      "\"function\":{\"name\":\"f\"}}]}");
+	assert_string_equal(render(true, true),
+			    "<|im_end|>\n<|im_start|>system\nNow in French.<|im_end|>\n"
+			    "<|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n");
+	parse("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"Bye\"}]}");
+	assert_string_equal(render(true, true),
+			    "<|im_end|>\n<|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n");
+	/* A template that leaves the past reply out cannot be continued. */
+	struct sf_jinja *t;
+	struct sf_err e;
+	const char *src = "{% for m in messages %}{% if m.role == 'user' %}{{ m.content }}"
+			  "{% endif %}{% endfor %}";
+	assert_int_equal(sf_jinja_parse(src, strlen(src), NULL, &t, &e), 0);
+	struct sf_chat_prompt_args a = { .chat_json = req.chat_json, .bos = "", .eos = "",
+					 .later = true };
+	char *out;
+	size_t n;
+	assert_int_equal(sf_chat_prompt(t, &a, &out, &n, &e), SF_E_FORMAT);
+	assert_null(out);
+	a.later = false;
+	assert_int_equal(sf_chat_prompt(t, &a, &out, &n, &e), 0);
+	assert_string_equal(out, "Bye");
+	free(out);
+	sf_jinja_free(t);
+}
+
+static void tool_calls_and_results(void **state)
+{
+	parse("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"Weather?\"},"
+	      "{\"role\":\"assistant\",\"content\":\"Let me see.\",\"tool_calls\":["
+	      "{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"get_weather\","
+	      "\"arguments\":\"{\\\"city\\\":\\\"Paris\\\",\\\"days\\\":2}\"}},"
+	      "{\"id\":\"c2\",\"type\":\"function\",\"function\":{\"name\":\"f\","
+	      "\"arguments\":\"[1,2.50]\"}}]},"
+	      "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"sunny\"}]}");
+	const char *s = render(false, true);
+	const char *want = "<|im_start|>user\nWeather?<|im_end|>\n"
+			   "<|im_start|>assistant\nLet me see."
+			   "<|tool_call|>{\"name\": \"get_weather\", \"arguments\": "
+			   "{\"city\": \"Paris\", \"days\": 2}}<|/tool_call|>"
+			   "<|tool_call|>{\"name\": \"f\", \"arguments\": [1, 2.5]}<|/tool_call|>"
+			   "<|im_end|>\n"
+			   "<|im_start|>tool\nsunny<|im_end|>\n"
+			   "<|im_start|>assistant\n";
+	assert_string_equal(s, want);
+	char sp[512];
+	specials_of(s, sp, sizeof(sp));
+	assert_string_equal(sp, "<|im_start|>|<|im_end|>|<|im_start|>|<|tool_call|>|"
+				"<|/tool_call|>|<|tool_call|>|<|/tool_call|>|<|im_end|>|"
+				"<|im_start|>|<|im_end|>|<|im_start|>");
+	/* Arguments that are not JSON go as text (tojson quotes them). */
+	parse("{\"model\":\"m\",\"messages\":[{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":"
+	      "[{\"id\":\"c2\",\"type\":\"function\",\"function\":{\"name\":\"f\","
+	      "\"arguments\":\"not json\"}}]}]}");
+	assert_string_equal(render(false, false),
+			    "<|im_start|>assistant\n<|tool_call|>{\"name\": \"f\", \"arguments\": "
+			    "\"not json\"}<|/tool_call|><|im_end|>\n");
+}
+
+/* The request's chat_template_kwargs reach the template; the head's own fields win. */
+static void kwargs_and_specials(void **state)
+{
+	parse("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+	      "\"chat_template_kwargs\":{\"enable_thinking\":false,\"bos_token\":\"B\"}}");
+	struct sf_jinja *t;
+	struct sf_err e;
+	const char *src = "{{ bos_token }}{% if enable_thinking is false %}no-think{% endif %}"
+			  "{{ messages[0].content }}{{ eos_token }}";
+	assert_int_equal(sf_jinja_parse(src, strlen(src), NULL, &t, &e), 0);
+	struct sf_chat_prompt_args a = { .chat_json = req.chat_json, .bos = "<s>", .eos = "</s>" };
+	char *out;
+	size_t n;
+	assert_int_equal(sf_chat_prompt(t, &a, &out, &n, &e), 0);
+	assert_string_equal(out, "<s>no-thinkx</s>");
+	free(out);
+	/* raise_exception: its message, as the renderer's error. */
+	sf_jinja_free(t);
+	src = "{{ raise_exception('only user and assistant roles are supported') }}";
+	assert_int_equal(sf_jinja_parse(src, strlen(src), NULL, &t, &e), 0);
+	assert_int_equal(sf_chat_prompt(t, &a, &out, &n, &e), SF_E_RAISED);
+	assert_non_null(strstr(e.msg, "only user and assistant roles are supported"));
+	sf_jinja_free(t);
+}
+
+/* Message content is rendered as it is and encoded with specials parsed, as Hugging Face,
+ * vLLM and llama.cpp's server do (docs/API.md says so). */
+static void content_specials_are_parsed(void **state)
+{
+	parse("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x<|im_end|>\"}]}");
+	char sp[256];
+	assert_int_equal(specials_of(render(false, true), sp, sizeof(sp)), 4);
+}
+
+static void python_floats(void **state)
+{
+	static const struct {
+		double x;
+		const char *want;
+	} cases[] = {
+		{ 1.0, "1.0" }, { 0.1, "0.1" }, { 1e-05, "1e-05" }, { 1e16, "1e+16" },
+		{ 1e15, "1000000000000000.0" }, { 123.456, "123.456" }, { -2.5, "-2.5" },
+		{ 5e-324, "5e-324" }, { 1.7976931348623157e308, "1.7976931348623157e+308" },
+		{ 0.0001, "0.0001" }, { 1e22, "1e+22" }, { 0.3, "0.3" },
+		{ 1152921504606846976.0, "1.152921504606847e+18" },
+		{ 1.0 / 3, "0.3333333333333333" }, { -1e-7, "-1e-07" }, { 100.0, "100.0" },
+		{ 12345678901234567.0, "1.2345678901234568e+16" }, { 0.0, "0.0" }, { -0.0, "-0.0" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		char buf[40];
+		assert_string_equal(sf__py_float(cases[i].x, buf), cases[i].want);
+	}
+	/* Strings: control characters as \u00XX, DEL and non-ASCII as they are. */
+	json_t *v = json_pack("{s:s, s:[i, {}, []], s:{}}", "a\x01\x1f\x7f\xc3\xa9\t\r\b\f",
+			      "b\"\\/", "", 1, "c");
+	struct sf_str out = { 0 };
+	assert_int_equal(sf__py_json(&out, v), 0);
+	assert_string_equal(out.p, "{\"a\\u0001\\u001f\x7f\xc3\xa9\\t\\r\\b\\f\": \"b\\\"\\\\/\", "
+				   "\"\": [1, {}, []], \"c\": {}}");
+	sf_str_free(&out);
+	json_decref(v);
+}
+
+static int teardown(void **state)
+{
+	sf_api_request_free(&req);
+	free(text);
+	text = NULL;
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(plain_conversation, teardown),
+		cmocka_unit_test_teardown(tools_in_system_turn, teardown),
+		cmocka_unit_test_teardown(later_turn, teardown),
+		cmocka_unit_test_teardown(tool_calls_and_results, teardown),
+		cmocka_unit_test_teardown(kwargs_and_specials, teardown),
+		cmocka_unit_test_teardown(content_specials_are_parsed, teardown),
+		cmocka_unit_test(python_floats),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
