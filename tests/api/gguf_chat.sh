@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Chat with real models' own templates: random-weight GGUF files carrying Qwen2.5's and Llama
+# 3.2's chat templates (llama.cpp's models/templates, by superfluid model make --chat-template),
+# one node each behind a head. The official openai npm client's chat with tools
+# (tests/chat/conversations/tools.json) at temperature 0 reaches the node as exactly the
+# tokens of python3-jinja2's rendering (tests/chat/hf_render.py, as apply_chat_template)
+# encoded by llama.cpp (llama-ref tokenize --specials): usage.prompt_tokens is their count and
+# the reply is the engine's own greedy continuation of them (superfluid model run --tokens).
+# A named session's second turn appends the template's close of the reply and the new turn
+# after the reply's tokens. A template's raise_exception is a 400 with its message.
+# Usage: gguf_chat.sh NODED HEADD CLI SOURCE_DIR NPM_DIR   (exit 77: no llama.cpp; KEEP=DIR)
+set -uo pipefail
+noded=$1 headd=$2 cli=$3 src=$4 npm_dir=$5
+. "$(dirname "$0")/lib.sh"
+unset SUPERFLUID_HEAD SUPERFLUID_API_KEY
+gguf_vocab "$src"
+vars=$("$src/scripts/llama-ref-fetch") && eval "$vars"
+python3 -c 'import jinja2' 2>/dev/null || { echo "FAIL python3-jinja2 is missing (scripts/install-deps)"; exit 1; }
+if [ ! -f "$npm_dir/node_modules/openai/package.json" ]; then
+	mkdir -p "$npm_dir"
+	npm install --prefix "$npm_dir" --no-audit --no-fund --loglevel=error "openai@^4" >"$work/npm.log" 2>&1 ||
+		{ echo "FAIL npm install openai"; sed 's/^/     | /' "$work/npm.log"; exit 1; }
+fi
+cp "$src/tests/api/chat_client.mjs" "$npm_dir/chat_client.mjs"
+tmpl_dir=$LLAMA_SRC/models/templates
+conv=$src/tests/chat/conversations/tools.json
+N=12
+
+# render VOCAB_FILE TEMPLATE REQUEST OUT: python3-jinja2's rendering of REQUEST's conversation
+# (the context the head makes: tools/documents None when absent, the vocabulary's BOS/EOS
+# text) in OUT.txt and llama.cpp's tokens of it (specials parsed, no BOS added) in OUT.ids.
+render() {
+	python3 - "$1" "$3" >"$work/ctx.json" <<'PY' || return 1
+import json, sys
+req = json.load(open(sys.argv[2]))
+# The vocabulary's BOS and EOS texts, read from the GGUF file's tokenizer pairs.
+import struct
+def gguf_tokens(path):
+    d = open(path, "rb").read()
+    n_t, n_kv = struct.unpack_from("<QQ", d, 8)
+    p = 24
+    def s():
+        nonlocal p
+        (n,) = struct.unpack_from("<Q", d, p); p += 8
+        v = d[p:p + n].decode("utf-8", "replace"); p += n; return v
+    sizes = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+    def val(t):
+        nonlocal p
+        if t == 8: return s()
+        if t == 9:
+            (et, n) = struct.unpack_from("<IQ", d, p); p += 12
+            return [val(et) for _ in range(n)]
+        fmt = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<B", 10: "<Q", 11: "<q", 12: "<d"}[t]
+        (v,) = struct.unpack_from(fmt, d, p); p += sizes[t]; return v
+    kv = {}
+    for _ in range(n_kv):
+        k = s(); (t,) = struct.unpack_from("<I", d, p); p += 4
+        kv[k] = val(t)
+    return kv
+kv = gguf_tokens(sys.argv[1])
+toks = kv["tokenizer.ggml.tokens"]
+bos = toks[kv["tokenizer.ggml.bos_token_id"]] if "tokenizer.ggml.bos_token_id" in kv else ""
+eos = toks[kv["tokenizer.ggml.eos_token_id"]] if "tokenizer.ggml.eos_token_id" in kv else ""
+ctx = dict(req.get("chat_template_kwargs", {}))
+ctx.update({"messages": req["messages"], "tools": req.get("tools"), "documents": None,
+            "add_generation_prompt": True, "bos_token": bos, "eos_token": eos})
+print(json.dumps(ctx))
+PY
+	python3 "$src/tests/chat/hf_render.py" render "$2" "$work/ctx.json" >"$4.txt" 2>"$work/render.err" ||
+		return 1
+	"$LLAMA_REF" tokenize "$1" --specials <"$4.txt" >"$4.ids" 2>"$work/render.err"
+}
+# chat REQUEST MODEL: the openai client's answer in $work/out.
+chat() { node "$npm_dir/chat_client.mjs" "$base/v1" "$2" "$1" >"$work/out" 2>"$work/client.err"; }
+
+export SF_JINJA_NOW=$(date +%s) # strftime_now: the day the head renders in too
+for fam in qwen2.5 llama-3.2; do
+	case $fam in
+	qwen2.5) vocab=qwen2 shape=test-qwen2 tmpl=$tmpl_dir/Qwen-Qwen2.5-7B-Instruct.jinja ;;
+	llama-3.2) vocab=llama-bpe shape=test-llama tmpl=$tmpl_dir/meta-llama-Llama-3.2-3B-Instruct.jinja ;;
+	esac
+	V=$LLAMA_SRC/models/ggml-vocab-$vocab.gguf M=$work/$fam.gguf
+	gguf_make "$M" "$vocab" "$shape" q8_0 --chat-template "$tmpl"
+	model=random-$shape-q8_0
+	start_gguf_node "n-$fam" "$M" --threads 1 && p=$port
+	start_head "head-$fam" "127.0.0.1:$p"
+	base="http://127.0.0.1:$hport"
+	nodes_up 1
+
+	# Turn 1: the conversation with tools, greedy.
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d.pop("add_generation_prompt",None); d.update(temperature=0, max_tokens=int(sys.argv[2])); print(json.dumps(d))' \
+		"$conv" "$N" >"$work/req1.json"
+	render "$V" "$tmpl" "$work/req1.json" "$work/p1" ||
+		{ fail "$fam: python3-jinja2 or llama-ref could not render: $(tail -1 "$work/render.err")"; continue; }
+	ids=$(cat "$work/p1.ids")
+	engine_says "$work/want" "$M" --tokens "$ids" --n "$N"
+	chat "$work/req1.json" "$model"
+	r=0
+	[ "$(j "$work/out" 'd["usage"]["prompt_tokens"]')" = "$(wc -w <"$work/p1.ids")" ] || r=1
+	check "$fam: the openai client's chat with tools reaches the node as the $(wc -w <"$work/p1.ids") tokens of jinja2's rendering" $r
+	jw "$work/got" "$work/out" 'd["choices"][0]["message"]["content"] or ""'
+	r=0; cmp -s "$work/got" "$work/want" || r=1
+	check "  ... its reply is the engine's greedy continuation of those tokens" $r
+
+	# Turn 2 of a named session: the reply's tokens, then the template's close and the new turn.
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(json.dumps({"messages": d["messages"], "tools": d["tools"], "temperature": 0, "max_tokens": int(sys.argv[2]), "session": "s-'"$fam"'"}))' \
+		"$work/req1.json" "$N" >"$work/s1.json"
+	chat "$work/s1.json" "$model"
+	reply_ids=$(SF_MODEL_QUIET=1 "$cli" model run "$M" --threads 1 --tokens "$ids" --n "$N" --ids |
+		tr -s ' \n' '\n\n' | tail -n "$N" | tr '\n' ' ') # the prompt's ids come first
+	echo '{"messages": [{"role": "user", "content": "And in Rome?"}], "temperature": 0, "max_tokens": '"$N"', "session": "s-'"$fam"'"}' >"$work/s2.json"
+	# What the template writes after a past reply: its close, then the new turn.
+	python3 - "$work/req1.json" >"$work/req2full.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["messages"] = [{"role": "user", "content": "sf-u"}, {"role": "assistant", "content": "sf-r"},
+                 {"role": "user", "content": "And in Rome?"}]
+d.pop("tools", None)  # as the second turn's request: no tools
+print(json.dumps(d))
+PY
+	render "$V" "$tmpl" "$work/req2full.json" "$work/p2" ||
+		{ fail "$fam: turn 2 could not be rendered: $(tail -1 "$work/render.err")"; continue; }
+	python3 -c 'import sys; t=open(sys.argv[1]).read(); sys.stdout.write(t[t.index("sf-r")+4:])' "$work/p2.txt" >"$work/delta.txt"
+	delta_ids=$("$LLAMA_REF" tokenize "$V" --specials <"$work/delta.txt")
+	all="$ids $reply_ids $delta_ids"
+	engine_says "$work/want" "$M" --tokens "$all" --n "$N"
+	chat "$work/s2.json" "$model"
+	r=0
+	[ "$(j "$work/out" 'd["usage"]["prompt_tokens"]')" = "$(wc -w <<<"$all")" ] || r=1
+	jw "$work/got" "$work/out" 'd["choices"][0]["message"]["content"] or ""'
+	cmp -s "$work/got" "$work/want" || r=1
+	check "$fam: a named session's second turn is the reply's tokens, the template's close and the new turn ($(wc -w <<<"$all") tokens), continued greedily" $r
+done
+
+# The Llama 3.2 template refuses two tool calls in one message: 400 with its message.
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); c={"id":"c1","type":"function","function":{"name":"add","arguments":"{\"a\": 1, \"b\": 2}"}}; d["messages"].append({"role":"assistant","content":"","tool_calls":[c, dict(c, id="c2")]}); d.pop("add_generation_prompt",None); d["max_tokens"]=4; print(json.dumps(d))' "$conv" >"$work/two.json"
+chat "$work/two.json" random-test-llama-q8_0
+r=0
+[ "$(j "$work/out" 'd["status"], d["error"]["code"]')" = "(400, 'template_error')" ] || r=1
+grep -q "single tool-calls" "$work/out" || r=1
+check "llama-3.2: a conversation its template refuses is a 400 template_error with the template's message" $r
+echo "$passes passed, $fails failed"
+[ "$fails" = 0 ]
