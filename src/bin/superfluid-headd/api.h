@@ -201,6 +201,12 @@ struct headd_api {
  * gives), as text to encode with specials parsed; a named session's later turn: what it adds
  * after the session's reply. 0, or -1 with e set (400 what the template refused). */
 int headd_chat_render(struct headd_req *q, char **text, size_t *len, struct sf_api_error *e);
+/* The end-of-turn token of the template src (the model's default when NULL is not wanted:
+ * pass its text): the special its rendering writes first after an assistant's reply (ChatML's
+ * <|im_end|>, Llama 3's <|eot_id|>, Mistral's </s>), or SF_TOKEN_NONE. */
+uint32_t headd_chat_end_turn(struct headd *d, const struct sf_head_tokenizer *t, const char *src);
+/* That of the template q renders with (a completion: the model's default). */
+uint32_t headd_req_end_turn(struct headd_req *q);
 /* Sets q's decoder to read the reply in the format headd_chat_render found (nothing for a
  * template with no tool-call or reasoning markup of a known family). 0, or -1 with e set. */
 int headd_chat_out(struct headd_req *q, struct sf_api_error *e);

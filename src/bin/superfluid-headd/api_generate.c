@@ -27,18 +27,25 @@ static bool vocab_special(void *arg, uint32_t t)
 	return sf_tokenizer_is_special(arg, t);
 }
 
+/* The end of turn comes from the template (headd_req_end_turn); the marker tokens are the
+ * simulated engine's tool-call and reasoning format, looked for only in a vocabulary whose
+ * default template writes them. */
 void headd_gen_vocab(struct sf_out_vocab *v, const struct sf_head_tokenizer *t)
 {
+	const char *tmpl = sf_tokenizer_template(t, "tool_use");
+	if (!tmpl)
+		tmpl = sf_tokenizer_template(t, NULL);
+	bool calls = tmpl && strstr(tmpl, "<|tool_call|>"), think = tmpl && strstr(tmpl, "<|think|>");
 	*v = (struct sf_out_vocab){
 		.arg = (void *)t,
 		.bytes = vocab_bytes,
 		.is_special = vocab_special,
 		.eos = sf_tokenizer_eos(t),
-		.end_turn = sf_tokenizer_special(t, "<|im_end|>"),
-		.tool_open = sf_tokenizer_special(t, "<|tool_call|>"),
-		.tool_close = sf_tokenizer_special(t, "<|/tool_call|>"),
-		.think_open = sf_tokenizer_special(t, "<|think|>"),
-		.think_close = sf_tokenizer_special(t, "<|/think|>"),
+		.end_turn = SF_OUT_NONE,
+		.tool_open = calls ? sf_tokenizer_special(t, "<|tool_call|>") : SF_OUT_NONE,
+		.tool_close = calls ? sf_tokenizer_special(t, "<|/tool_call|>") : SF_OUT_NONE,
+		.think_open = think ? sf_tokenizer_special(t, "<|think|>") : SF_OUT_NONE,
+		.think_close = think ? sf_tokenizer_special(t, "<|/think|>") : SF_OUT_NONE,
 	};
 }
 
@@ -364,6 +371,7 @@ static int start_choices(struct headd_req *q)
 		c->tok_model = q->tok_model;
 		c->streaming = q->streaming;
 		headd_gen_vocab(&c->vocab, c->tok);
+		c->vocab.end_turn = q->vocab.end_turn;
 		c->out_seed = headd_gen_rand(d);
 		sf_out_init(&c->out, &c->vocab, c->r.kind == SF_API_CHAT,
 			    (const char *const *)c->r.stop, c->r.n_stop, c->r.tools, c->r.n_tools,
@@ -477,6 +485,7 @@ void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct s
 		return;
 	}
 	headd_gen_vocab(&q->vocab, q->tok);
+	q->vocab.end_turn = headd_req_end_turn(q);
 	q->out_seed = headd_gen_rand(d);
 	sf_out_init(&q->out, &q->vocab, kind == SF_API_CHAT, (const char *const *)q->r.stop,
 		    q->r.n_stop, q->r.tools, q->r.n_tools, q->out_seed);

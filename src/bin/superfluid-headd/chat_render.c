@@ -120,3 +120,45 @@ int headd_chat_out(struct headd_req *q, struct sf_api_error *e)
 		return sf_api_fail(e, 500, "server_error", NULL, NULL, "the head is out of memory");
 	return 0;
 }
+
+uint32_t headd_chat_end_turn(struct headd *d, const struct sf_head_tokenizer *t, const char *src)
+{
+	if (!t || !src)
+		return SF_TOKEN_NONE;
+	struct sf_err err;
+	if (!d->api.templates && !(d->api.templates = sf_chat_templates_new()))
+		return SF_TOKEN_NONE;
+	const struct sf_jinja *tmpl = sf_chat_templates_get(d->api.templates, src, strlen(src), &err);
+	char bos[256], eos[256];
+	struct sf_chat_prompt_args a = {
+		.chat_json = "{\"messages\":[]}",
+		.bos = token_text(t, sf_tokenizer_bos(t), bos, sizeof(bos)),
+		.eos = token_text(t, sf_tokenizer_eos(t), eos, sizeof(eos)),
+		.later = true,
+		.now = (int64_t)time(NULL),
+	};
+	char *close = NULL;
+	size_t n = 0;
+	if (!tmpl || sf_chat_prompt(tmpl, &a, &close, &n, &err))
+		return SF_TOKEN_NONE;
+	/* The longest special the close starts with. */
+	uint32_t id = SF_TOKEN_NONE;
+	char buf[65];
+	for (size_t k = 1; k <= n && k < sizeof(buf); k++) {
+		memcpy(buf, close, k);
+		buf[k] = 0;
+		uint32_t s = sf_tokenizer_special(t, buf);
+		if (s != SF_TOKEN_NONE)
+			id = s;
+	}
+	free(close);
+	return id;
+}
+
+uint32_t headd_req_end_turn(struct headd_req *q)
+{
+	struct sf_api_error e;
+	const char *src = q->r.kind == SF_API_CHAT ? template_of(q, &e)
+						   : sf_tokenizer_template(q->tok, NULL);
+	return headd_chat_end_turn(q->d, q->tok, src);
+}

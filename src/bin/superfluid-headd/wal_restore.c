@@ -81,7 +81,7 @@ static void named_reply(struct headd *d, struct headd_named *n, const struct sf_
 	uint32_t k = g->n_tokens;
 	const struct sf_head_tokenizer *t = sf_tok_client_tokenizer(d->api.tok, n->model);
 	if (k && t && (g->tokens[k - 1] == sf_tokenizer_eos(t) ||
-		       g->tokens[k - 1] == sf_tokenizer_special(t, "<|im_end|>")))
+		       g->tokens[k - 1] == headd_chat_end_turn(d, t, sf_tokenizer_template(t, NULL))))
 		k--;
 	uint32_t base = s->n_content;
 	uint32_t *all = malloc(((size_t)base + k + 1) * sizeof(uint32_t));
