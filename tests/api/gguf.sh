@@ -3,10 +3,10 @@
 # made here with llama.cpp's qwen2 vocabulary) and a superfluid-headd on loopback. Completions,
 # greedy and seeded, whole and streamed, through HTTP and the CLI, equal what the engine
 # computes here alone (superfluid model run), text and token counts; n = 2 choices are the
-# engine's at seed + i; requests land on both nodes; a chat runs (the head renders ChatML
-# today; the check says which rendering the reply is the engine's for). A llama
-# (SentencePiece vocabulary: a chat on it is answered, how is told) and a qwen3 model as well,
-# greedy and seeded.
+# engine's at seed + i; requests land on both nodes; a chat is the engine's reply to the
+# model's own template (the vocabulary file's). A llama (SentencePiece vocabulary, no template:
+# a chat is a 400 no_chat_template, or answered with chat_template given) and a qwen3 model as
+# well, greedy and seeded.
 # Usage: gguf.sh NODED HEADD CLI SOURCE_DIR   (exit 77: no llama.cpp vocabulary; KEEP=DIR)
 set -uo pipefail
 noded=$1 headd=$2 cli=$3 src=$4
@@ -110,15 +110,9 @@ req POST /v1/chat/completions "{\"model\":\"$model\",\"messages\":[{\"role\":\"u
 jw "$work/got" "$work/out" 'd["choices"][0]["message"]["content"]'
 chatml=$'<|im_start|>user\nTell me about the fleet.<|im_end|>\n<|im_start|>assistant\n'
 own=$'<|im_start|>system\nYou are a helpful assistant<|im_end|>\n'$chatml # the vocabulary's template
-engine_says "$work/want" "$M" --prompt "$chatml" --n 24
-if cmp -s "$work/got" "$work/want"; then
-	rendered="plain ChatML (not the model's own template, whose default system turn it lacks)"
-else
-	engine_says "$work/want" "$M" --prompt "$own" --n 24
-	cmp -s "$work/got" "$work/want" && rendered="the model's own template"
-fi
-r=0; [ "$status" = 200 ] && [ -n "${rendered:-}" ] || { r=1; rendered="neither ChatML nor the template of the model"; }
-check "a chat reply is the engine's greedy reply to $rendered" $r
+engine_says "$work/want" "$M" --prompt "$own" --n 24
+r=0; [ "$status" = 200 ] && cmp -s "$work/got" "$work/want" || r=1
+check "a chat reply is the engine's greedy reply to the model's own template (its default system turn first)" $r
 
 # ---- a llama with SentencePiece's vocabulary, and a qwen3 ----
 for arch in "llama-spm test-llama q4_k_m" "qwen2 test-qwen3 q5_0"; do
@@ -137,13 +131,13 @@ for arch in "llama-spm test-llama q4_k_m" "qwen2 test-qwen3 q5_0"; do
 	"$cli" generate --head "$base" --model "$2" --stream --temperature 1 --seed 3 --max-tokens 24 'Once upon a time' >"$work/got" 2>"$work/err"
 	same "  ... seeded, through superfluid generate: the engine's draws" "$work/got"
 	if [ "$1" = llama-spm ]; then
-		# Its vocabulary has no <|im_start|>: a chat rendered as ChatML cannot be encoded
-		# (issue 22, the model's own template, is separate). Told, not judged; the head
-		# must answer and go on.
+		# Its vocabulary file carries no chat template: a chat is a 400 no_chat_template,
+		# and one giving its template in chat_template is answered.
 		req POST /v1/chat/completions "{\"model\":\"$2\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":8}"
-		said="HTTP $status $(j "$work/out" 'd.get("error", {}).get("code")'): $(j "$work/out" 'd.get("error", {}).get("message")' | head -c 150)"
-		req GET /health
-		check "  ... a chat on it is answered ($said) and the head goes on" "$([ "$status" = 200 ]; echo $?)"
+		r=0; [ "$status" = 400 ] && [ "$(j "$work/out" 'd["error"]["code"]')" = no_chat_template ] || r=1
+		req POST /v1/chat/completions "{\"model\":\"$2\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":8,\"chat_template\":\"{{ bos_token }}{% for m in messages %}[{{ m.role }}] {{ m.content }}\\\\n{% endfor %}[assistant] \"}"
+		[ "$status" = 200 ] && [ "$(j "$work/out" 'd["usage"]["prompt_tokens"] > 3')" = True ] || r=1
+		check "  ... a chat without a template is a 400 no_chat_template; with chat_template given, answered" $r
 	fi
 done
 

@@ -52,10 +52,11 @@ p2='The fleet of machines serves, one token at a time, a model: 1, 2, 3...'
 engine_says "$work/want" "$M" --prompt "$p2" --n 24
 run generate "${H[@]}" --model "$pmodel" --max-tokens 24 "$p2"
 same "another prompt through the pipeline: the engine's greedy text"
-engine_says "$work/want" "$M" --prompt $'<|im_start|>user\nTell me about the fleet.<|im_end|>\n<|im_start|>assistant\n' --n 24
+# The vocabulary's own template (Qwen2's: a default system turn first), as the head renders it.
+engine_says "$work/want" "$M" --prompt $'<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nTell me about the fleet.<|im_end|>\n<|im_start|>assistant\n' --n 24
 req POST /v1/chat/completions "{\"model\":\"$pmodel\",\"messages\":[{\"role\":\"user\",\"content\":\"Tell me about the fleet.\"}],\"max_tokens\":24}"
 jw "$work/got" "$work/out" 'd["choices"][0]["message"]["content"]'
-same "a chat reply through the pipeline: the engine's greedy reply to the ChatML prompt"
+same "a chat reply through the pipeline: the engine's greedy reply to the model's own template"
 
 # Stage 2 stopped before the request: its first step waits; killed with the step in flight,
 # then started again on its port: the head dials it again and asks the step again.
