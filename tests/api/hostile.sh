@@ -12,7 +12,7 @@ shift 3
 . "$(dirname "$0")/lib.sh"
 raw="$(dirname "$0")/hostile_client.py"
 parts=("$@")
-[ ${#parts[@]} = 0 ] && parts=(ids owners statuses halfclose authfirst timeouts handshakes)
+[ ${#parts[@]} = 0 ] && parts=(ids owners statuses halfclose authfirst timeouts handshakes files)
 
 # still_chats LABEL [curl options]: a normal chat is answered with the engine's reply.
 still_chats() {
@@ -344,6 +344,28 @@ part_handshakes() {
 	check "handshakes: a head refused by a full node is told the node was busy, not to check --fleet-auth" "$([ $r = 0 ] && ! grep -q 'check that --fleet-auth' "$work/second.err"; echo $?)"
 	stop_head
 	hpid=$first; stop_head
+}
+
+# ---- 8: smaller things ----
+# refused_at_start LABEL TEXT PROGRAM ARGS...: the program exits 1 (a configuration systemd
+# does not restart for) within 10 s and its log says TEXT (before a fix it may serve on: the
+# timeout ends it, and the check fails).
+refused_at_start() {
+	local label=$1 text=$2
+	shift 2
+	timeout 10 "$@" 2>"$work/refused.err" >/dev/null
+	local rc=$?
+	check "$label (exit $rc)" "$([ "$rc" = 1 ] && grep -qF -- "$text" "$work/refused.err"; echo $?)"
+	[ "$rc" = 1 ] || sed 's/^/     | /' "$work/refused.err" | head -5
+}
+# Files of secrets: an --api-keys file others may read is refused as a token file is.
+part_files() {
+	printf 'sk-open-key-%s\n' "$RANDOM$RANDOM" >"$work/keys-open"
+	chmod 644 "$work/keys-open"
+	refused_at_start "files: an --api-keys file others may read is refused at start" \
+		"--api-keys: keys file $work/keys-open may be read by others (mode 0644); run chmod 600" \
+		"$headd" --fleet "127.0.0.1:$p1" --admin-socket "$work/files.sock" --listen-http 127.0.0.1:0 \
+		--api-keys "$work/keys-open"
 }
 
 start_node n1 && p1=$port
