@@ -16,8 +16,8 @@ int sf_secret_file_check(int fd, const char *path, const char *what, struct sf_e
 	__attribute__((warn_unused_result));
 
 /* Reads the token in path into out (SF_TOKEN_MAX bytes), without one trailing newline, and
- * sets *len. Refuses a file that group or others may read, an empty one, and one over
- * SF_TOKEN_MAX bytes, with a sentence saying what to fix. Returns 0 or a negative sf_code. */
+ * sets *len. Refuses a file that group or others may read, an empty one, one of blanks only,
+ * and one over SF_TOKEN_MAX bytes, with a sentence saying what to fix. Returns 0 or a negative sf_code. */
 int sf_token_file_read(const char *path, uint8_t *out, size_t *len, struct sf_err *err)
 	__attribute__((warn_unused_result));
 

@@ -58,6 +58,14 @@ int sf_token_file_read(const char *path, uint8_t *out, size_t *len, struct sf_er
 		rc = sf_err_set(err, SF_E_AUTH, "token file %s is empty", path);
 		goto out;
 	}
+	size_t blanks = 0;
+	while (blanks < n && memchr(" \t\r\n\v\f", out[blanks], 6))
+		blanks++;
+	if (blanks == n) {
+		rc = sf_err_set(err, SF_E_AUTH, "token file %s holds only blanks; write a generated "
+				"token into it (e.g. umask 077; openssl rand -hex 32 > %s)", path, path);
+		goto out;
+	}
 	*len = n;
 out:
 	if (rc)

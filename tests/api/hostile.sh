@@ -358,7 +358,8 @@ refused_at_start() {
 	check "$label (exit $rc)" "$([ "$rc" = 1 ] && grep -qF -- "$text" "$work/refused.err"; echo $?)"
 	[ "$rc" = 1 ] || sed 's/^/     | /' "$work/refused.err" | head -5
 }
-# Files of secrets: an --api-keys file others may read is refused as a token file is.
+# Files of secrets: an --api-keys file others may read is refused as a token file is; a
+# token of blanks only is refused.
 part_files() {
 	printf 'sk-open-key-%s\n' "$RANDOM$RANDOM" >"$work/keys-open"
 	chmod 644 "$work/keys-open"
@@ -366,6 +367,15 @@ part_files() {
 		"--api-keys: keys file $work/keys-open may be read by others (mode 0644); run chmod 600" \
 		"$headd" --fleet "127.0.0.1:$p1" --admin-socket "$work/files.sock" --listen-http 127.0.0.1:0 \
 		--api-keys "$work/keys-open"
+	# A fleet token of blanks only is no secret: refused by the node and the head.
+	(umask 077; printf '   \n' >"$work/blank.token")
+	refused_at_start "files: a node's --auth-file of blanks only is refused at start" \
+		"token file $work/blank.token holds only blanks" \
+		"$noded" --listen 127.0.0.1:0 --blob-dir "$work/blobs-blank" --auth-file "$work/blank.token"
+	refused_at_start "files: a head's --fleet-auth of blanks only is refused at start" \
+		"token file $work/blank.token holds only blanks" \
+		"$headd" --fleet "127.0.0.1:$p1" --admin-socket "$work/files.sock" --listen-http 127.0.0.1:0 \
+		--fleet-auth "$work/blank.token"
 }
 
 start_node n1 && p1=$port
