@@ -184,9 +184,26 @@ static void finish_headers(struct sf_http_conn *c)
 
 static void fill_request(struct sf_http_conn *c, bool with_body);
 
+/* HTTP/1.x only (a later 1.x is taken as 1.1, RFC 9112 2.3). http_parser reads a request line
+ * without a version as HTTP/0.9's. */
+static int check_version(struct sf_http_conn *c, const http_parser *p)
+{
+	if (p->http_major == 1)
+		return 0;
+	if (p->http_major == 0 && p->http_minor == 9)
+		return refuse(c, 400, "the request line has no HTTP version (HTTP/0.9 is not "
+			      "served); end it with HTTP/1.1");
+	char m[128];
+	snprintf(m, sizeof(m), "HTTP/%u.%u is not served: this server speaks HTTP/1.1 (and 1.0)",
+		 p->http_major, p->http_minor);
+	return refuse(c, 505, m);
+}
+
 static int on_headers_complete(http_parser *p)
 {
 	struct sf_http_conn *c = conn_of(p);
+	if (check_version(c, p))
+		return -1;
 	if (!c->hdrs.p && add(&c->hdrs, "", 0, SIZE_MAX))
 		return refuse(c, 500, "out of memory");
 	if (!c->url.p && add(&c->url, "", 0, SIZE_MAX))

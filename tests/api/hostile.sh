@@ -12,7 +12,7 @@ shift 3
 . "$(dirname "$0")/lib.sh"
 raw="$(dirname "$0")/hostile_client.py"
 parts=("$@")
-[ ${#parts[@]} = 0 ] && parts=(ids owners statuses halfclose authfirst timeouts handshakes files)
+[ ${#parts[@]} = 0 ] && parts=(ids owners statuses halfclose authfirst timeouts handshakes files framing)
 
 # still_chats LABEL [curl options]: a normal chat is answered with the engine's reply.
 still_chats() {
@@ -376,6 +376,23 @@ part_files() {
 		"token file $work/blank.token holds only blanks" \
 		"$headd" --fleet "127.0.0.1:$p1" --admin-socket "$work/files.sock" --listen-http 127.0.0.1:0 \
 		--fleet-auth "$work/blank.token"
+}
+
+# raw_is LABEL STATUS REQUEST: the raw request (python escapes: \r\n) is answered STATUS.
+raw_is() {
+	python3 "$raw" raw "$hport" "$3" >"$work/raw.out"
+	local got; got=$(head -1 "$work/raw.out")
+	check "$1 (got $got)" "$([ "$got" = "$2" ]; echo $?)"
+}
+# Request lines and bodies whose framing is not HTTP/1.1's, or is ambiguous, are refused.
+part_framing() {
+	start_head framing "127.0.0.1:$p1" && base="http://127.0.0.1:$hport" && wait_health
+	raw_is "framing: HTTP/9.9 is a 505" 505 'GET /health HTTP/9.9\r\nHost: x\r\n\r\n'
+	grep -q 'HTTP/9.9 is not served' "$work/raw.out"
+	check "framing: ... saying HTTP/9.9 is not served" $?
+	raw_is "framing: a request line without a version is a 400" 400 'GET /health\r\nHost: x\r\n\r\n'
+	still_chats framing
+	stop_head
 }
 
 start_node n1 && p1=$port

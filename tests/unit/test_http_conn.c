@@ -234,6 +234,40 @@ static void bad_request_line(void **state)
 	sf_http_conn_free(c);
 }
 
+/* Only HTTP/1.x is served: another major version is a 505, a request line without a version
+ * (HTTP/0.9's) a 400, each before the owner sees the request. */
+static void versions(void **state)
+{
+	static const struct {
+		const char *req, *status, *says;
+	} cases[] = {
+		{ "GET /health HTTP/9.9\r\nHost: x\r\n\r\n", "HTTP/1.1 505 HTTP Version Not Supported\r\n",
+		  "HTTP/9.9" },
+		{ "GET /health HTTP/2.0\r\nHost: x\r\n\r\n", "HTTP/1.1 505 HTTP Version Not Supported\r\n",
+		  "HTTP/2.0" },
+		{ "GET /health HTTP/0.5\r\n\r\n", "HTTP/1.1 505 HTTP Version Not Supported\r\n",
+		  "HTTP/0.5" },
+		{ "GET /health\r\nHost: x\r\n\r\n", "HTTP/1.1 400 Bad Request\r\n", "no HTTP version" },
+		{ "GET /health\r\n\r\n", "HTTP/1.1 400 Bad Request\r\n", "no HTTP version" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct rec x;
+		struct sf_http_conn *c = conn(&x, 100);
+		feed(c, cases[i].req);
+		assert_int_equal(x.n_req, 0);
+		if (strncmp(x.out, cases[i].status, strlen(cases[i].status)) ||
+		    !strstr(x.out, cases[i].says))
+			fail_msg("%s -> %s", cases[i].req, x.out);
+		assert_true(sf_http_conn_should_close(c));
+		sf_http_conn_free(c);
+	}
+	struct rec x; /* a later 1.x is taken as 1.1 (RFC 9112 2.3) */
+	struct sf_http_conn *c = conn(&x, 100);
+	feed(c, "GET / HTTP/1.2\r\n\r\n");
+	assert_int_equal(x.n_req, 1);
+	sf_http_conn_free(c);
+}
+
 static void stream_bytes(void **state)
 {
 	struct rec x;
@@ -400,6 +434,7 @@ int main(void)
 		cmocka_unit_test(connection_close_and_http10),
 		cmocka_unit_test(limits),
 		cmocka_unit_test(bad_request_line),
+		cmocka_unit_test(versions),
 		cmocka_unit_test(stream_bytes),
 		cmocka_unit_test(head_and_expect),
 		cmocka_unit_test(write_failure_closes),
