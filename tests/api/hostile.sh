@@ -391,6 +391,26 @@ part_framing() {
 	grep -q 'HTTP/9.9 is not served' "$work/raw.out"
 	check "framing: ... saying HTTP/9.9 is not served" $?
 	raw_is "framing: a request line without a version is a 400" 400 'GET /health\r\nHost: x\r\n\r\n'
+	# A body a proxy taking the first Transfer-Encoding would not see as one: a request
+	# smuggled past it (before: the head read each of these chunked and answered 200).
+	local json='{"model":"sim-1","prompt":"a","max_tokens":2}'
+	local body; body=$(printf '%x' ${#json})"\\r\\n$json\\r\\n0\\r\\n\\r\\n"
+	raw_is "framing: Transfer-Encoding identity then chunked is a 400" 400 \
+		"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\nTransfer-Encoding: chunked\r\n\r\n$body"
+	grep -q 'Transfer-Encoding is given 2 times' "$work/raw.out"
+	check "framing: ... saying it is given twice" $?
+	raw_is "framing: Transfer-Encoding chunked twice is a 400" 400 \
+		"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n$body"
+	raw_is "framing: Transfer-Encoding: identity, chunked is a 400" 400 \
+		"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity, chunked\r\n\r\n$body"
+	raw_is "framing: an HTTP/1.0 request with Transfer-Encoding is a 400" 400 \
+		"POST /v1/completions HTTP/1.0\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n$body"
+	raw_is "framing: TE: identity and TE: chunked is a 400" 400 \
+		"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTE: identity\r\nTE: chunked\r\nContent-Length: ${#json}\r\n\r\n$json"
+	# A body sent chunked, plainly, is served.
+	status=$(printf '{"model":"sim-1","prompt":"a","max_tokens":2}' | curl -sS -o "$work/out" -w '%{http_code}' \
+		-H 'Content-Type: application/json' -H 'Transfer-Encoding: chunked' --data-binary @- "$base/v1/completions")
+	check "framing: a chunked body is served ($status)" "$([ "$status" = 200 ]; echo $?)"
 	still_chats framing
 	stop_head
 }
