@@ -12,7 +12,7 @@ shift 3
 . "$(dirname "$0")/lib.sh"
 raw="$(dirname "$0")/hostile_client.py"
 parts=("$@")
-[ ${#parts[@]} = 0 ] && parts=(ids owners statuses halfclose authfirst timeouts handshakes files framing)
+[ ${#parts[@]} = 0 ] && parts=(ids owners statuses halfclose authfirst timeouts handshakes files framing plainhttps)
 
 # still_chats LABEL [curl options]: a normal chat is answered with the engine's reply.
 still_chats() {
@@ -412,6 +412,47 @@ part_framing() {
 		-H 'Content-Type: application/json' -H 'Transfer-Encoding: chunked' --data-binary @- "$base/v1/completions")
 	check "framing: a chunked body is served ($status)" "$([ "$status" = 200 ]; echo $?)"
 	still_chats framing
+	stop_head
+}
+
+# Plain HTTP sent to the HTTPS port: the client is told, and the head logs it at debug level
+# with the peer's address (a scanner's requests are no warning).
+part_plainhttps() {
+	if ! bash "$(dirname "$0")/../../scripts/make-test-cert" "$work/tls" >/dev/null 2>&1; then
+		[ "${CI:-}" = true ] && { fail "plainhttps: scripts/make-test-cert could not make a certificate"; return; }
+		echo "SKIP plainhttps: no test certificate (under CI=true this fails)"; return
+	fi
+	start_head plainhttps "127.0.0.1:$p1" --tls-cert "$work/tls/cert.pem" --tls-key "$work/tls/key.pem" \
+		--log-level debug && base="https://127.0.0.1:$hport"
+	python3 - "$hport" <<'PY' >"$work/plain.out"
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+print(s.getsockname()[1])
+s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+resp = b""
+try:
+    while True:
+        d = s.recv(4096)
+        if not d:
+            break
+        resp += d
+except (socket.timeout, ConnectionResetError):
+    pass
+print(resp.split(b"\r\n")[0].decode("latin-1"))
+print(resp.split(b"\r\n\r\n", 1)[-1].decode("latin-1").strip())
+PY
+	local lport; lport=$(sed -n 1p "$work/plain.out")
+	check "plainhttps: plain HTTP to the HTTPS port is answered 400 ($(sed -n 2p "$work/plain.out"))" \
+		"$([ "$(sed -n 2p "$work/plain.out")" = 'HTTP/1.1 400 Bad Request' ] && grep -q 'https://' "$work/plain.out"; echo $?)"
+	local line=
+	for _ in $(seq 40); do
+		line=$(grep -F "127.0.0.1:$lport" "$work/plainhttps.err") && break
+		sleep 0.05
+	done
+	check "plainhttps: ... and logged at debug level with the peer's address: $line" \
+		"$(echo "$line" | grep -q 'debug: .*127\.0\.0\.1:'"$lport"'.*plain HTTP'; echo $?)"
+	check "plainhttps: ... no warning for it" "$(! grep -q 'warning: .*HTTPS' "$work/plainhttps.err"; echo $?)"
+	still_chats plainhttps --cacert "$work/tls/cert.pem"
 	stop_head
 }
 
