@@ -12,7 +12,7 @@ shift 3
 . "$(dirname "$0")/lib.sh"
 raw="$(dirname "$0")/hostile_client.py"
 parts=("$@")
-[ ${#parts[@]} = 0 ] && parts=(ids owners statuses halfclose authfirst timeouts handshakes files framing plainhttps)
+[ ${#parts[@]} = 0 ] && parts=(ids owners statuses halfclose authfirst timeouts handshakes files framing plainhttps backlog)
 
 # still_chats LABEL [curl options]: a normal chat is answered with the engine's reply.
 still_chats() {
@@ -453,6 +453,22 @@ PY
 		"$(echo "$line" | grep -q 'debug: .*127\.0\.0\.1:'"$lport"'.*plain HTTP'; echo $?)"
 	check "plainhttps: ... no warning for it" "$(! grep -q 'warning: .*HTTPS' "$work/plainhttps.err"; echo $?)"
 	still_chats plainhttps --cacert "$work/tls/cert.pem"
+	stop_head
+}
+
+# The listen backlog follows net.core.somaxconn (ss shows a listener's as its Send-Q).
+part_backlog() {
+	if ! command -v ss >/dev/null; then
+		[ "${CI:-}" = true ] && { fail "backlog: no ss (iproute2; scripts/install-deps)"; return; }
+		echo "SKIP backlog: no ss (iproute2; under CI=true this fails)"; return
+	fi
+	local max; max=$(cat /proc/sys/net/core/somaxconn)
+	start_head backlog "127.0.0.1:$p1" --shards 2 && base="http://127.0.0.1:$hport" && wait_health
+	local qs; qs=$(ss -ltnH "sport = :$hport" | awk '{ print $3 }' | sort -u | tr '\n' ' ')
+	check "backlog: the head's listeners' backlog is somaxconn's $max: $qs" "$([ "$qs" = "$max " ]; echo $?)"
+	qs=$(ss -ltnH "sport = :$p1" | awk '{ print $3 }' | sort -u | tr '\n' ' ')
+	check "backlog: the node's too: $qs" "$([ "$qs" = "$max " ]; echo $?)"
+	still_chats backlog
 	stop_head
 }
 
