@@ -2,7 +2,9 @@
 # Hostile clients (issue 21), each the way it was found, on loopback against real daemons:
 # predictable ids, another key's sessions and generations, wrong statuses, half-closed
 # requests, bodies sent before the key is checked, connections that send nothing, a node's
-# port filled with handshakes that never finish. Each part starts its own head (and nodes)
+# port filled with handshakes that never finish; and smaller things: files of secrets others may
+# read or of blanks only, HTTP versions and ambiguous framing, plain HTTP to the HTTPS port,
+# the listen backlog. Each part starts its own head (and nodes)
 # and ends by checking that a normal chat is still answered; last, no daemon logged a
 # sanitizer line.
 # Usage: hostile.sh NODED HEADD SIM_EXPECT [PART...]   (KEEP=DIR keeps the work folder)
