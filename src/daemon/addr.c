@@ -1,14 +1,47 @@
 #include "daemon/addr.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+
+/* The listen backlog when net.core.somaxconn cannot be read: the kernel's default since 5.4. */
+#define BACKLOG_FALLBACK 4096
+
+int sfd_backlog_read(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return BACKLOG_FALLBACK;
+	char line[32];
+	char *end = NULL;
+	long v = fgets(line, sizeof(line), f) ? strtol(line, &end, 10) : 0;
+	fclose(f);
+	if (!end || end == line || (*end && *end != '\n') || v < 1 || v > INT_MAX)
+		return BACKLOG_FALLBACK;
+	return (int)v;
+}
+
+/* The kernel caps a backlog at somaxconn: asking for that much gets all it allows (read once;
+ * listeners are made at start). */
+static int backlog(void)
+{
+	static _Atomic int cached;
+	int v = atomic_load(&cached);
+	if (!v) {
+		v = sfd_backlog_read("/proc/sys/net/core/somaxconn");
+		atomic_store(&cached, v);
+	}
+	return v;
+}
 
 /* How long a listen waits for an address still held by a process that just ended. */
 #define LISTEN_RETRIES 60
@@ -76,7 +109,7 @@ int sfd_listen_socket(const char *addr, char *bound, size_t bound_len, char *why
 		nanosleep(&ts, NULL);
 		rc = bind(fd, (struct sockaddr *)&ss, len);
 	}
-	if (fd < 0 || rc < 0 || listen(fd, 512) < 0) {
+	if (fd < 0 || rc < 0 || listen(fd, backlog()) < 0) {
 		snprintf(why, why_len, "cannot listen on %s: %s", addr, strerror(errno));
 		if (fd >= 0)
 			close(fd);
@@ -111,7 +144,7 @@ int sfd_listen_group(const char *addr, unsigned n, int *fds, char *bound, size_t
 		int one = 1;
 		if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
 		    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) ||
-		    bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 512) < 0) {
+		    bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, backlog()) < 0) {
 			snprintf(why, why_len, "cannot listen on %s (socket %u of %u): %s", bound,
 				 i + 1, n, strerror(errno));
 			if (fd >= 0)

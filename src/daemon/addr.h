@@ -12,12 +12,16 @@
 int sfd_resolve(const char *addr, bool passive, struct sockaddr_storage *ss, socklen_t *len,
 		char *why, size_t why_len);
 
-/* A listening socket bound to addr; the port it got (for port 0) goes into bound as
+/* The listen backlog in the file at path (net.core.somaxconn's, which caps every backlog):
+ * its number, or 4096 when it cannot be read or holds no positive number. */
+int sfd_backlog_read(const char *path);
+
+/* A listening socket bound to addr, its backlog somaxconn's (read once); the port it got (for port 0) goes into bound as
  * HOST:PORT. Returns the fd, or -1 with a sentence in why. */
 int sfd_listen_socket(const char *addr, char *bound, size_t bound_len, char *why, size_t why_len);
 
 /* n listening sockets on one address (SO_REUSEPORT: the kernel spreads new connections over
- * them), one for each of n loops; the first binds addr (port 0: any), the rest its port.
+ * them), one for each of n loops, each with sfd_listen_socket's backlog; the first binds addr (port 0: any), the rest its port.
  * Refuses an address another socket already listens on, as sfd_listen_socket does.
  * Returns 0, or -1 with a sentence in why (nothing left open). */
 int sfd_listen_group(const char *addr, unsigned n, int *fds, char *bound, size_t bound_len,

@@ -184,9 +184,111 @@ static void finish_headers(struct sf_http_conn *c)
 
 static void fill_request(struct sf_http_conn *c, bool with_body);
 
+/* HTTP/1.x only (a later 1.x is taken as 1.1, RFC 9112 2.3). http_parser reads a request line
+ * without a version as HTTP/0.9's. */
+static int check_version(struct sf_http_conn *c, const http_parser *p)
+{
+	if (p->http_major == 1)
+		return 0;
+	if (p->http_major == 0 && p->http_minor == 9)
+		return refuse(c, 400, "the request line has no HTTP version (HTTP/0.9 is not "
+			      "served); end it with HTTP/1.1");
+	char m[128];
+	snprintf(m, sizeof(m), "HTTP/%u.%u is not served: this server speaks HTTP/1.1 (and 1.0)",
+		 p->http_major, p->http_minor);
+	return refuse(c, 505, m);
+}
+
+/* The next element of the comma-separated list at *s (its name: up to ';' or ',', blanks
+ * trimmed) in *name, *len (0: an empty element); false past the list's end. */
+static bool next_element(const char **s, const char **name, size_t *len)
+{
+	const char *q = *s;
+	if (!q)
+		return false;
+	const char *end = strchr(q, ',');
+	const char *stop = end ? end : q + strlen(q);
+	const char *semi = memchr(q, ';', (size_t)(stop - q));
+	const char *e = semi ? semi : stop;
+	while (q < e && (*q == ' ' || *q == '\t'))
+		q++;
+	while (e > q && (e[-1] == ' ' || e[-1] == '\t'))
+		e--;
+	*name = q;
+	*len = (size_t)(e - q);
+	*s = end ? end + 1 : NULL;
+	return true;
+}
+
+static bool is_coding(const char *name, size_t len, const char *coding)
+{
+	return len == strlen(coding) && !strncasecmp(name, coding, len);
+}
+
+/* A body's framing must read the same at every hop, or a request can be smuggled past one in
+ * another's body: what is ambiguous is refused (400), not guessed (RFC 9112 6.1, 6.3).
+ * Transfer-Encoding comes once, in HTTP/1.1, without Content-Length, with chunked its one
+ * last coding (another coding before it is valid but not supported: 501). TE never lists
+ * chunked (RFC 9110 10.1.4: a client MUST NOT), so one that does is a Transfer-Encoding
+ * misnamed. http_parser refuses some of these itself (a second Content-Length, one beside a
+ * chunked Transfer-Encoding). */
+static int check_framing(struct sf_http_conn *c, const http_parser *p)
+{
+	const char *te = NULL, *name;
+	size_t len;
+	unsigned n_te = 0;
+	bool has_length = false;
+	for (uint32_t i = 0; i < c->n_headers; i++) {
+		const struct sf_http_header *h = &c->headers[i];
+		if (!strcmp(h->name, "transfer-encoding")) {
+			te = h->value;
+			n_te++;
+		} else if (!strcmp(h->name, "content-length")) {
+			has_length = true;
+		} else if (!strcmp(h->name, "te")) {
+			for (const char *s = h->value; next_element(&s, &name, &len);)
+				if (is_coding(name, len, "chunked"))
+					return refuse(c, 400, "TE lists chunked, which it never holds "
+						      "(RFC 9110 10.1.4); a body's coding is "
+						      "Transfer-Encoding's");
+		}
+	}
+	if (!n_te)
+		return 0;
+	char m[200];
+	if (n_te > 1) {
+		snprintf(m, sizeof(m), "Transfer-Encoding is given %u times, which hops may read "
+			 "differently; send it once: Transfer-Encoding: chunked", n_te);
+		return refuse(c, 400, m);
+	}
+	if (p->http_minor == 0)
+		return refuse(c, 400, "an HTTP/1.0 request has no Transfer-Encoding (RFC 9112 6.1); "
+			      "send Content-Length, or HTTP/1.1");
+	if (has_length)
+		return refuse(c, 400, "Transfer-Encoding and Content-Length together: send one");
+	unsigned n = 0, chunked = 0, odd = 0;
+	bool last_chunked = false;
+	for (const char *s = te; next_element(&s, &name, &len); n++) {
+		last_chunked = is_coding(name, len, "chunked");
+		chunked += last_chunked;
+		odd += !len || is_coding(name, len, "identity");
+	}
+	/* chunked takes no parameters; and what http_parser frames must be what is checked */
+	if (!last_chunked || chunked != 1 || odd || strchr(te, ';') || !(p->flags & F_CHUNKED)) {
+		snprintf(m, sizeof(m), "Transfer-Encoding: %.60s is ambiguous: chunked must be its "
+			 "last coding, once (RFC 9112 6.1)", te);
+		return refuse(c, 400, m);
+	}
+	if (n > 1)
+		return refuse(c, 501, "only the chunked transfer coding is supported");
+	return 0;
+}
+
 static int on_headers_complete(http_parser *p)
 {
 	struct sf_http_conn *c = conn_of(p);
+	if (check_version(c, p))
+		return -1;
 	if (!c->hdrs.p && add(&c->hdrs, "", 0, SIZE_MAX))
 		return refuse(c, 500, "out of memory");
 	if (!c->url.p && add(&c->url, "", 0, SIZE_MAX))
@@ -194,9 +296,8 @@ static int on_headers_complete(http_parser *p)
 	finish_headers(c);
 	c->req.headers = c->headers;
 	c->req.n_headers = c->n_headers;
-	const char *te = sf_http_header(&c->req, "transfer-encoding");
-	if (te && strcasecmp(te, "chunked") && strcasecmp(te, "identity"))
-		return refuse(c, 501, "only the chunked transfer coding is supported");
+	if (check_framing(c, p))
+		return -1;
 	if (!(p->flags & F_CHUNKED) && p->content_length != ULLONG_MAX &&
 	    p->content_length > c->lim.max_body) {
 		char m[128];

@@ -30,6 +30,7 @@ const char *sf_http_status_text(int status)
 	case 502: return "Bad Gateway";
 	case 503: return "Service Unavailable";
 	case 504: return "Gateway Timeout";
+	case 505: return "HTTP Version Not Supported";
 	default: return "Unknown";
 	}
 }

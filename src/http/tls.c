@@ -153,6 +153,20 @@ static int fail(struct sf_tls *t, struct sf_err *err, const char *what)
 	return sf_err_set(err, SF_E_CRYPTO, "TLS %s failed: %s", what, why);
 }
 
+/* The client spoke plain HTTP to this HTTPS port (OpenSSL saw a request line where a TLS
+ * record belongs): it is told so in plain HTTP, then the session ends. */
+static int plain_http(struct sf_tls *t, struct sf_err *err)
+{
+	static const char answer[] = "HTTP/1.1 400 Bad Request\r\nServer: superfluid\r\n"
+				     "Content-Type: text/plain; charset=utf-8\r\n"
+				     "Content-Length: 46\r\nConnection: close\r\n\r\n"
+				     "This port speaks HTTPS: use an https:// URL.\r\n";
+	ERR_clear_error();
+	t->failed = true;
+	(void)t->ops.write_cipher(t->ops.arg, answer, sizeof(answer) - 1);
+	return sf_err_set(err, SF_E_PROTOCOL, "sent plain HTTP to the HTTPS port (answered 400)");
+}
+
 /* Offers kept plaintext, then reads more while the consumer takes it all. */
 static int pump(struct sf_tls *t, struct sf_err *err)
 {
@@ -200,6 +214,9 @@ int sf_tls_feed(struct sf_tls *t, const uint8_t *p, size_t n, struct sf_err *err
 			flush(t);
 			if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
 				return 0;
+			int why = ERR_GET_REASON(ERR_peek_error());
+			if (why == SSL_R_HTTP_REQUEST || why == SSL_R_HTTPS_PROXY_REQUEST)
+				return plain_http(t, err);
 			return fail(t, err, "handshake");
 		}
 		t->done = true;

@@ -50,13 +50,24 @@ static int check_preamble(struct sf_link *l, const uint8_t *p, size_t n)
 	return 1;
 }
 
-/* A Noise message framed by a u16 big-endian length: 1 with msg and len set when whole, else 0. */
-static int take_noise_msg(struct sf_buf *in, size_t at, const uint8_t **msg, size_t *len)
+/* Every NNpsk0 handshake message is an ephemeral key and an empty payload's tag. */
+#define NOISE_MSG_LEN (SF_NOISE_DHLEN + SF_NOISE_TAGLEN)
+
+/* A Noise message framed by a u16 big-endian length at at in rx_raw: 1 with msg and len set
+ * when whole, 0 when more is needed. The pattern fixes its length, so a frame saying another
+ * fails the link as soon as the length is in (negative), not after waiting for its bytes. */
+static int take_noise_msg(struct sf_link *l, size_t at, const uint8_t **msg, size_t *len)
 {
+	struct sf_buf *in = &l->rx_raw;
 	if (sf_buf_used(in) < at + 2)
 		return 0;
 	const uint8_t *p = sf_buf_head(in) + at;
 	size_t n = (size_t)p[0] << 8 | p[1];
+	if (n != NOISE_MSG_LEN)
+		return sf__link_fail(l, SF_E_PROTOCOL,
+				     "sent a handshake message of %zu bytes where the pattern's is %d: "
+				     "not a superfluid peer, or something between alters the link", n,
+				     NOISE_MSG_LEN);
 	if (sf_buf_used(in) < at + 2 + n)
 		return 0;
 	*msg = p + 2;
@@ -119,7 +130,7 @@ int sf__link_start_head(struct sf_link *l, uint64_t now)
 		return send_hello(l, now); /* nothing to wait for: say hello at once */
 	if (start_noise(l, true))
 		return l->close_err.code;
-	uint8_t msg[SF_NOISE_DHLEN + SF_NOISE_TAGLEN];
+	uint8_t msg[NOISE_MSG_LEN];
 	int n = sf_noise_hs_write(&l->hs, NULL, 0, msg, sizeof(msg));
 	if (n < 0)
 		return sf__link_fail(l, SF_E_CRYPTO, "handshake failed: %s", sf_noise_strerror(n));
@@ -157,8 +168,9 @@ static int head_reply(struct sf_link *l, uint64_t now)
 	}
 	const uint8_t *msg;
 	size_t len;
-	if (!take_noise_msg(in, SF_PREAMBLE_LEN, &msg, &len))
-		return 0;
+	rc = take_noise_msg(l, SF_PREAMBLE_LEN, &msg, &len);
+	if (rc <= 0)
+		return rc;
 	int n = sf_noise_hs_read(&l->hs, msg, len, NULL, 0);
 	sf_buf_consume(in, SF_PREAMBLE_LEN + 2 + len);
 	if (n < 0)
@@ -203,8 +215,9 @@ static int node_preamble(struct sf_link *l)
 	}
 	const uint8_t *msg;
 	size_t len;
-	if (!take_noise_msg(in, SF_PREAMBLE_LEN, &msg, &len))
-		return 0;
+	rc = take_noise_msg(l, SF_PREAMBLE_LEN, &msg, &len);
+	if (rc <= 0)
+		return rc;
 	if (start_noise(l, false))
 		return l->close_err.code;
 	int n = sf_noise_hs_read(&l->hs, msg, len, NULL, 0);
@@ -215,7 +228,7 @@ static int node_preamble(struct sf_link *l)
 		return sf__link_fail(l, SF_E_AUTH,
 				     "offered a fleet token that differs from this node's --auth-file");
 	}
-	uint8_t out[SF_NOISE_DHLEN + SF_NOISE_TAGLEN];
+	uint8_t out[NOISE_MSG_LEN];
 	n = sf_noise_hs_write(&l->hs, NULL, 0, out, sizeof(out));
 	if (n < 0)
 		return sf__link_fail(l, SF_E_CRYPTO, "handshake failed: %s", sf_noise_strerror(n));

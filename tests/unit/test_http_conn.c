@@ -234,6 +234,100 @@ static void bad_request_line(void **state)
 	sf_http_conn_free(c);
 }
 
+/* Only HTTP/1.x is served: another major version is a 505, a request line without a version
+ * (HTTP/0.9's) a 400, each before the owner sees the request. */
+static void versions(void **state)
+{
+	static const struct {
+		const char *req, *status, *says;
+	} cases[] = {
+		{ "GET /health HTTP/9.9\r\nHost: x\r\n\r\n", "HTTP/1.1 505 HTTP Version Not Supported\r\n",
+		  "HTTP/9.9" },
+		{ "GET /health HTTP/2.0\r\nHost: x\r\n\r\n", "HTTP/1.1 505 HTTP Version Not Supported\r\n",
+		  "HTTP/2.0" },
+		{ "GET /health HTTP/0.5\r\n\r\n", "HTTP/1.1 505 HTTP Version Not Supported\r\n",
+		  "HTTP/0.5" },
+		{ "GET /health\r\nHost: x\r\n\r\n", "HTTP/1.1 400 Bad Request\r\n", "no HTTP version" },
+		{ "GET /health\r\n\r\n", "HTTP/1.1 400 Bad Request\r\n", "no HTTP version" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct rec x;
+		struct sf_http_conn *c = conn(&x, 100);
+		feed(c, cases[i].req);
+		assert_int_equal(x.n_req, 0);
+		if (strncmp(x.out, cases[i].status, strlen(cases[i].status)) ||
+		    !strstr(x.out, cases[i].says))
+			fail_msg("%s -> %s", cases[i].req, x.out);
+		assert_true(sf_http_conn_should_close(c));
+		sf_http_conn_free(c);
+	}
+	struct rec x; /* a later 1.x is taken as 1.1 (RFC 9112 2.3) */
+	struct sf_http_conn *c = conn(&x, 100);
+	feed(c, "GET / HTTP/1.2\r\n\r\n");
+	assert_int_equal(x.n_req, 1);
+	sf_http_conn_free(c);
+}
+
+/* A body's framing every hop must read alike (RFC 9112 6.1, 6.3): Transfer-Encoding once, with
+ * chunked its one last coding, never beside Content-Length nor in HTTP/1.0; TE never lists
+ * chunked (RFC 9110 10.1.4). Anything else is refused before the owner sees it, the body
+ * unread; the connection closes. */
+static void ambiguous_framing(void **state)
+{
+	static const struct {
+		const char *headers, *status;
+	} cases[] = {
+		{ "Transfer-Encoding: identity\r\nTransfer-Encoding: chunked\r\n", "400" },
+		{ "Transfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n", "400" },
+		{ "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n", "400" },
+		{ "Transfer-Encoding: chunked, chunked\r\n", "400" },
+		{ "Transfer-Encoding: identity, chunked\r\n", "400" },
+		{ "Transfer-Encoding: chunked, identity\r\n", "400" },
+		{ "Transfer-Encoding: chunked,\r\n", "400" },
+		{ "Transfer-Encoding: ,chunked\r\n", "400" },
+		{ "Transfer-Encoding: identity\r\n", "400" },
+		{ "Transfer-Encoding: \r\n", "400" },
+		{ "Transfer-Encoding: gzip\r\n", "400" },
+		{ "Transfer-Encoding: chunked, gzip\r\n", "400" },
+		{ "Transfer-Encoding: gzip, chunked\r\n", "501" },
+		{ "Transfer-Encoding: chunked;x=1\r\n", "400" },
+		{ "Transfer-Encoding: \"chunked\"\r\n", "400" },
+		{ "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n", "400" },
+		{ "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n", "400" },
+		{ "Content-Length: 5\r\nTransfer-Encoding: identity\r\n", "400" },
+		{ "Content-Length: 5\r\nContent-Length: 6\r\n", "400" },
+		{ "TE: identity\r\nTE: chunked\r\n", "400" },
+		{ "TE: trailers, chunked;q=0.5\r\n", "400" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct rec x;
+		struct sf_http_conn *c = conn(&x, 100);
+		char req[512];
+		snprintf(req, sizeof(req), "POST / HTTP/1.1\r\nHost: x\r\n%s\r\n5\r\nhello\r\n0\r\n\r\n",
+			 cases[i].headers);
+		feed(c, req);
+		char want[32];
+		snprintf(want, sizeof(want), "HTTP/1.1 %s ", cases[i].status);
+		if (x.n_req || strncmp(x.out, want, strlen(want)))
+			fail_msg("%s-> %d requests, %.80s", cases[i].headers, x.n_req, x.out);
+		assert_true(sf_http_conn_should_close(c));
+		sf_http_conn_free(c);
+	}
+	struct rec x; /* HTTP/1.0 has no transfer codings */
+	struct sf_http_conn *c = conn(&x, 100);
+	feed(c, "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
+	assert_int_equal(x.n_req, 0);
+	assert_non_null(strstr(x.out, "HTTP/1.1 400 "));
+	sf_http_conn_free(c);
+	/* What is plain is served: chunked in any case, TE without it. */
+	c = conn(&x, 100);
+	feed(c, "POST / HTTP/1.1\r\nTransfer-Encoding: Chunked\r\nTE: trailers\r\n\r\n"
+		"5\r\nhello\r\n0\r\n\r\n");
+	assert_int_equal(x.n_req, 1);
+	assert_memory_equal(x.body, "hello", 5);
+	sf_http_conn_free(c);
+}
+
 static void stream_bytes(void **state)
 {
 	struct rec x;
@@ -400,6 +494,8 @@ int main(void)
 		cmocka_unit_test(connection_close_and_http10),
 		cmocka_unit_test(limits),
 		cmocka_unit_test(bad_request_line),
+		cmocka_unit_test(versions),
+		cmocka_unit_test(ambiguous_framing),
 		cmocka_unit_test(stream_bytes),
 		cmocka_unit_test(head_and_expect),
 		cmocka_unit_test(write_failure_closes),

@@ -337,6 +337,44 @@ static void garbage_is_named(void **state)
 	pair_free(p);
 }
 
+/* NNpsk0 fixes each handshake message's length (48 bytes): a frame saying another, up to
+ * 65,535, ends the link as soon as its two length bytes are in, not after waiting for it. */
+static void handshake_lengths_are_fixed(void **state)
+{
+	static const uint16_t lens[] = { 65535, 49, 47, 0 };
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		struct pair *p = pair_new(token_a, token_a, 0, 0);
+		const uint8_t *d;
+		assert_true(sf_link_tx(p->head, &d) >= 10);
+		uint8_t b[10];
+		memcpy(b, d, 8); /* the head's preamble, then the length */
+		b[8] = (uint8_t)(lens[i] >> 8);
+		b[9] = (uint8_t)lens[i];
+		assert_int_equal(sf_link_recv(p->node, b, sizeof(b), p->now), sizeof(b));
+		poll_side(p, p->node);
+		assert_int_equal(p->node_closed, 1);
+		assert_int_equal(p->nev.err.code, SF_E_PROTOCOL);
+		char want[96];
+		snprintf(want, sizeof(want), "a handshake message of %u bytes where the pattern's is 48",
+			 lens[i]);
+		if (!strstr(p->nev.err.msg, want))
+			fail_msg("%s", p->nev.err.msg);
+		pair_free(p);
+		/* The head, answered with the node's preamble and a wrong length, the same. */
+		p = pair_new(token_a, token_a, 0, 0);
+		move(p, p->head, p->node);
+		assert_true(sf_link_tx(p->node, &d) >= 10);
+		memcpy(b, d, 8);
+		assert_int_equal(sf_link_recv(p->head, b, sizeof(b), p->now), sizeof(b));
+		poll_side(p, p->head);
+		assert_int_equal(p->head_closed, 1);
+		assert_int_equal(p->hev.err.code, SF_E_PROTOCOL);
+		if (!strstr(p->hev.err.msg, want))
+			fail_msg("%s", p->hev.err.msg);
+		pair_free(p);
+	}
+}
+
 static void closed_at_the_handshake(void **state)
 {
 	struct pair *p = pair_new(token_a, token_a, 0, 0);
@@ -666,6 +704,7 @@ int main(void)
 		cmocka_unit_test(no_answer_and_timeout),
 		cmocka_unit_test(garbage_is_named),
 		cmocka_unit_test(closed_at_the_handshake),
+		cmocka_unit_test(handshake_lengths_are_fixed),
 		cmocka_unit_test(versions_are_negotiated),
 		cmocka_unit_test(sealed_records_resist_tampering),
 		cmocka_unit_test(plain_frames_cut_or_bad),

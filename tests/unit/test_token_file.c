@@ -67,12 +67,31 @@ static void refuses_empty_missing_and_huge(void **state)
 	assert_non_null(strstr(err.msg, "No such file"));
 }
 
+static void refuses_blanks_only(void **state)
+{
+	uint8_t tok[SF_TOKEN_MAX];
+	size_t n = 0;
+	struct sf_err err;
+	static const char *const blank[] = { "   \n", " ", "\t \r\n", "\n\n", " \r\n \n" };
+	for (size_t i = 0; i < sizeof(blank) / sizeof(blank[0]); i++) {
+		write_token(blank[i], strlen(blank[i]), 0600);
+		assert_int_equal(sf_token_file_read(path, tok, &n, &err), SF_E_AUTH);
+		assert_non_null(strstr(err.msg, "only blanks"));
+		assert_non_null(strstr(err.msg, "openssl rand -hex 32"));
+	}
+	write_token(" a \n", 4, 0600); /* not blank: taken as it is */
+	assert_int_equal(sf_token_file_read(path, tok, &n, &err), 0);
+	assert_int_equal(n, 3);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(reads_without_the_newline),
 		cmocka_unit_test(refuses_what_others_can_read),
 		cmocka_unit_test(refuses_empty_missing_and_huge),
+		cmocka_unit_test(refuses_blanks_only),
 	};
 	return cmocka_run_group_tests_name("token_file", tests, NULL, NULL);
 }

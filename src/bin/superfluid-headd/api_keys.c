@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 
 #include <sodium.h>
 
@@ -32,10 +31,12 @@ int headd_keys_load(struct headd *d, const char *path)
 		keys_err("--api-keys %s: cannot open it (%s)", path, strerror(errno));
 		return -1;
 	}
-	struct stat st;
-	if (fstat(fileno(f), &st) == 0 && (st.st_mode & 0077))
-		keys_log(SFD_LOG_WARN, "--api-keys %s: readable by group or others (chmod 600 it)",
-			 path);
+	struct sf_err err;
+	if (sf_secret_file_check(fileno(f), path, "keys file", &err)) {
+		keys_err("--api-keys: %s", err.msg);
+		fclose(f);
+		return -1;
+	}
 	char line[HEADD_KEY_MAX + 2];
 	unsigned lineno = 0;
 	int rc = 0;

@@ -120,7 +120,14 @@ static size_t on_recv(struct sf_conn *conn, const uint8_t *p, size_t n)
 		struct sf_err err;
 		if (sf_tls_feed(h->tls, p, n, &err)) {
 			h->ended = true;
-			sfd_debug("HTTPS client: %s", err.msg);
+			/* A client's failure (a scanner, plain HTTP, an old TLS) is no operator's
+			 * matter: a debug line, naming the peer. */
+			char who[80] = "?";
+			struct sockaddr_storage ss;
+			socklen_t len = sizeof(ss);
+			if (getpeername(sf_conn_fd(conn), (struct sockaddr *)&ss, &len) == 0)
+				sfd_addr_name((struct sockaddr *)&ss, len, who, sizeof(who));
+			sfd_debug("HTTPS client %s: %s", who, err.msg);
 			h->failed = true;
 			sf_conn_close(conn, true);
 		} else if (sf_http_conn_should_close(h->http)) {

@@ -1,6 +1,7 @@
 /* superfluid-headd: the head. Its options and fleet token, then the shards (proc.c): each an
  * event loop running one sf_head with a link to each --fleet node; SIGTERM says goodbye on
  * every link and exits 0. */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,23 @@ static int read_token(const struct headd_opts *o, uint8_t *token, size_t *len)
 	return 0;
 }
 
+/* An --api-keys file others may read is refused as a token file is (exit 1: systemd does not
+ * restart for it); the shards read it (api_keys.c). */
+static int check_api_keys(const struct headd_opts *o)
+{
+	if (!o->api_keys)
+		return 0;
+	int fd = open(o->api_keys, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0; /* said by the shards, which cannot open it either */
+	struct sf_err err;
+	int rc = sf_secret_file_check(fd, o->api_keys, "keys file", &err);
+	close(fd);
+	if (rc)
+		fprintf(stderr, "superfluid-headd: --api-keys: %s\n", err.msg);
+	return rc ? -1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	sfd_log_init("superfluid-headd");
@@ -47,7 +65,7 @@ int main(int argc, char **argv)
 		return EXIT_RUNTIME;
 	uint8_t token[SF_TOKEN_MAX];
 	size_t token_len;
-	int rc = read_token(&o, token, &token_len) ? EXIT_USAGE
+	int rc = check_api_keys(&o) || read_token(&o, token, &token_len) ? EXIT_USAGE
 						    : headd_proc_main(&o, token, token_len);
 	sodium_memzero(token, sizeof(token));
 	headd_opts_free(&o);
