@@ -191,8 +191,6 @@ static enum noded_parse_result check(struct noded_opts *o)
 		return usage_error("--engine gguf needs --model FILE");
 	if (strcmp(o->engine, "gguf") && o->model)
 		return usage_error("--model is for --engine gguf");
-	if (strcmp(o->engine, "sim") && (o->sim_chat_template || o->sim_script))
-		return usage_error("--sim-chat-template and --sim-script are for --engine sim");
 	if (o->model_name && strlen(o->model_name) >= SF_MAX_NAME)
 		return usage_error("--model-name: longer than 255 bytes");
 	if (o->silence_ms != UINT32_MAX && o->heartbeat_ms >= o->silence_ms)
