@@ -11,7 +11,18 @@
  *   <|im_start|>user\n{content}<|im_end|>\n
  *   <|im_start|>assistant\n            (the generation prompt)
  * An assistant turn ends with <|im_end|>; reasoning is <|think|>...<|/think|> and a tool call
- * <|tool_call|>{"name": ..., "arguments": {...}}<|/tool_call|> inside it.
+ * <|tool_call|>{"name": ..., "arguments": {...}}<|/tool_call|> inside it. With chat_template
+ * set, that text (any model's Jinja template, at most SF_MAX_TEXT bytes) is exported as both
+ * instead, so a head reads replies in that template's format.
+ *
+ * Scripted replies (scripted set): when the prompt (the context before the generation's first
+ * token) holds a line  sim-reply: "<JSON string>"  (at the start of the context or after a
+ * newline or special token; the last one counts), the generation is exactly that string's
+ * text, encoded with specials parsed, then <|eos|>: its token i is the i-th generated since
+ * the last prefill. A string that is malformed or over 4096 bytes gives the reply
+ * "sim-reply: not a JSON string of at most 4096 bytes". Decode steps and sf_sim_expected
+ * follow it; pipeline stages (stateless) do not. Logprobs of a scripted token are 0 (top:
+ * itself only).
  *
  * Model. A context is summed up by a running 64-bit hash of its tokens, its "run" (tokens
  * since the last special token, or since the start) and its last token, all kept as tokens
@@ -52,6 +63,7 @@
 #ifndef SUPERFLUID_SIM_ENGINE_H
 #define SUPERFLUID_SIM_ENGINE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -87,6 +99,8 @@ struct sf_sim_config {
 	double prefill_us_per_token;  /* 0: free */
 	uint64_t ctx_bytes_per_token; /* 2 * n_layers * hidden * 4 (a K and a V row per layer) */
 	uint64_t ctx_mem_total;       /* 0: unbounded */
+	const char *chat_template;    /* NULL: ChatML; else exported as "default" and "tool_use" */
+	bool scripted;                /* false: sim-reply lines are text like any other */
 };
 
 /* Sets every field to its default, seed 0. */

@@ -46,6 +46,8 @@ int sim_config_resolve(const struct sf_sim_config *in, struct sf_sim_config *out
 				  "ctx_len <= %u, batch <= %d)",
 				  SF_SIM_MAX_LAYERS, SF_SIM_MAX_HIDDEN, SF_SIM_MAX_CTX,
 				  SF_SIM_MAX_BATCH);
+	if (out->chat_template && strlen(out->chat_template) > SF_MAX_TEXT)
+		return sf_err_set(err, SF_E_RANGE, "sim chat template over %u bytes", SF_MAX_TEXT);
 	if (!(out->decode_steps_per_s >= 0) || !(out->prefill_us_per_token >= 0) ||
 	    isinf(out->decode_steps_per_s) || isinf(out->prefill_us_per_token))
 		return sf_err_set(err, SF_E_RANGE, "sim speeds must be finite and >= 0");
@@ -57,6 +59,7 @@ static void sim_destroy(void *impl)
 	struct sim *sim = impl;
 	sim_model_fini(&sim->m);
 	sf_sampler_free(sim->sampler);
+	free(sim->chat_template);
 	free(sim);
 }
 
@@ -199,8 +202,15 @@ static int sim_decode(void *impl, struct sf_engine_step *steps, size_t n, struct
 			st->rc = mem_take(sim, 1, err);
 		if (st->rc)
 			continue;
-		st->token = sim_next(&sim->m, sim->sampler, &c->st, &c->s, c->tokens, c->len, c->n_gen,
-				     lp ? &st->lp : NULL, st->top_logprobs);
+		if (sim->cfg.scripted && sim_script_next(c->tokens, c->len, c->n_gen, &st->token)) {
+			if (lp)
+				st->lp = (struct sf_engine_logprob){
+					.token = st->token, .n_top = st->top_logprobs ? 1 : 0,
+					.top = { { .token = st->token } } };
+		} else {
+			st->token = sim_next(&sim->m, sim->sampler, &c->st, &c->s, c->tokens, c->len,
+					     c->n_gen, lp ? &st->lp : NULL, st->top_logprobs);
+		}
 		c->tokens[c->len++] = st->token;
 		c->n_gen++;
 		sim_state_push(&c->st, st->token);
@@ -305,5 +315,11 @@ int sf_sim_engine_new(const struct sf_sim_config *cfg, struct sf_engine **out,
 	}
 	snprintf(sim->model, sizeof(sim->model), "%s", sim->cfg.model);
 	sim->cfg.model = sim->model;
+	if (sim->cfg.chat_template && !(sim->chat_template = strdup(sim->cfg.chat_template))) {
+		sim_destroy(sim);
+		return sf_err_set(err, SF_E_NOMEM, "no memory for the sim's chat template");
+	}
+	sim->cfg.chat_template = sim->chat_template;
+	sim_templates_init(sim);
 	return sf_engine_create(&sim_ops, sim, out, err);
 }

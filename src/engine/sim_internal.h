@@ -12,6 +12,7 @@ struct sf_sampler;
 
 #define SIM_NCAND 97          /* '\n', 0x20..0x7e, <|eos|> */
 #define SIM_NO_TOKEN 0xffffffffu
+#define SIM_SCRIPT_MAX 4096   /* bytes of a scripted reply */
 
 /* Weights and priors, all made from the config's seed. */
 struct sim_model {
@@ -45,6 +46,8 @@ struct sim {
 	struct sf_sim_config cfg; /* defaults filled in; cfg.model points to model */
 	char model[SF_MAX_NAME];
 	struct sim_model m;
+	char *chat_template; /* cfg.chat_template's copy, or NULL */
+	struct sf_engine_template templates[2];
 	uint64_t mem_used;
 	struct sf_sampler *sampler; /* the one every engine uses */
 };
@@ -94,7 +97,15 @@ int sim_encode_pieces(void *impl, const struct sf_piece *pieces, size_t n, uint3
 int sim_token_bytes(void *impl, uint32_t token, uint8_t *out, size_t cap, size_t *len,
 		    struct sf_err *err);
 void sim_specials(void *impl, const struct sf_engine_special **list, size_t *n);
+/* Fills sim->templates: "default" and "tool_use", ChatML's or both the config's. */
+void sim_templates_init(struct sim *sim);
 void sim_templates(void *impl, const struct sf_engine_template **list, size_t *n);
+
+/* sim_script.c */
+/* With a scripted reply in the prompt ctx[0..len - n_gen) (its last "sim-reply: \"...\"" line),
+ * true and in token the reply's token n_gen (the n_gen-th since the prompt), or <|eos|> past its
+ * end; false when the prompt has no marker. */
+bool sim_script_next(const uint32_t *ctx, size_t len, size_t n_gen, uint32_t *token);
 
 /* sim_ops.c */
 void sim_state_op_names(void *impl, const char *const **names, size_t *n);

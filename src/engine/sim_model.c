@@ -321,7 +321,9 @@ int sf_sim_expected(const struct sf_sim_config *cfg, const struct sf_sampling *s
 		memcpy(all, ctx, n_ctx * sizeof(uint32_t));
 	size_t len = n_ctx, n = 0;
 	for (uint32_t i = 0; i < max_new_tokens && len < c.ctx_len; i++) {
-		uint32_t t = sim_next(&m, smp, &st, s, all, len, n, NULL, 0);
+		uint32_t t;
+		if (!c.scripted || !sim_script_next(all, len, n, &t))
+			t = sim_next(&m, smp, &st, s, all, len, n, NULL, 0);
 		if (t == SF_SIM_EOS) {
 			*finish_reason = SF_FINISH_STOP;
 			break;

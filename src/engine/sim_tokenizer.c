@@ -1,4 +1,4 @@
-/* The simulated engine's tokenizer: bytes, eight specials, ChatML templates. */
+/* The simulated engine's tokenizer: bytes, eight specials, ChatML templates (or the config's). */
 #include "sim_internal.h"
 
 #include <string.h>
@@ -150,8 +150,15 @@ void sim_specials(void *impl, const struct sf_engine_special **list, size_t *n)
 	*n = N_SPECIALS;
 }
 
+void sim_templates_init(struct sim *sim)
+{
+	for (size_t i = 0; i < 2; i++)
+		sim->templates[i] = (struct sf_engine_template){
+			templates[i].name, sim->chat_template ? sim->chat_template : templates[i].text };
+}
+
 void sim_templates(void *impl, const struct sf_engine_template **list, size_t *n)
 {
-	*list = templates;
-	*n = sizeof(templates) / sizeof(templates[0]);
+	*list = ((struct sim *)impl)->templates;
+	*n = 2;
 }

@@ -5,7 +5,9 @@
  * "<finish reason> <token count>" to stderr.
  * Usage: sim_expect [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--seed S]
  *        [--presence-penalty X] [--frequency-penalty X] [--repetition-penalty X]
- *        [--repeat-last-n N] [--logit-bias TOKEN:BIAS]... [--max-tokens N] */
+ *        [--repeat-last-n N] [--logit-bias TOKEN:BIAS]... [--max-tokens N] [--script on]
+ * (--script on: as a node with --sim-script on, a sim-reply line's text is the reply) */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,7 @@ int main(int argc, char **argv)
 	struct sf_sampling smp = { .temperature = 1, .top_p = 1 };
 	static struct sf_logit_bias bias[SF_MAX_LOGIT_BIAS];
 	unsigned long max_new = 4096;
+	bool scripted = false;
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--temperature"))
 			smp.temperature = strtof(argv[i + 1], NULL);
@@ -49,6 +52,8 @@ int main(int argc, char **argv)
 			smp.seed = strtoull(argv[i + 1], NULL, 10);
 		else if (!strcmp(argv[i], "--max-tokens"))
 			max_new = strtoul(argv[i + 1], NULL, 10);
+		else if (!strcmp(argv[i], "--script"))
+			scripted = !strcmp(argv[i + 1], "on");
 		else {
 			fprintf(stderr, "sim_expect: unknown option %s\n", argv[i]);
 			return 2;
@@ -62,6 +67,7 @@ int main(int argc, char **argv)
 	size_t len = fread(text, 1, MAX_PROMPT, stdin);
 	struct sf_sim_config cfg;
 	sf_sim_config_default(&cfg);
+	cfg.scripted = scripted;
 	struct sf_engine *e;
 	struct sf_err err;
 	size_t n_ctx = 0, n_out = 0;

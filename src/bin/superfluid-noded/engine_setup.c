@@ -1,11 +1,38 @@
 #include "engine_setup.h"
 
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <superfluid/gguf_engine.h>
 #include <superfluid/sim_engine.h>
 
 #include "daemon/log.h"
+
+#define SIM_TEMPLATE_MAX (1u << 20)
+
+/* The text of --sim-chat-template's file (at most 1 MiB, no NUL byte), malloc'd into *out. */
+static int read_template(const char *path, char **out, struct sf_err *err)
+{
+	*out = NULL;
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return sf_err_set(err, SF_E_IO, "--sim-chat-template %s: %s", path, strerror(errno));
+	char *s = malloc(SIM_TEMPLATE_MAX + 1);
+	size_t n = s ? fread(s, 1, SIM_TEMPLATE_MAX + 1, f) : 0;
+	bool bad = ferror(f) || n > SIM_TEMPLATE_MAX || (s && memchr(s, 0, n));
+	fclose(f);
+	if (!s || bad) {
+		free(s);
+		return sf_err_set(err, s ? SF_E_RANGE : SF_E_NOMEM, "--sim-chat-template %s: %s", path,
+				  !s ? "no memory" : n > SIM_TEMPLATE_MAX ? "over 1 MiB"
+				  : "unreadable or holds a NUL byte");
+	}
+	s[n] = 0;
+	*out = s;
+	return 0;
+}
 
 static int sim_new(const struct noded_opts *o, struct sf_engine **out, struct sf_err *err)
 {
@@ -17,7 +44,14 @@ static int sim_new(const struct noded_opts *o, struct sf_engine **out, struct sf
 	sc.batch_size = o->sim_batch;
 	sc.decode_steps_per_s = o->sim_tokens_per_s;
 	sc.ctx_bytes_per_token = 0; /* follows the layers */
-	return sf_sim_engine_new(&sc, out, err);
+	sc.scripted = o->sim_script && !strcmp(o->sim_script, "on");
+	char *tmpl = NULL;
+	int rc = o->sim_chat_template ? read_template(o->sim_chat_template, &tmpl, err) : 0;
+	sc.chat_template = tmpl;
+	if (!rc)
+		rc = sf_sim_engine_new(&sc, out, err);
+	free(tmpl); /* the engine keeps its own copy */
+	return rc;
 }
 
 static void progress(void *arg, const char *line)

@@ -14,6 +14,7 @@
 #include <superfluid/wire.h>
 
 static const char *const engines[] = { "sim", "gguf", NULL };
+static const char *const on_off[] = { "off", "on", NULL };
 
 #define F(field) offsetof(struct noded_opts, field)
 
@@ -43,6 +44,8 @@ static const struct sfd_opt opts[] = {
 	{ "sim-batch", SFD_OPT_U32, F(sim_batch), 1, SF_SIM_MAX_BATCH, NULL },
 	{ "sim-layers", SFD_OPT_U32, F(sim_layers), 1, SF_SIM_MAX_LAYERS, NULL },
 	{ "sim-ctx-len", SFD_OPT_U32, F(sim_ctx_len), 1, SF_SIM_MAX_CTX, NULL },
+	{ "sim-chat-template", SFD_OPT_STR, F(sim_chat_template), 0, 0, NULL },
+	{ "sim-script", SFD_OPT_CHOICE, F(sim_script), 0, 0, on_off },
 	{ "silence-ms", SFD_OPT_U32, F(silence_ms), 1, UINT32_MAX, NULL },
 	{ "heartbeat-ms", SFD_OPT_U32, F(heartbeat_ms), 1, 3600000, NULL },
 	{ "blob-dir", SFD_OPT_STR, F(blob_dir), 0, 0, NULL },
@@ -117,6 +120,15 @@ static const char usage_text[] =
 	"  --sim-batch N           sim engine: sessions in one decode step (default 8)\n"
 	"  --sim-layers N          sim engine: layers, for pipeline stages (default 8)\n"
 	"  --sim-ctx-len N         sim engine: most tokens one context holds (default 32768)\n"
+	"  --sim-chat-template FILE  sim engine: export this Jinja chat template (any model's,\n"
+	"                          such as llama.cpp's models/templates/*.jinja; at most 1 MiB)\n"
+	"                          as its default and tool_use templates instead of its ChatML,\n"
+	"                          so heads render prompts and read replies in that format\n"
+	"  --sim-script on|off     sim engine: scripted replies (default off). When on, a prompt\n"
+	"                          holding a line  sim-reply: \"<JSON string>\"  (the last one\n"
+	"                          counts) is answered with exactly that string's text, then\n"
+	"                          end of sequence: tests see tool-call and reasoning markup\n"
+	"                          end to end\n"
 	"  --silence-ms N          end a link after this much silence from the head\n"
 	"                          (default 10000; 4294967295: never)\n"
 	"  --heartbeat-ms N        send a heartbeat after this much quiet (default 1000; at\n"

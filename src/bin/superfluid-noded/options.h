@@ -48,6 +48,8 @@ struct noded_opts {
 	uint32_t sim_batch;
 	uint32_t sim_layers;
 	uint32_t sim_ctx_len;
+	const char *sim_chat_template; /* sim: a template file to export, or NULL */
+	const char *sim_script;        /* sim: "on" for scripted replies, "off" or NULL */
 	uint32_t silence_ms;
 	uint32_t heartbeat_ms;
 	enum sfd_log_level log_level;

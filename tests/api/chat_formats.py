@@ -1,0 +1,274 @@
+"""The cases of chat_formats.sh and their checks.
+
+  chat_formats.py cases FAMILY            the requests (JSON: [{name, request}]) on stdout
+  chat_formats.py check FAMILY RESULTS    checks what the openai client got (chat_formats.mjs's
+                                          output), one "ok"/"FAIL" line each; exit 1 on a failure
+
+Each case's last user message ends with a line  sim-reply: "<JSON string>"  (a node with
+--sim-script on answers exactly that text): the family's tool-call or reasoning markup. The
+check wants OpenAI's shapes: message.tool_calls (names, the model's arguments text, ids),
+finish_reason, reasoning_content, content without markers; streamed, the same text in
+content / reasoning_content deltas, each call in tool_calls deltas with index, id, type and
+function, and no markup in a content delta (none split across two when the content is
+markup kept verbatim).
+"""
+import json
+import sys
+
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "The weather in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                   "required": ["city"]}}}
+TIME = {"type": "function", "function": {
+    "name": "get_time", "description": "The time in a time zone",
+    "parameters": {"type": "object", "properties": {"tz": {"type": "string"}},
+                   "required": ["tz"]}}}
+TOOLS = [WEATHER, TIME]
+PARIS = '{"city": "Paris"}'
+TZ = '{"tz": "Europe/Paris"}'
+
+
+def call(name, args, id_=None):
+    return {"name": name, "arguments": args, "id": id_}
+
+
+def case(name, reply, content="", reasoning="", calls=(), tools=True, verbatim=False,
+         kwargs=None, history=()):
+    """verbatim: the reply comes back as content, markers included."""
+    if verbatim:
+        content = reply
+    # '<' as \u003c: the prompt holds no marker text; the node decodes the string.
+    marker = "sim-reply: " + json.dumps(reply).replace("<", "\\u003c")
+    req = {"messages": list(history) + [
+        {"role": "user", "content": "What is the weather in Paris?\n" + marker}],
+        "temperature": 0.7, "max_tokens": 400}
+    if tools:
+        req["tools"] = TOOLS
+    if kwargs:
+        req["chat_template_kwargs"] = kwargs
+    return {"name": name, "request": req,
+            "want": {"content": content, "reasoning": reasoning, "calls": list(calls),
+                     "finish": "tool_calls" if calls else "stop", "tools": tools}}
+
+
+# A past turn: an assistant's call and its result (a 9-character id, as Mistral wants).
+HISTORY = [
+    {"role": "user", "content": "And in Rome?"},
+    {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "rome12345", "type": "function",
+         "function": {"name": "get_weather", "arguments": '{"city": "Rome"}'}}]},
+    {"role": "tool", "tool_call_id": "rome12345", "content": "18 C, clear"},
+    {"role": "assistant", "content": "It is 18 C and clear in Rome."},
+]
+
+HERMES_CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+HERMES_TIME = '<tool_call>\n{"name": "get_time", "arguments": {"tz": "Europe/Paris"}}\n</tool_call>'
+
+
+def cases(family):
+    if family == "qwen2.5":
+        return [
+            case("one call", HERMES_CALL, calls=[call("get_weather", PARIS)]),
+            case("parallel calls", HERMES_CALL + "\n" + HERMES_TIME,
+                 calls=[call("get_weather", PARIS), call("get_time", TZ)]),
+            case("content then a call", "Let me look that up.\n" + HERMES_CALL,
+                 content="Let me look that up.", calls=[call("get_weather", PARIS)]),
+            case("a malformed call stays content",
+                 '<tool_call>\n{"name": "get_weather", "arguments": {"city": }}\n</tool_call>',
+                 verbatim=True),
+            case("a call to an unknown tool stays content",
+                 '<tool_call>\n{"name": "launch", "arguments": {}}\n</tool_call>', verbatim=True),
+            case("no tools in the request: markup is content", HERMES_CALL, tools=False,
+                 verbatim=True),
+            case("plain content", "It is sunny in Paris.", content="It is sunny in Paris."),
+            case("after a past call and its result", HERMES_CALL, history=HISTORY,
+                 calls=[call("get_weather", PARIS)]),
+        ]
+    if family == "qwen3":
+        return [
+            case("reasoning then content",
+                 "<think>\nThe user wants the weather.\n</think>\n\nIt is sunny.",
+                 reasoning="The user wants the weather.", content="It is sunny."),
+            case("reasoning then a call",
+                 "<think>\nI should call get_weather.\n</think>\n\n" + HERMES_CALL,
+                 reasoning="I should call get_weather.", calls=[call("get_weather", PARIS)]),
+            case("reasoning, no tools", "<think>\nEasy.\n</think>\n\nSunny.", tools=False,
+                 reasoning="Easy.", content="Sunny."),
+            case("a malformed call after reasoning stays content",
+                 "<think>\nHm.\n</think>\n\n<tool_call>\n{\"name\": \"get_weather\"\n</tool_call>",
+                 reasoning="Hm.", content='<tool_call>\n{"name": "get_weather"\n</tool_call>'),
+        ]
+    if family == "llama-3.2":
+        j = '{"name": "get_weather", "parameters": {"city": "Paris"}}'
+        t = '{"name": "get_time", "parameters": {"tz": "Europe/Paris"}}'
+        return [
+            case("one JSON call", j, calls=[call("get_weather", PARIS)]),
+            case("a call after <|python_tag|>", "<|python_tag|>" + j,
+                 calls=[call("get_weather", PARIS)]),
+            case("a call with \"type\": \"function\"",
+                 '{"type": "function", "name": "get_time", "parameters": {"tz": "Europe/Paris"}}',
+                 calls=[call("get_time", TZ)]),
+            case("parallel calls", j + "\n" + t,
+                 calls=[call("get_weather", PARIS), call("get_time", TZ)]),
+            case("a malformed call stays content", j[:-1], verbatim=True),
+            case("plain content", "It is sunny in Paris.", content="It is sunny in Paris."),
+            case("after a past call and its result", j, history=HISTORY[:3],
+                 calls=[call("get_weather", PARIS)]),
+        ]
+    if family == "mistral-nemo":
+        one = '{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "abc123def"}'
+        two = '{"name": "get_time", "arguments": {"tz": "Europe/Paris"}, "id": "xyz789uvw"}'
+        return [
+            case("one call with its id", "[TOOL_CALLS][" + one + "]",
+                 calls=[call("get_weather", PARIS, "abc123def")]),
+            case("parallel calls", "[TOOL_CALLS][" + one + ", " + two + "]",
+                 calls=[call("get_weather", PARIS, "abc123def"),
+                        call("get_time", TZ, "xyz789uvw")]),
+            case("content then a call", "Let me check. [TOOL_CALLS][" + one + "]",
+                 content="Let me check.", calls=[call("get_weather", PARIS, "abc123def")]),
+            case("a malformed call stays content", "[TOOL_CALLS][" + one, verbatim=True),
+            case("plain content", "It is sunny in Paris.", content="It is sunny in Paris."),
+            case("after a past call and its result", "[TOOL_CALLS][" + one + "]",
+                 history=HISTORY, calls=[call("get_weather", PARIS, "abc123def")]),
+        ]
+    if family == "r1-distill":
+        return [
+            case("the generation prompt opens the reasoning",
+                 "Two plus two is four.\n</think>\n\nIt is 4.", tools=False,
+                 kwargs={"enable_thinking": True},
+                 reasoning="Two plus two is four.", content="It is 4."),
+            case("reasoning closed by the prompt (enable_thinking false)", "It is 4.",
+                 tools=False, kwargs={"enable_thinking": False}, content="It is 4."),
+        ]
+    raise SystemExit("unknown family " + family)
+
+
+MARKER_CHARS = "<[{|"
+MARKERS = ("<tool_call>", "</tool_call>", "<think>", "</think>", "[TOOL_CALLS]", "<|python_tag|>")
+
+
+def split_markers(deltas, tools):
+    """The markers that a boundary between content deltas cuts in two (tool-call markers are
+    text like any other when the request has no tools)."""
+    text, cuts, at = "".join(deltas), set(), 0
+    for d in deltas[:-1]:
+        at += len(d)
+        cuts.add(at)
+    found = []
+    for m in MARKERS:
+        if not tools and "think" not in m:
+            continue
+        i = text.find(m)
+        while i >= 0:
+            if any(i < c < i + len(m) for c in cuts):
+                found.append(m)
+            i = text.find(m, i + 1)
+    return found
+
+
+def check(family, results):
+    by_name = {c["name"]: c for c in cases(family)}
+    fails = 0
+
+    def verdict(name, problems):
+        nonlocal fails
+        if problems:
+            fails += 1
+            print("FAIL %s: %s" % (name, "; ".join(problems)))
+        else:
+            print("ok   %s" % name)
+
+    def check_calls(got, want, problems, where):
+        if len(got) != len(want):
+            problems.append("%s: %d tool calls, want %d" % (where, len(got), len(want)))
+            return
+        for i, (g, w) in enumerate(zip(got, want)):
+            if g.get("name") != w["name"] or g.get("arguments") != w["arguments"]:
+                problems.append("%s: call %d is %s(%s), want %s(%s)" % (
+                    where, i, g.get("name"), g.get("arguments"), w["name"], w["arguments"]))
+            gid = g.get("id") or ""
+            if (w["id"] and gid != w["id"]) or (not w["id"] and not gid.startswith("call_")):
+                problems.append("%s: call %d id %r, want %r" % (where, i, gid, w["id"] or "call_..."))
+
+    for r in results:
+        c = by_name[r["name"]]
+        w = c["want"]
+        name = "%s: %s" % (family, r["name"])
+        # Whole.
+        p = []
+        full = r["full"]
+        if "choices" not in full:
+            verdict(name + " (whole)", ["no completion: %s" % json.dumps(full)[:300]])
+        else:
+            ch = full["choices"][0]
+            m = ch["message"]
+            if (m.get("content") or "") != w["content"]:
+                p.append("content %r, want %r" % (m.get("content"), w["content"]))
+            if w["calls"] and w["content"] == "" and m.get("content") not in (None, ""):
+                p.append("content %r beside the calls" % m.get("content"))
+            if (m.get("reasoning_content") or "") != w["reasoning"]:
+                p.append("reasoning_content %r, want %r" % (m.get("reasoning_content"), w["reasoning"]))
+            tcs = m.get("tool_calls") or []
+            for t in tcs:
+                if t.get("type") != "function":
+                    p.append("a tool call of type %r" % t.get("type"))
+            check_calls([dict(t.get("function", {}), id=t.get("id")) for t in tcs],
+                        w["calls"], p, "message.tool_calls")
+            if ch["finish_reason"] != w["finish"]:
+                p.append("finish_reason %r, want %r" % (ch["finish_reason"], w["finish"]))
+            verdict(name + " (whole)", p)
+        # Streamed.
+        p = []
+        chunks = r["chunks"]
+        if not isinstance(chunks, list) or not chunks:
+            verdict(name + " (streamed)", ["no stream: %s" % json.dumps(chunks)[:300]])
+            continue
+        content, reasoning, calls, finish = "", "", {}, None
+        pieces = []
+        plain = not any(x in w["content"] for x in MARKER_CHARS)
+        for k in chunks:
+            for ch in k.get("choices", []):
+                d = ch.get("delta") or {}
+                piece = d.get("content") or ""
+                if piece and plain and any(x in piece for x in MARKER_CHARS):
+                    p.append("a content delta holds markup: %r" % piece)
+                if piece:
+                    pieces.append(piece)
+                content += piece
+                reasoning += d.get("reasoning_content") or ""
+                for t in d.get("tool_calls") or []:
+                    i = t.get("index")
+                    if not isinstance(i, int):
+                        p.append("a tool_calls delta without an index: %r" % t)
+                        continue
+                    f = t.get("function") or {}
+                    if i not in calls:
+                        if not t.get("id") or t.get("type") != "function" or not f.get("name"):
+                            p.append("call %d's first delta lacks id, type or name: %r" % (i, t))
+                        calls[i] = {"name": f.get("name"), "arguments": "", "id": t.get("id")}
+                    calls[i]["arguments"] += f.get("arguments") or ""
+                if ch.get("finish_reason"):
+                    finish = ch["finish_reason"]
+        for m in split_markers(pieces, w["tools"]):
+            p.append("%s split across content deltas" % m)
+        if content != w["content"]:
+            p.append("content deltas %r, want %r" % (content, w["content"]))
+        if reasoning != w["reasoning"]:
+            p.append("reasoning_content deltas %r, want %r" % (reasoning, w["reasoning"]))
+        if sorted(calls) != list(range(len(calls))):
+            p.append("tool call indexes %r" % sorted(calls))
+        check_calls([calls[i] for i in sorted(calls)], w["calls"], p, "tool_calls deltas")
+        if finish != w["finish"]:
+            p.append("finish_reason %r, want %r" % (finish, w["finish"]))
+        verdict(name + " (streamed)", p)
+    missing = set(by_name) - {r["name"] for r in results}
+    for m in sorted(missing):
+        verdict("%s: %s" % (family, m), ["no result"])
+    return fails
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "cases":
+        print(json.dumps([{"name": c["name"], "request": c["request"]} for c in cases(sys.argv[2])]))
+    elif sys.argv[1] == "check":
+        sys.exit(1 if check(sys.argv[2], json.load(open(sys.argv[3]))) else 0)

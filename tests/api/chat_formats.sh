@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Tool calls and reasoning in each model family's own markup, end to end through the official
+# openai npm client: a simulated node exporting a real model's chat template (llama.cpp's
+# models/templates: Qwen2.5, Qwen3, Llama 3.2, Mistral Nemo, a DeepSeek-R1 distill; noded
+# --sim-chat-template) and answering each prompt's sim-reply line verbatim (--sim-script on)
+# behind a head, which picks the reply format from the template. Each case (chat_formats.py:
+# one call, parallel calls, content then a call, reasoning then content or a call, malformed
+# calls kept as content, past calls and results) is sent whole and streamed; the client must get
+# OpenAI's shapes: tool_calls, finish_reason "tool_calls", reasoning_content, content without
+# markers, tool_calls deltas with index, id and function, no markup in a content delta.
+# Usage: chat_formats.sh NODED HEADD SOURCE_DIR NPM_DIR   (exit 77: no llama.cpp; KEEP=DIR)
+set -uo pipefail
+noded=$1 headd=$2 src=$3 npm_dir=$4
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+gguf_vocab "$src" # LLAMA_SRC, for its templates (skip 77, or fail under CI=true)
+if [ ! -f "$npm_dir/node_modules/openai/package.json" ]; then
+	mkdir -p "$npm_dir"
+	npm install --prefix "$npm_dir" --no-audit --no-fund --loglevel=error "openai@^4" >"$work/npm.log" 2>&1 ||
+		{ echo "FAIL npm install openai"; sed 's/^/     | /' "$work/npm.log"; exit 1; }
+fi
+cp "$here/chat_formats.mjs" "$npm_dir/chat_formats.mjs"
+tmpl_dir=$LLAMA_SRC/models/templates
+export SF_JINJA_NOW=$(date +%s)
+
+for fam in qwen2.5 qwen3 llama-3.2 mistral-nemo r1-distill; do
+	case $fam in
+	qwen2.5) t=Qwen-Qwen2.5-7B-Instruct ;;
+	qwen3) t=Qwen-Qwen3-0.6B ;;
+	llama-3.2) t=meta-llama-Llama-3.2-3B-Instruct ;;
+	mistral-nemo) t=mistralai-Mistral-Nemo-Instruct-2407 ;;
+	r1-distill) t=deepseek-ai-DeepSeek-R1-Distill-Qwen-32B ;;
+	esac
+	[ -f "$tmpl_dir/$t.jinja" ] || { fail "$fam: $tmpl_dir/$t.jinja is missing"; continue; }
+	start_node "n-$fam" --engine sim --sim-chat-template "$tmpl_dir/$t.jinja" --sim-script on \
+		--sim-tokens-per-s 400 ||
+		{ fail "$fam: the node did not start"; continue; }
+	np=$npid
+	start_head "head-$fam" "127.0.0.1:$port" || { fail "$fam: the head did not start"; continue; }
+	hp=$hpid
+	base="http://127.0.0.1:$hport"
+	wait_health || { fail "$fam: the head never became healthy"; continue; }
+	python3 "$here/chat_formats.py" cases "$fam" >"$work/cases-$fam.json"
+	if ! node "$npm_dir/chat_formats.mjs" "$base/v1" sim-1 "$work/cases-$fam.json" \
+		>"$work/got-$fam.json" 2>"$work/client.err"; then
+		fail "$fam: the client failed: $(tail -3 "$work/client.err")"
+	else
+		out=$(python3 "$here/chat_formats.py" check "$fam" "$work/got-$fam.json")
+		echo "$out"
+		passes=$((passes + $(grep -c '^ok ' <<<"$out")))
+		fails=$((fails + $(grep -c '^FAIL ' <<<"$out")))
+		[ -n "$out" ] || fail "$fam: no checks ran"
+	fi
+	kill "$hp" "$np" 2>/dev/null
+	wait "$hp" "$np" 2>/dev/null
+done
+echo "$passes passed, $fails failed"
+[ "$fails" = 0 ] && [ "$passes" -gt 0 ]
