@@ -24,7 +24,7 @@ fails=0
 ok() { echo "ok   $*"; }
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 export SF_MODEL_QUIET=1
-threads=2
+threads=1
 
 for f in "$model" "$heldout" "$figures" "$dir/README.md"; do
 	[ -f "$f" ] || { echo "FAIL no $f"; exit 1; }
