@@ -160,7 +160,7 @@ static void ref_print_ids(const llama_token *ids, long n)
 
 /* ---- input helpers */
 
-static int ref_read_all(FILE *f, char **out, size_t *len)
+int ref_read_all(FILE *f, char **out, size_t *len)
 {
 	size_t cap = 1 << 16, n = 0, got;
 	char *buf = malloc(cap), *nb;
@@ -655,9 +655,11 @@ static const struct ref_optdef ref_optdefs[] = {
 	OPT("--specials", CMD_TOKENIZE | CMD_DETOK, 'b', specials, 0, 0),
 	OPT("--bos", CMD_TOKENIZE, 'b', bos, 0, 0),
 	OPT("--sep", CMD_TOKENIZE, 's', sep, 0, 0),
-	OPT("--threads", CMD_LOGITS | CMD_GREEDY | CMD_BENCH | CMD_INFO, 'n', threads, 1, 1024),
-	OPT("--ctx", CMD_LOGITS | CMD_GREEDY, 'n', ctx, 1, 1 << 24),
-	OPT("--ubatch", CMD_LOGITS | CMD_GREEDY | CMD_BENCH | CMD_INFO, 'n', ubatch, 1, 1 << 20),
+	OPT("--threads", CMD_LOGITS | CMD_GREEDY | CMD_BENCH | CMD_INFO | CMD_PERPLEXITY, 'n',
+	    threads, 1, 1024),
+	OPT("--ctx", CMD_LOGITS | CMD_GREEDY | CMD_PERPLEXITY, 'n', ctx, 1, 1 << 24),
+	OPT("--ubatch", CMD_LOGITS | CMD_GREEDY | CMD_BENCH | CMD_INFO | CMD_PERPLEXITY, 'n',
+	    ubatch, 1, 1 << 20),
 	OPT("--tokens", CMD_LOGITS | CMD_GREEDY, 's', tokens, 0, 0),
 	OPT("--out", CMD_LOGITS, 's', out, 0, 0),
 	OPT("--incremental", CMD_LOGITS, 'b', incremental, 0, 0),
@@ -683,6 +685,7 @@ static int ref_usage(void)
 	      "  greedy MODEL --tokens \"1 2 3\"|- --n N [--stop] [--ctx N]\n"
 	      "  bench MODEL [--pp 512] [--tg 128] [--seqs S] [--reps R] [--depth D] [--only pp|tg|par]\n"
 	      "  info MODEL [--full]                               JSON\n"
+	      "  perplexity MODEL --ctx N < text                   tokens=... ppl=P\n"
 	      "common: --threads N (default: online CPUs), --ubatch N, --cpu VARIANT, --verbose;\n"
 	      "env: LLAMA_REF_CPU=VARIANT, LLAMA_REF_VERBOSE=1\n", stderr);
 	return 2;
@@ -690,11 +693,12 @@ static int ref_usage(void)
 
 static int ref_parse(int argc, char **argv, struct ref_opts *o)
 {
-	static const char *cmds[] = {"tokenize", "detok", "logits", "greedy", "bench", "info"};
+	static const char *cmds[] = {"tokenize", "detok", "logits", "greedy", "bench", "info",
+				     "perplexity"};
 
 	if (argc < 3)
 		return ref_usage();
-	for (unsigned i = 0; i < 6; i++)
+	for (unsigned i = 0; i < 7; i++)
 		if (!strcmp(argv[1], cmds[i]))
 			o->cmd = 1u << i;
 	if (!o->cmd)
@@ -774,6 +778,8 @@ int main(int argc, char **argv)
 		rc = cmd_greedy(&o, m);
 	else if (o.cmd == CMD_BENCH)
 		rc = cmd_bench(&o, m, variant, &log);
+	else if (o.cmd == CMD_PERPLEXITY)
+		rc = cmd_perplexity(&o, m);
 	else
 		rc = cmd_info(&o, m, variant, &log);
 	if (m)

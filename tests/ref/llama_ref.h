@@ -16,8 +16,8 @@
 
 enum ref_cmd {
 	CMD_TOKENIZE = 1 << 0, CMD_DETOK = 1 << 1, CMD_LOGITS = 1 << 2,
-	CMD_GREEDY = 1 << 3, CMD_BENCH = 1 << 4, CMD_INFO = 1 << 5,
-	CMD_ALL = (1 << 6) - 1,
+	CMD_GREEDY = 1 << 3, CMD_BENCH = 1 << 4, CMD_INFO = 1 << 5, CMD_PERPLEXITY = 1 << 6,
+	CMD_ALL = (1 << 7) - 1,
 };
 
 struct ref_opts {
@@ -63,6 +63,12 @@ void ref_batch_set(struct llama_batch *b, int i, llama_token t, llama_pos pos,
 
 /* Flash attention as the log resolved it: "enabled", "disabled" or "auto (unresolved)". */
 const char *ref_flash_name(const struct ref_log *log);
+
+/* Reads all of f (at most REF_MAX_TEXT bytes) into *out (NUL-terminated, to free), *len. */
+int ref_read_all(FILE *f, char **out, size_t *len);
+
+/* perplexity MODEL --ctx N < text (llama_ref_ppl.c): one line, tokens=... ppl=P. */
+int cmd_perplexity(const struct ref_opts *o, struct llama_model *m);
 
 /* bench MODEL: prompt, batch-1 decode and S-sequence decode speeds as one line of JSON. */
 int cmd_bench(const struct ref_opts *o, struct llama_model *m, const char *variant,

@@ -40,11 +40,13 @@ int cli_chat(int argc, char **argv);
 int cli_tokenize(int argc, char **argv);
 /* wal.c: the head's write-ahead log read offline (check, dump). */
 int cli_wal(int argc, char **argv);
-/* model.c: GGUF model files on this machine (make, info, run, logits). */
+/* model.c: GGUF model files on this machine (make, info, run, logits, perplexity, quantize). */
 int cli_model(int argc, char **argv);
 int cli_model_make(int argc, char **argv);   /* model_make.c */
 int cli_model_run(int argc, char **argv);    /* model_run.c */
 int cli_model_logits(int argc, char **argv); /* model_run.c */
+int cli_model_perplexity(int argc, char **argv); /* model_ppl.c */
+int cli_model_quantize(int argc, char **argv);   /* model_quant.c */
 
 /* The admin socket forms (admin_generate.c, status.c). */
 int cli_admin_generate(const char *path, const char *model, unsigned long max, const char *prompt);

@@ -14,12 +14,16 @@ static const char usage_text[] =
 	"       superfluid model info FILE\n"
 	"       superfluid model run FILE (--prompt TEXT | --tokens \"ID ...\") [--n N] [--ids]\n"
 	"       superfluid model logits FILE --tokens \"ID ...\" -o OUT\n"
+	"       superfluid model perplexity FILE --text TEXT_FILE [--ctx N]\n"
+	"       superfluid model quantize FILE --type TYPE -o OUT.gguf\n"
 	"\n"
 	"  make     a GGUF model of random weights in a real model's shape, with a real vocabulary\n"
 	"  info     what a GGUF file holds, and whether superfluid-noded --engine gguf runs it\n"
 	"           (exit 2 with the reason when it does not)\n"
 	"  run      the continuation of a prompt (greedy or seeded), computed here by the GGUF engine\n"
 	"  logits   the logits of every position of a token sequence, as raw floats\n"
+	"  perplexity  the model's perplexity over a text (as llama-ref perplexity computes it)\n"
+	"  quantize the same model with its matrices in another tensor type\n"
 	"Each command's --help lists its options.\n";
 
 static int info(int argc, char **argv)
@@ -101,6 +105,10 @@ int cli_model(int argc, char **argv)
 		return cli_model_run(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "logits"))
 		return cli_model_logits(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "perplexity"))
+		return cli_model_perplexity(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "quantize"))
+		return cli_model_quantize(argc - 1, argv + 1);
 	fprintf(stderr, "superfluid model: unknown command '%s' (see --help)\n", argv[1]);
 	return CLI_USAGE;
 }
