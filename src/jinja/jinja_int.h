@@ -242,6 +242,20 @@ struct jj_parser {
 	struct sf_err *e;
 	int failed;
 };
+/* The token at the cursor; the next (the cursor moves on, never past the last: the end). */
+static inline const struct jtok *jj_cur(struct jj_parser *p)
+{
+	return &p->tok[p->pos];
+}
+static inline const struct jtok *jj_next(struct jj_parser *p)
+{
+	const struct jtok *t = &p->tok[p->pos];
+	if (p->pos + 1 < p->n)
+		p->pos++;
+	return t;
+}
+/* Takes a token of kind, or fails naming what was expected and what was found. */
+int jj_expect(struct jj_parser *p, uint8_t kind, const char *what);
 int jj_parse_template(struct jj_parser *p);
 struct jnode *jj_parse_expr(struct jj_parser *p);          /* with inline if */
 struct jnode *jj_parse_expr_nocond(struct jj_parser *p);   /* without (for's iterable, if's test) */

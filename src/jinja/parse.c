@@ -150,6 +150,16 @@ struct nvec {
 	uint32_t n, cap;
 };
 
+int jj_expect(struct jj_parser *p, uint8_t kind, const char *what)
+{
+	if (jj_cur(p)->kind != kind) {
+		char b[64];
+		return jj_fail(p, jj_cur(p), "expected %s, found %s", what,
+			       jj_tok_desc(jj_cur(p), b, sizeof b));
+	}
+	jj_next(p);
+	return 0;
+}
 static int nvec_push(struct jj_parser *p, struct nvec *v, struct jnode *n)
 {
 	if (v->n == v->cap) {
@@ -179,36 +189,13 @@ static struct jnode **nvec_done(struct jj_parser *p, struct nvec *v)
 	return a;
 }
 
-static const struct jtok *cur(struct jj_parser *p)
-{
-	return &p->tok[p->pos];
-}
-
-static const struct jtok *next(struct jj_parser *p)
-{
-	const struct jtok *t = &p->tok[p->pos];
-	if (p->pos + 1 < p->n)
-		p->pos++;
-	return t;
-}
-
-static int expect(struct jj_parser *p, uint8_t kind, const char *what)
-{
-	if (cur(p)->kind != kind) {
-		char b[64];
-		return jj_fail(p, cur(p), "expected %s, found %s", what, jj_tok_desc(cur(p), b, sizeof b));
-	}
-	next(p);
-	return 0;
-}
-
 static int expect_name(struct jj_parser *p, const char *name)
 {
-	if (!jj_tok_is_name(cur(p), name)) {
+	if (!jj_tok_is_name(jj_cur(p), name)) {
 		char b[64];
-		return jj_fail(p, cur(p), "expected '%s', found %s", name, jj_tok_desc(cur(p), b, sizeof b));
+		return jj_fail(p, jj_cur(p), "expected '%s', found %s", name, jj_tok_desc(jj_cur(p), b, sizeof b));
 	}
-	next(p);
+	jj_next(p);
 	return 0;
 }
 
@@ -232,21 +219,21 @@ static struct jnode *body(struct jj_parser *p, struct ctx *cx, const char *const
 static struct jnode *target(struct jj_parser *p, bool allow_ns)
 {
 	struct nvec names = { 0 };
-	const struct jtok *first = cur(p);
+	const struct jtok *first = jj_cur(p);
 	bool tuple = false;
 	for (;;) {
-		const struct jtok *t = cur(p);
+		const struct jtok *t = jj_cur(p);
 		if (t->kind != JT_NAME) {
 			char b[64];
 			jj_fail(p, t, "expected a name to assign to, found %s", jj_tok_desc(t, b, sizeof b));
 			goto fail;
 		}
-		next(p);
+		jj_next(p);
 		struct jnode *n;
-		if (allow_ns && !tuple && cur(p)->kind == JT_DOT) {
-			next(p);
-			const struct jtok *a = cur(p);
-			if (expect(p, JT_NAME, "an attribute name"))
+		if (allow_ns && !tuple && jj_cur(p)->kind == JT_DOT) {
+			jj_next(p);
+			const struct jtok *a = jj_cur(p);
+			if (jj_expect(p, JT_NAME, "an attribute name"))
 				goto fail;
 			n = jj_node(p, JN_NSREF, t);
 			if (!n)
@@ -259,9 +246,9 @@ static struct jnode *target(struct jj_parser *p, bool allow_ns)
 		n = jj_node(p, JN_NAME, t);
 		if (!n || !(n->name = name_of(p, t)) || nvec_push(p, &names, n))
 			goto fail;
-		if (cur(p)->kind != JT_COMMA)
+		if (jj_cur(p)->kind != JT_COMMA)
 			break;
-		next(p);
+		jj_next(p);
 		tuple = true;
 	}
 	if (!tuple) {
@@ -284,22 +271,22 @@ fail:
 static int signature(struct jj_parser *p, struct jnode *n)
 {
 	struct nvec params = { 0 }, defs = { 0 };
-	if (expect(p, JT_LPAREN, "'('"))
+	if (jj_expect(p, JT_LPAREN, "'('"))
 		return p->failed;
-	while (cur(p)->kind != JT_RPAREN) {
-		if (params.n && expect(p, JT_COMMA, "',' or ')'"))
+	while (jj_cur(p)->kind != JT_RPAREN) {
+		if (params.n && jj_expect(p, JT_COMMA, "',' or ')'"))
 			goto fail;
-		if (cur(p)->kind == JT_RPAREN)
+		if (jj_cur(p)->kind == JT_RPAREN)
 			break;
-		const struct jtok *t = cur(p);
-		if (expect(p, JT_NAME, "a parameter name"))
+		const struct jtok *t = jj_cur(p);
+		if (jj_expect(p, JT_NAME, "a parameter name"))
 			goto fail;
 		struct jnode *pn = jj_node(p, JN_NAME, t);
 		if (!pn || !(pn->name = name_of(p, t)) || nvec_push(p, &params, pn))
 			goto fail;
 		struct jnode *d = NULL;
-		if (cur(p)->kind == JT_ASSIGN) {
-			next(p);
+		if (jj_cur(p)->kind == JT_ASSIGN) {
+			jj_next(p);
 			if (!(d = jj_parse_expr(p)))
 				goto fail;
 		} else if (defs.n && defs.v[defs.n - 1]) {
@@ -309,7 +296,7 @@ static int signature(struct jj_parser *p, struct jnode *n)
 		if (nvec_push(p, &defs, d))
 			goto fail;
 	}
-	next(p);
+	jj_next(p);
 	n->n_kids = params.n;
 	n->kids = nvec_done(p, &params);
 	n->vals = nvec_done(p, &defs);
@@ -337,28 +324,28 @@ static struct jnode *stmt_for(struct jj_parser *p, struct ctx *cx, const struct 
 		return NULL;
 	if (!(n->b = jj_parse_tuple(p, false, false)))
 		return NULL;
-	if (jj_tok_is_name(cur(p), "if")) {
-		next(p);
+	if (jj_tok_is_name(jj_cur(p), "if")) {
+		jj_next(p);
 		if (!(n->e = jj_parse_expr(p)))
 			return NULL;
 	}
-	if (jj_tok_is_name(cur(p), "recursive")) {
-		jj_unsupported(p, cur(p), "recursive for loops");
+	if (jj_tok_is_name(jj_cur(p), "recursive")) {
+		jj_unsupported(p, jj_cur(p), "recursive for loops");
 		return NULL;
 	}
-	if (expect(p, JT_BLOCK_END, "'%}'"))
+	if (jj_expect(p, JT_BLOCK_END, "'%}'"))
 		return NULL;
 	cx->loops++;
 	n->c = body(p, cx, END_FOR, "for", at);
 	cx->loops--;
 	if (!n->c)
 		return NULL;
-	if (jj_tok_is_name(cur(p), "else")) {
-		next(p);
-		if (expect(p, JT_BLOCK_END, "'%}'") || !(n->d = body(p, cx, END_FOR_ELSE, "for", at)))
+	if (jj_tok_is_name(jj_cur(p), "else")) {
+		jj_next(p);
+		if (jj_expect(p, JT_BLOCK_END, "'%}'") || !(n->d = body(p, cx, END_FOR_ELSE, "for", at)))
 			return NULL;
 	}
-	next(p); /* endfor */
+	jj_next(p); /* endfor */
 	return n;
 }
 
@@ -369,7 +356,7 @@ static struct jnode *stmt_if(struct jj_parser *p, struct ctx *cx, const struct j
 	const struct jtok *t = at;
 	for (;;) {
 		struct jnode *n = jj_node(p, JN_IF, t);
-		if (!n || !(n->a = jj_parse_tuple(p, false, false)) || expect(p, JT_BLOCK_END, "'%}'"))
+		if (!n || !(n->a = jj_parse_tuple(p, false, false)) || jj_expect(p, JT_BLOCK_END, "'%}'"))
 			return NULL;
 		if (!(n->b = body(p, cx, END_IF, "if", at)))
 			return NULL;
@@ -378,13 +365,13 @@ static struct jnode *stmt_if(struct jj_parser *p, struct ctx *cx, const struct j
 		else
 			first = n;
 		last = n;
-		t = next(p);
+		t = jj_next(p);
 		if (jj_tok_is_name(t, "elif"))
 			continue;
 		if (jj_tok_is_name(t, "else")) {
-			if (expect(p, JT_BLOCK_END, "'%}'") || !(last->c = body(p, cx, END_IF_ELSE, "if", at)))
+			if (jj_expect(p, JT_BLOCK_END, "'%}'") || !(last->c = body(p, cx, END_IF_ELSE, "if", at)))
 				return NULL;
-			next(p);
+			jj_next(p);
 		}
 		return first;
 	}
@@ -395,8 +382,8 @@ static struct jnode *stmt_set(struct jj_parser *p, struct ctx *cx, const struct 
 	struct jnode *tgt = target(p, true);
 	if (!tgt)
 		return NULL;
-	if (cur(p)->kind == JT_ASSIGN) {
-		next(p);
+	if (jj_cur(p)->kind == JT_ASSIGN) {
+		jj_next(p);
 		struct jnode *n = jj_node(p, JN_SET, at);
 		if (!n || !(n->b = jj_parse_tuple(p, true, false)))
 			return NULL;
@@ -411,26 +398,26 @@ static struct jnode *stmt_set(struct jj_parser *p, struct ctx *cx, const struct 
 		jj_fail(p, at, "a block set assigns to one name");
 		return NULL;
 	}
-	if (cur(p)->kind == JT_PIPE && !(n->c = jj_parse_filter_chain(p, NULL)))
+	if (jj_cur(p)->kind == JT_PIPE && !(n->c = jj_parse_filter_chain(p, NULL)))
 		return NULL;
-	if (expect(p, JT_BLOCK_END, "'=' or '%}'") || !(n->b = body(p, cx, END_SET, "set", at)))
+	if (jj_expect(p, JT_BLOCK_END, "'=' or '%}'") || !(n->b = body(p, cx, END_SET, "set", at)))
 		return NULL;
-	next(p);
+	jj_next(p);
 	return n;
 }
 
 static struct jnode *stmt_macro(struct jj_parser *p, const struct jtok *at)
 {
-	const struct jtok *nt = cur(p);
-	if (expect(p, JT_NAME, "the macro's name"))
+	const struct jtok *nt = jj_cur(p);
+	if (jj_expect(p, JT_NAME, "the macro's name"))
 		return NULL;
 	struct jnode *n = jj_node(p, JN_MACRO, at);
-	if (!n || !(n->name = name_of(p, nt)) || signature(p, n) || expect(p, JT_BLOCK_END, "'%}'"))
+	if (!n || !(n->name = name_of(p, nt)) || signature(p, n) || jj_expect(p, JT_BLOCK_END, "'%}'"))
 		return NULL;
 	struct ctx inner = { 0 };
 	if (!(n->b = body(p, &inner, END_MACRO, "macro", at)))
 		return NULL;
-	next(p);
+	jj_next(p);
 	return n;
 }
 
@@ -439,33 +426,33 @@ static struct jnode *stmt_call(struct jj_parser *p, const struct jtok *at)
 	struct jnode *n = jj_node(p, JN_CALL_BLOCK, at);
 	if (!n)
 		return NULL;
-	if (cur(p)->kind == JT_LPAREN && signature(p, n))
+	if (jj_cur(p)->kind == JT_LPAREN && signature(p, n))
 		return NULL;
-	const struct jtok *ct = cur(p);
+	const struct jtok *ct = jj_cur(p);
 	if (!(n->a = jj_parse_expr(p)))
 		return NULL;
 	if (n->a->kind != JN_CALL) {
 		jj_fail(p, ct, "expected a call after 'call'");
 		return NULL;
 	}
-	if (expect(p, JT_BLOCK_END, "'%}'"))
+	if (jj_expect(p, JT_BLOCK_END, "'%}'"))
 		return NULL;
 	struct ctx inner = { 0 };
 	if (!(n->b = body(p, &inner, END_CALL, "call", at)))
 		return NULL;
-	next(p);
+	jj_next(p);
 	return n;
 }
 
 static struct jnode *statement(struct jj_parser *p, struct ctx *cx)
 {
-	const struct jtok *t = cur(p);
+	const struct jtok *t = jj_cur(p);
 	char b[64];
 	if (t->kind != JT_NAME) {
 		jj_fail(p, t, "expected a tag name, found %s", jj_tok_desc(t, b, sizeof b));
 		return NULL;
 	}
-	next(p);
+	jj_next(p);
 	struct jnode *n = NULL;
 	if (jj_tok_is_name(t, "for")) {
 		n = stmt_for(p, cx, t);
@@ -479,15 +466,15 @@ static struct jnode *statement(struct jj_parser *p, struct ctx *cx)
 		n = stmt_call(p, t);
 	} else if (jj_tok_is_name(t, "filter")) {
 		n = jj_node(p, JN_FILTER_BLOCK, t);
-		if (!n || !(n->a = jj_parse_filter_chain(p, NULL)) || expect(p, JT_BLOCK_END, "'%}'") ||
+		if (!n || !(n->a = jj_parse_filter_chain(p, NULL)) || jj_expect(p, JT_BLOCK_END, "'%}'") ||
 		    !(n->b = body(p, cx, END_FILTER, "filter", t)))
 			return NULL;
-		next(p);
+		jj_next(p);
 	} else if (jj_tok_is_name(t, "generation")) {
 		n = jj_node(p, JN_SCOPE, t);
-		if (!n || expect(p, JT_BLOCK_END, "'%}'") || !(n->b = body(p, cx, END_GEN, "generation", t)))
+		if (!n || jj_expect(p, JT_BLOCK_END, "'%}'") || !(n->b = body(p, cx, END_GEN, "generation", t)))
 			return NULL;
-		next(p);
+		jj_next(p);
 	} else if (jj_tok_is_name(t, "break") || jj_tok_is_name(t, "continue")) {
 		if (!cx->loops) {
 			jj_fail(p, t, "%s outside a for loop", jj_tok_is_name(t, "break") ? "break" : "continue");
@@ -508,7 +495,7 @@ static struct jnode *statement(struct jj_parser *p, struct ctx *cx)
 	if (!n)
 		return NULL;
 	/* Every statement but the blocks' ends (consumed above with their names) ends with %}. */
-	if (expect(p, JT_BLOCK_END, "'%}'"))
+	if (jj_expect(p, JT_BLOCK_END, "'%}'"))
 		return NULL;
 	return n;
 }
@@ -540,14 +527,14 @@ static const char *ends_desc(const char *const *ends, char *buf, size_t cap)
 static struct jnode *body(struct jj_parser *p, struct ctx *cx, const char *const *ends,
 			  const char *opener, const struct jtok *open_tok)
 {
-	const struct jtok *start = cur(p);
+	const struct jtok *start = jj_cur(p);
 	if (++p->depth > p->max_depth) {
 		jj_fail(p, start, "blocks nested deeper than max_depth (%u)", p->max_depth);
 		return NULL;
 	}
 	struct nvec v = { 0 };
 	for (;;) {
-		const struct jtok *t = cur(p);
+		const struct jtok *t = jj_cur(p);
 		struct jnode *n = NULL;
 		if (t->kind == JT_EOF) {
 			if (ends) {
@@ -559,22 +546,22 @@ static struct jnode *body(struct jj_parser *p, struct ctx *cx, const char *const
 			break;
 		}
 		if (t->kind == JT_DATA) {
-			next(p);
+			jj_next(p);
 			n = jj_node(p, JN_TEXT, t);
 			if (!n || jj_const_str(p, t->p, t->len, &n->value))
 				goto fail;
 		} else if (t->kind == JT_VAR_BEGIN) {
-			next(p);
+			jj_next(p);
 			n = jj_node(p, JN_OUTPUT, t);
-			if (!n || !(n->a = jj_parse_tuple(p, true, false)) || expect(p, JT_VAR_END, "'}}'"))
+			if (!n || !(n->a = jj_parse_tuple(p, true, false)) || jj_expect(p, JT_VAR_END, "'}}'"))
 				goto fail;
 		} else if (t->kind == JT_BLOCK_BEGIN) {
 			const struct jtok *name = &p->tok[p->pos + 1 < p->n ? p->pos + 1 : p->pos];
 			if (is_end(name, ends)) {
-				next(p);
+				jj_next(p);
 				break;
 			}
-			next(p);
+			jj_next(p);
 			if (name->kind == JT_NAME && !is_end(name, ends) &&
 			    (jj_tok_is_name(name, "endfor") || jj_tok_is_name(name, "endif") ||
 			     jj_tok_is_name(name, "elif") || jj_tok_is_name(name, "else") ||

@@ -7,38 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const struct jtok *cur(struct jj_parser *p)
-{
-	return &p->tok[p->pos];
-}
-
 static const struct jtok *peek(struct jj_parser *p, size_t k)
 {
 	return &p->tok[p->pos + k < p->n ? p->pos + k : p->n - 1];
 }
 
-static const struct jtok *next(struct jj_parser *p)
-{
-	const struct jtok *t = &p->tok[p->pos];
-	if (p->pos + 1 < p->n)
-		p->pos++;
-	return t;
-}
-
-static int expect(struct jj_parser *p, uint8_t kind, const char *what)
-{
-	if (cur(p)->kind != kind) {
-		char b[64];
-		return jj_fail(p, cur(p), "expected %s, found %s", what, jj_tok_desc(cur(p), b, sizeof b));
-	}
-	next(p);
-	return 0;
-}
-
 static bool enter(struct jj_parser *p)
 {
 	if (++p->depth > p->max_depth) {
-		jj_fail(p, cur(p), "expression nested deeper than max_depth (%u)", p->max_depth);
+		jj_fail(p, jj_cur(p), "expression nested deeper than max_depth (%u)", p->max_depth);
 		return false;
 	}
 	return true;
@@ -117,14 +94,14 @@ struct jnode *jj_parse_expr(struct jj_parser *p)
 	if (!enter(p))
 		return NULL;
 	struct jnode *e1 = parse_or(p);
-	while (e1 && jj_tok_is_name(cur(p), "if")) {
-		const struct jtok *t = next(p);
+	while (e1 && jj_tok_is_name(jj_cur(p), "if")) {
+		const struct jtok *t = jj_next(p);
 		struct jnode *n = jj_node(p, JN_COND, t);
 		if (!n || !(n->a = parse_or(p)))
 			return leave(p, NULL);
 		n->b = e1;
-		if (jj_tok_is_name(cur(p), "else")) {
-			next(p);
+		if (jj_tok_is_name(jj_cur(p), "else")) {
+			jj_next(p);
 			if (!(n->c = jj_parse_expr(p)))
 				return leave(p, NULL);
 		}
@@ -157,8 +134,8 @@ static struct jnode *parse_not(struct jj_parser *p);
 static struct jnode *parse_and(struct jj_parser *p)
 {
 	struct jnode *l = parse_not(p);
-	while (l && jj_tok_is_name(cur(p), "and")) {
-		const struct jtok *t = next(p);
+	while (l && jj_tok_is_name(jj_cur(p), "and")) {
+		const struct jtok *t = jj_next(p);
 		l = binary(p, JN_AND, 0, t, l, parse_not(p));
 	}
 	return l;
@@ -169,8 +146,8 @@ static struct jnode *parse_or(struct jj_parser *p)
 	if (!enter(p))
 		return NULL;
 	struct jnode *l = parse_and(p);
-	while (l && jj_tok_is_name(cur(p), "or")) {
-		const struct jtok *t = next(p);
+	while (l && jj_tok_is_name(jj_cur(p), "or")) {
+		const struct jtok *t = jj_next(p);
 		l = binary(p, JN_OR, 0, t, l, parse_and(p));
 	}
 	return leave(p, l);
@@ -186,7 +163,7 @@ static struct jnode *parse_compare(struct jj_parser *p)
 	struct nvec ops = { 0 };
 	uint8_t opv[64];
 	for (;;) {
-		const struct jtok *t = cur(p);
+		const struct jtok *t = jj_cur(p);
 		int op = -1;
 		switch (t->kind) {
 		case JT_EQ: op = CMP_EQ; break;
@@ -203,9 +180,9 @@ static struct jnode *parse_compare(struct jj_parser *p)
 		}
 		if (op < 0)
 			break;
-		next(p);
+		jj_next(p);
 		if (op == CMP_NOTIN)
-			next(p);
+			jj_next(p);
 		if (ops.n == sizeof opv) {
 			jj_fail(p, t, "more than %zu comparisons chained", sizeof opv);
 			vfree(&ops);
@@ -238,8 +215,8 @@ static struct jnode *parse_compare(struct jj_parser *p)
 
 static struct jnode *parse_not(struct jj_parser *p)
 {
-	if (jj_tok_is_name(cur(p), "not")) {
-		const struct jtok *t = next(p);
+	if (jj_tok_is_name(jj_cur(p), "not")) {
+		const struct jtok *t = jj_next(p);
 		if (!enter(p))
 			return NULL;
 		struct jnode *n = jj_node(p, JN_NOT, t);
@@ -256,8 +233,8 @@ static struct jnode *parse_concat(struct jj_parser *p);
 static struct jnode *parse_math1(struct jj_parser *p)
 {
 	struct jnode *l = parse_concat(p);
-	while (l && (cur(p)->kind == JT_ADD || cur(p)->kind == JT_SUB)) {
-		const struct jtok *t = next(p);
+	while (l && (jj_cur(p)->kind == JT_ADD || jj_cur(p)->kind == JT_SUB)) {
+		const struct jtok *t = jj_next(p);
 		l = binary(p, JN_BIN, t->kind == JT_ADD ? OP_ADD : OP_SUB, t, l, parse_concat(p));
 	}
 	return l;
@@ -266,8 +243,8 @@ static struct jnode *parse_math1(struct jj_parser *p)
 static struct jnode *parse_concat(struct jj_parser *p)
 {
 	struct jnode *l = parse_math2(p);
-	while (l && cur(p)->kind == JT_TILDE) {
-		const struct jtok *t = next(p);
+	while (l && jj_cur(p)->kind == JT_TILDE) {
+		const struct jtok *t = jj_next(p);
 		l = binary(p, JN_BIN, OP_CONCAT, t, l, parse_math2(p));
 	}
 	return l;
@@ -279,7 +256,7 @@ static struct jnode *parse_math2(struct jj_parser *p)
 {
 	struct jnode *l = parse_pow(p);
 	for (;;) {
-		const struct jtok *t = cur(p);
+		const struct jtok *t = jj_cur(p);
 		uint8_t op;
 		if (t->kind == JT_MUL)
 			op = OP_MUL;
@@ -293,7 +270,7 @@ static struct jnode *parse_math2(struct jj_parser *p)
 			break;
 		if (!l)
 			break;
-		next(p);
+		jj_next(p);
 		l = binary(p, JN_BIN, op, t, l, parse_pow(p));
 	}
 	return l;
@@ -302,8 +279,8 @@ static struct jnode *parse_math2(struct jj_parser *p)
 static struct jnode *parse_pow(struct jj_parser *p)
 {
 	struct jnode *l = parse_unary(p, true);
-	while (l && cur(p)->kind == JT_POW) {
-		const struct jtok *t = next(p);
+	while (l && jj_cur(p)->kind == JT_POW) {
+		const struct jtok *t = jj_next(p);
 		l = binary(p, JN_BIN, OP_POW, t, l, parse_unary(p, true));
 	}
 	return l;
@@ -313,10 +290,10 @@ static struct jnode *parse_unary(struct jj_parser *p, bool with_filter)
 {
 	if (!enter(p))
 		return NULL;
-	const struct jtok *t = cur(p);
+	const struct jtok *t = jj_cur(p);
 	struct jnode *n;
 	if (t->kind == JT_SUB || t->kind == JT_ADD) {
-		next(p);
+		jj_next(p);
 		n = jj_node(p, t->kind == JT_SUB ? JN_NEG : JN_POS, t);
 		if (n && !(n->a = parse_unary(p, false)))
 			n = NULL;
@@ -342,16 +319,16 @@ static struct jnode *constant(struct jj_parser *p, const struct jtok *t, struct 
 static struct jnode *parse_list(struct jj_parser *p, const struct jtok *t)
 {
 	struct nvec items = { 0 };
-	while (cur(p)->kind != JT_RBRACKET) {
-		if (items.n && expect(p, JT_COMMA, "',' or ']'"))
+	while (jj_cur(p)->kind != JT_RBRACKET) {
+		if (items.n && jj_expect(p, JT_COMMA, "',' or ']'"))
 			goto fail;
-		if (cur(p)->kind == JT_RBRACKET)
+		if (jj_cur(p)->kind == JT_RBRACKET)
 			break;
 		struct jnode *e = jj_parse_expr(p);
 		if (!e || push(p, &items, e, NULL))
 			goto fail;
 	}
-	next(p);
+	jj_next(p);
 	struct jnode *n = jj_node(p, JN_LIST, t);
 	if (n) {
 		n->n_kids = items.n;
@@ -367,19 +344,19 @@ fail:
 static struct jnode *parse_dict(struct jj_parser *p, const struct jtok *t)
 {
 	struct nvec keys = { 0 }, vals = { 0 };
-	while (cur(p)->kind != JT_RBRACE) {
-		if (keys.n && expect(p, JT_COMMA, "',' or '}'"))
+	while (jj_cur(p)->kind != JT_RBRACE) {
+		if (keys.n && jj_expect(p, JT_COMMA, "',' or '}'"))
 			goto fail;
-		if (cur(p)->kind == JT_RBRACE)
+		if (jj_cur(p)->kind == JT_RBRACE)
 			break;
 		struct jnode *k = jj_parse_expr(p);
-		if (!k || expect(p, JT_COLON, "':'"))
+		if (!k || jj_expect(p, JT_COLON, "':'"))
 			goto fail;
 		struct jnode *v = jj_parse_expr(p);
 		if (!v || push(p, &keys, k, NULL) || push(p, &vals, v, NULL))
 			goto fail;
 	}
-	next(p);
+	jj_next(p);
 	struct jnode *n = jj_node(p, JN_DICT, t);
 	if (n) {
 		n->n_kids = keys.n;
@@ -397,19 +374,19 @@ fail:
 
 struct jnode *jj_parse_tuple(struct jj_parser *p, bool with_cond, bool explicit_paren)
 {
-	const struct jtok *t0 = cur(p);
+	const struct jtok *t0 = jj_cur(p);
 	struct nvec items = { 0 };
 	bool is_tuple = false;
 	for (;;) {
-		if (items.n && expect(p, JT_COMMA, "','"))
+		if (items.n && jj_expect(p, JT_COMMA, "','"))
 			goto fail;
-		uint8_t k = cur(p)->kind;
+		uint8_t k = jj_cur(p)->kind;
 		if (k == JT_VAR_END || k == JT_BLOCK_END || (explicit_paren && k == JT_RPAREN))
 			break;
 		struct jnode *e = with_cond ? jj_parse_expr(p) : jj_parse_expr_nocond(p);
 		if (!e || push(p, &items, e, NULL))
 			goto fail;
-		if (cur(p)->kind == JT_COMMA)
+		if (jj_cur(p)->kind == JT_COMMA)
 			is_tuple = true;
 		else
 			break;
@@ -422,7 +399,7 @@ struct jnode *jj_parse_tuple(struct jj_parser *p, bool with_cond, bool explicit_
 		}
 		if (!explicit_paren) {
 			char b[64];
-			jj_fail(p, cur(p), "expected an expression, found %s", jj_tok_desc(cur(p), b, sizeof b));
+			jj_fail(p, jj_cur(p), "expected an expression, found %s", jj_tok_desc(jj_cur(p), b, sizeof b));
 			goto fail;
 		}
 	}
@@ -440,7 +417,7 @@ fail:
 
 static struct jnode *parse_primary(struct jj_parser *p)
 {
-	const struct jtok *t = next(p);
+	const struct jtok *t = jj_next(p);
 	char b[64];
 	switch (t->kind) {
 	case JT_NAME:
@@ -469,8 +446,8 @@ static struct jnode *parse_primary(struct jj_parser *p)
 		}
 		memcpy(s, t->p, t->len);
 		size_t o = t->len;
-		while (cur(p)->kind == JT_STRING) {
-			const struct jtok *u = next(p);
+		while (jj_cur(p)->kind == JT_STRING) {
+			const struct jtok *u = jj_next(p);
 			memcpy(s + o, u->p, u->len);
 			o += u->len;
 		}
@@ -485,7 +462,7 @@ static struct jnode *parse_primary(struct jj_parser *p)
 		return constant(p, t, jv_float(t->f));
 	case JT_LPAREN: {
 		struct jnode *n = jj_parse_tuple(p, true, true);
-		if (n && expect(p, JT_RPAREN, "')'"))
+		if (n && jj_expect(p, JT_RPAREN, "')'"))
 			return NULL;
 		return n;
 	}
@@ -504,10 +481,10 @@ static struct jnode *subscript(struct jj_parser *p, struct jnode *obj, const str
 {
 	struct jnode *parts[3] = { NULL, NULL, NULL };
 	int colons = 0;
-	if (cur(p)->kind != JT_COLON) {
+	if (jj_cur(p)->kind != JT_COLON) {
 		if (!(parts[0] = jj_parse_expr(p)))
 			return NULL;
-		if (cur(p)->kind != JT_COLON) {
+		if (jj_cur(p)->kind != JT_COLON) {
 			struct jnode *n = jj_node(p, JN_GETITEM, t);
 			if (n) {
 				n->a = obj;
@@ -516,10 +493,10 @@ static struct jnode *subscript(struct jj_parser *p, struct jnode *obj, const str
 			return n;
 		}
 	}
-	while (cur(p)->kind == JT_COLON && colons < 2) {
-		next(p);
+	while (jj_cur(p)->kind == JT_COLON && colons < 2) {
+		jj_next(p);
 		colons++;
-		uint8_t k = cur(p)->kind;
+		uint8_t k = jj_cur(p)->kind;
 		if (k != JT_RBRACKET && k != JT_COMMA && k != JT_COLON && !(parts[colons] = jj_parse_expr(p)))
 			return NULL;
 	}
@@ -536,20 +513,20 @@ static struct jnode *subscript(struct jj_parser *p, struct jnode *obj, const str
 int jj_parse_call_args(struct jj_parser *p, struct jnode *n)
 {
 	struct nvec args = { 0 }, kws = { 0 };
-	if (expect(p, JT_LPAREN, "'('"))
+	if (jj_expect(p, JT_LPAREN, "'('"))
 		return p->failed;
-	while (cur(p)->kind != JT_RPAREN) {
-		if ((args.n || kws.n) && expect(p, JT_COMMA, "',' or ')'"))
+	while (jj_cur(p)->kind != JT_RPAREN) {
+		if ((args.n || kws.n) && jj_expect(p, JT_COMMA, "',' or ')'"))
 			goto fail;
-		if (cur(p)->kind == JT_RPAREN)
+		if (jj_cur(p)->kind == JT_RPAREN)
 			break;
-		if (cur(p)->kind == JT_MUL || cur(p)->kind == JT_POW) {
-			jj_unsupported(p, cur(p), "*args and **kwargs in a call");
+		if (jj_cur(p)->kind == JT_MUL || jj_cur(p)->kind == JT_POW) {
+			jj_unsupported(p, jj_cur(p), "*args and **kwargs in a call");
 			goto fail;
 		}
-		if (cur(p)->kind == JT_NAME && peek(p, 1)->kind == JT_ASSIGN) {
-			const struct jtok *nt = next(p);
-			next(p);
+		if (jj_cur(p)->kind == JT_NAME && peek(p, 1)->kind == JT_ASSIGN) {
+			const struct jtok *nt = jj_next(p);
+			jj_next(p);
 			const char *name = jj_strdup(&p->t->arena, nt->p, nt->len);
 			struct jnode *v = jj_parse_expr(p);
 			if (!name || !v || push(p, &kws, v, name))
@@ -557,14 +534,14 @@ int jj_parse_call_args(struct jj_parser *p, struct jnode *n)
 			continue;
 		}
 		if (kws.n) {
-			jj_fail(p, cur(p), "a positional argument after a keyword argument");
+			jj_fail(p, jj_cur(p), "a positional argument after a keyword argument");
 			goto fail;
 		}
 		struct jnode *v = jj_parse_expr(p);
 		if (!v || push(p, &args, v, NULL))
 			goto fail;
 	}
-	next(p);
+	jj_next(p);
 	n->n_kids = args.n;
 	n->kids = done(p, &args);
 	n->n_kw = kws.n;
@@ -582,10 +559,10 @@ fail:
 static struct jnode *parse_postfix(struct jj_parser *p, struct jnode *n)
 {
 	for (;;) {
-		const struct jtok *t = cur(p);
+		const struct jtok *t = jj_cur(p);
 		if (t->kind == JT_DOT) {
-			next(p);
-			const struct jtok *a = next(p);
+			jj_next(p);
+			const struct jtok *a = jj_next(p);
 			struct jnode *g;
 			if (a->kind == JT_NAME) {
 				g = jj_node(p, JN_GETATTR, t);
@@ -606,11 +583,11 @@ static struct jnode *parse_postfix(struct jj_parser *p, struct jnode *n)
 			g->a = n;
 			n = g;
 		} else if (t->kind == JT_LBRACKET) {
-			next(p);
+			jj_next(p);
 			if (!enter(p))
 				return NULL;
 			struct jnode *g = subscript(p, n, t);
-			if (!leave(p, g) || expect(p, JT_RBRACKET, "']'"))
+			if (!leave(p, g) || jj_expect(p, JT_RBRACKET, "']'"))
 				return NULL;
 			n = g;
 		} else if (t->kind == JT_LPAREN) {
@@ -630,24 +607,24 @@ struct jnode *jj_parse_filter_chain(struct jj_parser *p, struct jnode *input)
 {
 	bool first = true;
 	struct jnode *n = input;
-	while (first || cur(p)->kind == JT_PIPE) {
-		if (cur(p)->kind == JT_PIPE)
-			next(p);
+	while (first || jj_cur(p)->kind == JT_PIPE) {
+		if (jj_cur(p)->kind == JT_PIPE)
+			jj_next(p);
 		else if (input)
 			break;
 		first = false;
-		const struct jtok *t = cur(p);
-		if (expect(p, JT_NAME, "a filter name"))
+		const struct jtok *t = jj_cur(p);
+		if (jj_expect(p, JT_NAME, "a filter name"))
 			return NULL;
 		struct jnode *f = jj_node(p, JN_FILTER, t);
 		if (!f || !(f->name = jj_strdup(&p->t->arena, t->p, t->len)))
 			return NULL;
-		if (cur(p)->kind == JT_DOT) {
+		if (jj_cur(p)->kind == JT_DOT) {
 			jj_unsupported(p, t, "dotted filter names");
 			return NULL;
 		}
 		/* An unknown filter fails when it runs (jinja2 3 too, inside a condition). */
-		if (cur(p)->kind == JT_LPAREN && jj_parse_call_args(p, f))
+		if (jj_cur(p)->kind == JT_LPAREN && jj_parse_call_args(p, f))
 			return NULL;
 		f->a = n;
 		n = f;
@@ -657,29 +634,29 @@ struct jnode *jj_parse_filter_chain(struct jj_parser *p, struct jnode *input)
 
 static struct jnode *parse_test(struct jj_parser *p, struct jnode *n)
 {
-	const struct jtok *is = next(p);
+	const struct jtok *is = jj_next(p);
 	bool negated = false;
-	if (jj_tok_is_name(cur(p), "not")) {
-		next(p);
+	if (jj_tok_is_name(jj_cur(p), "not")) {
+		jj_next(p);
 		negated = true;
 	}
-	const struct jtok *t = cur(p);
-	if (expect(p, JT_NAME, "a test name"))
+	const struct jtok *t = jj_cur(p);
+	if (jj_expect(p, JT_NAME, "a test name"))
 		return NULL;
 	struct jnode *tn = jj_node(p, JN_TEST, t);
 	if (!tn || !(tn->name = jj_strdup(&p->t->arena, t->p, t->len)))
 		return NULL;
 	tn->a = n;
-	uint8_t k = cur(p)->kind;
+	uint8_t k = jj_cur(p)->kind;
 	if (k == JT_LPAREN) {
 		if (jj_parse_call_args(p, tn))
 			return NULL;
 	} else if ((k == JT_NAME || k == JT_STRING || k == JT_INT || k == JT_FLOAT ||
 		    k == JT_LBRACKET || k == JT_LBRACE) &&
-		   !jj_tok_is_name(cur(p), "else") && !jj_tok_is_name(cur(p), "or") &&
-		   !jj_tok_is_name(cur(p), "and")) {
-		if (jj_tok_is_name(cur(p), "is")) {
-			jj_fail(p, cur(p), "tests cannot be chained with 'is'");
+		   !jj_tok_is_name(jj_cur(p), "else") && !jj_tok_is_name(jj_cur(p), "or") &&
+		   !jj_tok_is_name(jj_cur(p), "and")) {
+		if (jj_tok_is_name(jj_cur(p), "is")) {
+			jj_fail(p, jj_cur(p), "tests cannot be chained with 'is'");
 			return NULL;
 		}
 		if (!enter(p))
@@ -706,7 +683,7 @@ static struct jnode *parse_test(struct jj_parser *p, struct jnode *n)
 static struct jnode *parse_filter_expr(struct jj_parser *p, struct jnode *n)
 {
 	while (n) {
-		const struct jtok *t = cur(p);
+		const struct jtok *t = jj_cur(p);
 		if (t->kind == JT_PIPE) {
 			n = jj_parse_filter_chain(p, n);
 		} else if (jj_tok_is_name(t, "is")) {
