@@ -74,3 +74,15 @@ int sfd_daemon_start(enum sfd_log_level level)
 	}
 	return 0;
 }
+
+bool sfd_log_rate_take(struct sfd_log_rate *r, uint64_t now_ms, uint64_t *skipped)
+{
+	if (r->last_ms && now_ms - r->last_ms < 1000) {
+		r->unlogged++;
+		return false;
+	}
+	*skipped = r->unlogged;
+	r->last_ms = now_ms;
+	r->unlogged = 0;
+	return true;
+}

@@ -5,6 +5,7 @@
 #define SF_DAEMON_LOG_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 enum sfd_log_level {
 	SFD_LOG_ERROR = 0,
@@ -35,5 +36,13 @@ int sfd_daemon_start(enum sfd_log_level level);
 #define sfd_err_whole(...) sfd_log_whole(SFD_LOG_ERROR, __VA_ARGS__)
 #define sfd_warn_whole(...) sfd_log_whole(SFD_LOG_WARN, __VA_ARGS__)
 #define sfd_info_whole(...) sfd_log_whole(SFD_LOG_INFO, __VA_ARGS__)
+
+/* One line a second at most for a kind of event: sfd_log_rate_take says whether the event at
+ * now_ms (a loop's milliseconds) may be logged, and how many were left unlogged since the last
+ * line (*skipped); otherwise it counts the event as unlogged. */
+struct sfd_log_rate {
+	uint64_t last_ms, unlogged;
+};
+bool sfd_log_rate_take(struct sfd_log_rate *r, uint64_t now_ms, uint64_t *skipped);
 
 #endif

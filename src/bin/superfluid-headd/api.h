@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "api/api_output.h"
+#include "daemon/log.h"
 #include "wal/wal_records.h"
 #include "api/api_request.h"
 #include "api/api_response.h"
@@ -191,8 +192,7 @@ struct headd_api {
 	uint64_t tok_timer, tok_timer_at;
 	uint64_t next_id;
 	struct sf_http_budget body_budget; /* bytes of bodies being received (this shard's share) */
-	uint64_t refuse_logged_ms;   /* when a refusal was last logged (one line a second) */
-	uint64_t refuse_unlogged;    /* refusals since that line */
+	struct sfd_log_rate refuse_log; /* refusals: one line a second */
 	struct sf_chat_templates *templates; /* the templates this shard parsed, or NULL */
 	struct headd_metrics m;
 };

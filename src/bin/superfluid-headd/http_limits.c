@@ -90,19 +90,14 @@ void headd_http_timeouts(struct headd *d, uint64_t now)
 /* One line a second at most: the first refusal, then how many followed. */
 static void log_refusal(struct headd *d, const char *why)
 {
-	struct headd_api *a = &d->api;
-	uint64_t now = sf_loop_now(d->loop);
-	if (a->refuse_logged_ms && now - a->refuse_logged_ms < 1000) {
-		a->refuse_unlogged++;
+	uint64_t skipped;
+	if (!sfd_log_rate_take(&d->api.refuse_log, sf_loop_now(d->loop), &skipped))
 		return;
-	}
-	if (a->refuse_unlogged)
+	if (skipped)
 		sfd_warn("turned away an HTTP client: %s (and %" PRIu64 " more since the last "
-			 "such line)", why, a->refuse_unlogged);
+			 "such line)", why, skipped);
 	else
 		sfd_warn("turned away an HTTP client: %s", why);
-	a->refuse_logged_ms = now;
-	a->refuse_unlogged = 0;
 }
 
 bool headd_http_make_room(struct headd *d)

@@ -77,16 +77,12 @@ bool noded_link_admit(struct noded *d, const char *addr)
 
 void noded_hs_failed_log(struct noded *d, const char *line)
 {
-	uint64_t now = sf_loop_now(d->loop);
-	if (d->faillog_ms && now - d->faillog_ms < 1000) {
-		d->faillog_unlogged++;
+	uint64_t skipped;
+	if (!sfd_log_rate_take(&d->faillog, sf_loop_now(d->loop), &skipped))
 		return;
-	}
-	if (d->faillog_unlogged)
+	if (skipped)
 		sfd_warn("%s (and %" PRIu64 " more connections that never opened since the last "
-			 "such line)", line, d->faillog_unlogged);
+			 "such line)", line, skipped);
 	else
 		sfd_warn("%s", line);
-	d->faillog_ms = now;
-	d->faillog_unlogged = 0;
 }

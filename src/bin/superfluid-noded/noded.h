@@ -62,7 +62,7 @@ struct noded {
 	struct noded_link *hs_head, *hs_tail;
 	uint32_t n_handshaking, max_handshakes, max_handshakes_per_addr;
 	uint64_t hs_evicted, hs_refused; /* closed to make room; turned away */
-	uint64_t faillog_ms, faillog_unlogged; /* handshake failures: one line a second */
+	struct sfd_log_rate faillog; /* handshake failures: one line a second */
 	uint32_t n_paused;           /* links this shard stopped reading (relay.c) */
 	uint64_t next_link_id;       /* ids are next * n_shards + shard: the shard is id % n */
 	int listen_fd;               /* this shard's socket of the --listen group, or -1 */
