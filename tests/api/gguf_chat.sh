@@ -14,7 +14,6 @@ noded=$1 headd=$2 cli=$3 src=$4 npm_dir=$5
 . "$(dirname "$0")/lib.sh"
 unset SUPERFLUID_HEAD SUPERFLUID_API_KEY
 gguf_vocab "$src"
-vars=$("$src/scripts/llama-ref-fetch") && eval "$vars"
 python3 -c 'import jinja2' 2>/dev/null || { echo "FAIL python3-jinja2 is missing (scripts/install-deps)"; exit 1; }
 if [ ! -f "$npm_dir/node_modules/openai/package.json" ]; then
 	mkdir -p "$npm_dir"

@@ -88,14 +88,8 @@ chat_prompt() { printf '<|im_start|>user\n%s<|im_end|>\n<|im_start|>assistant\n'
 # vocabularies (scripts/llama-ref-fetch). Without it the test is skipped (exit 77, said), but
 # under CI=true it fails.
 gguf_vocab() {
-	local vars
-	if ! vars=$("$1/scripts/llama-ref-fetch" 2>"$work/fetch.err"); then
-		if [ "${CI:-}" = true ]; then
-			echo "FAIL $(tail -1 "$work/fetch.err")"; sed 's/^/     | /' "$work/fetch.err"; exit 1
-		fi
-		echo "SKIP $(tail -1 "$work/fetch.err") (under CI=true this fails)"; exit 77
-	fi
-	eval "$vars"
+	. "$1/tests/ref/fetch.sh"
+	llama_ref_need "$1" "$work"
 }
 # gguf_make OUT VOCAB SHAPE TYPE [model make options]: a random-weight model in OUT, with
 # llama.cpp's models/ggml-vocab-VOCAB.gguf; the test ends (failed) when it cannot be made.

@@ -26,18 +26,8 @@ work=$(mktemp -d "$workdir/agree.XXXXXX") || exit 1
 [ "${SF_AGREE_KEEP:-}" = 1 ] || trap 'rm -rf "$work"' EXIT
 fails=0
 
-if ! vars=$("$root/scripts/llama-ref-fetch" 2>"$work/fetch.err"); then
-	why=$(tail -1 "$work/fetch.err")
-	if [ "${CI:-}" = true ]; then
-		echo "FAIL $why"
-		sed 's/^/     | /' "$work/fetch.err"
-		exit 1
-	fi
-	echo "SKIP $why (under CI=true this fails)"
-	exit 77
-fi
-eval "$vars"
-[ -x "${LLAMA_REF:-}" ] || { echo "FAIL llama-ref-fetch gave no LLAMA_REF"; exit 1; }
+. "$root/tests/ref/fetch.sh"
+llama_ref_need "$root" "$work"
 models=$LLAMA_SRC/models
 
 # Real texts (ours), one per architecture, each of 20 to 40 tokens: with the 64 of the

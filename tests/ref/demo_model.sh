@@ -30,18 +30,8 @@ threads=1
 for f in "$model" "$heldout" "$figures" "$dir/README.md"; do
 	[ -f "$f" ] || { echo "FAIL no $f"; exit 1; }
 done
-if ! vars=$("$root/scripts/llama-ref-fetch" 2>"$work/fetch.err"); then
-	why=$(tail -1 "$work/fetch.err")
-	if [ "${CI:-}" = true ]; then
-		echo "FAIL $why"
-		sed 's/^/     | /' "$work/fetch.err"
-		exit 1
-	fi
-	echo "SKIP $why (under CI=true this fails)"
-	exit 77
-fi
-eval "$vars"
-[ -x "${LLAMA_REF:-}" ] || { echo "FAIL llama-ref-fetch gave no LLAMA_REF"; exit 1; }
+. "$root/tests/ref/fetch.sh"
+llama_ref_need "$root" "$work"
 
 sum=$(sha256sum "$model" | cut -d' ' -f1)
 if grep -q "$sum" "$dir/README.md"; then
