@@ -1,4 +1,4 @@
-/* The head crashing with a durable log (src/sim/fleet_sim_wal.c: headd's wal.c in memory):
+/* The head crashing with a durable log (src/sim/fleet_sim_wal.c: src/headd/headd_wal.c in memory):
  * the caller keeps exactly what the log made durable, the restarted head (the log's table
  * restored with sf_wal_restore_session) goes on from there, and the caller's stream is the
  * engine's exact stream. Two restores the simulator found wrong:

@@ -1,6 +1,6 @@
-/* superfluid-headd: the head. Its options and fleet token, then the shards (proc.c): each an
- * event loop running one sf_head with a link to each --fleet node; SIGTERM says goodbye on
- * every link and exits 0. */
+/* superfluid-headd: the head. Its options and fleet token, then the shards
+ * (src/headd/headd_proc.c): each an event loop running one sf_head with a link to each
+ * --fleet node; SIGTERM says goodbye on every link and exits 0. */
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -10,7 +10,8 @@
 
 #include <sodium.h>
 
-#include "headd.h"
+#include "cmdline.h"
+#include "headd/headd.h"
 #include "daemon/log.h"
 #include "daemon/sd_notify.h"
 #include "daemon/signals.h"

@@ -1,6 +1,7 @@
-/* superfluid-noded: an inference node. --shards loops (proc.c, shard.c) share out the head
- * links; shard 0 runs the engine and the node's session machine. SIGTERM says goodbye on
- * every link and exits 0, SIGHUP reads the token file again. */
+/* superfluid-noded: an inference node. --shards loops (src/noded/noded_proc.c,
+ * noded_shard.c) share out the head links; shard 0 runs the engine and the node's session
+ * machine. SIGTERM says goodbye on every link and exits 0, SIGHUP reads the token file
+ * again. */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -8,8 +9,8 @@
 #include <sodium.h>
 
 #include "daemon/log.h"
-#include "noded.h"
-#include "options.h"
+#include "noded/noded.h"
+#include "cmdline.h"
 
 enum { EXIT_CLEAN = 0, EXIT_USAGE = 1, EXIT_RUNTIME = 2 };
 

@@ -1,7 +1,7 @@
-/* superfluid-headd's options: the command line and the `key = value` config file, one table
- * for both, so a key in the file is exactly a long option without its dashes. */
-#ifndef HEADD_OPTIONS_H
-#define HEADD_OPTIONS_H
+/* What superfluid-headd's library runs with: the options, as the program's command line and
+ * config file (src/bin/superfluid-headd/cmdline.c) set them. */
+#ifndef HEADD_HEADD_OPTS_H
+#define HEADD_HEADD_OPTS_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -28,7 +28,7 @@ struct headd_opts {
 	const char *fleet_listen; /* HOST:PORT where nodes may join, or NULL */
 	const char *pipeline;     /* stage nodes HOST:PORT[,HOST:PORT...], in order, or NULL */
 	const char *pipeline_model; /* NULL: the stages' model + "-pipeline" */
-	const char *admin_socket; /* NULL: headd.sock in the runtime directory (proc.c) */
+	const char *admin_socket; /* NULL: headd.sock in the runtime directory (headd/headd_proc.c) */
 	const char *identity;   /* NULL: "superfluid-headd" */
 	const char *config;
 	enum sf_io_kind io;
@@ -63,17 +63,5 @@ struct headd_opts {
 
 	struct sfd_opt_state st; /* private: what the command line set, strings from files */
 };
-
-enum headd_parse_result {
-	HEADD_PARSE_RUN = 0,
-	HEADD_PARSE_EXIT_OK = 1,    /* --help or --version was printed */
-	HEADD_PARSE_EXIT_USAGE = 2, /* a line naming the bad option or file:line was printed */
-};
-
-enum headd_parse_result headd_opts_parse(struct headd_opts *o, int argc, char **argv);
-void headd_opts_free(struct headd_opts *o);
-
-
-
 
 #endif

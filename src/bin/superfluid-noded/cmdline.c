@@ -1,6 +1,6 @@
 /* The option table, its setters, the command line and --help. */
 
-#include "options.h"
+#include "cmdline.h"
 
 #include "daemon/options.h"
 
@@ -155,7 +155,7 @@ static void set_defaults(struct noded_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->engine = NULL; /* gguf when --model is given, else sim */
-	o->blob_dir = NULL; /* blobs/ in the state directory (shard.c) */
+	o->blob_dir = NULL; /* blobs/ in the state directory (src/noded/noded_shard.c) */
 	o->io = SF_IO_AUTO;
 	o->version_max = SF_VERSION_MAX;
 	o->max_sessions = 4096;

@@ -1,6 +1,6 @@
 /* The option table, its setters, the command line and --help. */
 
-#include "options.h"
+#include "cmdline.h"
 
 #include "daemon/options.h"
 
@@ -189,7 +189,7 @@ enum headd_parse_result headd_opts_parse(struct headd_opts *o, int argc, char **
 {
 	bool help = false, version = false;
 	memset(o, 0, sizeof(*o));
-	o->admin_socket = NULL; /* the runtime directory's headd.sock (proc.c) */
+	o->admin_socket = NULL; /* the runtime directory's headd.sock (src/headd/headd_proc.c) */
 	o->io = SF_IO_AUTO;
 	o->shards = HEADD_SHARDS_UNSET;
 	o->replace_after_ms = 30000;

@@ -4,7 +4,7 @@
 
 #include <superfluid/engine.h>
 
-#include "options.h"
+#include "noded_opts.h"
 
 /* Returns 0, or a negative sf_code with err set (SF_E_RANGE: the options ask for a shape the
  * engine cannot take). */

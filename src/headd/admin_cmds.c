@@ -1,5 +1,5 @@
-/* The admin socket's requests (GENERATE, STATUS; the protocol is in options.c's --help) and
- * the head's events for the sessions they opened. */
+/* The admin socket's requests (GENERATE, STATUS; the protocol is in the program's --help,
+ * src/bin/superfluid-headd/cmdline.c) and the head's events for the sessions they opened. */
 #include "headd.h"
 
 #include <errno.h>

@@ -20,7 +20,7 @@
 
 #include "api.h"
 #include "session_index.h"
-#include "options.h"
+#include "headd_opts.h"
 
 #define HEADD_MAX_NODES 1024 /* --fleet nodes and joined ones (perf/run-scale: 10,000 links) */
 #define HEADD_MAX_MODELS 256 /* distinct models GET /v1/models lists */
@@ -74,7 +74,7 @@ struct headd_client {
 };
 
 /* The write-ahead log (--wal-dir): records appended as things happen, applied to the table
- * (st) and, for token events, delivered to clients only once durable (wal.c). */
+ * (st) and, for token events, delivered to clients only once durable (headd_wal.c). */
 struct headd_walq;
 struct headd_wal_keep;
 struct headd_wal {
@@ -142,7 +142,7 @@ void headd_node_opened(struct headd_node *n, struct sf_link_conn *lc);
 void headd_node_msg(struct sf_link_conn *lc, const struct sf_msg *m);
 void headd_node_closed(struct headd_node *n, struct sf_link_conn *lc, const struct sf_err *err);
 
-/* pipeline.c: --pipeline stage nodes and their generations. */
+/* headd_pipeline.c: --pipeline stage nodes and their generations. */
 int headd_pipeline_add(struct headd *d); /* 0 or -1 (logged); none without --pipeline */
 void headd_pipeline_free(struct headd *d);
 void headd_pipeline_up(struct headd *d, struct headd_node *n, const struct sf_link_peer *p);
@@ -161,7 +161,7 @@ void headd_pipeline_tick(struct headd *d, uint64_t now, uint64_t *deadline);
 int headd_join_listen(struct headd *d);
 extern const struct sf_head_io headd_head_io_base;
 
-/* admin.c: the admin socket and its connections */
+/* admin_socket.c: the admin socket and its connections */
 int headd_admin_listen(struct headd *d);         /* 0 or -1 (logged) */
 void headd_client_write(struct headd_client *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -177,7 +177,7 @@ void headd_admin_event(struct headd *d, const struct sf_head_event *ev);
 /* api_generate.c: q's session id is set: its events find it. */
 void headd_req_index(struct headd_req *q);
 
-/* wal.c: the write-ahead log. Every call is a no-op without --wal-dir. */
+/* headd_wal.c: the write-ahead log. Every call is a no-op without --wal-dir. */
 int headd_wal_start(struct headd *d);   /* replay, restore, open; 0 or -1 (logged) */
 void headd_wal_stop(struct headd *d);   /* writes what is left and closes */
 /* Takes a head event it must log first (token events of logged sessions, placements);
@@ -197,19 +197,19 @@ void headd_wal_append_rec(struct headd *d, uint8_t type);
 /* wal_layout.c: whether dir's logs were written by a head of n shards (and, for n > 1,
  * makes dir, whose shard-K directories the shards make); 0 or -1 (logged). */
 int headd_wal_layout_check(const char *dir, unsigned n);
-/* wal_restore.c: the sessions of a replayed log back into the head and the API. */
+/* headd_wal_restore.c: the sessions of a replayed log back into the head and the API. */
 int headd_wal_restore(struct headd *d);
 /* The node index a PLACED record's name means, or SF_HEAD_NO_NODE. */
 uint32_t headd_wal_node_of(const struct headd *d, const char *name);
 const char *headd_wal_node_name(const struct headd *d, uint32_t node);
-/* A restored generation ended while no client followed it (wal.c calls it). */
+/* A restored generation ended while no client followed it (headd_wal.c calls it). */
 void headd_wal_orphan_end(struct headd *d, uint64_t sid, uint64_t gid);
 /* Unnamed sessions kept for a client to fetch whose time is up are closed. */
 void headd_wal_keep_sweep(struct headd *d);
 void headd_wal_keep_add(struct headd *d, uint64_t sid);
 void headd_wal_keep_free(struct headd *d);
 
-/* shard.c: one shard's life on its own thread: start (listeners, links, the log), turns,
+/* headd_shard.c: one shard's life on its own thread: start (listeners, links, the log), turns,
  * goodbye, and freeing what it held once its loop is gone. */
 int headd_shard_start(struct headd *d, struct sf_loop *loop); /* 0, or an exit status */
 void headd_shard_run(struct headd *d);     /* until the process stops or d->fatal */
@@ -225,7 +225,7 @@ unsigned headd_shard_of_name(const struct headd *d, const char *name);
 /* FNV-1a of a name: session names to shards, the models a node served. */
 uint64_t headd_name_hash(const char *name);
 
-/* proc.c: the process: its shards, signals, and messages between shards. */
+/* headd_proc.c: the process: its shards, signals, and messages between shards. */
 int headd_proc_main(const struct headd_opts *o, const uint8_t *token, size_t token_len);
 enum headd_msg_kind {
 	HEADD_MSG_WAKE = 1,  /* look at the process's stop flag */

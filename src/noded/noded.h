@@ -2,7 +2,7 @@
  * links (it accepts from its socket of the --listen group). Shard 0 also runs the engine, the
  * node machine and its session table, the blob store and --join: the other shards' links
  * reach it as messages (relay.c). A struct noded is touched by its own shard's thread only;
- * what the shards share is in struct noded_proc (proc.c). */
+ * what the shards share is in struct noded_proc (noded_proc.c). */
 #ifndef NODED_NODED_H
 #define NODED_NODED_H
 
@@ -20,7 +20,7 @@
 #include "node/node.h"
 
 #include "link_table.h"
-#include "options.h"
+#include "noded_opts.h"
 
 #define NODED_MAX_LINKS 1024       /* head links at once; more are turned away */
 #define NODED_CONNECT_MS 5000      /* the join dial's connect limit */
@@ -71,7 +71,7 @@ struct noded {
 	bool stopping;
 };
 
-/* proc.c: the process of --shards loops. */
+/* noded_proc.c: the process of --shards loops. */
 int noded_proc_main(const struct noded_opts *o, const char *identity, const uint8_t *token,
 		    size_t token_len);
 /* Hands m to shard k; 0, or -1 (m not taken) when the process stops or k's inbox is full. */
@@ -84,7 +84,7 @@ void noded_proc_capacity(struct noded *d, struct sf_capacity *out);
 void noded_proc_publish(struct noded *d);
 void noded_proc_alive(struct noded *d, uint64_t now);
 
-/* shard.c: one shard's life on its own thread. */
+/* noded_shard.c: one shard's life on its own thread. */
 int noded_shard_start(struct noded *d, struct sf_loop *loop); /* 0 or an exit status */
 void noded_shard_run(struct noded *d);      /* until the process stops */
 void noded_shard_goodbye(struct noded *d);  /* GOODBYE on its links, a moment to send them */

@@ -1,7 +1,7 @@
-/* superfluid-noded's options: the command line and the `key = value` config file, one table
- * of options for both, so a key in the file is exactly a long option without its dashes. */
-#ifndef NODED_OPTIONS_H
-#define NODED_OPTIONS_H
+/* What superfluid-noded's library runs with: the options, as the program's command line and
+ * config file (src/bin/superfluid-noded/cmdline.c) set them. */
+#ifndef NODED_NODED_OPTS_H
+#define NODED_NODED_OPTS_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -56,21 +56,5 @@ struct noded_opts {
 
 	struct sfd_opt_state st; /* private: what the command line set, strings from files */
 };
-
-enum noded_parse_result {
-	NODED_PARSE_RUN = 0,
-	NODED_PARSE_EXIT_OK = 1,    /* --help or --version was printed */
-	NODED_PARSE_EXIT_USAGE = 2, /* a line naming the bad option or file:line was printed */
-};
-
-/* Parses argv, then the --config file if one was named (the command line wins), then checks
- * the result as a whole. Prints its own one-line errors on stderr. */
-enum noded_parse_result noded_opts_parse(struct noded_opts *o, int argc, char **argv);
-void noded_opts_free(struct noded_opts *o);
-
-
-
-
-void noded_usage(FILE *f);
 
 #endif

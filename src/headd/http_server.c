@@ -365,7 +365,7 @@ int headd_api_start(struct headd *d)
 		close(fd);
 		return -1;
 	}
-	return 0; /* the process says where, once every shard has started (proc.c) */
+	return 0; /* the process says where, once every shard has started (headd_proc.c) */
 }
 
 void headd_api_stop(struct headd *d)
