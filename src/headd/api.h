@@ -21,6 +21,8 @@
 #include "http/http_conn.h"
 #include "http/tls.h"
 
+#include "req_life.h"
+
 struct headd;
 struct headd_req;
 struct headd_tr;
@@ -72,18 +74,11 @@ struct headd_named {
 	struct headd_named *next;
 };
 
-enum headd_req_state {
-	REQ_TOKENIZING = 1, /* waiting for a node to encode the prompt */
-	REQ_GENERATING = 2,
-	REQ_DONE = 3,       /* answered; waiting to be freed */
-	REQ_TRANSCRIBING = 4, /* POST /v1/audio/transcriptions, running on a node */
-};
-
 /* One generation request (chat or completion) from start to its last byte. */
 struct headd_req {
 	struct headd *d;
 	struct headd_http *h;     /* NULL once the client went away */
-	enum headd_req_state state;
+	struct headd_life life;   /* where it is (req_life.h): fed events, says what to do */
 	struct sf_api_request r;
 	char id[SF_WALREC_MAX_ID + 1]; /* SF_WALREC_MAX_ID: the log keeps it */
 	uint8_t owner[SF_WALREC_OWNER_LEN]; /* its client's key (headd_http.owner) */
@@ -92,7 +87,7 @@ struct headd_req {
 
 	struct headd_named *named; /* or NULL: an unnamed session, closed at the end */
 	uint64_t session_id, generation_id;
-	uint64_t ticket;          /* tokenizer ticket while REQ_TOKENIZING */
+	uint64_t ticket;          /* tokenizer ticket while it is tokenizing */
 	uint32_t *content;        /* the content sent for this generation */
 	uint32_t n_content;
 	uint32_t *gen;            /* the tokens generated, as fed to out */
@@ -120,22 +115,14 @@ struct headd_req {
 	struct headd_req *lead;   /* the first choice (itself for it); NULL when n is 1 */
 	struct headd_req *choice[SF_API_MAX_N]; /* the lead's: every choice, [0] itself */
 	uint32_t n_choice, index;
-	bool choice_ended;        /* this choice is over; the group's answer waits for the rest */
 	bool borrowed;            /* r belongs to the lead: not freed with this choice */
 	bool tokenize_only;       /* POST /v1/tokenize: answer the encoding, generate nothing */
 	bool pipeline;            /* runs on --pipeline, not in a session of the head machine */
 	const char *tok_model;    /* the model whose tokenizer encodes it (the stages' for a
 				   * pipeline, else r.model) */
-	bool streaming;           /* SSE headers went out */
-	bool role_sent;
-	bool dirty;               /* output not yet flushed this turn */
-	bool finished;            /* the generation ended (FINISH or ERROR) */
-	bool cancelled;           /* to be cancelled (output complete, or the client left) */
-	bool cancel_sent;         /* sf_head_cancel was called */
-	bool cut;                 /* the client read too slowly: its stream was ended */
+	bool role_sent;           /* the stream's first chunk (the role) went out */
 	const char *finish_reason;
-	struct sf_api_error fail;  /* set when it ended in an error */
-	bool failed;
+	struct sf_api_error fail;  /* set when it ended in an error (life.failed) */
 	struct headd_tr *tr;      /* a transcription's state (api_transcribe.c), or NULL */
 	struct headd_req *next;
 };

@@ -62,12 +62,12 @@ uint64_t headd_gen_rand(struct headd *d)
 static struct headd_req *req_of(struct headd *d, uint64_t session_id)
 {
 	struct headd_req *q = headd_index_get(&d->reqs_by_session, session_id);
-	if (q && q->session_id == session_id && q->state != REQ_DONE)
+	if (q && q->session_id == session_id && q->life.phase != HL_DONE)
 		return q;
 	if (!d->unindexed)
 		return NULL;
 	for (q = d->api.reqs; q; q = q->next)
-		if (q->session_id == session_id && q->state != REQ_DONE)
+		if (q->session_id == session_id && q->life.phase != HL_DONE)
 			return q;
 	return NULL;
 }
@@ -91,9 +91,7 @@ bool headd_gen_logged(struct headd *d, uint64_t session_id)
 static void req_fail(struct headd_req *q, const struct sf_api_error *e)
 {
 	q->fail = *e;
-	q->failed = true;
-	q->finished = true;
-	q->dirty = true;
+	headd_life_on(&q->life, HE_FAILED);
 }
 
 void headd_gen_free(struct headd_req *q)
@@ -130,7 +128,7 @@ void headd_gen_tokenized(void *arg, uint64_t ticket, int rc, const uint32_t *tok
 	struct headd *d = arg;
 	struct headd_req *q = NULL;
 	for (struct headd_req *k = d->api.reqs; k && !q; k = k->next)
-		if (k->ticket == ticket && k->state == REQ_TOKENIZING)
+		if (k->ticket == ticket && k->life.phase == HL_TOKENIZING)
 			q = k;
 	if (!q)
 		return;
@@ -199,7 +197,7 @@ static int start_generation(struct headd_req *q, const uint32_t *tokens, uint32_
 			req_fail(q, &e);
 			return -1;
 		}
-		q->state = REQ_GENERATING;
+		headd_life_on(&q->life, HE_STARTED);
 		d->api.m.prompt_tokens += q->n_content;
 		return 0;
 	}
@@ -327,7 +325,7 @@ static int start_session(struct headd_req *q)
 		sfd_info("%s: %s", q->id, err.msg);
 		return -1;
 	}
-	q->state = REQ_GENERATING;
+	headd_life_on(&q->life, HE_STARTED);
 	d->api.m.prompt_tokens += q->n_content;
 	log_gen(q);
 	uint32_t node = sf_head_session_node(d->head, q->session_id);
@@ -369,7 +367,6 @@ static int start_choices(struct headd_req *q)
 		c->max_tokens = q->max_tokens;
 		c->tok = q->tok;
 		c->tok_model = q->tok_model;
-		c->streaming = q->streaming;
 		headd_gen_vocab(&c->vocab, c->tok);
 		c->vocab.end_turn = q->vocab.end_turn;
 		c->out_seed = headd_gen_rand(d);
@@ -385,7 +382,8 @@ static int start_choices(struct headd_req *q)
 		q->choice[q->n_choice++] = c;
 		c->next = d->api.reqs;
 		d->api.reqs = c;
-		c->state = REQ_GENERATING;
+		headd_life_init(&c->life, HL_RUNNING);
+		c->life.streaming = q->life.streaming;
 		(void)start_session(c); /* a failure is the choice's end: see headd_stream_finish */
 	}
 	return 0;
@@ -525,7 +523,7 @@ void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct s
 	q->h = h;
 	q->next = d->api.reqs;
 	d->api.reqs = q;
-	q->state = REQ_TOKENIZING;
+	headd_life_init(&q->life, HL_TOKENIZING);
 	const uint32_t *toks = NULL;
 	uint32_t n = 0;
 	struct sf_err err;
@@ -598,10 +596,10 @@ static void take_tokens(struct headd_req *q, const uint32_t *t, uint32_t n)
 			q->gen_cap = cap;
 		}
 		q->gen[q->n_gen++] = t[i];
-		if (sf_out_feed(&q->out, &t[i], 1))
-			q->cancelled = !q->finished; /* the rest is not wanted: cancel at the tick */
+		if (sf_out_feed(&q->out, &t[i], 1)) /* the rest is not wanted: cancel at the turn */
+			headd_life_on(&q->life, HE_OUTPUT_COMPLETE);
 	}
-	q->dirty = true;
+	headd_life_on(&q->life, HE_OUTPUT);
 }
 
 static const char *finish_reason(struct headd_req *q, uint32_t reason)
@@ -626,7 +624,7 @@ bool headd_gen_event(struct headd *d, const struct sf_head_event *ev)
 		return false;
 	if (ev->generation_id && ev->generation_id != q->generation_id)
 		return true;
-	if (q->finished)
+	if (headd_life_ended(&q->life))
 		return true;
 	struct sf_api_error e;
 	switch (ev->kind) {
@@ -636,11 +634,9 @@ bool headd_gen_event(struct headd *d, const struct sf_head_event *ev)
 	case SF_HEAD_EV_LOGPROBS:
 		if (q->r.logprobs && headd_gen_keep_logprobs(q, ev->logprobs, ev->n_logprobs))
 			sfd_warn("%s: no memory for its logprobs", q->id);
-		q->dirty = true;
+		headd_life_on(&q->life, HE_OUTPUT);
 		return true;
 	case SF_HEAD_EV_FINISH:
-		q->finished = true;
-		q->cancelled = false;
 		sf_out_end(&q->out);
 		if (ev->reason == SF_FINISH_ERROR || ev->reason == SF_FINISH_EXPIRED) {
 			sf_api_fail(&e, 500, "server_error", NULL, NULL,
@@ -649,7 +645,7 @@ bool headd_gen_event(struct headd *d, const struct sf_head_event *ev)
 			req_fail(q, &e);
 		}
 		q->finish_reason = finish_reason(q, ev->reason);
-		q->dirty = true;
+		headd_life_on(&q->life, HE_FINISHED);
 		return true;
 	case SF_HEAD_EV_ERROR:
 		sf_api_fail(&e, 503, "service_unavailable", "generation_failed", NULL, "%s",
@@ -667,8 +663,7 @@ void headd_gen_client_gone(struct headd_req *q)
 	for (uint32_t i = 1; q->lead == q && i < q->n_choice; i++)
 		headd_gen_client_gone(q->choice[i]);
 	q->h = NULL;
-	if (q->state == REQ_GENERATING && !q->finished) {
-		q->cancelled = true;
+	if (headd_life_on(&q->life, HE_CLIENT_GONE) & HA_GONE) {
 		q->d->api.m.client_gone++;
 		sfd_info("%s: the client went away; generation cancelled", q->id);
 	}

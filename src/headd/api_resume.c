@@ -74,7 +74,7 @@ static void add_logprobs(void *arg, const uint8_t *lp, uint32_t n, uint32_t skip
 static struct headd_req *live_follower(struct headd *d, uint64_t sid, uint64_t gid)
 {
 	for (struct headd_req *q = d->api.reqs; q; q = q->next)
-		if (q->session_id == sid && q->generation_id == gid && q->state != REQ_DONE)
+		if (q->session_id == sid && q->generation_id == gid && q->life.phase != HL_DONE)
 			return q;
 	return NULL;
 }
@@ -233,8 +233,8 @@ void headd_resume(struct headd_http *h, enum sf_api_kind kind, const char *id,
 	q->next = d->api.reqs;
 	d->api.reqs = q;
 	headd_req_index(q);
-	q->state = REQ_GENERATING;
-	q->dirty = true;
+	headd_life_init(&q->life, HL_RUNNING);
+	headd_life_on(&q->life, HE_OUTPUT); /* what the log holds goes out at the next turn */
 	d->wal.resumed_streams++;
 	if (g->ended) {
 		struct sf_head_event ev = { .session_id = q->session_id,

@@ -79,7 +79,7 @@ void headd_named_end(struct headd *d, struct headd_named *s)
 	}
 	if (s->busy) {
 		s->busy->named = NULL; /* its request closes the session when it ends */
-		s->busy->cancelled = true;
+		headd_life_on(&s->busy->life, HE_CANCEL);
 	} else if (s->opened) {
 		struct sf_err err;
 		(void)sf_head_session_close(d->head, s->session_id, false, sf_loop_now(d->loop), &err);

@@ -51,7 +51,7 @@ static void sse_free(struct headd_req *q, char *json)
 
 void headd_stream_begin(struct headd_req *q)
 {
-	if (!q->r.stream || q->failed || !q->h)
+	if (!q->r.stream || q->life.failed || !q->h)
 		return;
 	char extra[256];
 	int at = snprintf(extra, sizeof(extra), "Cache-Control: no-cache\r\nX-Request-Id: %s\r\n",
@@ -59,14 +59,12 @@ void headd_stream_begin(struct headd_req *q)
 	if (q->named)
 		snprintf(extra + at, sizeof(extra) - (size_t)at, "X-Superfluid-Session: %s\r\n",
 			 q->named->name);
-	if (!sf_http_stream_begin(q->h->http, 200, "text/event-stream", extra))
-		q->streaming = true;
-}
-
-/* A choice of an n > 1 request streams when its lead does. */
-static bool streaming_of(const struct headd_req *q)
-{
-	return q->lead ? q->lead->streaming : q->streaming;
+	if (sf_http_stream_begin(q->h->http, 200, "text/event-stream", extra))
+		return;
+	/* A choice of an n > 1 request streams when its lead does. */
+	headd_life_on(&q->life, HE_STREAM_BEGUN);
+	for (uint32_t i = 1; q->lead == q && i < q->n_choice; i++)
+		headd_life_on(&q->choice[i]->life, HE_STREAM_BEGUN);
 }
 
 static void meta_of(const struct headd_req *q, struct sf_api_meta *m)
@@ -112,7 +110,8 @@ static void stream_deltas(struct headd_req *q)
 								  has_lp ? &lp : NULL, inc, NULL));
 		return;
 	}
-	if (!q->role_sent && (clen || rlen || has_lp || q->out.n_calls || q->finished)) {
+	if (!q->role_sent && (clen || rlen || has_lp || q->out.n_calls ||
+				headd_life_ended(&q->life))) {
 		struct sf_api_delta d0 = { .index = q->index, .role = true };
 		sse_free(q, sf_api_chat_chunk_json(&m, &d0, inc, NULL));
 		q->role_sent = true;
@@ -217,7 +216,7 @@ static void keep_named(struct headd_req *q)
 		return;
 	s->busy = NULL;
 	s->used_ms = sf_loop_now(q->d->loop);
-	if (q->failed)
+	if (q->life.failed)
 		return;
 	uint32_t n = q->n_gen;
 	if (n && (q->gen[n - 1] == q->vocab.eos || q->gen[n - 1] == q->vocab.end_turn))
@@ -242,7 +241,7 @@ static void keep_named(struct headd_req *q)
 static void req_over(struct headd_req *q)
 {
 	struct headd *d = q->d;
-	q->state = REQ_DONE;
+	headd_life_on(&q->life, HE_ANSWERED);
 	keep_named(q);
 	if (!q->named && q->session_id && !q->pipeline && !q->keep_session) {
 		struct sf_err err;
@@ -256,14 +255,14 @@ static void req_over(struct headd_req *q)
 static void answer(struct headd_req *q)
 {
 	struct headd *d = q->d;
-	const struct sf_api_error *fail = q->failed ? &q->fail : NULL;
+	const struct sf_api_error *fail = q->life.failed ? &q->fail : NULL;
 	for (uint32_t i = 1; !fail && q->lead == q && i < q->n_choice; i++)
-		if (q->choice[i]->failed)
+		if (q->choice[i]->life.failed)
 			fail = &q->choice[i]->fail;
 	if (!q->h)
 		return;
-	headd_metrics_request(d, ep_of(q), fail && !q->streaming ? fail->status : 200);
-	if (q->streaming) {
+	headd_metrics_request(d, ep_of(q), fail && !q->life.streaming ? fail->status : 200);
+	if (q->life.streaming) {
 		if (!q->lead && !fail)
 			last_chunk(q);
 		stream_end(q, fail);
@@ -272,7 +271,7 @@ static void answer(struct headd_req *q)
 	}
 	if (q->h && q->h->req == q) {
 		struct headd_http *h = q->h;
-		if (q->streaming)
+		if (q->life.streaming)
 			headd_http_response_done(h);
 		else
 			h->req = NULL;
@@ -287,12 +286,12 @@ void headd_stream_finish(struct headd_req *q)
 		return;
 	}
 	/* A choice of an n > 1 request: its last chunk now, the answer once all have ended. */
-	q->choice_ended = true;
-	if (q->h && streaming_of(q) && !q->failed && !q->cut)
+	if (q->h && q->life.streaming && !q->life.failed && !q->life.cut)
 		last_chunk(q);
+	headd_life_on(&q->life, HE_CHOICE_WRITTEN);
 	struct headd_req *lead = q->lead;
 	for (uint32_t i = 0; i < lead->n_choice; i++)
-		if (!lead->choice[i]->choice_ended)
+		if (lead->choice[i]->life.phase != HL_WAITING)
 			return;
 	answer(lead);
 	for (uint32_t i = 0; i < lead->n_choice; i++)
@@ -307,13 +306,11 @@ static void cut(struct headd_req *q)
 		q = q->lead;
 	for (uint32_t i = 1; i < q->n_choice; i++) {
 		struct headd_req *c = q->choice[i];
-		c->cut = true;
-		c->cancelled = !c->finished;
+		headd_life_on(&c->life, HE_CUT);
 		c->h = NULL;
 	}
 	struct headd *d = q->d;
-	q->cut = true;
-	q->cancelled = true;
+	headd_life_on(&q->life, HE_CUT);
 	d->api.m.streams_cut++;
 	sfd_warn("%s: the client left %zu bytes unread (--stream-buffer %u); its stream ends "
 		 "and the generation is cancelled", q->id, headd_http_unsent(q->h),
@@ -332,32 +329,23 @@ void headd_stream_flush(struct headd *d)
 {
 	uint64_t now = sf_loop_now(d->loop);
 	for (struct headd_req *q = d->api.reqs; q; q = q->next) {
-		if (q->state == REQ_DONE)
-			continue;
-		if (!q->h && q->state == REQ_TOKENIZING) {
-			q->state = REQ_DONE; /* the client left before its prompt was encoded */
+		unsigned act = headd_life_on(&q->life, HE_TURN);
+		if (act & HA_RELEASE) /* the client left before its prompt was encoded */
 			keep_named(q);
-			continue;
-		}
-		if (q->cancelled && !q->cancel_sent && !q->finished && q->generation_id) {
+		if ((act & HA_CANCEL) && q->generation_id) {
 			struct sf_err err;
-			q->cancel_sent = true;
 			if (q->pipeline)
 				headd_pipeline_cancel(q);
 			else
 				(void)sf_head_cancel(d->head, q->session_id, q->generation_id, now, &err);
 		}
-		if (!q->dirty)
-			continue;
-		q->dirty = false;
-		if (q->h && streaming_of(q) && !q->cut) {
-			if (headd_http_unsent(q->h) > d->opts->stream_buffer) {
+		if ((act & HA_DELTAS) && q->h) {
+			if (headd_http_unsent(q->h) > d->opts->stream_buffer)
 				cut(q);
-			} else {
+			else
 				stream_deltas(q);
-			}
 		}
-		if (q->finished)
+		if (act & HA_FINISH)
 			headd_stream_finish(q);
 	}
 }

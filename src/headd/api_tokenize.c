@@ -53,7 +53,7 @@ void headd_tokenize_start(struct headd_http *h, const struct sf_http_request *r)
 	q->tok = sf_tok_client_tokenizer(d->api.tok, model);
 	snprintf(q->id, sizeof(q->id), "tok-%" PRIu64, headd_serial_new(d));
 	q->encode_bytes = strlen(text);
-	q->state = REQ_TOKENIZING;
+	headd_life_init(&q->life, HL_TOKENIZING);
 	h->req = q;
 	q->next = d->api.reqs;
 	d->api.reqs = q;
@@ -67,7 +67,7 @@ void headd_tokenize_start(struct headd_http *h, const struct sf_http_request *r)
 		headd_tokenize_answer(q, toks, n);
 	} else if (rc < 0) {
 		headd_encode_fail(&q->fail, rc, q->encode_bytes, err.msg);
-		q->failed = q->finished = q->dirty = true;
+		headd_life_on(&q->life, HE_FAILED);
 	}
 	return;
 fail:
@@ -93,7 +93,7 @@ void headd_encode_fail(struct sf_api_error *e, int rc, size_t bytes, const char 
 
 void headd_tokenize_answer(struct headd_req *q, const uint32_t *tokens, uint32_t n)
 {
-	q->state = REQ_DONE;
+	headd_life_on(&q->life, HE_ANSWERED);
 	if (!q->h)
 		return;
 	const struct sf_head_tokenizer *t = q->tok ? q->tok
@@ -119,7 +119,7 @@ void headd_fleet_sessions(struct headd *d, uint32_t *out)
 		const struct headd_node *n = &d->nodes[i];
 		uint32_t sessions = 0;
 		for (const struct headd_req *q = d->api.reqs; q; q = q->next)
-			sessions += q->session_id && q->state == REQ_GENERATING &&
+			sessions += q->session_id && headd_life_generating(&q->life) &&
 				    sf_head_session_node(d->head, q->session_id) == n->index;
 		for (const struct headd_named *s = d->api.named; s; s = s->next)
 			sessions += s->opened && !s->busy &&

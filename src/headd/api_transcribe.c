@@ -126,10 +126,10 @@ void headd_transcribe_free(struct headd_req *q)
 void headd_transcribe_tick(struct headd *d)
 {
 	for (struct headd_req *q = d->api.reqs; q; q = q->next) {
-		if (!q->tr || q->h || q->state == REQ_DONE)
+		if (!q->tr || q->h || q->life.phase == HL_DONE)
 			continue;
 		if (q->tr->gone) {
-			q->state = REQ_DONE;
+			headd_life_on(&q->life, HE_ANSWERED);
 			continue;
 		}
 		if (q->tr->ticket) {
@@ -247,7 +247,7 @@ static void stream_end(struct headd_http *h, int status)
 static struct headd_req *req_of(struct headd *d, uint64_t ticket)
 {
 	for (struct headd_req *q = d->api.reqs; q; q = q->next)
-		if (q->tr && q->tr->ticket == ticket && q->state == REQ_TRANSCRIBING)
+		if (q->tr && q->tr->ticket == ticket && q->life.phase == HL_TRANSCRIBING)
 			return q;
 	return NULL;
 }
@@ -276,6 +276,7 @@ static void tr_segment(void *arg, uint64_t ticket, const struct sf_segment *seg)
 			sse_json(q->h, o);
 			struct headd_http *h = q->h;
 			q->h = NULL; /* the tick forgets the operation */
+			headd_life_on(&q->life, HE_CLIENT_GONE);
 			stream_end(h, 503);
 			return;
 		}
@@ -366,7 +367,7 @@ static void tr_done(void *arg, uint64_t ticket, int rc, const uint8_t *result, s
 		return;
 	struct headd_tr *t = q->tr;
 	t->ticket = 0;
-	q->state = REQ_DONE;
+	headd_life_on(&q->life, HE_ANSWERED);
 	struct headd_http *h = q->h;
 	if (!h)
 		return;
@@ -559,7 +560,7 @@ void headd_transcribe_start(struct headd_http *h, const struct sf_http_request *
 	q->t_start = now;
 	q->created_s = (uint64_t)time(NULL);
 	snprintf(q->id, sizeof(q->id), "tr-%" PRIu64, ++d->api.next_id);
-	q->state = REQ_TRANSCRIBING;
+	headd_life_init(&q->life, HL_TRANSCRIBING);
 	h->req = q;
 	q->next = d->api.reqs;
 	d->api.reqs = q;

@@ -34,7 +34,8 @@ static int pipe_send(void *arg, uint32_t k, uint16_t type, const void *msg)
 static uint64_t session_of(struct headd *d, uint64_t gen)
 {
 	for (struct headd_req *q = d->api.reqs; q; q = q->next)
-		if (q->pipeline && q->generation_id == gen && q->state == REQ_GENERATING)
+		if (q->pipeline && q->generation_id == gen &&
+		    headd_life_generating(&q->life))
 			return q->session_id;
 	return 0;
 }

@@ -379,7 +379,7 @@ void headd_http_sweep(struct headd *d)
 {
 	for (struct headd_req **pp = &d->api.reqs; *pp;) {
 		struct headd_req *q = *pp;
-		if (q->state != REQ_DONE || (q->h && q->h->req == q)) {
+		if (q->life.phase != HL_DONE || (q->h && q->h->req == q)) {
 			pp = &q->next;
 			continue;
 		}
@@ -393,8 +393,10 @@ void headd_http_sweep(struct headd *d)
 			continue;
 		}
 		*pp = h->next;
-		if (h->req)
+		if (h->req) { /* on_closed let go of it: not seen */
 			h->req->h = NULL;
+			headd_life_on(&h->req->life, HE_CLIENT_GONE);
+		}
 		headd_http_drop(h);
 		d->api.m.http_conns--;
 	}
