@@ -11,12 +11,12 @@
 
 static struct headd_client *client_of(struct headd *d, uint64_t session_id)
 {
-	struct headd_client *c = headd_index_get(&d->clients_by_session, session_id);
+	struct headd_client *c = headd_index_get(&d->admin.clients_by_session, session_id);
 	if (c && c->session_id == session_id && c->conn)
 		return c;
-	if (c || !d->unindexed)
+	if (c || !d->api.unindexed)
 		return NULL;
-	for (c = d->clients; c; c = c->next) /* the index may have missed it (memory) */
+	for (c = d->admin.clients; c; c = c->next) /* the index may have missed it (memory) */
 		if (c->session_id == session_id && c->conn)
 			return c;
 	return NULL;
@@ -91,8 +91,8 @@ static void generate(struct headd_client *c, char *rest)
 	int rc = sf_head_session_open(d->head, sid, &p, now, &err);
 	if (!rc) {
 		c->session_id = sid;
-		if (headd_index_put(&d->clients_by_session, sid, c))
-			d->unindexed++; /* walked for from now on */
+		if (headd_index_put(&d->admin.clients_by_session, sid, c))
+			d->api.unindexed++; /* walked for from now on */
 		if (n)
 			rc = sf_head_append(d->head, sid, toks, n, now, &err);
 	}
@@ -113,10 +113,10 @@ static void generate(struct headd_client *c, char *rest)
 static void status(struct headd_client *c)
 {
 	struct headd *d = c->d;
-	for (uint32_t i = 0; i < d->n_nodes; i++) {
-		const struct headd_node *n = &d->nodes[i];
+	for (uint32_t i = 0; i < d->fleet.n_nodes; i++) {
+		const struct headd_node *n = &d->fleet.nodes[i];
 		uint32_t sessions = 0;
-		for (const struct headd_client *k = d->clients; k; k = k->next)
+		for (const struct headd_client *k = d->admin.clients; k; k = k->next)
 			sessions += k->session_id && sf_head_session_node(d->head, k->session_id) == n->index;
 		char stage[32] = "";
 		if (n->is_stage)

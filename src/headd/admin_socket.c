@@ -72,8 +72,8 @@ static void on_accept(struct sf_loop *loop, int fd, void *arg)
 		free(c);
 		return;
 	}
-	c->next = d->clients;
-	d->clients = c;
+	c->next = d->admin.clients;
+	d->admin.clients = c;
 }
 
 int headd_admin_listen(struct headd *d)
@@ -92,10 +92,10 @@ int headd_admin_listen(struct headd *d)
 			  sf_code_name(rc));
 		return -1;
 	}
-	d->admin_bound = true;
-	if (d->admin_from)
+	d->admin.bound = true;
+	if (d->admin.from)
 		sfd_info_whole("admin socket %s (no --admin-socket: %s/headd.sock)",
-			       d->opts->admin_socket, d->admin_from);
+			       d->opts->admin_socket, d->admin.from);
 	else
 		sfd_info_whole("admin socket %s", d->opts->admin_socket);
 	return 0;
@@ -141,14 +141,14 @@ static void client_free(struct headd *d, struct headd_client *c)
 		if (c->generation_id && !c->ended)
 			(void)sf_head_cancel(d->head, c->session_id, c->generation_id, now, &err);
 		(void)sf_head_session_close(d->head, c->session_id, false, now, &err);
-		headd_index_drop(&d->clients_by_session, c->session_id, c);
+		headd_index_drop(&d->admin.clients_by_session, c->session_id, c);
 	}
 	free(c);
 }
 
 void headd_clients_sweep(struct headd *d)
 {
-	for (struct headd_client **pp = &d->clients; *pp;) {
+	for (struct headd_client **pp = &d->admin.clients; *pp;) {
 		struct headd_client *c = *pp;
 		if (c->conn) {
 			pp = &c->next;
@@ -164,7 +164,7 @@ void headd_clients_sweep(struct headd *d)
 
 void headd_clients_close_all(struct headd *d)
 {
-	for (struct headd_client *c = d->clients; c; c = c->next) {
+	for (struct headd_client *c = d->admin.clients; c; c = c->next) {
 		if (c->conn && c->session_id && !c->ended)
 			headd_client_write(c, "ERROR the head is shutting down\n");
 		if (c->conn)

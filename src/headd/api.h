@@ -22,6 +22,7 @@
 #include "http/tls.h"
 
 #include "req_life.h"
+#include "session_index.h"
 
 struct headd;
 struct headd_req;
@@ -100,7 +101,7 @@ struct headd_req {
 	bool logged;              /* its session and generation are in the log */
 	bool resumed;             /* GET .../{id}: a client following a generation again */
 	bool keep_session;        /* its session is a named one's: not closed at the end */
-	bool unindexed;           /* d->reqs_by_session could not take it */
+	bool unindexed;           /* d->api.reqs_by_session could not take it */
 
 	const struct sf_head_tokenizer *tok;
 	struct sf_out_vocab vocab;
@@ -172,8 +173,12 @@ struct headd_api {
 	struct sf_blob_cache *blobs; /* the files they read */
 	uint8_t (*keys)[32];      /* SHA-256 of each bearer key */
 	uint32_t n_keys;
+	int http_fd;              /* the listening socket the process made for this shard */
 	struct headd_http *conns;
 	struct headd_req *reqs;
+	struct headd_index reqs_by_session; /* each session's request, for its head events */
+	uint32_t unindexed;       /* requests the index could not take (memory): found by a walk */
+	struct headd_gather *gathers; /* answers waiting on the other shards' parts */
 	struct headd_named *named;
 	uint32_t n_named;
 	uint64_t tok_timer, tok_timer_at;
@@ -271,7 +276,7 @@ void headd_encode_fail(struct sf_api_error *e, int rc, size_t bytes, const char 
 void headd_tokenize_start(struct headd_http *h, const struct sf_http_request *r);
 void headd_tokenize_answer(struct headd_req *q, const uint32_t *tokens, uint32_t n);
 void headd_fleet_page(struct headd_http *h, const struct headd_part *sum);
-/* Sessions running on each of d's nodes (out: d->n_nodes entries). */
+/* Sessions running on each of d's nodes (out: d->fleet.n_nodes entries). */
 void headd_fleet_sessions(struct headd *d, uint32_t *out);
 
 /* api_transcribe.c: POST /v1/audio/transcriptions */

@@ -33,8 +33,8 @@ bool headd_api_node_msg(struct headd *d, uint32_t node, const struct sf_msg *m)
 int headd_tok_send(void *arg, uint32_t node, uint16_t type, const void *msg)
 {
 	struct headd *d = arg;
-	for (uint32_t i = 0; i < d->n_nodes; i++) {
-		struct headd_node *n = &d->nodes[i];
+	for (uint32_t i = 0; i < d->fleet.n_nodes; i++) {
+		struct headd_node *n = &d->fleet.nodes[i];
 		if (n->index != node)
 			continue;
 		if (!n->lc || !n->open)

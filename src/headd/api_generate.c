@@ -61,10 +61,10 @@ uint64_t headd_gen_rand(struct headd *d)
 
 static struct headd_req *req_of(struct headd *d, uint64_t session_id)
 {
-	struct headd_req *q = headd_index_get(&d->reqs_by_session, session_id);
+	struct headd_req *q = headd_index_get(&d->api.reqs_by_session, session_id);
 	if (q && q->session_id == session_id && q->life.phase != HL_DONE)
 		return q;
-	if (!d->unindexed)
+	if (!d->api.unindexed)
 		return NULL;
 	for (q = d->api.reqs; q; q = q->next)
 		if (q->session_id == session_id && q->life.phase != HL_DONE)
@@ -74,9 +74,9 @@ static struct headd_req *req_of(struct headd *d, uint64_t session_id)
 
 void headd_req_index(struct headd_req *q)
 {
-	if (headd_index_put(&q->d->reqs_by_session, q->session_id, q)) {
+	if (headd_index_put(&q->d->api.reqs_by_session, q->session_id, q)) {
 		q->unindexed = true;
-		q->d->unindexed++;
+		q->d->api.unindexed++;
 	}
 }
 
@@ -100,9 +100,9 @@ void headd_gen_free(struct headd_req *q)
 	if (q->ticket)
 		sf_tok_client_forget(d->api.tok, q->ticket);
 	if (q->session_id)
-		headd_index_drop(&d->reqs_by_session, q->session_id, q);
+		headd_index_drop(&d->api.reqs_by_session, q->session_id, q);
 	if (q->unindexed)
-		d->unindexed--;
+		d->api.unindexed--;
 	headd_transcribe_free(q);
 	if (q->named && q->named->busy == q)
 		q->named->busy = NULL;
@@ -430,7 +430,7 @@ static int check(struct headd_req *q, struct sf_api_error *e)
 {
 	struct headd *d = q->d;
 	q->pipeline = headd_pipeline_serves(d, q->r.model);
-	q->tok_model = q->pipeline ? sf_pipe_model(d->pipe) : q->r.model;
+	q->tok_model = q->pipeline ? sf_pipe_model(d->fleet.pipe) : q->r.model;
 	if (!q->pipeline && headd_model_check(d, q->r.model, e))
 		return -1;
 	if (q->r.n > 1 && q->pipeline)

@@ -77,13 +77,13 @@ void headd_api_send_error(struct headd_http *h, const struct sf_api_error *e)
 static uint32_t served_models(struct headd *d, const char **names, uint32_t cap)
 {
 	uint32_t n = 0;
-	const char *pn = d->pipe ? NULL : headd_proc_pipe_name(d); /* shard 0's, when not this */
-	if (d->pipe && headd_pipeline_serves(d, d->pipe_model) && n < cap)
-		names[n++] = d->pipe_model;
+	const char *pn = d->fleet.pipe ? NULL : headd_proc_pipe_name(d); /* shard 0's, when not this */
+	if (d->fleet.pipe && headd_pipeline_serves(d, d->fleet.pipe_model) && n < cap)
+		names[n++] = d->fleet.pipe_model;
 	else if (pn && n < cap)
 		names[n++] = pn;
-	for (uint32_t i = 0; i < d->n_nodes; i++) {
-		const struct headd_node *nd = &d->nodes[i];
+	for (uint32_t i = 0; i < d->fleet.n_nodes; i++) {
+		const struct headd_node *nd = &d->fleet.nodes[i];
 		if (!nd->open || !nd->lc || nd->is_stage)
 			continue;
 		const struct sf_link_peer *p = sf_link_peer(sf_link_conn_link(nd->lc));
@@ -102,13 +102,13 @@ static uint32_t served_models(struct headd *d, const char **names, uint32_t cap)
 /* Asked for every request: straight over the nodes' lists, without building the set. */
 bool headd_model_served(struct headd *d, const char *model)
 {
-	if (d->pipe && headd_pipeline_serves(d, d->pipe_model) && !strcmp(d->pipe_model, model))
+	if (d->fleet.pipe && headd_pipeline_serves(d, d->fleet.pipe_model) && !strcmp(d->fleet.pipe_model, model))
 		return true;
-	const char *pn = d->pipe ? NULL : headd_proc_pipe_name(d);
+	const char *pn = d->fleet.pipe ? NULL : headd_proc_pipe_name(d);
 	if (pn && !strcmp(pn, model))
 		return true;
-	for (uint32_t i = 0; i < d->n_nodes; i++) {
-		const struct headd_node *nd = &d->nodes[i];
+	for (uint32_t i = 0; i < d->fleet.n_nodes; i++) {
+		const struct headd_node *nd = &d->fleet.nodes[i];
 		if (!nd->open || !nd->lc || nd->is_stage)
 			continue;
 		const struct sf_link_peer *p = sf_link_peer(sf_link_conn_link(nd->lc));
@@ -122,8 +122,8 @@ bool headd_model_served(struct headd *d, const char *model)
 uint32_t headd_model_ctx_len(struct headd *d, const char *model)
 {
 	uint32_t best = 0;
-	for (uint32_t i = 0; i < d->n_nodes; i++) {
-		const struct headd_node *nd = &d->nodes[i];
+	for (uint32_t i = 0; i < d->fleet.n_nodes; i++) {
+		const struct headd_node *nd = &d->fleet.nodes[i];
 		if (!nd->open || !nd->lc || nd->is_stage)
 			continue;
 		const struct sf_link_peer *p = sf_link_peer(sf_link_conn_link(nd->lc));
@@ -140,8 +140,8 @@ int headd_model_check(struct headd *d, const char *model, struct sf_api_error *e
 	if (headd_model_served(d, model))
 		return 0;
 	uint64_t x = headd_name_hash(model);
-	for (uint32_t i = 0; i < d->n_nodes; i++) {
-		const struct headd_node *nd = &d->nodes[i];
+	for (uint32_t i = 0; i < d->fleet.n_nodes; i++) {
+		const struct headd_node *nd = &d->fleet.nodes[i];
 		for (uint32_t k = 0; !nd->open && !nd->is_stage && k < nd->n_served; k++)
 			if (nd->served[k] == x)
 				return sf_api_fail(e, 503, "service_unavailable", "model_unavailable",
@@ -182,8 +182,8 @@ void headd_health_counts(struct headd *d, uint32_t *models, uint32_t *up)
 	const char *names[HEADD_MAX_MODELS + 1];
 	*models = served_models(d, names, sizeof(names) / sizeof(names[0]));
 	*up = 0;
-	for (uint32_t i = 0; i < d->n_nodes; i++)
-		*up += d->nodes[i].open;
+	for (uint32_t i = 0; i < d->fleet.n_nodes; i++)
+		*up += d->fleet.nodes[i].open;
 }
 
 /* Ready when every shard is: each serves a model (sum holds the least of them). */
@@ -194,7 +194,7 @@ void headd_health_page(struct headd_http *h, const struct headd_part *sum)
 	char body[256];
 	int len = snprintf(body, sizeof(body),
 			   "{\"status\":\"%s\",\"nodes_up\":%u,\"nodes\":%u,\"models\":%u}",
-			   n ? "ok" : "unavailable", up, d->n_nodes, n);
+			   n ? "ok" : "unavailable", up, d->fleet.n_nodes, n);
 	respond(h, n ? 200 : 503, "application/json", body, (size_t)len, NULL);
 }
 

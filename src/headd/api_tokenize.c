@@ -115,8 +115,8 @@ void headd_tokenize_answer(struct headd_req *q, const uint32_t *tokens, uint32_t
 
 void headd_fleet_sessions(struct headd *d, uint32_t *out)
 {
-	for (uint32_t i = 0; i < d->n_nodes; i++) {
-		const struct headd_node *n = &d->nodes[i];
+	for (uint32_t i = 0; i < d->fleet.n_nodes; i++) {
+		const struct headd_node *n = &d->fleet.nodes[i];
 		uint32_t sessions = 0;
 		for (const struct headd_req *q = d->api.reqs; q; q = q->next)
 			sessions += q->session_id && headd_life_generating(&q->life) &&
@@ -132,8 +132,8 @@ void headd_fleet_page(struct headd_http *h, const struct headd_part *sum)
 {
 	struct headd *d = h->d;
 	json_t *nodes = json_array();
-	for (uint32_t i = 0; i < d->n_nodes && nodes; i++) {
-		const struct headd_node *n = &d->nodes[i];
+	for (uint32_t i = 0; i < d->fleet.n_nodes && nodes; i++) {
+		const struct headd_node *n = &d->fleet.nodes[i];
 		uint32_t sessions = i < sum->n_nodes && sum->node_sessions ? sum->node_sessions[i] : 0;
 		/* Up once every shard's link is (a request may reach any shard). */
 		uint32_t links = i < sum->n_nodes && sum->node_links ? sum->node_links[i] : n->open;

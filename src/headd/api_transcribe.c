@@ -58,9 +58,9 @@ static void tr_drained(struct sf_link_conn *lc, void *arg)
 	struct headd *d = arg;
 	if (!d->api.ops)
 		return;
-	for (uint32_t i = 0; i < d->n_nodes; i++)
-		if (d->nodes[i].lc == lc && d->nodes[i].open) {
-			sf_state_ops_pump(d->api.ops, d->nodes[i].index, sf_loop_now(d->loop));
+	for (uint32_t i = 0; i < d->fleet.n_nodes; i++)
+		if (d->fleet.nodes[i].lc == lc && d->fleet.nodes[i].open) {
+			sf_state_ops_pump(d->api.ops, d->fleet.nodes[i].index, sf_loop_now(d->loop));
 			return;
 		}
 }
@@ -70,8 +70,8 @@ static void tr_drained(struct sf_link_conn *lc, void *arg)
 static size_t tr_unsent(void *arg, uint32_t node)
 {
 	struct headd *d = arg;
-	for (uint32_t i = 0; i < d->n_nodes; i++) {
-		struct headd_node *n = &d->nodes[i];
+	for (uint32_t i = 0; i < d->fleet.n_nodes; i++) {
+		struct headd_node *n = &d->fleet.nodes[i];
 		if (n->index != node || !n->lc || !n->open)
 			continue;
 		sf_link_conn_on_drained(n->lc, tr_drained, d);

@@ -18,9 +18,9 @@ struct headd_join {
 
 static struct headd_node *joined_node(struct headd *d, const char *identity)
 {
-	for (uint32_t i = 0; i < d->n_nodes; i++)
-		if (d->nodes[i].joined && !strcmp(d->nodes[i].identity, identity))
-			return &d->nodes[i];
+	for (uint32_t i = 0; i < d->fleet.n_nodes; i++)
+		if (d->fleet.nodes[i].joined && !strcmp(d->fleet.nodes[i].identity, identity))
+			return &d->fleet.nodes[i];
 	return NULL;
 }
 
@@ -52,7 +52,7 @@ static void join_open(struct sf_link_conn *lc)
 		sf_link_conn_close(old_lc, 0, "replaced by a newer link from this node");
 	}
 	if (!n) {
-		if (d->n_nodes == HEADD_NODE_SLOTS) { /* sf_head_node_add holds the fleet's limit */
+		if (d->fleet.n_nodes == d->fleet.node_cap) { /* sf_head_node_add holds the limit too */
 			sfd_warn("node %s from %s: more than %d nodes; refused", identity, j->from,
 				 HEADD_MAX_NODES);
 			sf_link_conn_set_user(lc, NULL);
@@ -60,7 +60,7 @@ static void join_open(struct sf_link_conn *lc)
 			sf_link_conn_close(lc, 0, "the head has no room for another node");
 			return;
 		}
-		n = &d->nodes[d->n_nodes];
+		n = &d->fleet.nodes[d->fleet.n_nodes];
 		memset(n, 0, sizeof(*n));
 		n->d = d;
 		n->joined = true;
@@ -76,11 +76,11 @@ static void join_open(struct sf_link_conn *lc)
 			return;
 		}
 		n->index = (uint32_t)idx;
-		d->n_nodes++;
+		d->fleet.n_nodes++;
 	}
 	free(j);
 	n->lc = lc;
-	n->link_id = ++d->next_link_id;
+	n->link_id = ++d->fleet.next_link_id;
 	sf_link_conn_set_user(lc, n);
 	headd_node_opened(n, lc);
 }

@@ -17,6 +17,39 @@ static void dial(struct headd_node *n);
 
 static int fleet_add(struct headd *d);
 
+/* Entries of a comma-separated list (NULL: none), counting to at most max. */
+static uint32_t list_len(const char *s, uint32_t max)
+{
+	uint32_t n = 0;
+	for (; s && *s && n < max; n++) {
+		s = strchr(s, ',');
+		s = s ? s + 1 : NULL;
+	}
+	return n;
+}
+
+int headd_fleet_alloc(struct headd *d)
+{
+	const struct headd_opts *o = d->opts;
+	/* One more than a list may hold: fleet_add and headd_pipeline_add name the limit. */
+	uint32_t cap = o->fleet_listen ? HEADD_MAX_NODES : list_len(o->fleet, HEADD_MAX_NODES);
+	cap += list_len(o->pipeline, SF_PIPE_MAX_STAGES);
+	d->fleet.node_cap = cap;
+	d->fleet.nodes = calloc(cap ? cap : 1, sizeof(*d->fleet.nodes));
+	if (!d->fleet.nodes) {
+		sfd_err("no memory for %u nodes' links", cap);
+		return -1;
+	}
+	return 0;
+}
+
+void headd_fleet_free(struct headd *d)
+{
+	free(d->fleet.nodes);
+	d->fleet.nodes = NULL;
+	d->fleet.node_cap = d->fleet.n_nodes = 0;
+}
+
 int headd_nodes_add(struct headd *d)
 {
 	return fleet_add(d) || headd_pipeline_add(d) ? -1 : 0;
@@ -28,13 +61,13 @@ static int fleet_add(struct headd *d)
 	for (; s;) {
 		const char *comma = strchr(s, ',');
 		size_t len = comma ? (size_t)(comma - s) : strlen(s);
-		if (d->n_nodes >= HEADD_MAX_NODES) {
+		if (d->fleet.n_nodes >= HEADD_MAX_NODES || d->fleet.n_nodes == d->fleet.node_cap) {
 			if (d->shard == 0) /* every shard reads the same list: said once */
 				sfd_err_whole("--fleet: more than %d nodes",
 					      HEADD_MAX_NODES);
 			return -1;
 		}
-		struct headd_node *n = &d->nodes[d->n_nodes];
+		struct headd_node *n = &d->fleet.nodes[d->fleet.n_nodes];
 		memset(n, 0, sizeof(*n));
 		n->d = d;
 		snprintf(n->addr, sizeof(n->addr), "%.*s", (int)len, s);
@@ -49,7 +82,7 @@ static int fleet_add(struct headd *d)
 		}
 		n->index = (uint32_t)idx;
 		n->backoff_ms = HEADD_BACKOFF_MIN_MS;
-		d->n_nodes++;
+		d->fleet.n_nodes++;
 		if (!comma)
 			return 0;
 		s = comma + 1;
@@ -59,9 +92,9 @@ static int fleet_add(struct headd *d)
 
 static struct headd_node *node_of(struct headd *d, uint32_t index)
 {
-	for (uint32_t i = 0; i < d->n_nodes; i++)
-		if (d->nodes[i].index == index)
-			return &d->nodes[i];
+	for (uint32_t i = 0; i < d->fleet.n_nodes; i++)
+		if (d->fleet.nodes[i].index == index)
+			return &d->fleet.nodes[i];
 	return NULL;
 }
 
@@ -94,7 +127,7 @@ static unsigned links_up(struct headd_node *n, int delta)
 	struct headd *d = n->d;
 	if (d->n_shards == 1)
 		return n->open;
-	return headd_proc_node_links(d, (uint32_t)(n - d->nodes), delta);
+	return headd_proc_node_links(d, (uint32_t)(n - d->fleet.nodes), delta);
 }
 
 /* A node's news is the head's, said once: its last link closing (left: the shards' links to
@@ -256,7 +289,7 @@ static void dial(struct headd_node *n)
 	struct sf_link_config cfg;
 	headd_link_config(d, &cfg);
 	struct sf_err err;
-	n->link_id = ++d->next_link_id;
+	n->link_id = ++d->fleet.next_link_id;
 	n->open = false;
 	n->lc = sf_link_conn_dial(d->loop, (struct sockaddr *)&ss, len, HEADD_CONNECT_MS, &cfg,
 				  &link_ops, n, &err);
@@ -271,15 +304,15 @@ static void dial(struct headd_node *n)
 void headd_nodes_start(struct headd *d)
 {
 	d->rng = ((uint64_t)time(NULL) * 0x9e3779b97f4a7c15ULL) ^ ((uint64_t)getpid() << 1) ^ 1;
-	for (uint32_t i = 0; i < d->n_nodes; i++)
-		if (!d->nodes[i].joined)
-			dial(&d->nodes[i]);
+	for (uint32_t i = 0; i < d->fleet.n_nodes; i++)
+		if (!d->fleet.nodes[i].joined)
+			dial(&d->fleet.nodes[i]);
 }
 
 void headd_nodes_drop_pending(struct headd *d)
 {
-	for (uint32_t i = 0; i < d->n_nodes; i++) {
-		struct headd_node *n = &d->nodes[i];
+	for (uint32_t i = 0; i < d->fleet.n_nodes; i++) {
+		struct headd_node *n = &d->fleet.nodes[i];
 		if (!n->drop_link)
 			continue;
 		bool ours = n->drop_link == n->link_id && n->lc;
@@ -300,8 +333,8 @@ void headd_nodes_drop_pending(struct headd *d)
 
 void headd_nodes_goodbye_all(struct headd *d, const char *reason)
 {
-	for (uint32_t i = 0; i < d->n_nodes; i++) {
-		struct headd_node *n = &d->nodes[i];
+	for (uint32_t i = 0; i < d->fleet.n_nodes; i++) {
+		struct headd_node *n = &d->fleet.nodes[i];
 		if (n->lc && n->open) {
 			n->closing = true;
 			sf_link_conn_close(n->lc, 0, reason);
@@ -315,8 +348,8 @@ uint32_t headd_nodes_busy(const struct headd *d)
 	 * until it is sent. Busy is every connection but the dials still shaking hands (they
 	 * have no goodbye to say); admin connections flushing their last line count too. */
 	uint32_t handshaking = 0;
-	for (uint32_t i = 0; i < d->n_nodes; i++)
-		handshaking += d->nodes[i].lc && !d->nodes[i].open;
+	for (uint32_t i = 0; i < d->fleet.n_nodes; i++)
+		handshaking += d->fleet.nodes[i].lc && !d->fleet.nodes[i].open;
 	struct sf_loop_stats st;
 	sf_loop_stats(d->loop, &st);
 	return st.conns > handshaking ? st.conns - handshaking : 0;
@@ -324,10 +357,10 @@ uint32_t headd_nodes_busy(const struct headd *d)
 
 void headd_nodes_stop(struct headd *d)
 {
-	for (uint32_t i = 0; i < d->n_nodes; i++) {
-		if (d->nodes[i].timer)
-			sf_loop_timer_cancel(d->loop, d->nodes[i].timer);
-		d->nodes[i].timer = 0;
+	for (uint32_t i = 0; i < d->fleet.n_nodes; i++) {
+		if (d->fleet.nodes[i].timer)
+			sf_loop_timer_cancel(d->loop, d->fleet.nodes[i].timer);
+		d->fleet.nodes[i].timer = 0;
 	}
 }
 
@@ -336,8 +369,8 @@ void headd_nodes_stop(struct headd *d)
 static int head_send(void *arg, uint64_t link_id, uint16_t type, const void *msg)
 {
 	struct headd *d = arg;
-	for (uint32_t i = 0; i < d->n_nodes; i++) {
-		struct headd_node *n = &d->nodes[i];
+	for (uint32_t i = 0; i < d->fleet.n_nodes; i++) {
+		struct headd_node *n = &d->fleet.nodes[i];
 		if (n->link_id != link_id)
 			continue;
 		if (!n->lc || !n->open)

@@ -17,7 +17,7 @@ struct headd_gather {
 	int ep;                    /* EP_METRICS or EP_FLEET */
 	unsigned left;             /* parts still to come (touched by d's thread only) */
 	struct headd_part *parts;  /* one per shard */
-	struct headd_gather *next; /* on d->gathers */
+	struct headd_gather *next; /* on d->api.gathers */
 };
 
 /* Fills p with d's numbers, on d's thread. */
@@ -25,14 +25,14 @@ static void fill(struct headd *d, struct headd_part *p, int ep)
 {
 	p->m = d->api.m;
 	p->m.http_refused_budget = d->api.body_budget.refused;
-	p->n_nodes = d->n_nodes;
-	p->m.link_opens = calloc(d->n_nodes ? d->n_nodes : 1, sizeof(uint64_t));
-	p->node_sessions = calloc(d->n_nodes ? d->n_nodes : 1, sizeof(uint32_t));
-	p->node_links = calloc(d->n_nodes ? d->n_nodes : 1, sizeof(uint32_t));
-	for (uint32_t i = 0; p->node_links && i < d->n_nodes; i++)
-		p->node_links[i] = d->nodes[i].open;
+	p->n_nodes = d->fleet.n_nodes;
+	p->m.link_opens = calloc(d->fleet.n_nodes ? d->fleet.n_nodes : 1, sizeof(uint64_t));
+	p->node_sessions = calloc(d->fleet.n_nodes ? d->fleet.n_nodes : 1, sizeof(uint32_t));
+	p->node_links = calloc(d->fleet.n_nodes ? d->fleet.n_nodes : 1, sizeof(uint32_t));
+	for (uint32_t i = 0; p->node_links && i < d->fleet.n_nodes; i++)
+		p->node_links[i] = d->fleet.nodes[i].open;
 	if (p->m.link_opens && d->api.m.link_opens)
-		memcpy(p->m.link_opens, d->api.m.link_opens, d->n_nodes * sizeof(uint64_t));
+		memcpy(p->m.link_opens, d->api.m.link_opens, d->fleet.n_nodes * sizeof(uint64_t));
 	if (p->node_sessions && ep == EP_FLEET) /* a walk of every request per node */
 		headd_fleet_sessions(d, p->node_sessions);
 	sf_head_stats(d->head, &p->st);
@@ -160,7 +160,7 @@ static void answer(struct headd_http *h, int ep, const struct headd_part *sum)
 static void finish(struct headd_gather *g)
 {
 	struct headd *d = g->d;
-	for (struct headd_gather **pp = &d->gathers; *pp; pp = &(*pp)->next)
+	for (struct headd_gather **pp = &d->api.gathers; *pp; pp = &(*pp)->next)
 		if (*pp == g) {
 			*pp = g->next;
 			break;
@@ -206,8 +206,8 @@ void headd_gather_start(struct headd_http *h, int ep)
 	g->h = h;
 	g->ep = ep;
 	h->gather = g;
-	g->next = d->gathers;
-	d->gathers = g;
+	g->next = d->api.gathers;
+	d->api.gathers = g;
 	fill(d, &g->parts[d->shard], g->ep);
 	for (unsigned k = 0; k < d->n_shards; k++) {
 		if (k == d->shard)
@@ -261,9 +261,9 @@ void headd_gather_client_gone(struct headd_http *h)
 
 void headd_gather_free_all(struct headd *d)
 {
-	while (d->gathers) {
-		struct headd_gather *g = d->gathers;
-		d->gathers = g->next;
+	while (d->api.gathers) {
+		struct headd_gather *g = d->api.gathers;
+		d->api.gathers = g->next;
 		for (unsigned k = 0; k < d->n_shards; k++)
 			part_free(&g->parts[k]);
 		free(g->parts);

@@ -96,39 +96,51 @@ struct headd_wal {
 };
 
 struct headd_proc;
-struct headd_gather;
 
+/* The fleet: a link to each node (--fleet, joined ones, --pipeline stages after them). */
+struct headd_fleet {
+	struct headd_node *nodes;  /* node_cap of them (headd_fleet_alloc), n_nodes in use */
+	uint32_t n_nodes, node_cap;
+	uint64_t next_link_id;
+	struct sf_pipe *pipe;      /* --pipeline, or NULL */
+	char pipe_model[SF_MAX_NAME + 16]; /* the name clients use; "" until the stages agree */
+};
+
+/* The admin socket (superfluid CLI's GENERATE, STATUS) and its clients. */
+struct headd_admin {
+	bool bound;                /* made the admin socket: removes it at the end */
+	const char *from;          /* NULL: --admin-socket named it; else what chose it */
+	struct headd_client *clients;
+	struct headd_index clients_by_session; /* each session's client, for its head events */
+};
+
+/* One shard: the head machine and what drives it, by concern: the fleet's links, the client
+ * API (api.h), the admin socket, the write-ahead log's glue. */
 struct headd {
 	const struct headd_opts *opts; /* this shard's: its --wal-dir, its part of the limits */
 	struct headd_proc *proc;   /* the process: every shard, the hand-offs between them */
 	unsigned shard, n_shards;  /* this shard's index, and how many there are */
-	int http_fd;               /* the client API's listening socket the process made for it */
-	struct headd_gather *gathers; /* answers waiting on the other shards' parts */
-	bool admin_bound;          /* made the admin socket: removes it at the end */
-	const char *admin_from;    /* NULL: --admin-socket named it; else what chose it */
 	struct sf_loop *loop;
 	struct sf_head *head;
 	char identity[SF_MAX_NAME];
 	uint8_t token[SF_TOKEN_MAX];
 	size_t token_len;
-	struct headd_node nodes[HEADD_NODE_SLOTS];
-	uint32_t n_nodes;
-	uint64_t next_link_id, next_session_id;
-	struct headd_client *clients;
+	uint64_t next_session_id;
 	uint64_t head_timer, head_timer_at;
 	uint64_t rng;
 	bool stopping;
-	struct headd_api api;
-	struct sf_pipe *pipe;  /* --pipeline, or NULL */
-	char pipe_model[SF_MAX_NAME + 16]; /* the name clients use; "" until the stages agree */
-	struct headd_wal wal;
-	/* Each session's request (API) or client (admin socket), for its head events. */
-	struct headd_index reqs_by_session, clients_by_session;
-	uint32_t unindexed; /* requests the index could not take (memory): found by a walk */
 	bool fatal;            /* stop: something failed that must not be run past (the log) */
+	struct headd_fleet fleet;
+	struct headd_api api;
+	struct headd_admin admin;
+	struct headd_wal wal;
 };
 
 /* fleet_links.c */
+/* Room for the nodes the options can bring: the --fleet list (or HEADD_MAX_NODES with
+ * --fleet-listen) and the --pipeline stages. 0 or -1 (logged). */
+int headd_fleet_alloc(struct headd *d);
+void headd_fleet_free(struct headd *d);
 int headd_nodes_add(struct headd *d);   /* every --fleet node; 0 or -1 (logged) */
 void headd_nodes_start(struct headd *d); /* the first dial of each */
 void headd_nodes_drop_pending(struct headd *d); /* closes links the head gave up on */
@@ -255,7 +267,7 @@ bool headd_proc_stopping(const struct headd *d);
 void headd_proc_alive(struct headd *d, uint64_t now);
 /* Tells the process to stop with exit status rc (a fatal error on a shard). */
 void headd_proc_fail(struct headd *d, int rc);
-/* This shard's link to d->nodes[i] opened (delta 1), closed (-1) or neither (0): how many
+/* This shard's link to d->fleet.nodes[i] opened (delta 1), closed (-1) or neither (0): how many
  * shards' links to it are open now. Any shard's thread. */
 unsigned headd_proc_node_links(struct headd *d, uint32_t i, int delta);
 /* The options as given, before the shards' split of the limits (d->opts holds this shard's

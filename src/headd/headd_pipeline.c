@@ -11,9 +11,9 @@
 
 static struct headd_node *stage_node(struct headd *d, uint32_t k)
 {
-	for (uint32_t i = 0; i < d->n_nodes; i++)
-		if (d->nodes[i].is_stage && d->nodes[i].stage == k)
-			return &d->nodes[i];
+	for (uint32_t i = 0; i < d->fleet.n_nodes; i++)
+		if (d->fleet.nodes[i].is_stage && d->fleet.nodes[i].stage == k)
+			return &d->fleet.nodes[i];
 	return NULL;
 }
 
@@ -71,11 +71,11 @@ int headd_pipeline_add(struct headd *d)
 	while (s && *s) {
 		const char *comma = strchr(s, ',');
 		size_t len = comma ? (size_t)(comma - s) : strlen(s);
-		if (k == SF_PIPE_MAX_STAGES) {
+		if (k == SF_PIPE_MAX_STAGES || d->fleet.n_nodes == d->fleet.node_cap) {
 			sfd_err("--pipeline: more than %d stages", SF_PIPE_MAX_STAGES);
 			return -1;
 		}
-		struct headd_node *n = &d->nodes[d->n_nodes++];
+		struct headd_node *n = &d->fleet.nodes[d->fleet.n_nodes++];
 		memset(n, 0, sizeof(*n));
 		n->d = d;
 		n->is_stage = true;
@@ -90,7 +90,7 @@ int headd_pipeline_add(struct headd *d)
 									   ? 10000 : d->opts->silence_ms };
 	struct sf_pipe_io io = { .arg = d, .send = pipe_send, .token = pipe_token, .done = pipe_done };
 	struct sf_err err;
-	if (sf_pipe_new(&d->pipe, &cfg, &io, &err)) {
+	if (sf_pipe_new(&d->fleet.pipe, &cfg, &io, &err)) {
 		sfd_err("--pipeline: %s", err.msg);
 		return -1;
 	}
@@ -99,49 +99,49 @@ int headd_pipeline_add(struct headd *d)
 
 void headd_pipeline_free(struct headd *d)
 {
-	sf_pipe_free(d->pipe);
-	d->pipe = NULL;
+	sf_pipe_free(d->fleet.pipe);
+	d->fleet.pipe = NULL;
 }
 
 void headd_pipeline_up(struct headd *d, struct headd_node *n, const struct sf_link_peer *p)
 {
 	struct sf_err err;
-	if (sf_pipe_stage_up(d->pipe, n->stage, p, sf_loop_now(d->loop), &err)) {
+	if (sf_pipe_stage_up(d->fleet.pipe, n->stage, p, sf_loop_now(d->loop), &err)) {
 		sfd_warn("pipeline stage %s: not used: %s", n->addr, err.msg);
 		return;
 	}
-	if (!d->pipe_model[0] && sf_pipe_ready(d->pipe)) {
+	if (!d->fleet.pipe_model[0] && sf_pipe_ready(d->fleet.pipe)) {
 		if (d->opts->pipeline_model)
-			snprintf(d->pipe_model, sizeof(d->pipe_model), "%s", d->opts->pipeline_model);
+			snprintf(d->fleet.pipe_model, sizeof(d->fleet.pipe_model), "%s", d->opts->pipeline_model);
 		else
-			snprintf(d->pipe_model, sizeof(d->pipe_model), "%s-pipeline",
-				 sf_pipe_model(d->pipe));
-		headd_proc_pipe_named(d, d->pipe_model); /* the other shards list it too */
+			snprintf(d->fleet.pipe_model, sizeof(d->fleet.pipe_model), "%s-pipeline",
+				 sf_pipe_model(d->fleet.pipe));
+		headd_proc_pipe_named(d, d->fleet.pipe_model); /* the other shards list it too */
 	}
 	uint32_t start, end;
-	sf_pipe_range(d->pipe, n->stage, &start, &end);
+	sf_pipe_range(d->fleet.pipe, n->stage, &start, &end);
 	sfd_info("pipeline stage %u (%s): layers %u..%u of %s's %u%s%s", n->stage + 1, n->addr,
-		 start, end, sf_pipe_model(d->pipe), sf_pipe_layers(d->pipe),
-		 sf_pipe_ready(d->pipe) ? "; every stage is up: serving " : "",
-		 sf_pipe_ready(d->pipe) ? d->pipe_model : "");
+		 start, end, sf_pipe_model(d->fleet.pipe), sf_pipe_layers(d->fleet.pipe),
+		 sf_pipe_ready(d->fleet.pipe) ? "; every stage is up: serving " : "",
+		 sf_pipe_ready(d->fleet.pipe) ? d->fleet.pipe_model : "");
 }
 
 void headd_pipeline_down(struct headd *d, struct headd_node *n)
 {
-	sf_pipe_stage_down(d->pipe, n->stage, sf_loop_now(d->loop));
+	sf_pipe_stage_down(d->fleet.pipe, n->stage, sf_loop_now(d->loop));
 }
 
 bool headd_pipeline_msg(struct headd *d, struct headd_node *n, const struct sf_msg *m)
 {
-	return sf_pipe_on_msg(d->pipe, n->stage, m, sf_loop_now(d->loop));
+	return sf_pipe_on_msg(d->fleet.pipe, n->stage, m, sf_loop_now(d->loop));
 }
 
 /* Once every stage has been up: a stage down since is waited for, each step up to its
  * timeout, as a fleet node's sessions wait for it. */
 bool headd_pipeline_serves(const struct headd *d, const char *model)
 {
-	return d->pipe && sf_pipe_model(d->pipe) && d->pipe_model[0] &&
-	       !strcmp(model, d->pipe_model);
+	return d->fleet.pipe && sf_pipe_model(d->fleet.pipe) && d->fleet.pipe_model[0] &&
+	       !strcmp(model, d->fleet.pipe_model);
 }
 
 int headd_pipeline_start(struct headd_req *q, struct sf_err *err)
@@ -154,13 +154,13 @@ int headd_pipeline_start(struct headd_req *q, struct sf_err *err)
 		stop[n_stop++] = q->vocab.end_turn;
 	q->session_id = headd_session_id_new(d); /* the request's own id: never in sf_head */
 	headd_req_index(q);
-	return sf_pipe_generate(d->pipe, q->content, q->n_content, q->max_tokens, stop, n_stop,
+	return sf_pipe_generate(d->fleet.pipe, q->content, q->n_content, q->max_tokens, stop, n_stop,
 				sf_loop_now(d->loop), &q->generation_id, err);
 }
 
 void headd_pipeline_cancel(struct headd_req *q)
 {
-	sf_pipe_cancel(q->d->pipe, q->generation_id);
+	sf_pipe_cancel(q->d->fleet.pipe, q->generation_id);
 	/* A node would answer a cancel with its FINISH; the pipeline has no one to: say it. */
 	struct sf_head_event ev = { .kind = SF_HEAD_EV_FINISH, .node = SF_HEAD_NO_NODE,
 				    .session_id = q->session_id, .generation_id = q->generation_id,
@@ -170,10 +170,10 @@ void headd_pipeline_cancel(struct headd_req *q)
 
 void headd_pipeline_tick(struct headd *d, uint64_t now, uint64_t *deadline)
 {
-	if (!d->pipe)
+	if (!d->fleet.pipe)
 		return;
-	sf_pipe_tick(d->pipe, now);
-	uint64_t at = sf_pipe_deadline(d->pipe);
+	sf_pipe_tick(d->fleet.pipe, now);
+	uint64_t at = sf_pipe_deadline(d->fleet.pipe);
 	if (at < *deadline)
 		*deadline = at;
 }

@@ -232,8 +232,8 @@ int headd_proc_main(const struct headd_opts *o, const uint8_t *token, size_t tok
 		d->proc = p;
 		d->shard = k;
 		d->n_shards = p->n;
-		d->http_fd = fds[k];
-		d->admin_from = k == 0 && !o->admin_socket ? p->admin_from : NULL;
+		d->api.http_fd = fds[k];
+		d->admin.from = k == 0 && !o->admin_socket ? p->admin_from : NULL;
 		snprintf(d->identity, sizeof(d->identity), "%s",
 			 o->identity ? o->identity : "superfluid-headd");
 		memcpy(d->token, token, token_len);
@@ -289,7 +289,7 @@ int headd_proc_main(const struct headd_opts *o, const uint8_t *token, size_t tok
 	/* The signals stay blocked: one that came meanwhile must not kill the exit (rc). */
 	for (unsigned k = 0; k < p->n; k++) {
 		/* A shard's socket is -1 once its loop or its fini took it. */
-		int fd = p->shard[k] ? p->shard[k]->http_fd : have_fds ? fds[k] : -1;
+		int fd = p->shard[k] ? p->shard[k]->api.http_fd : have_fds ? fds[k] : -1;
 		if (fd >= 0)
 			close(fd);
 		free(p->shard[k]);

@@ -36,11 +36,13 @@ int headd_shard_start(struct headd *d, struct sf_loop *loop)
 		sfd_err("%s", err.msg);
 		return 2;
 	}
-	if (headd_index_init(&d->reqs_by_session, 1024) ||
-	    headd_index_init(&d->clients_by_session, 64)) {
+	if (headd_index_init(&d->api.reqs_by_session, 1024) ||
+	    headd_index_init(&d->admin.clients_by_session, 64)) {
 		sfd_err("no memory for the session index");
 		return 2;
 	}
+	if (headd_fleet_alloc(d))
+		return 2;
 	if (headd_nodes_add(d))
 		return 1;
 	if (headd_wal_start(d))
@@ -49,7 +51,7 @@ int headd_shard_start(struct headd *d, struct sf_loop *loop)
 		return 2;
 	if (d->shard == 0)
 		sfd_info_whole("head %s: %u node%s, %u shard%s, %s loop, %s links", d->identity,
-			 d->n_nodes, d->n_nodes == 1 ? "" : "s", d->n_shards,
+			 d->fleet.n_nodes, d->fleet.n_nodes == 1 ? "" : "s", d->n_shards,
 			 d->n_shards == 1 ? "" : "s", sf_io_kind_name(sf_loop_kind(d->loop)),
 			 d->token_len ? "sealed" : "plain");
 	headd_nodes_start(d);
@@ -85,8 +87,8 @@ void headd_shard_goodbye(struct headd *d)
 		sf_loop_timer_cancel(d->loop, d->head_timer);
 	d->head_timer = 0;
 	uint32_t up = 0;
-	for (uint32_t i = 0; i < d->n_nodes; i++)
-		up += d->nodes[i].open;
+	for (uint32_t i = 0; i < d->fleet.n_nodes; i++)
+		up += d->fleet.nodes[i].open;
 	sfd_info("shutting down: goodbye to %u node%s", up, up == 1 ? "" : "s"); /* [shard k] */
 	headd_nodes_goodbye_all(d, "head shutting down");
 	uint64_t until = sf_loop_now(d->loop) + HEADD_SHUTDOWN_MS;
@@ -99,23 +101,24 @@ void headd_shard_fini(struct headd *d)
 {
 	d->stopping = true;
 	d->loop = NULL; /* freed by now: every connection's on_closed has run */
-	while (d->clients) {
-		struct headd_client *c = d->clients;
-		d->clients = c->next;
+	while (d->admin.clients) {
+		struct headd_client *c = d->admin.clients;
+		d->admin.clients = c->next;
 		free(c);
 	}
 	headd_gather_free_all(d);
 	headd_wal_stop(d);
 	headd_api_free(d);
-	headd_index_free(&d->reqs_by_session);
-	headd_index_free(&d->clients_by_session);
+	headd_index_free(&d->api.reqs_by_session);
+	headd_index_free(&d->admin.clients_by_session);
 	sf_head_free(d->head);
 	d->head = NULL;
-	if (d->admin_bound)
+	headd_fleet_free(d);
+	if (d->admin.bound)
 		unlink(d->opts->admin_socket);
-	if (d->http_fd >= 0)
-		close(d->http_fd); /* never given to the loop (a start that failed before it) */
-	d->http_fd = -1;
+	if (d->api.http_fd >= 0)
+		close(d->api.http_fd); /* never given to the loop (a start that failed before it) */
+	d->api.http_fd = -1;
 	sodium_memzero(d->token, sizeof(d->token));
 }
 

@@ -22,17 +22,17 @@ struct headd_wal_keep {
 
 const char *headd_wal_node_name(const struct headd *d, uint32_t node)
 {
-	for (uint32_t i = 0; i < d->n_nodes; i++)
-		if (d->nodes[i].index == node && !d->nodes[i].is_stage)
-			return d->nodes[i].addr;
+	for (uint32_t i = 0; i < d->fleet.n_nodes; i++)
+		if (d->fleet.nodes[i].index == node && !d->fleet.nodes[i].is_stage)
+			return d->fleet.nodes[i].addr;
 	return "";
 }
 
 uint32_t headd_wal_node_of(const struct headd *d, const char *name)
 {
-	for (uint32_t i = 0; i < d->n_nodes; i++)
-		if (!d->nodes[i].is_stage && !d->nodes[i].joined && !strcmp(d->nodes[i].addr, name))
-			return d->nodes[i].index;
+	for (uint32_t i = 0; i < d->fleet.n_nodes; i++)
+		if (!d->fleet.nodes[i].is_stage && !d->fleet.nodes[i].joined && !strcmp(d->fleet.nodes[i].addr, name))
+			return d->fleet.nodes[i].index;
 	return SF_HEAD_NO_NODE;
 }
 

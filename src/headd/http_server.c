@@ -349,8 +349,8 @@ int headd_api_start(struct headd *d)
 	if (headd_transcribe_init(d))
 		return -1;
 	/* The process bound it (one socket per shard, the kernel spreading clients over them). */
-	int fd = d->http_fd;
-	d->http_fd = -1;
+	int fd = d->api.http_fd;
+	d->api.http_fd = -1;
 	char bound[128];
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);

@@ -122,8 +122,8 @@ static void nodes(struct page *pg, struct headd *d, const struct headd_part *sum
 	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
 		put(pg, "# HELP %s %s\n# TYPE %s %s\n", names[k][0], names[k][1], names[k][0],
 		    k == 5 ? "counter" : "gauge");
-		for (uint32_t i = 0; i < d->n_nodes; i++) {
-			const struct headd_node *n = &d->nodes[i];
+		for (uint32_t i = 0; i < d->fleet.n_nodes; i++) {
+			const struct headd_node *n = &d->fleet.nodes[i];
 			char a[300], id[600];
 			/* Each shard has its own link: reconnects are the opens past each one's
 			 * first. */
@@ -245,9 +245,9 @@ void headd_metrics_page(struct headd_http *h, const struct headd_part *sum)
 	uint32_t up = own.nodes_up; /* with shards: the nodes every shard has a link to */
 	if (d->n_shards > 1) {
 		up = 0;
-		for (uint32_t i = 0; i < d->n_nodes && i < sum->n_nodes; i++)
+		for (uint32_t i = 0; i < d->fleet.n_nodes && i < sum->n_nodes; i++)
 			up += sum->node_links &&
-			      sum->node_links[i] >= (d->nodes[i].is_stage ? 1 : d->n_shards);
+			      sum->node_links[i] >= (d->fleet.nodes[i].is_stage ? 1 : d->n_shards);
 	}
 	const struct sf_head_stats st = sum->st;
 	gauge(&pg, "superfluid_nodes_up", "Nodes whose links (every shard's) are open.", up);
