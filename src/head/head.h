@@ -207,10 +207,13 @@ const char *sf_head_node_name(const struct sf_head *h, uint32_t node);
 
 void sf_head_stats(const struct sf_head *h, struct sf_head_stats *out);
 
+#ifdef SF_PLANTED_BUGS
 /* A bug planted on purpose so that the simulator can show it catches one (tests/sim, never
- * set elsewhere; SF_HEAD_BUG_NONE, the default, is the correct head).
+ * set elsewhere; SF_HEAD_BUG_NONE, the default, is the correct head). Compiled only into
+ * the simulator's build of the machines (superfluid_core_planted), never the product's.
  * SKIP_REPLAY: after each reconcile, the first token event is taken as seen and dropped. */
 enum { SF_HEAD_BUG_NONE = 0, SF_HEAD_BUG_SKIP_REPLAY = 1 };
 extern int sf_head_planted_bug;
+#endif
 
 #endif

@@ -109,7 +109,9 @@ struct head_node {
 
 struct sf_head {
 	struct sf_head_config cfg;
-	uint64_t planted_seen; /* reconciles the planted bug has acted on */
+	/* Reconciles the planted bug has acted on (SF_PLANTED_BUGS builds only; the field is in
+	 * both so that the two builds agree on this struct). */
+	uint64_t planted_seen;
 	struct sf_head_io io;
 	uint64_t now;
 	uint64_t next_id; /* epochs, command ids and generation ids, across all links */

@@ -20,7 +20,9 @@ struct pipe_gen {
 	uint32_t hidden_len;
 	uint64_t req;         /* the request in flight; 0: waiting for the stage's link */
 	uint64_t since;       /* when this stage's step was first asked */
+#ifdef SF_PLANTED_BUGS
 	bool asked_again;     /* a request of this step went down with a link (the planted bug) */
+#endif
 };
 
 struct pipe_stage {
@@ -29,7 +31,9 @@ struct pipe_stage {
 	uint32_t start, end;
 };
 
+#ifdef SF_PLANTED_BUGS
 int sf_pipe_planted_bug = SF_PIPE_BUG_NONE;
+#endif
 
 struct sf_pipe {
 	struct sf_pipe_config cfg;
@@ -190,7 +194,9 @@ void sf_pipe_stage_down(struct sf_pipe *p, uint32_t k, uint64_t now_ms)
 	p->stages[k].up = false;
 	for (uint32_t i = 0; i < p->cfg.max_gens; i++)
 		if (p->gens[i].id && p->gens[i].stage == k) {
+#ifdef SF_PLANTED_BUGS
 			p->gens[i].asked_again |= p->gens[i].req != 0;
+#endif
 			p->gens[i].req = 0; /* its answer went with the link: asked again */
 		}
 	(void)now_ms;
@@ -277,13 +283,16 @@ static void took_token(struct sf_pipe *p, struct pipe_gen *g, uint32_t t, uint64
 	g->left--;
 	p->io.token(p->io.arg, id, t);
 	g = gen_of(p, id); /* the callback may have cancelled it */
+#ifdef SF_PLANTED_BUGS
 	if (g && g->asked_again && sf_pipe_planted_bug == SF_PIPE_BUG_TWICE) {
 		p->io.token(p->io.arg, id, t); /* the planted bug: the step applied twice */
 		g = gen_of(p, id);
 	}
+	if (g)
+		g->asked_again = false;
+#endif
 	if (!g)
 		return;
-	g->asked_again = false;
 	if (!g->left) {
 		gen_free(p, g);
 		p->io.done(p->io.arg, id, 0, SF_FINISH_LENGTH, NULL);

@@ -76,10 +76,13 @@ uint64_t sf_pipe_deadline(const struct sf_pipe *p);
 /* Generations running now. */
 uint32_t sf_pipe_running(const struct sf_pipe *p);
 
+#ifdef SF_PLANTED_BUGS
 /* A bug planted on purpose so that the simulator can show it catches one (tests/sim, never
- * set elsewhere): TWICE passes on twice the token of a step that was asked again after its
- * stage's link went down with it in flight (the lost answer and the new one both applied). */
+ * set elsewhere; only in the simulator's build, superfluid_core_planted): TWICE passes on
+ * twice the token of a step that was asked again after its stage's link went down with it
+ * in flight (the lost answer and the new one both applied). */
 enum { SF_PIPE_BUG_NONE = 0, SF_PIPE_BUG_TWICE = 1 };
 extern int sf_pipe_planted_bug;
+#endif
 
 #endif

@@ -29,7 +29,9 @@ static int node_send(void *arg, uint64_t link_id, uint16_t type, const void *msg
 	if (!c || !c->nl || !c->node_open)
 		return SF_E_STATE;
 	if (!n->stage) {
+#ifdef SF_PLANTED_BUGS
 		c = sf__fleet_shard_planted(c, type);
+#endif
 		sf__fleet_shard_node_sent(n->f, c, type, msg);
 	}
 	if (type == SF_MSG_NODE_STATUS && n->digest) {

@@ -214,11 +214,13 @@ const char *sf_fleet_sim_why(const struct sf_fleet_sim *f);
  * node refusing a command as a repeat, or an assign as not newer, that no earlier command
  * of the session to that node (over any of the head's links) explains; "" when nothing. */
 const char *sf_fleet_sim_shard_why(const struct sf_fleet_sim *f);
-/* A bug planted on purpose in the nodes' links (tests/sim): CROSS_LINK sends a node's token
- * events on its newest open link from the head, whichever shard's, as a node that took the
- * head's several links for one would. */
+#ifdef SF_PLANTED_BUGS
+/* A bug planted on purpose in the nodes' links (tests/sim; only in superfluid_core_planted):
+ * CROSS_LINK sends a node's token events on its newest open link from the head, whichever
+ * shard's, as a node that took the head's several links for one would. */
 enum { SF_FLEET_SHARD_BUG_NONE = 0, SF_FLEET_SHARD_BUG_CROSS_LINK = 1 };
 extern int sf_fleet_sim_shard_planted_bug;
+#endif
 /* What the durable log found wrong (a record that did not apply, a token delivered before
  * it was durable, a session that did not restore); "" when nothing. */
 const char *sf_fleet_sim_wal_why(const struct sf_fleet_sim *f);
@@ -229,11 +231,13 @@ bool sf_fleet_sim_wal_lost(const struct sf_fleet_sim *f, uint64_t sid, uint64_t 
 /* A generation that was running when the head crashed while the log had no placement for
  * its session (parked in the log): the restored head fails it, naming the restart. */
 bool sf_fleet_sim_wal_failed(const struct sf_fleet_sim *f, uint64_t sid, uint64_t gid);
-/* A bug planted on purpose in the log (tests/sim): ACK_EARLY tells the head an event is
- * durable (sf_head_durable) as soon as it is logged, before it is, so the node may let go
- * of events a crash loses. */
+#ifdef SF_PLANTED_BUGS
+/* A bug planted on purpose in the log (tests/sim; only in superfluid_core_planted):
+ * ACK_EARLY tells the head an event is durable (sf_head_durable) as soon as it is logged,
+ * before it is, so the node may let go of events a crash loses. */
 enum { SF_FLEET_WAL_BUG_NONE = 0, SF_FLEET_WAL_BUG_ACK_EARLY = 1 };
 extern int sf_fleet_sim_wal_planted_bug;
+#endif
 
 /* ---- the pipeline (cfg.pipe_stages; fleet_sim_pipe.c) ---- */
 

@@ -149,7 +149,9 @@ void sf__fleet_shard_node_sent(struct sf_fleet_sim *f, struct sim_conn *c, uint1
 			       const void *msg);
 void sf__fleet_shard_event(struct sim_shard *sh, const struct sf_head_event *ev);
 void sf__fleet_shard_free(struct sim_node *n);
+#ifdef SF_PLANTED_BUGS
 /* With the planted bug, the connection a node's message goes out on instead of c. */
 struct sim_conn *sf__fleet_shard_planted(struct sim_conn *c, uint16_t type);
+#endif
 
 #endif

@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef SF_PLANTED_BUGS
 int sf_fleet_sim_shard_planted_bug = SF_FLEET_SHARD_BUG_NONE;
+#endif
 
 static void __attribute__((format(printf, 2, 3))) wrong(struct sf_fleet_sim *f, const char *fmt, ...)
 {
@@ -183,6 +185,7 @@ void sf__fleet_shard_free(struct sim_node *n)
 	n->n_cmds = n->cap_cmds = 0;
 }
 
+#ifdef SF_PLANTED_BUGS
 struct sim_conn *sf__fleet_shard_planted(struct sim_conn *c, uint16_t type)
 {
 	if (sf_fleet_sim_shard_planted_bug != SF_FLEET_SHARD_BUG_CROSS_LINK ||
@@ -195,3 +198,4 @@ struct sim_conn *sf__fleet_shard_planted(struct sim_conn *c, uint16_t type)
 			newest = &n->conns[k];
 	return newest;
 }
+#endif

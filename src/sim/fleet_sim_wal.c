@@ -23,7 +23,9 @@
 #include "wal/wal_restore.h"
 #include "wal/wal_state.h"
 
+#ifdef SF_PLANTED_BUGS
 int sf_fleet_sim_wal_planted_bug = SF_FLEET_WAL_BUG_NONE;
+#endif
 
 struct sim_walq {
 	struct sim_walq *next;
@@ -31,7 +33,7 @@ struct sim_walq {
 	uint8_t type;
 	bool logged;  /* in the log: applied to the table once durable */
 	bool deliver; /* a head event: delivered once durable */
-	bool acked;   /* the planted bug told the head already */
+	bool acked;   /* the planted bug told the head already (never without SF_PLANTED_BUGS) */
 	uint32_t len;
 	uint8_t p[];
 };
@@ -251,6 +253,7 @@ static void release(struct sim_shard *sh)
 {
 	struct sf_fleet_sim *f = sh->f;
 	struct sim_wal *w = sh->wal;
+#ifdef SF_PLANTED_BUGS
 	if (sf_fleet_sim_wal_planted_bug == SF_FLEET_WAL_BUG_ACK_EARLY) {
 		/* The planted bug: the head hears "durable" as soon as the record is appended. */
 		for (struct sim_walq *e = w->head; e; e = e->next) {
@@ -263,6 +266,7 @@ static void release(struct sim_shard *sh)
 			tell_durable(sh, e, &r);
 		}
 	}
+#endif
 	while (w->head && w->head->durable_at <= f->now) {
 		struct sim_walq *e = w->head;
 		w->head = e->next;

@@ -10,11 +10,10 @@ work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; [ -n "${KEEP:-}" ] && cp -r "$work" "$KEEP"; rm -rf "$work"; }
 trap cleanup EXIT
-fails=0 passes=0 skips=0
+fails=0 passes=0
 
 ok() { passes=$((passes + 1)); echo "ok   $1"; }
 fail() { fails=$((fails + 1)); echo "FAIL $1"; sed 's/^/     | /' "$work/out" "$work/err" "$work/node.err" 2>/dev/null; }
-skip() { skips=$((skips + 1)); echo "skip $1"; }
 check() { if [ "$2" = 0 ]; then ok "$1"; else fail "$1"; fi; }
 now_ms() { date +%s%3N; }
 
@@ -95,36 +94,32 @@ expect "a port in use is a runtime failure" 2 "cannot listen on 127.0.0.1:$port:
 stop_node
 
 # ---- generations ----
-if "$demo" --help 2>&1 | grep -qF -- "--model"; then
-	start_node --auth-file "$work/t1" --identity gen-node
-	head_run --fleet-auth "$work/t1" --model sim-1 --prompt "hello fleet" --max-tokens 12
-	r=0
-	[ "$(cat "$work/rc")" = 0 ] && [ -s "$work/out" ] || r=1
-	grep -qF "head: node gen-node (sealed link, protocol 4" "$work/err" || r=1
-	grep -qE "head: [0-9]+ tokens generated" "$work/err" || r=1
-	check "a sealed generation through noded" $r
-	[ -s "$work/out" ] && cp "$work/out" "$work/gen1"
-	head_run --fleet-auth "$work/t1" --model sim-1 --max-tokens 4
-	expect "the same session and epoch again is fenced" 2 "not newer than its epoch 1"
-	stop_node
+start_node --auth-file "$work/t1" --identity gen-node
+head_run --fleet-auth "$work/t1" --model sim-1 --prompt "hello fleet" --max-tokens 12
+r=0
+[ "$(cat "$work/rc")" = 0 ] && [ -s "$work/out" ] || r=1
+grep -qF "head: node gen-node (sealed link, protocol 4" "$work/err" || r=1
+grep -qE "head: [0-9]+ tokens generated" "$work/err" || r=1
+check "a sealed generation through noded" $r
+[ -s "$work/out" ] && cp "$work/out" "$work/gen1"
+head_run --fleet-auth "$work/t1" --model sim-1 --max-tokens 4
+expect "the same session and epoch again is fenced" 2 "not newer than its epoch 1"
+stop_node
 
-	start_node --auth-file "$work/t1" --io epoll
-	head_run --fleet-auth "$work/t1" --model sim-1 --prompt "hello fleet" --max-tokens 12
-	r=0; cmp -s "$work/out" "$work/gen1" || r=1
-	[ "$(cat "$work/rc")" = 0 ] && [ -s "$work/out" ] || r=1
-	check "the stream is deterministic (epoll loop, same seed, same output)" $r
-	stop_node
+start_node --auth-file "$work/t1" --io epoll
+head_run --fleet-auth "$work/t1" --model sim-1 --prompt "hello fleet" --max-tokens 12
+r=0; cmp -s "$work/out" "$work/gen1" || r=1
+[ "$(cat "$work/rc")" = 0 ] && [ -s "$work/out" ] || r=1
+check "the stream is deterministic (epoll loop, same seed, same output)" $r
+stop_node
 
-	start_node --version-max 2 --sim-seed 7
-	head_run --model sim-1 --prompt "hello fleet" --max-tokens 12
-	r=0; [ "$(cat "$work/rc")" = 0 ] && grep -qF "protocol 2" "$work/err" || r=1
-	check "--version-max 2 acts as an older node and still generates" $r
-	head_run --model demo --max-tokens 4
-	expect "an ASSIGN for a model the node lacks is refused" 2 "does not serve model demo (it serves sim-1)"
-	stop_node
-else
-	skip "generations: superfluid-linkdemo head has no --model yet"
-fi
+start_node --version-max 2 --sim-seed 7
+head_run --model sim-1 --prompt "hello fleet" --max-tokens 12
+r=0; [ "$(cat "$work/rc")" = 0 ] && grep -qF "protocol 2" "$work/err" || r=1
+check "--version-max 2 acts as an older node and still generates" $r
+head_run --model demo --max-tokens 4
+expect "an ASSIGN for a model the node lacks is refused" 2 "does not serve model demo (it serves sim-1)"
+stop_node
 
 # ---- tokens and SIGHUP ----
 start_node --auth-file "$work/hup"
@@ -156,21 +151,17 @@ check "--config works and the command line wins" $r
 stop_node
 
 # ---- SIGTERM ----
-if "$demo" --help 2>&1 | grep -qF -- "--model"; then
-	start_node --sim-tokens-per-s 10
-	"$demo" head --connect "127.0.0.1:$port" --model sim-1 --max-tokens 500 >"$work/out" 2>"$work/err" &
-	hpid=$!; pids+=("$hpid")
-	wait_log "plain link, protocol 4"
-	sleep 0.3
-	t0=$(now_ms); kill -TERM "$npid"; wait "$npid"; nrc=$?; t1=$(now_ms)
-	wait "$hpid"
-	r=0; [ "$nrc" = 0 ] && [ $((t1 - t0)) -lt 2000 ] || r=1
-	check "SIGTERM exits 0 within 2 s ($((t1 - t0)) ms)" $r
-	grep -qF "ended the link: node shutting down" "$work/err"
-	check "the head sees the goodbye" $?
-else
-	skip "SIGTERM with a head generating: superfluid-linkdemo head has no --model yet"
-fi
+start_node --sim-tokens-per-s 10
+"$demo" head --connect "127.0.0.1:$port" --model sim-1 --max-tokens 500 >"$work/out" 2>"$work/err" &
+hpid=$!; pids+=("$hpid")
+wait_log "plain link, protocol 4"
+sleep 0.3
+t0=$(now_ms); kill -TERM "$npid"; wait "$npid"; nrc=$?; t1=$(now_ms)
+wait "$hpid"
+r=0; [ "$nrc" = 0 ] && [ $((t1 - t0)) -lt 2000 ] || r=1
+check "SIGTERM exits 0 within 2 s ($((t1 - t0)) ms)" $r
+grep -qF "ended the link: node shutting down" "$work/err"
+check "the head sees the goodbye" $?
 
 # ---- --join ----
 # A relay stands in for a head that takes joins: it accepts noded on one port and the demo
@@ -205,17 +196,13 @@ read -r jport port <"$work/ports"
 : >"$work/node.err"
 "$noded" --join "127.0.0.1:$jport" --identity joiner --blob-dir "$work/blobs" 2>"$work/node.err" & npid=$!; pids+=("$npid")
 sleep 0.2
-if "$demo" --help 2>&1 | grep -qF -- "--model"; then
-	head_run --model sim-1 --max-tokens 8
-	expect "a generation over a joined link" 0 "head: node joiner (plain link, protocol 4"
-	wait_log "join 127.0.0.1:$jport: head demo-head: ended the link: demo done (code 0); dialing again in"
-	check "a dropped join link is dialed again, in one line" $?
-	sleep 0.3
-	head_run --model sim-1 --max-tokens 8
-	expect "the head reaches the node again on the new link" 2 "not newer than its epoch 1"
-else
-	skip "generation over --join: superfluid-linkdemo head has no --model yet"
-fi
+head_run --model sim-1 --max-tokens 8
+expect "a generation over a joined link" 0 "head: node joiner (plain link, protocol 4"
+wait_log "join 127.0.0.1:$jport: head demo-head: ended the link: demo done (code 0); dialing again in"
+check "a dropped join link is dialed again, in one line" $?
+sleep 0.3
+head_run --model sim-1 --max-tokens 8
+expect "the head reaches the node again on the new link" 2 "not newer than its epoch 1"
 stop_node
 
 : >"$work/node.err"
@@ -227,5 +214,5 @@ r=0; [ "$nrc" = 0 ] || r=1
 grep -qF "superfluid-noded: stopped" "$work/node.err" || r=1
 check "a join that fails backs off, one line per failure" $r
 
-echo "$passes passed, $fails failed, $skips skipped"
+echo "$passes passed, $fails failed"
 [ "$fails" = 0 ]

@@ -30,6 +30,10 @@
 
 #include "sim_run.h"
 
+#ifndef SF_PLANTED_BUGS
+#error "fleet-sim plants bugs: link it with superfluid_core_planted (SF_PLANTED_BUGS)"
+#endif
+
 /* The head-crash stream: its own splitmix64, so the seeds without crashes draw as before. */
 static uint32_t crash_below(struct run *r, uint32_t n)
 {
