@@ -314,6 +314,13 @@ int sf_blob_end(struct sf_blob_store *bs, uint64_t link, uint64_t id, uint8_t sh
 	return 0;
 }
 
+void sf_blob_abort(struct sf_blob_store *bs, uint64_t link, uint64_t id)
+{
+	for (int i = 0; i < SF_BLOB_MAX_TRANSFERS; i++)
+		if (bs->t[i].used && bs->t[i].link == link && bs->t[i].id == id)
+			drop(bs, &bs->t[i]);
+}
+
 void sf_blob_abort_link(struct sf_blob_store *bs, uint64_t link)
 {
 	for (int i = 0; i < SF_BLOB_MAX_TRANSFERS; i++)

@@ -39,6 +39,8 @@ int sf_blob_chunk(struct sf_blob_store *bs, uint64_t link, uint64_t id, uint64_t
  * deleted. sha256 (out) gets the announced hash either way. */
 int sf_blob_end(struct sf_blob_store *bs, uint64_t link, uint64_t id, uint8_t sha256[32],
 		struct sf_err *err);
+/* Drops one unfinished transfer (its partial file deleted); none such: nothing. */
+void sf_blob_abort(struct sf_blob_store *bs, uint64_t link, uint64_t id);
 /* Drops the link's unfinished transfers (the link closed). */
 void sf_blob_abort_link(struct sf_blob_store *bs, uint64_t link);
 

@@ -15,6 +15,8 @@ int sf_node_new(struct sf_node **out, const struct sf_node_config *cfg, struct s
 		n->cfg.max_sessions = 4096;
 	if (!n->cfg.max_retained_events)
 		n->cfg.max_retained_events = 65536;
+	if (!n->cfg.blob_queue_bytes)
+		n->cfg.blob_queue_bytes = SF_NODE_BLOB_QUEUE_BYTES;
 	if (!n->cfg.max_links)
 		n->cfg.max_links = 1024;
 	if (!n->cfg.status_ms)
@@ -48,6 +50,7 @@ void sf_node_free(struct sf_node *n)
 	if (!n)
 		return;
 	sf__node_ops_drop(n, 0, true);
+	sf__node_blobs_free(n);
 	/* The daemon waits for a job out before it frees the node: what it held goes now. */
 	sf__node_job_free(n->job);
 	n->job = NULL;
@@ -95,8 +98,7 @@ void sf_node_link_open(struct sf_node *n, uint64_t link_id, uint32_t version, ui
 void sf_node_link_closed(struct sf_node *n, uint64_t link_id, uint64_t now_ms)
 {
 	n->now = now_ms;
-	if (n->cfg.blobs)
-		sf_blob_abort_link(n->cfg.blobs, link_id);
+	sf__node_blobs_link_closed(n, link_id);
 	sf__node_ops_drop(n, link_id, false); /* their answers have nowhere to go */
 	struct node_outbox *o = sf__node_link(n, link_id);
 	if (!o)

@@ -21,11 +21,18 @@ struct sf_node_config {
 	uint32_t max_retained_events; /* per session, unacknowledged; 0: 65536 (then it pauses) */
 	uint32_t max_links;           /* 0: 1024 */
 	uint32_t status_ms;           /* NODE_STATUS at least this often; 0: 5000 */
-	struct sf_blob_store *blobs;  /* where XFER_* blobs go (not owned); NULL: refused */
+	struct sf_blob_store *blobs;  /* where XFER_* blobs go (not owned); NULL: refused. The
+				       * node never calls it: its file work runs as blob jobs */
+	/* Bytes of blob chunks waiting to be written, all links together; past it a transfer
+	 * is refused (XFER_RESULT naming the disk as behind). 0: SF_NODE_BLOB_QUEUE_BYTES. */
+	uint64_t blob_queue_bytes;
 };
+
+#define SF_NODE_BLOB_QUEUE_BYTES (256ull << 20)
 
 struct sf_node;
 struct sf_node_job;
+struct sf_node_blob_job;
 
 struct sf_node_io {
 	void *arg;
@@ -45,7 +52,20 @@ struct sf_node_io {
 	 * function that could touch the job's contexts or compute state; it may still call
 	 * those that read the engine's fixed parts (info, encode, token bytes, new contexts). */
 	int (*submit)(void *arg, struct sf_node_job *job);
+	/* Takes the blob store's file work (a transfer's begin, chunk or end with its fdatasync
+	 * and rename, the maps of a state operation's blobs) to run off the node's thread (may
+	 * be NULL: the node runs it inline): 0 when taken, and then sf_node_blob_run runs on
+	 * another thread and sf_node_blob_done is called on the node's thread once it has;
+	 * nonzero to have it run inline. One is out at a time, in the order the messages came. */
+	int (*blob_submit)(void *arg, struct sf_node_blob_job *job);
 };
+
+/* Runs a blob job the node handed to io->blob_submit (any thread; only once). */
+void sf_node_blob_run(struct sf_node_blob_job *job);
+
+/* A blob job handed out has run: its result is applied at now_ms (XFER_RESULT, a state
+ * operation's blobs) and the next one goes out. Then call sf_node_tick. */
+void sf_node_blob_done(struct sf_node *n, struct sf_node_blob_job *job, uint64_t now_ms);
 
 /* Runs a job the node handed to io->submit (any thread; only once). */
 void sf_node_job_run(struct sf_node_job *job);
@@ -84,6 +104,7 @@ struct sf_node_stats {
 	uint32_t sessions, generating, links;
 	uint64_t events_sent, events_replayed, refused, expired, decode_steps, tokens_out;
 	uint64_t jobs_out;    /* decode steps handed to io->submit */
+	uint64_t blob_jobs_out; /* blob file work handed to io->blob_submit */
 	uint64_t evicted;     /* idle sessions' contexts freed to make room for another's */
 };
 void sf_node_stats(const struct sf_node *n, struct sf_node_stats *out);

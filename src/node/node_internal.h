@@ -1,7 +1,8 @@
 /* The node machine's state, shared by its files: the session table (node_sessions.c),
  * commands and fencing (node_commands.c), events, watermarks and reconcile (node_events.c),
  * the scheduler, budgets and leases (node_sched.c), the engine's other requests
- * (node_requests.c) and state operations in steps (node_ops.c). */
+ * (node_requests.c), state operations in steps (node_ops.c) and the blob store's file work
+ * as jobs for the driver (node_blobs.c). */
 #ifndef SF_NODE_INTERNAL_H
 #define SF_NODE_INTERNAL_H
 
@@ -127,6 +128,12 @@ struct sf_node {
 	struct sf_node_job *stages, *stages_tail; /* stage forwards waiting for the engine */
 	struct sf_engine_ctx **zombies; /* contexts let go of while the job ran: freed after it */
 	uint32_t n_zombies, cap_zombies;
+	/* Blob file work (node_blobs.c): waiting in order, the one out, chunk bytes waiting,
+	 * transfers refused for want of room whose later messages are dropped. */
+	struct sf_node_blob_job *blob_q, *blob_q_tail, *blob_out;
+	size_t blob_q_bytes;
+	struct node_xfer_ref { uint64_t link, id; } blob_refused[SF_BLOB_MAX_TRANSFERS];
+	uint32_t n_blob_refused;
 };
 
 /* Sessions. */
@@ -178,7 +185,20 @@ void sf__node_on_state_op(struct sf_node *n, uint64_t link, const struct sf_stat
 void sf__node_ops_step(struct sf_node *n);
 /* Drops the operations of link (all: every one) without an answer. */
 void sf__node_ops_drop(struct sf_node *n, uint64_t link, bool all);
+/* node_blobs.c: an XFER_* message's file work, queued as a blob job. */
 void sf__node_on_xfer(struct sf_node *n, uint64_t link, const struct sf_msg *m);
+/* Queues the maps of a state operation's blobs (sf__node_op_mapped takes them); 0 or
+ * SF_E_NOMEM with err set. */
+int sf__node_blob_map(struct sf_node *n, uint64_t link, uint64_t request_id,
+		      const struct sf_blob_ref *refs, uint32_t n_refs, struct sf_err *err);
+/* The link closed: its unfinished transfers are dropped (after what is queued before). */
+void sf__node_blobs_link_closed(struct sf_node *n, uint64_t link);
+/* Frees the queued jobs and the one out (the driver waited for it). */
+void sf__node_blobs_free(struct sf_node *n);
+/* node_ops.c: the maps of the operation (link, request_id) came (rc 0: maps[0..n) for it to
+ * keep; else err says why it fails). True when it took the maps. */
+bool sf__node_op_mapped(struct sf_node *n, uint64_t link, uint64_t request_id, int rc,
+			const struct sf_engine_blob *maps, uint32_t n_maps, const struct sf_err *err);
 
 /* Lets go of a context: freed now, or after the job out when that job holds it. */
 void sf__node_ctx_release(struct sf_node *n, struct sf_engine_ctx *ctx);

@@ -1,8 +1,9 @@
 /* State operations (STATE_OP_REQ) run in bounded steps, one step of each running operation per
  * node tick: a long transcription streams its segments a slice at a time while the node's
  * loop goes on with heartbeats, other sessions' decode steps and other links' messages
- * between the slices. An operation's blobs are mapped from the store for its life; it ends
- * with its STATE_OP_RESP, or quietly with its link (the head asks again or fails it). */
+ * between the slices. An operation's blobs are mapped from the store for its life (by a blob
+ * job: node_blobs.c), and it steps once they are; it ends with its STATE_OP_RESP, or quietly
+ * with its link (the head asks again or fails it). */
 #include "node/node_internal.h"
 
 #include <stdio.h>
@@ -16,6 +17,7 @@ struct node_op {
 	size_t args_len;
 	struct sf_engine_blob blobs[SF_MAX_BLOB_REFS];
 	uint32_t n_blobs;
+	bool mapped;              /* its blobs are (the blob job came back) */
 	uint8_t *result;          /* SF_MAX_OPAQUE bytes */
 	struct sf_engine_op_step st;
 	struct node_op *next;
@@ -44,7 +46,7 @@ static void respond(struct sf_node *n, uint64_t link, uint64_t request_id, int r
 	(void)sf__node_send(n, link, SF_MSG_STATE_OP_RESP, &r);
 }
 
-/* The operation's blobs, mapped, and its copies of the request; the step runs later. */
+/* The operation's copies of the request; it steps once its blobs are mapped. */
 static int op_prepare(struct sf_node *n, struct node_op *o, const struct sf_state_op_req *m,
 		      struct sf_err *err)
 {
@@ -56,25 +58,40 @@ static int op_prepare(struct sf_node *n, struct node_op *o, const struct sf_stat
 	if (m->args_len)
 		memcpy(o->args, m->args, m->args_len);
 	o->args_len = m->args_len;
-	for (uint32_t i = 0; i < m->n_blobs; i++) {
-		if (!n->cfg.blobs) {
-			char hex[65];
-			sf_blob_hex(m->blobs[i].sha256, hex);
-			return sf_err_set(err, SF_E_RANGE, "blob %s is not on this node (no --blob-dir)",
-					  hex);
-		}
-		const uint8_t *data;
-		size_t len;
-		int rc = sf_blob_map(n->cfg.blobs, m->blobs[i].sha256, &data, &len, err);
-		if (rc)
-			return rc;
-		o->blobs[o->n_blobs++] = (struct sf_engine_blob){ data, len };
+	if (m->n_blobs && !n->cfg.blobs) {
+		char hex[65];
+		sf_blob_hex(m->blobs[0].sha256, hex);
+		return sf_err_set(err, SF_E_RANGE, "blob %s is not on this node (no --blob-dir)",
+				  hex);
 	}
 	struct node_session *s = m->session_id ? sf__node_find(n, m->session_id) : NULL;
 	if (m->session_id && (!s || !s->ctx))
 		return sf_err_set(err, SF_E_STATE, "session %llu is not held here",
 				  (unsigned long long)m->session_id);
+	o->mapped = !m->n_blobs;
 	return 0;
+}
+
+bool sf__node_op_mapped(struct sf_node *n, uint64_t link, uint64_t request_id, int rc,
+			const struct sf_engine_blob *maps, uint32_t n_maps, const struct sf_err *err)
+{
+	for (struct node_op **pp = &n->ops; *pp; pp = &(*pp)->next) {
+		struct node_op *o = *pp;
+		if (o->mapped || o->link != link || o->request_id != request_id)
+			continue;
+		if (rc) {
+			respond(n, link, request_id, rc, NULL, 0, err);
+			*pp = o->next;
+			n->n_ops--;
+			op_free(o);
+			return false;
+		}
+		memcpy(o->blobs, maps, (size_t)n_maps * sizeof(*maps));
+		o->n_blobs = n_maps;
+		o->mapped = true;
+		return true;
+	}
+	return false; /* its link closed meanwhile: the maps go with the job */
 }
 
 void sf__node_on_state_op(struct sf_node *n, uint64_t link, const struct sf_state_op_req *m)
@@ -101,6 +118,15 @@ void sf__node_on_state_op(struct sf_node *n, uint64_t link, const struct sf_stat
 		pp = &(*pp)->next;
 	*pp = o;
 	n->n_ops++;
+	if (o->mapped)
+		return;
+	/* Its maps come back through sf__node_op_mapped (inline: before this returns). */
+	if (sf__node_blob_map(n, link, m->request_id, m->blobs, (uint32_t)m->n_blobs, &err)) {
+		*pp = o->next;
+		n->n_ops--;
+		op_free(o);
+		respond(n, link, m->request_id, SF_E_NOMEM, NULL, 0, &err);
+	}
 }
 
 struct segment_sink {
@@ -145,7 +171,8 @@ void sf__node_ops_step(struct sf_node *n)
 		return; /* the engine is busy off this thread: the job's end ticks again */
 	for (struct node_op **pp = &n->ops; *pp;) {
 		struct node_op *o = *pp;
-		if (n->io.unsent && n->io.unsent(n->io.arg, o->link) > SF_NODE_OP_BACKLOG) {
+		if (!o->mapped ||
+		    (n->io.unsent && n->io.unsent(n->io.arg, o->link) > SF_NODE_OP_BACKLOG)) {
 			pp = &o->next; /* its link is behind: the head has not taken what went */
 			continue;
 		}

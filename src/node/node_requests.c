@@ -1,5 +1,5 @@
-/* The engine's requests beside sessions: tokenizer export, tokenizing, staged forward and
- * blob transfers (state operations, which run in steps, are node_ops.c's). */
+/* The engine's requests beside sessions: tokenizer export, tokenizing and staged forward
+ * (state operations, which run in steps, are node_ops.c's; blob transfers node_blobs.c's). */
 #include "node/node_internal.h"
 
 #include <stdio.h>
@@ -180,52 +180,4 @@ void sf__node_stage_answer(struct sf_node *n, struct sf_node_job *job)
 	struct node_outbox *o = sf__node_link(n, job->link);
 	if (o && o->open)
 		(void)sf__node_send(n, job->link, SF_MSG_STAGE_FORWARD_RESP, &r);
-}
-
-static void xfer_result(struct sf_node *n, uint64_t link, uint64_t id, const uint8_t sha[32],
-			bool ok, const char *why)
-{
-	struct sf_xfer_result x = { .transfer_id = id, .ok = ok, .reason = (char *)why,
-				    .reason_len = (uint32_t)strlen(why) };
-	if (sha)
-		memcpy(x.sha256, sha, 32);
-	(void)sf__node_send(n, link, SF_MSG_XFER_RESULT, &x);
-}
-
-/* Blob transfers: a failure is told once, in an XFER_RESULT, and the transfer is forgotten;
- * its later chunks are dropped quietly. */
-void sf__node_on_xfer(struct sf_node *n, uint64_t link, const struct sf_msg *m)
-{
-	struct sf_err err = { 0 };
-	struct sf_blob_store *bs = n->cfg.blobs;
-	uint8_t sha[32] = { 0 };
-	int rc;
-	switch (m->type) {
-	case SF_MSG_XFER_BEGIN:
-		rc = bs ? sf_blob_begin(bs, link, m->u.xfer_begin.transfer_id, m->u.xfer_begin.total_len,
-					m->u.xfer_begin.sha256, &err)
-			: sf_err_set(&err, SF_E_STATE, "this node keeps no blobs (no --blob-dir)");
-		if (rc)
-			xfer_result(n, link, m->u.xfer_begin.transfer_id, m->u.xfer_begin.sha256, false,
-				    err.msg);
-		break;
-	case SF_MSG_XFER_CHUNK:
-		if (!bs)
-			break;
-		rc = sf_blob_chunk(bs, link, m->u.xfer_chunk.transfer_id, m->u.xfer_chunk.offset,
-				   m->u.xfer_chunk.data, m->u.xfer_chunk.data_len, &err);
-		if (rc && rc != SF_E_STATE)
-			xfer_result(n, link, m->u.xfer_chunk.transfer_id, NULL, false, err.msg);
-		break;
-	case SF_MSG_XFER_END:
-		if (!bs)
-			break;
-		rc = sf_blob_end(bs, link, m->u.xfer_end.transfer_id, sha, &err);
-		if (rc == SF_E_STATE)
-			break; /* refused earlier: the head was told then */
-		xfer_result(n, link, m->u.xfer_end.transfer_id, sha, rc == 0, rc ? err.msg : "stored");
-		if (!rc)
-			n->status_dirty = true;
-		break;
-	}
 }

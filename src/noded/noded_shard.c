@@ -13,7 +13,7 @@
 #include "daemon/log.h"
 #include "daemon/paths.h"
 #include "engine_setup.h"
-#include "engine_worker.h"
+#include "job_thread.h"
 #include "relay.h"
 
 enum { EXIT_USAGE = 1, EXIT_RUNTIME = 2 };
@@ -54,13 +54,20 @@ static int start_engine(struct noded *d)
 	/* A real engine's steps take real time: its own thread runs them, off this loop. The
 	 * simulated engine's are instant and stay inline (as in the simulator). */
 	if (strcmp(sf_engine_kind(d->engine), "sim")) {
-		d->worker = noded_worker_start(d);
+		d->worker = noded_jobs_start(d->loop, noded_run_engine_job);
 		if (!d->worker) {
 			sfd_err_whole("cannot start the engine's thread");
 			return EXIT_RUNTIME;
 		}
-		io.submit = noded_worker_submit;
+		io.submit = noded_engine_submit;
 	}
+	/* Blob files are real whatever the engine: their writes and syncs never run here. */
+	d->blob_worker = noded_jobs_start(d->loop, noded_run_blob_job);
+	if (!d->blob_worker) {
+		sfd_err_whole("cannot start the blob store's thread");
+		return EXIT_RUNTIME;
+	}
+	io.blob_submit = noded_blob_submit;
 	if (sf_node_new(&d->node, &ncfg, d->engine, &io, sf_loop_now(d->loop), &err)) {
 		sfd_err_whole("%s", err.msg);
 		return EXIT_RUNTIME;
@@ -115,7 +122,7 @@ void noded_shard_run(struct noded *d)
 			return;
 		}
 		if (d->shard == 0)
-			noded_worker_poll(d);
+			noded_jobs_poll(d);
 		due = noded_tick(d);
 	}
 }
@@ -163,8 +170,10 @@ void noded_shard_fini(struct noded *d)
 			free(l);
 		}
 	}
-	noded_worker_stop(d->worker); /* waits for a step still running */
+	noded_jobs_stop(d->worker); /* waits for a step still running */
 	d->worker = NULL;
+	noded_jobs_stop(d->blob_worker); /* and for a blob's write or sync */
+	d->blob_worker = NULL;
 	sf_node_free(d->node);
 	d->node = NULL;
 	sf_blob_store_close(d->blobs);
