@@ -27,10 +27,10 @@
  *   API_FILE: written by the caller once the head serves the model: "HTTP_PORT MODEL".
  * Prints one line a request:
  *   REQ conv turn kind ttft_ms node_ms head_ms tokenize_ms prefill_ms prompt_tokens
- *       completion_tokens held warm head_in_ms head_mid_ms head_out_ms
+ *       completion_tokens held warm head_in_ms head_mid_ms head_out_ms hop_ms
  * head_in: t0 -> the head's first frame for the request (TOKENIZE_REQ, or SESSION_APPEND when
  * its cache knew the text); head_mid: TOKENIZE_RESP -> SESSION_APPEND; head_out: the first
- * token's TOKEN_EVENTS -> t_first. head = their sum.
+ * token's TOKEN_EVENTS -> t_first. head = their sum. hop_ms: the tap's own hop, below.
  * kind: session (turn 1..TURNS) or fresh (turn TURNS's history re-sent whole). */
 #include <errno.h>
 #include <netinet/in.h>
@@ -307,6 +307,8 @@ static bool chat(const char *body, size_t body_len, struct reply *r)
 			if (len - from < sz + 2)
 				break;
 			if (!sz) {
+				if (!r->t_first && memmem(dec, dlen, "data: ", 6))
+					r->t_first = t; /* the whole answer came in one read */
 				take_content(r, dec, dlen);
 				return r->ok && r->t_first;
 			}
@@ -317,6 +319,62 @@ static bool chat(const char *body, size_t body_len, struct reply *r)
 		if (!r->t_first && memmem(dec, dlen, "data: ", 6))
 			r->t_first = t;
 	}
+}
+
+/* ==== the tap's own hops ==== */
+
+/* The tap puts one more hop each way on the head's link (head -> tap -> node where there is
+ * head -> node): 2 a round trip, counted in the head's stretches. A hop is measured as the tap
+ * forwards: half a round trip of one byte between two threads on loopback TCP, blocking reads
+ * and writes, taken after every request. */
+static int hop_fd = -1;
+
+static void *echo_run(void *arg)
+{
+	int lst = *(int *)arg, one = 1;
+	int fd = accept(lst, NULL, NULL);
+	if (fd < 0)
+		die("accept the hop probe");
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	char c;
+	while (read(fd, &c, 1) == 1)
+		if (!write_all(fd, &c, 1))
+			break;
+	return NULL;
+}
+
+static void hop_start(void)
+{
+	static int lst;
+	lst = tcp_listen();
+	struct sockaddr_in a;
+	socklen_t alen = sizeof(a);
+	getsockname(lst, (struct sockaddr *)&a, &alen);
+	pthread_t th;
+	if (pthread_create(&th, NULL, echo_run, &lst))
+		die("thread");
+	hop_fd = tcp_dial(ntohs(a.sin_port));
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The median of 15 half round trips, in ms. */
+static double hop_ms(void)
+{
+	uint64_t v[15];
+	char c = 'h';
+	for (int i = 0; i < 15; i++) {
+		uint64_t t = now_ns();
+		if (!write_all(hop_fd, &c, 1) || read(hop_fd, &c, 1) != 1)
+			die("the hop probe");
+		v[i] = now_ns() - t;
+	}
+	qsort(v, 15, sizeof(v[0]), cmp_u64);
+	return (double)v[7] / 2e6;
 }
 
 /* ==== the conversations ==== */
@@ -401,9 +459,10 @@ static void report(int conv, int turn, const char *kind, const struct reply *r, 
 	double h_in = first ? (double)(first - r->t0) / 1e6 : -1;
 	double h_mid = t_tokresp && t_app ? (double)(t_app - t_tokresp) / 1e6 : 0;
 	double h_out = t_tok ? (double)(r->t_first - t_tok) / 1e6 : -1;
-	printf("REQ %d %d %s %.3f %.3f %.3f %.3f %.3f %ld %ld %d %d %.3f %.3f %.3f\n", conv, turn,
-	       kind, ttft, node, node < 0 ? -1 : ttft - node, tok, pre, r->prompt_tokens,
-	       r->completion_tokens, held, warm, h_in, h_mid, h_out);
+	double hop = hop_ms();
+	printf("REQ %d %d %s %.3f %.3f %.3f %.3f %.3f %ld %ld %d %d %.3f %.3f %.3f %.4f\n", conv,
+	       turn, kind, ttft, node, node < 0 ? -1 : ttft - node, tok, pre, r->prompt_tokens,
+	       r->completion_tokens, held, warm, h_in, h_mid, h_out, hop);
 	fflush(stdout);
 }
 
@@ -501,6 +560,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	api_dial();
+	hop_start();
 	for (int c = 0; c < convs; c++)
 		conversation(c, turns, max_tokens, n_words, seed);
 	return 0;
