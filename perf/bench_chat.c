@@ -16,17 +16,17 @@
  * For each request, from the frames between the client's write (t0) and its first SSE event
  * (t_first, the first chunk with a token: the head sends none before):
  *   ttft      t_first - t0
- *   node      the node's own time: TOKENIZE_REQ read -> TOKENIZE_RESP written (the head's
- *             encoding of the turn, when its cache had none), plus SESSION_APPEND read -> the
+ *   node      the node alone's time for the turn's tokens: SESSION_APPEND read -> the
  *             TOKEN_EVENTS frame written last before t_first (the first one, unless the head
  *             held the first token's text back: then `held` counts the frames after it)
- *   head      ttft - node: what the head adds (its HTTP, JSON, template, session, SSE work, and
- *             the loopback hops to the node and back, which a client of the node alone would
- *             not make)
+ *   head      ttft - node: what the head adds (its HTTP, JSON, template, session, SSE work, the
+ *             loopback hops to the node and back, which a client of the node alone would not
+ *             make, and the encoding of the turn that it asks of the node: TOKENIZE_REQ read ->
+ *             TOKENIZE_RESP written, `encode`, when its cache had none)
  * Usage: bench_chat TAP_PORTFILE NODE_PORT API_FILE CONVERSATIONS TURNS MAX_TOKENS WORDS SEED
  *   API_FILE: written by the caller once the head serves the model: "HTTP_PORT MODEL".
  * Prints one line a request:
- *   REQ conv turn kind ttft_ms node_ms head_ms tokenize_ms prefill_ms prompt_tokens
+ *   REQ conv turn kind ttft_ms node_ms head_ms encode_ms prompt_tokens
  *       completion_tokens held warm head_in_ms head_mid_ms head_out_ms hop_ms
  * head_in: t0 -> the head's first frame for the request (TOKENIZE_REQ, or SESSION_APPEND when
  * its cache knew the text); head_mid: TOKENIZE_RESP -> SESSION_APPEND; head_out: the first
@@ -451,8 +451,7 @@ static void report(int conv, int turn, const char *kind, const struct reply *r, 
 	pthread_mutex_unlock(&log_mu);
 	double ttft = (double)(r->t_first - r->t0) / 1e6;
 	double tok = t_tokresp ? (double)(t_tokresp - t_tokreq) / 1e6 : 0;
-	double pre = t_tok ? (double)(t_tok - t_app) / 1e6 : -1;
-	double node = pre < 0 ? -1 : tok + pre;
+	double node = t_tok ? (double)(t_tok - t_app) / 1e6 : -1;
 	/* The head's three stretches: to its first frame for the request, from the encoding's
 	 * answer to SESSION_APPEND, from the first token's frame to the client. */
 	uint64_t first = t_tokreq ? t_tokreq : t_app;
@@ -460,8 +459,8 @@ static void report(int conv, int turn, const char *kind, const struct reply *r, 
 	double h_mid = t_tokresp && t_app ? (double)(t_app - t_tokresp) / 1e6 : 0;
 	double h_out = t_tok ? (double)(r->t_first - t_tok) / 1e6 : -1;
 	double hop = hop_ms();
-	printf("REQ %d %d %s %.3f %.3f %.3f %.3f %.3f %ld %ld %d %d %.3f %.3f %.3f %.4f\n", conv,
-	       turn, kind, ttft, node, node < 0 ? -1 : ttft - node, tok, pre, r->prompt_tokens,
+	printf("REQ %d %d %s %.3f %.3f %.3f %.3f %ld %ld %d %d %.3f %.3f %.3f %.4f\n", conv, turn,
+	       kind, ttft, node, node < 0 ? -1 : ttft - node, tok, r->prompt_tokens,
 	       r->completion_tokens, held, warm, h_in, h_mid, h_out, hop);
 	fflush(stdout);
 }
