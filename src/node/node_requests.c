@@ -77,23 +77,47 @@ out:
 	free(templates);
 }
 
+/* Room for the tokens of a turn at the first try; a longer text is encoded again in the room
+ * the first try said it needs (an engine counts past cap), rather than every ask taking (and
+ * the allocator mapping and purging) room for SF_MAX_TOKENS. */
+#define TOKENIZE_FIRST_CAP 4096
+
+static int encode(struct sf_node *n, const struct sf_tokenize_req *m, uint32_t *out, size_t cap,
+		  size_t *got, struct sf_err *err)
+{
+	if (m->mode == SF_TOKENIZE_ENCODE)
+		return sf_engine_encode(n->engine, m->text, m->text_len, out, cap, got, err);
+	if (m->mode == SF_TOKENIZE_PLAIN)
+		return sf_engine_encode_plain(n->engine, m->plain_text, m->plain_text_len, out, cap,
+					      got, err);
+	return sf_engine_encode_pieces(n->engine, m->pieces, m->n_pieces, out, cap, got, err);
+}
+
 void sf__node_on_tokenize(struct sf_node *n, uint64_t link, const struct sf_tokenize_req *m)
 {
 	struct sf_tokenize_resp r = { .request_id = m->request_id };
 	struct sf_err err = { 0 };
-	size_t cap = SF_MAX_TOKENS, got = 0;
+	size_t cap = TOKENIZE_FIRST_CAP, got = 0;
 	uint32_t *out = malloc(cap * sizeof(uint32_t));
 	int rc = SF_E_NOMEM;
-	if (strcmp(m->model, n->info->model) != 0)
+	if (strcmp(m->model, n->info->model) != 0) {
 		rc = sf_err_set(&err, SF_E_RANGE, "this node does not serve model %s", m->model);
-	else if (out && m->mode == SF_TOKENIZE_ENCODE)
-		rc = sf_engine_encode(n->engine, m->text, m->text_len, out, cap, &got, &err);
-	else if (out && m->mode == SF_TOKENIZE_PLAIN)
-		rc = sf_engine_encode_plain(n->engine, m->plain_text, m->plain_text_len, out, cap, &got, &err);
-	else if (out)
-		rc = sf_engine_encode_pieces(n->engine, m->pieces, m->n_pieces, out, cap, &got, &err);
-	else
+	} else if (out) {
+		rc = encode(n, m, out, cap, &got, &err);
+		if (rc == SF_E_LIMIT && got > cap && got <= SF_MAX_TOKENS) {
+			uint32_t *more = realloc(out, got * sizeof(uint32_t));
+			if (more) {
+				out = more;
+				cap = got;
+				rc = encode(n, m, out, cap, &got, &err);
+			}
+		} else if (rc == SF_E_LIMIT && got > SF_MAX_TOKENS) {
+			rc = sf_err_set(&err, SF_E_LIMIT, "the text is %zu tokens, over the %u one "
+					"answer carries", got, (unsigned)SF_MAX_TOKENS);
+		}
+	} else {
 		sf_err_set(&err, SF_E_NOMEM, "no memory to encode");
+	}
 	r.ok = rc == 0;
 	if (r.ok) {
 		r.tokens = out;

@@ -293,6 +293,37 @@ static void requests_beside_sessions(void **state)
 		assert_int_equal(m->u.stage_forward_resp.token, want[0]);
 }
 
+/* A text of more tokens than the node's first try makes room for (4096) is answered whole,
+ * in each mode. */
+static void a_long_text_is_encoded_whole(void **state)
+{
+	struct fx *f = *state;
+	enum { N = 10000 };
+	static char text[N + 16];
+	memset(text, 'a', N);
+	memcpy(text + N, "<|im_start|>", 12);
+	struct sf_tokenize_req tr = { .request_id = 8, .model = "sim-1", .model_len = 5,
+				      .mode = SF_TOKENIZE_ENCODE, .text = text, .text_len = N + 12 };
+	deliver(f, 1, SF_MSG_TOKENIZE_REQ, &tr);
+	const struct sf_msg *m = last_of(f, SF_MSG_TOKENIZE_RESP);
+	assert_non_null(m);
+	assert_true(m->u.tokenize_resp.ok);
+	assert_int_equal(m->u.tokenize_resp.n_tokens, N + 1);
+	assert_int_equal(m->u.tokenize_resp.tokens[0], 'a');
+	assert_int_equal(m->u.tokenize_resp.tokens[N - 1], 'a');
+	assert_int_equal(m->u.tokenize_resp.tokens[N], SF_SIM_IM_START);
+	struct sf_piece pieces[2] = { { .text = text, .text_len = N },
+				      { .text = text + N, .text_len = 12, .special = true } };
+	struct sf_tokenize_req pr = { .request_id = 9, .model = "sim-1", .model_len = 5,
+				      .mode = SF_TOKENIZE_PIECES, .pieces = pieces, .n_pieces = 2 };
+	deliver(f, 1, SF_MSG_TOKENIZE_REQ, &pr);
+	m = last_of(f, SF_MSG_TOKENIZE_RESP);
+	assert_true(m->u.tokenize_resp.ok);
+	assert_int_equal(m->u.tokenize_resp.request_id, 9);
+	assert_int_equal(m->u.tokenize_resp.n_tokens, N + 1);
+	assert_int_equal(m->u.tokenize_resp.tokens[N], SF_SIM_IM_START);
+}
+
 /* A blob crosses in chunks, is verified, and a state operation reads it and streams its
  * segments; a blob with the wrong hash is refused. */
 static void blobs_feed_state_operations(void **state)
@@ -522,6 +553,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(idle_contexts_make_room, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_refused_content_cannot_generate, setup, teardown),
 		cmocka_unit_test_setup_teardown(requests_beside_sessions, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_long_text_is_encoded_whole, setup, teardown),
 		cmocka_unit_test_setup_teardown(blobs_feed_state_operations, setup, teardown),
 		cmocka_unit_test_setup_teardown(state_operations_run_in_steps, setup, teardown),
 	};
