@@ -108,17 +108,13 @@ void headd_shard_fini(struct headd *d)
 	}
 	headd_gather_free_all(d);
 	headd_wal_stop(d);
-	headd_api_free(d);
-	headd_index_free(&d->api.reqs_by_session);
+	headd_api_free(d); /* its session index and listening socket too */
 	headd_index_free(&d->admin.clients_by_session);
 	sf_head_free(d->head);
 	d->head = NULL;
 	headd_fleet_free(d);
 	if (d->admin.bound)
 		unlink(d->opts->admin_socket);
-	if (d->api.http_fd >= 0)
-		close(d->api.http_fd); /* never given to the loop (a start that failed before it) */
-	d->api.http_fd = -1;
 	sodium_memzero(d->token, sizeof(d->token));
 }
 

@@ -430,5 +430,9 @@ void headd_api_free(struct headd *d)
 	headd_pipeline_free(d);
 	sf_tls_ctx_free(a->tls);
 	free(a->keys);
+	headd_index_free(&a->reqs_by_session);
+	if (a->http_fd >= 0)
+		close(a->http_fd); /* never given to the loop (a start that failed before it) */
 	memset(a, 0, sizeof(*a));
+	a->http_fd = -1;
 }
