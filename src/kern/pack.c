@@ -1,0 +1,128 @@
+/* Weights repacked at load for the SIMD kernels (kern.h sf_kern_pack): sixteen rows of Q4_K or
+ * Q6_K interleaved per super-block, the bytes re-arranged and nothing else, so that one vector
+ * holds the same four elements of sixteen rows (kern_order.md, "Packed weights"). */
+#include "kern/kern_internal.h"
+
+uint32_t sf_kern_packed_type(uint32_t wtype)
+{
+	switch (wtype) {
+	case SF_GGUF_T_Q4_K:
+		return SF_KT_Q4_K_X16;
+	case SF_GGUF_T_Q6_K:
+		return SF_KT_Q6_K_X16;
+	default:
+		return 0;
+	}
+}
+
+size_t sf_kern_packed_bytes(uint32_t wtype, int64_t k, int64_t rows)
+{
+	const uint32_t pt = sf_kern_packed_type(wtype);
+	const size_t rb = pt ? sf_kt_row_bytes(pt, k) : 0;
+	if (!rb || rows < 0)
+		return 0;
+	return (size_t)((rows + SF_KT_X16_ROWS - 1) / SF_KT_X16_ROWS) * SF_KT_X16_ROWS * rb;
+}
+
+static void put_q4k(struct sf__q4_kx *x, int r, const struct sf__q4_k *b)
+{
+	x->d[r] = b->d;
+	x->dmin[r] = b->dmin;
+	for (int i = 0; i < 12; i++)
+		x->scales[i][r] = b->scales[i];
+	for (int c = 0; c < 4; c++)
+		for (int t = 0; t < 8; t++)
+			memcpy(x->qs[c][t][r], b->qs + 32 * c + 4 * t, 4);
+}
+
+void sf__q4kx_get(const struct sf__q4_kx *x, int r, struct sf__q4_k *b)
+{
+	b->d = x->d[r];
+	b->dmin = x->dmin[r];
+	for (int i = 0; i < 12; i++)
+		b->scales[i] = x->scales[i][r];
+	for (int c = 0; c < 4; c++)
+		for (int t = 0; t < 8; t++)
+			memcpy(b->qs + 32 * c + 4 * t, x->qs[c][t][r], 4);
+}
+
+static void put_q6k(struct sf__q6_kx *x, int r, const struct sf__q6_k *b)
+{
+	uint8_t q[SF__QKK];
+	sf__q6k_quants(b, q);
+	for (int c = 0; c < 4; c++) {
+		const uint8_t *lo = q + 64 * c, *hi = lo + 32;
+		for (int t = 0; t < 8; t++)
+			for (int i = 0; i < 4; i++)
+				x->ql[c][t][r][i] = (uint8_t)((lo[4 * t + i] & 0xF) |
+							      (hi[4 * t + i] & 0xF) << 4);
+		for (int p = 0; p < 4; p++)
+			for (int i = 0; i < 4; i++) {
+				const int e = 8 * p + i;
+				x->qh[c][p][r][i] = (uint8_t)((lo[e] >> 4) | (hi[e] >> 4) << 2 |
+							      (lo[e + 4] >> 4) << 4 |
+							      (hi[e + 4] >> 4) << 6);
+			}
+	}
+	for (int j = 0; j < 16; j++)
+		x->scales[j][r] = b->scales[j];
+	x->d[r] = b->d;
+}
+
+void sf__q6kx_get(const struct sf__q6_kx *x, int r, struct sf__q6_k *b)
+{
+	uint8_t q[SF__QKK];
+	for (int c = 0; c < 4; c++) {
+		uint8_t *lo = q + 64 * c, *hi = lo + 32;
+		for (int t = 0; t < 8; t++)
+			for (int i = 0; i < 4; i++) {
+				const uint8_t v = x->ql[c][t][r][i], h = x->qh[c][t / 2][r][i];
+				const int sh = 4 * (t & 1);
+				lo[4 * t + i] = (uint8_t)((v & 0xF) | ((h >> sh) & 3) << 4);
+				hi[4 * t + i] = (uint8_t)((v >> 4) | ((h >> (sh + 2)) & 3) << 4);
+			}
+	}
+	/* The file's layout (sf__q6k_quants read backwards). */
+	for (int h = 0; h < 2; h++) {
+		const uint8_t *o = q + 128 * h;
+		for (int l = 0; l < 32; l++) {
+			b->ql[64 * h + l] = (uint8_t)((o[l] & 0xF) | (o[l + 64] & 0xF) << 4);
+			b->ql[64 * h + l + 32] = (uint8_t)((o[l + 32] & 0xF) | (o[l + 96] & 0xF) << 4);
+			b->qh[32 * h + l] = (uint8_t)((o[l] >> 4) | (o[l + 32] >> 4) << 2 |
+						      (o[l + 64] >> 4) << 4 | (o[l + 96] >> 4) << 6);
+		}
+	}
+	for (int j = 0; j < 16; j++)
+		b->scales[j] = x->scales[j][r];
+	b->d = x->d[r];
+}
+
+int sf_kern_pack(uint32_t wtype, int64_t k, const void *W, size_t w_stride, int64_t rows,
+		 void *dst)
+{
+	const size_t bytes = sf_kern_packed_bytes(wtype, k, rows);
+	if (!bytes)
+		return -1;
+	const int64_t nsb = k / SF__QKK, slabs = (rows + SF_KT_X16_ROWS - 1) / SF_KT_X16_ROWS;
+	const uint8_t *src = W;
+	uint8_t *out = dst;
+	for (int64_t sl = 0; sl < slabs; sl++) {
+		for (int64_t s = 0; s < nsb; s++) {
+			const int64_t r0 = sl * SF_KT_X16_ROWS;
+			if (wtype == SF_GGUF_T_Q4_K) {
+				struct sf__q4_kx *x = (struct sf__q4_kx *)out + sl * nsb + s;
+				memset(x, 0, sizeof(*x));
+				for (int r = 0; r < SF_KT_X16_ROWS && r0 + r < rows; r++)
+					put_q4k(x, r, (const struct sf__q4_k *)(src + (size_t)(r0 + r) *
+										  w_stride) + s);
+			} else {
+				struct sf__q6_kx *x = (struct sf__q6_kx *)out + sl * nsb + s;
+				memset(x, 0, sizeof(*x));
+				for (int r = 0; r < SF_KT_X16_ROWS && r0 + r < rows; r++)
+					put_q6k(x, r, (const struct sf__q6_k *)(src + (size_t)(r0 + r) *
+										  w_stride) + s);
+			}
+		}
+	}
+	return 0;
+}
