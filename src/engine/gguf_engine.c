@@ -183,6 +183,7 @@ static void ge_destroy(void *impl)
 	sf_kv_arena_free(g->arena);
 	sf_tok_free(g->tok);
 	sf_model_free(g->model);
+	ge_pack_free(g);
 	sf_gguf_close(g->file);
 	free(g->path);
 	free(g);
@@ -376,6 +377,14 @@ int sf_gguf_engine_new(const struct sf_gguf_engine_config *cfg, struct sf_engine
 		return sf_err_set(err, SF_E_NOMEM, "%s: no memory for the engine's buffers", cfg->path);
 	}
 	touch(g);
+	double tp = now_s();
+	if ((rc = ge_pack_weights(g, err))) {
+		ge_destroy(g);
+		return rc;
+	}
+	if (g->n_packed)
+		say(g, "%s: %zu matrices packed for the kernels (%.1f MiB) in %.2f s", cfg->path,
+		    g->n_packed, mib(g->pack_len), now_s() - tp);
 	rc = sf_engine_create(&ge_ops, g, out, err);
 	if (!rc)
 		say(g, "%s: %s ready in %.1f s (%s, %u layers, %u threads, %s kernels)", cfg->path,

@@ -32,6 +32,10 @@ struct ge {
 	struct sf_engine_template templates[GE_MAX_TEMPLATES];
 	size_t n_templates;
 	uint32_t eos;                /* what info.eos says: EOS, else EOT */
+	struct sf_gguf_tensor *packed; /* n_packed repacked matrices (gguf_pack.c) */
+	size_t n_packed;
+	void *pack_map;              /* their bytes: an anonymous mapping of pack_len */
+	size_t pack_len;
 };
 
 /* One context: its tokens, how many have keys and values in kv, its sampling. */
@@ -47,6 +51,11 @@ static inline struct ge_ctx *ge_ctx(struct sf_engine_ctx *c)
 {
 	return (struct ge_ctx *)c;
 }
+
+/* gguf_pack.c: repacks the weights the kernels have a packed form for and points the model
+ * at them (the file's pages under them dropped); 0 also when nothing is packed. */
+int ge_pack_weights(struct ge *g, struct sf_err *err);
+void ge_pack_free(struct ge *g);
 
 /* gguf_run.c */
 int ge_ctx_new(void *impl, const struct sf_sampling *s, struct sf_engine_ctx **out,
