@@ -36,6 +36,8 @@ struct ge {
 	size_t n_packed;
 	void *pack_map;              /* their bytes: an anonymous mapping of pack_len */
 	size_t pack_len;
+	const uint8_t **pack_src;    /* where each was in the file, and its bytes there */
+	uint64_t *pack_src_size;
 };
 
 /* One context: its tokens, how many have keys and values in kv, its sampling. */
@@ -56,6 +58,9 @@ static inline struct ge_ctx *ge_ctx(struct sf_engine_ctx *c)
  * at them (the file's pages under them dropped); 0 also when nothing is packed. */
 int ge_pack_weights(struct ge *g, struct sf_err *err);
 void ge_pack_free(struct ge *g);
+/* The first offset at or past off (bytes past the file's data) outside the packed tensors'
+ * file bytes (whose pages were dropped: reading them would bring them back). */
+uint64_t ge_pack_next_touch(const struct ge *g, uint64_t off);
 
 /* gguf_run.c */
 int ge_ctx_new(void *impl, const struct sf_sampling *s, struct sf_engine_ctx **out,

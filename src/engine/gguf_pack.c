@@ -1,8 +1,8 @@
 /* The engine's weights repacked at load for the SIMD kernels (kern.h sf_kern_pack): every
- * layer matrix of a type with a packed form (Q4_K, Q6_K), and the output matrix unless it is
- * the token embeddings (whose rows are looked up one by one), is copied, re-arranged, into one
- * anonymous mapping (transparent huge pages asked for), the model's layers are pointed at the
- * copies, and the file's pages under those tensors are dropped from the process
+ * layer matrix of a type with a packed form (Q4_K, Q6_K) and the output matrix (even when it
+ * is the token embeddings, which are still looked up row by row in the file) are copied,
+ * re-arranged, into one anonymous mapping (transparent huge pages asked for), the model is
+ * pointed at the copies, and the file's pages under those tensors are dropped from the process
  * (MADV_DONTNEED: they stay in the page cache, clean, for the kernel to reclaim), so resident
  * memory stays about one copy of the weights. SF_ENGINE_PACK=0 in the environment keeps the
  * file's layout (to measure the difference). The products give the same bits either way. */
@@ -37,38 +37,70 @@ static size_t padded(size_t n)
 	return (n + ALIGN - 1) / ALIGN * ALIGN;
 }
 
+/* Rows packed between drops of the file's pages (bytes): the load's resident memory never
+ * exceeds the packed copy by more than about this. */
+#define CHUNK_BYTES (32u << 20)
+
 struct pack_job {
-	struct ge *g;
-	const struct sf_gguf_tensor *const *from; /* n_packed source tensors */
+	const struct sf_gguf_tensor *from, *to;
+	int64_t r0, r1; /* rows, multiples of SF_KT_X16_ROWS but for the last */
 };
 
-/* This thread's share of the slabs of every tensor. */
+/* This thread's share of the job's slabs. */
 static void pack_part(void *arg, unsigned ith, unsigned nth)
 {
-	struct pack_job *j = arg;
-	struct ge *g = j->g;
-	for (size_t i = 0; i < g->n_packed; i++) {
-		const struct sf_gguf_tensor *t = j->from[i];
-		const int64_t k = (int64_t)t->ne[0], rows = (int64_t)t->ne[1];
-		const size_t rb = sf_kt_row_bytes(t->type, k);
-		uint64_t lo, hi;
-		sf_pool_split((uint64_t)rows, ith, nth, SF_KT_X16_ROWS, &lo, &hi);
-		if (lo >= hi)
-			continue;
-		uint8_t *dst = (uint8_t *)g->packed[i].data + lo * rb;
+	const struct pack_job *j = arg;
+	const struct sf_gguf_tensor *t = j->from;
+	const int64_t k = (int64_t)t->ne[0];
+	const size_t rb = sf_kt_row_bytes(t->type, k);
+	uint64_t lo, hi;
+	sf_pool_split((uint64_t)(j->r1 - j->r0), ith, nth, SF_KT_X16_ROWS, &lo, &hi);
+	lo += (uint64_t)j->r0;
+	hi += (uint64_t)j->r0;
+	if (lo < hi)
 		sf_kern_pack(t->type, k, (const uint8_t *)t->data + lo * rb, rb, (int64_t)(hi - lo),
-			     dst);
+			     (uint8_t *)j->to->data + lo * rb);
+}
+
+/* madvise(advice) on the whole pages inside [p, p + n). */
+static void advise(const uint8_t *p, uint64_t n, int advice)
+{
+	const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	const uintptr_t a = ((uintptr_t)p + pg - 1) & ~(pg - 1), b = ((uintptr_t)p + n) & ~(pg - 1);
+	if (b > a)
+		madvise((void *)a, b - a, advice);
+}
+
+/* Packs tensor from into to, CHUNK_BYTES of rows at a time, each chunk's file pages dropped
+ * once packed (and the next chunk's asked for ahead). */
+static void pack_tensor(struct ge *g, const struct sf_gguf_tensor *from,
+			const struct sf_gguf_tensor *to)
+{
+	const int64_t rows = (int64_t)from->ne[1];
+	const size_t rb = sf_kt_row_bytes(from->type, (int64_t)from->ne[0]);
+	int64_t step = (int64_t)(CHUNK_BYTES / rb) / SF_KT_X16_ROWS * SF_KT_X16_ROWS;
+	step = step < SF_KT_X16_ROWS ? SF_KT_X16_ROWS : step;
+	const uint8_t *src = from->data;
+	for (int64_t r0 = 0; r0 < rows; r0 += step) {
+		const int64_t r1 = rows - r0 < step ? rows : r0 + step;
+		const int64_t r2 = rows - r1 < step ? rows : r1 + step;
+		if (r2 > r1)
+			advise(src + (size_t)r1 * rb, (uint64_t)(r2 - r1) * rb, MADV_WILLNEED);
+		struct pack_job job = {from, to, r0, r1};
+		sf_pool_run(g->pool, pack_part, &job);
+		advise(src + (size_t)r0 * rb, (uint64_t)(r1 - r0) * rb, MADV_DONTNEED);
 	}
 }
 
-/* Drops the file's whole pages inside t from the process. */
-static void drop_pages(const struct sf_gguf_tensor *t)
+uint64_t ge_pack_next_touch(const struct ge *g, uint64_t off)
 {
-	const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
-	const uintptr_t a = ((uintptr_t)t->data + pg - 1) & ~(pg - 1);
-	const uintptr_t b = ((uintptr_t)t->data + t->size) & ~(pg - 1);
-	if (b > a)
-		madvise((void *)a, b - a, MADV_DONTNEED);
+	const uint8_t *data = sf_gguf_base(g->file) + sf_gguf_data_offset(g->file);
+	for (size_t i = 0; i < g->n_packed; i++) {
+		const uint64_t lo = (uint64_t)(g->pack_src[i] - data);
+		if (off >= lo && off < lo + g->pack_src_size[i])
+			off = lo + g->pack_src_size[i];
+	}
+	return off;
 }
 
 int ge_pack_weights(struct ge *g, struct sf_err *err)
@@ -81,7 +113,9 @@ int ge_pack_weights(struct ge *g, struct sf_err *err)
 	const size_t cap = (size_t)nl * 7 + 1;
 	const struct sf_gguf_tensor **from = calloc(cap, sizeof(*from));
 	g->packed = calloc(cap, sizeof(*g->packed));
-	if (!from || !g->packed) {
+	g->pack_src = calloc(cap, sizeof(*g->pack_src));
+	g->pack_src_size = calloc(cap, sizeof(*g->pack_src_size));
+	if (!from || !g->packed || !g->pack_src || !g->pack_src_size) {
 		free(from);
 		return sf_err_set(err, SF_E_NOMEM, "no memory to pack the weights");
 	}
@@ -90,7 +124,9 @@ int ge_pack_weights(struct ge *g, struct sf_err *err)
 		for (int i = 0; slot(&m->layers[il], i); i++)
 			if (packable(*slot(&m->layers[il], i)))
 				from[n++] = *slot(&m->layers[il], i);
-	if (m->output != m->tok_embd && packable(m->output))
+	/* Tied embeddings too: the output product reads the packed copy; the lookups of single
+	 * rows read the file's pages (dropped below, faulted back one page per row looked up). */
+	if (packable(m->output))
 		from[n++] = m->output;
 	for (size_t i = 0; i < n; i++)
 		bytes += padded(sf_kern_packed_bytes(from[i]->type, (int64_t)from[i]->ne[0],
@@ -117,10 +153,15 @@ int ge_pack_weights(struct ge *g, struct sf_err *err)
 		off += padded(p->size);
 	}
 	g->n_packed = n;
-	struct pack_job job = {g, from};
-	sf_pool_run(g->pool, pack_part, &job);
+	/* The file's pages dropped as they are packed: resident memory never holds much more
+	 * than one copy, even while loading. */
+	for (size_t i = 0; i < n; i++) {
+		pack_tensor(g, from[i], &g->packed[i]);
+		g->pack_src[i] = from[i]->data;
+		g->pack_src_size[i] = from[i]->size;
+	}
 	mprotect(map, bytes, PROT_READ);
-	/* The model now reads the copies; the file's pages under them go. */
+	/* The model reads the copies from now on. */
 	for (uint32_t il = 0; il < nl; il++)
 		for (int i = 0; slot(&m->layers[il], i); i++)
 			for (size_t j = 0; j < n; j++)
@@ -129,8 +170,6 @@ int ge_pack_weights(struct ge *g, struct sf_err *err)
 	for (size_t j = 0; j < n; j++)
 		if (m->output == from[j])
 			m->output = &g->packed[j];
-	for (size_t j = 0; j < n; j++)
-		drop_pages(from[j]);
 	free(from);
 	return 0;
 }
@@ -140,7 +179,11 @@ void ge_pack_free(struct ge *g)
 	if (g->pack_map)
 		munmap(g->pack_map, g->pack_len);
 	free(g->packed);
+	free(g->pack_src);
+	free(g->pack_src_size);
 	g->pack_map = NULL;
 	g->packed = NULL;
+	g->pack_src = NULL;
+	g->pack_src_size = NULL;
 	g->n_packed = 0;
 }

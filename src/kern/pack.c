@@ -46,23 +46,32 @@ void sf__q4kx_get(const struct sf__q4_kx *x, int r, struct sf__q4_k *b)
 			memcpy(b->qs + 32 * c + 4 * t, x->qs[c][t][r], 4);
 }
 
+static uint32_t word(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* Straight from the file's layout, four elements at a time: element e of half h = e / 128
+ * (l = e % 128) has its low four bits in ql[64h + l % 64] (low nibble for l < 64, high
+ * nibble after) and its high two in qh[32h + l % 32] (bits 2 * (l / 32)). */
 static void put_q6k(struct sf__q6_kx *x, int r, const struct sf__q6_k *b)
 {
-	uint8_t q[SF__QKK];
-	sf__q6k_quants(b, q);
 	for (int c = 0; c < 4; c++) {
-		const uint8_t *lo = q + 64 * c, *hi = lo + 32;
-		for (int t = 0; t < 8; t++)
-			for (int i = 0; i < 4; i++)
-				x->ql[c][t][r][i] = (uint8_t)((lo[4 * t + i] & 0xF) |
-							      (hi[4 * t + i] & 0xF) << 4);
-		for (int p = 0; p < 4; p++)
-			for (int i = 0; i < 4; i++) {
-				const int e = 8 * p + i;
-				x->qh[c][p][r][i] = (uint8_t)((lo[e] >> 4) | (hi[e] >> 4) << 2 |
-							      (lo[e + 4] >> 4) << 4 |
-							      (hi[e + 4] >> 4) << 6);
-			}
+		const uint8_t *ql = b->ql + 64 * (c / 2), *qh = b->qh + 32 * (c / 2);
+		const int s0 = 4 * (c & 1);
+		for (int t = 0; t < 8; t++) {
+			const uint32_t lo = word(ql + 4 * t), hi = word(ql + 32 + 4 * t);
+			const uint32_t v = c & 1 ? ((lo >> 4) & 0x0F0F0F0F) | (hi & 0xF0F0F0F0)
+						 : (lo & 0x0F0F0F0F) | ((hi & 0x0F0F0F0F) << 4);
+			memcpy(x->ql[c][t][r], &v, 4);
+		}
+		for (int p = 0; p < 4; p++) {
+			const uint32_t a = word(qh + 8 * p), e = word(qh + 8 * p + 4);
+			const uint32_t v = ((a >> s0) & 0x0F0F0F0F) | ((e >> s0) & 0x0F0F0F0F) << 4;
+			memcpy(x->qh[c][p][r], &v, 4);
+		}
 	}
 	for (int j = 0; j < 16; j++)
 		x->scales[j][r] = b->scales[j];
