@@ -60,7 +60,21 @@ static void traits(void **state)
 				 sf_kt_row_bytes(t->act_type, 4096));
 	}
 	assert_null(sf_kt(SF_GGUF_T_Q4_1));
-	assert_null(sf_kt(SF_GGUF_T_COUNT));
+	assert_null(sf_kt(SF_KT_COUNT));
+	/* The packed types (kernels only): their plain type's sizes, no quantizer. */
+	const uint32_t packed[][2] = {{SF_KT_Q4_K_X16, SF_GGUF_T_Q4_K}, {SF_KT_Q6_K_X16, SF_GGUF_T_Q6_K}};
+	for (size_t i = 0; i < 2; i++) {
+		const struct sf_kt *t = sf_kt(packed[i][0]), *p = sf_kt(packed[i][1]);
+		assert_non_null(t);
+		assert_int_equal(sf_kern_packed_type(packed[i][1]), packed[i][0]);
+		assert_int_equal(t->block, p->block);
+		assert_int_equal(t->bytes, p->bytes);
+		assert_int_equal(t->act_type, p->act_type);
+		assert_true(t->weight);
+		assert_null(t->quantize);
+		assert_null(t->dequantize);
+		assert_int_equal(sf_kern_act_row_bytes(t->type, 4096), sf_kern_act_row_bytes(p->type, 4096));
+	}
 	assert_null(sf_kt(12345));
 	assert_int_equal(sf_kt_row_bytes(SF_GGUF_T_Q2_K, 256), 0);
 	assert_int_equal(sf_kern_act_row_bytes(SF_GGUF_T_IQ4_XS, 256), 0);
