@@ -1,6 +1,7 @@
 /* The compute kernels' throughput, one thread:
  *
  *   bench_kern [--type NAME] [--isa scalar|avx2|avx512] [--k K] [--mb MB] [--reps N] [--nb N]
+ *              [--count]
  *
  * For each weight type and instruction set: a weight matrix of about MB MiB (rows of K
  * elements) against nb activation rows, nb = 1, 4, 16 (or only N); q4_K_x16 and q6_K_x16 are
@@ -10,7 +11,9 @@
  * matrix (MB MiB) does not fit in the caches, so nb=1 shows how close the kernel streams to
  * memory bandwidth; mem=l2: a 256 KiB matrix run again and again, the kernel's own speed.
  * The best of N repetitions is reported; times are the thread's CPU time (a shared machine's
- * other work still disturbs the caches and the memory bus). The scalar reference runs only nb=1 on the small
+ * other work still disturbs the caches and the memory bus). --count: each case is one call on the
+ * small matrix and nothing else (no warm-up, no repetitions), for instruction counts under
+ * `valgrind --tool=callgrind --toggle-collect='sf__m*'` (valgrind has no AVX-512: avx2 there). The scalar reference runs only nb=1 on the small
  * matrix (it is a reference, not a kernel to run). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +76,7 @@ int main(int argc, char **argv)
 	long mb = 256;
 	int reps = 5;
 	int64_t only_nb = 0;
+	bool count = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--type") && i + 1 < argc)
 			only_type = argv[++i];
@@ -86,9 +90,11 @@ int main(int argc, char **argv)
 			reps = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--nb") && i + 1 < argc)
 			only_nb = atoll(argv[++i]);
+		else if (!strcmp(argv[i], "--count"))
+			count = true;
 		else {
 			fprintf(stderr, "usage: bench_kern [--type NAME] [--isa NAME] [--k K] [--mb MB] "
-					"[--reps N] [--nb N]\n");
+					"[--reps N] [--nb N] [--count]\n");
 			return 2;
 		}
 	}
@@ -161,6 +167,16 @@ int main(int argc, char **argv)
 					if (isa == SF_KISA_SCALAR && nbs[n] > 1)
 						continue;
 					const int64_t nb = nbs[n];
+					if (count) {
+						if (dram)
+							continue;
+						sf_kern_matmul(kt->type, k, W, rb, 0, rows, X, xb, nb, Y,
+							       (size_t)rows);
+						printf("KERN type=%s isa=%s nb=%lld k=%lld rows=%lld count: one call\n",
+						       kt->name, sf_kern_isa_name((enum sf_kisa)isa), (long long)nb,
+						       (long long)k, (long long)rows);
+						continue;
+					}
 					int inner = 1;
 					if (!dram) {
 						double one = run(kt->type, k, W, rb, rows, X, xb, nb, Y, 1, 1);

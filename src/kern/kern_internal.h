@@ -228,8 +228,11 @@ void sf__dequantize_q6_k(const void *x, float *y, int64_t n);
 void sf__quantize_q8_k(const float *x, void *y, int64_t n);
 void sf__dequantize_q8_k(const void *x, float *y, int64_t n);
 
-/* Activation quantization as llama.cpp's CPU backend does it (quant_act.c). */
+/* Activation quantization as llama.cpp's CPU backend does it (quant_act.c), and AVX-512 forms
+ * giving the same bytes (quant_act_avx512.c). */
 void sf__quantize_act_q8_0(const float *x, void *y, int64_t n);
+void sf__quantize_f16_avx512(const float *x, void *y, int64_t n);
+void sf__quantize_q8_k_avx512(const float *x, void *y, int64_t n);
 
 /* ggml's round to nearest (ties to even for |v| < 2^22, its bit trick beyond). */
 static inline int sf__nearest_int(float v)
