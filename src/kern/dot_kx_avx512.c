@@ -48,20 +48,10 @@ AI void sb_k4(const struct sf__q4_kx *x, const struct sf__q8_k *const *a, __m512
 					      _mm512_and_si512(_mm512_srli_epi16(A, 2), m30));
 	const __m512i mn_hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(C, 4), m4),
 					      _mm512_and_si512(_mm512_srli_epi16(B, 2), m30));
-	__m512i isum[TILE], imin[TILE];
+	__m512i isum[TILE];
 #pragma GCC unroll 8
 	for (int j = 0; j < nt; j++)
-		isum[j] = imin[j] = _mm512_setzero_si512();
-	/* imin = sum_p m_p * (bsums[2p] + bsums[2p + 1]): int16 pairs (m_p, m_p) by the pair. */
-#pragma GCC unroll 8
-	for (int p = 0; p < 8; p++) {
-		const __m512i m32 = _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(p < 4 ? mn_lo : mn_hi, p & 3));
-		const __m512i mm = _mm512_or_si512(m32, _mm512_slli_epi32(m32, 16));
-#pragma GCC unroll 8
-		for (int j = 0; j < nt; j++)
-			imin[j] = _mm512_dpwssd_epi32(imin[j], mm,
-						      bcast32((const int8_t *)(a[j]->bsums + 2 * p)));
-	}
+		isum[j] = _mm512_setzero_si512();
 #pragma GCC unroll 4
 	for (int c = 0; c < 4; c++) {
 		__m512i lo_acc[TILE], hi_acc[TILE];
@@ -88,14 +78,26 @@ AI void sb_k4(const struct sf__q4_kx *x, const struct sf__q8_k *const *a, __m512
 						   _mm512_add_epi32(_mm512_mullo_epi32(lo_acc[j], s0),
 								    _mm512_mullo_epi32(hi_acc[j], s1)));
 	}
+	/* imin = sum_p m_p * (bsums[2p] + bsums[2p + 1]): int16 pairs (m_p, m_p) by the pair
+	 * (after the quants' loop, so that it holds no registers there). */
+	__m512i mm[8];
+#pragma GCC unroll 8
+	for (int p = 0; p < 8; p++) {
+		const __m512i m32 = _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(p < 4 ? mn_lo : mn_hi, p & 3));
+		mm[p] = _mm512_or_si512(m32, _mm512_slli_epi32(m32, 16));
+	}
 	const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)x->d));
 	const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)x->dmin));
 #pragma GCC unroll 8
 	for (int j = 0; j < nt; j++) {
+		__m512i imin = _mm512_setzero_si512();
+#pragma GCC unroll 8
+		for (int p = 0; p < 8; p++)
+			imin = _mm512_dpwssd_epi32(imin, mm[p], bcast32((const int8_t *)(a[j]->bsums + 2 * p)));
 		const __m512 da = _mm512_set1_ps(a[j]->d);
 		const __m512 dd = _mm512_mul_ps(da, dw), dm = _mm512_mul_ps(da, dmin);
 		__m512 v = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(isum[j]), acc[j][lane]);
-		acc[j][lane] = _mm512_fnmadd_ps(dm, _mm512_cvtepi32_ps(imin[j]), v);
+		acc[j][lane] = _mm512_fnmadd_ps(dm, _mm512_cvtepi32_ps(imin), v);
 	}
 }
 
@@ -105,22 +107,10 @@ AI void sb_k6(const struct sf__q6_kx *x, const struct sf__q8_k *const *a, __m512
 	      int lane, const int nt)
 {
 	const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
-	__m512i isum[TILE], corr[TILE];
+	__m512i isum[TILE];
 #pragma GCC unroll 8
 	for (int j = 0; j < nt; j++)
-		isum[j] = corr[j] = _mm512_setzero_si512();
-	/* corr = sum_j sc_j * bsums[j]: int16 pairs (sc_2p, sc_2p+1) by (bsums[2p], bsums[2p + 1]). */
-#pragma GCC unroll 8
-	for (int p = 0; p < 8; p++) {
-		const __m512i s0 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)x->scales[2 * p]));
-		const __m512i s1 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)x->scales[2 * p + 1]));
-		const __m512i ss = _mm512_or_si512(_mm512_and_si512(s0, _mm512_set1_epi32(0xFFFF)),
-						   _mm512_slli_epi32(s1, 16));
-#pragma GCC unroll 8
-		for (int j = 0; j < nt; j++)
-			corr[j] = _mm512_dpwssd_epi32(corr[j], ss,
-						      bcast32((const int8_t *)(a[j]->bsums + 2 * p)));
-	}
+		isum[j] = _mm512_setzero_si512();
 #pragma GCC unroll 4
 	for (int c = 0; c < 4; c++) {
 #pragma GCC unroll 2
@@ -165,11 +155,25 @@ AI void sb_k6(const struct sf__q6_kx *x, const struct sf__q8_k *const *a, __m512
 									    _mm512_mullo_epi32(hi_acc[j], s1)));
 		}
 	}
+	/* corr = sum_j sc_j * bsums[j]: int16 pairs (sc_2p, sc_2p+1) by (bsums[2p], bsums[2p + 1])
+	 * (after the quants' loop, so that it holds no registers there). */
+	__m512i ss[8];
+#pragma GCC unroll 8
+	for (int p = 0; p < 8; p++) {
+		const __m512i s0 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)x->scales[2 * p]));
+		const __m512i s1 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)x->scales[2 * p + 1]));
+		ss[p] = _mm512_or_si512(_mm512_and_si512(s0, _mm512_set1_epi32(0xFFFF)),
+					_mm512_slli_epi32(s1, 16));
+	}
 	const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)x->d));
 #pragma GCC unroll 8
 	for (int j = 0; j < nt; j++) {
+		__m512i corr = _mm512_setzero_si512();
+#pragma GCC unroll 8
+		for (int p = 0; p < 8; p++)
+			corr = _mm512_dpwssd_epi32(corr, ss[p], bcast32((const int8_t *)(a[j]->bsums + 2 * p)));
 		/* sum (q - 32) * a * sc = sum q * a * sc - 32 * sum sc * bsum */
-		const __m512i is = _mm512_sub_epi32(isum[j], _mm512_slli_epi32(corr[j], 5));
+		const __m512i is = _mm512_sub_epi32(isum[j], _mm512_slli_epi32(corr, 5));
 		const __m512 dd = _mm512_mul_ps(_mm512_set1_ps(a[j]->d), dw);
 		acc[j][lane] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(is), acc[j][lane]);
 	}
