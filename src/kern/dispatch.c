@@ -112,7 +112,7 @@ void sf_kern_matmul(uint32_t wtype, int64_t k, const void *W, size_t w_stride, i
 		return;
 	sf__matmul_x_fn *fx = kernel_x(wtype);
 	if (fx) {
-		if (k % SF__QKK == 0)
+		if (k % sf_kt(wtype)->block == 0)
 			fx(k, W, r0, r1, X, x_stride, nb, Y, ldy);
 		return;
 	}
@@ -133,7 +133,7 @@ float sf_kern_dot(uint32_t wtype, int64_t k, const void *w, const void *x)
 		return 0.0f;
 	float y = NAN;
 	if (fx) {
-		if (k % SF__QKK == 0)
+		if (k % sf_kt(wtype)->block == 0)
 			fx(k, w, 0, 1, x, 0, 1, &y, 1);
 	} else {
 		fn(k, w, 0, 1, x, 0, 1, &y, 1);

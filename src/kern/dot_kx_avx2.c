@@ -124,8 +124,10 @@ AI void sb_k6(const struct sf__q6_kx *x, int h, const struct sf__q8_k *const *a,
 	/* corr = sum_j sc_j * bsums[j], by int16 pairs (sc_2p, sc_2p+1). */
 #pragma GCC unroll 8
 	for (int p = 0; p < 8; p++) {
-		const __m256i s0 = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(x->scales[2 * p] + 8 * h)));
-		const __m256i s1 = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(x->scales[2 * p + 1] + 8 * h)));
+		const __m128i *p0 = (const __m128i *)(x->scales[2 * p] + 8 * h);
+		const __m128i *p1 = (const __m128i *)(x->scales[2 * p + 1] + 8 * h);
+		const __m256i s0 = _mm256_cvtepi8_epi32(_mm_loadl_epi64(p0));
+		const __m256i s1 = _mm256_cvtepi8_epi32(_mm_loadl_epi64(p1));
 		const __m256i ss = _mm256_or_si256(_mm256_and_si256(s0, _mm256_set1_epi32(0xFFFF)),
 						   _mm256_slli_epi32(s1, 16));
 #pragma GCC unroll 4

@@ -70,8 +70,9 @@ AI void sb_k4(const struct sf__q4_kx *x, const struct sf__q8_k *const *a, __m512
 								bcast32(a[j]->qs + 64 * c + 32 + 4 * t));
 			}
 		}
-		const __m512i s0 = _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(c < 2 ? sc_lo : sc_hi, (2 * c) & 3));
-		const __m512i s1 = _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(c < 2 ? sc_lo : sc_hi, (2 * c + 1) & 3));
+		const __m512i sc = c < 2 ? sc_lo : sc_hi;
+		const __m512i s0 = _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(sc, (2 * c) & 3));
+		const __m512i s1 = _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(sc, (2 * c + 1) & 3));
 #pragma GCC unroll 8
 		for (int j = 0; j < nt; j++)
 			isum[j] = _mm512_add_epi32(isum[j],

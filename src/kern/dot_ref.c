@@ -45,24 +45,42 @@ static float unpack_q32(uint32_t type, const uint8_t *row, int64_t b, int8_t w[3
 	}
 }
 
-static void mm_q32(uint32_t type, int64_t k, const uint8_t *W, size_t w_stride, int64_t nr,
-		   const uint8_t *X, size_t x_stride, int64_t nb, float *Y, size_t ldy)
+/* Where a quantized matrix's blocks (nsb a row) are: rows w_stride bytes apart (packed false),
+ * or slabs of 16 rows (sf_kern_pack). */
+struct kw {
+	const uint8_t *W;
+	size_t w_stride;
+	int64_t nsb;
+	bool packed;
+};
+
+/* Block b of row r, its quants signed in w; returns its scale. */
+static float q32_block(uint32_t type, const struct kw *w, int64_t r, int64_t b, int8_t out[32])
 {
-	const int64_t nblk = k / SF__QK;
-	for (int64_t r = 0; r < nr; r++) {
-		const uint8_t *wr = W + (size_t)r * w_stride;
+	if (!w->packed)
+		return unpack_q32(type, w->W + (size_t)r * w->w_stride, b, out);
+	struct sf__q8_0 tmp;
+	sf__q80x_get((const struct sf__q8_0x *)w->W + (r / 16) * w->nsb + b, (int)(r % 16), &tmp);
+	return unpack_q32(SF_GGUF_T_Q8_0, (const uint8_t *)&tmp, 0, out);
+}
+
+/* Rows [r0, r1): Y[b * ldy + r]. */
+static void q32_rows(uint32_t type, const struct kw *w, int64_t r0, int64_t r1, const uint8_t *X,
+		     size_t x_stride, int64_t nb, float *Y, size_t ldy)
+{
+	for (int64_t r = r0; r < r1; r++) {
 		for (int64_t t0 = 0; t0 < nb; t0 += TILE) {
 			const int nt = nb - t0 < TILE ? (int)(nb - t0) : TILE;
 			float acc[TILE][16] = {{0}};
-			for (int64_t b = 0; b < nblk; b++) {
-				int8_t w[32];
-				const float dw = unpack_q32(type, wr, b, w);
+			for (int64_t b = 0; b < w->nsb; b++) {
+				int8_t q[32];
+				const float dw = q32_block(type, w, r, b, q);
 				for (int j = 0; j < nt; j++) {
 					const struct sf__q8_0 *a =
 						(const struct sf__q8_0 *)(X + (size_t)(t0 + j) * x_stride) + b;
 					int32_t s = 0;
 					for (int i = 0; i < 32; i++)
-						s += w[i] * a->qs[i];
+						s += q[i] * a->qs[i];
 					const float c = dw * h2f(a->d);
 					acc[j][b & 15] = fmaf(c, (float)s, acc[j][b & 15]);
 				}
@@ -71,6 +89,20 @@ static void mm_q32(uint32_t type, int64_t k, const uint8_t *W, size_t w_stride, 
 				Y[(size_t)(t0 + j) * ldy + (size_t)r] = sf__r16(acc[j]);
 		}
 	}
+}
+
+static void mm_q32(uint32_t type, int64_t k, const uint8_t *W, size_t w_stride, int64_t nr,
+		   const uint8_t *X, size_t x_stride, int64_t nb, float *Y, size_t ldy)
+{
+	const struct kw w = {W, w_stride, k / SF__QK, false};
+	q32_rows(type, &w, 0, nr, X, x_stride, nb, Y, ldy);
+}
+
+static void mx_q8_0(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, const uint8_t *X,
+		    size_t x_stride, int64_t nb, float *Y, size_t ldy)
+{
+	const struct kw w = {W, 0, k / SF__QK, true};
+	q32_rows(SF_GGUF_T_Q8_0, &w, r0, r1, X, x_stride, nb, Y, ldy);
 }
 
 static void mm_q4_0(int64_t k, const uint8_t *W, size_t ws, int64_t nr, const uint8_t *X,
@@ -92,15 +124,6 @@ static void mm_q8_0(int64_t k, const uint8_t *W, size_t ws, int64_t nr, const ui
 }
 
 /* ---- K-quants against Q8_K activations ---- */
-
-/* Where a K-quant matrix's super-blocks are: rows w_stride bytes apart (packed false), or
- * slabs of 16 rows (sf_kern_pack). */
-struct kw {
-	const uint8_t *W;
-	size_t w_stride;
-	int64_t nsb;
-	bool packed;
-};
 
 /* Super-block s of row r: the plain layout's, or rebuilt from its slab into tmp. */
 static const struct sf__q4_k *q4k_at(const struct kw *w, int64_t r, int64_t s,
@@ -295,5 +318,6 @@ const struct sf__kern_set sf__kern_scalar = {
 	.mx = {
 		[SF_KT_Q4_K_X16 - SF_GGUF_T_COUNT] = mx_q4_k,
 		[SF_KT_Q6_K_X16 - SF_GGUF_T_COUNT] = mx_q6_k,
+		[SF_KT_Q8_0_X16 - SF_GGUF_T_COUNT] = mx_q8_0,
 	},
 };

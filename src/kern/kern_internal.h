@@ -76,6 +76,11 @@ struct sf__q6_kx {
 	uint16_t d[16];
 };
 
+struct sf__q8_0x {
+	uint16_t d[16];
+	int8_t qs[8][16][4]; /* [t][r][i]: the plain block's qs[4t + i] */
+};
+
 _Static_assert(sizeof(struct sf__q4_0) == 18, "q4_0 block");
 _Static_assert(sizeof(struct sf__q5_0) == 22, "q5_0 block");
 _Static_assert(sizeof(struct sf__q8_0) == 34, "q8_0 block");
@@ -84,10 +89,12 @@ _Static_assert(sizeof(struct sf__q6_k) == 210, "q6_K block");
 _Static_assert(sizeof(struct sf__q8_k) == 292, "q8_K block");
 _Static_assert(sizeof(struct sf__q4_kx) == 16 * sizeof(struct sf__q4_k), "q4_K x16 block");
 _Static_assert(sizeof(struct sf__q6_kx) == 16 * sizeof(struct sf__q6_k), "q6_K x16 block");
+_Static_assert(sizeof(struct sf__q8_0x) == 16 * sizeof(struct sf__q8_0), "q8_0 x16 block");
 
 /* Row `lane`'s super-block of a packed one, rebuilt byte for byte as the file held it. */
 void sf__q4kx_get(const struct sf__q4_kx *x, int lane, struct sf__q4_k *out);
 void sf__q6kx_get(const struct sf__q6_kx *x, int lane, struct sf__q6_k *out);
+void sf__q80x_get(const struct sf__q8_0x *x, int lane, struct sf__q8_0 *out);
 
 /* Scale and min j (0..7) of a Q4_K super-block, six bits each. */
 static inline void sf__k4_scale_min(const uint8_t *s, int j, uint8_t *sc, uint8_t *m)
@@ -206,6 +213,8 @@ SF__MX(sf__mx_q4_k_avx2);
 SF__MX(sf__mx_q6_k_avx2);
 SF__MX(sf__mx_q4_k_avx512);
 SF__MX(sf__mx_q6_k_avx512);
+SF__MX(sf__mx_q8_0_avx2);
+SF__MX(sf__mx_q8_0_avx512);
 #undef SF__MX
 
 /* Reference quantizers and dequantizers (quant_ref_*.c), for the traits table. */

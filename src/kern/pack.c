@@ -1,6 +1,6 @@
-/* Weights repacked at load for the SIMD kernels (kern.h sf_kern_pack): sixteen rows of Q4_K or
- * Q6_K interleaved per super-block, the bytes re-arranged and nothing else, so that one vector
- * holds the same four elements of sixteen rows (kern_order.md, "Packed weights"). */
+/* Weights repacked at load for the SIMD kernels (kern.h sf_kern_pack): sixteen rows of Q4_K,
+ * Q6_K or Q8_0 interleaved per (super-)block, the bytes re-arranged and nothing else, so that
+ * one vector holds the same four elements of sixteen rows (kern_order.md, "Packed weights"). */
 #include "kern/kern_internal.h"
 
 uint32_t sf_kern_packed_type(uint32_t wtype)
@@ -10,6 +10,8 @@ uint32_t sf_kern_packed_type(uint32_t wtype)
 		return SF_KT_Q4_K_X16;
 	case SF_GGUF_T_Q6_K:
 		return SF_KT_Q6_K_X16;
+	case SF_GGUF_T_Q8_0:
+		return SF_KT_Q8_0_X16;
 	default:
 		return 0;
 	}
@@ -106,30 +108,49 @@ void sf__q6kx_get(const struct sf__q6_kx *x, int r, struct sf__q6_k *b)
 	b->d = x->d[r];
 }
 
+static void put_q80(struct sf__q8_0x *x, int r, const struct sf__q8_0 *b)
+{
+	x->d[r] = b->d;
+	for (int t = 0; t < 8; t++)
+		memcpy(x->qs[t][r], b->qs + 4 * t, 4);
+}
+
+void sf__q80x_get(const struct sf__q8_0x *x, int r, struct sf__q8_0 *b)
+{
+	b->d = x->d[r];
+	for (int t = 0; t < 8; t++)
+		memcpy(b->qs + 4 * t, x->qs[t][r], 4);
+}
+
 int sf_kern_pack(uint32_t wtype, int64_t k, const void *W, size_t w_stride, int64_t rows,
 		 void *dst)
 {
 	const size_t bytes = sf_kern_packed_bytes(wtype, k, rows);
 	if (!bytes)
 		return -1;
-	const int64_t nsb = k / SF__QKK, slabs = (rows + SF_KT_X16_ROWS - 1) / SF_KT_X16_ROWS;
+	const struct sf_kt *kt = sf_kt(wtype);
+	const int64_t nsb = k / kt->block, slabs = (rows + SF_KT_X16_ROWS - 1) / SF_KT_X16_ROWS;
+	const size_t xb = SF_KT_X16_ROWS * (size_t)kt->bytes; /* a packed block of 16 rows */
 	const uint8_t *src = W;
 	uint8_t *out = dst;
 	for (int64_t sl = 0; sl < slabs; sl++) {
 		for (int64_t s = 0; s < nsb; s++) {
 			const int64_t r0 = sl * SF_KT_X16_ROWS;
-			if (wtype == SF_GGUF_T_Q4_K) {
-				struct sf__q4_kx *x = (struct sf__q4_kx *)out + sl * nsb + s;
-				memset(x, 0, sizeof(*x));
-				for (int r = 0; r < SF_KT_X16_ROWS && r0 + r < rows; r++)
-					put_q4k(x, r, (const struct sf__q4_k *)(src + (size_t)(r0 + r) *
-										  w_stride) + s);
-			} else {
-				struct sf__q6_kx *x = (struct sf__q6_kx *)out + sl * nsb + s;
-				memset(x, 0, sizeof(*x));
-				for (int r = 0; r < SF_KT_X16_ROWS && r0 + r < rows; r++)
-					put_q6k(x, r, (const struct sf__q6_k *)(src + (size_t)(r0 + r) *
-										  w_stride) + s);
+			uint8_t *x = out + (size_t)(sl * nsb + s) * xb;
+			memset(x, 0, xb);
+			for (int r = 0; r < SF_KT_X16_ROWS && r0 + r < rows; r++) {
+				const uint8_t *b = src + (size_t)(r0 + r) * w_stride + (size_t)s * kt->bytes;
+				switch (wtype) {
+				case SF_GGUF_T_Q4_K:
+					put_q4k((struct sf__q4_kx *)x, r, (const struct sf__q4_k *)b);
+					break;
+				case SF_GGUF_T_Q6_K:
+					put_q6k((struct sf__q6_kx *)x, r, (const struct sf__q6_k *)b);
+					break;
+				default:
+					put_q80((struct sf__q8_0x *)x, r, (const struct sf__q8_0 *)b);
+					break;
+				}
 			}
 		}
 	}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packed weights change nothing but speed: for random-weight models whose matrices the engine
-# packs at load (Q4_K, Q6_K, the Q4_K_M mix; src/engine/gguf_pack.c), a prompt's prefill and
-# 24 decode steps (superfluid model run) give the same token ids as the file's layout
+# packs at load (Q4_K, Q6_K, the Q4_K_M mix, Q8_0; src/engine/gguf_pack.c), a prompt's prefill
+# and 24 decode steps (superfluid model run) give the same token ids as the file's layout
 # (SF_ENGINE_PACK=0), greedy and with seeded draws (which follow every bit of the
 # probabilities: near-flat on random weights), at 1 and 2 threads; the load says it packed.
 # Usage: pack_same.sh SUPERFLUID REPO_ROOT WORKDIR
@@ -21,7 +21,7 @@ for shape in test-llama test-qwen3; do
 	test-llama) vocab=llama-spm ;;
 	*) vocab=qwen2 ;;
 	esac
-	for type in q4_k q6_k q4_k_m; do
+	for type in q4_k q6_k q4_k_m q8_0; do
 		m=$work/m.gguf
 		if ! "$sf" model make --shape "$shape" --type "$type" \
 			--vocab "$LLAMA_SRC/models/ggml-vocab-$vocab.gguf" -o "$m" >"$work/make.out" 2>&1; then
@@ -53,7 +53,8 @@ for shape in test-llama test-qwen3; do
 					diff "$work/packed.out" "$work/plain.out" | sed 's/^/     | /'
 					fails=$((fails + 1))
 				else
-					echo "ok   $what: $(grep -o '[0-9]* matrices packed' "$work/err.p"), the same $(wc -w <"$work/packed.out") ids"
+					n=$(grep -o '[0-9]* matrices packed' "$work/err.p")
+					echo "ok   $what: $n, the same $(wc -w <"$work/packed.out") ids"
 				fi
 			done
 		done

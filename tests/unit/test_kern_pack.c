@@ -1,8 +1,9 @@
-/* Packed weights (sf_kern_pack): the packing is an exact re-arrangement (every row's blocks
- * come back byte for byte), and the products over a packed matrix give, under every
- * instruction set, the scalar reference's bits over the plain one (memcmp) for every batch
- * size, tail shape, row range and partial last slab, writing only the rows asked for and
- * reading only the slabs holding them. An instruction set the CPU lacks is a visible skip. */
+/* Packed weights (sf_kern_pack: Q4_K, Q6_K, Q8_0): the packing is an exact re-arrangement
+ * (every row's blocks come back byte for byte), and the products over a packed matrix give,
+ * under every instruction set, the scalar reference's bits over the plain one (memcmp) for
+ * every batch size, tail shape, row range and partial last slab, writing only the rows asked
+ * for and reading only the slabs holding them. An instruction set the CPU lacks is a visible
+ * skip. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,7 +20,8 @@
 #include "kern/kern_internal.h"
 #include "testutil.h"
 
-static const uint32_t ptypes[] = {SF_GGUF_T_Q4_K, SF_GGUF_T_Q6_K};
+static const uint32_t ptypes[] = {SF_GGUF_T_Q4_K, SF_GGUF_T_Q6_K, SF_GGUF_T_Q8_0};
+#define NPT (sizeof(ptypes) / sizeof(ptypes[0]))
 
 static uint64_t rng = 0x5eed;
 
@@ -60,13 +62,15 @@ static void prob_make(struct prob *p, uint32_t type, int64_t k, int64_t rows, in
 		if (raw) {
 			for (size_t i = 0; i < sf_kt_row_bytes(type, k); i++)
 				w[i] = (uint8_t)sf_test_rand(&rng);
-			for (int64_t b = 0; b < k / 256; b++) {
+			for (int64_t b = 0; b < k / t->block; b++) {
 				uint8_t *blk = w + (size_t)b * t->bytes;
 				if (type == SF_GGUF_T_Q4_K) {
 					blk[1] &= 0xBB;
 					blk[3] &= 0xBB;
-				} else {
+				} else if (type == SF_GGUF_T_Q6_K) {
 					blk[209] &= 0xBB;
+				} else {
+					blk[1] &= 0xBB; /* quants of -128 stay: a file may hold them */
 				}
 			}
 		} else {
@@ -149,10 +153,10 @@ static void pack_is_exact(void **state)
 {
 	(void)state;
 	const int64_t rows_of[] = {1, 15, 16, 17, 40};
-	for (size_t t = 0; t < 2; t++)
+	for (size_t t = 0; t < NPT; t++)
 		for (size_t ri = 0; ri < 5; ri++) {
 			struct prob p;
-			const int64_t k = 768, nsb = 3;
+			const int64_t k = 768, nsb = k / sf_kt(ptypes[t])->block;
 			prob_make(&p, ptypes[t], k, rows_of[ri], 1, ri & 1);
 			const size_t bb = sf_kt(p.type)->bytes, xb = 16 * bb;
 			const int64_t slabs = (p.rows + 15) / 16;
@@ -164,9 +168,12 @@ static void pack_is_exact(void **state)
 					if (p.type == SF_GGUF_T_Q4_K)
 						sf__q4kx_get((const struct sf__q4_kx *)x, (int)(r % 16),
 							     (struct sf__q4_k *)blk);
-					else
+					else if (p.type == SF_GGUF_T_Q6_K)
 						sf__q6kx_get((const struct sf__q6_kx *)x, (int)(r % 16),
 							     (struct sf__q6_k *)blk);
+					else
+						sf__q80x_get((const struct sf__q8_0x *)x, (int)(r % 16),
+							     (struct sf__q8_0 *)blk);
 					const uint8_t *want = r < p.rows ? p.W + (size_t)r * p.w_stride + s * bb
 									 : zero;
 					assert_memory_equal(blk, want, bb);
@@ -175,10 +182,11 @@ static void pack_is_exact(void **state)
 		}
 	/* A type without a packed form is refused. */
 	uint8_t w[34] = {0}, out[64];
-	assert_int_equal(sf_kern_packed_type(SF_GGUF_T_Q8_0), 0);
-	assert_int_equal(sf_kern_packed_bytes(SF_GGUF_T_Q8_0, 32, 1), 0);
-	assert_int_equal(sf_kern_pack(SF_GGUF_T_Q8_0, 32, w, 34, 1, out), -1);
+	assert_int_equal(sf_kern_packed_type(SF_GGUF_T_Q4_0), 0);
+	assert_int_equal(sf_kern_packed_bytes(SF_GGUF_T_Q4_0, 32, 1), 0);
+	assert_int_equal(sf_kern_pack(SF_GGUF_T_Q4_0, 32, w, 18, 1, out), -1);
 	assert_int_equal(sf_kern_packed_bytes(SF_GGUF_T_Q4_K, 100, 1), 0);
+	assert_int_equal(sf_kern_packed_bytes(SF_GGUF_T_Q8_0, 48, 1), 0);
 }
 
 static void check_isa(enum sf_kisa isa)
@@ -191,8 +199,9 @@ static void check_isa(enum sf_kisa isa)
 	enum sf_kisa saved = sf_kern_isa();
 	const int64_t nbs[] = {1, 2, 3, 4, 5, 7, 8, 9, 16, 17};
 	const int64_t ks[] = {256, 512, 768, 1280, 2304, 2560};
+	const int64_t ks32[] = {32, 64, 96, 512, 544, 896};
 	const int64_t rows_of[] = {1, 7, 16, 19, 40};
-	for (size_t t = 0; t < 2; t++)
+	for (size_t t = 0; t < NPT; t++)
 		for (size_t ki = 0; ki < sizeof(ks) / sizeof(ks[0]); ki++)
 			for (size_t ri = 0; ri < sizeof(rows_of) / sizeof(rows_of[0]); ri++)
 				for (size_t ni = 0; ni < sizeof(nbs) / sizeof(nbs[0]); ni++) {
@@ -200,7 +209,8 @@ static void check_isa(enum sf_kisa isa)
 						continue; /* a third of the large batches keeps it quick */
 					const int64_t rows = rows_of[ri];
 					struct prob p;
-					prob_make(&p, ptypes[t], ks[ki], rows, nbs[ni], (ki + ni) % 2);
+					const int64_t k = sf_kt(ptypes[t])->block == 32 ? ks32[ki] : ks[ki];
+					prob_make(&p, ptypes[t], k, rows, nbs[ni], (ki + ni) % 2);
 					check_range(&p, isa, 0, rows);
 					if (rows > 2)
 						check_range(&p, isa, 1, rows - 1);
@@ -238,9 +248,11 @@ static void long_rows_and_dot(void **state)
 {
 	(void)state;
 	enum sf_kisa saved = sf_kern_isa();
-	for (size_t t = 0; t < 2; t++) {
+	for (size_t t = 0; t < NPT; t++) {
 		struct prob p;
-		prob_make(&p, ptypes[t], 256 * 230, 35, 11, false);
+		/* Q8_0 past 1024 blocks: its prepared sums on the heap */
+		prob_make(&p, ptypes[t], ptypes[t] == SF_GGUF_T_Q8_0 ? 32 * 1100 : 256 * 230, 35, 11,
+			  false);
 		for (int isa = SF_KISA_SCALAR; isa <= SF_KISA_AVX512; isa++)
 			if (sf_kern_isa_supported((enum sf_kisa)isa)) {
 				check_range(&p, (enum sf_kisa)isa, 0, 35);
@@ -281,7 +293,7 @@ static void reads_stay_in_slabs(void **state)
 {
 	(void)state;
 	enum sf_kisa saved = sf_kern_isa();
-	for (size_t t = 0; t < 2; t++) {
+	for (size_t t = 0; t < NPT; t++) {
 		struct prob p;
 		prob_make(&p, ptypes[t], 512, 21, 2, false);
 		const uint32_t pt = sf_kern_packed_type(p.type);
