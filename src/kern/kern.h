@@ -89,7 +89,8 @@ size_t sf_kern_act_row_bytes(uint32_t wtype, int64_t n);
  * 72 KiB of stack (rows over 56K elements: the heap). A wtype that sf_kt does not compute as a
  * weight: nothing is written. A packed wtype (SF_KT_*_X16): W is the packed matrix's first slab
  * and w_stride is not used (slabs are SF_KT_X16_ROWS * sf_kt_row_bytes(wtype, k) bytes apart);
- * the whole slabs holding rows [r0, r1) are read. */
+ * the whole slabs holding rows [r0, r1) are read, in blocks kept in L2 while each tile of up
+ * to 8 activation rows (AVX2: 4) takes them, each slab's weights unpacked once per tile. */
 void sf_kern_matmul(uint32_t wtype, int64_t k, const void *W, size_t w_stride, int64_t r0,
 		    int64_t r1, const void *X, size_t x_stride, int64_t nb, float *Y, size_t ldy);
 
