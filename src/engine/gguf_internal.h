@@ -36,8 +36,8 @@ struct ge {
 	size_t n_packed;
 	void *pack_map;              /* their bytes: an anonymous mapping of pack_len */
 	size_t pack_len;
-	const uint8_t **pack_src;    /* where each was in the file, and its bytes there */
-	uint64_t *pack_src_size;
+	struct ge_range { uint64_t lo, hi; } *pack_skip; /* their bytes in the file (offsets past
+						      * its data), sorted */
 };
 
 /* One context: its tokens, how many have keys and values in kv, its sampling. */

@@ -26,11 +26,12 @@ static const struct sf_gguf_tensor **slot(struct sf_layer_w *l, int i)
 	return i < (int)(sizeof(s) / sizeof(s[0])) ? s[i] : NULL;
 }
 
-/* Whether t is packed: a 2-D matrix of a type with a packed form, rows of whole blocks. */
+/* Whether t is packed: a 2-D matrix of a type with a packed form, rows of whole blocks, in
+ * whole slabs or enough of them that the last one's padding costs under 1/16 of the bytes. */
 static bool packable(const struct sf_gguf_tensor *t)
 {
-	return t && t->n_dims == 2 && sf_kern_packed_bytes(t->type, (int64_t)t->ne[0],
-							   (int64_t)t->ne[1]) > 0;
+	return t && t->n_dims == 2 && (t->ne[1] % SF_KT_X16_ROWS == 0 || t->ne[1] >= 256) &&
+	       sf_kern_packed_bytes(t->type, (int64_t)t->ne[0], (int64_t)t->ne[1]) > 0;
 }
 
 static size_t padded(size_t n)
@@ -95,13 +96,24 @@ static void pack_tensor(struct ge *g, const struct sf_gguf_tensor *from,
 
 uint64_t ge_pack_next_touch(const struct ge *g, uint64_t off)
 {
-	const uint8_t *data = sf_gguf_base(g->file) + sf_gguf_data_offset(g->file);
-	for (size_t i = 0; i < g->n_packed; i++) {
-		const uint64_t lo = (uint64_t)(g->pack_src[i] - data);
-		if (off >= lo && off < lo + g->pack_src_size[i])
-			off = lo + g->pack_src_size[i];
+	/* the last range starting at or before off */
+	size_t lo = 0, hi = g->n_packed;
+	while (hi - lo > 1) {
+		const size_t mid = lo + (hi - lo) / 2;
+		if (g->pack_skip[mid].lo <= off)
+			lo = mid;
+		else
+			hi = mid;
 	}
+	if (g->n_packed && g->pack_skip[lo].lo <= off && off < g->pack_skip[lo].hi)
+		return g->pack_skip[lo].hi;
 	return off;
+}
+
+static int by_lo(const void *a, const void *b)
+{
+	const struct ge_range *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
 int ge_pack_weights(struct ge *g, struct sf_err *err)
@@ -114,9 +126,8 @@ int ge_pack_weights(struct ge *g, struct sf_err *err)
 	const size_t cap = (size_t)nl * 7 + 1;
 	const struct sf_gguf_tensor **from = calloc(cap, sizeof(*from));
 	g->packed = calloc(cap, sizeof(*g->packed));
-	g->pack_src = calloc(cap, sizeof(*g->pack_src));
-	g->pack_src_size = calloc(cap, sizeof(*g->pack_src_size));
-	if (!from || !g->packed || !g->pack_src || !g->pack_src_size) {
+	g->pack_skip = calloc(cap, sizeof(*g->pack_skip));
+	if (!from || !g->packed || !g->pack_skip) {
 		free(from);
 		return sf_err_set(err, SF_E_NOMEM, "no memory to pack the weights");
 	}
@@ -154,13 +165,15 @@ int ge_pack_weights(struct ge *g, struct sf_err *err)
 		off += padded(p->size);
 	}
 	g->n_packed = n;
+	const uint8_t *data = sf_gguf_base(g->file) + sf_gguf_data_offset(g->file);
 	/* The file's pages dropped as they are packed: resident memory never holds much more
 	 * than one copy, even while loading. */
 	for (size_t i = 0; i < n; i++) {
 		pack_tensor(g, from[i], &g->packed[i]);
-		g->pack_src[i] = from[i]->data;
-		g->pack_src_size[i] = from[i]->size;
+		const uint64_t lo = (uint64_t)((const uint8_t *)from[i]->data - data);
+		g->pack_skip[i] = (struct ge_range){lo, lo + from[i]->size};
 	}
+	qsort(g->pack_skip, n, sizeof(*g->pack_skip), by_lo);
 	mprotect(map, bytes, PROT_READ);
 	/* The model reads the copies from now on. */
 	for (uint32_t il = 0; il < nl; il++)
@@ -180,11 +193,9 @@ void ge_pack_free(struct ge *g)
 	if (g->pack_map)
 		munmap(g->pack_map, g->pack_len);
 	free(g->packed);
-	free(g->pack_src);
-	free(g->pack_src_size);
+	free(g->pack_skip);
 	g->pack_map = NULL;
 	g->packed = NULL;
-	g->pack_src = NULL;
-	g->pack_src_size = NULL;
+	g->pack_skip = NULL;
 	g->n_packed = 0;
 }
