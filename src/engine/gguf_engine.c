@@ -38,8 +38,8 @@ static double mib(uint64_t b)
 	return (double)b / (1 << 20);
 }
 
-/* Reads a byte of every page of the tensors, so that the first requests do not wait on the
- * disk; says how far it got about once a second. */
+/* Reads a byte of every page of the tensors (but the packed ones': gguf_pack.c), so that the
+ * first requests do not wait on the disk; says how far it got about once a second. */
 static void touch(struct ge *g)
 {
 	const uint8_t *base = sf_gguf_base(g->file);
@@ -53,6 +53,9 @@ static void touch(struct ge *g)
 	volatile uint8_t sink = 0;
 	double t0 = now_s(), last = t0;
 	for (uint64_t off = 0; off < total; off += (uint64_t)page) {
+		const uint64_t at = ge_pack_next_touch(g, off);
+		if (at >= off + (uint64_t)page)
+			continue;
 		sink ^= base[start + off];
 		if ((off & ((64u << 20) - 1)) == 0 && now_s() - last >= 1.0) {
 			last = now_s();
@@ -183,6 +186,7 @@ static void ge_destroy(void *impl)
 	sf_kv_arena_free(g->arena);
 	sf_tok_free(g->tok);
 	sf_model_free(g->model);
+	ge_pack_free(g);
 	sf_gguf_close(g->file);
 	free(g->path);
 	free(g);
@@ -375,6 +379,14 @@ int sf_gguf_engine_new(const struct sf_gguf_engine_config *cfg, struct sf_engine
 		ge_destroy(g);
 		return sf_err_set(err, SF_E_NOMEM, "%s: no memory for the engine's buffers", cfg->path);
 	}
+	double tp = now_s();
+	if ((rc = ge_pack_weights(g, err))) {
+		ge_destroy(g);
+		return rc;
+	}
+	if (g->n_packed)
+		say(g, "%s: %zu matrices packed for the kernels (%.1f MiB) in %.2f s", cfg->path,
+		    g->n_packed, mib(g->pack_len), now_s() - tp);
 	touch(g);
 	rc = sf_engine_create(&ge_ops, g, out, err);
 	if (!rc)

@@ -32,6 +32,12 @@ struct ge {
 	struct sf_engine_template templates[GE_MAX_TEMPLATES];
 	size_t n_templates;
 	uint32_t eos;                /* what info.eos says: EOS, else EOT */
+	struct sf_gguf_tensor *packed; /* n_packed repacked matrices (gguf_pack.c) */
+	size_t n_packed;
+	void *pack_map;              /* their bytes: an anonymous mapping of pack_len */
+	size_t pack_len;
+	struct ge_range { uint64_t lo, hi; } *pack_skip; /* their bytes in the file (offsets past
+						      * its data), sorted */
 };
 
 /* One context: its tokens, how many have keys and values in kv, its sampling. */
@@ -47,6 +53,14 @@ static inline struct ge_ctx *ge_ctx(struct sf_engine_ctx *c)
 {
 	return (struct ge_ctx *)c;
 }
+
+/* gguf_pack.c: repacks the weights the kernels have a packed form for and points the model
+ * at them (the file's pages under them dropped); 0 also when nothing is packed. */
+int ge_pack_weights(struct ge *g, struct sf_err *err);
+void ge_pack_free(struct ge *g);
+/* The first offset at or past off (bytes past the file's data) outside the packed tensors'
+ * file bytes (whose pages were dropped: reading them would bring them back). */
+uint64_t ge_pack_next_touch(const struct ge *g, uint64_t off);
 
 /* gguf_run.c */
 int ge_ctx_new(void *impl, const struct sf_sampling *s, struct sf_engine_ctx **out,

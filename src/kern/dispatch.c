@@ -74,29 +74,50 @@ int sf_kern_force_isa(enum sf_kisa isa)
 	return 0;
 }
 
+static const struct sf__kern_set *kern_set(void)
+{
+	switch (sf_kern_isa()) {
+	case SF_KISA_AVX512:
+		return &sf__kern_avx512;
+	case SF_KISA_AVX2:
+		return &sf__kern_avx2;
+	case SF_KISA_SCALAR:
+		break;
+	}
+	return &sf__kern_scalar;
+}
+
 static sf__matmul_fn *kernel(uint32_t wtype)
 {
 	if (wtype >= SF_GGUF_T_COUNT)
 		return NULL;
-	const struct sf__kern_set *set = &sf__kern_scalar;
-	switch (sf_kern_isa()) {
-	case SF_KISA_AVX512:
-		set = &sf__kern_avx512;
-		break;
-	case SF_KISA_AVX2:
-		set = &sf__kern_avx2;
-		break;
-	case SF_KISA_SCALAR:
-		break;
-	}
+	const struct sf__kern_set *set = kern_set();
 	return set->mm[wtype] ? set->mm[wtype] : sf__kern_scalar.mm[wtype];
+}
+
+/* The packed type's kernel, or NULL for a type that is not one. */
+static sf__matmul_x_fn *kernel_x(uint32_t wtype)
+{
+	if (wtype < SF_GGUF_T_COUNT || wtype >= SF_KT_COUNT)
+		return NULL;
+	const uint32_t i = wtype - SF_GGUF_T_COUNT;
+	const struct sf__kern_set *set = kern_set();
+	return set->mx[i] ? set->mx[i] : sf__kern_scalar.mx[i];
 }
 
 void sf_kern_matmul(uint32_t wtype, int64_t k, const void *W, size_t w_stride, int64_t r0,
 		    int64_t r1, const void *X, size_t x_stride, int64_t nb, float *Y, size_t ldy)
 {
+	if (r1 <= r0 || nb <= 0 || k <= 0 || r0 < 0)
+		return;
+	sf__matmul_x_fn *fx = kernel_x(wtype);
+	if (fx) {
+		if (k % sf_kt(wtype)->block == 0)
+			fx(k, W, r0, r1, X, x_stride, nb, Y, ldy);
+		return;
+	}
 	sf__matmul_fn *fn = kernel(wtype);
-	if (!fn || r1 <= r0 || nb <= 0 || k <= 0)
+	if (!fn)
 		return;
 	fn(k, (const uint8_t *)W + (size_t)r0 * w_stride, w_stride, r1 - r0, X, x_stride, nb,
 	   Y + r0, ldy);
@@ -105,11 +126,17 @@ void sf_kern_matmul(uint32_t wtype, int64_t k, const void *W, size_t w_stride, i
 float sf_kern_dot(uint32_t wtype, int64_t k, const void *w, const void *x)
 {
 	sf__matmul_fn *fn = kernel(wtype);
-	if (!fn)
+	sf__matmul_x_fn *fx = kernel_x(wtype);
+	if (!fn && !fx)
 		return NAN;
 	if (k <= 0)
 		return 0.0f;
-	float y;
-	fn(k, w, 0, 1, x, 0, 1, &y, 1);
+	float y = NAN;
+	if (fx) {
+		if (k % sf_kt(wtype)->block == 0)
+			fx(k, w, 0, 1, x, 0, 1, &y, 1);
+	} else {
+		fn(k, w, 0, 1, x, 0, 1, &y, 1);
+	}
 	return y;
 }

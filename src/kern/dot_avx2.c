@@ -12,4 +12,9 @@ const struct sf__kern_set sf__kern_avx2 = {
 		[SF_GGUF_T_Q4_K] = sf__mm_q4_k_avx2,
 		[SF_GGUF_T_Q6_K] = sf__mm_q6_k_avx2,
 	},
+	.mx = {
+		[SF_KT_Q4_K_X16 - SF_GGUF_T_COUNT] = sf__mx_q4_k_avx2,
+		[SF_KT_Q6_K_X16 - SF_GGUF_T_COUNT] = sf__mx_q6_k_avx2,
+		[SF_KT_Q8_0_X16 - SF_GGUF_T_COUNT] = sf__mx_q8_0_avx2,
+	},
 };

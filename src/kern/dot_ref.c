@@ -45,24 +45,42 @@ static float unpack_q32(uint32_t type, const uint8_t *row, int64_t b, int8_t w[3
 	}
 }
 
-static void mm_q32(uint32_t type, int64_t k, const uint8_t *W, size_t w_stride, int64_t nr,
-		   const uint8_t *X, size_t x_stride, int64_t nb, float *Y, size_t ldy)
+/* Where a quantized matrix's blocks (nsb a row) are: rows w_stride bytes apart (packed false),
+ * or slabs of 16 rows (sf_kern_pack). */
+struct kw {
+	const uint8_t *W;
+	size_t w_stride;
+	int64_t nsb;
+	bool packed;
+};
+
+/* Block b of row r, its quants signed in w; returns its scale. */
+static float q32_block(uint32_t type, const struct kw *w, int64_t r, int64_t b, int8_t out[32])
 {
-	const int64_t nblk = k / SF__QK;
-	for (int64_t r = 0; r < nr; r++) {
-		const uint8_t *wr = W + (size_t)r * w_stride;
+	if (!w->packed)
+		return unpack_q32(type, w->W + (size_t)r * w->w_stride, b, out);
+	struct sf__q8_0 tmp;
+	sf__q80x_get((const struct sf__q8_0x *)w->W + (r / 16) * w->nsb + b, (int)(r % 16), &tmp);
+	return unpack_q32(SF_GGUF_T_Q8_0, (const uint8_t *)&tmp, 0, out);
+}
+
+/* Rows [r0, r1): Y[b * ldy + r]. */
+static void q32_rows(uint32_t type, const struct kw *w, int64_t r0, int64_t r1, const uint8_t *X,
+		     size_t x_stride, int64_t nb, float *Y, size_t ldy)
+{
+	for (int64_t r = r0; r < r1; r++) {
 		for (int64_t t0 = 0; t0 < nb; t0 += TILE) {
 			const int nt = nb - t0 < TILE ? (int)(nb - t0) : TILE;
 			float acc[TILE][16] = {{0}};
-			for (int64_t b = 0; b < nblk; b++) {
-				int8_t w[32];
-				const float dw = unpack_q32(type, wr, b, w);
+			for (int64_t b = 0; b < w->nsb; b++) {
+				int8_t q[32];
+				const float dw = q32_block(type, w, r, b, q);
 				for (int j = 0; j < nt; j++) {
 					const struct sf__q8_0 *a =
 						(const struct sf__q8_0 *)(X + (size_t)(t0 + j) * x_stride) + b;
 					int32_t s = 0;
 					for (int i = 0; i < 32; i++)
-						s += w[i] * a->qs[i];
+						s += q[i] * a->qs[i];
 					const float c = dw * h2f(a->d);
 					acc[j][b & 15] = fmaf(c, (float)s, acc[j][b & 15]);
 				}
@@ -71,6 +89,20 @@ static void mm_q32(uint32_t type, int64_t k, const uint8_t *W, size_t w_stride, 
 				Y[(size_t)(t0 + j) * ldy + (size_t)r] = sf__r16(acc[j]);
 		}
 	}
+}
+
+static void mm_q32(uint32_t type, int64_t k, const uint8_t *W, size_t w_stride, int64_t nr,
+		   const uint8_t *X, size_t x_stride, int64_t nb, float *Y, size_t ldy)
+{
+	const struct kw w = {W, w_stride, k / SF__QK, false};
+	q32_rows(type, &w, 0, nr, X, x_stride, nb, Y, ldy);
+}
+
+static void mx_q8_0(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, const uint8_t *X,
+		    size_t x_stride, int64_t nb, float *Y, size_t ldy)
+{
+	const struct kw w = {W, 0, k / SF__QK, true};
+	q32_rows(SF_GGUF_T_Q8_0, &w, r0, r1, X, x_stride, nb, Y, ldy);
 }
 
 static void mm_q4_0(int64_t k, const uint8_t *W, size_t ws, int64_t nr, const uint8_t *X,
@@ -93,25 +125,45 @@ static void mm_q8_0(int64_t k, const uint8_t *W, size_t ws, int64_t nr, const ui
 
 /* ---- K-quants against Q8_K activations ---- */
 
-static void mm_q4_k(int64_t k, const uint8_t *W, size_t w_stride, int64_t nr, const uint8_t *X,
+/* Super-block s of row r: the plain layout's, or rebuilt from its slab into tmp. */
+static const struct sf__q4_k *q4k_at(const struct kw *w, int64_t r, int64_t s,
+				     struct sf__q4_k *tmp)
+{
+	if (!w->packed)
+		return (const struct sf__q4_k *)(w->W + (size_t)r * w->w_stride) + s;
+	sf__q4kx_get((const struct sf__q4_kx *)w->W + (r / 16) * w->nsb + s, (int)(r % 16), tmp);
+	return tmp;
+}
+
+static const struct sf__q6_k *q6k_at(const struct kw *w, int64_t r, int64_t s,
+				     struct sf__q6_k *tmp)
+{
+	if (!w->packed)
+		return (const struct sf__q6_k *)(w->W + (size_t)r * w->w_stride) + s;
+	sf__q6kx_get((const struct sf__q6_kx *)w->W + (r / 16) * w->nsb + s, (int)(r % 16), tmp);
+	return tmp;
+}
+
+/* Rows [r0, r1): Y[b * ldy + r]. */
+static void k4_rows(const struct kw *w, int64_t r0, int64_t r1, const uint8_t *X,
 		    size_t x_stride, int64_t nb, float *Y, size_t ldy)
 {
-	const int64_t nsb = k / SF__QKK;
-	for (int64_t r = 0; r < nr; r++) {
-		const struct sf__q4_k *wr = (const struct sf__q4_k *)(W + (size_t)r * w_stride);
+	for (int64_t r = r0; r < r1; r++) {
 		for (int64_t t0 = 0; t0 < nb; t0 += TILE) {
 			const int nt = nb - t0 < TILE ? (int)(nb - t0) : TILE;
 			float acc[TILE][8] = {{0}};
-			for (int64_t s = 0; s < nsb; s++) {
+			for (int64_t s = 0; s < w->nsb; s++) {
+				struct sf__q4_k tmp;
+				const struct sf__q4_k *wb = q4k_at(w, r, s, &tmp);
 				uint8_t q[SF__QKK], sc[8], m[8];
 				for (int c = 0; c < 4; c++)
 					for (int l = 0; l < 32; l++) {
-						q[64 * c + l] = wr[s].qs[32 * c + l] & 0xF;
-						q[64 * c + 32 + l] = wr[s].qs[32 * c + l] >> 4;
+						q[64 * c + l] = wb->qs[32 * c + l] & 0xF;
+						q[64 * c + 32 + l] = wb->qs[32 * c + l] >> 4;
 					}
 				for (int j = 0; j < 8; j++)
-					sf__k4_scale_min(wr[s].scales, j, &sc[j], &m[j]);
-				const float dw = h2f(wr[s].d), dmin = h2f(wr[s].dmin);
+					sf__k4_scale_min(wb->scales, j, &sc[j], &m[j]);
+				const float dw = h2f(wb->d), dmin = h2f(wb->dmin);
 				for (int j = 0; j < nt; j++) {
 					const struct sf__q8_k *a =
 						(const struct sf__q8_k *)(X + (size_t)(t0 + j) * x_stride) + s;
@@ -133,19 +185,19 @@ static void mm_q4_k(int64_t k, const uint8_t *W, size_t w_stride, int64_t nr, co
 	}
 }
 
-static void mm_q6_k(int64_t k, const uint8_t *W, size_t w_stride, int64_t nr, const uint8_t *X,
+static void k6_rows(const struct kw *w, int64_t r0, int64_t r1, const uint8_t *X,
 		    size_t x_stride, int64_t nb, float *Y, size_t ldy)
 {
-	const int64_t nsb = k / SF__QKK;
-	for (int64_t r = 0; r < nr; r++) {
-		const struct sf__q6_k *wr = (const struct sf__q6_k *)(W + (size_t)r * w_stride);
+	for (int64_t r = r0; r < r1; r++) {
 		for (int64_t t0 = 0; t0 < nb; t0 += TILE) {
 			const int nt = nb - t0 < TILE ? (int)(nb - t0) : TILE;
 			float acc[TILE][8] = {{0}};
-			for (int64_t s = 0; s < nsb; s++) {
+			for (int64_t s = 0; s < w->nsb; s++) {
+				struct sf__q6_k tmp;
+				const struct sf__q6_k *wb = q6k_at(w, r, s, &tmp);
 				uint8_t q[SF__QKK];
-				sf__q6k_quants(&wr[s], q);
-				const float dw = h2f(wr[s].d);
+				sf__q6k_quants(wb, q);
+				const float dw = h2f(wb->d);
 				for (int j = 0; j < nt; j++) {
 					const struct sf__q8_k *a =
 						(const struct sf__q8_k *)(X + (size_t)(t0 + j) * x_stride) + s;
@@ -154,7 +206,7 @@ static void mm_q6_k(int64_t k, const uint8_t *W, size_t w_stride, int64_t nr, co
 						int32_t p = 0;
 						for (int i = 16 * sb; i < 16 * sb + 16; i++)
 							p += (q[i] - 32) * a->qs[i];
-						isum += wr[s].scales[sb] * p;
+						isum += wb->scales[sb] * p;
 					}
 					acc[j][s & 7] = fmaf(a->d * dw, (float)isum, acc[j][s & 7]);
 				}
@@ -163,6 +215,34 @@ static void mm_q6_k(int64_t k, const uint8_t *W, size_t w_stride, int64_t nr, co
 				Y[(size_t)(t0 + j) * ldy + (size_t)r] = sf__r8(acc[j]);
 		}
 	}
+}
+
+static void mm_q4_k(int64_t k, const uint8_t *W, size_t w_stride, int64_t nr, const uint8_t *X,
+		    size_t x_stride, int64_t nb, float *Y, size_t ldy)
+{
+	const struct kw w = {W, w_stride, k / SF__QKK, false};
+	k4_rows(&w, 0, nr, X, x_stride, nb, Y, ldy);
+}
+
+static void mm_q6_k(int64_t k, const uint8_t *W, size_t w_stride, int64_t nr, const uint8_t *X,
+		    size_t x_stride, int64_t nb, float *Y, size_t ldy)
+{
+	const struct kw w = {W, w_stride, k / SF__QKK, false};
+	k6_rows(&w, 0, nr, X, x_stride, nb, Y, ldy);
+}
+
+static void mx_q4_k(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, const uint8_t *X,
+		    size_t x_stride, int64_t nb, float *Y, size_t ldy)
+{
+	const struct kw w = {W, 0, k / SF__QKK, true};
+	k4_rows(&w, r0, r1, X, x_stride, nb, Y, ldy);
+}
+
+static void mx_q6_k(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, const uint8_t *X,
+		    size_t x_stride, int64_t nb, float *Y, size_t ldy)
+{
+	const struct kw w = {W, 0, k / SF__QKK, true};
+	k6_rows(&w, r0, r1, X, x_stride, nb, Y, ldy);
 }
 
 /* ---- float types: 64 lanes, element i into lane i % 64 ---- */
@@ -234,5 +314,10 @@ const struct sf__kern_set sf__kern_scalar = {
 		[SF_GGUF_T_Q8_0] = mm_q8_0,
 		[SF_GGUF_T_Q4_K] = mm_q4_k,
 		[SF_GGUF_T_Q6_K] = mm_q6_k,
+	},
+	.mx = {
+		[SF_KT_Q4_K_X16 - SF_GGUF_T_COUNT] = mx_q4_k,
+		[SF_KT_Q6_K_X16 - SF_GGUF_T_COUNT] = mx_q6_k,
+		[SF_KT_Q8_0_X16 - SF_GGUF_T_COUNT] = mx_q8_0,
 	},
 };

@@ -36,7 +36,19 @@ struct sf_kt {
 	void (*dequantize)(const void *x, float *y, int64_t n);
 };
 
-/* The traits of type, or NULL when the kernels do not compute it. */
+/* Weight types of the kernels alone, never in a file: a matrix's rows repacked by
+ * sf_kern_pack, sixteen rows interleaved in each slab, so that one SIMD instruction takes the
+ * same elements of sixteen rows (kern_order.md, "Packed weights"). Their products give the
+ * bits of the type they were packed from. Row r of such a matrix is lane r % 16 of slab r / 16;
+ * its traits' block and bytes are the plain type's (per block and row). */
+#define SF_KT_Q4_K_X16 (SF_GGUF_T_COUNT + 0u)
+#define SF_KT_Q6_K_X16 (SF_GGUF_T_COUNT + 1u)
+#define SF_KT_Q8_0_X16 (SF_GGUF_T_COUNT + 2u)
+#define SF_KT_COUNT (SF_GGUF_T_COUNT + 3u) /* one past the highest type number of the kernels */
+#define SF_KT_X16_ROWS 16                  /* rows in a packed slab */
+
+/* The traits of type, or NULL when the kernels do not compute it. A packed type's quantize and
+ * dequantize are NULL (its rows are not contiguous). */
 const struct sf_kt *sf_kt(uint32_t type);
 
 /* Bytes of a row of n elements of type (n a multiple of its block); 0 when not computed. */
@@ -75,9 +87,27 @@ size_t sf_kern_act_row_bytes(uint32_t wtype, int64_t n);
  * (with more than 4 activation rows, in blocks of weight rows kept in L2 while each tile of up
  * to 4 activation rows takes them); each weight block is unpacked once per tile. Uses up to
  * 72 KiB of stack (rows over 56K elements: the heap). A wtype that sf_kt does not compute as a
- * weight: nothing is written. */
+ * weight: nothing is written. A packed wtype (SF_KT_*_X16): W is the packed matrix's first slab
+ * and w_stride is not used (slabs are SF_KT_X16_ROWS * sf_kt_row_bytes(wtype, k) bytes apart);
+ * the whole slabs holding rows [r0, r1) are read, in blocks kept in L2 while each tile of up
+ * to 8 activation rows (AVX2: 4) takes them, each slab's weights unpacked once per tile. */
 void sf_kern_matmul(uint32_t wtype, int64_t k, const void *W, size_t w_stride, int64_t r0,
 		    int64_t r1, const void *X, size_t x_stride, int64_t nb, float *Y, size_t ldy);
+
+/* The packed type sf_kern_pack makes of wtype, or 0 when it has none (Q4_K, Q6_K, Q8_0 have). */
+uint32_t sf_kern_packed_type(uint32_t wtype);
+
+/* Bytes sf_kern_pack writes for `rows` rows of k elements of wtype: whole slabs of
+ * SF_KT_X16_ROWS rows (the last one padded with zero rows); 0 when wtype has no packed type or
+ * k is not a multiple of its block. */
+size_t sf_kern_packed_bytes(uint32_t wtype, int64_t k, int64_t rows);
+
+/* Repacks rows [0, rows) of W (k elements of wtype each, w_stride bytes apart) into dst
+ * (sf_kern_packed_bytes of them): an exact re-arrangement of the bytes, so that the products
+ * of the packed type (sf_kern_packed_type) over dst give the bits those of W give. -1 when
+ * wtype has no packed type (nothing written). */
+int sf_kern_pack(uint32_t wtype, int64_t k, const void *W, size_t w_stride, int64_t rows,
+		 void *dst);
 
 /* One dot product (the matmul's r = b = 0 case); NaN for a type not computed. */
 float sf_kern_dot(uint32_t wtype, int64_t k, const void *w, const void *x);

@@ -58,12 +58,43 @@ struct sf__q8_k {
 	int16_t bsums[16]; /* sum of each 16 consecutive qs */
 } __attribute__((packed));
 
+/* Packed slabs (sf_kern_pack, kern_order.md "Packed weights"): super-block s of sixteen rows,
+ * row r in lane r. Element e of a row: chunk c = e / 64, step t = (e % 32) / 4, byte i = e % 4,
+ * in the low nibble (e % 64 < 32) or the high one; a step's 64 bytes are sixteen rows' four
+ * consecutive elements, one int32 lane per row. */
+struct sf__q4_kx {
+	uint16_t d[16], dmin[16];
+	uint8_t scales[12][16];  /* byte i of row r's twelve at [i][r] */
+	uint8_t qs[4][8][16][4]; /* [c][t][r][i]: the plain block's qs[32c + 4t + i] */
+};
+
+struct sf__q6_kx {
+	uint8_t ql[4][8][16][4]; /* [c][t][r][i]: low four bits, nibbles as Q4_K's */
+	uint8_t qh[4][4][16][4]; /* [c][p][r][i]: high two bits of steps 2p (bits 0-1 low nibble's
+				  * element, 2-3 high's) and 2p + 1 (4-5, 6-7) */
+	int8_t scales[16][16];   /* scale j of row r at [j][r] */
+	uint16_t d[16];
+};
+
+struct sf__q8_0x {
+	uint16_t d[16];
+	int8_t qs[8][16][4]; /* [t][r][i]: the plain block's qs[4t + i] */
+};
+
 _Static_assert(sizeof(struct sf__q4_0) == 18, "q4_0 block");
 _Static_assert(sizeof(struct sf__q5_0) == 22, "q5_0 block");
 _Static_assert(sizeof(struct sf__q8_0) == 34, "q8_0 block");
 _Static_assert(sizeof(struct sf__q4_k) == 144, "q4_K block");
 _Static_assert(sizeof(struct sf__q6_k) == 210, "q6_K block");
 _Static_assert(sizeof(struct sf__q8_k) == 292, "q8_K block");
+_Static_assert(sizeof(struct sf__q4_kx) == 16 * sizeof(struct sf__q4_k), "q4_K x16 block");
+_Static_assert(sizeof(struct sf__q6_kx) == 16 * sizeof(struct sf__q6_k), "q6_K x16 block");
+_Static_assert(sizeof(struct sf__q8_0x) == 16 * sizeof(struct sf__q8_0), "q8_0 x16 block");
+
+/* Row `lane`'s super-block of a packed one, rebuilt byte for byte as the file held it. */
+void sf__q4kx_get(const struct sf__q4_kx *x, int lane, struct sf__q4_k *out);
+void sf__q6kx_get(const struct sf__q6_kx *x, int lane, struct sf__q6_k *out);
+void sf__q80x_get(const struct sf__q8_0x *x, int lane, struct sf__q8_0 *out);
 
 /* Scale and min j (0..7) of a Q4_K super-block, six bits each. */
 static inline void sf__k4_scale_min(const uint8_t *s, int j, uint8_t *sc, uint8_t *m)
@@ -142,9 +173,16 @@ static inline float sf__k_step(float acc, float dd, int32_t isum, float dm, int3
 typedef void sf__matmul_fn(int64_t k, const uint8_t *W, size_t w_stride, int64_t nr,
 			   const uint8_t *X, size_t x_stride, int64_t nb, float *Y, size_t ldy);
 
-/* One instruction set's kernels, by weight type (NULL: the scalar reference's). */
+/* The product over a packed matrix (slabs of 16 rows, the first at W), rows [r0, r1):
+ * Y[b * ldy + r] = dot(W row r, X row b); the whole slabs holding those rows are read. */
+typedef void sf__matmul_x_fn(int64_t k, const uint8_t *W, int64_t r0, int64_t r1,
+			     const uint8_t *X, size_t x_stride, int64_t nb, float *Y, size_t ldy);
+
+/* One instruction set's kernels, by weight type (NULL: the scalar reference's); mx by packed
+ * type - SF_GGUF_T_COUNT. */
 struct sf__kern_set {
 	sf__matmul_fn *mm[SF_GGUF_T_COUNT];
+	sf__matmul_x_fn *mx[SF_KT_COUNT - SF_GGUF_T_COUNT];
 };
 
 extern const struct sf__kern_set sf__kern_scalar;
@@ -170,6 +208,14 @@ SF__MM(sf__mm_q8_0_avx512);
 SF__MM(sf__mm_q4_k_avx512);
 SF__MM(sf__mm_q6_k_avx512);
 #undef SF__MM
+#define SF__MX(name) sf__matmul_x_fn name
+SF__MX(sf__mx_q4_k_avx2);
+SF__MX(sf__mx_q6_k_avx2);
+SF__MX(sf__mx_q4_k_avx512);
+SF__MX(sf__mx_q6_k_avx512);
+SF__MX(sf__mx_q8_0_avx2);
+SF__MX(sf__mx_q8_0_avx512);
+#undef SF__MX
 
 /* Reference quantizers and dequantizers (quant_ref_*.c), for the traits table. */
 void sf__quantize_f32(const float *x, void *y, int64_t n);
@@ -191,8 +237,11 @@ void sf__dequantize_q6_k(const void *x, float *y, int64_t n);
 void sf__quantize_q8_k(const float *x, void *y, int64_t n);
 void sf__dequantize_q8_k(const void *x, float *y, int64_t n);
 
-/* Activation quantization as llama.cpp's CPU backend does it (quant_act.c). */
+/* Activation quantization as llama.cpp's CPU backend does it (quant_act.c), and AVX-512 forms
+ * giving the same bytes (quant_act_avx512.c). */
 void sf__quantize_act_q8_0(const float *x, void *y, int64_t n);
+void sf__quantize_f16_avx512(const float *x, void *y, int64_t n);
+void sf__quantize_q8_k_avx512(const float *x, void *y, int64_t n);
 
 /* ggml's round to nearest (ties to even for |v| < 2^22, its bit trick beyond). */
 static inline int sf__nearest_int(float v)

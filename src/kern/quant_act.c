@@ -1,7 +1,8 @@
 /* Activation quantization: one row of floats to the type the weights' products take, as
  * llama.cpp's CPU backend does it on an x86 CPU with AVX2 (its vec_dot_type's from_float), so
- * that our products see the activations llama.cpp's do. One implementation for every
- * instruction set: the row costs O(k) against the product's O(k * rows). */
+ * that our products see the activations llama.cpp's do. One definition for every instruction
+ * set: the scalar code here; F16 and Q8_K also have AVX-512 forms that give its bytes
+ * (quant_act_avx512.c: the cache writes and Q8_K rows were 4-7% of a prompt's time). */
 #include "kern/kern_internal.h"
 
 #include <math.h>
@@ -56,7 +57,10 @@ void sf_kern_quantize_act(uint32_t act_type, const float *x, void *y, int64_t n)
 		sf__quantize_f32(x, y, n);
 		break;
 	case SF_GGUF_T_F16:
-		sf__quantize_f16(x, y, n);
+		if (sf_kern_isa() == SF_KISA_AVX512)
+			sf__quantize_f16_avx512(x, y, n); /* the same bytes, faster */
+		else
+			sf__quantize_f16(x, y, n);
 		break;
 	case SF_GGUF_T_BF16:
 		sf__quantize_bf16(x, y, n);
@@ -65,7 +69,11 @@ void sf_kern_quantize_act(uint32_t act_type, const float *x, void *y, int64_t n)
 		sf__quantize_act_q8_0(x, y, n);
 		break;
 	case SF_GGUF_T_Q8_K:
-		sf__quantize_q8_k(x, y, n); /* ggml-cpu's quantize_row_q8_K is the reference's */
+		/* ggml-cpu's quantize_row_q8_K is the reference's; the AVX-512 form gives its bytes */
+		if (sf_kern_isa() == SF_KISA_AVX512)
+			sf__quantize_q8_k_avx512(x, y, n);
+		else
+			sf__quantize_q8_k(x, y, n);
 		break;
 	default:
 		break; /* not an activation type: the row is left as it was */

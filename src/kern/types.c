@@ -16,6 +16,12 @@ static const struct sf_kt kts[] = {
 	 sf__quantize_q4_k, sf__dequantize_q4_k},
 	{SF_GGUF_T_Q6_K, "q6_K", SF__QKK, sizeof(struct sf__q6_k), SF_GGUF_T_Q8_K, true,
 	 sf__quantize_q6_k, sf__dequantize_q6_k},
+	{SF_KT_Q4_K_X16, "q4_K_x16", SF__QKK, sizeof(struct sf__q4_k), SF_GGUF_T_Q8_K, true, NULL,
+	 NULL},
+	{SF_KT_Q6_K_X16, "q6_K_x16", SF__QKK, sizeof(struct sf__q6_k), SF_GGUF_T_Q8_K, true, NULL,
+	 NULL},
+	{SF_KT_Q8_0_X16, "q8_0_x16", SF__QK, sizeof(struct sf__q8_0), SF_GGUF_T_Q8_0, true, NULL,
+	 NULL},
 	{SF_GGUF_T_Q8_K, "q8_K", SF__QKK, sizeof(struct sf__q8_k), SF_GGUF_T_Q8_K, false,
 	 sf__quantize_q8_k, sf__dequantize_q8_k},
 };

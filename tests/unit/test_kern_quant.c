@@ -60,7 +60,21 @@ static void traits(void **state)
 				 sf_kt_row_bytes(t->act_type, 4096));
 	}
 	assert_null(sf_kt(SF_GGUF_T_Q4_1));
-	assert_null(sf_kt(SF_GGUF_T_COUNT));
+	assert_null(sf_kt(SF_KT_COUNT));
+	/* The packed types (kernels only): their plain type's sizes, no quantizer. */
+	const uint32_t packed[][2] = {{SF_KT_Q4_K_X16, SF_GGUF_T_Q4_K}, {SF_KT_Q6_K_X16, SF_GGUF_T_Q6_K}};
+	for (size_t i = 0; i < 2; i++) {
+		const struct sf_kt *t = sf_kt(packed[i][0]), *p = sf_kt(packed[i][1]);
+		assert_non_null(t);
+		assert_int_equal(sf_kern_packed_type(packed[i][1]), packed[i][0]);
+		assert_int_equal(t->block, p->block);
+		assert_int_equal(t->bytes, p->bytes);
+		assert_int_equal(t->act_type, p->act_type);
+		assert_true(t->weight);
+		assert_null(t->quantize);
+		assert_null(t->dequantize);
+		assert_int_equal(sf_kern_act_row_bytes(t->type, 4096), sf_kern_act_row_bytes(p->type, 4096));
+	}
 	assert_null(sf_kt(12345));
 	assert_int_equal(sf_kt_row_bytes(SF_GGUF_T_Q2_K, 256), 0);
 	assert_int_equal(sf_kern_act_row_bytes(SF_GGUF_T_IQ4_XS, 256), 0);
@@ -260,6 +274,76 @@ static void activations(void **state)
 	assert_memory_equal(q, h, sizeof(h));
 }
 
+/* A random float of any kind: normal of any exponent, subnormal, zero, infinite, NaN (any
+ * payload), halfway cases of the half conversion. */
+static float any_float(void)
+{
+	uint32_t u = (uint32_t)sf_test_rand(&rng);
+	switch (sf_test_rand(&rng) % 8) {
+	case 0:
+		u &= 0x807fffff; /* subnormal or zero */
+		break;
+	case 1:
+		u |= 0x7f800000; /* infinite or NaN */
+		break;
+	case 2:
+		u = (u & 0x80000000) | ((uint32_t)(100 + sf_test_rand(&rng) % 45) << 23) |
+		    (u & 0x7fe000) | 0x1000; /* halfway between two halves (or subnormal ones) */
+		break;
+	default:
+		break;
+	}
+	float f;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+/* The activation quantizers give the same bytes under every instruction set (the F16 and
+ * Q8_K ones have AVX-512 forms), for any input: lengths around the vector width, special
+ * values, ties of the maximum (the first one's sign decides Q8_K's scale). */
+static void activations_same_on_every_isa(void **state)
+{
+	(void)state;
+	if (!sf_kern_isa_supported(SF_KISA_AVX512)) {
+		printf("[  SKIP    ] this CPU lacks avx512: its quantizers are not checked here\n");
+		skip();
+	}
+	enum sf_kisa saved = sf_kern_isa();
+	enum { N = 1024 };
+	float x[N];
+	uint8_t a[N * 4], b[N * 4];
+	for (int row = 0; row < 400; row++) {
+		const int kind = row % 5;
+		for (int i = 0; i < N; i++)
+			x[i] = kind == 0 ? any_float() : kind == 1 ? gauss() * 1e-40f
+			       : kind == 2 ? (float)(int)(gauss() * 4) /* ties of the max */
+					   : gauss() * (row % 7 == 0 ? 7e4f : 1.0f);
+		if (kind == 3)
+			x[row % N] = -x[(row * 7) % N]; /* the same |max| twice, signs differing */
+		const uint32_t types[] = {SF_GGUF_T_F16, SF_GGUF_T_Q8_K};
+		for (int t = 0; t < 2; t++) {
+			const int64_t n = types[t] == SF_GGUF_T_F16 ? 1 + row % N : 256 * (1 + row % 4);
+			const size_t bytes = sf_kern_act_row_bytes(types[t] == SF_GGUF_T_F16 ? SF_GGUF_T_F16
+											 : SF_GGUF_T_Q4_K, n);
+			memset(a, 0xAB, sizeof(a));
+			memset(b, 0xAB, sizeof(b));
+			assert_int_equal(sf_kern_force_isa(SF_KISA_SCALAR), 0);
+			sf_kern_quantize_act(types[t], x, a, n);
+			assert_int_equal(sf_kern_force_isa(SF_KISA_AVX512), 0);
+			sf_kern_quantize_act(types[t], x, b, n);
+			if (memcmp(a, b, sizeof(a))) {
+				size_t i = 0;
+				while (a[i] == b[i])
+					i++;
+				fail_msg("%s row %d n=%lld: byte %zu of %zu differs (%02x, scalar %02x)",
+					 types[t] == SF_GGUF_T_F16 ? "f16" : "q8_K", row, (long long)n, i,
+					 bytes, b[i], a[i]);
+			}
+		}
+	}
+	sf_kern_force_isa(saved);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -268,6 +352,7 @@ int main(void)
 		cmocka_unit_test(conversions),
 		cmocka_unit_test(round_trip),
 		cmocka_unit_test(activations),
+		cmocka_unit_test(activations_same_on_every_isa),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,156 @@
+/* AVX-512 (VNNI) products of packed Q8_0 (sf_kern_pack: sixteen rows interleaved per block)
+ * with Q8_0 activations, in the canonical order of kern_order.md: each block's exact int32 sum
+ * (one lane per weight row: vpdpbusd of four elements of sixteen rows against the same four
+ * activations, broadcast), turned to float once and added into lane (block % 16) by one fma,
+ * then R16. The weights go in as unsigned codes u = w ^ 0x80 = w + 128, so a block's sum is
+ * sum(u * a) - 128 * sum(a); the activations' -128 * sum(a) per block is prepared once per tile
+ * of up to TILE activation rows and block of slabs. */
+#include "kern/kern_internal.h"
+#include "kern/kern_simd.h"
+
+#include <immintrin.h>
+#include <stdlib.h>
+
+#define TILE 8
+#define WBLOCK_BYTES (256 << 10)
+#define PREFETCH 4096
+/* Prepared blocks per activation row on the stack (a tile's: 32 KiB): rows up to 32768. */
+#define PREP_STACK 1024
+#define AI static inline __attribute__((always_inline))
+
+AI __m512i bcast32(const int8_t *p)
+{
+	int32_t v;
+	memcpy(&v, p, sizeof(v));
+	return _mm512_set1_epi32(v);
+}
+
+/* -128 * sum(a) of each of nblk blocks of an activation row. */
+static void prep_row(const uint8_t *xr, int64_t nblk, int32_t *out)
+{
+	const __m256i k80 = _mm256_set1_epi8((char)0x80);
+	for (int64_t b = 0; b < nblk; b++) {
+		const struct sf__q8_0 *a = (const struct sf__q8_0 *)xr + b;
+		/* sum(a) = sum(a + 128) - 32 * 128, the unsigned sum by sad */
+		const __m256i s = _mm256_sad_epu8(_mm256_xor_si256(
+			_mm256_loadu_si256((const __m256i *)a->qs), k80), _mm256_setzero_si256());
+		const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+		const int64_t u = _mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1);
+		out[b] = -128 * (int32_t)(u - 32 * 128);
+	}
+}
+
+/* One packed block of a slab against nt (a constant) activation rows: a[j] their blocks,
+ * nos[j] their -128 * sum(a). */
+AI void blk_q8(const struct sf__q8_0x *x, const struct sf__q8_0 *const *a, const int32_t *nos,
+	       __m512 acc[][16], int lane, const int nt)
+{
+	const __m512i k80 = _mm512_set1_epi8((char)0x80);
+	__m512i s[TILE];
+#pragma GCC unroll 8
+	for (int j = 0; j < nt; j++)
+		s[j] = _mm512_set1_epi32(nos[j]);
+#pragma GCC unroll 8
+	for (int t = 0; t < 8; t++) {
+		const __m512i w = _mm512_xor_si512(_mm512_loadu_si512(x->qs[t]), k80);
+#pragma GCC unroll 8
+		for (int j = 0; j < nt; j++)
+			s[j] = _mm512_dpbusd_epi32(s[j], w, bcast32(a[j]->qs + 4 * t));
+	}
+	const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)x->d));
+#pragma GCC unroll 8
+	for (int j = 0; j < nt; j++) {
+		const __m512 c = _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(a[j]->d)));
+		acc[j][lane] = _mm512_fmadd_ps(c, _mm512_cvtepi32_ps(s[j]), acc[j][lane]);
+	}
+}
+
+/* R16 of each lane over acc[0..15]: (i + 8), then R8's (i + 4), + 2, + 1. */
+AI __m512 r16_lanes(const __m512 *acc)
+{
+	__m512 t[8];
+#pragma GCC unroll 8
+	for (int i = 0; i < 8; i++)
+		t[i] = _mm512_add_ps(acc[i], acc[i + 8]);
+	const __m512 u0 = _mm512_add_ps(t[0], t[4]), u1 = _mm512_add_ps(t[1], t[5]);
+	const __m512 u2 = _mm512_add_ps(t[2], t[6]), u3 = _mm512_add_ps(t[3], t[7]);
+	return _mm512_add_ps(_mm512_add_ps(u0, u2), _mm512_add_ps(u1, u3));
+}
+
+/* One slab (nblk blocks at w) against nt (a constant) activation rows at xr, nos their
+ * prepared sums (nblk apart); row lanes [l0, l1) stored at y. */
+AI void slab_tile(const uint8_t *w, int64_t nblk, const uint8_t *xr, size_t x_stride,
+		  const int32_t *nos, float *y, size_t ldy, int l0, int l1, const int nt)
+{
+	__m512 acc[TILE][16];
+#pragma GCC unroll 8
+	for (int j = 0; j < nt; j++)
+#pragma GCC unroll 16
+		for (int l = 0; l < 16; l++)
+			acc[j][l] = _mm512_setzero_ps();
+	for (int64_t b = 0; b < nblk; b++) {
+		const struct sf__q8_0 *a[TILE];
+		int32_t ns[TILE];
+#pragma GCC unroll 8
+		for (int j = 0; j < nt; j++) {
+			a[j] = (const struct sf__q8_0 *)(xr + (size_t)j * x_stride) + b;
+			ns[j] = nos[(size_t)j * (size_t)nblk + (size_t)b];
+		}
+		/* the weight stream PREFETCH bytes ahead (as dot_kx_avx512.c) */
+		for (size_t o = 0; o < sizeof(struct sf__q8_0x); o += 64)
+			_mm_prefetch((const char *)w + (size_t)b * sizeof(struct sf__q8_0x) + PREFETCH + o,
+				     _MM_HINT_T0);
+		blk_q8((const struct sf__q8_0x *)w + b, a, ns, acc, (int)(b & 15), nt);
+	}
+	const __mmask16 keep = (__mmask16)(((1u << l1) - 1) & ~((1u << l0) - 1));
+#pragma GCC unroll 8
+	for (int j = 0; j < nt; j++)
+		_mm512_mask_storeu_ps(y + (size_t)j * ldy, keep, r16_lanes(acc[j]));
+}
+
+void sf__mx_q8_0_avx512(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, const uint8_t *X,
+			size_t x_stride, int64_t nb, float *Y, size_t ldy)
+{
+	const int64_t nblk = k / SF__QK;
+	const size_t slab = (size_t)nblk * sizeof(struct sf__q8_0x);
+	int32_t stack[TILE * PREP_STACK];
+	int32_t *nos = stack, *heap = NULL;
+	if (nblk > PREP_STACK) {
+		heap = malloc((size_t)TILE * (size_t)nblk * sizeof(int32_t));
+		if (!heap) { /* the reference: the same bits, slower */
+			sf__kern_scalar.mx[SF_KT_Q8_0_X16 - SF_GGUF_T_COUNT](k, W, r0, r1, X, x_stride,
+									     nb, Y, ldy);
+			return;
+		}
+		nos = heap;
+	}
+	const int64_t s0 = r0 / 16, s1 = (r1 + 15) / 16;
+	int64_t sblk = nb <= TILE ? s1 - s0 : (int64_t)(WBLOCK_BYTES / slab);
+	sblk = sblk < 1 ? 1 : sblk;
+	for (int64_t b0 = s0; b0 < s1; b0 += sblk) {
+		const int64_t be = s1 - b0 < sblk ? s1 : b0 + sblk;
+		for (int64_t t0 = 0; t0 < nb; t0 += TILE) {
+			const uint8_t *xr = X + (size_t)t0 * x_stride;
+			const int nt = (int)(nb - t0 < TILE ? nb - t0 : TILE);
+			for (int j = 0; j < nt; j++)
+				prep_row(xr + (size_t)j * x_stride, nblk, nos + (size_t)j * (size_t)nblk);
+			for (int64_t sl = b0; sl < be; sl++) {
+				const uint8_t *w = W + (size_t)sl * slab;
+				const int l0 = r0 > 16 * sl ? (int)(r0 - 16 * sl) : 0;
+				const int l1 = r1 < 16 * sl + 16 ? (int)(r1 - 16 * sl) : 16;
+				float *y = Y + (size_t)t0 * ldy + (size_t)(16 * sl);
+				switch (nt) {
+				case 1: slab_tile(w, nblk, xr, x_stride, nos, y, ldy, l0, l1, 1); break;
+				case 2: slab_tile(w, nblk, xr, x_stride, nos, y, ldy, l0, l1, 2); break;
+				case 3: slab_tile(w, nblk, xr, x_stride, nos, y, ldy, l0, l1, 3); break;
+				case 4: slab_tile(w, nblk, xr, x_stride, nos, y, ldy, l0, l1, 4); break;
+				case 5: slab_tile(w, nblk, xr, x_stride, nos, y, ldy, l0, l1, 5); break;
+				case 6: slab_tile(w, nblk, xr, x_stride, nos, y, ldy, l0, l1, 6); break;
+				case 7: slab_tile(w, nblk, xr, x_stride, nos, y, ldy, l0, l1, 7); break;
+				default: slab_tile(w, nblk, xr, x_stride, nos, y, ldy, l0, l1, 8); break;
+				}
+			}
+		}
+	}
+	free(heap);
+}

@@ -1,0 +1,158 @@
+/* Weights repacked at load for the SIMD kernels (kern.h sf_kern_pack): sixteen rows of Q4_K,
+ * Q6_K or Q8_0 interleaved per (super-)block, the bytes re-arranged and nothing else, so that
+ * one vector holds the same four elements of sixteen rows (kern_order.md, "Packed weights"). */
+#include "kern/kern_internal.h"
+
+uint32_t sf_kern_packed_type(uint32_t wtype)
+{
+	switch (wtype) {
+	case SF_GGUF_T_Q4_K:
+		return SF_KT_Q4_K_X16;
+	case SF_GGUF_T_Q6_K:
+		return SF_KT_Q6_K_X16;
+	case SF_GGUF_T_Q8_0:
+		return SF_KT_Q8_0_X16;
+	default:
+		return 0;
+	}
+}
+
+size_t sf_kern_packed_bytes(uint32_t wtype, int64_t k, int64_t rows)
+{
+	const uint32_t pt = sf_kern_packed_type(wtype);
+	const size_t rb = pt ? sf_kt_row_bytes(pt, k) : 0;
+	if (!rb || rows < 0)
+		return 0;
+	return (size_t)((rows + SF_KT_X16_ROWS - 1) / SF_KT_X16_ROWS) * SF_KT_X16_ROWS * rb;
+}
+
+static void put_q4k(struct sf__q4_kx *x, int r, const struct sf__q4_k *b)
+{
+	x->d[r] = b->d;
+	x->dmin[r] = b->dmin;
+	for (int i = 0; i < 12; i++)
+		x->scales[i][r] = b->scales[i];
+	for (int c = 0; c < 4; c++)
+		for (int t = 0; t < 8; t++)
+			memcpy(x->qs[c][t][r], b->qs + 32 * c + 4 * t, 4);
+}
+
+void sf__q4kx_get(const struct sf__q4_kx *x, int r, struct sf__q4_k *b)
+{
+	b->d = x->d[r];
+	b->dmin = x->dmin[r];
+	for (int i = 0; i < 12; i++)
+		b->scales[i] = x->scales[i][r];
+	for (int c = 0; c < 4; c++)
+		for (int t = 0; t < 8; t++)
+			memcpy(b->qs + 32 * c + 4 * t, x->qs[c][t][r], 4);
+}
+
+static uint32_t word(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* Straight from the file's layout, four elements at a time: element e of half h = e / 128
+ * (l = e % 128) has its low four bits in ql[64h + l % 64] (low nibble for l < 64, high
+ * nibble after) and its high two in qh[32h + l % 32] (bits 2 * (l / 32)). */
+static void put_q6k(struct sf__q6_kx *x, int r, const struct sf__q6_k *b)
+{
+	for (int c = 0; c < 4; c++) {
+		const uint8_t *ql = b->ql + 64 * (c / 2), *qh = b->qh + 32 * (c / 2);
+		const int s0 = 4 * (c & 1);
+		for (int t = 0; t < 8; t++) {
+			const uint32_t lo = word(ql + 4 * t), hi = word(ql + 32 + 4 * t);
+			const uint32_t v = c & 1 ? ((lo >> 4) & 0x0F0F0F0F) | (hi & 0xF0F0F0F0)
+						 : (lo & 0x0F0F0F0F) | ((hi & 0x0F0F0F0F) << 4);
+			memcpy(x->ql[c][t][r], &v, 4);
+		}
+		for (int p = 0; p < 4; p++) {
+			const uint32_t a = word(qh + 8 * p), e = word(qh + 8 * p + 4);
+			const uint32_t v = ((a >> s0) & 0x0F0F0F0F) | ((e >> s0) & 0x0F0F0F0F) << 4;
+			memcpy(x->qh[c][p][r], &v, 4);
+		}
+	}
+	for (int j = 0; j < 16; j++)
+		x->scales[j][r] = b->scales[j];
+	x->d[r] = b->d;
+}
+
+void sf__q6kx_get(const struct sf__q6_kx *x, int r, struct sf__q6_k *b)
+{
+	uint8_t q[SF__QKK];
+	for (int c = 0; c < 4; c++) {
+		uint8_t *lo = q + 64 * c, *hi = lo + 32;
+		for (int t = 0; t < 8; t++)
+			for (int i = 0; i < 4; i++) {
+				const uint8_t v = x->ql[c][t][r][i], h = x->qh[c][t / 2][r][i];
+				const int sh = 4 * (t & 1);
+				lo[4 * t + i] = (uint8_t)((v & 0xF) | ((h >> sh) & 3) << 4);
+				hi[4 * t + i] = (uint8_t)((v >> 4) | ((h >> (sh + 2)) & 3) << 4);
+			}
+	}
+	/* The file's layout (sf__q6k_quants read backwards). */
+	for (int h = 0; h < 2; h++) {
+		const uint8_t *o = q + 128 * h;
+		for (int l = 0; l < 32; l++) {
+			b->ql[64 * h + l] = (uint8_t)((o[l] & 0xF) | (o[l + 64] & 0xF) << 4);
+			b->ql[64 * h + l + 32] = (uint8_t)((o[l + 32] & 0xF) | (o[l + 96] & 0xF) << 4);
+			b->qh[32 * h + l] = (uint8_t)((o[l] >> 4) | (o[l + 32] >> 4) << 2 |
+						      (o[l + 64] >> 4) << 4 | (o[l + 96] >> 4) << 6);
+		}
+	}
+	for (int j = 0; j < 16; j++)
+		b->scales[j] = x->scales[j][r];
+	b->d = x->d[r];
+}
+
+static void put_q80(struct sf__q8_0x *x, int r, const struct sf__q8_0 *b)
+{
+	x->d[r] = b->d;
+	for (int t = 0; t < 8; t++)
+		memcpy(x->qs[t][r], b->qs + 4 * t, 4);
+}
+
+void sf__q80x_get(const struct sf__q8_0x *x, int r, struct sf__q8_0 *b)
+{
+	b->d = x->d[r];
+	for (int t = 0; t < 8; t++)
+		memcpy(b->qs + 4 * t, x->qs[t][r], 4);
+}
+
+int sf_kern_pack(uint32_t wtype, int64_t k, const void *W, size_t w_stride, int64_t rows,
+		 void *dst)
+{
+	const size_t bytes = sf_kern_packed_bytes(wtype, k, rows);
+	if (!bytes)
+		return -1;
+	const struct sf_kt *kt = sf_kt(wtype);
+	const int64_t nsb = k / kt->block, slabs = (rows + SF_KT_X16_ROWS - 1) / SF_KT_X16_ROWS;
+	const size_t xb = SF_KT_X16_ROWS * (size_t)kt->bytes; /* a packed block of 16 rows */
+	const uint8_t *src = W;
+	uint8_t *out = dst;
+	for (int64_t sl = 0; sl < slabs; sl++) {
+		for (int64_t s = 0; s < nsb; s++) {
+			const int64_t r0 = sl * SF_KT_X16_ROWS;
+			uint8_t *x = out + (size_t)(sl * nsb + s) * xb;
+			memset(x, 0, xb);
+			for (int r = 0; r < SF_KT_X16_ROWS && r0 + r < rows; r++) {
+				const uint8_t *b = src + (size_t)(r0 + r) * w_stride + (size_t)s * kt->bytes;
+				switch (wtype) {
+				case SF_GGUF_T_Q4_K:
+					put_q4k((struct sf__q4_kx *)x, r, (const struct sf__q4_k *)b);
+					break;
+				case SF_GGUF_T_Q6_K:
+					put_q6k((struct sf__q6_kx *)x, r, (const struct sf__q6_k *)b);
+					break;
+				default:
+					put_q80((struct sf__q8_0x *)x, r, (const struct sf__q8_0 *)b);
+					break;
+				}
+			}
+		}
+	}
+	return 0;
+}
