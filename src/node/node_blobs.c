@@ -113,6 +113,16 @@ static void apply(struct sf_node *n, struct sf_node_blob_job *j)
 	}
 }
 
+/* A job that ran, inline or on the driver's thread: its chunk no longer waits, its result is
+ * applied, and it is freed. */
+static void retire(struct sf_node *n, struct sf_node_blob_job *j)
+{
+	if (j->kind == BJ_CHUNK)
+		n->blob_q_bytes -= j->len;
+	apply(n, j);
+	job_free(j);
+}
+
 /* Hands out (or runs) the jobs waiting, in order, while none is out. */
 static void kick(struct sf_node *n)
 {
@@ -128,10 +138,7 @@ static void kick(struct sf_node *n)
 			return;
 		}
 		sf_node_blob_run(j);
-		if (j->kind == BJ_CHUNK)
-			n->blob_q_bytes -= j->len;
-		apply(n, j);
-		job_free(j);
+		retire(n, j);
 	}
 }
 
@@ -140,10 +147,7 @@ void sf_node_blob_done(struct sf_node *n, struct sf_node_blob_job *j, uint64_t n
 	n->now = now_ms;
 	if (j == n->blob_out)
 		n->blob_out = NULL;
-	if (j->kind == BJ_CHUNK)
-		n->blob_q_bytes -= j->len;
-	apply(n, j);
-	job_free(j);
+	retire(n, j);
 	kick(n);
 }
 
