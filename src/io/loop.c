@@ -26,9 +26,51 @@ static uint64_t clock_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+static uint64_t loop_clock(struct sf_loop *loop)
+{
+	return loop->be && loop->be->clock_ms ? loop->be->clock_ms(loop) : clock_ms();
+}
+
 void sf__loop_woke(struct sf_loop *loop)
 {
-	loop->now = clock_ms();
+	loop->now = loop_clock(loop);
+}
+
+uint64_t sf_loop_wall_ms(const struct sf_loop *loop)
+{
+	if (loop->be->wall_ms)
+		return loop->be->wall_ms((struct sf_loop *)loop);
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void sf_loop_close_fd(struct sf_loop *loop, int fd)
+{
+	if (fd < 0)
+		return;
+	if (loop->be && loop->be->close_fd)
+		loop->be->close_fd(loop, fd);
+	else
+		close(fd);
+}
+
+int sf_loop_peer_name(struct sf_loop *loop, int fd, struct sockaddr_storage *ss, socklen_t *len)
+{
+	if (loop->be->peer_name)
+		return loop->be->peer_name(loop, fd, ss, len);
+	*len = sizeof(*ss);
+	return getpeername(fd, (struct sockaddr *)ss, len);
+}
+
+bool sf_loop_busy(const struct sf_loop *loop)
+{
+	return loop->turn_list || loop->dirty || loop->file_ready || loop->dead_list;
+}
+
+uint64_t sf_loop_next_timer(const struct sf_loop *loop)
+{
+	return sf_timers_next(&loop->timers);
 }
 
 const char *sf_io_kind_name(enum sf_io_kind k)
@@ -36,6 +78,7 @@ const char *sf_io_kind_name(enum sf_io_kind k)
 	switch (k) {
 	case SF_IO_URING: return "io_uring";
 	case SF_IO_EPOLL: return "epoll";
+	case SF_IO_SIM: return "sim";
 	default: return "auto";
 	}
 }
@@ -72,6 +115,19 @@ int sf_loop_new(struct sf_loop **out, const struct sf_loop_config *cfg, struct s
 
 	int rc = -1;
 	struct sf_err why = { 0 };
+	if (cfg->io == SF_IO_SIM) {
+		loop->be = &sf_backend_sim;
+		loop->kind = SF_IO_SIM;
+		rc = loop->be->init(loop, err);
+		if (rc) {
+			loop->be = NULL;
+			sf_loop_free(loop);
+			return rc;
+		}
+		loop->now = loop_clock(loop);
+		*out = loop;
+		return 0;
+	}
 	if (cfg->io != SF_IO_EPOLL) {
 		loop->be = &sf_backend_uring;
 		loop->kind = SF_IO_URING;
@@ -145,7 +201,7 @@ static void reap(struct sf_loop *loop)
 		if (c->detach_fn) {
 			int fd = c->close_err ? -1 : c->fd;
 			if (fd < 0 && c->fd >= 0)
-				close(c->fd);
+				sf_loop_close_fd(loop, c->fd);
 			c->fd = -1;
 			c->detach_fn(loop, fd, sf_buf_head(&c->stash), sf_buf_used(&c->stash),
 				     c->detach_arg);
@@ -153,7 +209,7 @@ static void reap(struct sf_loop *loop)
 			continue;
 		}
 		if (c->fd >= 0)
-			close(c->fd);
+			sf_loop_close_fd(loop, c->fd);
 		c->fd = -1;
 		if (c->ops && c->ops->on_closed)
 			c->ops->on_closed(c, c->close_err);
@@ -250,7 +306,7 @@ void sf_loop_free(struct sf_loop *loop)
 				loop->be->wait(loop, 10);
 		}
 		for (uint32_t i = 0; i < loop->n_listeners; i++)
-			close(loop->listeners[i].fd);
+			sf_loop_close_fd(loop, loop->listeners[i].fd);
 		loop->be->fini(loop);
 	}
 	if (loop->wake_fd >= 0)
@@ -293,7 +349,8 @@ int sf_loop_listen(struct sf_loop *loop, int fd, sf_accept_fn fn, void *arg)
 {
 	if (loop->n_listeners == SF_LOOP_MAX_LISTENERS)
 		return SF_E_LIMIT;
-	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	if (!loop->be->socket)
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	struct sf_listener *l = &loop->listeners[loop->n_listeners++];
 	*l = (struct sf_listener){ .fd = fd, .fn = fn, .arg = arg };
 	return loop->be->listen(loop, l);
@@ -322,7 +379,8 @@ static struct sf_conn *conn_alloc(struct sf_loop *loop, int fd, const struct sf_
 	struct sf_conn *c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
-	set_nodelay(fd);
+	if (!loop->be->socket)
+		set_nodelay(fd);
 	c->loop = loop;
 	c->fd = fd;
 	c->slot = loop->free_slots[--loop->n_free];
@@ -348,7 +406,8 @@ struct sf_conn *sf__loop_conn_at(struct sf_loop *loop, uint32_t slot, uint32_t g
 
 struct sf_conn *sf_conn_new(struct sf_loop *loop, int fd, const struct sf_conn_ops *ops, void *user)
 {
-	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	if (!loop->be->socket)
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	struct sf_conn *c = conn_alloc(loop, fd, ops, user);
 	if (!c)
 		return NULL;
@@ -376,14 +435,15 @@ struct sf_conn *sf_conn_dial(struct sf_loop *loop, const struct sockaddr *addr, 
 			     int timeout_ms, const struct sf_conn_ops *ops, void *user,
 			     struct sf_err *err)
 {
-	int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int fd = loop->be->socket ? loop->be->socket(loop, addr->sa_family)
+				  : socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
-		sf_err_set(err, SF_E_IO, "socket: %s", strerror(errno));
+		sf_err_set(err, SF_E_IO, "socket: %s", strerror(loop->be->socket ? -fd : errno));
 		return NULL;
 	}
 	struct sf_conn *c = conn_alloc(loop, fd, ops, user);
 	if (!c) {
-		close(fd);
+		sf_loop_close_fd(loop, fd);
 		sf_err_set(err, SF_E_LIMIT, "connection table full (%u)", loop->cfg.max_conns);
 		return NULL;
 	}
@@ -393,7 +453,7 @@ struct sf_conn *sf_conn_dial(struct sf_loop *loop, const struct sockaddr *addr, 
 	if (rc) {
 		sf_err_set(err, SF_E_IO, "connect: %s", strerror(-rc));
 		conn_free(c);
-		close(fd);
+		sf_loop_close_fd(loop, fd);
 		return NULL;
 	}
 	if (!loop->be->dial_times_out)
@@ -702,7 +762,7 @@ static void flush(struct sf_loop *loop)
 
 int sf_loop_turn(struct sf_loop *loop, int max_wait_ms)
 {
-	loop->now = clock_ms();
+	loop->now = loop_clock(loop);
 	sf_timers_run(&loop->timers, loop->now);
 	/* Completions told here (epoll's file writes) end the turn without waiting, as io_uring's
 	 * do, so what runs after the turn sees them at once. */
@@ -718,7 +778,7 @@ int sf_loop_turn(struct sf_loop *loop, int max_wait_ms)
 		wait = next <= loop->now ? 0 : (next - loop->now < (uint64_t)wait ? (int)(next - loop->now) : wait);
 	loop->stats.turns++;
 	int rc = loop->be->wait(loop, wait);
-	loop->now = clock_ms();
+	loop->now = loop_clock(loop);
 	end_of_turn(loop);
 	reap(loop);
 	return rc;

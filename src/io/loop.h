@@ -23,7 +23,10 @@ enum sf_io_kind {
 	SF_IO_AUTO = 0,  /* io_uring when the kernel allows it, else epoll (said in one line) */
 	SF_IO_URING = 1,
 	SF_IO_EPOLL = 2,
+	SF_IO_SIM = 3,   /* a simulated world's (io/simnet.h): the simulator and tests only */
 };
+
+struct sf_simnet;
 
 struct sf_loop_config {
 	enum sf_io_kind io;
@@ -34,6 +37,7 @@ struct sf_loop_config {
 	bool send_zc;           /* io_uring: file ranges go out with SEND_ZC (measure: perf/) */
 	bool no_fixed;          /* io_uring: no registered buffers (file ranges copy, as on epoll) */
 	bool quiet;             /* do not print the fallback line */
+	struct sf_simnet *sim;  /* SF_IO_SIM: the world whose clock, sockets and disk it uses */
 };
 
 struct sf_loop;
@@ -73,6 +77,13 @@ const char *sf_io_kind_name(enum sf_io_kind k);
 
 /* The loop's clock: monotonic milliseconds, read once per turn. */
 uint64_t sf_loop_now(const struct sf_loop *loop);
+/* The wall clock in milliseconds since 1970 (a simulated world's own on SF_IO_SIM). */
+uint64_t sf_loop_wall_ms(const struct sf_loop *loop);
+/* Whether the loop has work for its next turn at once (bytes to offer or send, completions to
+ * tell): a driver of simulated time advances the clock only when none does. */
+bool sf_loop_busy(const struct sf_loop *loop);
+/* The deadline of the loop's next timer (UINT64_MAX: none). */
+uint64_t sf_loop_next_timer(const struct sf_loop *loop);
 
 /* Runs one turn: timers due, sends written, then waits up to max_wait_ms (or the next timer)
  * for completions and handles them all. Returns 0 or a negative sf_code. */
@@ -84,6 +95,11 @@ void sf_loop_stop(struct sf_loop *loop);
 void sf_loop_wake(struct sf_loop *loop);
 /* Called on the loop's thread after each wake (may be NULL). */
 void sf_loop_on_wake(struct sf_loop *loop, void (*fn)(struct sf_loop *loop, void *arg), void *arg);
+
+/* Closes a socket the loop handed out (an accept's) that no connection took. */
+void sf_loop_close_fd(struct sf_loop *loop, int fd);
+/* The address of fd's peer, as getpeername(2); 0 or -1. */
+int sf_loop_peer_name(struct sf_loop *loop, int fd, struct sockaddr_storage *ss, socklen_t *len);
 
 /* Listens on the bound, listening socket fd; the loop owns it. Returns 0 or negative. */
 int sf_loop_listen(struct sf_loop *loop, int fd, sf_accept_fn fn, void *arg);

@@ -95,6 +95,14 @@ struct sf_backend_ops {
 	int (*wait)(struct sf_loop *loop, int timeout_ms); /* submit, wait, dispatch */
 	/* Write (and sync) op; completes with sf__loop_file_finish or sf__loop_file_ready. */
 	void (*file_write)(struct sf_loop *loop, struct sf_file_op *op);
+	/* A simulated world's (NULL on the kernel's backends: the kernel's clocks and calls):
+	 * its clocks, new sockets (fd or -errno), closing one, a socket's peer. Its sockets are
+	 * its own numbers, never the kernel's: nothing calls fcntl or setsockopt on them. */
+	uint64_t (*clock_ms)(struct sf_loop *loop);
+	uint64_t (*wall_ms)(struct sf_loop *loop);
+	int (*socket)(struct sf_loop *loop, int family);
+	void (*close_fd)(struct sf_loop *loop, int fd);
+	int (*peer_name)(struct sf_loop *loop, int fd, struct sockaddr_storage *ss, socklen_t *len);
 };
 
 /* A backend's wait returned: the loop's clock is read again before anything is dispatched, so
@@ -104,6 +112,7 @@ void sf__loop_woke(struct sf_loop *loop);
 
 extern const struct sf_backend_ops sf_backend_uring;
 extern const struct sf_backend_ops sf_backend_epoll;
+extern const struct sf_backend_ops sf_backend_sim;
 
 struct sf_loop {
 	struct sf_loop_config cfg;
