@@ -61,14 +61,14 @@ static void on_accept(struct sf_loop *loop, int fd, void *arg)
 	struct headd *d = arg;
 	struct headd_client *c = d->stopping ? NULL : calloc(1, sizeof(*c));
 	if (!c) {
-		close(fd);
+		sf_loop_close_fd(loop, fd);
 		return;
 	}
 	c->d = d;
 	c->conn = sf_conn_new(loop, fd, &client_ops, c);
 	if (!c->conn) {
 		sfd_warn("turned away an admin connection: the connection table is full");
-		close(fd);
+		sf_loop_close_fd(loop, fd);
 		free(c);
 		return;
 	}

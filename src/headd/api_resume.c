@@ -187,7 +187,14 @@ void headd_resume(struct headd_http *h, enum sf_api_kind kind, const char *id,
 		headd_api_send_error(h, &e);
 		return;
 	}
-	if (live_follower(d, s->rec.session_id, g->rec.generation_id)) {
+	struct headd_req *live = live_follower(d, s->rec.session_id, g->rec.generation_id);
+	if (live && !live->h) {
+		/* Its client went, so the head is cancelling it (the node has not said it
+		 * stopped yet): nothing more of it will come. */
+		not_found(h, id, "can be followed: it was cancelled when its client went away");
+		return;
+	}
+	if (live) {
 		sf_api_fail(&e, 409, "invalid_request_error", "session_busy", NULL,
 			    "generation %.64s is being sent to another connection now; close that "
 			    "one first", id);

@@ -112,13 +112,13 @@ static void accepted(struct sf_loop *loop, int fd, void *arg)
 	struct headd_join *j = calloc(1, sizeof(*j));
 	if (!j || d->stopping) {
 		free(j);
-		close(fd);
+		sf_loop_close_fd(loop, fd);
 		return;
 	}
 	j->d = d;
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
-	if (getpeername(fd, (struct sockaddr *)&ss, &len) == 0)
+	if (sf_loop_peer_name(loop, fd, &ss, &len) == 0)
 		sfd_addr_name((struct sockaddr *)&ss, len, j->from, sizeof(j->from));
 	struct sf_link_config cfg;
 	headd_link_config(d, &cfg);
@@ -126,7 +126,7 @@ static void accepted(struct sf_loop *loop, int fd, void *arg)
 	if (!sf_link_conn_accept(loop, fd, &cfg, &join_ops, j, &err)) {
 		sfd_warn("a node that dialed in from %s: %s", j->from, err.msg);
 		free(j);
-		close(fd);
+		sf_loop_close_fd(loop, fd);
 	}
 }
 

@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "daemon/addr.h"
 #include "daemon/log.h"
 
@@ -303,7 +305,8 @@ static void dial(struct headd_node *n)
 
 void headd_nodes_start(struct headd *d)
 {
-	d->rng = ((uint64_t)time(NULL) * 0x9e3779b97f4a7c15ULL) ^ ((uint64_t)getpid() << 1) ^ 1;
+	randombytes_buf(&d->rng, sizeof(d->rng));
+	d->rng |= 1;
 	for (uint32_t i = 0; i < d->fleet.n_nodes; i++)
 		if (!d->fleet.nodes[i].joined)
 			dial(&d->fleet.nodes[i]);

@@ -93,6 +93,7 @@ struct headd_wal {
 	struct headd_wal_keep *keep; /* ended generations kept for a client to fetch */
 	uint64_t restored_sessions, restored_gens, resumed_streams, delivered_events;
 	uint64_t replay_ms;
+	bool abandon;              /* the process died: nothing more is written (the simulator) */
 };
 
 struct headd_proc;
@@ -225,6 +226,10 @@ void headd_wal_keep_free(struct headd *d);
  * goodbye, and freeing what it held once its loop is gone. */
 int headd_shard_start(struct headd *d, struct sf_loop *loop); /* 0, or an exit status */
 void headd_shard_run(struct headd *d);     /* until the process stops or d->fatal */
+/* One turn of the loop and the head's work after it (what headd_shard_run repeats); *due in:
+ * work was due at once (the turn waits for nothing), out: more is. 0, or -1 when the shard
+ * must stop (d->fatal, or the loop failed: logged). */
+int headd_shard_turn(struct headd *d, bool *due);
 void headd_shard_goodbye(struct headd *d);
 void headd_shard_fini(struct headd *d);
 /* New ids of this shard's own: session id % n_shards == shard, and the same for the serial
@@ -253,6 +258,13 @@ struct headd_msg {
 	size_t n_rx;
 	struct headd_gather *g; /* GATHER, GATHERED */
 };
+/* A head of one shard on a loop the caller makes and turns (the simulator): no threads, no
+ * signals, its listening socket http_fd (the loop's, not the kernel's, on a simulated loop).
+ * The caller runs headd_shard_start, headd_shard_turn, then frees the loop, headd_shard_fini
+ * and headd_solo_free. NULL without memory. */
+struct headd *headd_solo_new(const struct headd_opts *o, int http_fd, const uint8_t *token,
+			     size_t token_len);
+void headd_solo_free(struct headd *d);
 /* Sends m (malloc'd; the receiver frees it) to shard k; 0, or -1 (its inbox is full, or the
  * process is stopping: m is not taken). */
 int headd_proc_send(struct headd *d, unsigned k, struct headd_msg *m);

@@ -38,6 +38,7 @@ struct headd_proc {
 	/* Of each node (its place in every shard's nodes[]), the shards whose link to it is
 	 * open: a node's coming up and going down is said once for the head, not per shard. */
 	atomic_uint links_up[HEADD_NODE_SLOTS];
+	bool solo; /* headd_solo_new: one shard its caller turns; no threads, no signals */
 };
 
 unsigned headd_proc_node_links(struct headd *d, uint32_t i, int delta)
@@ -99,12 +100,13 @@ void headd_proc_fail(struct headd *d, int rc)
 {
 	atomic_store(&d->proc->rc, rc);
 	atomic_store(&d->proc->stop, true);
-	kill(getpid(), SIGTERM); /* the main thread waits for signals: wake it */
+	if (!d->proc->solo)
+		kill(getpid(), SIGTERM); /* the main thread waits for signals: wake it */
 }
 
 int headd_proc_send(struct headd *d, unsigned k, struct headd_msg *m)
 {
-	if (headd_proc_stopping(d) || sf_shards_send(d->proc->shards, k, m))
+	if (headd_proc_stopping(d) || !d->proc->shards || sf_shards_send(d->proc->shards, k, m))
 		return -1;
 	return 0;
 }
@@ -299,4 +301,41 @@ int headd_proc_main(const struct headd_opts *o, const uint8_t *token, size_t tok
 		rc = 2;
 	free(p);
 	return rc;
+}
+
+struct headd *headd_solo_new(const struct headd_opts *o, int http_fd, const uint8_t *token,
+			     size_t token_len)
+{
+	struct headd_proc *p = calloc(1, sizeof(*p));
+	struct headd *d = calloc(1, sizeof(*d));
+	if (!p || !d || token_len > sizeof(d->token)) {
+		free(p);
+		free(d);
+		return NULL;
+	}
+	p->solo = true;
+	p->n = 1;
+	p->given = o;
+	p->has_pipeline = o->pipeline != NULL;
+	p->opts[0] = *o;
+	p->shard[0] = d;
+	sfd_shard_watch_init(&p->watch, 1);
+	d->opts = &p->opts[0];
+	d->proc = p;
+	d->n_shards = 1;
+	d->api.http_fd = http_fd;
+	snprintf(d->identity, sizeof(d->identity), "%s", o->identity ? o->identity : "superfluid-headd");
+	memcpy(d->token, token, token_len);
+	d->token_len = token_len;
+	return d;
+}
+
+void headd_solo_free(struct headd *d)
+{
+	if (!d)
+		return;
+	if (d->api.http_fd >= 0 && d->loop)
+		sf_loop_close_fd(d->loop, d->api.http_fd);
+	free(d->proc);
+	free(d);
 }

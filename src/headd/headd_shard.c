@@ -22,9 +22,7 @@ int headd_shard_start(struct headd *d, struct sf_loop *loop)
 	 * commands past every one it used before, which its nodes' fencing asks for. Shards
 	 * share the clock: their sessions never meet on a node (their ids differ), so their
 	 * epochs need not. */
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	uint64_t first_id = ((uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000) << 16;
+	uint64_t first_id = sf_loop_wall_ms(loop) << 16;
 	struct sf_head_config hcfg = { .max_nodes = HEADD_MAX_NODES,
 				       .replace_after_ms = d->opts->replace_after_ms,
 				       .first_id = first_id,
@@ -58,21 +56,27 @@ int headd_shard_start(struct headd *d, struct sf_loop *loop)
 	return 0;
 }
 
+int headd_shard_turn(struct headd *d, bool *due)
+{
+	if (d->fatal)
+		return -1;
+	int rc = sf_loop_turn(d->loop, *due ? 0 : 1000);
+	if (rc) {
+		sfd_err("the event loop failed (%s)", sf_code_name(rc));
+		return -1;
+	}
+	*due = headd_tick(d);
+	return 0;
+}
+
 void headd_shard_run(struct headd *d)
 {
 	bool due = headd_tick(d);
 	while (!headd_proc_stopping(d)) {
-		if (d->fatal) {
+		if (headd_shard_turn(d, &due)) {
 			headd_proc_fail(d, 2);
 			return;
 		}
-		int rc = sf_loop_turn(d->loop, due ? 0 : 1000);
-		if (rc) {
-			sfd_err("the event loop failed (%s)", sf_code_name(rc));
-			headd_proc_fail(d, 2);
-			return;
-		}
-		due = headd_tick(d);
 	}
 }
 

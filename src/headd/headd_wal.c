@@ -370,7 +370,9 @@ int headd_wal_start(struct headd *d)
 void headd_wal_stop(struct headd *d)
 {
 	struct headd_wal *w = &d->wal;
-	if (w->w)
+	if (w->w && w->abandon)
+		sf_wal_abandon(w->w); /* a crash (the simulator's): what was not written is lost */
+	else if (w->w)
 		sf_wal_close(w->w); /* writes and syncs what is appended */
 	w->w = NULL;
 	while (w->head) {

@@ -125,7 +125,7 @@ static size_t on_recv(struct sf_conn *conn, const uint8_t *p, size_t n)
 			char who[80] = "?";
 			struct sockaddr_storage ss;
 			socklen_t len = sizeof(ss);
-			if (getpeername(sf_conn_fd(conn), (struct sockaddr *)&ss, &len) == 0)
+			if (sf_loop_peer_name(sf_conn_loop(conn), sf_conn_fd(conn), &ss, &len) == 0)
 				sfd_addr_name((struct sockaddr *)&ss, len, who, sizeof(who));
 			sfd_debug("HTTPS client %s: %s", who, err.msg);
 			h->failed = true;
@@ -203,7 +203,7 @@ static bool attach(struct headd *d, struct headd_http *h, int fd, const char *wh
 	h->conn = sf_conn_new(d->loop, fd, &conn_ops, h);
 	if (!h->conn) {
 		sfd_warn("%s: the connection table is full", who);
-		close(fd);
+		sf_loop_close_fd(d->loop, fd);
 		headd_http_drop(h);
 		return false;
 	}
@@ -218,7 +218,7 @@ static void on_accept(struct sf_loop *loop, int fd, void *arg)
 	struct headd *d = arg;
 	if (d->stopping || (d->api.m.http_conns >= d->opts->http_max_conns &&
 			    !headd_http_make_room(d))) {
-		close(fd);
+		sf_loop_close_fd(loop, fd);
 		return;
 	}
 	struct headd_http *h = calloc(1, sizeof(*h));
@@ -237,10 +237,11 @@ static void on_accept(struct sf_loop *loop, int fd, void *arg)
 		sfd_warn("turned away an HTTP client: out of memory");
 		if (h)
 			headd_http_drop(h);
-		close(fd);
+		sf_loop_close_fd(loop, fd);
 		return;
 	}
-	if (d->opts->http_sndbuf) { /* a fixed kernel send buffer: no autotuning past it */
+	if (d->opts->http_sndbuf && sf_loop_kind(loop) != SF_IO_SIM) {
+		/* A fixed kernel send buffer: no autotuning past it. */
 		int v = (int)d->opts->http_sndbuf;
 		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
 	}

@@ -21,6 +21,8 @@ int sf_node_new(struct sf_node **out, const struct sf_node_config *cfg, struct s
 		n->cfg.max_links = 1024;
 	if (!n->cfg.status_ms)
 		n->cfg.status_ms = 5000;
+	if (!n->cfg.orphan_ms)
+		n->cfg.orphan_ms = SF_NODE_ORPHAN_MS;
 	n->engine = engine;
 	n->info = sf_engine_info(engine);
 	n->io = *io;
@@ -36,6 +38,7 @@ int sf_node_new(struct sf_node **out, const struct sf_node_config *cfg, struct s
 	}
 	n->next_status_at = now_ms + n->cfg.status_ms;
 	n->next_lease_at = UINT64_MAX;
+	n->next_orphan_at = now_ms + sf__node_orphan_every(n);
 	*out = n;
 	return 0;
 }
@@ -159,6 +162,7 @@ void sf_node_tick(struct sf_node *n, uint64_t now_ms)
 {
 	n->now = now_ms;
 	sf__node_leases(n);
+	sf__node_orphans(n);
 	sf__node_schedule(n);
 	sf__node_ops_step(n);
 	if (n->status_dirty || now_ms >= n->next_status_at)
@@ -171,6 +175,8 @@ uint64_t sf_node_deadline(const struct sf_node *n)
 	uint64_t d = n->next_status_at;
 	if (n->next_lease_at < d)
 		d = n->next_lease_at;
+	if (n->next_orphan_at < d)
+		d = n->next_orphan_at;
 	if ((n->stats.generating || n->stages) && !n->job && n->next_step_at < d)
 		d = n->next_step_at > n->now ? n->next_step_at : n->now;
 	/* The next step of a state operation: after this turn's I/O, or (each waiting for its

@@ -21,6 +21,10 @@ struct sf_node_config {
 	uint32_t max_retained_events; /* per session, unacknowledged; 0: 65536 (then it pauses) */
 	uint32_t max_links;           /* 0: 1024 */
 	uint32_t status_ms;           /* NODE_STATUS at least this often; 0: 5000 */
+	/* A session whose link is gone and that no head has claimed since (a RECONCILE, a
+	 * command) is dropped after this long: a head that lost its log, or a REVOKE lost with
+	 * a link, leaves no context held for ever. 0: SF_NODE_ORPHAN_MS. */
+	uint32_t orphan_ms;
 	struct sf_blob_store *blobs;  /* where XFER_* blobs go (not owned); NULL: refused. The
 				       * node never calls it: its file work runs as blob jobs */
 	/* Bytes of blob chunks waiting to be written, all links together; past it a transfer
@@ -29,6 +33,7 @@ struct sf_node_config {
 };
 
 #define SF_NODE_BLOB_QUEUE_BYTES (256ull << 20)
+#define SF_NODE_ORPHAN_MS (600u * 1000)
 
 struct sf_node;
 struct sf_node_job;
@@ -106,6 +111,7 @@ struct sf_node_stats {
 	uint64_t jobs_out;    /* decode steps handed to io->submit */
 	uint64_t blob_jobs_out; /* blob file work handed to io->blob_submit */
 	uint64_t evicted;     /* idle sessions' contexts freed to make room for another's */
+	uint64_t orphaned;    /* sessions dropped: no head claimed them for orphan_ms */
 };
 void sf_node_stats(const struct sf_node *n, struct sf_node_stats *out);
 

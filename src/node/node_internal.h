@@ -41,6 +41,7 @@ struct node_gen {
 struct node_session {
 	uint64_t id, epoch, last_cmd;
 	uint64_t link_id; /* where its events go: the link its latest command came on */
+	uint64_t orphan_since; /* when its link was first seen gone (0: it has one) */
 	uint8_t qos;
 	struct sf_sampling sampling; /* logit_bias points at bias */
 	struct sf_logit_bias *bias;  /* owned */
@@ -119,6 +120,7 @@ struct sf_node {
 	uint64_t step_turn;
 	uint64_t next_status_at;
 	uint64_t next_lease_at; /* the earliest renewal or expiry due, UINT64_MAX: none */
+	uint64_t next_orphan_at; /* the next look for sessions no head claims */
 	bool status_dirty;
 	struct sf_node_stats stats;
 	struct node_op *ops; /* state operations running, stepped each tick (node_ops.c) */
@@ -215,6 +217,10 @@ void sf__node_stage_answer(struct sf_node *n, struct sf_node_job *job);
 
 /* Scheduler. */
 void sf__node_schedule(struct sf_node *n);
+/* Drops the sessions no head has claimed for orphan_ms since their link went (node_sched.c);
+ * looks every sf__node_orphan_every ms. */
+void sf__node_orphans(struct sf_node *n);
+uint32_t sf__node_orphan_every(const struct sf_node *n);
 void sf__node_leases(struct sf_node *n);
 /* The next time a session's lease needs a look, UINT64_MAX for none. */
 uint64_t sf__node_lease_due(const struct node_session *s);

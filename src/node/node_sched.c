@@ -338,3 +338,38 @@ void sf__node_on_lease_grant(struct sf_node *n, uint64_t link, const struct sf_l
 		note_due(n, s);
 	}
 }
+
+uint32_t sf__node_orphan_every(const struct sf_node *n)
+{
+	uint32_t every = n->cfg.orphan_ms / 8;
+	return every < 100 ? 100 : every > 5000 ? 5000 : every;
+}
+
+static void orphan_check(struct sf_node *n, struct node_session *s, void *arg)
+{
+	(void)arg;
+	const struct node_outbox *o = sf__node_link(n, s->link_id);
+	if (o && o->open) {
+		s->orphan_since = 0;
+		return;
+	}
+	if (!s->orphan_since) {
+		s->orphan_since = n->now;
+		return;
+	}
+	if (n->now - s->orphan_since < n->cfg.orphan_ms)
+		return;
+	n->stats.orphaned++;
+	n->status_dirty = true;
+	sf__node_log(n, "session %llu: no head has claimed it for %u s since its link went; "
+		     "dropped with its context", (unsigned long long)s->id, n->cfg.orphan_ms / 1000);
+	sf__node_remove(n, s);
+}
+
+void sf__node_orphans(struct sf_node *n)
+{
+	if (n->now < n->next_orphan_at)
+		return;
+	n->next_orphan_at = n->now + sf__node_orphan_every(n);
+	sf__node_each(n, orphan_check, NULL);
+}

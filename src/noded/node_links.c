@@ -146,7 +146,7 @@ struct noded_link *noded_link_accept(struct noded *d, int fd, const char *where)
 	}
 	if (!l) {
 		sfd_warn("no memory for a link from %s; closed it", where);
-		close(fd);
+		sf_loop_close_fd(d->loop, fd);
 		return NULL;
 	}
 	struct sf_link_config cfg;
@@ -155,7 +155,7 @@ struct noded_link *noded_link_accept(struct noded *d, int fd, const char *where)
 	l->lc = sf_link_conn_accept(d->loop, fd, &cfg, &link_ops, l, &err);
 	if (!l->lc) {
 		sfd_warn("link from %s: %s", where, err.msg);
-		close(fd);
+		sf_loop_close_fd(d->loop, fd);
 		link_free(d, l);
 		return NULL;
 	}
@@ -198,10 +198,10 @@ static void on_accept(struct sf_loop *loop, int fd, void *arg)
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
 	char where[128] = "?";
-	if (getpeername(fd, (struct sockaddr *)&ss, &len) == 0)
+	if (sf_loop_peer_name(loop, fd, &ss, &len) == 0)
 		sfd_addr_name((struct sockaddr *)&ss, len, where, sizeof(where));
 	if (d->stopping) {
-		close(fd);
+		sf_loop_close_fd(loop, fd);
 		return;
 	}
 	const char *colon = strrchr(where, ':');
@@ -209,7 +209,7 @@ static void on_accept(struct sf_loop *loop, int fd, void *arg)
 	snprintf(addr, sizeof(addr), "%.*s", (int)(colon ? (size_t)(colon - where) : strlen(where)),
 		 where);
 	if (!noded_link_admit(d, addr)) {
-		close(fd);
+		sf_loop_close_fd(loop, fd);
 		return;
 	}
 	noded_link_accept(d, fd, where);

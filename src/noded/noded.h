@@ -78,6 +78,13 @@ int noded_proc_main(const struct noded_opts *o, const char *identity, const uint
 /* Hands m to shard k; 0, or -1 (m not taken) when the process stops or k's inbox is full. */
 int noded_proc_send(struct noded *d, unsigned k, struct noded_msg *m);
 bool noded_proc_stopping(const struct noded *d);
+/* A node of one shard on a loop the caller makes and turns (the simulator): no threads, no
+ * signals, listening on listen_fd (or -1). The caller runs noded_shard_start,
+ * noded_shard_begin, noded_shard_turn, then frees the loop, noded_shard_fini and
+ * noded_solo_free. NULL without memory. */
+struct noded *noded_solo_new(const struct noded_opts *o, const char *identity, int listen_fd,
+			     const uint8_t *token, size_t token_len);
+void noded_solo_free(struct noded *d);
 /* What HELLO_ACK says on any shard: the engine's model, and the node's capacity as shard 0
  * last published it (noded_proc_publish, after each of its ticks). */
 const struct sf_model_info *noded_proc_model(const struct noded *d);
@@ -88,6 +95,10 @@ void noded_proc_alive(struct noded *d, uint64_t now);
 /* noded_shard.c: one shard's life on its own thread. */
 int noded_shard_start(struct noded *d, struct sf_loop *loop); /* 0 or an exit status */
 void noded_shard_run(struct noded *d);      /* until the process stops */
+void noded_shard_begin(struct noded *d);    /* what the run starts with: the --join dial */
+/* One turn of the loop and the node's work after it (what noded_shard_run repeats); *due in:
+ * work was due at once, out: more is. 0, or -1 when the loop failed (logged). */
+int noded_shard_turn(struct noded *d, bool *due);
 void noded_shard_goodbye(struct noded *d);  /* GOODBYE on its links, a moment to send them */
 void noded_shard_fini(struct noded *d);     /* after its loop is freed */
 void noded_shard_msg(struct noded *d, struct noded_msg *m, bool stopping); /* inbox; frees m */

@@ -38,6 +38,7 @@ struct noded_opts {
 	enum sf_io_kind io;
 	uint32_t version_max;
 	uint32_t max_sessions;
+	uint32_t session_orphan_s; /* a session no head claims is dropped after this long */
 	uint32_t max_links;          /* open head links (each shard its share) */
 	uint32_t max_handshakes;     /* accepted links still in their handshake (shared out) */
 	uint32_t max_handshakes_per_addr; /* of those, from one address (per shard) */

@@ -42,12 +42,13 @@ struct noded_proc {
 
 bool noded_proc_stopping(const struct noded *d)
 {
-	return atomic_load(&d->proc->stop) || sf_shards_stopping(d->proc->shards);
+	return atomic_load(&d->proc->stop) ||
+	       (d->proc->shards && sf_shards_stopping(d->proc->shards));
 }
 
 int noded_proc_send(struct noded *d, unsigned k, struct noded_msg *m)
 {
-	if (atomic_load(&d->proc->stop) || sf_shards_send(d->proc->shards, k, m))
+	if (atomic_load(&d->proc->stop) || !d->proc->shards || sf_shards_send(d->proc->shards, k, m))
 		return -1;
 	return 0;
 }
@@ -273,4 +274,38 @@ int noded_proc_main(const struct noded_opts *o, const char *identity, const uint
 	pthread_mutex_destroy(&p->cap_mu);
 	free(p);
 	return rc;
+}
+
+struct noded *noded_solo_new(const struct noded_opts *o, const char *identity, int listen_fd,
+			     const uint8_t *token, size_t token_len)
+{
+	struct noded_proc *p = calloc(1, sizeof(*p));
+	struct noded *d = calloc(1, sizeof(*d));
+	if (!p || !d || token_len > sizeof(d->token)) {
+		free(p);
+		free(d);
+		return NULL;
+	}
+	p->opts = o;
+	p->n = 1;
+	pthread_mutex_init(&p->cap_mu, NULL);
+	sfd_shard_watch_init(&p->watch, 1);
+	p->shard[0] = d;
+	d->opts = o;
+	d->proc = p;
+	d->n_shards = 1;
+	d->listen_fd = listen_fd;
+	snprintf(d->identity, sizeof(d->identity), "%s", identity);
+	memcpy(d->token, token, token_len);
+	d->token_len = token_len;
+	return d;
+}
+
+void noded_solo_free(struct noded *d)
+{
+	if (!d)
+		return;
+	pthread_mutex_destroy(&d->proc->cap_mu);
+	free(d->proc);
+	free(d);
 }

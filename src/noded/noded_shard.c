@@ -48,12 +48,15 @@ static int start_engine(struct noded *d)
 		return EXIT_RUNTIME;
 	}
 	struct sf_node_config ncfg = { .max_sessions = d->opts->max_sessions,
+				       .orphan_ms = d->opts->session_orphan_s * 1000,
 				       .max_links = d->opts->max_links, .blobs = d->blobs };
 	struct sf_node_io io = noded_node_io;
 	io.arg = d;
 	/* A real engine's steps take real time: its own thread runs them, off this loop. The
-	 * simulated engine's are instant and stay inline (as in the simulator). */
-	if (strcmp(sf_engine_kind(d->engine), "sim")) {
+	 * simulated engine's are instant and stay inline; on a simulated loop (the simulator)
+	 * every job runs inline, so that a seed says everything that happens. */
+	bool inline_jobs = sf_loop_kind(d->loop) == SF_IO_SIM;
+	if (strcmp(sf_engine_kind(d->engine), "sim") && !inline_jobs) {
 		d->worker = noded_jobs_start(d->loop, noded_run_engine_job);
 		if (!d->worker) {
 			sfd_err_whole("cannot start the engine's thread");
@@ -62,12 +65,14 @@ static int start_engine(struct noded *d)
 		io.submit = noded_engine_submit;
 	}
 	/* Blob files are real whatever the engine: their writes and syncs never run here. */
-	d->blob_worker = noded_jobs_start(d->loop, noded_run_blob_job);
-	if (!d->blob_worker) {
-		sfd_err_whole("cannot start the blob store's thread");
-		return EXIT_RUNTIME;
+	if (!inline_jobs) {
+		d->blob_worker = noded_jobs_start(d->loop, noded_run_blob_job);
+		if (!d->blob_worker) {
+			sfd_err_whole("cannot start the blob store's thread");
+			return EXIT_RUNTIME;
+		}
+		io.blob_submit = noded_blob_submit;
 	}
-	io.blob_submit = noded_blob_submit;
 	if (sf_node_new(&d->node, &ncfg, d->engine, &io, sf_loop_now(d->loop), &err)) {
 		sfd_err_whole("%s", err.msg);
 		return EXIT_RUNTIME;
@@ -110,21 +115,32 @@ int noded_shard_start(struct noded *d, struct sf_loop *loop)
 	return 0;
 }
 
-void noded_shard_run(struct noded *d)
+void noded_shard_begin(struct noded *d)
 {
 	if (d->shard == 0 && d->opts->join)
 		noded_join_start(d);
-	bool due = noded_tick(d);
-	while (!noded_proc_stopping(d)) {
-		int rc = sf_loop_turn(d->loop, due ? 0 : 1000);
-		if (rc) {
-			sfd_err("the event loop failed (%s)", sf_code_name(rc)); /* [shard k] */
-			return;
-		}
-		if (d->shard == 0)
-			noded_jobs_poll(d);
-		due = noded_tick(d);
+}
+
+int noded_shard_turn(struct noded *d, bool *due)
+{
+	int rc = sf_loop_turn(d->loop, *due ? 0 : 1000);
+	if (rc) {
+		sfd_err("the event loop failed (%s)", sf_code_name(rc)); /* [shard k] */
+		return -1;
 	}
+	if (d->shard == 0)
+		noded_jobs_poll(d);
+	*due = noded_tick(d);
+	return 0;
+}
+
+void noded_shard_run(struct noded *d)
+{
+	noded_shard_begin(d);
+	bool due = noded_tick(d);
+	while (!noded_proc_stopping(d))
+		if (noded_shard_turn(d, &due))
+			return;
 }
 
 /* Stop accepting, GOODBYE on every open link, and give the goodbyes a moment to go out. */

@@ -76,6 +76,10 @@ int sf_wal_open(struct sf_wal **out, const struct sf_wal_config *cfg, const stru
  * a write still in flight, its bytes are written here again and w (no longer usable) is
  * freed when that write's sf_wal_done arrives, since the driver still points into it. */
 void sf_wal_close(struct sf_wal *w);
+/* Frees w without writing what is appended and not yet written: what a process that dies
+ * leaves behind (the simulator's crash). A write in flight is left to complete on its own:
+ * w is freed at its sf_wal_done, as with sf_wal_close. */
+void sf_wal_abandon(struct sf_wal *w);
 /* No write is in flight (the driver holds no pointer into the log). */
 bool sf_wal_idle(const struct sf_wal *w);
 

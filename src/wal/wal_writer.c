@@ -375,3 +375,18 @@ void sf_wal_close(struct sf_wal *w)
 		wal_free(w);
 	}
 }
+
+void sf_wal_abandon(struct sf_wal *w)
+{
+	if (!w)
+		return;
+	if (!w->in_flight) {
+		wal_free(w);
+		return;
+	}
+	w->zombie_buf = w->fly.p; /* the driver points into it until its completion */
+	w->fly.p = NULL;
+	w->fly.cap = 0;
+	wal_drop(w);
+	w->zombie = true;
+}

@@ -28,6 +28,7 @@ static const struct sfd_opt opts[] = {
 	{ "io", SFD_OPT_IO, F(io), 0, 0, NULL },
 	{ "version-max", SFD_OPT_U32, F(version_max), SF_VERSION_MIN, SF_VERSION_MAX, NULL },
 	{ "max-sessions", SFD_OPT_U32, F(max_sessions), 1, 1u << 20, NULL },
+	{ "session-orphan-s", SFD_OPT_U32, F(session_orphan_s), 1, 7u * 86400, NULL },
 	{ "max-links", SFD_OPT_U32, F(max_links), 1, 1u << 20, NULL },
 	{ "max-handshakes", SFD_OPT_U32, F(max_handshakes), 1, 1u << 20, NULL },
 	{ "max-handshakes-per-addr", SFD_OPT_U32, F(max_handshakes_per_addr), 1, 1u << 20, NULL },
@@ -99,6 +100,10 @@ static const char usage_text[] =
 	"                          node (default 4)\n"
 	"  --max-sessions N        sessions held at most; an ASSIGN past it is refused\n"
 	"                          (default 4096)\n"
+	"  --session-orphan-s N    a session whose head link went and that no head has\n"
+	"                          claimed since is dropped after N s (default 600), so that\n"
+	"                          a head restarted without its log, or a revoke lost with a\n"
+	"                          link, leaves no context held for ever\n"
 	"  --max-links N           head links open at once (default 1024); more are turned\n"
 	"                          away, logged at most once a second\n"
 	"  --max-handshakes N      connections still in their handshake, apart from open links\n"
@@ -159,6 +164,7 @@ static void set_defaults(struct noded_opts *o)
 	o->io = SF_IO_AUTO;
 	o->version_max = SF_VERSION_MAX;
 	o->max_sessions = 4096;
+	o->session_orphan_s = 600;
 	o->max_links = 1024; /* NODED_MAX_LINKS */
 	o->max_handshakes = 64;
 	o->max_handshakes_per_addr = 16;

@@ -1,0 +1,140 @@
+/* daemon-sim: the daemons' own code (superfluid-headd's and superfluid-noded's libraries, with
+ * their real option parsers) on one simulated world (io/simnet.h): a head, nodes on the
+ * simulated engine, HTTP clients streaming completions through the head, and faults drawn
+ * from the seed (links reset, nodes and the head crashing and coming back, clients leaving).
+ * Every stream that ends must be the engine's own text for its prompt (resumed from the
+ * head's log across a head crash), every request must end, and once the faults stop the
+ * head and the nodes must hold no session of a request that ended. Shared by the driver
+ * (dsim_main.c), the daemons (dsim_fleet.c) and the clients (dsim_client.c). */
+#ifndef SF_TESTS_DSIM_H
+#define SF_TESTS_DSIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <superfluid/sim_engine.h>
+
+#include "io/loop.h"
+#include "io/simnet.h"
+#include "api/sse_reader.h"
+
+#define DSIM_MAX_NODES 4
+#define DSIM_MAX_CLIENTS 12
+#define DSIM_MAX_TEXT 4096
+#define DSIM_FAULT_MS 6000  /* faults and new requests for this long */
+#define DSIM_END_MS 60000   /* then every request must have ended by this time */
+
+struct dsim;
+
+/* One daemon: its options (argv through the program's own parser), its loop, its state. */
+struct dsim_head;
+struct dsim_node;
+
+enum dsim_req_state {
+	DR_IDLE = 0,   /* not asked yet */
+	DR_DIAL,       /* dialing the head */
+	DR_SENT,       /* asked; reading the answer */
+	DR_WAIT,       /* the answer broke off: asking again after a pause */
+	DR_DONE,       /* the stream ended with [DONE] */
+	DR_FAILED,     /* an error answer the run allows (said why) */
+	DR_LEFT,       /* the client left on purpose mid-stream */
+};
+
+/* One client request: a streamed /v1/completions, resumed (GET .../{id}) after a break. */
+struct dsim_req {
+	struct dsim *s;
+	uint32_t index;
+	enum dsim_req_state st;
+	uint64_t start_at, retry_at;
+	char prompt[128];
+	uint32_t max_tokens;
+	uint64_t seed;
+	float temperature;
+	bool leave;             /* leaves once it has leave_after bytes of text */
+	uint32_t leave_after;
+	/* the expected text (the engine's own, sf_sim_expected) */
+	char want[DSIM_MAX_TEXT];
+	size_t n_want;
+	const char *want_finish;
+	/* what came */
+	char got[DSIM_MAX_TEXT];
+	size_t n_got;
+	char id[96];            /* X-Request-Id / the events' id */
+	uint32_t last_event;    /* the last `id: N` seen (tokens covered) */
+	char finish[32];
+	uint32_t attempts, resumes, breaks;
+	uint64_t last_rx;       /* when the answer last brought bytes (or was asked) */
+	bool cut_by_reset;      /* its connection was reset (a fault) since it was asked */
+	bool cut_by_head;       /* the head crashed while it was asked */
+	uint64_t content_left;  /* a Content-Length answer's bytes still to come */
+	char failed[256];
+	/* the connection and its answer being read */
+	struct sf_conn *conn;
+	char hdr[8192];
+	size_t n_hdr;
+	bool in_body, chunked;
+	int status;
+	uint64_t chunk_left;    /* bytes left of the chunk being read */
+	int chunk_state;        /* 0: size line, 1: data, 2: CRLF after data */
+	char line[64];
+	size_t n_line;
+	struct sf_sse_reader sse;
+	char *err_body;         /* a non-200 answer's body */
+	size_t n_err_body;
+};
+
+struct dsim {
+	uint64_t seed;
+	bool verbose;
+	char dir[256];                 /* this seed's files (the head's log, blobs) */
+	struct sf_simnet *world;
+	struct dsim_head *head;
+	struct dsim_node *nodes[DSIM_MAX_NODES];
+	uint32_t n_nodes;
+	struct sf_loop *clients;       /* the clients' machine */
+	struct dsim_req reqs[DSIM_MAX_CLIENTS];
+	uint32_t n_reqs;
+	struct sf_sim_config engine;   /* what every node runs (the defaults and --sim-seed) */
+	bool wal;                      /* the head runs with --wal-dir */
+	char broke[512];               /* the first broken promise, "" while none */
+	/* what happened, for the trace */
+	uint32_t head_crashes, node_crashes, resets, leaves;
+	uint64_t turns;
+};
+
+/* dsim_fleet.c: the daemons. 0, or -1 with s->broke said. */
+int dsim_head_start(struct dsim *s);
+int dsim_node_start(struct dsim *s, uint32_t k);
+/* One turn of each live daemon; true when any has work due at once. */
+bool dsim_daemons_turn(struct dsim *s);
+/* The earliest timer of any live daemon's loop. */
+uint64_t dsim_daemons_next_timer(const struct dsim *s);
+/* A crash: the world drops its process, its state is freed without a goodbye. */
+void dsim_head_crash(struct dsim *s);
+void dsim_node_crash(struct dsim *s, uint32_t k);
+bool dsim_head_up(const struct dsim *s);
+bool dsim_node_up(const struct dsim *s, uint32_t k);
+/* Sessions the head holds, and those node k holds. */
+uint32_t dsim_head_sessions(const struct dsim *s);
+uint32_t dsim_node_sessions(const struct dsim *s, uint32_t k);
+void dsim_daemons_free(struct dsim *s);
+/* The head's HTTP address and node k's fleet address. */
+void dsim_head_addr(struct sockaddr_storage *ss, socklen_t *len);
+
+/* dsim_client.c: the clients' requests. */
+void dsim_req_init(struct dsim *s, struct dsim_req *r, uint32_t index);
+/* Starts, retries and checks r at now; true when it did something. */
+bool dsim_req_poll(struct dsim_req *r, uint64_t now);
+/* The client leaves r's stream now (closes its connection). */
+void dsim_req_leave(struct dsim_req *r);
+bool dsim_req_ended(const struct dsim_req *r);
+/* When r gives up waiting on a silent answer (UINT64_MAX: not waiting). */
+uint64_t dsim_req_deadline(const struct dsim_req *r);
+/* Whether r's connection is fd (the faults tell it whose connection they reset). */
+bool dsim_req_owns(const struct dsim_req *r, int fd);
+void dsim_req_free(struct dsim_req *r);
+/* Notes a broken promise (the first one is kept). */
+void dsim_broke(struct dsim *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,272 @@
+/* daemon-sim's daemons: a superfluid-headd and superfluid-noded each as its library runs it
+ * (options through the program's own parser, one shard on a loop of the simulated world),
+ * started, turned, crashed (the world drops the process; its state is freed with no goodbye
+ * and its log keeps only what was written) and started again on the same address. */
+#include "dsim.h"
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "headd/headd.h"
+#include "noded/noded.h"
+#include "superfluid-headd/cmdline.h"
+#include "superfluid-noded/cmdline.h"
+
+#define HEAD_PORT 8080
+#define NODE_PORT 7001
+
+struct dsim_head {
+	struct headd_opts o;
+	struct sf_loop *loop;
+	struct headd *d;
+	bool due;
+	char fleet[256];
+};
+
+struct dsim_node {
+	struct noded_opts o;
+	struct sf_loop *loop;
+	struct noded *d;
+	bool due;
+	char listen[64], blobs[300], seed[32];
+};
+
+static struct sockaddr_in addr_of(uint16_t port)
+{
+	return (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(port),
+				     .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+}
+
+void dsim_head_addr(struct sockaddr_storage *ss, socklen_t *len)
+{
+	struct sockaddr_in a = addr_of(HEAD_PORT);
+	memset(ss, 0, sizeof(*ss));
+	memcpy(ss, &a, sizeof(a));
+	*len = sizeof(a);
+}
+
+static struct sf_loop *new_loop(struct dsim *s)
+{
+	struct sf_loop_config lc = { .io = SF_IO_SIM, .sim = s->world, .quiet = true };
+	struct sf_loop *loop;
+	struct sf_err err;
+	if (sf_loop_new(&loop, &lc, &err)) {
+		dsim_broke(s, "no simulated loop: %s", err.msg);
+		return NULL;
+	}
+	return loop;
+}
+
+static int listen_on(struct dsim *s, uint16_t port)
+{
+	struct sockaddr_in a = addr_of(port);
+	int fd = sf_simnet_listen(s->world, (struct sockaddr *)&a, sizeof(a));
+	if (fd < 0)
+		dsim_broke(s, "port %u is taken in the world", port);
+	return fd;
+}
+
+int dsim_head_start(struct dsim *s)
+{
+	struct dsim_head *h = s->head;
+	if (!h) {
+		h = s->head = calloc(1, sizeof(*h));
+		if (!h)
+			return -1;
+		size_t at = 0;
+		for (uint32_t k = 0; k < s->n_nodes; k++)
+			at += (size_t)snprintf(h->fleet + at, sizeof(h->fleet) - at, "%s127.0.0.1:%u",
+					       k ? "," : "", NODE_PORT + k);
+		char *argv[32] = { "superfluid-headd", "--fleet", h->fleet, "--shards", "1",
+				   "--listen-http", "127.0.0.1:8080", "--replace-after-ms", "1500",
+				   "--silence-ms", "1200", "--heartbeat-ms", "300" };
+		int argc = 13;
+		if (s->wal) {
+			argv[argc++] = "--wal-dir";
+			argv[argc++] = s->dir;
+			argv[argc++] = "--wal-keep-s"; /* what nobody fetched goes within the run */
+			argv[argc++] = "2";
+		}
+		if (headd_opts_parse(&h->o, argc, argv) != HEADD_PARSE_RUN) {
+			dsim_broke(s, "the head's options were refused");
+			return -1;
+		}
+		h->o.io = SF_IO_SIM;
+	}
+	h->loop = new_loop(s);
+	int fd = h->loop ? listen_on(s, HEAD_PORT) : -1;
+	if (fd < 0)
+		return -1;
+	h->d = headd_solo_new(&h->o, fd, NULL, 0);
+	if (!h->d) {
+		dsim_broke(s, "no memory for the head");
+		return -1;
+	}
+	int rc = headd_shard_start(h->d, h->loop);
+	if (rc) {
+		dsim_broke(s, "the head did not start (exit status %d)", rc);
+		return -1;
+	}
+	h->due = headd_tick(h->d);
+	return 0;
+}
+
+int dsim_node_start(struct dsim *s, uint32_t k)
+{
+	struct dsim_node *n = s->nodes[k];
+	if (!n) {
+		n = s->nodes[k] = calloc(1, sizeof(*n));
+		if (!n)
+			return -1;
+		snprintf(n->listen, sizeof(n->listen), "127.0.0.1:%u", NODE_PORT + k);
+		snprintf(n->blobs, sizeof(n->blobs), "%s/blobs-%u", s->dir, k);
+		snprintf(n->seed, sizeof(n->seed), "%llu", (unsigned long long)s->engine.seed);
+		char *argv[] = { "superfluid-noded", "--listen", n->listen, "--engine", "sim",
+				 "--shards", "1", "--sim-seed", n->seed, "--sim-tokens-per-s", "400",
+				 "--silence-ms", "1200", "--heartbeat-ms", "300", "--blob-dir",
+				 n->blobs, "--session-orphan-s", "3" };
+		if (noded_opts_parse(&n->o, (int)(sizeof(argv) / sizeof(argv[0])), argv) !=
+		    NODED_PARSE_RUN) {
+			dsim_broke(s, "node %u's options were refused", k);
+			return -1;
+		}
+		n->o.io = SF_IO_SIM;
+	}
+	n->loop = new_loop(s);
+	int fd = n->loop ? listen_on(s, (uint16_t)(NODE_PORT + k)) : -1;
+	if (fd < 0)
+		return -1;
+	char identity[32];
+	snprintf(identity, sizeof(identity), "node-%u", k);
+	n->d = noded_solo_new(&n->o, identity, fd, NULL, 0);
+	if (!n->d) {
+		dsim_broke(s, "no memory for node %u", k);
+		return -1;
+	}
+	int rc = noded_shard_start(n->d, n->loop);
+	if (rc) {
+		dsim_broke(s, "node %u did not start (exit status %d)", k, rc);
+		return -1;
+	}
+	noded_shard_begin(n->d);
+	n->due = noded_tick(n->d);
+	return 0;
+}
+
+bool dsim_head_up(const struct dsim *s)
+{
+	return s->head && s->head->d;
+}
+
+bool dsim_node_up(const struct dsim *s, uint32_t k)
+{
+	return s->nodes[k] && s->nodes[k]->d;
+}
+
+bool dsim_daemons_turn(struct dsim *s)
+{
+	bool due = false;
+	struct dsim_head *h = s->head;
+	if (dsim_head_up(s)) {
+		if (headd_shard_turn(h->d, &h->due))
+			dsim_broke(s, "the head stopped on its own (a fatal error: see its log)");
+		due |= h->due || sf_loop_busy(h->loop);
+	}
+	for (uint32_t k = 0; k < s->n_nodes; k++) {
+		struct dsim_node *n = s->nodes[k];
+		if (!dsim_node_up(s, k))
+			continue;
+		if (noded_shard_turn(n->d, &n->due))
+			dsim_broke(s, "node %u's loop failed", k);
+		due |= n->due || sf_loop_busy(n->loop);
+	}
+	return due;
+}
+
+uint64_t dsim_daemons_next_timer(const struct dsim *s)
+{
+	uint64_t t = UINT64_MAX;
+	if (dsim_head_up(s) && sf_loop_next_timer(s->head->loop) < t)
+		t = sf_loop_next_timer(s->head->loop);
+	for (uint32_t k = 0; k < s->n_nodes; k++)
+		if (dsim_node_up(s, k) && sf_loop_next_timer(s->nodes[k]->loop) < t)
+			t = sf_loop_next_timer(s->nodes[k]->loop);
+	return t;
+}
+
+static void head_free(struct dsim *s, bool crash)
+{
+	struct dsim_head *h = s->head;
+	if (!dsim_head_up(s))
+		return;
+	if (crash)
+		sf_simnet_crash(s->world, h->loop);
+	h->d->wal.abandon = crash;
+	sf_loop_free(h->loop);
+	h->loop = NULL;
+	headd_shard_fini(h->d);
+	headd_solo_free(h->d);
+	h->d = NULL;
+}
+
+static void node_free(struct dsim *s, uint32_t k, bool crash)
+{
+	struct dsim_node *n = s->nodes[k];
+	if (!dsim_node_up(s, k))
+		return;
+	if (crash)
+		sf_simnet_crash(s->world, n->loop);
+	sf_loop_free(n->loop);
+	n->loop = NULL;
+	noded_shard_fini(n->d);
+	noded_solo_free(n->d);
+	n->d = NULL;
+}
+
+void dsim_head_crash(struct dsim *s)
+{
+	head_free(s, true);
+}
+
+void dsim_node_crash(struct dsim *s, uint32_t k)
+{
+	node_free(s, k, true);
+}
+
+uint32_t dsim_head_sessions(const struct dsim *s)
+{
+	if (!dsim_head_up(s))
+		return 0;
+	struct sf_head_stats st;
+	sf_head_stats(s->head->d->head, &st);
+	return st.sessions;
+}
+
+uint32_t dsim_node_sessions(const struct dsim *s, uint32_t k)
+{
+	if (!dsim_node_up(s, k))
+		return 0;
+	struct sf_node_stats st;
+	sf_node_stats(s->nodes[k]->d->node, &st);
+	return st.sessions;
+}
+
+void dsim_daemons_free(struct dsim *s)
+{
+	if (s->head) {
+		head_free(s, false);
+		headd_opts_free(&s->head->o);
+		free(s->head);
+		s->head = NULL;
+	}
+	for (uint32_t k = 0; k < s->n_nodes; k++) {
+		if (!s->nodes[k])
+			continue;
+		node_free(s, k, false);
+		noded_opts_free(&s->nodes[k]->o);
+		free(s->nodes[k]);
+		s->nodes[k] = NULL;
+	}
+}

@@ -1,0 +1,365 @@
+/* daemon-sim: the deterministic simulation of the daemons' own code (dsim.h). One seed says
+ * everything: the fleet's shape (2 or 3 nodes; a head with a write-ahead log in three seeds of
+ * four), the clients' requests (prompts, lengths, sampling, some leaving mid-stream) and the
+ * faults (connections reset, nodes crashing and starting again, the head crashing and
+ * starting again from its log), on the simulated world's clock; libsodium's random bytes come
+ * from the seed too. Each request's stream must be the engine's text exactly (resumed across
+ * head crashes), every request must end, and once the faults stop every session of an ended
+ * request must be gone from the head and the nodes.
+ *   daemon-sim --seed N [-v]       one seed; -v shows the daemons' logs and the clients' breaks
+ *   daemon-sim --seeds A..B        every seed in the range, with a summary
+ *   --check-replay                 each seed twice: the same run, event for event
+ * Exit status: 0 every seed held, 1 a seed broke a promise (seed and what printed), 2 usage. */
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "daemon/log.h"
+#include "dsim.h"
+
+#define MAX_FAULTS 8
+#define DRAIN_MS 8000 /* after the last request ends: sessions must be gone by then */
+
+/* libsodium's random bytes from the seed: the daemons' ids, seeds and keys are the run's. */
+static uint64_t rb_state;
+
+static uint64_t rb_next(void)
+{
+	uint64_t z = (rb_state += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static const char *rb_name(void) { return "daemon-sim"; }
+static uint32_t rb_random(void) { return (uint32_t)rb_next(); }
+static void rb_stir(void) {}
+static int rb_close(void) { return 0; }
+
+static void rb_buf(void *const buf, const size_t n)
+{
+	uint8_t *p = buf;
+	for (size_t i = 0; i < n; i += 8) {
+		uint64_t v = rb_next();
+		memcpy(p + i, &v, n - i < 8 ? n - i : 8);
+	}
+}
+
+static randombytes_implementation rb_impl = {
+	.implementation_name = rb_name, .random = rb_random, .stir = rb_stir,
+	.uniform = NULL, .buf = rb_buf, .close = rb_close,
+};
+
+enum fault_kind { F_RESET, F_NODE, F_HEAD };
+
+struct fault {
+	uint64_t at, back_at; /* when it strikes; when what crashed starts again */
+	enum fault_kind kind;
+	uint32_t node;
+	bool struck, back;
+};
+
+struct result {
+	char broke[512];
+	uint64_t end_ms, turns, digest;
+	uint32_t done, left, head_crashes, node_crashes, resets, resumes, breaks;
+};
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	return (h ^ v) * 0x100000001b3ULL;
+}
+
+static void plan_faults(struct dsim *s, struct fault *f, uint32_t *n)
+{
+	*n = (uint32_t)(sf_simnet_rand(s->world) % (MAX_FAULTS + 1));
+	for (uint32_t i = 0; i < *n; i++) {
+		uint32_t k = (uint32_t)(sf_simnet_rand(s->world) % 10);
+		f[i] = (struct fault){ .at = 200 + sf_simnet_rand(s->world) % (DSIM_FAULT_MS - 200) };
+		f[i].kind = k < 5 ? F_RESET : k < 8 ? F_NODE : F_HEAD;
+		f[i].node = (uint32_t)(sf_simnet_rand(s->world) % s->n_nodes);
+		f[i].back_at = f[i].at + 50 + sf_simnet_rand(s->world) % 2500;
+	}
+}
+
+static void strike(struct dsim *s, struct fault *f, uint64_t now)
+{
+	if (!f->struck && now >= f->at) {
+		f->struck = true;
+		if (f->kind == F_RESET) {
+			int fds[64];
+			uint32_t n = sf_simnet_conns(s->world, fds, 64);
+			if (n) {
+				int fd = fds[sf_simnet_rand(s->world) % (n < 64 ? n : 64)];
+				for (uint32_t i = 0; i < s->n_reqs; i++)
+					if (dsim_req_owns(&s->reqs[i], fd))
+						s->reqs[i].cut_by_reset = true;
+				sf_simnet_reset(s->world, fd);
+				s->resets++;
+			}
+			f->back = true;
+		} else if (f->kind == F_NODE && dsim_node_up(s, f->node)) {
+			dsim_node_crash(s, f->node);
+			s->node_crashes++;
+		} else if (f->kind == F_HEAD && dsim_head_up(s)) {
+			for (uint32_t i = 0; i < s->n_reqs; i++)
+				if (s->reqs[i].st == DR_SENT)
+					s->reqs[i].cut_by_head = true;
+			dsim_head_crash(s);
+			s->head_crashes++;
+		} else {
+			f->back = true; /* already down: another fault's */
+		}
+		if (s->verbose)
+			fprintf(stderr, "  [%llu ms] fault: %s\n", (unsigned long long)now,
+				f->kind == F_RESET ? "a connection reset" : f->kind == F_NODE ?
+				"a node crashed" : "the head crashed");
+	}
+	if (f->struck && !f->back && now >= f->back_at) {
+		f->back = true;
+		if (f->kind == F_NODE && !dsim_node_up(s, f->node))
+			dsim_node_start(s, f->node);
+		else if (f->kind == F_HEAD && !dsim_head_up(s))
+			dsim_head_start(s);
+	}
+}
+
+static uint64_t next_due(const struct dsim *s, const struct fault *f, uint32_t n_f)
+{
+	uint64_t t = sf_simnet_next(s->world);
+	uint64_t d = dsim_daemons_next_timer(s);
+	if (d < t)
+		t = d;
+	d = sf_loop_next_timer(s->clients);
+	if (d < t)
+		t = d;
+	for (uint32_t i = 0; i < s->n_reqs; i++) {
+		const struct dsim_req *r = &s->reqs[i];
+		d = r->st == DR_IDLE ? r->start_at : r->st == DR_WAIT ? r->retry_at
+									: dsim_req_deadline(r);
+		if (d < t)
+			t = d;
+	}
+	for (uint32_t i = 0; i < n_f; i++) {
+		d = !f[i].struck ? f[i].at : !f[i].back ? f[i].back_at : UINT64_MAX;
+		if (d < t)
+			t = d;
+	}
+	return t;
+}
+
+/* Turns everything until nothing is due at once (bounded: a loop that keeps itself busy
+ * moves on with the clock). */
+static void settle(struct dsim *s)
+{
+	uint64_t now = sf_simnet_now(s->world);
+	for (int i = 0; i < 64 && !s->broke[0]; i++) {
+		bool busy = dsim_daemons_turn(s);
+		sf_loop_turn(s->clients, 0);
+		busy |= sf_loop_busy(s->clients);
+		for (uint32_t k = 0; k < s->n_reqs; k++)
+			busy |= dsim_req_poll(&s->reqs[k], now);
+		s->turns++;
+		if (!busy && sf_simnet_next(s->world) > now)
+			break;
+	}
+}
+
+static bool all_ended(const struct dsim *s)
+{
+	for (uint32_t i = 0; i < s->n_reqs; i++)
+		if (!dsim_req_ended(&s->reqs[i]))
+			return false;
+	return true;
+}
+
+static void run_seed(uint64_t seed, bool verbose, struct result *res)
+{
+	memset(res, 0, sizeof(*res));
+	rb_state = seed * 0xd1342543de82ef95ULL + 1;
+	struct dsim *s = calloc(1, sizeof(*s));
+	if (!s) {
+		snprintf(res->broke, sizeof(res->broke), "no memory");
+		return;
+	}
+	s->seed = seed;
+	s->verbose = verbose;
+	const char *tmp = getenv("TMPDIR");
+	snprintf(s->dir, sizeof(s->dir), "%s/dsim-%llu-XXXXXX", tmp ? tmp : "/tmp",
+		 (unsigned long long)seed);
+	struct sf_simnet_config wc = { .seed = seed, .latency_max_ms = 2, .disk_max_ms = 3 };
+	struct fault faults[MAX_FAULTS];
+	uint32_t n_faults = 0;
+	if (!mkdtemp(s->dir) || sf_simnet_new(&s->world, &wc)) {
+		snprintf(res->broke, sizeof(res->broke), "no world: %s", strerror(errno));
+		free(s);
+		return;
+	}
+	s->n_nodes = 2 + (uint32_t)(sf_simnet_rand(s->world) % 2);
+	s->wal = sf_simnet_rand(s->world) % 4 != 0;
+	sf_sim_config_default(&s->engine);
+	s->engine.seed = 1 + sf_simnet_rand(s->world) % 1000;
+	s->n_reqs = 3 + (uint32_t)(sf_simnet_rand(s->world) % (DSIM_MAX_CLIENTS - 2));
+	plan_faults(s, faults, &n_faults);
+	struct sf_loop_config lc = { .io = SF_IO_SIM, .sim = s->world, .quiet = true };
+	struct sf_err err;
+	bool ok = !sf_loop_new(&s->clients, &lc, &err);
+	for (uint32_t k = 0; ok && k < s->n_nodes; k++)
+		ok = !dsim_node_start(s, k);
+	ok = ok && !dsim_head_start(s);
+	for (uint32_t i = 0; ok && i < s->n_reqs; i++)
+		dsim_req_init(s, &s->reqs[i], i);
+	uint64_t ended_at = 0;
+	while (ok && !s->broke[0]) {
+		uint64_t now = sf_simnet_now(s->world);
+		for (uint32_t i = 0; i < n_faults; i++)
+			strike(s, &faults[i], now);
+		settle(s);
+		bool faults_over = now >= DSIM_FAULT_MS;
+		for (uint32_t i = 0; i < n_faults; i++)
+			faults_over &= faults[i].back;
+		if (faults_over && all_ended(s)) {
+			if (!ended_at)
+				ended_at = now;
+			/* A session no head claims goes within --session-orphan-s (3). */
+			uint32_t held = dsim_head_sessions(s);
+			for (uint32_t k = 0; k < s->n_nodes; k++)
+				held += dsim_node_sessions(s, k);
+			if (!held)
+				break;
+			if (now > ended_at + DRAIN_MS) {
+				dsim_broke(s, "%u sessions still held %u ms after every request ended "
+					   "(head %u)", held, DRAIN_MS, dsim_head_sessions(s));
+				break;
+			}
+		}
+		if (now > DSIM_END_MS) {
+			for (uint32_t i = 0; i < s->n_reqs; i++)
+				if (!dsim_req_ended(&s->reqs[i]))
+					dsim_broke(s, "request %u never ended (%u attempts, %zu bytes, "
+						   "state %d)", i, s->reqs[i].attempts,
+						   s->reqs[i].n_got, s->reqs[i].st);
+			if (!s->broke[0])
+				dsim_broke(s, "the sessions never drained");
+			break;
+		}
+		uint64_t next = next_due(s, faults, n_faults);
+		sf_simnet_advance(s->world, next > now ? next : now + 1);
+	}
+	res->end_ms = sf_simnet_now(s->world);
+	res->turns = s->turns;
+	res->head_crashes = s->head_crashes;
+	res->node_crashes = s->node_crashes;
+	res->resets = s->resets;
+	struct sf_simnet_stats ws;
+	sf_simnet_stats(s->world, &ws);
+	res->digest = mix(mix(mix(mix(0xcbf29ce484222325ULL, res->end_ms), s->turns), ws.bytes),
+			  ws.pieces);
+	for (uint32_t i = 0; i < s->n_reqs; i++) {
+		struct dsim_req *r = &s->reqs[i];
+		res->done += r->st == DR_DONE;
+		res->left += r->st == DR_LEFT;
+		res->resumes += r->resumes;
+		res->breaks += r->breaks;
+		res->digest = mix(mix(mix(res->digest, r->st), r->n_got), r->attempts);
+		for (size_t k = 0; k < r->n_got; k++)
+			res->digest = mix(res->digest, (uint8_t)r->got[k]);
+		dsim_req_free(r);
+	}
+	snprintf(res->broke, sizeof(res->broke), "%s", s->broke);
+	dsim_daemons_free(s);
+	sf_loop_free(s->clients);
+	sf_simnet_free(s->world);
+	if (nftw(s->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS))
+		fprintf(stderr, "daemon-sim: could not remove %s\n", s->dir);
+	free(s);
+}
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: daemon-sim --seed N [-v] | --seeds A..B [--check-replay]\n");
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t first = 0, last = 0;
+	bool verbose = false, replay = false, have = false;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
+			first = last = strtoull(argv[++i], NULL, 10);
+			have = true;
+		} else if (!strcmp(argv[i], "--seeds") && i + 1 < argc) {
+			char *dots;
+			first = strtoull(argv[++i], &dots, 10);
+			if (strncmp(dots, "..", 2))
+				return usage();
+			last = strtoull(dots + 2, NULL, 10);
+			have = true;
+		} else if (!strcmp(argv[i], "-v")) {
+			verbose = true;
+		} else if (!strcmp(argv[i], "--check-replay")) {
+			replay = true;
+		} else {
+			return usage();
+		}
+	}
+	if (!have || last < first)
+		return usage();
+	if (randombytes_set_implementation(&rb_impl) || sodium_init() < 0) {
+		fprintf(stderr, "daemon-sim: libsodium did not start\n");
+		return 2;
+	}
+	sfd_log_init("daemon-sim");
+	sfd_log_set_level(verbose ? (getenv("DSIM_DEBUG") ? SFD_LOG_DEBUG : SFD_LOG_INFO) : SFD_LOG_ERROR);
+	if (!verbose && !freopen("/dev/null", "w", stderr))
+		return 2;
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	uint64_t streams = 0, crashes = 0, resumes = 0;
+	for (uint64_t seed = first; seed <= last; seed++) {
+		struct result a, b;
+		run_seed(seed, verbose, &a);
+		if (!a.broke[0] && replay) {
+			run_seed(seed, false, &b);
+			if (a.digest != b.digest || a.end_ms != b.end_ms)
+				snprintf(a.broke, sizeof(a.broke), "the same seed ran differently: ended "
+					 "at %llu ms and %llu ms, %llu and %llu turns",
+					 (unsigned long long)a.end_ms, (unsigned long long)b.end_ms,
+					 (unsigned long long)a.turns, (unsigned long long)b.turns);
+		}
+		if (a.broke[0] || verbose)
+			printf("seed %llu: %s%s (%u streams done, %u left on purpose, %u breaks, %u "
+			       "resumes; %u head crashes, %u node crashes, %u resets; %llu ms, "
+			       "%llu turns)\n", (unsigned long long)seed,
+			       a.broke[0] ? "broke the promise: " : "held", a.broke, a.done, a.left,
+			       a.breaks, a.resumes, a.head_crashes, a.node_crashes, a.resets,
+			       (unsigned long long)a.end_ms, (unsigned long long)a.turns);
+		if (a.broke[0])
+			return 1;
+		streams += a.done;
+		crashes += a.head_crashes + a.node_crashes;
+		resumes += a.resumes;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	printf("daemon-sim: seeds %llu..%llu held (%llu streams whole, %llu crashes, %llu resumes)"
+	       " in %.1f s\n", (unsigned long long)first, (unsigned long long)last,
+	       (unsigned long long)streams, (unsigned long long)crashes,
+	       (unsigned long long)resumes, secs);
+	return 0;
+}
