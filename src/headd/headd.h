@@ -190,6 +190,14 @@ void headd_admin_event(struct headd *d, const struct sf_head_event *ev);
 /* api_generate.c: q's session id is set: its events find it. */
 void headd_req_index(struct headd_req *q);
 
+#ifdef SF_PLANTED_BUGS
+/* A bug planted on purpose so that daemon-sim shows it catches one (tests/sim only: the
+ * programs never build it): ACK_EARLY tells the head an event is durable as soon as its
+ * record is appended, before it is written. */
+enum { HEADD_BUG_NONE = 0, HEADD_BUG_ACK_EARLY = 1 };
+extern int headd_planted_bug;
+#endif
+
 /* headd_wal.c: the write-ahead log. Every call is a no-op without --wal-dir. */
 int headd_wal_start(struct headd *d);   /* replay, restore, open; 0 or -1 (logged) */
 void headd_wal_stop(struct headd *d);   /* writes what is left and closes */

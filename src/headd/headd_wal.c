@@ -63,6 +63,22 @@ static void enqueue(struct headd *d, uint64_t lsn, uint8_t type, bool logged, bo
 	w->queued_bytes += len;
 }
 
+#ifdef SF_PLANTED_BUGS
+int headd_planted_bug = HEADD_BUG_NONE;
+
+/* The planted bug: the head hears an event is durable as soon as it is appended, so the
+ * node lets go of what a crash then loses from the log. */
+static void ack_early(struct headd *d, const struct headd_walq *e)
+{
+	struct sf_walrec_event r;
+	struct sf_err err;
+	if (!e || !e->logged || !e->deliver || sf_walrec_get_event(e->type, e->p, e->len, &r, &err))
+		return;
+	sf_head_durable(d->head, r.session_id, r.generation_id, r.epoch,
+			sf_wal_event_durable_seq(e->type, &r));
+}
+#endif
+
 /* Appends the record in w->rec; 0 when the log refused it (the head then stops). */
 static uint64_t append(struct headd *d, uint8_t type)
 {
@@ -157,8 +173,13 @@ bool headd_wal_event(struct headd *d, const struct sf_head_event *ev)
 	if (logged && !lsn)
 		return true;
 	enqueue(d, lsn, type, logged, true);
+#ifdef SF_PLANTED_BUGS
+	if (headd_planted_bug == HEADD_BUG_ACK_EARLY && logged)
+		ack_early(d, w->tail);
+#endif
 	return true;
 }
+
 
 /* ---- delivery ---- */
 

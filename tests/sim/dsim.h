@@ -100,6 +100,7 @@ struct dsim {
 	char broke[512];               /* the first broken promise, "" while none */
 	/* what happened, for the trace */
 	uint32_t head_crashes, node_crashes, resets, leaves;
+	uint64_t gaps; /* events a node sent past the one the head expected, every head's */
 	uint64_t turns;
 };
 
@@ -117,6 +118,8 @@ bool dsim_head_up(const struct dsim *s);
 bool dsim_node_up(const struct dsim *s, uint32_t k);
 /* Sessions the head holds, and those node k holds. */
 uint32_t dsim_head_sessions(const struct dsim *s);
+/* Gaps the head has seen in a node's events (s->gaps and the running head's). */
+uint64_t dsim_head_gaps(const struct dsim *s);
 uint32_t dsim_node_sessions(const struct dsim *s, uint32_t k);
 void dsim_daemons_free(struct dsim *s);
 /* The head's HTTP address and node k's fleet address. */

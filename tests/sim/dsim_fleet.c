@@ -201,6 +201,9 @@ static void head_free(struct dsim *s, bool crash)
 	struct dsim_head *h = s->head;
 	if (!dsim_head_up(s))
 		return;
+	struct sf_head_stats st;
+	sf_head_stats(h->d->head, &st);
+	s->gaps += st.gaps;
 	if (crash)
 		sf_simnet_crash(s->world, h->loop);
 	h->d->wal.abandon = crash;
@@ -242,6 +245,15 @@ uint32_t dsim_head_sessions(const struct dsim *s)
 	struct sf_head_stats st;
 	sf_head_stats(s->head->d->head, &st);
 	return st.sessions;
+}
+
+uint64_t dsim_head_gaps(const struct dsim *s)
+{
+	if (!dsim_head_up(s))
+		return s->gaps;
+	struct sf_head_stats st;
+	sf_head_stats(s->head->d->head, &st);
+	return s->gaps + st.gaps;
 }
 
 uint32_t dsim_node_sessions(const struct dsim *s, uint32_t k)

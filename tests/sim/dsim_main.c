@@ -9,6 +9,11 @@
  *   daemon-sim --seed N [-v]       one seed; -v shows the daemons' logs and the clients' breaks
  *   daemon-sim --seeds A..B        every seed in the range, with a summary
  *   --check-replay                 each seed twice: the same run, event for event
+ *   --planted-bug skip-replay      plant a bug in the head machine: an event replayed after a
+ *                                  reconcile is taken as seen and never told (a token lost)
+ *   --planted-bug ack-early        plant one in the head's log glue (headd_wal.c): the node
+ *                                  hears an event is durable before it is written (a head
+ *                                  crash then loses tokens a client saw)
  * Exit status: 0 every seed held, 1 a seed broke a promise (seed and what printed), 2 usage. */
 #include <errno.h>
 #include <ftw.h>
@@ -22,6 +27,12 @@
 
 #include "daemon/log.h"
 #include "dsim.h"
+#include "head/head.h"
+#include "headd/headd.h"
+
+#ifndef SF_PLANTED_BUGS
+#error "daemon-sim plants bugs: link it with superfluid_headd_planted (SF_PLANTED_BUGS)"
+#endif
 
 #define MAX_FAULTS 8
 #define DRAIN_MS 8000 /* after the last request ends: sessions must be gone by then */
@@ -229,6 +240,9 @@ static void run_seed(uint64_t seed, bool verbose, struct result *res)
 		for (uint32_t i = 0; i < n_faults; i++)
 			strike(s, &faults[i], now);
 		settle(s);
+		if (dsim_head_gaps(s))
+			dsim_broke(s, "a node sent an event past the one the head expected (an event "
+				   "acknowledged and let go, then lost: a gap)");
 		bool faults_over = now >= DSIM_FAULT_MS;
 		for (uint32_t i = 0; i < n_faults; i++)
 			faults_over &= faults[i].back;
@@ -291,7 +305,8 @@ static void run_seed(uint64_t seed, bool verbose, struct result *res)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: daemon-sim --seed N [-v] | --seeds A..B [--check-replay]\n");
+	fprintf(stderr, "usage: daemon-sim --seed N [-v] | --seeds A..B [--check-replay] "
+		"[--planted-bug skip-replay|ack-early]\n");
 	return 2;
 }
 
@@ -314,6 +329,14 @@ int main(int argc, char **argv)
 			verbose = true;
 		} else if (!strcmp(argv[i], "--check-replay")) {
 			replay = true;
+		} else if (!strcmp(argv[i], "--planted-bug") && i + 1 < argc) {
+			i++;
+			if (!strcmp(argv[i], "skip-replay"))
+				sf_head_planted_bug = SF_HEAD_BUG_SKIP_REPLAY;
+			else if (!strcmp(argv[i], "ack-early"))
+				headd_planted_bug = HEADD_BUG_ACK_EARLY;
+			else
+				return usage();
 		} else {
 			return usage();
 		}
