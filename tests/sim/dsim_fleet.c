@@ -126,7 +126,7 @@ int dsim_node_start(struct dsim *s, uint32_t k)
 		char *argv[] = { "superfluid-noded", "--listen", n->listen, "--engine", "sim",
 				 "--shards", "1", "--sim-seed", n->seed, "--sim-tokens-per-s", "400",
 				 "--silence-ms", "1200", "--heartbeat-ms", "300", "--blob-dir",
-				 n->blobs, "--session-orphan-s", "3" };
+				 n->blobs, "--session-orphan-s", "3", "--max-sessions", "64" };
 		if (noded_opts_parse(&n->o, (int)(sizeof(argv) / sizeof(argv[0])), argv) !=
 		    NODED_PARSE_RUN) {
 			dsim_broke(s, "node %u's options were refused", k);
