@@ -22,6 +22,8 @@
 #define DSIM_MAX_NODES 4
 #define DSIM_MAX_CLIENTS 12
 #define DSIM_MAX_TEXT 4096
+#define DSIM_MAX_CTX 2048   /* a conversation's tokens */
+#define DSIM_MAX_TURNS 4
 #define DSIM_FAULT_MS 6000  /* faults and new requests for this long */
 #define DSIM_END_MS 60000   /* then every request must have ended by this time */
 
@@ -41,7 +43,9 @@ enum dsim_req_state {
 	DR_LEFT,       /* the client left on purpose mid-stream */
 };
 
-/* One client request: a streamed /v1/completions, resumed (GET .../{id}) after a break. */
+/* One client request: a streamed /v1/completions, resumed (GET .../{id}) after a break; or
+ * a conversation: a named session (X-Superfluid-Session) of several such turns, each sending
+ * only its new prompt, then DELETE /v1/sessions/{name}. */
 struct dsim_req {
 	struct dsim *s;
 	uint32_t index;
@@ -49,6 +53,15 @@ struct dsim_req {
 	uint64_t start_at, retry_at;
 	char prompt[128];
 	uint32_t max_tokens;
+	bool conv;              /* a conversation (only where the head keeps a log: a head
+				 * without one forgets it in a crash) */
+	char name[48];
+	uint32_t turn, n_turns;
+	bool deleting;          /* the last turn is done: the session is being deleted */
+	uint32_t ctx[DSIM_MAX_CTX]; /* the session's content as the node holds it */
+	uint32_t n_ctx;
+	uint32_t want_tok[DSIM_MAX_TEXT]; /* this turn's tokens, the final <|eos|> left out */
+	size_t n_want_tok;
 	uint64_t seed;
 	float temperature;
 	bool leave;             /* leaves once it has leave_after bytes of text */
@@ -100,6 +113,7 @@ struct dsim {
 	char broke[512];               /* the first broken promise, "" while none */
 	/* what happened, for the trace */
 	uint32_t head_crashes, node_crashes, resets, leaves;
+	uint32_t conv_turns;   /* turns of conversations done, each checked */
 	uint64_t gaps; /* events a node sent past the one the head expected, every head's */
 	uint64_t turns;
 };

@@ -16,6 +16,8 @@
 #define RETRY_MS 200      /* a client asks again this long after a break */
 #define MAX_ATTEMPTS 200  /* then it gives up (a broken promise: the request never ended) */
 #define IDLE_MS 5000      /* an answer silent this long is given up on (a client's timeout) */
+#define CONV_IDLE_MS 30000 /* a conversation's turn waits longer: its client leaving would
+			    * end the turn with what the node made so far kept in the session */
 
 void dsim_broke(struct dsim *s, const char *fmt, ...)
 {
@@ -27,27 +29,47 @@ void dsim_broke(struct dsim *s, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* The turn's prompt after what the session holds (r->ctx, kept), and what the engine then
+ * says: the expected text and tokens. */
 static void expect(struct dsim *s, struct dsim_req *r)
 {
 	struct sf_engine *e;
 	struct sf_err err;
-	uint32_t ctx[256], out[DSIM_MAX_TEXT];
-	size_t n_ctx = 0, n_out = 0;
+	size_t n_new = 0;
 	uint32_t finish = 0;
 	struct sf_sampling smp = { .temperature = r->temperature, .top_p = 1, .seed = r->seed };
-	if (sf_sim_engine_new(&s->engine, &e, &err) ||
-	    sf_engine_encode(e, r->prompt, strlen(r->prompt), ctx, 256, &n_ctx, &err) ||
-	    sf_sim_expected(&s->engine, &smp, ctx, n_ctx, r->max_tokens, out, DSIM_MAX_TEXT,
-			    &n_out, &finish, &err)) {
+	if (sf_sim_engine_new(&s->engine, &e, &err)) {
+		dsim_broke(s, "request %u: no engine: %s", r->index, err.msg);
+		return;
+	}
+	if (sf_engine_encode(e, r->prompt, strlen(r->prompt), r->ctx + r->n_ctx,
+			     DSIM_MAX_CTX - r->n_ctx, &n_new, &err) ||
+	    sf_sim_expected(&s->engine, &smp, r->ctx, r->n_ctx + n_new, r->max_tokens,
+			    r->want_tok, DSIM_MAX_TEXT, &r->n_want_tok, &finish, &err)) {
 		dsim_broke(s, "request %u: no expected stream: %s", r->index, err.msg);
+		sf_engine_free(e);
 		return;
 	}
 	sf_engine_free(e);
+	r->n_ctx += (uint32_t)n_new;
 	r->n_want = 0;
-	for (size_t i = 0; i < n_out; i++)
-		if (out[i] < 256)
-			r->want[r->n_want++] = (char)out[i];
+	for (size_t i = 0; i < r->n_want_tok; i++)
+		if (r->want_tok[i] < 256)
+			r->want[r->n_want++] = (char)r->want_tok[i];
 	r->want_finish = finish == SF_FINISH_STOP ? "stop" : "length";
+}
+
+/* A prompt of 2..11 words drawn from the world's random source (a later turn's starts with
+ * a space: it follows the reply). */
+static void draw_prompt(struct dsim *s, struct dsim_req *r)
+{
+	static const char *const words[] = { "the", "fleet", "sails", "at", "dawn", "and",
+					     "every", "node", "keeps", "its", "word" };
+	size_t at = 0;
+	uint32_t n = 2 + (uint32_t)(sf_simnet_rand(s->world) % 10);
+	for (uint32_t i = 0; i < n; i++)
+		at += (size_t)snprintf(r->prompt + at, sizeof(r->prompt) - at, "%s%s",
+				       i || r->turn ? " " : "", words[sf_simnet_rand(s->world) % 11]);
 }
 
 void dsim_req_init(struct dsim *s, struct dsim_req *r, uint32_t index)
@@ -55,18 +77,17 @@ void dsim_req_init(struct dsim *s, struct dsim_req *r, uint32_t index)
 	memset(r, 0, sizeof(*r));
 	r->s = s;
 	r->index = index;
-	static const char *const words[] = { "the", "fleet", "sails", "at", "dawn", "and",
-					     "every", "node", "keeps", "its", "word" };
-	size_t at = 0;
-	uint32_t n = 2 + (uint32_t)(sf_simnet_rand(s->world) % 10);
-	for (uint32_t i = 0; i < n; i++)
-		at += (size_t)snprintf(r->prompt + at, sizeof(r->prompt) - at, "%s%s", i ? " " : "",
-				       words[sf_simnet_rand(s->world) % 11]);
+	draw_prompt(s, r);
 	r->max_tokens = 8 + (uint32_t)(sf_simnet_rand(s->world) % 120);
 	r->seed = 1 + sf_simnet_rand(s->world) % 1000000;
 	r->temperature = sf_simnet_rand(s->world) % 3 ? 0.8f : 0.0f;
 	r->start_at = sf_simnet_rand(s->world) % DSIM_FAULT_MS;
-	if (sf_simnet_rand(s->world) % 6 == 0) {
+	if (s->wal && sf_simnet_rand(s->world) % 3 == 0) {
+		r->conv = true;
+		r->n_turns = 2 + (uint32_t)(sf_simnet_rand(s->world) % (DSIM_MAX_TURNS - 1));
+		snprintf(r->name, sizeof(r->name), "conv-%llu-%u", (unsigned long long)s->seed, index);
+		r->max_tokens = 8 + r->max_tokens % 40;
+	} else if (sf_simnet_rand(s->world) % 6 == 0) {
 		r->leave = true;
 		r->leave_after = (uint32_t)(sf_simnet_rand(s->world) % 40);
 	}
@@ -118,18 +139,51 @@ static void check_prefix(struct dsim_req *r, const char *when)
 			   r->n_got, r->n_want);
 }
 
+/* A conversation's turn is done: the next one after a pause (its prompt after the reply the
+ * node keeps: the tokens without the final <|eos|>), or the session deleted after the last. */
+static void next_turn(struct dsim_req *r)
+{
+	struct dsim *s = r->s;
+	s->conv_turns++;
+	if (r->n_ctx + r->n_want_tok > DSIM_MAX_CTX - 64) {
+		r->turn = r->n_turns; /* no room for more: end it here */
+	} else {
+		memcpy(r->ctx + r->n_ctx, r->want_tok, r->n_want_tok * sizeof(uint32_t));
+		r->n_ctx += (uint32_t)r->n_want_tok;
+		r->turn++;
+	}
+	r->st = DR_WAIT;
+	r->retry_at = sf_simnet_now(s->world) + 20 + sf_simnet_rand(s->world) % 300;
+	r->n_got = 0;
+	r->last_event = 0;
+	r->id[0] = 0;
+	r->finish[0] = 0;
+	r->attempts = 0;
+	if (r->turn >= r->n_turns) {
+		r->deleting = true;
+		return;
+	}
+	draw_prompt(s, r);
+	r->max_tokens = 8 + (uint32_t)(sf_simnet_rand(s->world) % 40);
+	expect(s, r);
+}
+
 static void finished(struct dsim_req *r)
 {
 	conn_drop(r);
 	r->st = DR_DONE;
 	if (r->n_got != r->n_want || memcmp(r->got, r->want, r->n_got))
-		dsim_broke(r->s, "request %u (%s, seed %llu, temperature %.1f, max_tokens %u): got "
-			   "%zu bytes, the engine says %zu (a token lost, repeated or out of "
-			   "order; %u resumes)", r->index, r->prompt, (unsigned long long)r->seed,
-			   r->temperature, r->max_tokens, r->n_got, r->n_want, r->resumes);
+		dsim_broke(r->s, "request %u (%s%s%s, turn %u, seed %llu, temperature %.1f, "
+			   "max_tokens %u): got %zu bytes, the engine says %zu (a token lost, "
+			   "repeated or out of order; %u resumes)", r->index, r->prompt,
+			   r->conv ? ", session " : "", r->name, r->turn + 1,
+			   (unsigned long long)r->seed, r->temperature, r->max_tokens, r->n_got,
+			   r->n_want, r->resumes);
 	else if (strcmp(r->finish, r->want_finish))
 		dsim_broke(r->s, "request %u: finish_reason %s, the engine says %s", r->index,
 			   r->finish, r->want_finish);
+	else if (r->conv)
+		next_turn(r);
 }
 
 static void answer_over(struct dsim_req *r, int err);
@@ -213,7 +267,7 @@ static void on_headers(struct dsim_req *r)
 /* Body bytes, de-chunked: events when the answer is a stream, else kept to quote. */
 static void on_body(struct dsim_req *r, const uint8_t *p, size_t n)
 {
-	if (r->status == 200) {
+	if (r->status == 200 && !r->deleting) {
 		sf_sse_feed(&r->sse, p, n);
 		return;
 	}
@@ -285,7 +339,8 @@ static size_t on_recv(struct sf_conn *c, const uint8_t *p, size_t n)
 		if (r->n_hdr >= 4 && !memcmp(r->hdr + r->n_hdr - 4, "\r\n\r\n", 4))
 			on_headers(r);
 	}
-	if (r->in_body && r->status != 200 && !r->chunked && !r->content_left && i == n) {
+	if (r->in_body && (r->status != 200 || r->deleting) && !r->chunked && !r->content_left &&
+	    i == n) {
 		answer_over(r, 0); /* an error answer with no body */
 		return n;
 	}
@@ -309,7 +364,13 @@ static void on_connected(struct sf_conn *c, int err)
 static void answer_over(struct dsim_req *r, int err)
 {
 	char why[512];
-	if (r->in_body && r->status != 200) {
+	if (r->deleting && r->in_body &&
+	    (r->status == 200 || r->status == 204 || r->status == 404)) {
+		conn_drop(r); /* the conversation is over (404: its delete went through before) */
+		r->st = DR_DONE;
+		return;
+	}
+	if (r->in_body && (r->status != 200 || r->deleting)) {
 		snprintf(why, sizeof(why), "answered %d: %.300s", r->status,
 			 r->err_body ? r->err_body : "");
 		if (r->status == 404 && r->n_got && r->cut_by_head && !r->cut_by_reset) {
@@ -326,7 +387,8 @@ static void answer_over(struct dsim_req *r, int err)
 			r->id[0] = 0;
 			r->last_event = 0;
 			r->n_got = 0;
-		} else if (r->status != 503 && r->status != 429 && r->status != 502) {
+		} else if (r->status != 503 && r->status != 429 && r->status != 502 &&
+			   !(r->conv && r->status == 409)) {
 			dsim_broke(r->s, "request %u: %s", r->index, why);
 			r->st = DR_FAILED;
 			conn_drop(r);
@@ -382,7 +444,10 @@ static void ask(struct dsim_req *r)
 	}
 	char req[1024];
 	int n;
-	if (r->id[0]) {
+	if (r->deleting) {
+		n = snprintf(req, sizeof(req), "DELETE /v1/sessions/%s HTTP/1.1\r\nHost: sim\r\n"
+			     "\r\n", r->name);
+	} else if (r->id[0]) {
 		/* Resumed: what came after the last event seen (all of it when none was). */
 		r->resumes++;
 		char after[32] = "";
@@ -400,9 +465,12 @@ static void ask(struct dsim_req *r)
 				 "\"max_tokens\":%u,\"stream\":true,\"temperature\":%.1f,"
 				 "\"top_p\":1,\"seed\":%llu}", r->prompt, r->max_tokens,
 				 r->temperature, (unsigned long long)r->seed);
+		char named[96] = "";
+		if (r->conv)
+			snprintf(named, sizeof(named), "X-Superfluid-Session: %s\r\n", r->name);
 		n = snprintf(req, sizeof(req), "POST /v1/completions HTTP/1.1\r\nHost: sim\r\n"
-			     "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", b,
-			     body);
+			     "%sContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+			     named, b, body);
 	}
 	sf_conn_write(r->conn, req, (size_t)n);
 	r->st = DR_SENT;
@@ -422,7 +490,7 @@ bool dsim_req_poll(struct dsim_req *r, uint64_t now)
 		ask(r);
 		return true;
 	}
-	if (r->st == DR_SENT && now >= r->last_rx + IDLE_MS) {
+	if (r->st == DR_SENT && now >= dsim_req_deadline(r)) {
 		broke_off(r, "no answer for 5 s: gave up on it");
 		return true;
 	}
@@ -431,7 +499,7 @@ bool dsim_req_poll(struct dsim_req *r, uint64_t now)
 
 uint64_t dsim_req_deadline(const struct dsim_req *r)
 {
-	return r->st == DR_SENT ? r->last_rx + IDLE_MS : UINT64_MAX;
+	return r->st == DR_SENT ? r->last_rx + (r->conv ? CONV_IDLE_MS : IDLE_MS) : UINT64_MAX;
 }
 
 bool dsim_req_owns(const struct dsim_req *r, int fd)

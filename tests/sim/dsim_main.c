@@ -79,7 +79,7 @@ struct fault {
 struct result {
 	char broke[512];
 	uint64_t end_ms, turns, digest;
-	uint32_t done, left, head_crashes, node_crashes, resets, resumes, breaks;
+	uint32_t done, left, head_crashes, node_crashes, resets, resumes, breaks, conv_turns;
 };
 
 static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -116,11 +116,16 @@ static void strike(struct dsim *s, struct fault *f, uint64_t now)
 			uint32_t n = sf_simnet_conns(s->world, fds, 64);
 			if (n) {
 				int fd = fds[sf_simnet_rand(s->world) % (n < 64 ? n : 64)];
+				bool conv = false; /* a conversation's client keeps its connection */
 				for (uint32_t i = 0; i < s->n_reqs; i++)
-					if (dsim_req_owns(&s->reqs[i], fd))
+					if (dsim_req_owns(&s->reqs[i], fd)) {
 						s->reqs[i].cut_by_reset = true;
-				sf_simnet_reset(s->world, fd);
-				s->resets++;
+						conv = s->reqs[i].conv;
+					}
+				if (!conv) {
+					sf_simnet_reset(s->world, fd);
+					s->resets++;
+				}
 			}
 			f->back = true;
 		} else if (f->kind == F_NODE && dsim_node_up(s, f->node)) {
@@ -279,6 +284,7 @@ static void run_seed(uint64_t seed, bool verbose, struct result *res)
 	res->head_crashes = s->head_crashes;
 	res->node_crashes = s->node_crashes;
 	res->resets = s->resets;
+	res->conv_turns = s->conv_turns;
 	struct sf_simnet_stats ws;
 	sf_simnet_stats(s->world, &ws);
 	res->digest = mix(mix(mix(mix(0xcbf29ce484222325ULL, res->end_ms), s->turns), ws.bytes),
@@ -353,7 +359,7 @@ int main(int argc, char **argv)
 		return 2;
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	uint64_t streams = 0, crashes = 0, resumes = 0;
+	uint64_t streams = 0, crashes = 0, resumes = 0, turns = 0;
 	for (uint64_t seed = first; seed <= last; seed++) {
 		struct result a, b;
 		run_seed(seed, verbose, &a);
@@ -366,23 +372,24 @@ int main(int argc, char **argv)
 					 (unsigned long long)a.turns, (unsigned long long)b.turns);
 		}
 		if (a.broke[0] || verbose)
-			printf("seed %llu: %s%s (%u streams done, %u left on purpose, %u breaks, %u "
-			       "resumes; %u head crashes, %u node crashes, %u resets; %llu ms, "
-			       "%llu turns)\n", (unsigned long long)seed,
-			       a.broke[0] ? "broke the promise: " : "held", a.broke, a.done, a.left,
-			       a.breaks, a.resumes, a.head_crashes, a.node_crashes, a.resets,
-			       (unsigned long long)a.end_ms, (unsigned long long)a.turns);
+			printf("seed %llu: %s%s (%u requests done, %u conversation turns, %u left "
+			       "on purpose, %u breaks, %u resumes; %u head crashes, %u node crashes, "
+			       "%u resets; %llu ms, %llu loop turns)\n", (unsigned long long)seed,
+			       a.broke[0] ? "broke the promise: " : "held", a.broke, a.done, a.conv_turns,
+			       a.left, a.breaks, a.resumes, a.head_crashes, a.node_crashes,
+			       a.resets, (unsigned long long)a.end_ms, (unsigned long long)a.turns);
 		if (a.broke[0])
 			return 1;
 		streams += a.done;
 		crashes += a.head_crashes + a.node_crashes;
 		resumes += a.resumes;
+		turns += a.conv_turns;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-	printf("daemon-sim: seeds %llu..%llu held (%llu streams whole, %llu crashes, %llu resumes)"
-	       " in %.1f s\n", (unsigned long long)first, (unsigned long long)last,
-	       (unsigned long long)streams, (unsigned long long)crashes,
-	       (unsigned long long)resumes, secs);
+	printf("daemon-sim: seeds %llu..%llu held (%llu requests whole, %llu conversation turns, "
+	       "%llu crashes, %llu resumes) in %.1f s\n", (unsigned long long)first,
+	       (unsigned long long)last, (unsigned long long)streams, (unsigned long long)turns,
+	       (unsigned long long)crashes, (unsigned long long)resumes, secs);
 	return 0;
 }
