@@ -265,14 +265,21 @@ struct headd_msg {
 	uint8_t *rx;          /* CONN: bytes that came with the socket (malloc'd) */
 	size_t n_rx;
 	struct headd_gather *g; /* GATHER, GATHERED */
+	struct headd_msg *next; /* in a solo process's inbox (headd_solo_new) */
 };
-/* A head of one shard on a loop the caller makes and turns (the simulator): no threads, no
- * signals, its listening socket http_fd (the loop's, not the kernel's, on a simulated loop).
- * The caller runs headd_shard_start, headd_shard_turn, then frees the loop, headd_shard_fini
- * and headd_solo_free. NULL without memory. */
-struct headd *headd_solo_new(const struct headd_opts *o, int http_fd, const uint8_t *token,
-			     size_t token_len);
-void headd_solo_free(struct headd *d);
+/* A head of n shards on loops the caller makes and turns (the simulator): no threads, no
+ * signals; shard k listens on http_fds[k] (the loop's sockets, not the kernel's, on a
+ * simulated loop), and what shards send each other waits in the process until
+ * headd_solo_inbox hands it over. The caller runs headd_shard_start on each shard, then
+ * headd_shard_turn and headd_solo_inbox, and at the end frees the loops, runs
+ * headd_shard_fini on each and headd_solo_free. NULL without memory or when --wal-dir's
+ * layout does not fit n (logged). */
+struct headd_proc *headd_solo_new(const struct headd_opts *o, unsigned n, const int *http_fds,
+				  const uint8_t *token, size_t token_len);
+struct headd *headd_solo_shard(struct headd_proc *p, unsigned k);
+/* Hands shard k the messages the others sent it (on its loop's thread); true when any. */
+bool headd_solo_inbox(struct headd_proc *p, unsigned k);
+void headd_solo_free(struct headd_proc *p);
 /* Sends m (malloc'd; the receiver frees it) to shard k; 0, or -1 (its inbox is full, or the
  * process is stopping: m is not taken). */
 int headd_proc_send(struct headd *d, unsigned k, struct headd_msg *m);

@@ -38,7 +38,8 @@ struct headd_proc {
 	/* Of each node (its place in every shard's nodes[]), the shards whose link to it is
 	 * open: a node's coming up and going down is said once for the head, not per shard. */
 	atomic_uint links_up[HEADD_NODE_SLOTS];
-	bool solo; /* headd_solo_new: one shard its caller turns; no threads, no signals */
+	bool solo; /* headd_solo_new: shards its caller turns; no threads, no signals */
+	struct headd_msg *solo_head[SF_SHARDS_MAX], *solo_tail[SF_SHARDS_MAX]; /* their inboxes */
 };
 
 unsigned headd_proc_node_links(struct headd *d, uint32_t i, int delta)
@@ -106,7 +107,17 @@ void headd_proc_fail(struct headd *d, int rc)
 
 int headd_proc_send(struct headd *d, unsigned k, struct headd_msg *m)
 {
-	if (headd_proc_stopping(d) || !d->proc->shards || sf_shards_send(d->proc->shards, k, m))
+	struct headd_proc *p = d->proc;
+	if (p->solo && !headd_proc_stopping(d) && k < p->n) {
+		m->next = NULL;
+		if (p->solo_tail[k])
+			p->solo_tail[k]->next = m;
+		else
+			p->solo_head[k] = m;
+		p->solo_tail[k] = m;
+		return 0;
+	}
+	if (headd_proc_stopping(d) || !p->shards || sf_shards_send(p->shards, k, m))
 		return -1;
 	return 0;
 }
@@ -117,7 +128,7 @@ static void on_msg(struct sf_loop *loop, unsigned k, void *msg, void *arg)
 	struct headd_proc *p = arg;
 	struct headd_msg *m = msg;
 	struct headd *d = p->shard[k];
-	bool stopping = atomic_load(&p->stop) || sf_shards_stopping(p->shards);
+	bool stopping = atomic_load(&p->stop) || (p->shards && sf_shards_stopping(p->shards));
 	switch (m->kind) {
 	case HEADD_MSG_WAKE:
 		break;
@@ -175,7 +186,7 @@ static int shard_opts(struct headd_proc *p, const struct headd_opts *o, unsigned
 	so->http_max_conns = (o->http_max_conns + n - 1) / n;
 	so->http_body_budget_mb = (o->http_body_budget_mb + n - 1) / n;
 	so->max_sessions = (o->max_sessions + n - 1) / n;
-	if (k == 0 && !o->admin_socket)
+	if (k == 0 && !o->admin_socket && !p->solo)
 		so->admin_socket = p->admin_path; /* made by headd_proc_main */
 	if (k > 0) {
 		so->admin_socket = NULL; /* shard 0's */
@@ -303,39 +314,71 @@ int headd_proc_main(const struct headd_opts *o, const uint8_t *token, size_t tok
 	return rc;
 }
 
-struct headd *headd_solo_new(const struct headd_opts *o, int http_fd, const uint8_t *token,
-			     size_t token_len)
+struct headd_proc *headd_solo_new(const struct headd_opts *o, unsigned n, const int *http_fds,
+				  const uint8_t *token, size_t token_len)
 {
-	struct headd_proc *p = calloc(1, sizeof(*p));
-	struct headd *d = calloc(1, sizeof(*d));
-	if (!p || !d || token_len > sizeof(d->token)) {
-		free(p);
-		free(d);
+	if (!n || n > SF_SHARDS_MAX || token_len > SF_TOKEN_MAX ||
+	    headd_wal_layout_check(o->wal_dir, n))
 		return NULL;
-	}
+	struct headd_proc *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
 	p->solo = true;
-	p->n = 1;
+	p->n = n;
 	p->given = o;
 	p->has_pipeline = o->pipeline != NULL;
-	p->opts[0] = *o;
-	p->shard[0] = d;
-	sfd_shard_watch_init(&p->watch, 1);
-	d->opts = &p->opts[0];
-	d->proc = p;
-	d->n_shards = 1;
-	d->api.http_fd = http_fd;
-	snprintf(d->identity, sizeof(d->identity), "%s", o->identity ? o->identity : "superfluid-headd");
-	memcpy(d->token, token, token_len);
-	d->token_len = token_len;
-	return d;
+	sfd_shard_watch_init(&p->watch, n);
+	for (unsigned k = 0; k < n; k++) {
+		struct headd *d = p->shard[k] = calloc(1, sizeof(*d));
+		if (!d || shard_opts(p, o, k)) {
+			headd_solo_free(p);
+			return NULL;
+		}
+		d->opts = &p->opts[k];
+		d->proc = p;
+		d->shard = k;
+		d->n_shards = n;
+		d->api.http_fd = http_fds[k];
+		snprintf(d->identity, sizeof(d->identity), "%s",
+			 o->identity ? o->identity : "superfluid-headd");
+		memcpy(d->token, token, token_len);
+		d->token_len = token_len;
+	}
+	return p;
 }
 
-void headd_solo_free(struct headd *d)
+struct headd *headd_solo_shard(struct headd_proc *p, unsigned k)
 {
-	if (!d)
+	return k < p->n ? p->shard[k] : NULL;
+}
+
+bool headd_solo_inbox(struct headd_proc *p, unsigned k)
+{
+	bool any = false;
+	while (k < p->n && p->solo_head[k]) {
+		struct headd_msg *m = p->solo_head[k];
+		p->solo_head[k] = m->next;
+		if (!p->solo_head[k])
+			p->solo_tail[k] = NULL;
+		on_msg(p->shard[k]->loop, k, m, p);
+		any = true;
+	}
+	return any;
+}
+
+void headd_solo_free(struct headd_proc *p)
+{
+	if (!p)
 		return;
-	if (d->api.http_fd >= 0 && d->loop)
-		sf_loop_close_fd(d->loop, d->api.http_fd);
-	free(d->proc);
-	free(d);
+	for (unsigned k = 0; k < p->n; k++) {
+		while (p->solo_head[k]) {
+			struct headd_msg *m = p->solo_head[k];
+			p->solo_head[k] = m->next;
+			free(m->rx);
+			free(m);
+		}
+		free(p->shard[k]);
+		free(p->wal_dirs[k]);
+	}
+	free(p);
 }

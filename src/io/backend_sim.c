@@ -99,16 +99,26 @@ static int sim_conn_start(struct sf_loop *loop, struct sf_conn *c)
 	return 0;
 }
 
-/* The listener a dial to a reaches: bound to its address, or to any address on its port. */
+static bool listens_for(const struct sim_sock *s, const struct sockaddr_in *a)
+{
+	return s->used && s->listening && s->loop && s->addr.sin_port == a->sin_port &&
+	       (s->addr.sin_addr.s_addr == a->sin_addr.s_addr ||
+		s->addr.sin_addr.s_addr == htonl(INADDR_ANY));
+}
+
+/* The listener a dial to a reaches: bound to its address, or to any address on its port;
+ * one of several sharing it, drawn. */
 static struct sim_sock *listener_of(struct sf_simnet *w, const struct sockaddr_in *a)
 {
-	for (uint32_t i = 0; i < w->n_hw; i++) {
-		struct sim_sock *s = &w->socks[i];
-		if (s->used && s->listening && s->loop && s->addr.sin_port == a->sin_port &&
-		    (s->addr.sin_addr.s_addr == a->sin_addr.s_addr ||
-		     s->addr.sin_addr.s_addr == htonl(INADDR_ANY)))
-			return s;
-	}
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < w->n_hw; i++)
+		n += listens_for(&w->socks[i], a);
+	if (!n)
+		return NULL;
+	uint32_t pick = n > 1 ? sim_draw(w, n - 1) : 0;
+	for (uint32_t i = 0; i < w->n_hw; i++)
+		if (listens_for(&w->socks[i], a) && pick-- == 0)
+			return &w->socks[i];
 	return NULL;
 }
 

@@ -184,12 +184,13 @@ void sim_sock_close(struct sf_simnet *w, struct sim_sock *s)
 	sim_sock_release(w, s);
 }
 
-int sf_simnet_listen(struct sf_simnet *w, const struct sockaddr *addr, socklen_t len)
+static int listen_on(struct sf_simnet *w, const struct sockaddr *addr, socklen_t len,
+		     bool shared)
 {
 	if (addr->sa_family != AF_INET || len < (socklen_t)sizeof(struct sockaddr_in))
 		return -1;
 	const struct sockaddr_in *a = (const struct sockaddr_in *)addr;
-	for (uint32_t i = 0; i < w->n_hw; i++) {
+	for (uint32_t i = 0; i < w->n_hw && !shared; i++) {
 		struct sim_sock *s = &w->socks[i];
 		if (s->used && s->listening && s->addr.sin_port == a->sin_port &&
 		    s->addr.sin_addr.s_addr == a->sin_addr.s_addr)
@@ -202,6 +203,16 @@ int sf_simnet_listen(struct sf_simnet *w, const struct sockaddr *addr, socklen_t
 	s->listening = true;
 	s->addr = *a;
 	return sim_sock_fd(w, s);
+}
+
+int sf_simnet_listen(struct sf_simnet *w, const struct sockaddr *addr, socklen_t len)
+{
+	return listen_on(w, addr, len, false);
+}
+
+int sf_simnet_listen_shared(struct sf_simnet *w, const struct sockaddr *addr, socklen_t len)
+{
+	return listen_on(w, addr, len, true);
 }
 
 void sf_simnet_reset(struct sf_simnet *w, int fd)

@@ -50,6 +50,9 @@ uint64_t sf_simnet_rand(struct sf_simnet *w);
 /* A listening socket bound to addr (IPv4), for a loop's sf_loop_listen; the fd, or -1 when
  * the address is taken or the table is full. */
 int sf_simnet_listen(struct sf_simnet *w, const struct sockaddr *addr, socklen_t len);
+/* Another listening socket on addr, which may have others already (SO_REUSEPORT, as a head's
+ * shards listen): each dial goes to one of them, drawn. The fd, or -1. */
+int sf_simnet_listen_shared(struct sf_simnet *w, const struct sockaddr *addr, socklen_t len);
 /* Resets the connection fd belongs to: both ends fail with ECONNRESET at their next turn;
  * what was in flight either way is lost. */
 void sf_simnet_reset(struct sf_simnet *w, int fd);

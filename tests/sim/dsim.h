@@ -110,6 +110,7 @@ struct dsim {
 	uint32_t n_reqs;
 	struct sf_sim_config engine;   /* what every node runs (the defaults and --sim-seed) */
 	bool wal;                      /* the head runs with --wal-dir */
+	uint32_t head_shards;          /* 1..3 */
 	char broke[512];               /* the first broken promise, "" while none */
 	/* what happened, for the trace */
 	uint32_t head_crashes, node_crashes, resets, leaves;

@@ -17,12 +17,16 @@
 #define HEAD_PORT 8080
 #define NODE_PORT 7001
 
+#define MAX_SHARDS 3
+
 struct dsim_head {
 	struct headd_opts o;
-	struct sf_loop *loop;
-	struct headd *d;
-	bool due;
-	char fleet[256];
+	struct headd_proc *p;          /* NULL while the head is down */
+	unsigned n;                    /* its shards */
+	struct sf_loop *loop[MAX_SHARDS];
+	struct headd *d[MAX_SHARDS];
+	bool due[MAX_SHARDS];
+	char fleet[256], shards[8];
 };
 
 struct dsim_node {
@@ -79,7 +83,9 @@ int dsim_head_start(struct dsim *s)
 		for (uint32_t k = 0; k < s->n_nodes; k++)
 			at += (size_t)snprintf(h->fleet + at, sizeof(h->fleet) - at, "%s127.0.0.1:%u",
 					       k ? "," : "", NODE_PORT + k);
-		char *argv[32] = { "superfluid-headd", "--fleet", h->fleet, "--shards", "1",
+		h->n = s->head_shards;
+		snprintf(h->shards, sizeof(h->shards), "%u", h->n);
+		char *argv[32] = { "superfluid-headd", "--fleet", h->fleet, "--shards", h->shards,
 				   "--listen-http", "127.0.0.1:8080", "--replace-after-ms", "1500",
 				   "--silence-ms", "1200", "--heartbeat-ms", "300" };
 		int argc = 13;
@@ -95,21 +101,32 @@ int dsim_head_start(struct dsim *s)
 		}
 		h->o.io = SF_IO_SIM;
 	}
-	h->loop = new_loop(s);
-	int fd = h->loop ? listen_on(s, HEAD_PORT) : -1;
-	if (fd < 0)
-		return -1;
-	h->d = headd_solo_new(&h->o, fd, NULL, 0);
-	if (!h->d) {
-		dsim_broke(s, "no memory for the head");
+	int fds[MAX_SHARDS];
+	struct sockaddr_in a = addr_of(HEAD_PORT);
+	for (unsigned k = 0; k < h->n; k++) {
+		h->loop[k] = new_loop(s);
+		fds[k] = h->loop[k] ? sf_simnet_listen_shared(s->world, (struct sockaddr *)&a,
+							       sizeof(a)) : -1;
+		if (fds[k] < 0) {
+			dsim_broke(s, "the head's shard %u has no loop or socket", k);
+			return -1;
+		}
+	}
+	h->p = headd_solo_new(&h->o, h->n, fds, NULL, 0);
+	if (!h->p) {
+		dsim_broke(s, "the head was not made (no memory, or its log's layout)");
 		return -1;
 	}
-	int rc = headd_shard_start(h->d, h->loop);
-	if (rc) {
-		dsim_broke(s, "the head did not start (exit status %d)", rc);
-		return -1;
+	for (unsigned k = 0; k < h->n; k++) {
+		h->d[k] = headd_solo_shard(h->p, k);
+		int rc = headd_shard_start(h->d[k], h->loop[k]);
+		if (rc) {
+			dsim_broke(s, "the head's shard %u did not start (exit status %d)", k, rc);
+			return -1;
+		}
 	}
-	h->due = headd_tick(h->d);
+	for (unsigned k = 0; k < h->n; k++)
+		h->due[k] = headd_tick(h->d[k]);
 	return 0;
 }
 
@@ -157,7 +174,7 @@ int dsim_node_start(struct dsim *s, uint32_t k)
 
 bool dsim_head_up(const struct dsim *s)
 {
-	return s->head && s->head->d;
+	return s->head && s->head->p;
 }
 
 bool dsim_node_up(const struct dsim *s, uint32_t k)
@@ -169,10 +186,12 @@ bool dsim_daemons_turn(struct dsim *s)
 {
 	bool due = false;
 	struct dsim_head *h = s->head;
-	if (dsim_head_up(s)) {
-		if (headd_shard_turn(h->d, &h->due))
-			dsim_broke(s, "the head stopped on its own (a fatal error: see its log)");
-		due |= h->due || sf_loop_busy(h->loop);
+	for (unsigned k = 0; dsim_head_up(s) && k < h->n; k++) {
+		if (headd_shard_turn(h->d[k], &h->due[k]))
+			dsim_broke(s, "the head's shard %u stopped on its own (a fatal error: see "
+				   "its log)", k);
+		due |= headd_solo_inbox(h->p, k);
+		due |= h->due[k] || sf_loop_busy(h->loop[k]);
 	}
 	for (uint32_t k = 0; k < s->n_nodes; k++) {
 		struct dsim_node *n = s->nodes[k];
@@ -188,8 +207,9 @@ bool dsim_daemons_turn(struct dsim *s)
 uint64_t dsim_daemons_next_timer(const struct dsim *s)
 {
 	uint64_t t = UINT64_MAX;
-	if (dsim_head_up(s) && sf_loop_next_timer(s->head->loop) < t)
-		t = sf_loop_next_timer(s->head->loop);
+	for (unsigned k = 0; dsim_head_up(s) && k < s->head->n; k++)
+		if (sf_loop_next_timer(s->head->loop[k]) < t)
+			t = sf_loop_next_timer(s->head->loop[k]);
 	for (uint32_t k = 0; k < s->n_nodes; k++)
 		if (dsim_node_up(s, k) && sf_loop_next_timer(s->nodes[k]->loop) < t)
 			t = sf_loop_next_timer(s->nodes[k]->loop);
@@ -201,17 +221,27 @@ static void head_free(struct dsim *s, bool crash)
 	struct dsim_head *h = s->head;
 	if (!dsim_head_up(s))
 		return;
-	struct sf_head_stats st;
-	sf_head_stats(h->d->head, &st);
-	s->gaps += st.gaps;
-	if (crash)
-		sf_simnet_crash(s->world, h->loop);
-	h->d->wal.abandon = crash;
-	sf_loop_free(h->loop);
-	h->loop = NULL;
-	headd_shard_fini(h->d);
-	headd_solo_free(h->d);
-	h->d = NULL;
+	/* The process: every shard at once. */
+	for (unsigned k = 0; k < h->n; k++) {
+		if (h->d[k]->head) {
+			struct sf_head_stats st;
+			sf_head_stats(h->d[k]->head, &st);
+			s->gaps += st.gaps;
+		}
+		if (crash && h->loop[k])
+			sf_simnet_crash(s->world, h->loop[k]);
+		h->d[k]->wal.abandon = crash;
+	}
+	for (unsigned k = 0; k < h->n; k++) {
+		sf_loop_free(h->loop[k]);
+		h->loop[k] = NULL;
+	}
+	for (unsigned k = 0; k < h->n; k++) {
+		headd_shard_fini(h->d[k]);
+		h->d[k] = NULL;
+	}
+	headd_solo_free(h->p);
+	h->p = NULL;
 }
 
 static void node_free(struct dsim *s, uint32_t k, bool crash)
@@ -240,20 +270,24 @@ void dsim_node_crash(struct dsim *s, uint32_t k)
 
 uint32_t dsim_head_sessions(const struct dsim *s)
 {
-	if (!dsim_head_up(s))
-		return 0;
-	struct sf_head_stats st;
-	sf_head_stats(s->head->d->head, &st);
-	return st.sessions;
+	uint32_t n = 0;
+	for (unsigned k = 0; dsim_head_up(s) && k < s->head->n; k++) {
+		struct sf_head_stats st;
+		sf_head_stats(s->head->d[k]->head, &st);
+		n += st.sessions;
+	}
+	return n;
 }
 
 uint64_t dsim_head_gaps(const struct dsim *s)
 {
-	if (!dsim_head_up(s))
-		return s->gaps;
-	struct sf_head_stats st;
-	sf_head_stats(s->head->d->head, &st);
-	return s->gaps + st.gaps;
+	uint64_t n = s->gaps;
+	for (unsigned k = 0; dsim_head_up(s) && k < s->head->n; k++) {
+		struct sf_head_stats st;
+		sf_head_stats(s->head->d[k]->head, &st);
+		n += st.gaps;
+	}
+	return n;
 }
 
 uint32_t dsim_node_sessions(const struct dsim *s, uint32_t k)
