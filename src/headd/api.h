@@ -53,6 +53,7 @@ struct headd_http {
 	int phase;                /* enum headd_http_phase */
 	uint64_t phase_since;
 	uint32_t served;          /* responses ended on it */
+	bool durable_wait;        /* its answer waits for the log (headd_wal_answer_durable) */
 	struct headd_http *next;
 };
 
@@ -70,6 +71,8 @@ struct headd_named {
 	uint64_t restoring;       /* a generation from before a head restart runs on it (no
 				   * request follows it yet): busy too */
 	bool opened;              /* placed on a node at least once */
+	bool tail_unsure;         /* restored before its model's tokenizer came: its last token
+				   * may be the one that ended the turn, dropped at the next turn */
 	/* The key that made it: only requests with that key find it (names are per key). */
 	uint8_t owner[SF_WALREC_OWNER_LEN];
 	struct headd_named *next;

@@ -154,6 +154,14 @@ static int start_generation(struct headd_req *q, const uint32_t *tokens, uint32_
 	struct headd *d = q->d;
 	struct headd_named *s = q->named;
 	struct sf_api_error e;
+	if (s && s->tail_unsure && s->n_content) {
+		/* Its last reply was restored before the tokenizer came: drop the token that
+		 * ended that turn, as keep_named does. */
+		uint32_t last = s->content[s->n_content - 1];
+		if (last == q->vocab.eos || last == q->vocab.end_turn)
+			s->n_content--;
+		s->tail_unsure = false;
+	}
 	uint32_t base = s ? s->n_content : 0;
 	uint32_t bos = sf_tokenizer_bos(q->tok);
 	if (q->r.kind != SF_API_COMPLETION || base || (n && tokens[0] == bos))

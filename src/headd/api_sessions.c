@@ -144,5 +144,5 @@ void headd_sessions_delete(struct headd_http *h, const char *name)
 	headd_named_end(d, s);
 	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
-	headd_api_send_json(h, 200, text);
+	headd_wal_answer_durable(d, h, text); /* deleted means deleted, crash or not */
 }

@@ -213,6 +213,11 @@ void headd_wal_session(struct headd *d, uint64_t sid, const char *name,
 void headd_wal_content(struct headd *d, uint64_t sid, uint32_t keep, const uint32_t *t,
 		       uint32_t n);
 void headd_wal_close(struct headd *d, uint64_t sid);
+/* Answers h with 200 and text (taken) once every record appended so far is durable (at once
+ * without a log): what it says done (a session deleted) is done across a crash. */
+void headd_wal_answer_durable(struct headd *d, struct headd_http *h, char *text);
+/* h is going: an answer waiting for the log is dropped. */
+void headd_wal_forget(struct headd *d, struct headd_http *h);
 /* Appends what d->wal.rec holds as a record of type (applied once durable). */
 void headd_wal_append_rec(struct headd *d, uint8_t type);
 /* wal_layout.c: whether dir's logs were written by a head of n shards (and, for n > 1,

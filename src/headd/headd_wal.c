@@ -25,6 +25,8 @@ struct headd_walq {
 	uint8_t type;
 	bool logged;   /* in the log: applied to the table once durable */
 	bool deliver;  /* a head event: delivered once durable */
+	struct headd_http *h; /* an answer to send once durable (headd_wal_answer_durable) */
+	char *text;           /* its body */
 	uint32_t len;
 	uint8_t p[];
 };
@@ -224,8 +226,41 @@ static void release(struct headd *d)
 				 e->lsn, sf_walrec_type_name(e->type), err.msg);
 		if (e->deliver)
 			deliver(d, e);
+		if (e->h) {
+			e->h->durable_wait = false;
+			headd_api_send_json(e->h, 200, e->text); /* frees the text */
+			e->text = NULL;
+		}
+		free(e->text);
 		free(e);
 	}
+}
+
+void headd_wal_answer_durable(struct headd *d, struct headd_http *h, char *text)
+{
+	struct headd_wal *w = &d->wal;
+	if (!w->w || (!w->head && sf_wal_durable(w->w) >= w->last_lsn)) {
+		headd_api_send_json(h, 200, text);
+		return;
+	}
+	sf_buf_clear(&w->rec);
+	enqueue(d, w->last_lsn, 0, false, false);
+	if (!w->tail || w->tail->h || w->tail->lsn != w->last_lsn || w->tail->deliver) {
+		headd_api_send_json(h, 500, NULL); /* no memory to hold it: said as a failure */
+		free(text);
+		return;
+	}
+	w->tail->h = h;
+	w->tail->text = text;
+	h->durable_wait = true;
+}
+
+void headd_wal_forget(struct headd *d, struct headd_http *h)
+{
+	for (struct headd_walq *e = d->wal.head; e; e = e->next)
+		if (e->h == h)
+			e->h = NULL;
+	h->durable_wait = false;
 }
 
 /* ---- checkpoints ---- */
@@ -399,6 +434,7 @@ void headd_wal_stop(struct headd *d)
 	while (w->head) {
 		struct headd_walq *e = w->head;
 		w->head = e->next;
+		free(e->text);
 		free(e);
 	}
 	w->tail = NULL;

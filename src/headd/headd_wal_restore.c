@@ -79,10 +79,14 @@ static void named_reply(struct headd *d, struct headd_named *n, const struct sf_
 			const struct sf_wal_gen *g)
 {
 	uint32_t k = g->n_tokens;
-	const struct sf_head_tokenizer *t = sf_tok_client_tokenizer(d->api.tok, n->model);
+	const struct sf_head_tokenizer *t = d->api.tok ? sf_tok_client_tokenizer(d->api.tok, n->model)
+					   : NULL; /* at the log's replay the API is not up yet */
 	if (k && t && (g->tokens[k - 1] == sf_tokenizer_eos(t) ||
 		       g->tokens[k - 1] == headd_chat_end_turn(d, t, sf_tokenizer_template(t, NULL))))
 		k--;
+	/* Without its tokenizer yet (a head just started has none until a node sends it), the
+	 * turn's end cannot be told apart: the next turn, which has it, decides. */
+	n->tail_unsure = k && !t;
 	uint32_t base = s->n_content;
 	uint32_t *all = malloc(((size_t)base + k + 1) * sizeof(uint32_t));
 	if (!all)
@@ -154,9 +158,12 @@ static int restore_one(struct headd *d, const struct sf_wal_session *s)
 		struct headd_named *n = restore_named(d, s);
 		if (n && running && node != SF_HEAD_NO_NODE)
 			n->restoring = running->rec.generation_id;
-		else if (n && last && last->ended && s->n_content == last->rec.n_prompt)
-			/* It ended before the crash, its reply not kept yet: keep it now. */
+		else if (n && last && last->ended && s->n_content == last->rec.n_prompt) {
+			/* It ended before the crash, its reply not kept yet: keep it now (as a
+			 * generation restored running would when it ends). */
+			n->restoring = last->rec.generation_id;
 			headd_wal_orphan_end(d, s->rec.session_id, last->rec.generation_id);
+		}
 	} else if (!running || node == SF_HEAD_NO_NODE) {
 		headd_wal_keep_add(d, s->rec.session_id);
 	}

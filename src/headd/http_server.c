@@ -175,6 +175,8 @@ static void on_closed(struct sf_conn *conn, int err)
 	h->conn = NULL;
 	if (h->gather)
 		headd_gather_client_gone(h);
+	if (h->durable_wait)
+		headd_wal_forget(h->d, h);
 	if (h->req) {
 		headd_gen_client_gone(h->req); /* the request lets go of h (q->h = NULL) */
 		h->req = NULL;                 /* and h of it: either may be freed first */

@@ -111,6 +111,8 @@ struct dsim {
 	struct sf_sim_config engine;   /* what every node runs (the defaults and --sim-seed) */
 	bool wal;                      /* the head runs with --wal-dir */
 	uint32_t head_shards;          /* 1..3 */
+	uint8_t token[32];             /* the fleet's token: sealed links (Noise), or plain */
+	size_t token_len;
 	char broke[512];               /* the first broken promise, "" while none */
 	/* what happened, for the trace */
 	uint32_t head_crashes, node_crashes, resets, leaves;

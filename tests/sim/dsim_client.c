@@ -475,9 +475,10 @@ static void ask(struct dsim_req *r)
 	sf_conn_write(r->conn, req, (size_t)n);
 	r->st = DR_SENT;
 	if (s->verbose)
-		fprintf(stderr, "  [%llu ms] request %u: %.*s\n",
+		fprintf(stderr, "  [%llu ms] request %u: %.*s%s%s (turn %u, %u tokens of content)\n",
 			(unsigned long long)sf_simnet_now(s->world), r->index,
-			(int)strcspn(req, "\r"), req);
+			(int)strcspn(req, "\r"), req, r->conv ? " session " : "", r->name,
+			r->turn + 1, r->n_ctx);
 }
 
 bool dsim_req_poll(struct dsim_req *r, uint64_t now)

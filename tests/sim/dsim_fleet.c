@@ -112,7 +112,7 @@ int dsim_head_start(struct dsim *s)
 			return -1;
 		}
 	}
-	h->p = headd_solo_new(&h->o, h->n, fds, NULL, 0);
+	h->p = headd_solo_new(&h->o, h->n, fds, s->token, s->token_len);
 	if (!h->p) {
 		dsim_broke(s, "the head was not made (no memory, or its log's layout)");
 		return -1;
@@ -157,7 +157,7 @@ int dsim_node_start(struct dsim *s, uint32_t k)
 		return -1;
 	char identity[32];
 	snprintf(identity, sizeof(identity), "node-%u", k);
-	n->d = noded_solo_new(&n->o, identity, fd, NULL, 0);
+	n->d = noded_solo_new(&n->o, identity, fd, s->token, s->token_len);
 	if (!n->d) {
 		dsim_broke(s, "no memory for node %u", k);
 		return -1;

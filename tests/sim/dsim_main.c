@@ -228,6 +228,11 @@ static void run_seed(uint64_t seed, bool verbose, struct result *res)
 	s->n_nodes = 2 + (uint32_t)(sf_simnet_rand(s->world) % 2);
 	s->wal = sf_simnet_rand(s->world) % 4 != 0;
 	s->head_shards = 1 + (uint32_t)(sf_simnet_rand(s->world) % 3);
+	if (sf_simnet_rand(s->world) % 3) { /* two seeds in three: sealed links */
+		for (size_t i = 0; i < sizeof(s->token); i++)
+			s->token[i] = (uint8_t)('a' + sf_simnet_rand(s->world) % 26);
+		s->token_len = sizeof(s->token);
+	}
 	sf_sim_config_default(&s->engine);
 	s->engine.seed = 1 + sf_simnet_rand(s->world) % 1000;
 	s->n_reqs = 3 + (uint32_t)(sf_simnet_rand(s->world) % (DSIM_MAX_CLIENTS - 2));
