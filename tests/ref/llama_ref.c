@@ -340,7 +340,7 @@ const char *ref_flash_name(const struct ref_log *log)
 /* ---- subcommands */
 
 /* Tokenizes text[0..len) and prints the ids on one line. */
-static int ref_tokenize_one(const struct ref_opts *o, const struct llama_vocab *v,
+static int ref_tokenize_one(const struct llama_vocab *v, bool bos, bool specials,
 			    const char *text, size_t len)
 {
 	int32_t n, cap = (int32_t)len + 8;
@@ -353,7 +353,7 @@ static int ref_tokenize_one(const struct ref_opts *o, const struct llama_vocab *
 		free(ids);
 		if (!(ids = malloc((size_t)cap * sizeof(*ids))))
 			return ref_fail("out of memory");
-		n = llama_tokenize(v, text, (int32_t)len, ids, cap, o->bos, o->specials);
+		n = llama_tokenize(v, text, (int32_t)len, ids, cap, bos, specials);
 		if (n >= 0 || n == INT32_MIN || -n <= cap)
 			break;
 		cap = -n;    /* the count it needs */
@@ -367,22 +367,32 @@ static int ref_tokenize_one(const struct ref_opts *o, const struct llama_vocab *
 }
 
 /* stdin as one text, or with --sep as the texts between separators (one at the very end
- * closes the last text, as in llama.cpp's vocab tests): a line of ids each. */
+ * closes the last text, as in llama.cpp's vocab tests): a line of ids each. With --all-modes
+ * all the texts four times, in the modes 0 to 3 (bit 0 --bos, bit 1 --specials): one vocab
+ * load for what four runs would do. */
 static int cmd_tokenize(const struct ref_opts *o, const struct llama_vocab *v)
 {
 	size_t len, sl = o->sep ? strlen(o->sep) : 0;
 	char *text, *at, *hit;
-	int rc;
+	int rc = 0;
 
 	if (o->sep && !sl)
 		return ref_fail("--sep is empty");
+	if (o->all_modes && (o->bos || o->specials))
+		return ref_fail("--all-modes takes neither --bos nor --specials");
 	if ((rc = ref_read_all(stdin, &text, &len)))
 		return rc;
-	for (at = text; !rc; at = hit + sl) {
-		hit = sl ? memmem(at, len - (size_t)(at - text), o->sep, sl) : NULL;
-		rc = ref_tokenize_one(o, v, at, hit ? (size_t)(hit - at) : len - (size_t)(at - text));
-		if (!hit || hit + sl == text + len)
-			break;
+	for (int mode = 0; !rc && mode < (o->all_modes ? 4 : 1); mode++) {
+		bool bos = o->all_modes ? mode & 1 : o->bos;
+		bool specials = o->all_modes ? mode & 2 : o->specials;
+
+		for (at = text; !rc; at = hit + sl) {
+			hit = sl ? memmem(at, len - (size_t)(at - text), o->sep, sl) : NULL;
+			rc = ref_tokenize_one(v, bos, specials, at,
+					      hit ? (size_t)(hit - at) : len - (size_t)(at - text));
+			if (!hit || hit + sl == text + len)
+				break;
+		}
 	}
 	free(text);
 	return rc;
@@ -655,6 +665,7 @@ static const struct ref_optdef ref_optdefs[] = {
 	OPT("--specials", CMD_TOKENIZE | CMD_DETOK, 'b', specials, 0, 0),
 	OPT("--bos", CMD_TOKENIZE, 'b', bos, 0, 0),
 	OPT("--sep", CMD_TOKENIZE, 's', sep, 0, 0),
+	OPT("--all-modes", CMD_TOKENIZE, 'b', all_modes, 0, 0),
 	OPT("--threads", CMD_LOGITS | CMD_GREEDY | CMD_BENCH | CMD_INFO | CMD_PERPLEXITY, 'n',
 	    threads, 1, 1024),
 	OPT("--ctx", CMD_LOGITS | CMD_GREEDY | CMD_PERPLEXITY, 'n', ctx, 1, 1 << 24),
@@ -680,6 +691,7 @@ static int ref_usage(void)
 {
 	fputs("usage: llama-ref SUBCOMMAND MODEL [options]   (see tests/ref/README)\n"
 	      "  tokenize MODEL [--specials] [--bos] [--sep S] < text   ids on one line (a line a text)\n"
+	      "    (--all-modes: the texts plain, --bos, --specials, then both)\n"
 	      "  detok MODEL [--specials] [ids...|< ids]           the text's bytes\n"
 	      "  logits MODEL --tokens \"1 2 3\"|- --out FILE [--incremental] [--ctx N]\n"
 	      "  greedy MODEL --tokens \"1 2 3\"|- --n N [--stop] [--ctx N]\n"
