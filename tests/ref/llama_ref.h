@@ -25,7 +25,7 @@ struct ref_opts {
 	const char *model;
 	bool specials, bos, all_modes, incremental, stop, full, verbose;
 	long threads, ctx, ubatch, n, pp, tg, seqs, reps, depth;
-	const char *tokens, *out, *only, *cpu, *sep;
+	const char *tokens, *out, *only, *cpu, *sep, *logits_out, *inc_out;
 	char **ids;          /* detok's ids given as arguments */
 	int n_ids;
 };
