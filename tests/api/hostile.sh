@@ -259,16 +259,21 @@ PY
 	# idle longest makes room).
 	start_head full "127.0.0.1:$p1" --shards 1 --http-max-conns 8 --http-header-timeout-s 60 &&
 		base="http://127.0.0.1:$hport" && wait_health
-	python3 - "$hport" <<'PY' &
+	python3 - "$hport" <<'PY' >"$work/fill.out" &
 import socket, sys, time
 socks = [socket.create_connection(("127.0.0.1", int(sys.argv[1]))) for _ in range(8)]
-time.sleep(3)
+print("connected", flush=True)
+time.sleep(10)
 PY
 	local fill=$!
+	# Once the eight are connected (and half a second for the head to take them), until the
+	# client is served; then they go (they were held 3 s, most of it after the check).
+	for _ in $(seq 200); do grep -q connected "$work/fill.out" && break; sleep 0.05; done
 	sleep 0.5
 	req GET /health
-	check "timeouts: with every connection taken by silent ones, a client is still served" "$([ "$status" = 200 ]; echo $?)"
-	wait "$fill"
+	check "timeouts: with every connection taken by silent ones, a client is still served" "$([ "$status" = 200 ] &&
+		grep -q connected "$work/fill.out" && kill -0 "$fill"; echo $?)"
+	kill "$fill" 2>/dev/null; wait "$fill" 2>/dev/null
 	# Eight connections each sending a body slowly (not idle, not past a limit yet): 40 more
 	# are turned away, counted, and logged at most once a second.
 	local lines0; lines0=$(grep -c 'turned away an HTTP client' "$work/full.err")
