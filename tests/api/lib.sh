@@ -10,8 +10,17 @@ fails=0 passes=0
 ok() { passes=$((passes + 1)); echo "ok   $1"; }
 fail() { fails=$((fails + 1)); echo "FAIL $1"; sed 's/^/     | /' "$work/out" "$work/want" 2>/dev/null | head -40; [ -f "$headlog" ] && tail -5 "$headlog" | sed 's/^/     | head: /'; }
 check() { if [ "$2" = 0 ]; then ok "$1"; else fail "$1"; fi; }
+# python3, every call of it in the tests, is the interpreter itself, through a link first in
+# PATH: a version manager's shim there (pyenv's runs bash and pyenv each time: 0.5 s of CPU, a
+# second or two on a loaded machine, more than most checks take) is asked once, the same
+# interpreter runs, and a python3 started in the background is still $! (a link, not a shell
+# function). -S on the stdlib-only one-liners below: no site-packages (nor .pth files) to load.
+if sf_python=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null) && [ -x "$sf_python" ] &&
+	mkdir "$work/.bin" && ln -s "$sf_python" "$work/.bin/python3"; then
+	PATH=$work/.bin:$PATH
+fi
 # j FILE EXPR: a value from a JSON file (python's json; EXPR sees the document as d).
-j() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(($2))" "$1" 2>/dev/null; }
+j() { python3 -S -c "import json,sys; d=json.load(open(sys.argv[1])); print(($2))" "$1" 2>/dev/null; }
 
 # NODED_SHARDS=N runs every node with --shards N.
 start_node() { # name [more options]: sets $port and $npid
@@ -65,7 +74,7 @@ wait_health() { for _ in $(seq 100); do req GET /health; [ "$status" = 200 ] && 
 want() { "$expect" "$@" >"$work/want" 2>"$work/want.meta"; }
 # The text of an SSE stream of chat chunks (or completions with TEXT=1).
 sse_text() {
-	python3 - "$1" "${2:-chat}" <<'EOF'
+	python3 -S - "$1" "${2:-chat}" <<'EOF'
 import json, sys
 out = []
 for line in open(sys.argv[1], encoding="utf-8"):
@@ -127,7 +136,7 @@ nodes_up() {
 engine_says() {
 	SF_MODEL_QUIET=1 "$cli" model run "$2" --threads 1 "${@:3}" >"$work/says.raw" 2>"$work/says.err" ||
 		{ echo "     | model run failed: $(tail -1 "$work/says.err")"; return 1; }
-	python3 -c 'import sys
+	python3 -S -c 'import sys
 b = open(sys.argv[1], "rb").read()
 sys.stdout.buffer.write((b[:-1] if b.endswith(b"\n") else b).decode("utf-8", "replace").encode())' \
 		"$work/says.raw" >"$1"
@@ -135,7 +144,7 @@ sys.stdout.buffer.write((b[:-1] if b.endswith(b"\n") else b).decode("utf-8", "re
 # jw OUT FILE EXPR: a string from a JSON file (EXPR sees the document as d) written to OUT
 # as UTF-8, nothing added.
 jw() {
-	python3 -c 'import json, sys
+	python3 -S -c 'import json, sys
 d = json.load(open(sys.argv[1], encoding="utf-8"))
 sys.stdout.buffer.write(str(eval(sys.argv[2])).encode())' "$2" "$3" >"$1" 2>/dev/null
 }

@@ -86,6 +86,7 @@ for set in "$@"; do
 done
 
 # One case: SHAPE/TYPE[/LAYERS].
+declare -A prompts # "VOCAB ARCH": the text's ids
 run_case() {
 	local shape=${1%%/*} rest=${1#*/} type layers arch vocab text
 	type=${rest%%/*}
@@ -108,13 +109,17 @@ run_case() {
 		return 1
 	fi
 	local t_make=$((SECONDS - t0)) prompt stream ours seq n_prompt
-	prompt=$(printf '%s' "$text" | "$LLAMA_REF" tokenize "$vocab" --bos) &&
-		stream=$("$LLAMA_REF" greedy "$m" --tokens "$prompt" --n 64 --threads 1 2>"$work/err") &&
-		seq="$prompt $stream" &&
-		"$LLAMA_REF" logits "$m" --tokens "$seq" --out "$work/ref.f32" --threads 1 \
-			>/dev/null 2>"$work/err" &&
-		"$LLAMA_REF" logits "$m" --tokens "$seq" --out "$work/inc.f32" --threads 1 \
-			--incremental >/dev/null 2>"$work/err" ||
+	# The prompt, tokenized once per vocabulary and text; the stream and both logits files
+	# from one llama-ref run (greedy --logits-out --inc-out: what logits --out and logits
+	# --incremental give, bit for bit, without loading the model twice more).
+	if [ -z "${prompts[$vocab $arch]:-}" ]; then
+		prompts[$vocab $arch]=$(printf '%s' "$text" | "$LLAMA_REF" tokenize "$vocab" --bos 2>"$work/err") ||
+			{ echo "FAIL $name: llama-ref: $(tail -1 "$work/err")"; prompts[$vocab $arch]=; return 1; }
+	fi
+	prompt=${prompts[$vocab $arch]}
+	stream=$("$LLAMA_REF" greedy "$m" --tokens "$prompt" --n 64 --threads 1 \
+		--logits-out "$work/ref.f32" --inc-out "$work/inc.f32" 2>"$work/err") &&
+		seq="$prompt $stream" ||
 		{ echo "FAIL $name: llama-ref: $(tail -1 "$work/err")"; return 1; }
 	SF_MODEL_QUIET=1 "$sf" model logits "$m" --tokens "$seq" --threads 1 -o "$work/ours.f32" \
 		2>"$work/err" &&

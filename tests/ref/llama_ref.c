@@ -340,7 +340,7 @@ const char *ref_flash_name(const struct ref_log *log)
 /* ---- subcommands */
 
 /* Tokenizes text[0..len) and prints the ids on one line. */
-static int ref_tokenize_one(const struct ref_opts *o, const struct llama_vocab *v,
+static int ref_tokenize_one(const struct llama_vocab *v, bool bos, bool specials,
 			    const char *text, size_t len)
 {
 	int32_t n, cap = (int32_t)len + 8;
@@ -353,7 +353,7 @@ static int ref_tokenize_one(const struct ref_opts *o, const struct llama_vocab *
 		free(ids);
 		if (!(ids = malloc((size_t)cap * sizeof(*ids))))
 			return ref_fail("out of memory");
-		n = llama_tokenize(v, text, (int32_t)len, ids, cap, o->bos, o->specials);
+		n = llama_tokenize(v, text, (int32_t)len, ids, cap, bos, specials);
 		if (n >= 0 || n == INT32_MIN || -n <= cap)
 			break;
 		cap = -n;    /* the count it needs */
@@ -367,22 +367,32 @@ static int ref_tokenize_one(const struct ref_opts *o, const struct llama_vocab *
 }
 
 /* stdin as one text, or with --sep as the texts between separators (one at the very end
- * closes the last text, as in llama.cpp's vocab tests): a line of ids each. */
+ * closes the last text, as in llama.cpp's vocab tests): a line of ids each. With --all-modes
+ * all the texts four times, in the modes 0 to 3 (bit 0 --bos, bit 1 --specials): one vocab
+ * load for what four runs would do. */
 static int cmd_tokenize(const struct ref_opts *o, const struct llama_vocab *v)
 {
 	size_t len, sl = o->sep ? strlen(o->sep) : 0;
 	char *text, *at, *hit;
-	int rc;
+	int rc = 0;
 
 	if (o->sep && !sl)
 		return ref_fail("--sep is empty");
+	if (o->all_modes && (o->bos || o->specials))
+		return ref_fail("--all-modes takes neither --bos nor --specials");
 	if ((rc = ref_read_all(stdin, &text, &len)))
 		return rc;
-	for (at = text; !rc; at = hit + sl) {
-		hit = sl ? memmem(at, len - (size_t)(at - text), o->sep, sl) : NULL;
-		rc = ref_tokenize_one(o, v, at, hit ? (size_t)(hit - at) : len - (size_t)(at - text));
-		if (!hit || hit + sl == text + len)
-			break;
+	for (int mode = 0; !rc && mode < (o->all_modes ? 4 : 1); mode++) {
+		bool bos = o->all_modes ? mode & 1 : o->bos;
+		bool specials = o->all_modes ? mode & 2 : o->specials;
+
+		for (at = text; !rc; at = hit + sl) {
+			hit = sl ? memmem(at, len - (size_t)(at - text), o->sep, sl) : NULL;
+			rc = ref_tokenize_one(v, bos, specials, at,
+					      hit ? (size_t)(hit - at) : len - (size_t)(at - text));
+			if (!hit || hit + sl == text + len)
+				break;
+		}
 	}
 	free(text);
 	return rc;
@@ -442,53 +452,47 @@ static int cmd_detok(const struct ref_opts *o, const struct llama_vocab *v)
 	return rc;
 }
 
-static int cmd_logits(const struct ref_opts *o, struct llama_model *m)
+/* The logits of every position of ids[0..n) into path (n_vocab floats a row): in one batch,
+ * or incremental, a llama_decode a token; a fresh context of --ctx (or n) tokens. */
+static int ref_logits(const struct ref_opts *o, struct llama_model *m, const llama_token *ids,
+		      long n, const char *path, bool incremental)
 {
 	int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(m)), rc = 1;
 	struct llama_context *ctx = NULL;
 	struct llama_batch b = {0};
-	llama_token *ids;
 	FILE *f = NULL;
-	long n;
 
-	if (!o->out)
-		return ref_fail("--out FILE is required");
-	if (ref_tokens_opt(o, n_vocab, &ids, &n))
-		return 1;
-	if (o->ctx && o->ctx < n) {
-		rc = ref_fail("--ctx %ld is under the %ld tokens", o->ctx, n);
-		goto out;
-	}
+	if (o->ctx && o->ctx < n)
+		return ref_fail("--ctx %ld is under the %ld tokens", o->ctx, n);
 	if (!(ctx = ref_context(m, o, o->ctx ? o->ctx : n, n, 1)))
 		goto out;
-	b = llama_batch_init((int32_t)(o->incremental ? 1 : n), 0, 1);
-	if (!(f = fopen(o->out, "wb"))) {
-		rc = ref_fail("cannot write %s: %s", o->out, strerror(errno));
+	b = llama_batch_init((int32_t)(incremental ? 1 : n), 0, 1);
+	if (!(f = fopen(path, "wb"))) {
+		rc = ref_fail("cannot write %s: %s", path, strerror(errno));
 		goto out;
 	}
-	if (!o->incremental && ref_decode(ctx, &b, ids, n, 0, 0, true))
+	if (!incremental && ref_decode(ctx, &b, ids, n, 0, 0, true))
 		goto out;
 	for (long i = 0; i < n; i++) {
 		const float *row;
 
-		if (o->incremental && ref_decode(ctx, &b, ids + i, 1, i, 0, true))
+		if (incremental && ref_decode(ctx, &b, ids + i, 1, i, 0, true))
 			goto out;
-		if (!(row = llama_get_logits_ith(ctx, o->incremental ? -1 : (int32_t)i))) {
+		if (!(row = llama_get_logits_ith(ctx, incremental ? -1 : (int32_t)i))) {
 			rc = ref_fail("no logits for position %ld", i);
 			goto out;
 		}
 		if (fwrite(row, sizeof(float), (size_t)n_vocab, f) != (size_t)n_vocab) {
-			rc = ref_fail("cannot write %s: %s", o->out, strerror(errno));
+			rc = ref_fail("cannot write %s: %s", path, strerror(errno));
 			goto out;
 		}
 	}
 	if (fclose(f)) {
 		f = NULL;
-		rc = ref_fail("cannot write %s: %s", o->out, strerror(errno));
+		rc = ref_fail("cannot write %s: %s", path, strerror(errno));
 		goto out;
 	}
 	f = NULL;
-	printf("n_tokens=%ld n_vocab=%d\n", n, n_vocab);
 	rc = 0;
 out:
 	if (f)
@@ -497,6 +501,21 @@ out:
 		llama_batch_free(b);
 	if (ctx)
 		llama_free(ctx);
+	return rc;
+}
+
+static int cmd_logits(const struct ref_opts *o, struct llama_model *m)
+{
+	int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(m)), rc;
+	llama_token *ids;
+	long n;
+
+	if (!o->out)
+		return ref_fail("--out FILE is required");
+	if (ref_tokens_opt(o, n_vocab, &ids, &n))
+		return 1;
+	if (!(rc = ref_logits(o, m, ids, n, o->out, o->incremental)))
+		printf("n_tokens=%ld n_vocab=%d\n", n, n_vocab);
 	free(ids);
 	return rc;
 }
@@ -506,7 +525,7 @@ static int cmd_greedy(const struct ref_opts *o, struct llama_model *m)
 	const struct llama_vocab *v = llama_model_get_vocab(m);
 	int n_vocab = llama_vocab_n_tokens(v), rc = 1;
 	struct llama_context *ctx = NULL;
-	llama_token *ids, *gen = NULL;
+	llama_token *ids, *seq = NULL, *gen;
 	struct llama_batch b = {0};
 	long n, k = 0;
 
@@ -516,9 +535,11 @@ static int cmd_greedy(const struct ref_opts *o, struct llama_model *m)
 		rc = ref_fail("--ctx %ld is under the %ld tokens + %ld", o->ctx, n, o->n);
 		goto out;
 	}
-	if (!(gen = malloc((size_t)(o->n + 1) * sizeof(*gen))) ||
+	if (!(seq = malloc((size_t)(n + o->n + 1) * sizeof(*seq))) ||
 	    !(ctx = ref_context(m, o, o->ctx ? o->ctx : n + o->n, n, 1)))
 		goto out;
+	memcpy(seq, ids, (size_t)n * sizeof(*seq));
+	gen = seq + n;
 	b = llama_batch_init((int32_t)n, 0, 1);
 	if (ref_decode(ctx, &b, ids, n, 0, 0, false))
 		goto out;
@@ -536,13 +557,20 @@ static int cmd_greedy(const struct ref_opts *o, struct llama_model *m)
 			goto out;
 	}
 	ref_print_ids(gen, k);
-	rc = 0;
+	llama_batch_free(b);
+	b = (struct llama_batch){0};
+	llama_free(ctx);
+	ctx = NULL;
+	/* What logits --out and logits --incremental give for prompt + stream, without two more
+	 * loads of the model (tests/engine/agree.sh). */
+	rc = (o->logits_out && ref_logits(o, m, seq, n + k, o->logits_out, false)) ||
+	     (o->inc_out && ref_logits(o, m, seq, n + k, o->inc_out, true));
 out:
 	if (b.token)
 		llama_batch_free(b);
 	if (ctx)
 		llama_free(ctx);
-	free(gen);
+	free(seq);
 	free(ids);
 	return rc;
 }
@@ -655,6 +683,7 @@ static const struct ref_optdef ref_optdefs[] = {
 	OPT("--specials", CMD_TOKENIZE | CMD_DETOK, 'b', specials, 0, 0),
 	OPT("--bos", CMD_TOKENIZE, 'b', bos, 0, 0),
 	OPT("--sep", CMD_TOKENIZE, 's', sep, 0, 0),
+	OPT("--all-modes", CMD_TOKENIZE, 'b', all_modes, 0, 0),
 	OPT("--threads", CMD_LOGITS | CMD_GREEDY | CMD_BENCH | CMD_INFO | CMD_PERPLEXITY, 'n',
 	    threads, 1, 1024),
 	OPT("--ctx", CMD_LOGITS | CMD_GREEDY | CMD_PERPLEXITY, 'n', ctx, 1, 1 << 24),
@@ -665,6 +694,8 @@ static const struct ref_optdef ref_optdefs[] = {
 	OPT("--incremental", CMD_LOGITS, 'b', incremental, 0, 0),
 	OPT("--n", CMD_GREEDY, 'n', n, 1, REF_MAX_GEN),
 	OPT("--stop", CMD_GREEDY, 'b', stop, 0, 0),
+	OPT("--logits-out", CMD_GREEDY, 's', logits_out, 0, 0),
+	OPT("--inc-out", CMD_GREEDY, 's', inc_out, 0, 0),
 	OPT("--pp", CMD_BENCH, 'n', pp, 0, 1 << 20),
 	OPT("--tg", CMD_BENCH, 'n', tg, 0, 1 << 20),
 	OPT("--seqs", CMD_BENCH, 'n', seqs, 0, 256),
@@ -680,9 +711,11 @@ static int ref_usage(void)
 {
 	fputs("usage: llama-ref SUBCOMMAND MODEL [options]   (see tests/ref/README)\n"
 	      "  tokenize MODEL [--specials] [--bos] [--sep S] < text   ids on one line (a line a text)\n"
+	      "    (--all-modes: the texts plain, --bos, --specials, then both)\n"
 	      "  detok MODEL [--specials] [ids...|< ids]           the text's bytes\n"
 	      "  logits MODEL --tokens \"1 2 3\"|- --out FILE [--incremental] [--ctx N]\n"
 	      "  greedy MODEL --tokens \"1 2 3\"|- --n N [--stop] [--ctx N]\n"
+	      "    [--logits-out FILE] [--inc-out FILE]   then logits (--incremental) of it all\n"
 	      "  bench MODEL [--pp 512] [--tg 128] [--seqs S] [--reps R] [--depth D] [--only pp|tg|par]\n"
 	      "  info MODEL [--full]                               JSON\n"
 	      "  perplexity MODEL --ctx N < text                   tokens=... ppl=P\n"

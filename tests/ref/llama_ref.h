@@ -23,9 +23,9 @@ enum ref_cmd {
 struct ref_opts {
 	unsigned cmd;
 	const char *model;
-	bool specials, bos, incremental, stop, full, verbose;
+	bool specials, bos, all_modes, incremental, stop, full, verbose;
 	long threads, ctx, ubatch, n, pp, tg, seqs, reps, depth;
-	const char *tokens, *out, *only, *cpu, *sep;
+	const char *tokens, *out, *only, *cpu, *sep, *logits_out, *inc_out;
 	char **ids;          /* detok's ids given as arguments */
 	int n_ids;
 };

@@ -63,6 +63,14 @@ got=$(printf '<s>Hello' | "$LLAMA_REF" tokenize "$spm" --specials)
 plain=$(printf '<s>Hello' | "$LLAMA_REF" tokenize "$spm")
 [ "${got%% *}" = 1 ] && [ "${plain%% *}" != 1 ] && ok "tokenize --specials: $got (without: $plain)" ||
 	fail "tokenize --specials: '$got', without: '$plain'"
+# --all-modes: the four runs' lines in one (plain, --bos, --specials, both; tok.corpus).
+texts=$'<s>Hello\n__ggml_vocab_test__\n world</s>'
+got=$(printf '%s' "$texts" | "$LLAMA_REF" tokenize "$spm" --all-modes --sep "$sep")
+want=$(for f in "" --bos --specials "--bos --specials"; do
+	printf '%s' "$texts" | "$LLAMA_REF" tokenize "$spm" $f --sep "$sep"
+done)
+[ "$got" = "$want" ] && [ "$(sort -u <<<"$got" | wc -l)" = 8 ] && ok "tokenize --all-modes: $(echo $got)" ||
+	fail "tokenize --all-modes: '$(echo $got)', the four runs: '$(echo $want)'"
 
 # detok gives a byte-level BPE text back byte for byte.
 qwen=$models/ggml-vocab-qwen2.gguf

@@ -5,6 +5,8 @@
  *                                    (llama.cpp's .inp layout; a separator at the very end
  *                                    ends the last text); MODE bit 0: add_special, bit 1:
  *                                    parse_special. One line of token ids per text.
+ *                                    MODE "all": the lines of modes 0 to 3 in turn (one
+ *                                    load; llama-ref tokenize --all-modes).
  *   tok_dump VOCAB.gguf --info       ids, flags, the end-of-generation set, the attributes
  *                                    other than NORMAL
  *   tok_dump VOCAB.gguf --pieces     every token's bytes in hex */
@@ -50,6 +52,7 @@ static void pieces(const struct sf_tok *t)
 	}
 }
 
+/* The texts of path in mode (0 to 3), or in each of them in turn for -1: a line of ids each. */
 static int encode_file(const struct sf_tok *t, const char *path, int mode)
 {
 	FILE *f = fopen(path, "rb");
@@ -69,25 +72,30 @@ static int encode_file(const struct sf_tok *t, const char *path, int mode)
 		return 1;
 	size_t out_cap = 1 << 16;
 	uint32_t *out = malloc(out_cap * sizeof(*out));
-	for (size_t at = 0; at < len;) {
-		const char *q = memmem(buf + at, len - at, SEP, sizeof(SEP) - 1);
-		size_t n = q ? (size_t)(q - (buf + at)) : len - at, n_out;
-		struct sf_err err = { 0 };
-		int rc = sf_tok_encode(t, buf + at, n, mode & 2, mode & 1, out, out_cap, &n_out, &err);
-		if (rc == SF_E_LIMIT && n_out > out_cap) {
-			out = realloc(out, (out_cap = n_out) * sizeof(*out));
-			rc = sf_tok_encode(t, buf + at, n, mode & 2, mode & 1, out, out_cap, &n_out, &err);
+	int last = mode < 0 ? 3 : mode;
+	for (mode = mode < 0 ? 0 : mode; mode <= last; mode++) {
+		for (size_t at = 0; at < len;) {
+			const char *q = memmem(buf + at, len - at, SEP, sizeof(SEP) - 1);
+			size_t n = q ? (size_t)(q - (buf + at)) : len - at, n_out;
+			struct sf_err err = { 0 };
+			int rc = sf_tok_encode(t, buf + at, n, mode & 2, mode & 1, out, out_cap,
+					       &n_out, &err);
+			if (rc == SF_E_LIMIT && n_out > out_cap) {
+				out = realloc(out, (out_cap = n_out) * sizeof(*out));
+				rc = sf_tok_encode(t, buf + at, n, mode & 2, mode & 1, out, out_cap,
+						   &n_out, &err);
+			}
+			if (rc) {
+				printf("ERR %s: %s\n", sf_code_name(rc), err.msg);
+			} else {
+				for (size_t i = 0; i < n_out; i++)
+					printf(i ? " %u" : "%u", out[i]);
+				printf("\n");
+			}
+			if (!q)
+				break;
+			at = (size_t)(q - buf) + sizeof(SEP) - 1;
 		}
-		if (rc) {
-			printf("ERR %s: %s\n", sf_code_name(rc), err.msg);
-		} else {
-			for (size_t i = 0; i < n_out; i++)
-				printf(i ? " %u" : "%u", out[i]);
-			printf("\n");
-		}
-		if (!q)
-			break;
-		at = (size_t)(q - buf) + sizeof(SEP) - 1;
 	}
 	free(out);
 	free(buf);
@@ -114,7 +122,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(argv[2], "--pieces"))
 		pieces(t);
 	else
-		rc = encode_file(t, argv[2], argc > 3 ? atoi(argv[3]) : 0);
+		rc = encode_file(t, argv[2], argc <= 3 ? 0 : !strcmp(argv[3], "all") ? -1 : atoi(argv[3]));
 	sf_tok_free(t);
 	return rc;
 }
