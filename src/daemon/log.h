@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 enum sfd_log_level {
+	SFD_LOG_NONE = -1, /* nothing at all (the daemons run by a simulator, seed after seed) */
 	SFD_LOG_ERROR = 0,
 	SFD_LOG_WARN = 1,
 	SFD_LOG_INFO = 2,

@@ -374,6 +374,8 @@ void headd_solo_free(struct headd_proc *p)
 		while (p->solo_head[k]) {
 			struct headd_msg *m = p->solo_head[k];
 			p->solo_head[k] = m->next;
+			if (m->kind == HEADD_MSG_CONN && m->h)
+				headd_http_drop(m->h); /* its socket went with the loops */
 			free(m->rx);
 			free(m);
 		}

@@ -91,8 +91,10 @@ static void named_reply(struct headd *d, struct headd_named *n, const struct sf_
 	uint32_t *all = malloc(((size_t)base + k + 1) * sizeof(uint32_t));
 	if (!all)
 		return;
-	memcpy(all, s->content, (size_t)base * sizeof(uint32_t));
-	memcpy(all + base, g->tokens, (size_t)k * sizeof(uint32_t));
+	if (base)
+		memcpy(all, s->content, (size_t)base * sizeof(uint32_t));
+	if (k)
+		memcpy(all + base, g->tokens, (size_t)k * sizeof(uint32_t));
 	headd_named_set_content(n, all, base + k);
 	free(all);
 	n->turns++;

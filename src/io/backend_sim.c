@@ -240,7 +240,8 @@ static void files_due(struct sf_loop *loop)
 	struct sim_fileop **pp = &w->files;
 	while (*pp) {
 		struct sim_fileop *f = *pp;
-		if (f->loop != loop || f->at > w->now) {
+		/* A loop being freed waits for its writes: the process takes that long to go. */
+		if (f->loop != loop || (f->at > w->now && !loop->freeing)) {
 			pp = &f->next;
 			continue;
 		}

@@ -285,6 +285,7 @@ void sf_loop_free(struct sf_loop *loop)
 	if (!loop)
 		return;
 	if (loop->be) {
+		loop->freeing = true;
 		for (uint32_t i = 0; i < loop->cfg.max_conns; i++)
 			if (loop->conns[i]) {
 				/* No more batches: take them off the lists reap() waits on. */

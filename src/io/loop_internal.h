@@ -137,6 +137,7 @@ struct sf_loop {
 	uint32_t n_fixed_waiters;
 	struct sf_file_op *file_ready, **file_ready_tail; /* done, to tell on the next turn */
 	uint32_t file_ops;   /* started, done not yet called */
+	bool freeing;        /* sf_loop_free is waiting for what is still out */
 };
 
 /* Backends call these with what completed. */

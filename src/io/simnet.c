@@ -136,7 +136,8 @@ static void piece_add(struct sf_simnet *w, struct sim_sock *to, const uint8_t *p
 		at = to->last_at;
 	to->last_at = at;
 	*pc = (struct sim_piece){ .at = at, .n = (uint32_t)n, .fin = fin };
-	memcpy(pc->data, p, n);
+	if (n)
+		memcpy(pc->data, p, n);
 	if (to->in_tail)
 		to->in_tail->next = pc;
 	else
