@@ -64,6 +64,11 @@ struct dsim_req {
 	size_t n_want_tok;
 	uint64_t seed;
 	float temperature;
+	bool logprobs;          /* asks for logprobs (2 alternatives): one entry per token, its
+				 * text the token's, resumed with the stream */
+	char lp_text[DSIM_MAX_TEXT]; /* the logprobs' tokens' texts, joined */
+	size_t n_lp_text;
+	uint32_t n_lp;          /* logprob entries */
 	bool leave;             /* leaves once it has leave_after bytes of text */
 	uint32_t leave_after;
 	/* the expected text (the engine's own, sf_sim_expected) */

@@ -91,6 +91,7 @@ void dsim_req_init(struct dsim *s, struct dsim_req *r, uint32_t index)
 		r->leave = true;
 		r->leave_after = (uint32_t)(sf_simnet_rand(s->world) % 40);
 	}
+	r->logprobs = !r->conv && sf_simnet_rand(s->world) % 4 == 0;
 	expect(s, r);
 }
 
@@ -155,6 +156,8 @@ static void next_turn(struct dsim_req *r)
 	r->st = DR_WAIT;
 	r->retry_at = sf_simnet_now(s->world) + 20 + sf_simnet_rand(s->world) % 300;
 	r->n_got = 0;
+	r->n_lp_text = 0;
+	r->n_lp = 0;
 	r->last_event = 0;
 	r->id[0] = 0;
 	r->finish[0] = 0;
@@ -182,6 +185,11 @@ static void finished(struct dsim_req *r)
 	else if (strcmp(r->finish, r->want_finish))
 		dsim_broke(r->s, "request %u: finish_reason %s, the engine says %s", r->index,
 			   r->finish, r->want_finish);
+	else if (r->logprobs && (r->n_lp != r->n_want_tok ||
+				 r->n_lp_text != r->n_got || memcmp(r->lp_text, r->got, r->n_got)))
+		dsim_broke(r->s, "request %u: %u logprobs (their tokens %zu bytes) for %zu tokens "
+			   "(%zu bytes of text): not one for each token", r->index, r->n_lp,
+			   r->n_lp_text, r->n_want_tok, r->n_got);
 	else if (r->conv)
 		next_turn(r);
 }
@@ -210,6 +218,8 @@ static int on_event(void *arg, const char *data, size_t len)
 		snprintf(why, sizeof(why), "the stream ended with an error: %s", m ? m : "?");
 		json_decref(j);
 		r->n_got = 0; /* a fresh request: the whole text again */
+		r->n_lp_text = 0;
+		r->n_lp = 0;
 		r->last_event = 0;
 		r->id[0] = 0;
 		broke_off(r, why);
@@ -219,6 +229,19 @@ static int on_event(void *arg, const char *data, size_t len)
 	const char *text = json_string_value(json_object_get(c0, "text"));
 	size_t n = json_string_length(json_object_get(c0, "text"));
 	const char *fin = json_string_value(json_object_get(c0, "finish_reason"));
+	json_t *lt = json_object_get(json_object_get(c0, "logprobs"), "tokens");
+	for (size_t i = 0; i < json_array_size(lt); i++) {
+		json_t *t = json_array_get(lt, i);
+		size_t k = json_string_length(t);
+		if (r->n_lp_text + k > sizeof(r->lp_text)) {
+			dsim_broke(r->s, "request %u: more logprobs than the engine's tokens", r->index);
+			json_decref(j);
+			return 1;
+		}
+		memcpy(r->lp_text + r->n_lp_text, json_string_value(t), k);
+		r->n_lp_text += k;
+		r->n_lp++;
+	}
 	if (text && n) {
 		if (r->n_got + n > sizeof(r->got)) {
 			dsim_broke(r->s, "request %u: more text than the engine's", r->index);
@@ -387,6 +410,8 @@ static void answer_over(struct dsim_req *r, int err)
 			r->id[0] = 0;
 			r->last_event = 0;
 			r->n_got = 0;
+			r->n_lp_text = 0;
+			r->n_lp = 0;
 		} else if (r->status != 503 && r->status != 429 && r->status != 502 &&
 			   !(r->conv && r->status == 409)) {
 			dsim_broke(r->s, "request %u: %s", r->index, why);
@@ -401,6 +426,8 @@ static void answer_over(struct dsim_req *r, int err)
 	/* Without the head's log there is nothing to resume: the whole request again. */
 	if (!r->s->wal) {
 		r->n_got = 0;
+		r->n_lp_text = 0;
+		r->n_lp = 0;
 		r->last_event = 0;
 		r->id[0] = 0;
 	}
@@ -451,20 +478,26 @@ static void ask(struct dsim_req *r)
 		/* Resumed: what came after the last event seen (all of it when none was). */
 		r->resumes++;
 		char after[32] = "";
-		if (r->last_event)
+		if (r->last_event) {
 			snprintf(after, sizeof(after), "&after=%u", r->last_event);
-		else
+		} else {
 			r->n_got = 0;
+			r->n_lp_text = 0;
+			r->n_lp = 0;
+		}
 		n = snprintf(req, sizeof(req), "GET /v1/completions/%s?stream=true%s HTTP/1.1\r\n"
 			     "Host: sim\r\n\r\n", r->id, after);
 	} else {
 		r->n_got = 0;
+		r->n_lp_text = 0;
+		r->n_lp = 0;
 		r->last_event = 0;
 		char body[512];
 		int b = snprintf(body, sizeof(body), "{\"model\":\"sim-1\",\"prompt\":\"%s\","
 				 "\"max_tokens\":%u,\"stream\":true,\"temperature\":%.1f,"
-				 "\"top_p\":1,\"seed\":%llu}", r->prompt, r->max_tokens,
-				 r->temperature, (unsigned long long)r->seed);
+				 "\"top_p\":1,\"seed\":%llu%s}", r->prompt, r->max_tokens,
+				 r->temperature, (unsigned long long)r->seed,
+				 r->logprobs ? ",\"logprobs\":2" : "");
 		char named[96] = "";
 		if (r->conv)
 			snprintf(named, sizeof(named), "X-Superfluid-Session: %s\r\n", r->name);
