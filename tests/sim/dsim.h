@@ -102,8 +102,35 @@ struct dsim_req {
 	size_t n_err_body;
 };
 
+/* A scripted scenario (dsim_scenario.c): faults struck when the daemons reach a state the
+ * random ones reach too seldom. */
+enum dsim_scenario_kind {
+	DS_NONE = 0,
+	/* One node, one stream: the node crashes mid-stream and comes back at once; the head
+	 * places the session there again (a new epoch) and asks the rest; the head crashes once
+	 * that placement is durable but no event of the new run is. The restored head must take
+	 * the node's run at the new epoch as the generation's: the stream ends whole. */
+	DS_NEW_PLACEMENT,
+};
+
+struct dsim_scenario {
+	enum dsim_scenario_kind kind;
+	int state;
+	uint64_t epoch0, back_at;
+	bool hit;                      /* the head crashed in the state the scenario wants */
+};
+
+/* What the head's shard 0 logged of its first session, and what its machine holds. */
+struct dsim_wal_view {
+	bool any;
+	uint64_t sid, gid, epoch, run_epoch; /* durable: the placement's, the generation run's */
+	uint32_t tokens;                     /* durable tokens of the generation */
+	uint32_t head_tokens;                /* the tokens the head machine has of it */
+};
+
 struct dsim {
 	uint64_t seed;
+	struct dsim_scenario scen;
 	bool verbose;
 	char dir[256];                 /* this seed's files (the head's log, blobs) */
 	struct sf_simnet *world;
@@ -144,11 +171,23 @@ uint32_t dsim_head_sessions(const struct dsim *s);
 uint64_t dsim_head_gaps(const struct dsim *s);
 uint32_t dsim_node_sessions(const struct dsim *s, uint32_t k);
 void dsim_daemons_free(struct dsim *s);
+bool dsim_head_wal_view(const struct dsim *s, struct dsim_wal_view *v);
 /* The head's HTTP address and node k's fleet address. */
 void dsim_head_addr(struct sockaddr_storage *ss, socklen_t *len);
 
+/* dsim_scenario.c */
+int dsim_scenario_parse(const char *name, enum dsim_scenario_kind *out);
+/* Sets the fleet's shape and the workload's for the scenario (after the random draws). */
+void dsim_scenario_shape(struct dsim *s);
+/* After each turn of the daemons: strikes what the scenario's state calls for. */
+void dsim_scenario_step(struct dsim *s);
+/* When the scenario next needs a look (UINT64_MAX: not before something else happens). */
+uint64_t dsim_scenario_next(const struct dsim *s);
+
 /* dsim_client.c: the clients' requests. */
 void dsim_req_init(struct dsim *s, struct dsim_req *r, uint32_t index);
+/* r again as a plain stream: greedy, max_tokens, asked at start_at, none of the extras. */
+void dsim_req_plain(struct dsim_req *r, uint32_t max_tokens, uint64_t start_at);
 /* Starts, retries and checks r at now; true when it did something. */
 bool dsim_req_poll(struct dsim_req *r, uint64_t now);
 /* The client leaves r's stream now (closes its connection). */

@@ -396,7 +396,8 @@ static void answer_over(struct dsim_req *r, int err)
 	if (r->in_body && (r->status != 200 || r->deleting)) {
 		snprintf(why, sizeof(why), "answered %d: %.300s", r->status,
 			 r->err_body ? r->err_body : "");
-		if (r->status == 404 && r->n_got && r->cut_by_head && !r->cut_by_reset) {
+		if (r->status == 404 && r->n_got && r->cut_by_head && !r->cut_by_reset &&
+		    r->s->wal) {
 			dsim_broke(r->s, "request %u: %zu bytes streamed, the head crashed, and then "
 				   "it does not know %s (%s)", r->index, r->n_got, r->id, why);
 			r->st = DR_FAILED;
@@ -457,7 +458,6 @@ static void ask(struct dsim_req *r)
 	r->attempts++;
 	r->n_hdr = 0;
 	r->content_left = 0;
-	r->cut_by_reset = r->cut_by_head = false;
 	r->last_rx = sf_simnet_now(s->world);
 	sf_sse_free(&r->sse);
 	r->in_body = r->chunked = false;
@@ -488,6 +488,8 @@ static void ask(struct dsim_req *r)
 		n = snprintf(req, sizeof(req), "GET /v1/completions/%s?stream=true%s HTTP/1.1\r\n"
 			     "Host: sim\r\n\r\n", r->id, after);
 	} else {
+		/* A fresh request: what broke the last one no longer matters. */
+		r->cut_by_reset = r->cut_by_head = false;
 		r->n_got = 0;
 		r->n_lp_text = 0;
 		r->n_lp = 0;
@@ -555,4 +557,16 @@ void dsim_req_free(struct dsim_req *r)
 {
 	conn_drop(r);
 	sf_sse_free(&r->sse);
+}
+
+void dsim_req_plain(struct dsim_req *r, uint32_t max_tokens, uint64_t start_at)
+{
+	r->conv = r->leave = r->logprobs = false;
+	r->name[0] = 0;
+	r->n_turns = r->turn = 0;
+	r->n_ctx = 0;
+	r->max_tokens = max_tokens;
+	r->temperature = 0;
+	r->start_at = start_at;
+	expect(r->s, r);
 }

@@ -11,6 +11,7 @@
 
 #include "headd/headd.h"
 #include "noded/noded.h"
+#include "wal/wal_state.h"
 #include "superfluid-headd/cmdline.h"
 #include "superfluid-noded/cmdline.h"
 
@@ -93,7 +94,7 @@ int dsim_head_start(struct dsim *s)
 			argv[argc++] = "--wal-dir";
 			argv[argc++] = s->dir;
 			argv[argc++] = "--wal-keep-s"; /* what nobody fetched goes within the run */
-			argv[argc++] = "2";
+			argv[argc++] = "8";
 		}
 		if (headd_opts_parse(&h->o, argc, argv) != HEADD_PARSE_RUN) {
 			dsim_broke(s, "the head's options were refused");
@@ -260,6 +261,9 @@ static void node_free(struct dsim *s, uint32_t k, bool crash)
 
 void dsim_head_crash(struct dsim *s)
 {
+	for (uint32_t i = 0; i < s->n_reqs; i++) /* their answers break with the head */
+		if (s->reqs[i].st == DR_SENT)
+			s->reqs[i].cut_by_head = true;
 	head_free(s, true);
 }
 
@@ -288,6 +292,27 @@ uint64_t dsim_head_gaps(const struct dsim *s)
 		n += st.gaps;
 	}
 	return n;
+}
+
+bool dsim_head_wal_view(const struct dsim *s, struct dsim_wal_view *v)
+{
+	memset(v, 0, sizeof(*v));
+	if (!dsim_head_up(s) || !s->head->d[0]->wal.st)
+		return false;
+	const struct sf_wal_session *ws = sf_wal_state_first(s->head->d[0]->wal.st);
+	if (!ws || !ws->n_gens)
+		return false;
+	const struct sf_wal_gen *g = ws->gens[ws->n_gens - 1];
+	*v = (struct dsim_wal_view){ .any = true, .sid = ws->rec.session_id,
+				     .gid = g->rec.generation_id, .epoch = ws->epoch,
+				     .run_epoch = g->epoch, .tokens = g->n_tokens };
+	const uint32_t *t;
+	bool ended;
+	uint32_t reason;
+	if (sf_head_generation(s->head->d[0]->head, v->sid, v->gid, &t, &v->head_tokens, &ended,
+			       &reason))
+		v->head_tokens = 0;
+	return true;
 }
 
 uint32_t dsim_node_sessions(const struct dsim *s, uint32_t k)
