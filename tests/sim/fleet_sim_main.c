@@ -5,12 +5,11 @@
  * writes, clogged paths, resets at any byte, dropped links, half-open links, node pauses
  * past the silence limit, crashes that lose a node's memory, nodes dead with dials refused,
  * clock steps; in two thirds of the seeds, a head of 2 or 3 shards, each its own connections
- * to every node, sim_shards.c), all on the
- * simulated clock of src/sim/fleet_sim over the real head, node and pipeline machines and
- * real links. After every step it checks the delivery promise of docs/RELIABILITY.md on
- * every stream, and every pipeline stream against the unsplit engine's; once the faults
- * stop, that every generation ends (liveness). The head does not crash here: daemon-sim
- * crashes headd with its own log (tests/sim/dsim_*.c).
+ * to every node, sim_shards.c), all on the simulated clock of src/sim/fleet_sim over the real
+ * head, node and pipeline machines and real links. After every step it checks the delivery
+ * promise of docs/RELIABILITY.md on every stream, and every pipeline stream against the
+ * unsplit engine's; once the faults stop, that every generation ends (liveness). The head
+ * does not crash here: daemon-sim crashes headd with its own log (tests/sim/dsim_*.c).
  *   fleet-sim --seed N [-v]          one seed; -v prints its trace as it goes
  *   fleet-sim --seeds A..B           every seed in the range; a summary with seeds/second
  *   --planted-bug skip-replay        plant a bug in the head (the check must catch it)
