@@ -131,19 +131,17 @@ static int node_machine(struct sim_node *n, struct sf_err *err)
 	return sf_node_new(&n->node, &nc, n->engine, &io, n->f->now, err);
 }
 
-int sf__fleet_head_machine(struct sf_fleet_sim *f, uint64_t first_id, struct sf_err *err)
+/* Every shard's head machine and its nodes (labels "node-N", index N); and, with stages,
+ * the pipeline machine. */
+static int head_machines(struct sf_fleet_sim *f, struct sf_err *err)
 {
 	/* Every shard numbers its epochs and commands from the same first id, as headd's
 	 * shards do (from the one clock): only their sessions differ. */
-	struct sf_head_config hc = f->cfg.head;
-	if (first_id)
-		hc.first_id = first_id;
 	int rc = 0;
 	for (uint32_t k = 0; !rc && k < f->n_shards; k++) {
 		struct sim_shard *sh = &f->shards[k];
-		struct sf_head_io hio = { .arg = sh, .send = head_send,
-					  .event = sh->wal ? sf__fleet_wal_event : sf__fleet_record };
-		rc = sf_head_new(&sh->head, &hc, &hio, f->now, err);
+		struct sf_head_io hio = { .arg = sh, .send = head_send, .event = sf__fleet_record };
+		rc = sf_head_new(&sh->head, &f->cfg.head, &hio, f->now, err);
 		for (uint32_t i = 0; !rc && i < f->n_nodes; i++)
 			if ((rc = sf_head_node_add(sh->head, f->nodes[i].label, err)) >= 0)
 				rc = 0;
@@ -169,8 +167,6 @@ int sf_fleet_sim_new(struct sf_fleet_sim **out, const struct sf_fleet_sim_config
 	if (!f)
 		return sf_err_set(err, SF_E_NOMEM, "no memory for the simulated fleet");
 	f->cfg = *cfg;
-	if (cfg->wal)
-		f->cfg.head.ack_durable = true; /* watermarks follow what the log has kept */
 	f->now = cfg->start_ms ? cfg->start_ms : 1000;
 	f->stage_rng = cfg->pipe_seed;
 	f->n_shards = cfg->head_shards ? cfg->head_shards : 1;
@@ -178,8 +174,6 @@ int sf_fleet_sim_new(struct sf_fleet_sim **out, const struct sf_fleet_sim_config
 		f->shards[k] = (struct sim_shard){ .f = f, .k = k };
 	f->streams = calloc(SF_FLEET_SIM_MAX_STREAMS, sizeof(*f->streams));
 	int rc = f->streams ? 0 : sf_err_set(err, SF_E_NOMEM, "no memory for the streams");
-	if (!rc && cfg->wal)
-		rc = sf__fleet_wal_new(f, err);
 	for (uint32_t i = 0; !rc && i < cfg->n_nodes + cfg->pipe_stages; i++) {
 		struct sim_node *n = &f->nodes[i];
 		n->f = f;
@@ -198,7 +192,7 @@ int sf_fleet_sim_new(struct sf_fleet_sim **out, const struct sf_fleet_sim_config
 			rc = node_machine(n, err);
 	}
 	if (!rc)
-		rc = sf__fleet_head_machine(f, 0, err);
+		rc = head_machines(f, err);
 	if (rc) {
 		sf_fleet_sim_free(f);
 		return rc;
@@ -234,7 +228,6 @@ void sf_fleet_sim_free(struct sf_fleet_sim *f)
 	for (uint32_t k = 0; k < f->n_shards; k++)
 		sf_head_free(f->shards[k].head);
 	sf__fleet_pipe_free(f);
-	sf__fleet_wal_free(f);
 	sf__fleet_record_free(f);
 	free(f);
 }
@@ -478,7 +471,7 @@ int sf_fleet_sim_connect_shard(struct sf_fleet_sim *f, uint32_t i, uint32_t k)
 		return SF_E_RANGE;
 	if (c->hl)
 		sf_fleet_sim_drop_shard(f, i, k);
-	if (f->now < n->refuse_until || f->head_down) { /* no head process: nobody dials */
+	if (f->now < n->refuse_until) {
 		c->redial_at = f->cfg.redial_after_ms ? f->now + f->cfg.redial_after_ms : 0;
 		return SF_E_CLOSED; /* connection refused: no link, nothing for the machines */
 	}
@@ -610,68 +603,12 @@ void sf_fleet_sim_kill(struct sf_fleet_sim *f, uint32_t i, uint32_t ms)
 	f->nodes[i].refuse_until = f->nodes[i].dead_until = f->now + ms;
 }
 
-static void head_start_again(struct sf_fleet_sim *f)
-{
-	struct sf_err err;
-	f->head_down = false;
-	/* Ids past every one the old head used (it numbered from 1, far below 2^40). */
-	if (sf__fleet_head_machine(f, (uint64_t)f->crashes << 40, &err)) {
-		fprintf(stderr, "fleet_sim: the head does not start again: %s\n", err.msg);
-		abort();
-	}
-	sf__fleet_wal_restore(f);
-}
-
-int sf_fleet_sim_head_crash(struct sf_fleet_sim *f, uint32_t down_ms)
-{
-	if (!f->shards[0].wal || f->head_down)
-		return SF_E_STATE;
-	sf__fleet_wal_crash(f); /* what is not durable is gone; the caller checked */
-	sf__fleet_pipe_crash(f);
-	for (uint32_t i = 0; i < n_all(f); i++)
-		for (uint32_t k = 0; k < sf__fleet_n_conns(&f->nodes[i]); k++) {
-			struct sim_conn *c = &f->nodes[i].conns[k];
-			if (c->hl) {
-				/* The process is gone: the node sees every shard's link close; what
-				 * was in flight is lost both ways. */
-				const uint8_t *d;
-				sf_link_tx_done(c->hl, sf_link_tx(c->hl, &d));
-				sf_link_tx_done(c->nl, sf_link_tx(c->nl, &d));
-				if (c->node_open)
-					sf_node_link_closed(f->nodes[i].node, c->link_id, f->now);
-				cut(c);
-			}
-			if (i < f->n_nodes)
-				f->shards[k].drops[i] = 0;
-			c->redial_at = f->cfg.redial_after_ms ? f->now + f->cfg.redial_after_ms : 0;
-		}
-	for (uint32_t k = 0; k < f->n_shards; k++) {
-		sf_head_free(f->shards[k].head);
-		f->shards[k].head = NULL;
-	}
-	f->crashes++;
-	f->head_down = true;
-	f->head_up_at = f->now + down_ms;
-	if (!down_ms)
-		head_start_again(f);
-	return 0;
-}
-
-bool sf_fleet_sim_head_up(const struct sf_fleet_sim *f) { return !f->head_down; }
-uint32_t sf_fleet_sim_head_crashes(const struct sf_fleet_sim *f) { return f->crashes; }
-
 static void step(struct sf_fleet_sim *f, bool deliver)
 {
 	f->now++;
 	for (uint32_t i = 0; i < n_all(f); i++)
 		if (!paused(&f->nodes[i]) && f->now >= f->nodes[i].dead_until)
 			sf_node_tick(f->nodes[i].node, f->now);
-	if (f->head_down && f->now >= f->head_up_at)
-		head_start_again(f);
-	if (f->head_down)
-		return; /* no head: nodes run on alone, nothing dials */
-	if (f->shards[0].wal)
-		sf__fleet_wal_release(f); /* what became durable reaches the caller */
 	for (uint32_t k = 0; k < f->n_shards; k++)
 		sf_head_tick(f->shards[k].head, f->now);
 	if (f->pipe)

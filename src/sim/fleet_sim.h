@@ -5,8 +5,7 @@
  * belongs to the shard its id names (id mod the shards, fleet_sim_shards.c). It drops
  * connections with the bytes in flight lost both ways, dials them again, restarts nodes
  * with nothing kept, and records what the head tells its caller, so tests
- * and the simulator can check a caller's streams against sf_sim_expected. With a durable log
- * (cfg.wal, fleet_sim_wal.c) the head itself can crash and start again from the log. With
+ * and the simulator can check a caller's streams against sf_sim_expected. With
  * pipeline stages (cfg.pipe_stages, fleet_sim_pipe.c) the head process also runs the real
  * pipeline machine (head/pipeline.h) over stage nodes of its own, as headd's --pipeline. */
 #ifndef SF_HEAD_FLEET_SIM_H
@@ -40,18 +39,9 @@ struct sf_fleet_sim_config {
 	/* The head's shards (0 or 1: one; at most SF_FLEET_SIM_MAX_SHARDS): that many sf_head
 	 * machines in the one head process, each with its own connection to every node (its
 	 * own faults, from a random stream of its own), its own sessions (those whose id is
-	 * its index mod head_shards: the caller's calls go to the owner), its own durable log
-	 * (cfg.wal: one table each; a head crash takes every shard, each restarts from its
-	 * own). The pipeline's stages are shard 0's only, as in headd. */
+	 * its index mod head_shards: the caller's calls go to the owner). The pipeline's stages
+	 * are shard 0's only, as in headd. */
 	uint32_t head_shards;
-	/* A durable head (fleet_sim_wal.c): the head runs with ack_durable, and every event of a
-	 * session and every caller call through sf_fleet_sim_open .. _close is a write-ahead log
-	 * record, durable (applied to the log's session table, then delivered to the recorder
-	 * and sf_head_durable) a seeded 0..wal_max_delay_ms later, so that sf_fleet_sim_head_crash
-	 * can lose what is not durable and start a head again from the table. */
-	bool wal;
-	uint32_t wal_max_delay_ms;
-	uint64_t wal_seed;
 	/* Pipeline stages (0: none): that many more node machines on the same engine, nodes
 	 * n_nodes .. n_nodes + pipe_stages - 1 to every call that takes a node, dialed by the
 	 * head like fleet nodes (and again after every close, as headd does) but never given
@@ -101,8 +91,7 @@ int sf_fleet_sim_new(struct sf_fleet_sim **out, const struct sf_fleet_sim_config
 void sf_fleet_sim_free(struct sf_fleet_sim *f);
 
 /* Shard 0's head machine (the only one without shards); shard k's; the shards; the shard
- * that owns session sid (sid mod the shards, as headd numbers its sessions). A head
- * machine is NULL while the head is down. */
+ * that owns session sid (sid mod the shards, as headd numbers its sessions). */
 struct sf_head *sf_fleet_sim_head(struct sf_fleet_sim *f);
 struct sf_head *sf_fleet_sim_head_shard(struct sf_fleet_sim *f, uint32_t k);
 uint32_t sf_fleet_sim_shards(const struct sf_fleet_sim *f);
@@ -179,10 +168,8 @@ void sf_fleet_sim_run_stalled(struct sf_fleet_sim *f, uint32_t ms);
 bool sf_fleet_sim_run_until(struct sf_fleet_sim *f, bool (*done)(struct sf_fleet_sim *, void *),
 			    void *arg, uint32_t max_ms);
 
-/* The caller's calls, as the API makes them, each to the shard that owns sid: with cfg.wal each is logged as headd does
- * (SESSION before the open, CLOSE when the open fails, CONTENT after the append, GEN after
- * the generate, CLOSE after a close for good); while the head is down (a crash, until its
- * restart) each is refused with SF_E_CLOSED. Without cfg.wal they are the head's calls. */
+/* The caller's calls, as the API makes them: the head's calls, each to the shard that owns
+ * sid (fleet_sim_record.c). */
 int sf_fleet_sim_open(struct sf_fleet_sim *f, uint64_t sid, const struct sf_head_session_params *p,
 		      struct sf_err *err);
 int sf_fleet_sim_append(struct sf_fleet_sim *f, uint64_t sid, const uint32_t *tokens, uint32_t n,
@@ -193,18 +180,6 @@ int sf_fleet_sim_generate(struct sf_fleet_sim *f, uint64_t sid, uint32_t max_new
 int sf_fleet_sim_cancel(struct sf_fleet_sim *f, uint64_t sid, uint64_t gid, struct sf_err *err);
 int sf_fleet_sim_close(struct sf_fleet_sim *f, uint64_t sid, bool park, struct sf_err *err);
 
-/* The head process dies (cfg.wal): what the log has not made durable is lost, the head
- * machine goes with its links (each node sees its link close), and down_ms later (0: at
- * once) a new head machine starts, ids past every one used, with every session of the log's
- * table restored (sf_wal_restore_session) on the node its PLACED record names; nodes dial
- * it again. The recorder (the caller) keeps what it got: exactly the durable prefix, which
- * this checks (a token the caller holds that the table does not is a violation,
- * sf_fleet_sim_wal_why). Returns 0 or a negative sf_code (no log). */
-int sf_fleet_sim_head_crash(struct sf_fleet_sim *f, uint32_t down_ms);
-/* Whether the head is up (not between a crash and its restart). */
-bool sf_fleet_sim_head_up(const struct sf_fleet_sim *f);
-/* Head crashes so far. */
-uint32_t sf_fleet_sim_head_crashes(const struct sf_fleet_sim *f);
 /* What the fleet saw wrong between the machines: a node answering a reconcile with a replay
  * that starts past the event the head asked for (events the head never had were
  * acknowledged and let go: a gap no replay fills); "" when nothing. */
@@ -221,23 +196,6 @@ const char *sf_fleet_sim_shard_why(const struct sf_fleet_sim *f);
 enum { SF_FLEET_SHARD_BUG_NONE = 0, SF_FLEET_SHARD_BUG_CROSS_LINK = 1 };
 extern int sf_fleet_sim_shard_planted_bug;
 #endif
-/* What the durable log found wrong (a record that did not apply, a token delivered before
- * it was durable, a session that did not restore); "" when nothing. */
-const char *sf_fleet_sim_wal_why(const struct sf_fleet_sim *f);
-/* A generation whose GEN record was not durable when the head crashed: the caller's request
- * was never acknowledged, the restarted head does not know it, and nothing of it may have
- * reached the caller. */
-bool sf_fleet_sim_wal_lost(const struct sf_fleet_sim *f, uint64_t sid, uint64_t gid);
-/* A generation that was running when the head crashed while the log had no placement for
- * its session (parked in the log): the restored head fails it, naming the restart. */
-bool sf_fleet_sim_wal_failed(const struct sf_fleet_sim *f, uint64_t sid, uint64_t gid);
-#ifdef SF_PLANTED_BUGS
-/* A bug planted on purpose in the log (tests/sim; only in superfluid_core_planted):
- * ACK_EARLY tells the head an event is durable (sf_head_durable) as soon as it is logged,
- * before it is, so the node may let go of events a crash loses. */
-enum { SF_FLEET_WAL_BUG_NONE = 0, SF_FLEET_WAL_BUG_ACK_EARLY = 1 };
-extern int sf_fleet_sim_wal_planted_bug;
-#endif
 
 /* ---- the pipeline (cfg.pipe_stages; fleet_sim_pipe.c) ---- */
 
@@ -247,8 +205,8 @@ uint32_t sf_fleet_sim_stage(const struct sf_fleet_sim *f, uint32_t k);
  * of up to max_new tokens, stopped at <|eos|> or <|im_end|> as headd stops it (the simulated
  * engine ends with <|eos|> alone, as sf_sim_expected does), for the caller's request
  * sid (an id of the caller's, none of the head's sessions'): its stream is
- * sf_fleet_sim_stream(f, sid, *gid). SF_E_CLOSED while the head is down; the pipeline's own
- * refusals (SF_E_STATE before every stage has been up). */
+ * sf_fleet_sim_stream(f, sid, *gid). The pipeline's own refusals (SF_E_STATE before every
+ * stage has been up). */
 int sf_fleet_sim_pipe_generate(struct sf_fleet_sim *f, uint64_t sid, const uint32_t *ctx,
 			       uint32_t n, uint32_t max_new, uint64_t *gid, struct sf_err *err);
 /* Cancels the request's generation, and tells the caller FINISH (cancelled) as headd does. */
@@ -260,7 +218,6 @@ struct sf_fleet_pipe_gen {
 	uint64_t started_ms, token_ms; /* when it was asked; when its last token came */
 	uint64_t ended_ms;             /* when its end came; 0: not yet */
 	bool running;
-	bool lost; /* running when the head crashed: gone with the process, no end told */
 };
 const struct sf_fleet_pipe_gen *sf_fleet_sim_pipe_gen(const struct sf_fleet_sim *f, uint64_t sid);
 /* What the pipeline's part of the fleet saw wrong (a stage refused by the pipeline); "". */

@@ -1,6 +1,6 @@
 /* The in-memory fleet's state, shared by fleet_sim.c (machines, connections, the clock),
- * fleet_sim_record.c (what the head told its caller), fleet_sim_wal.c (the durable log),
- * fleet_sim_pipe.c (the pipeline) and fleet_sim_shards.c (the checks between shards). */
+ * fleet_sim_record.c (the caller's calls and what the head told it), fleet_sim_pipe.c (the
+ * pipeline) and fleet_sim_shards.c (the checks between shards). */
 #ifndef SF_HEAD_FLEET_SIM_INTERNAL_H
 #define SF_HEAD_FLEET_SIM_INTERNAL_H
 
@@ -52,15 +52,14 @@ struct sim_node {
 	uint32_t n_cmds, cap_cmds;
 };
 
-/* One shard of the head process: its machine, the links it gave up on (to cut), its links'
- * random source (shard 0's is the fleet's own, f->rng) and its log. */
+/* One shard of the head process: its machine, the links it gave up on (to cut) and its
+ * links' random source (shard 0's is the fleet's own, f->rng). */
 struct sim_shard {
 	struct sf_fleet_sim *f;
 	uint32_t k;
 	struct sf_head *head;
 	uint64_t drops[SF_FLEET_SIM_MAX_NODES];
 	uint64_t rng;
-	struct sim_wal *wal;   /* cfg.wal: the durable log (fleet_sim_wal.c) */
 };
 
 struct sf_fleet_sim {
@@ -82,13 +81,10 @@ struct sf_fleet_sim {
 	uint64_t rng;
 	uint64_t resets;
 	uint32_t last_reset, last_reset_shard;
-	bool head_down;        /* crashed, until head_up_at */
-	uint64_t head_up_at;
-	uint32_t crashes;
 	char why[256]; /* what the fleet saw wrong itself (a replay with a gap); "" when nothing */
 	char shard_why[320]; /* what it saw wrong between the shards; "" when nothing */
-	/* The pipeline (fleet_sim_pipe.c): its machine (NULL while the head is down), the
-	 * stage links' random source, and every request's generation. */
+	/* The pipeline (fleet_sim_pipe.c): its machine, the stage links' random source, and
+	 * every request's generation. */
 	struct sf_pipe *pipe;
 	uint64_t stage_rng;
 	struct sf_fleet_pipe_gen *pgens; /* SF_FLEET_SIM_MAX_PIPE_GENS, in the order asked */
@@ -114,22 +110,6 @@ void sf__fleet_record(void *arg, const struct sf_head_event *ev);
 void sf__fleet_record_pipe(struct sf_fleet_sim *f, const struct sf_head_event *ev);
 void sf__fleet_record_free(struct sf_fleet_sim *f);
 
-/* The durable log (fleet_sim_wal.c). */
-int sf__fleet_wal_new(struct sf_fleet_sim *f, struct sf_err *err);
-void sf__fleet_wal_free(struct sf_fleet_sim *f);
-/* A head shard's event callback with a log (arg: its struct sim_shard): events logged,
- * delivered once durable. */
-void sf__fleet_wal_event(void *arg, const struct sf_head_event *ev);
-/* Applies and delivers, in order, what is durable by now. */
-void sf__fleet_wal_release(struct sf_fleet_sim *f);
-/* At a crash: checks the caller against each shard's table, drops what is not durable. */
-void sf__fleet_wal_crash(struct sf_fleet_sim *f);
-/* Into each new head machine: every session of its shard's table. */
-void sf__fleet_wal_restore(struct sf_fleet_sim *f);
-/* Every shard's head machine and its nodes (labels "node-N", index N), ids from first_id;
- * and, with stages, the pipeline machine. */
-int sf__fleet_head_machine(struct sf_fleet_sim *f, uint64_t first_id, struct sf_err *err);
-
 /* The pipeline (fleet_sim_pipe.c). */
 int sf__fleet_pipe_machine(struct sf_fleet_sim *f, struct sf_err *err);
 void sf__fleet_pipe_free(struct sf_fleet_sim *f);
@@ -137,8 +117,6 @@ void sf__fleet_pipe_free(struct sf_fleet_sim *f);
 void sf__fleet_pipe_up(struct sf_fleet_sim *f, struct sim_node *n);
 void sf__fleet_pipe_down(struct sf_fleet_sim *f, struct sim_node *n);
 void sf__fleet_pipe_msg(struct sf_fleet_sim *f, struct sim_node *n, const struct sf_msg *m);
-/* The head process died: the pipeline machine goes, its generations with it. */
-void sf__fleet_pipe_crash(struct sf_fleet_sim *f);
 
 /* The checks between shards (fleet_sim_shards.c): a message shard c->shard's head sends on
  * c, or its node sends; an event shard sh tells its caller. Each notes in f->shard_why what

@@ -1,10 +1,8 @@
 /* The pipeline in the simulated fleet, as headd's --pipeline runs it: stage nodes are node
  * machines on the fleet's engine, dialed over links of their own and never given to the
  * head machine; the real pipeline machine (head/pipeline.h) steps generations through them,
- * and its tokens and ends reach the recorder as the head machine's events would, unlogged
- * (headd logs no pipeline generation). It lives in the head process, with shard 0 as in
- * headd: a head crash takes it with every generation it was running, and a new one starts
- * with the head. */
+ * and its tokens and ends reach the recorder as the head machine's events would. It lives
+ * in the head process, with shard 0 as in headd. */
 #include "sim/fleet_sim_internal.h"
 
 #include <stdio.h>
@@ -103,17 +101,6 @@ void sf__fleet_pipe_msg(struct sf_fleet_sim *f, struct sim_node *n, const struct
 		(void)sf_pipe_on_msg(f->pipe, n->stage_k, m, f->now);
 }
 
-void sf__fleet_pipe_crash(struct sf_fleet_sim *f)
-{
-	for (uint32_t i = 0; i < f->n_pgens; i++)
-		if (f->pgens[i].running) {
-			f->pgens[i].running = false;
-			f->pgens[i].lost = true;
-		}
-	sf_pipe_free(f->pipe);
-	f->pipe = NULL;
-}
-
 uint32_t sf_fleet_sim_stage(const struct sf_fleet_sim *f, uint32_t k) { return f->n_nodes + k; }
 
 int sf_fleet_sim_pipe_generate(struct sf_fleet_sim *f, uint64_t sid, const uint32_t *ctx,
@@ -121,8 +108,6 @@ int sf_fleet_sim_pipe_generate(struct sf_fleet_sim *f, uint64_t sid, const uint3
 {
 	if (!f->n_stages)
 		return sf_err_set(err, SF_E_STATE, "the simulated fleet runs no pipeline");
-	if (!f->pipe)
-		return sf_err_set(err, SF_E_CLOSED, "the head is down");
 	if (!f->pgens)
 		f->pgens = calloc(SF_FLEET_SIM_MAX_PIPE_GENS, sizeof(*f->pgens));
 	if (!f->pgens)

@@ -1,6 +1,7 @@
-/* What the head told its caller in the simulated fleet: each generation's stream (and the
- * shard that told it), and the errors and dropped links beside them; and the check of a
- * stream against the engine's. */
+/* The caller's side of the simulated fleet: its calls, each to the shard that owns the
+ * session; what the head told it, each generation's stream (and the shard that told it),
+ * and the errors and dropped links beside them; and the check of a stream against the
+ * engine's. */
 #include "sim/fleet_sim_internal.h"
 
 #include <stdio.h>
@@ -107,6 +108,36 @@ void sf__fleet_record(void *arg, const struct sf_head_event *ev)
 		sh->drops[ev->node] = ev->link_id;
 	sf__fleet_shard_event(sh, ev);
 	record(sh->f, sh->k, ev);
+}
+
+int sf_fleet_sim_open(struct sf_fleet_sim *f, uint64_t sid, const struct sf_head_session_params *p,
+		      struct sf_err *err)
+{
+	return sf_head_session_open(sf__fleet_owner(f, sid)->head, sid, p, f->now, err);
+}
+
+int sf_fleet_sim_append(struct sf_fleet_sim *f, uint64_t sid, const uint32_t *tokens, uint32_t n,
+			struct sf_err *err)
+{
+	return sf_head_append(sf__fleet_owner(f, sid)->head, sid, tokens, n, f->now, err);
+}
+
+int sf_fleet_sim_generate(struct sf_fleet_sim *f, uint64_t sid, uint32_t max_new,
+			  uint32_t max_wall_ms, const struct sf_generate_opts *opts,
+			  uint64_t *generation_id, struct sf_err *err)
+{
+	return sf_head_generate(sf__fleet_owner(f, sid)->head, sid, max_new, max_wall_ms, opts,
+				f->now, generation_id, err);
+}
+
+int sf_fleet_sim_cancel(struct sf_fleet_sim *f, uint64_t sid, uint64_t gid, struct sf_err *err)
+{
+	return sf_head_cancel(sf__fleet_owner(f, sid)->head, sid, gid, f->now, err);
+}
+
+int sf_fleet_sim_close(struct sf_fleet_sim *f, uint64_t sid, bool park, struct sf_err *err)
+{
+	return sf_head_session_close(sf__fleet_owner(f, sid)->head, sid, park, f->now, err);
 }
 
 void sf__fleet_record_pipe(struct sf_fleet_sim *f, const struct sf_head_event *ev)

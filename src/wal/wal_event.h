@@ -1,6 +1,6 @@
-/* A head event as a log record and back: how the head daemon's log (headd wal.c) and the
- * simulator's (src/sim/fleet_sim_wal.c) turn a session's token events into records, and the
- * records into the same events again once durable. No I/O. */
+/* A head event as a log record and back: how the head daemon's log (src/headd/headd_wal.c)
+ * turns a session's token events into records, and the records into the same events again
+ * once durable. No I/O. */
 #ifndef SF_WAL_WAL_EVENT_H
 #define SF_WAL_WAL_EVENT_H
 

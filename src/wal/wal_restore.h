@@ -1,7 +1,7 @@
 /* A session of the log's table back into a head machine that restarted: its parameters,
  * content and generations as sf_head_session_restore takes them (the content a running
  * generation goes on from includes what reached the client before its current run). Used
- * by the head daemon at start and by the fleet simulator's head crashes. No I/O. */
+ * by the head daemon at start. No I/O. */
 #ifndef SF_WAL_WAL_RESTORE_H
 #define SF_WAL_WAL_RESTORE_H
 

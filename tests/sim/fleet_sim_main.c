@@ -4,18 +4,15 @@
  * pipeline of 1 to 4 stage nodes, sim_pipe.c) and the faults (short reads and
  * writes, clogged paths, resets at any byte, dropped links, half-open links, node pauses
  * past the silence limit, crashes that lose a node's memory, nodes dead with dials refused,
- * clock steps; in a quarter of the seeds, head crashes with a durable log; in two thirds,
- * a head of 2 or 3 shards, each its own connections to every node, sim_shards.c), all on the
- * simulated clock of src/sim/fleet_sim over the real head, node and pipeline machines and
- * real links. After every step it checks the delivery promise of docs/RELIABILITY.md on
- * every stream, and every pipeline stream against the unsplit engine's; once the faults
- * stop, that every generation ends (liveness).
+ * clock steps; in two thirds of the seeds, a head of 2 or 3 shards, each its own connections
+ * to every node, sim_shards.c), all on the simulated clock of src/sim/fleet_sim over the real
+ * head, node and pipeline machines and real links. After every step it checks the delivery
+ * promise of docs/RELIABILITY.md on every stream, and every pipeline stream against the
+ * unsplit engine's; once the faults stop, that every generation ends (liveness). The head
+ * does not crash here: daemon-sim crashes headd with its own log (tests/sim/dsim_*.c).
  *   fleet-sim --seed N [-v]          one seed; -v prints its trace as it goes
  *   fleet-sim --seeds A..B           every seed in the range; a summary with seeds/second
  *   --planted-bug skip-replay        plant a bug in the head (the check must catch it)
- *   --planted-bug ack-early          plant one in the durable log: the head hears an event
- *                                    is durable before it is (a crash then loses events the
- *                                    node let go)
  *   --planted-bug pipe-twice         plant one in the pipeline: a step asked again after its
  *                                    stage's link went down passes its token on twice
  *   --planted-bug cross-link         plant one in the nodes' links: a node sends its events
@@ -34,25 +31,8 @@
 #error "fleet-sim plants bugs: link it with superfluid_core_planted (SF_PLANTED_BUGS)"
 #endif
 
-/* The head-crash stream: its own splitmix64, so the seeds without crashes draw as before. */
-static uint32_t crash_below(struct run *r, uint32_t n)
-{
-	uint64_t z = (r->crash_rng += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return (uint32_t)((z ^ (z >> 31)) % n);
-}
-
 static int run_seed(struct run *r)
 {
-	r->crash_rng = r->seed * 0x94d049bb133111ebULL + 0x5851f42d4c957f2dULL;
-	/* A quarter of the seeds: the head keeps a durable log and crashes 1 to 3 times, at
-	 * random times while the faults run, each time down 0 to 500 ms (one in three at once). */
-	r->n_crashes = crash_below(r, 4) ? 0 : 1 + crash_below(r, 3);
-	for (uint32_t k = 0; k < r->n_crashes; k++) {
-		r->crash_at[k] = 50 + crash_below(r, FAULT_MS - 50);
-		r->crash_down[k] = crash_below(r, 3) ? crash_below(r, 500) : 0;
-	}
 	r->rng = r->seed * 0x2545f4914f6cdd1dULL + 1;
 	r->digest = 0xcbf29ce484222325ULL;
 	r->n_nodes = 2 + below(r, 3);
@@ -60,11 +40,6 @@ static int run_seed(struct run *r)
 					   .silence_ms = 300, .heartbeat_ms = 100 };
 	cfg.head.replace_after_ms = 600 + below(r, 1000);
 	cfg.head.grace_ms = 2000;
-	if (r->n_crashes) {
-		cfg.wal = true;
-		cfg.wal_max_delay_ms = 20;
-		cfg.wal_seed = (uint64_t)crash_below(r, UINT32_MAX) << 32 | crash_below(r, UINT32_MAX);
-	}
 	/* Engines as fast as the steps go, or paced (a slow one keeps streams open across
 	 * more faults), with or without a prefill cost. */
 	sf_sim_config_default(&cfg.engine);
@@ -99,10 +74,6 @@ static int run_seed(struct run *r)
 	if (r->n_shards > 1)
 		sim_trace(r, "head: %u shards (sessions by id mod %u), each linked to every node",
 			  r->n_shards, r->n_shards);
-	if (r->n_crashes)
-		sim_trace(r, "head: a write-ahead log (an event reaches the caller 0..20 ms after it "
-			  "is logged, once durable), %u crash%s", r->n_crashes,
-			  r->n_crashes == 1 ? "" : "es");
 	sf_fleet_sim_tap(r->f, sim_tap, r);
 	for (uint32_t i = 0; i < r->n_nodes; i++)
 		(void)sf_fleet_sim_connect(r->f, i);
@@ -124,9 +95,6 @@ static int run_seed(struct run *r)
 			sim_fault(r);
 		if (!rc)
 			rc = sim_pipe_step(r);
-		for (uint32_t k = 0; k < r->n_crashes; k++)
-			if (r->crash_at[k] == ms)
-				sim_head_crash(r, r->crash_down[k]);
 		uint64_t resets = sf_fleet_sim_resets(r->f, NULL);
 		sf_fleet_sim_run(r->f, 1);
 		uint32_t node;
@@ -181,7 +149,7 @@ static int run_seed(struct run *r)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: fleet-sim --seed N [-v] | --seeds A..B  [--planted-bug skip-replay|ack-early|pipe-twice|cross-link] "
+	fprintf(stderr, "usage: fleet-sim --seed N [-v] | --seeds A..B  [--planted-bug skip-replay|pipe-twice|cross-link] "
 		"[--check-replay]\n");
 	return 2;
 }
@@ -202,8 +170,6 @@ int main(int argc, char **argv)
 			i++;
 			if (!strcmp(argv[i], "skip-replay"))
 				sf_head_planted_bug = SF_HEAD_BUG_SKIP_REPLAY;
-			else if (!strcmp(argv[i], "ack-early"))
-				sf_fleet_sim_wal_planted_bug = SF_FLEET_WAL_BUG_ACK_EARLY;
 			else if (!strcmp(argv[i], "pipe-twice"))
 				sf_pipe_planted_bug = SF_PIPE_BUG_TWICE;
 			else if (!strcmp(argv[i], "cross-link"))
@@ -222,7 +188,7 @@ int main(int argc, char **argv)
 		return usage();
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	uint64_t gens = 0, faults = 0, tokens = 0, early = 0, crashes = 0, crash_seeds = 0;
+	uint64_t gens = 0, faults = 0, tokens = 0, early = 0;
 	uint64_t pgens = 0, ptokens = 0, ptimeouts = 0;
 	for (uint64_t seed = a; seed <= b; seed++) {
 		struct run *r = calloc(1, sizeof(*r));
@@ -260,8 +226,6 @@ int main(int argc, char **argv)
 		faults += r->faults;
 		tokens += r->tokens;
 		early += r->ended_early;
-		crashes += r->head_crashes;
-		crash_seeds += r->n_crashes > 0;
 		pgens += r->n_pgens;
 		ptokens += r->pipe_tokens;
 		ptimeouts += r->pipe_timeouts;
@@ -271,11 +235,10 @@ int main(int argc, char **argv)
 	double s = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
 	uint64_t n = b - a + 1;
 	printf("fleet-sim: seeds %" PRIu64 "..%" PRIu64 " held the promise: %" PRIu64 " seeds, %"
-	       PRIu64 " generations, %" PRIu64 " tokens, %" PRIu64 " faults (%" PRIu64 " head "
-	       "crashes in %" PRIu64 " seeds), %" PRIu64 " cut short (cancelled, or the lease ran "
-	       "out); %" PRIu64 " pipeline generations, %" PRIu64 " tokens, %" PRIu64 " failed "
-	       "at a stage's timeout; %.1f s, %.1f seeds/s\n",
-	       a, b, n, gens, tokens, faults, crashes, crash_seeds, early, pgens, ptokens, ptimeouts,
+	       PRIu64 " generations, %" PRIu64 " tokens, %" PRIu64 " faults, %" PRIu64 " cut short "
+	       "(cancelled, or the lease ran out); %" PRIu64 " pipeline generations, %" PRIu64
+	       " tokens, %" PRIu64 " failed at a stage's timeout; %.1f s, %.1f seeds/s\n",
+	       a, b, n, gens, tokens, faults, early, pgens, ptokens, ptimeouts,
 	       s, s > 0 ? n / s : 0.0);
 	return 0;
 }

@@ -49,11 +49,6 @@ int sim_check(struct run *r, bool final)
 			 sf_fleet_sim_shard_why(r->f));
 		return -1;
 	}
-	if (sf_fleet_sim_wal_why(r->f)[0]) {
-		snprintf(r->why, sizeof(r->why), "the head's log: %s (clause 6)",
-			 sf_fleet_sim_wal_why(r->f));
-		return -1;
-	}
 	for (uint32_t k = 0; k < r->n_gens; k++) {
 		const struct gen *g = &r->gens[k];
 		uint32_t holders = 0;
@@ -66,17 +61,6 @@ int sim_check(struct run *r, bool final)
 			return -1;
 		}
 		const struct sf_fleet_stream *s = sf_fleet_sim_stream(r->f, g->sid, g->gid);
-		if (sf_fleet_sim_wal_lost(r->f, g->sid, g->gid)) {
-			/* Its GEN record died with the head: never acknowledged, and nothing of it
-			 * may have reached the caller (its events come after that record). */
-			if (s) {
-				snprintf(r->why, sizeof(r->why), "generation %" PRIu64 " of session %"
-					 PRIu64 " reached the caller though the log lost it in a head "
-					 "crash (clause 6)", g->gid, g->sid);
-				return -1;
-			}
-			continue;
-		}
 		if (!s) {
 			if (final) {
 				snprintf(r->why, sizeof(r->why), "generation %" PRIu64 " of session %"
@@ -114,11 +98,7 @@ int sim_check(struct run *r, bool final)
 				 g->logprobs ? "asked" : "not asked");
 			return -1;
 		}
-		/* A generation running when the head crashed while the log had no placement
-		 * for its session: the restored head fails it, and must say why. */
-		bool restart_failed = sf_fleet_sim_wal_failed(r->f, g->sid, g->gid) &&
-				      strstr(s->msg, "head stopped");
-		if (s->errors && !(r->capped && s->code == SF_E_LIMIT) && !restart_failed) {
+		if (s->errors && !(r->capped && s->code == SF_E_LIMIT)) {
 			/* Every node comes back in these runs: the session always ends up on a
 			 * live node, so the promise leaves no room for an error (but one saying
 			 * no node had room, where nodes take few sessions). */
@@ -148,8 +128,7 @@ int sim_check(struct run *r, bool final)
 bool sim_all_ended(struct run *r)
 {
 	for (uint32_t k = 0; k < r->n_gens; k++)
-		if (!sf_fleet_sim_ended(r->f, r->gens[k].sid, r->gens[k].gid) &&
-		    !sf_fleet_sim_wal_lost(r->f, r->gens[k].sid, r->gens[k].gid))
-			return false; /* (one the log lost with the head never ends) */
+		if (!sf_fleet_sim_ended(r->f, r->gens[k].sid, r->gens[k].gid))
+			return false;
 	return true;
 }

@@ -4,16 +4,6 @@
  * (a third of the time) all of them. */
 #include "sim_run.h"
 
-void sim_head_crash(struct run *r, uint32_t down_ms)
-{
-	r->faults++;
-	r->head_crashes++;
-	sim_trace(r, "head: crashed (what its log had not made durable is gone), up again in %u ms",
-		  down_ms);
-	if (sf_fleet_sim_head_crash(r->f, down_ms))
-		sim_trace(r, "head: no log to crash with");
-}
-
 void sim_fault(struct run *r)
 {
 	uint32_t i = below(r, r->n_nodes);

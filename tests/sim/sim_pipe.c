@@ -4,9 +4,8 @@
  * fleet, src/sim/fleet_sim.c); then the checks: each stream a prefix of the unsplit engine's
  * greedy stream (sf_sim_expected), nothing after its end, one end; a finished one whole; an
  * error only a stage's timeout, naming the stage, told no sooner than the step timeout after
- * the generation's last token; once the faults stop, every generation ends (one running when
- * the head crashed goes with the process), and (a seed in four) a request asked once every
- * stage is up again (within 2 s) comes whole. Everything is drawn from the run's pipeline stream, so that
+ * the generation's last token; once the faults stop, every generation ends, and (a seed in
+ * four) a request asked once every stage is up again (within 2 s) comes whole. Everything is drawn from the run's pipeline stream, so that
  * a seed's fleet runs as it did before there was a pipeline. */
 #include <stdio.h>
 #include <string.h>
@@ -204,8 +203,8 @@ static int check_one(struct run *r, struct pgen *g, bool final)
 	const struct sf_fleet_pipe_gen *pg = g->pg;
 	char buf[256];
 	if (!s) {
-		/* Nothing yet (a first token still on its way), or lost with the head. */
-		if (final && !pg->lost)
+		/* Nothing yet (a first token still on its way). */
+		if (final)
 			return fail(r, g, "never ended: nothing reached the caller");
 		return 0;
 	}
@@ -256,7 +255,7 @@ static int check_one(struct run *r, struct pgen *g, bool final)
 			 "%zu tokens (reason %u)", s->reason, s->n_tokens, g->n_want, g->want_reason);
 		return fail(r, g, buf);
 	}
-	if (final && !s->finishes && !pg->lost) {
+	if (final && !s->finishes) {
 		snprintf(buf, sizeof(buf), "never ended (%u of %zu tokens) %u ms after the faults "
 			 "stopped", s->n_tokens, g->n_want, HEAL_MS);
 		return fail(r, g, buf);

@@ -77,10 +77,6 @@ struct run {
 	bool capped; /* nodes take few sessions: "every node is full" may end a generation */
 	char why[512];
 	uint64_t digest; /* FNV-1a over every trace line and every token the caller got */
-	/* Head crashes (a durable log; a quarter of the seeds), drawn from their own stream so
-	 * that the other seeds run as they did before there were any. */
-	uint64_t crash_rng;
-	uint32_t n_crashes, crash_at[3], crash_down[3];
 	/* The pipeline (sim_pipe.c): its own random stream too; its stages, step timeout and
 	 * rates, and its generations. */
 	uint64_t pipe_rng;
@@ -95,7 +91,7 @@ struct run {
 	uint32_t n_shards;
 	uint64_t shard_sid[SF_FLEET_SIM_MAX_SHARDS];
 	/* Counts, for the summary. */
-	uint64_t faults, tokens, ended_early, head_crashes;
+	uint64_t faults, tokens, ended_early;
 	uint64_t pipe_tokens, pipe_timeouts;
 };
 
@@ -125,8 +121,6 @@ void sim_cancel_one(struct run *r);
 
 /* One fault, drawn at random. */
 void sim_fault(struct run *r);
-/* The head process dies, and starts again down_ms later from its log. */
-void sim_head_crash(struct run *r, uint32_t down_ms);
 
 /* The pipeline: its shape into cfg (drawn from its own stream), a millisecond of its workload
  * and faults while the faults run (-1 with r->why when no expected stream), its checks
