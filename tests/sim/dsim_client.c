@@ -527,6 +527,7 @@ bool dsim_req_poll(struct dsim_req *r, uint64_t now)
 		return true;
 	}
 	if (r->st == DR_SENT && now >= dsim_req_deadline(r)) {
+		r->cut_by_reset = true; /* its own leaving: the head may end the generation */
 		broke_off(r, "no answer for 5 s: gave up on it");
 		return true;
 	}
