@@ -1,5 +1,6 @@
 /* The loop core: connection slots, write queues, delivery, reaping, timers, the turn. The
- * backends (backend_uring.c, backend_epoll.c) do the I/O. */
+ * backends (backend_uring.c, backend_epoll.c, and backend_sim.c for the simulator) do the
+ * I/O; file writes are loop_file.c's. */
 #include "io/loop_internal.h"
 
 #include <errno.h>
@@ -233,53 +234,6 @@ static void conn_kill(struct sf_conn *c, int err)
 	c->loop->dead_list = c;
 }
 
-void sf__loop_file_finish(struct sf_loop *loop, struct sf_file_op *op)
-{
-	loop->file_ops--;
-	op->fn(loop, op->rc, op->arg);
-	free(op);
-}
-
-void sf__loop_file_ready(struct sf_loop *loop, struct sf_file_op *op)
-{
-	op->next = NULL;
-	if (!loop->file_ready)
-		loop->file_ready_tail = &loop->file_ready;
-	*loop->file_ready_tail = op;
-	loop->file_ready_tail = &op->next;
-}
-
-/* Tells the file writes that finished before this turn, in order; those a done starts
- * wait for the next turn. Returns whether it told any. */
-static bool file_ready_run(struct sf_loop *loop)
-{
-	struct sf_file_op *op = loop->file_ready;
-	loop->file_ready = NULL;
-	bool any = op != NULL;
-	while (op) {
-		struct sf_file_op *next = op->next;
-		sf__loop_file_finish(loop, op);
-		op = next;
-	}
-	return any;
-}
-
-int sf_loop_file_write(struct sf_loop *loop, int fd, const void *p, size_t n, uint64_t off,
-		       bool sync, sf_file_done_fn done, void *arg)
-{
-	struct sf_file_op *op = calloc(1, sizeof(*op));
-	if (!op)
-		return -ENOMEM;
-	*op = (struct sf_file_op){ .fd = fd, .p = p, .n = n, .off = off, .sync = sync, .fn = done,
-				   .arg = arg };
-	loop->file_ops++;
-	if (!n && !sync)
-		sf__loop_file_ready(loop, op); /* nothing to do, but done still comes later */
-	else
-		loop->be->file_write(loop, op);
-	return 0;
-}
-
 void sf_loop_free(struct sf_loop *loop)
 {
 	if (!loop)
@@ -302,7 +256,7 @@ void sf_loop_free(struct sf_loop *loop)
 		reap(loop);
 		/* File writes still out: the kernel may point into their bytes. Their done runs. */
 		for (int i = 0; i < 500 && loop->file_ops; i++) {
-			file_ready_run(loop);
+			sf__loop_file_ready_run(loop);
 			if (loop->file_ops)
 				loop->be->wait(loop, 10);
 		}
@@ -767,7 +721,7 @@ int sf_loop_turn(struct sf_loop *loop, int max_wait_ms)
 	sf_timers_run(&loop->timers, loop->now);
 	/* Completions told here (epoll's file writes) end the turn without waiting, as io_uring's
 	 * do, so what runs after the turn sees them at once. */
-	bool told = file_ready_run(loop);
+	bool told = sf__loop_file_ready_run(loop);
 	end_of_turn(loop);
 	flush(loop);
 	reap(loop);

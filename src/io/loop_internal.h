@@ -160,6 +160,9 @@ struct sf_conn *sf__loop_conn_at(struct sf_loop *loop, uint32_t slot, uint32_t g
 void sf__loop_file_finish(struct sf_loop *loop, struct sf_file_op *op);
 /* ... or at the start of the next turn (the epoll backend writes inside the call). */
 void sf__loop_file_ready(struct sf_loop *loop, struct sf_file_op *op);
+/* Tells the file writes that finished before this turn, in order; those a done starts wait
+ * for the next turn. Returns whether it told any (loop_file.c). */
+bool sf__loop_file_ready_run(struct sf_loop *loop);
 
 #define SF_RX_CHUNK 65536
 

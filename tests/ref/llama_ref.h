@@ -66,6 +66,9 @@ const char *ref_flash_name(const struct ref_log *log);
 
 /* Reads all of f (at most REF_MAX_TEXT bytes) into *out (NUL-terminated, to free), *len. */
 int ref_read_all(FILE *f, char **out, size_t *len);
+/* llama_ref_cpu.c: loads libggml-cpu-WANT.so (want NULL: the variant of the highest score on
+ * this CPU) and writes the variant's name into name ("" for libggml-cpu.so); 0 or 1. */
+int ref_load_cpu(const char *want, char *name, size_t cap);
 
 /* perplexity MODEL --ctx N < text (llama_ref_ppl.c): one line, tokens=... ppl=P. */
 int cmd_perplexity(const struct ref_opts *o, struct llama_model *m);
