@@ -89,8 +89,10 @@ static int resume(const struct cli_head *head, struct gen *g, struct cli_call *f
 		json_decref(c.reply);
 		if (c.last_id[0])
 			memcpy(last, c.last_id, sizeof(last));
-		/* Unreachable (restarting), 503 (its nodes not back yet), or broken again: retry. */
-		bool again = rc == CLI_UNREACHABLE || c.broken || c.status == 503;
+		/* Unreachable (restarting), 503 (its nodes not back yet), 409 (the head still
+		 * counts this client's broken connection as following it), or broken again:
+		 * retry. */
+		bool again = rc == CLI_UNREACHABLE || c.broken || c.status == 503 || c.status == 409;
 		if (!rc || !again)
 			break;
 		clock_gettime(CLOCK_MONOTONIC, &now);
