@@ -128,19 +128,7 @@ static void ep_send(struct sf_loop *loop, struct sf_conn *c)
 		sf_buf_consume(&c->out, (size_t)w);
 	}
 	set_write_interest(loop, c, false);
-	if (c->flush_close || c->seg_head)
-		sf__loop_mark_dirty(c); /* flush() closes, or takes the next segment */
-	else
-		sf__loop_sent(loop, c); /* all taken: the owner may write more */
-}
-
-/* epoll has no registered buffers: the range is read into the out buffer and sent from there. */
-static void ep_send_file(struct sf_loop *loop, struct sf_conn *c, struct sf_seg *seg)
-{
-	int err = sf__loop_copy_seg(loop, c, seg);
-	sf__loop_file_done(loop, c, err);
-	if (!err)
-		ep_send(loop, c);
+	sf__loop_out_taken(loop, c);
 }
 
 static void ep_cancel(struct sf_loop *loop, struct sf_conn *c)
@@ -260,7 +248,7 @@ const struct sf_backend_ops sf_backend_epoll = {
 	.conn_start = ep_conn_start,
 	.dial = ep_dial,
 	.send = ep_send,
-	.send_file = ep_send_file,
+	.send_file = sf__loop_send_file_copied, /* no registered buffers: read, then sent */
 	.cancel = ep_cancel,
 	.recv_pause = ep_recv_pause,
 	.wait = ep_wait,

@@ -52,6 +52,7 @@ static int sim_socket(struct sf_loop *loop, int family)
 		return -EMFILE;
 	struct sim_sock *s = &w->socks[i];
 	s->loop = loop;
+	s->crashed = sim_loop_crashed(w, loop); /* a dead process's dials reach nobody */
 	s->addr = (struct sockaddr_in){ .sin_family = AF_INET,
 					.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
 					.sin_port = htons(w->next_port) };
@@ -136,7 +137,7 @@ static int sim_dial(struct sf_loop *loop, struct sf_conn *c, const struct sockad
 	s->dialer = true;
 	s->peer_addr = *(const struct sockaddr_in *)a;
 	s->connect_at = w->now + sim_draw(w, w->cfg.latency_max_ms);
-	struct sim_sock *l = listener_of(w, &s->peer_addr);
+	struct sim_sock *l = s->crashed ? NULL : listener_of(w, &s->peer_addr);
 	int i = l && l->n_backlog < SIM_BACKLOG ? sim_sock_alloc(w) : -1;
 	if (i < 0) {
 		s->connect_err = ECONNREFUSED;
@@ -185,18 +186,7 @@ static void sim_send(struct sf_loop *loop, struct sf_conn *c)
 		}
 	}
 	s->want_write = false;
-	if (c->flush_close || c->seg_head)
-		sf__loop_mark_dirty(c);
-	else
-		sf__loop_sent(loop, c);
-}
-
-static void sim_send_file(struct sf_loop *loop, struct sf_conn *c, struct sf_seg *seg)
-{
-	int err = sf__loop_copy_seg(loop, c, seg);
-	sf__loop_file_done(loop, c, err);
-	if (!err)
-		sim_send(loop, c);
+	sf__loop_out_taken(loop, c);
 }
 
 static void sim_cancel(struct sf_loop *loop, struct sf_conn *c)
@@ -380,7 +370,7 @@ const struct sf_backend_ops sf_backend_sim = {
 	.conn_start = sim_conn_start,
 	.dial = sim_dial,
 	.send = sim_send,
-	.send_file = sim_send_file,
+	.send_file = sf__loop_send_file_copied,
 	.cancel = sim_cancel,
 	.recv_pause = sim_recv_pause,
 	.wait = sim_wait,

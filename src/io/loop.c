@@ -116,20 +116,7 @@ int sf_loop_new(struct sf_loop **out, const struct sf_loop_config *cfg, struct s
 
 	int rc = -1;
 	struct sf_err why = { 0 };
-	if (cfg->io == SF_IO_SIM) {
-		loop->be = &sf_backend_sim;
-		loop->kind = SF_IO_SIM;
-		rc = loop->be->init(loop, err);
-		if (rc) {
-			loop->be = NULL;
-			sf_loop_free(loop);
-			return rc;
-		}
-		loop->now = loop_clock(loop);
-		*out = loop;
-		return 0;
-	}
-	if (cfg->io != SF_IO_EPOLL) {
+	if (cfg->io != SF_IO_EPOLL && cfg->io != SF_IO_SIM) {
 		loop->be = &sf_backend_uring;
 		loop->kind = SF_IO_URING;
 		rc = loop->be->init(loop, &why);
@@ -144,8 +131,9 @@ int sf_loop_new(struct sf_loop **out, const struct sf_loop_config *cfg, struct s
 				why.msg);
 	}
 	if (rc) {
-		loop->be = &sf_backend_epoll;
-		loop->kind = SF_IO_EPOLL;
+		bool sim = cfg->io == SF_IO_SIM;
+		loop->be = sim ? &sf_backend_sim : &sf_backend_epoll;
+		loop->kind = sim ? SF_IO_SIM : SF_IO_EPOLL;
 		rc = loop->be->init(loop, err);
 		if (rc) {
 			loop->be = NULL;
@@ -153,6 +141,7 @@ int sf_loop_new(struct sf_loop **out, const struct sf_loop_config *cfg, struct s
 			return rc;
 		}
 	}
+	loop->now = loop_clock(loop); /* a simulated world's clock from now on */
 	*out = loop;
 	return 0;
 }
@@ -511,6 +500,22 @@ void sf__loop_sent(struct sf_loop *loop, struct sf_conn *c)
 {
 	if (!c->dead && !sf_conn_unsent(c) && c->ops && c->ops->on_drained)
 		c->ops->on_drained(c);
+}
+
+void sf__loop_out_taken(struct sf_loop *loop, struct sf_conn *c)
+{
+	if (c->flush_close || c->seg_head)
+		sf__loop_mark_dirty(c); /* flush() closes, or takes the next segment */
+	else
+		sf__loop_sent(loop, c); /* all taken: the owner may write more */
+}
+
+void sf__loop_send_file_copied(struct sf_loop *loop, struct sf_conn *c, struct sf_seg *seg)
+{
+	int err = sf__loop_copy_seg(loop, c, seg);
+	sf__loop_file_done(loop, c, err);
+	if (!err)
+		loop->be->send(loop, c);
 }
 
 void sf__loop_file_done(struct sf_loop *loop, struct sf_conn *c, int err)

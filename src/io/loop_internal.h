@@ -151,6 +151,12 @@ void sf__loop_woken(struct sf_loop *loop);
 void sf__loop_mark_dirty(struct sf_conn *c);
 /* A send completed; tells the owner when nothing is left to send. */
 void sf__loop_sent(struct sf_loop *loop, struct sf_conn *c);
+/* The kernel took all of out (a backend that sends at once): the next segment or the close
+ * is flush()'s, else the owner hears it may write more. */
+void sf__loop_out_taken(struct sf_loop *loop, struct sf_conn *c);
+/* A file segment sent the copying way (no registered buffers): read into out, the segment
+ * done, then out sent. */
+void sf__loop_send_file_copied(struct sf_loop *loop, struct sf_conn *c, struct sf_seg *seg);
 /* Reads a file segment into the out buffer (the copying way); 0 or an errno. */
 int sf__loop_copy_seg(struct sf_loop *loop, struct sf_conn *c, const struct sf_seg *seg);
 /* The head file segment went out (err 0) or failed (errno). */

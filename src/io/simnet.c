@@ -172,9 +172,7 @@ void sim_sock_close(struct sf_simnet *w, struct sim_sock *s)
 	if (s->peer >= 0) {
 		struct sim_sock *o = &w->socks[s->peer];
 		o->peer = -1;
-		if (s->crashed && !o->crashed) {
-			/* Told as its death said (sf_simnet_crash already did). */
-		} else if (s->in_bytes) {
+		if (s->in_bytes) {
 			o->reset = true; /* unread bytes: the kernel answers with a reset */
 			w->stats.resets++;
 		} else {
