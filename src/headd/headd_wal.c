@@ -41,7 +41,9 @@ static void fail(struct headd *d, const char *what, const struct sf_err *err)
 	d->fatal = true;
 }
 
-static void enqueue(struct headd *d, uint64_t lsn, uint8_t type, bool logged, bool deliver)
+/* Queues what w->rec holds until lsn is durable; the entry, or NULL (the head stops). */
+static struct headd_walq *enqueue(struct headd *d, uint64_t lsn, uint8_t type, bool logged,
+				  bool deliver)
 {
 	struct headd_wal *w = &d->wal;
 	uint32_t len = (uint32_t)sf_buf_used(&w->rec);
@@ -50,7 +52,7 @@ static void enqueue(struct headd *d, uint64_t lsn, uint8_t type, bool logged, bo
 		struct sf_err err;
 		sf_err_set(&err, SF_E_NOMEM, "no memory to hold a record until it is durable");
 		fail(d, "memory", &err);
-		return;
+		return NULL;
 	}
 	*e = (struct headd_walq){ .lsn = lsn, .type = type, .logged = logged, .deliver = deliver,
 				  .len = len };
@@ -63,6 +65,7 @@ static void enqueue(struct headd *d, uint64_t lsn, uint8_t type, bool logged, bo
 	w->tail = e;
 	w->n_queued++;
 	w->queued_bytes += len;
+	return e;
 }
 
 #ifdef SF_PLANTED_BUGS
@@ -174,10 +177,12 @@ bool headd_wal_event(struct headd *d, const struct sf_head_event *ev)
 	uint64_t lsn = logged ? append(d, type) : w->last_lsn;
 	if (logged && !lsn)
 		return true;
-	enqueue(d, lsn, type, logged, true);
+	struct headd_walq *e = enqueue(d, lsn, type, logged, true);
 #ifdef SF_PLANTED_BUGS
 	if (headd_planted_bug == HEADD_BUG_ACK_EARLY && logged)
-		ack_early(d, w->tail);
+		ack_early(d, e);
+#else
+	(void)e;
 #endif
 	return true;
 }
@@ -244,14 +249,14 @@ void headd_wal_answer_durable(struct headd *d, struct headd_http *h, char *text)
 		return;
 	}
 	sf_buf_clear(&w->rec);
-	enqueue(d, w->last_lsn, 0, false, false);
-	if (!w->tail || w->tail->h || w->tail->lsn != w->last_lsn || w->tail->deliver) {
+	struct headd_walq *e = enqueue(d, w->last_lsn, 0, false, false);
+	if (!e) {
 		headd_api_send_json(h, 500, NULL); /* no memory to hold it: said as a failure */
 		free(text);
 		return;
 	}
-	w->tail->h = h;
-	w->tail->text = text;
+	e->h = h;
+	e->text = text;
 	h->durable_wait = true;
 }
 

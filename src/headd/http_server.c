@@ -242,8 +242,7 @@ static void on_accept(struct sf_loop *loop, int fd, void *arg)
 		sf_loop_close_fd(loop, fd);
 		return;
 	}
-	if (d->opts->http_sndbuf && sf_loop_kind(loop) != SF_IO_SIM) {
-		/* A fixed kernel send buffer: no autotuning past it. */
+	if (d->opts->http_sndbuf) { /* a fixed kernel send buffer: no autotuning past it */
 		int v = (int)d->opts->http_sndbuf;
 		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
 	}

@@ -345,6 +345,18 @@ void sf_wal_stats(const struct sf_wal *w, struct sf_wal_stats *out)
 	out->pending_bytes = w->open.len + w->fly.len;
 }
 
+/* Frees w, or with a write still pinned (its bytes in zombie_buf) leaves a zombie that its
+ * completion frees. */
+static void let_go(struct sf_wal *w, bool pinned)
+{
+	if (pinned) {
+		wal_drop(w);
+		w->zombie = true;
+	} else {
+		wal_free(w);
+	}
+}
+
 void sf_wal_close(struct sf_wal *w)
 {
 	if (!w)
@@ -368,25 +380,18 @@ void sf_wal_close(struct sf_wal *w)
 			break;
 		finish_write(w, w->blocking_rc, 0);
 	}
-	if (pinned) {
-		wal_drop(w);
-		w->zombie = true;
-	} else {
-		wal_free(w);
-	}
+	let_go(w, pinned);
 }
 
 void sf_wal_abandon(struct sf_wal *w)
 {
 	if (!w)
 		return;
-	if (!w->in_flight) {
-		wal_free(w);
-		return;
+	bool pinned = w->in_flight;
+	if (pinned) {
+		w->zombie_buf = w->fly.p; /* the driver points into it until its completion */
+		w->fly.p = NULL;
+		w->fly.cap = 0;
 	}
-	w->zombie_buf = w->fly.p; /* the driver points into it until its completion */
-	w->fly.p = NULL;
-	w->fly.cap = 0;
-	wal_drop(w);
-	w->zombie = true;
+	let_go(w, pinned);
 }
