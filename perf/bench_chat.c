@@ -46,6 +46,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
+
 #define MAX_FRAMES (1u << 20)
 #define MAX_TURNS 64
 #define MAX_WORDS 256
@@ -64,28 +66,6 @@ static void die(const char *fmt, ...)
 	fprintf(stderr, " (%s)\n", strerror(errno));
 	va_end(ap);
 	exit(1);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-static bool write_all(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-	while (n) {
-		ssize_t w = write(fd, c, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return false;
-		c += w;
-		n -= (size_t)w;
-	}
-	return true;
 }
 
 /* ==== the tap ==== */

@@ -9,9 +9,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "bench_util.h"
+
 #define MAX_SAMPLES (16u << 20)
 
-uint64_t now_ns(void);
 void die(const char *what); /* perror and exit 1 */
 
 /* The measured window [win_start, win_end) (now_ns) and the latency samples taken in it. */
@@ -28,7 +29,6 @@ void nodelay(int fd);
 int tcp_listen(int port);   /* on 127.0.0.1 (0: any free port) */
 int local_port(int fd);
 int tcp_dial(int port);
-bool write_all(int fd, const void *p, size_t n);
 
 /* A growable byte buffer. */
 struct buf {
@@ -38,7 +38,6 @@ struct buf {
 void buf_add(struct buf *b, const void *p, size_t n);
 void buf_drop(struct buf *b, size_t n); /* the first n bytes */
 
-double proc_cpu_s(pid_t pid);  /* utime + stime of pid */
 double env_cpu_s(void);        /* of the pids in $SF_CPU_PIDS, summed */
 double self_cpu_s(void);
 

@@ -29,13 +29,6 @@
 
 #include "bench_relay.h"
 
-uint64_t now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 void die(const char *what)
 {
 	perror(what);
@@ -123,21 +116,6 @@ int tcp_dial(int port)
 	return -1;
 }
 
-bool write_all(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-	while (n) {
-		ssize_t w = write(fd, c, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return false;
-		c += w;
-		n -= (size_t)w;
-	}
-	return true;
-}
-
 void buf_add(struct buf *b, const void *p, size_t n)
 {
 	if (b->len + n > b->cap) {
@@ -157,24 +135,6 @@ void buf_drop(struct buf *b, size_t n)
 }
 
 /* ==== sf: the tap and the admin clients ==== */
-
-double proc_cpu_s(pid_t pid)
-{
-	char path[64], b[2048];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return 0;
-	size_t n = fread(b, 1, sizeof(b) - 1, f);
-	fclose(f);
-	b[n] = 0;
-	char *p = strrchr(b, ')');
-	unsigned long long ut = 0, st = 0;
-	/* after ")": state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime */
-	if (p)
-		sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st);
-	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
 
 /* CPU seconds of the pids in $SF_CPU_PIDS (blank separated), summed: the nodes, a peer relay. */
 double env_cpu_s(void)

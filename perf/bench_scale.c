@@ -59,6 +59,8 @@
 #include "io/loop.h"
 #include "node/node.h"
 
+#include "bench_util.h"
+
 static double now_s(void)
 {
 	struct timespec t;
@@ -92,23 +94,6 @@ static long rss_kb(int pid)
 		}
 	fclose(f);
 	return kb;
-}
-
-static double proc_cpu_s(int pid)
-{
-	char path[64], b[2048];
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return 0;
-	size_t n = fread(b, 1, sizeof(b) - 1, f);
-	fclose(f);
-	b[n] = 0;
-	char *p = strrchr(b, ')');
-	unsigned long long ut = 0, st = 0;
-	if (p)
-		sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st);
-	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
 static void raise_nofile(void)
