@@ -660,14 +660,6 @@ bool headd_gen_event(struct headd *d, const struct sf_head_event *ev)
 			    ev->msg ? ev->msg : "the generation failed");
 		sf_out_end(&q->out);
 		req_fail(q, &e);
-		if (q->named && q->generation_id) {
-			/* A session-wide error (its node gone, none to take it) leaves the
-			 * generation open in the head: the client was told it failed, so it ends
-			 * here, and the session's next turn can go on (not "has not ended"). */
-			struct sf_err err;
-			(void)sf_head_cancel(d->head, q->session_id, q->generation_id,
-					     sf_loop_now(d->loop), &err);
-		}
 		return true;
 	default:
 		return true;

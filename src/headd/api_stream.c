@@ -216,8 +216,16 @@ static void keep_named(struct headd_req *q)
 		return;
 	s->busy = NULL;
 	s->used_ms = sf_loop_now(q->d->loop);
-	if (q->life.failed)
+	if (q->life.failed) {
+		/* The client was told the turn failed; a generation the head still holds open
+		 * (a session-wide error: its node gone, none to take it) ends with it, so the
+		 * session's next turn can go on rather than find one that "has not ended". */
+		struct sf_err err;
+		if (q->generation_id)
+			(void)sf_head_cancel(q->d->head, q->session_id, q->generation_id,
+					     sf_loop_now(q->d->loop), &err);
 		return;
+	}
 	uint32_t n = q->n_gen;
 	if (n && (q->gen[n - 1] == q->vocab.eos || q->gen[n - 1] == q->vocab.end_turn))
 		n--;
