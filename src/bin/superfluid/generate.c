@@ -82,6 +82,7 @@ static int resume(const struct cli_head *head, struct gen *g, struct cli_call *f
 	struct timespec t0, now;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	int rc = CLI_UNREACHABLE;
+	char why[sizeof(first->why)] = "";
 	for (;;) {
 		struct cli_call c = { .method = "GET", .path = path, .on_event = on_answer, .arg = g,
 				      .last_event_id = last[0] ? last : NULL, .quiet = true };
@@ -89,10 +90,12 @@ static int resume(const struct cli_head *head, struct gen *g, struct cli_call *f
 		json_decref(c.reply);
 		if (c.last_id[0])
 			memcpy(last, c.last_id, sizeof(last));
-		/* Unreachable (restarting), 503 (its nodes not back yet), 409 (the head still
-		 * counts this client's broken connection as following it), or broken again:
-		 * retry. */
-		bool again = rc == CLI_UNREACHABLE || c.broken || c.status == 503 || c.status == 409;
+		memcpy(why, c.why, sizeof(why));
+		/* Unreachable (restarting), no answer at all (it went away again), 503 (its nodes
+		 * not back yet), 409 (the head still counts this client's broken connection as
+		 * following it), or broken again: retry. */
+		bool again = rc == CLI_UNREACHABLE || c.broken || !c.status || c.status == 503 ||
+			     c.status == 409;
 		if (!rc || !again)
 			break;
 		clock_gettime(CLOCK_MONOTONIC, &now);
@@ -101,9 +104,9 @@ static int resume(const struct cli_head *head, struct gen *g, struct cli_call *f
 		nanosleep(&(struct timespec){ .tv_nsec = 200 * 1000000L }, NULL);
 	}
 	if (rc)
-		fprintf(stderr, "superfluid: the rest of %s did not come (%s); the text above is "
-			"what arrived\n", g->id, rc == CLI_UNREACHABLE ? "the head did not answer "
-			"again" : "the head refused it: does it run with --wal-dir?");
+		fprintf(stderr, "superfluid: the rest of %s did not come (%s%s%s); the text above "
+			"is what arrived\n", g->id, rc == CLI_UNREACHABLE ? "the head did not answer "
+			"again" : "the head refused it", why[0] ? ": " : "", why);
 	return rc;
 }
 

@@ -1,6 +1,7 @@
 #include "head_http.h"
 
 #include <curl/curl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,25 +171,34 @@ static size_t on_bytes(char *p, size_t size, size_t n, void *arg)
 	return len;
 }
 
+/* Keeps what went wrong in c->why and says it on stderr unless the call is quiet. */
+static void __attribute__((format(printf, 2, 3))) cli_say(struct cli_call *c, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->why, sizeof(c->why), fmt, ap);
+	va_end(ap);
+	if (!c->quiet)
+		fprintf(stderr, "superfluid: %s\n", c->why);
+}
+
 /* An error answer: the OpenAI error object's message and code when it has one. */
 static int say_error(const struct cli_head *h, struct cli_call *c, const char *body)
 {
-	if (c->quiet)
-		return c->status == 401 ? CLI_AUTH : CLI_FAILED;
 	json_t *o = body ? json_loads(body, 0, NULL) : NULL;
 	json_t *e = json_object_get(o, "error");
 	const char *msg = json_string_value(json_object_get(e, "message"));
 	const char *code = json_string_value(json_object_get(e, "code"));
 	if (msg)
-		fprintf(stderr, "superfluid: %s (HTTP %ld%s%s)\n", msg, c->status, code ? ", " : "",
-			code ? code : "");
+		cli_say(c, "%s (HTTP %ld%s%s)", msg, c->status, code ? ", " : "", code ? code : "");
 	else
-		fprintf(stderr, "superfluid: %s %s%s answered HTTP %ld%s%.200s\n", c->method,
-			h->url, c->path, c->status, body && *body ? ": " : "", body ? body : "");
+		cli_say(c, "%s %s%s answered HTTP %ld%s%.200s", c->method, h->url, c->path,
+			c->status, body && *body ? ": " : "", body ? body : "");
 	json_decref(o);
 	if (c->status == 401) {
-		fprintf(stderr, "superfluid: the head asks for an API key: give one with "
-			"--api-key-file FILE or $SUPERFLUID_API_KEY\n");
+		if (!c->quiet)
+			fprintf(stderr, "superfluid: the head asks for an API key: give one with "
+				"--api-key-file FILE or $SUPERFLUID_API_KEY\n");
 		return CLI_AUTH;
 	}
 	return CLI_FAILED;
@@ -285,7 +295,6 @@ static int call_once(const struct cli_head *h, struct cli_call *c, bool may_retr
 	CURLcode res = curl_easy_perform(t.curl);
 	curl_easy_getinfo(t.curl, CURLINFO_RESPONSE_CODE, &c->status);
 	int rc = CLI_OK;
-#define SAY(...) (c->quiet ? (void)0 : (void)fprintf(stderr, __VA_ARGS__))
 	/* The transport broke in the middle (not an event the caller stopped at, not one too big). */
 	c->broken = t.streaming && !c->done && !t.stopped && res != CURLE_WRITE_ERROR;
 	memcpy(c->last_id, t.sse.last_id, sizeof(c->last_id));
@@ -293,16 +302,16 @@ static int call_once(const struct cli_head *h, struct cli_call *c, bool may_retr
 		rc = t.stopped;
 	} else if (res == CURLE_COULDNT_CONNECT || res == CURLE_COULDNT_RESOLVE_HOST ||
 		   res == CURLE_OPERATION_TIMEDOUT) {
-		SAY("superfluid: cannot reach the head at %s (%s): is superfluid-headd "
+		cli_say(c, "cannot reach the head at %s (%s): is superfluid-headd "
 			"running with --listen-http there? (--head URL or $SUPERFLUID_HEAD names "
-			"another)\n", h->url, curl_err[0] ? curl_err : curl_easy_strerror(res));
+			"another)", h->url, curl_err[0] ? curl_err : curl_easy_strerror(res));
 		rc = CLI_UNREACHABLE;
 	} else if (res == CURLE_WRITE_ERROR && t.streaming) {
-		SAY("superfluid: the head's event stream broke (an event past %u MiB)\n",
+		cli_say(c, "the head's event stream broke (an event past %u MiB)",
 			SF_SSE_MAX_EVENT >> 20);
 		rc = CLI_FAILED;
 	} else if (res != CURLE_OK) {
-		SAY("superfluid: %s %s: %s\n", c->method, url,
+		cli_say(c, "%s %s: %s", c->method, url,
 			curl_err[0] ? curl_err : curl_easy_strerror(res));
 		rc = res == CURLE_SSL_CONNECT_ERROR || res == CURLE_PEER_FAILED_VERIFICATION
 			     ? CLI_UNREACHABLE : CLI_FAILED;
@@ -313,14 +322,14 @@ static int call_once(const struct cli_head *h, struct cli_call *c, bool may_retr
 		rc = say_error(h, c, t.body);
 	} else if (t.streaming) {
 		if (!c->done) {
-			SAY("superfluid: the head closed the stream before it ended\n");
+			cli_say(c, "the head closed the stream before it ended");
 			rc = CLI_FAILED;
 		}
 	} else {
 		json_error_t e;
 		c->reply = t.body ? json_loads(t.body, 0, &e) : NULL;
 		if (!c->reply) {
-			SAY("superfluid: %s %s answered something that is not JSON\n",
+			cli_say(c, "%s %s answered something that is not JSON",
 				c->method, url);
 			rc = CLI_FAILED;
 		} else if (c->on_event) { /* a stream was asked for; a whole answer is one event */
@@ -328,7 +337,6 @@ static int call_once(const struct cli_head *h, struct cli_call *c, bool may_retr
 			c->done = true;
 		}
 	}
-#undef SAY
 	sf_sse_free(&t.sse);
 	free(t.body);
 	free(body);

@@ -45,6 +45,7 @@ struct cli_call {
 	void *arg;
 	const char *last_event_id; /* sent as Last-Event-ID when not NULL */
 	bool quiet;                /* say nothing on stderr (a caller that retries) */
+	char why[320];             /* out: what went wrong, as said (or not, when quiet) */
 	json_t *reply;             /* out: a whole 2xx answer's JSON (the caller decrefs) */
 	long status;               /* out: the HTTP status */
 	bool done;                 /* out: a stream ended with [DONE] */
