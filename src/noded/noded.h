@@ -78,13 +78,19 @@ int noded_proc_main(const struct noded_opts *o, const char *identity, const uint
 /* Hands m to shard k; 0, or -1 (m not taken) when the process stops or k's inbox is full. */
 int noded_proc_send(struct noded *d, unsigned k, struct noded_msg *m);
 bool noded_proc_stopping(const struct noded *d);
-/* A node of one shard on a loop the caller makes and turns (the simulator): no threads, no
- * signals, listening on listen_fd (or -1). The caller runs noded_shard_start,
- * noded_shard_begin, noded_shard_turn, then frees the loop, noded_shard_fini and
- * noded_solo_free. NULL without memory. */
-struct noded *noded_solo_new(const struct noded_opts *o, const char *identity, int listen_fd,
-			     const uint8_t *token, size_t token_len);
-void noded_solo_free(struct noded *d);
+/* A node of n shards on loops the caller makes and turns (the simulator): no threads, no
+ * signals; shard k listens on listen_fds[k] (or -1), and what the other shards send it waits
+ * in its inbox until noded_solo_inbox hands it over. The caller runs noded_shard_start on
+ * each shard (0 first: it makes the engine), noded_shard_begin, then noded_shard_turn and
+ * noded_solo_inbox, and at the end frees the loops, runs noded_shard_fini on each and
+ * noded_solo_free. NULL without memory or for n out of 1..SF_SHARDS_MAX. */
+struct noded_proc *noded_solo_new(const struct noded_opts *o, unsigned n, const char *identity,
+				  const int *listen_fds, const uint8_t *token, size_t token_len);
+struct noded *noded_solo_shard(struct noded_proc *p, unsigned k);
+/* Hands shard k what waits in its inbox; true when there was any. */
+bool noded_solo_inbox(struct noded_proc *p, unsigned k);
+/* Frees the process and what its inboxes still hold (after every shard's noded_shard_fini). */
+void noded_solo_free(struct noded_proc *p);
 /* What HELLO_ACK says on any shard: the engine's model, and the node's capacity as shard 0
  * last published it (noded_proc_publish, after each of its ticks). */
 const struct sf_model_info *noded_proc_model(const struct noded *d);

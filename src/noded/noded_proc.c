@@ -38,6 +38,8 @@ struct noded_proc {
 	 * at a change and at a handshake, never per message. */
 	pthread_mutex_t cap_mu;
 	struct sf_capacity cap;
+	bool solo; /* noded_solo_new: shards its caller turns; no threads, no signals */
+	struct noded_msg *solo_head[SF_SHARDS_MAX], *solo_tail[SF_SHARDS_MAX]; /* their inboxes */
 };
 
 bool noded_proc_stopping(const struct noded *d)
@@ -48,6 +50,16 @@ bool noded_proc_stopping(const struct noded *d)
 
 int noded_proc_send(struct noded *d, unsigned k, struct noded_msg *m)
 {
+	struct noded_proc *p = d->proc;
+	if (p->solo && !atomic_load(&p->stop) && k < p->n) {
+		m->next = NULL;
+		if (p->solo_tail[k])
+			p->solo_tail[k]->next = m;
+		else
+			p->solo_head[k] = m;
+		p->solo_tail[k] = m;
+		return 0;
+	}
 	if (atomic_load(&d->proc->stop) || !d->proc->shards || sf_shards_send(d->proc->shards, k, m))
 		return -1;
 	return 0;
@@ -276,36 +288,71 @@ int noded_proc_main(const struct noded_opts *o, const char *identity, const uint
 	return rc;
 }
 
-struct noded *noded_solo_new(const struct noded_opts *o, const char *identity, int listen_fd,
-			     const uint8_t *token, size_t token_len)
+struct noded_proc *noded_solo_new(const struct noded_opts *o, unsigned n, const char *identity,
+				  const int *listen_fds, const uint8_t *token, size_t token_len)
 {
-	struct noded_proc *p = calloc(1, sizeof(*p));
-	struct noded *d = calloc(1, sizeof(*d));
-	if (!p || !d || token_len > sizeof(d->token)) {
-		free(p);
-		free(d);
+	if (!n || n > SF_SHARDS_MAX || token_len > SF_TOKEN_MAX)
 		return NULL;
-	}
+	struct noded_proc *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
 	p->opts = o;
-	p->n = 1;
+	p->n = n;
+	p->solo = true;
 	pthread_mutex_init(&p->cap_mu, NULL);
-	sfd_shard_watch_init(&p->watch, 1);
-	p->shard[0] = d;
-	d->opts = o;
-	d->proc = p;
-	d->n_shards = 1;
-	d->listen_fd = listen_fd;
-	snprintf(d->identity, sizeof(d->identity), "%s", identity);
-	memcpy(d->token, token, token_len);
-	d->token_len = token_len;
-	return d;
+	sfd_shard_watch_init(&p->watch, n);
+	memcpy(p->token, token, token_len);
+	p->token_len = token_len;
+	for (unsigned k = 0; k < n; k++) {
+		struct noded *d = p->shard[k] = calloc(1, sizeof(*d));
+		if (!d) {
+			noded_solo_free(p);
+			return NULL;
+		}
+		d->opts = o;
+		d->proc = p;
+		d->shard = k;
+		d->n_shards = n;
+		d->listen_fd = listen_fds[k];
+		snprintf(d->identity, sizeof(d->identity), "%s", identity);
+		memcpy(d->token, token, token_len);
+		d->token_len = token_len;
+	}
+	return p;
 }
 
-void noded_solo_free(struct noded *d)
+struct noded *noded_solo_shard(struct noded_proc *p, unsigned k)
 {
-	if (!d)
+	return k < p->n ? p->shard[k] : NULL;
+}
+
+/* The next message of shard k's inbox, or NULL. */
+static struct noded_msg *solo_take(struct noded_proc *p, unsigned k)
+{
+	struct noded_msg *m = p->solo_head[k];
+	if (m && !(p->solo_head[k] = m->next))
+		p->solo_tail[k] = NULL;
+	return m;
+}
+
+bool noded_solo_inbox(struct noded_proc *p, unsigned k)
+{
+	bool any = false;
+	for (struct noded_msg *m; k < p->n && (m = solo_take(p, k)); any = true)
+		noded_shard_msg(p->shard[k], m, false);
+	return any;
+}
+
+void noded_solo_free(struct noded_proc *p)
+{
+	if (!p)
 		return;
-	pthread_mutex_destroy(&d->proc->cap_mu);
-	free(d->proc);
-	free(d);
+	for (unsigned k = 0; k < p->n; k++) {
+		for (struct noded_msg *m; p->shard[k] && (m = solo_take(p, k));)
+			noded_shard_msg(p->shard[k], m, true); /* lets go of what it holds */
+		free(p->shard[k]);
+	}
+	sodium_memzero(p->token, sizeof(p->token));
+	pthread_mutex_destroy(&p->cap_mu);
+	free(p);
 }

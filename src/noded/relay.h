@@ -45,6 +45,7 @@ struct noded_relay {
 
 struct noded_msg {
 	enum noded_msg_kind kind;
+	struct noded_msg *next;    /* in a solo process's inbox (noded_solo_new) */
 	uint64_t link_id;
 	/* LINK_OPEN */
 	uint32_t version;

@@ -143,6 +143,7 @@ struct dsim {
 	struct sf_sim_config engine;   /* what every node runs (the defaults and --sim-seed) */
 	bool wal;                      /* the head runs with --wal-dir */
 	uint32_t head_shards;          /* 1..3 */
+	uint32_t node_shards[DSIM_MAX_NODES]; /* 1..3 each: shards 1 and 2 relay to 0's engine */
 	uint8_t token[32];             /* the fleet's token: sealed links (Noise), or plain */
 	size_t token_len;
 	char broke[512];               /* the first broken promise, "" while none */

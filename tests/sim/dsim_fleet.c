@@ -1,5 +1,6 @@
 /* daemon-sim's daemons: a superfluid-headd and superfluid-noded each as its library runs it
- * (options through the program's own parser, one shard on a loop of the simulated world),
+ * (options through the program's own parser, each shard on a loop of the simulated world,
+ * what the shards send each other held in their inboxes until the next turn),
  * started, turned, crashed (the world drops the process; its state is freed with no goodbye
  * and its log keeps only what was written) and started again on the same address. */
 #include "dsim.h"
@@ -32,10 +33,12 @@ struct dsim_head {
 
 struct dsim_node {
 	struct noded_opts o;
-	struct sf_loop *loop;
-	struct noded *d;
-	bool due;
-	char listen[64], blobs[300], seed[32];
+	struct noded_proc *p;          /* NULL while the node is down */
+	unsigned n;                    /* its shards: links on 1 and 2 relayed to 0's engine */
+	struct sf_loop *loop[MAX_SHARDS];
+	struct noded *d[MAX_SHARDS];
+	bool due[MAX_SHARDS];
+	char listen[64], blobs[300], seed[32], shards[12];
 };
 
 static struct sockaddr_in addr_of(uint16_t port)
@@ -141,8 +144,10 @@ int dsim_node_start(struct dsim *s, uint32_t k)
 		snprintf(n->listen, sizeof(n->listen), "127.0.0.1:%u", NODE_PORT + k);
 		snprintf(n->blobs, sizeof(n->blobs), "%s/blobs-%u", s->dir, k);
 		snprintf(n->seed, sizeof(n->seed), "%llu", (unsigned long long)s->engine.seed);
+		n->n = s->node_shards[k] ? s->node_shards[k] : 1;
+		snprintf(n->shards, sizeof(n->shards), "%u", n->n);
 		char *argv[] = { "superfluid-noded", "--listen", n->listen, "--engine", "sim",
-				 "--shards", "1", "--sim-seed", n->seed, "--sim-tokens-per-s", "400",
+				 "--shards", n->shards, "--sim-seed", n->seed, "--sim-tokens-per-s", "400",
 				 "--silence-ms", "1200", "--heartbeat-ms", "300", "--blob-dir",
 				 n->blobs, "--session-orphan-s", "3", "--max-sessions", "64" };
 		if (noded_opts_parse(&n->o, (int)(sizeof(argv) / sizeof(argv[0])), argv) !=
@@ -152,24 +157,39 @@ int dsim_node_start(struct dsim *s, uint32_t k)
 		}
 		n->o.io = SF_IO_SIM;
 	}
-	n->loop = new_loop(s);
-	int fd = n->loop ? listen_on(s, (uint16_t)(NODE_PORT + k)) : -1;
-	if (fd < 0)
-		return -1;
+	/* One shard listens alone; several share the address (SO_REUSEPORT), each dial drawn. */
+	int fds[MAX_SHARDS];
+	struct sockaddr_in a = addr_of((uint16_t)(NODE_PORT + k));
+	for (unsigned j = 0; j < n->n; j++) {
+		n->loop[j] = new_loop(s);
+		if (!n->loop[j])
+			return -1;
+		fds[j] = n->n == 1 ? listen_on(s, (uint16_t)(NODE_PORT + k))
+				   : sf_simnet_listen_shared(s->world, (struct sockaddr *)&a, sizeof(a));
+		if (fds[j] < 0) {
+			dsim_broke(s, "node %u's shard %u has no socket", k, j);
+			return -1;
+		}
+	}
 	char identity[32];
 	snprintf(identity, sizeof(identity), "node-%u", k);
-	n->d = noded_solo_new(&n->o, identity, fd, s->token, s->token_len);
-	if (!n->d) {
+	n->p = noded_solo_new(&n->o, n->n, identity, fds, s->token, s->token_len);
+	if (!n->p) {
 		dsim_broke(s, "no memory for node %u", k);
 		return -1;
 	}
-	int rc = noded_shard_start(n->d, n->loop);
-	if (rc) {
-		dsim_broke(s, "node %u did not start (exit status %d)", k, rc);
-		return -1;
+	for (unsigned j = 0; j < n->n; j++) { /* shard 0 first: it makes the engine */
+		n->d[j] = noded_solo_shard(n->p, j);
+		int rc = noded_shard_start(n->d[j], n->loop[j]);
+		if (rc) {
+			dsim_broke(s, "node %u's shard %u did not start (exit status %d)", k, j, rc);
+			return -1;
+		}
 	}
-	noded_shard_begin(n->d);
-	n->due = noded_tick(n->d);
+	for (unsigned j = 0; j < n->n; j++) {
+		noded_shard_begin(n->d[j]);
+		n->due[j] = noded_tick(n->d[j]);
+	}
 	return 0;
 }
 
@@ -180,7 +200,7 @@ bool dsim_head_up(const struct dsim *s)
 
 bool dsim_node_up(const struct dsim *s, uint32_t k)
 {
-	return s->nodes[k] && s->nodes[k]->d;
+	return s->nodes[k] && s->nodes[k]->p;
 }
 
 bool dsim_daemons_turn(struct dsim *s)
@@ -196,11 +216,12 @@ bool dsim_daemons_turn(struct dsim *s)
 	}
 	for (uint32_t k = 0; k < s->n_nodes; k++) {
 		struct dsim_node *n = s->nodes[k];
-		if (!dsim_node_up(s, k))
-			continue;
-		if (noded_shard_turn(n->d, &n->due))
-			dsim_broke(s, "node %u's loop failed", k);
-		due |= n->due || sf_loop_busy(n->loop);
+		for (unsigned j = 0; dsim_node_up(s, k) && j < n->n; j++) {
+			if (noded_shard_turn(n->d[j], &n->due[j]))
+				dsim_broke(s, "node %u's shard %u: its loop failed", k, j);
+			due |= noded_solo_inbox(n->p, j);
+			due |= n->due[j] || sf_loop_busy(n->loop[j]);
+		}
 	}
 	return due;
 }
@@ -212,8 +233,9 @@ uint64_t dsim_daemons_next_timer(const struct dsim *s)
 		if (sf_loop_next_timer(s->head->loop[k]) < t)
 			t = sf_loop_next_timer(s->head->loop[k]);
 	for (uint32_t k = 0; k < s->n_nodes; k++)
-		if (dsim_node_up(s, k) && sf_loop_next_timer(s->nodes[k]->loop) < t)
-			t = sf_loop_next_timer(s->nodes[k]->loop);
+		for (unsigned j = 0; dsim_node_up(s, k) && j < s->nodes[k]->n; j++)
+			if (sf_loop_next_timer(s->nodes[k]->loop[j]) < t)
+				t = sf_loop_next_timer(s->nodes[k]->loop[j]);
 	return t;
 }
 
@@ -250,13 +272,21 @@ static void node_free(struct dsim *s, uint32_t k, bool crash)
 	struct dsim_node *n = s->nodes[k];
 	if (!dsim_node_up(s, k))
 		return;
-	if (crash)
-		sf_simnet_crash(s->world, n->loop);
-	sf_loop_free(n->loop);
-	n->loop = NULL;
-	noded_shard_fini(n->d);
-	noded_solo_free(n->d);
-	n->d = NULL;
+	/* The process: every shard at once. */
+	for (unsigned j = 0; crash && j < n->n; j++)
+		if (n->loop[j])
+			sf_simnet_crash(s->world, n->loop[j]);
+	for (unsigned j = 0; j < n->n; j++) {
+		sf_loop_free(n->loop[j]);
+		n->loop[j] = NULL;
+	}
+	for (unsigned j = 0; j < n->n; j++) {
+		if (n->d[j])
+			noded_shard_fini(n->d[j]);
+		n->d[j] = NULL;
+	}
+	noded_solo_free(n->p);
+	n->p = NULL;
 }
 
 void dsim_head_crash(struct dsim *s)
@@ -320,7 +350,7 @@ uint32_t dsim_node_sessions(const struct dsim *s, uint32_t k)
 	if (!dsim_node_up(s, k))
 		return 0;
 	struct sf_node_stats st;
-	sf_node_stats(s->nodes[k]->d->node, &st);
+	sf_node_stats(s->nodes[k]->d[0]->node, &st);
 	return st.sessions;
 }
 

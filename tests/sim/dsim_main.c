@@ -1,6 +1,6 @@
 /* daemon-sim: the deterministic simulation of the daemons' own code (dsim.h). One seed says
- * everything: the fleet's shape (2 or 3 nodes; a head with a write-ahead log in three seeds of
- * four), the clients' requests (prompts, lengths, sampling, some leaving mid-stream) and the
+ * everything: the fleet's shape (2 or 3 nodes of 1 to 3 shards; a head of 1 to 3 shards,
+ * with a write-ahead log in three seeds of four), the clients' requests (prompts, lengths, sampling, some leaving mid-stream) and the
  * faults (connections reset, nodes crashing and starting again, the head crashing and
  * starting again from its log), on the simulated world's clock; libsodium's random bytes come
  * from the seed too. Each request's stream must be the engine's text exactly (resumed across
@@ -233,6 +233,14 @@ static void run_seed(uint64_t seed, bool verbose, struct result *res)
 	s->n_nodes = 2 + (uint32_t)(sf_simnet_rand(s->world) % 2);
 	s->wal = sf_simnet_rand(s->world) % 4 != 0;
 	s->head_shards = 1 + (uint32_t)(sf_simnet_rand(s->world) % 3);
+	/* Each node's shards from a stream of their own (splitmix64 of the seed), so that a seed
+	 * whose nodes all have one draws everything else as before they had a choice. */
+	for (uint32_t k = 0; k < DSIM_MAX_NODES; k++) {
+		uint64_t z = (seed ^ 0x6e6f64652d736861ULL) + 0x9e3779b97f4a7c15ULL * (k + 1);
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+		z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+		s->node_shards[k] = 1 + (uint32_t)((z ^ (z >> 31)) % 3);
+	}
 	if (sf_simnet_rand(s->world) % 3) { /* two seeds in three: sealed links */
 		for (size_t i = 0; i < sizeof(s->token); i++)
 			s->token[i] = (uint8_t)('a' + sf_simnet_rand(s->world) % 26);

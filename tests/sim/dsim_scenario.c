@@ -24,6 +24,7 @@ void dsim_scenario_shape(struct dsim *s)
 	 * one stream of 100 tokens (250 ms at the nodes' pace). */
 	s->n_nodes = 1;
 	s->head_shards = 1;
+	s->node_shards[0] = 1;
 	s->wal = true;
 	s->n_reqs = 1;
 }
