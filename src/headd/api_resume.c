@@ -142,10 +142,12 @@ static struct headd_req *rebuild(struct headd_http *h, const struct sf_wal_sessi
 		sf_api_fail(e, 500, "server_error", NULL, NULL, "the head is out of memory");
 		return NULL;
 	}
-	memcpy(q->content, s->content, (size_t)s->n_content * sizeof(uint32_t));
+	if (s->n_content) /* memcpy wants a pointer even for no bytes */
+		memcpy(q->content, s->content, (size_t)s->n_content * sizeof(uint32_t));
 	if (q->n_content > s->n_content)
 		q->n_content = s->n_content;
-	memcpy(q->gen, g->tokens, (size_t)g->n_tokens * sizeof(uint32_t));
+	if (g->n_tokens)
+		memcpy(q->gen, g->tokens, (size_t)g->n_tokens * sizeof(uint32_t));
 	q->n_gen = q->gen_cap = g->n_tokens;
 	if (q->r.logprobs)
 		sf_wal_gen_logprobs(g, 0, add_logprobs, q);
