@@ -16,7 +16,9 @@
 #   Q4_K_M, and F16 for Llama-3.2-1B); real (those three); or one case SHAPE/TYPE[/LAYERS].
 # Exit 0 all agree, 1 a case did not, 77 skipped: llama.cpp could not be fetched (under CI=true
 # that fails instead). The models live in WORKDIR/<pid> and are removed after (SF_AGREE_KEEP=1
-# keeps them). SF_AGREE_VERBOSE=1 prints every row's figures.
+# keeps them). SF_AGREE_VERBOSE=1 prints every row's figures. SF_AGREE_VARIANTS="haswell x64"
+# also runs llama.cpp's greedy stream on those CPU builds of it (llama-ref --cpu) and reports
+# how far each agrees with the best build's stream and with ours (llama.cpp against itself).
 set -uo pipefail
 sf=$1 cmp=$2 root=$3 workdir=$4
 shift 4
@@ -85,6 +87,15 @@ for set in "$@"; do
 	esac
 done
 
+# same_prefix "A..." "B...": how many tokens the two streams share before they part.
+same_prefix() {
+	local a=($1) b=($2) i
+	for ((i = 0; i < ${#a[@]} && i < ${#b[@]}; i++)); do
+		[ "${a[i]}" = "${b[i]}" ] || break
+	done
+	echo "$i"
+}
+
 # One case: SHAPE/TYPE[/LAYERS].
 declare -A prompts # "VOCAB ARCH": the text's ids
 run_case() {
@@ -145,13 +156,15 @@ run_case() {
 
 	# Free running: how many of the 64 tokens agree before the first difference. Our run ends
 	# at an end-of-generation token; llama-ref's greedy goes on (the rest is teacher-forced).
-	local want=($stream) got=(${ours}) same=0 i summary miss
+	local want=($stream) got=(${ours}) same summary miss
 	got=("${got[@]:n_prompt}")
-	for ((i = 0; i < ${#want[@]} && i < ${#got[@]}; i++)); do
-		[ "${want[i]}" = "${got[i]}" ] || break
-		same=$((same + 1))
+	same=$(same_prefix "$stream" "${got[*]}")
+	local free="free_run=$same/64" eog= v vs
+	for v in ${SF_AGREE_VARIANTS:-}; do
+		vs=$("$LLAMA_REF" greedy "$m" --tokens "$prompt" --n 64 --threads 1 --cpu "$v" \
+			2>"$work/err") || { echo "FAIL $name: llama-ref --cpu $v: $(tail -1 "$work/err")"; return 1; }
+		free+=" llama.cpp_$v=$(same_prefix "$stream" "$vs")/64 ours_vs_$v=$(same_prefix "${got[*]}" "$vs")/64"
 	done
-	local free="free_run=$same/64" eog=
 	[ $same -lt 64 ] && [ $same = ${#got[@]} ] && eog=1 free="free_run=$same/64(our_eog)"
 	# Where our stream leaves llama.cpp's, our own logits of that same prefix must have left
 	# it too (the engine gives the same bits token by token as in one pass).
