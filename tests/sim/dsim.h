@@ -102,6 +102,26 @@ struct dsim_req {
 	size_t n_err_body;
 };
 
+enum dsim_gather_state { DG_IDLE = 0, DG_SENT, DG_WAIT, DG_DONE };
+
+/* One GET of /health, /metrics or /v1/fleet (dsim_gather.c): asked at `at`, again after a
+ * break a fault explains, answered whole or the run is broken. */
+struct dsim_gather {
+	struct dsim *s;
+	uint32_t index;
+	const char *path;
+	enum dsim_gather_state st;
+	uint64_t at, asked_at;
+	uint32_t tries, crashes_at_ask;
+	bool reset;             /* a fault reset its connection since it was asked */
+	bool head_down;         /* the head was down when it was asked */
+	struct sf_conn *conn;
+	char *buf;              /* the answer so far */
+	size_t n_buf;
+};
+
+#define DSIM_MAX_GATHERS 6
+
 /* A scripted scenario (dsim_scenario.c): faults struck when the daemons reach a state the
  * random ones reach too seldom. */
 enum dsim_scenario_kind {
@@ -140,6 +160,8 @@ struct dsim {
 	struct sf_loop *clients;       /* the clients' machine */
 	struct dsim_req reqs[DSIM_MAX_CLIENTS];
 	uint32_t n_reqs;
+	struct dsim_gather gathers[DSIM_MAX_GATHERS];
+	uint32_t n_gathers, gathers_done;
 	struct sf_sim_config engine;   /* what every node runs (the defaults and --sim-seed) */
 	bool wal;                      /* the head runs with --wal-dir */
 	uint32_t head_shards;          /* 1..3 */
@@ -199,6 +221,15 @@ uint64_t dsim_req_deadline(const struct dsim_req *r);
 /* Whether r's connection is fd (the faults tell it whose connection they reset). */
 bool dsim_req_owns(const struct dsim_req *r, int fd);
 void dsim_req_free(struct dsim_req *r);
+
+/* dsim_gather.c: the gathers' schedule (from the seed), their turns and checks. */
+void dsim_gathers_init(struct dsim *s);
+/* Asks, asks again or gives up on g at now; true when it did something. */
+bool dsim_gather_poll(struct dsim_gather *g, uint64_t now);
+/* When g next needs a look (UINT64_MAX: it is done). */
+uint64_t dsim_gather_due(const struct dsim_gather *g);
+bool dsim_gather_owns(const struct dsim_gather *g, int fd);
+void dsim_gather_free(struct dsim_gather *g);
 /* Notes a broken promise (the first one is kept). */
 void dsim_broke(struct dsim *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -83,6 +83,7 @@ struct result {
 	char broke[512];
 	uint64_t end_ms, turns, digest;
 	uint32_t done, left, head_crashes, node_crashes, resets, resumes, breaks, conv_turns;
+	uint32_t gathers;
 	bool hit;
 };
 
@@ -126,6 +127,9 @@ static void strike(struct dsim *s, struct fault *f, uint64_t now)
 						s->reqs[i].cut_by_reset = true;
 						conv = s->reqs[i].conv;
 					}
+				for (uint32_t i = 0; i < s->n_gathers; i++)
+					if (dsim_gather_owns(&s->gathers[i], fd))
+						s->gathers[i].reset = true;
 				if (!conv) {
 					sf_simnet_reset(s->world, fd);
 					s->resets++;
@@ -171,6 +175,9 @@ static uint64_t next_due(const struct dsim *s, const struct fault *f, uint32_t n
 		if (d < t)
 			t = d;
 	}
+	for (uint32_t i = 0; i < s->n_gathers; i++)
+		if ((d = dsim_gather_due(&s->gathers[i])) < t)
+			t = d;
 	for (uint32_t i = 0; i < n_f; i++) {
 		d = !f[i].struck ? f[i].at : !f[i].back ? f[i].back_at : UINT64_MAX;
 		if (d < t)
@@ -192,6 +199,8 @@ static void settle(struct dsim *s)
 		busy |= sf_loop_busy(s->clients);
 		for (uint32_t k = 0; k < s->n_reqs; k++)
 			busy |= dsim_req_poll(&s->reqs[k], now);
+		for (uint32_t k = 0; k < s->n_gathers; k++)
+			busy |= dsim_gather_poll(&s->gathers[k], now);
 		s->turns++;
 		if (!busy && sf_simnet_next(s->world) > now)
 			break;
@@ -202,6 +211,9 @@ static bool all_ended(const struct dsim *s)
 {
 	for (uint32_t i = 0; i < s->n_reqs; i++)
 		if (!dsim_req_ended(&s->reqs[i]))
+			return false;
+	for (uint32_t i = 0; i < s->n_gathers; i++)
+		if (s->gathers[i].st != DG_DONE)
 			return false;
 	return true;
 }
@@ -263,6 +275,8 @@ static void run_seed(uint64_t seed, bool verbose, struct result *res)
 	ok = ok && !dsim_head_start(s);
 	for (uint32_t i = 0; ok && i < s->n_reqs; i++)
 		dsim_req_init(s, &s->reqs[i], i);
+	if (ok && scenario == DS_NONE)
+		dsim_gathers_init(s);
 	if (ok && scenario != DS_NONE)
 		dsim_req_plain(&s->reqs[0], 100, 100);
 	uint64_t ended_at = 0;
@@ -299,6 +313,10 @@ static void run_seed(uint64_t seed, bool verbose, struct result *res)
 					dsim_broke(s, "request %u never ended (%u attempts, %zu bytes, "
 						   "state %d)", i, s->reqs[i].attempts,
 						   s->reqs[i].n_got, s->reqs[i].st);
+			for (uint32_t i = 0; i < s->n_gathers; i++)
+				if (s->gathers[i].st != DG_DONE)
+					dsim_broke(s, "gather %u (GET %s) never ended (%u tries)", i,
+						   s->gathers[i].path, s->gathers[i].tries);
 			if (!s->broke[0])
 				dsim_broke(s, "the sessions never drained");
 			break;
@@ -328,6 +346,9 @@ static void run_seed(uint64_t seed, bool verbose, struct result *res)
 			res->digest = mix(res->digest, (uint8_t)r->got[k]);
 		dsim_req_free(r);
 	}
+	for (uint32_t i = 0; i < s->n_gathers; i++)
+		dsim_gather_free(&s->gathers[i]);
+	res->gathers = s->gathers_done;
 	snprintf(res->broke, sizeof(res->broke), "%s", s->broke);
 	dsim_daemons_free(s);
 	sf_loop_free(s->clients);
@@ -390,7 +411,7 @@ int main(int argc, char **argv)
 				  : SFD_LOG_NONE);
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	uint64_t streams = 0, crashes = 0, resumes = 0, turns = 0, hits = 0;
+	uint64_t streams = 0, crashes = 0, resumes = 0, turns = 0, hits = 0, gathers = 0;
 	for (uint64_t seed = first; seed <= last; seed++) {
 		struct result a, b;
 		run_seed(seed, verbose, &a);
@@ -415,14 +436,16 @@ int main(int argc, char **argv)
 		crashes += a.head_crashes + a.node_crashes;
 		resumes += a.resumes;
 		turns += a.conv_turns;
+		gathers += a.gathers;
 		hits += a.hit;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	printf("daemon-sim: seeds %llu..%llu held (%llu requests whole, %llu conversation turns, "
-	       "%llu crashes, %llu resumes) in %.1f s\n", (unsigned long long)first,
+	       "%llu gathers, %llu crashes, %llu resumes) in %.1f s\n", (unsigned long long)first,
 	       (unsigned long long)last, (unsigned long long)streams, (unsigned long long)turns,
-	       (unsigned long long)crashes, (unsigned long long)resumes, secs);
+	       (unsigned long long)gathers, (unsigned long long)crashes,
+	       (unsigned long long)resumes, secs);
 	if (scenario != DS_NONE) {
 		printf("daemon-sim: the scenario's state was reached in %llu of %llu seeds\n",
 		       (unsigned long long)hits, (unsigned long long)(last - first + 1));
