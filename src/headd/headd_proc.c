@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "daemon/addr.h"
+#include "daemon/fifo.h"
 #include "daemon/log.h"
 #include "daemon/paths.h"
 #include "daemon/sd_notify.h"
@@ -39,7 +40,7 @@ struct headd_proc {
 	 * open: a node's coming up and going down is said once for the head, not per shard. */
 	atomic_uint links_up[HEADD_NODE_SLOTS];
 	bool solo; /* headd_solo_new: shards its caller turns; no threads, no signals */
-	struct headd_msg *solo_head[SF_SHARDS_MAX], *solo_tail[SF_SHARDS_MAX]; /* their inboxes */
+	SFD_FIFO(struct headd_msg) inbox[SF_SHARDS_MAX]; /* solo: the shards' inboxes */
 };
 
 unsigned headd_proc_node_links(struct headd *d, uint32_t i, int delta)
@@ -109,12 +110,7 @@ int headd_proc_send(struct headd *d, unsigned k, struct headd_msg *m)
 {
 	struct headd_proc *p = d->proc;
 	if (p->solo && !headd_proc_stopping(d) && k < p->n) {
-		m->next = NULL;
-		if (p->solo_tail[k])
-			p->solo_tail[k]->next = m;
-		else
-			p->solo_head[k] = m;
-		p->solo_tail[k] = m;
+		SFD_FIFO_PUSH(&p->inbox[k], m);
 		return 0;
 	}
 	if (headd_proc_stopping(d) || !p->shards || sf_shards_send(p->shards, k, m))
@@ -354,12 +350,11 @@ struct headd *headd_solo_shard(struct headd_proc *p, unsigned k)
 
 bool headd_solo_inbox(struct headd_proc *p, unsigned k)
 {
+	if (k >= p->n)
+		return false;
 	bool any = false;
-	while (k < p->n && p->solo_head[k]) {
-		struct headd_msg *m = p->solo_head[k];
-		p->solo_head[k] = m->next;
-		if (!p->solo_head[k])
-			p->solo_tail[k] = NULL;
+	struct headd_msg *m;
+	for (SFD_FIFO_POP(&p->inbox[k], m); m; SFD_FIFO_POP(&p->inbox[k], m)) {
 		on_msg(p->shard[k]->loop, k, m, p);
 		any = true;
 	}
@@ -370,10 +365,9 @@ void headd_solo_free(struct headd_proc *p)
 {
 	if (!p)
 		return;
+	struct headd_msg *m;
 	for (unsigned k = 0; k < p->n; k++) {
-		while (p->solo_head[k]) {
-			struct headd_msg *m = p->solo_head[k];
-			p->solo_head[k] = m->next;
+		for (SFD_FIFO_POP(&p->inbox[k], m); m; SFD_FIFO_POP(&p->inbox[k], m)) {
 			if (m->kind == HEADD_MSG_CONN && m->h)
 				headd_http_drop(m->h); /* its socket went with the loops */
 			free(m->rx);

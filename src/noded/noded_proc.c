@@ -14,6 +14,7 @@
 #include <sodium.h>
 
 #include "daemon/addr.h"
+#include "daemon/fifo.h"
 #include "daemon/log.h"
 #include "daemon/sd_notify.h"
 #include "daemon/shard_watch.h"
@@ -39,7 +40,7 @@ struct noded_proc {
 	pthread_mutex_t cap_mu;
 	struct sf_capacity cap;
 	bool solo; /* noded_solo_new: shards its caller turns; no threads, no signals */
-	struct noded_msg *solo_head[SF_SHARDS_MAX], *solo_tail[SF_SHARDS_MAX]; /* their inboxes */
+	SFD_FIFO(struct noded_msg) inbox[SF_SHARDS_MAX]; /* solo: the shards' inboxes */
 };
 
 bool noded_proc_stopping(const struct noded *d)
@@ -52,12 +53,7 @@ int noded_proc_send(struct noded *d, unsigned k, struct noded_msg *m)
 {
 	struct noded_proc *p = d->proc;
 	if (p->solo && !atomic_load(&p->stop) && k < p->n) {
-		m->next = NULL;
-		if (p->solo_tail[k])
-			p->solo_tail[k]->next = m;
-		else
-			p->solo_head[k] = m;
-		p->solo_tail[k] = m;
+		SFD_FIFO_PUSH(&p->inbox[k], m);
 		return 0;
 	}
 	if (atomic_load(&d->proc->stop) || !d->proc->shards || sf_shards_send(d->proc->shards, k, m))
@@ -326,20 +322,16 @@ struct noded *noded_solo_shard(struct noded_proc *p, unsigned k)
 	return k < p->n ? p->shard[k] : NULL;
 }
 
-/* The next message of shard k's inbox, or NULL. */
-static struct noded_msg *solo_take(struct noded_proc *p, unsigned k)
-{
-	struct noded_msg *m = p->solo_head[k];
-	if (m && !(p->solo_head[k] = m->next))
-		p->solo_tail[k] = NULL;
-	return m;
-}
-
 bool noded_solo_inbox(struct noded_proc *p, unsigned k)
 {
+	if (k >= p->n)
+		return false;
 	bool any = false;
-	for (struct noded_msg *m; k < p->n && (m = solo_take(p, k)); any = true)
+	struct noded_msg *m;
+	for (SFD_FIFO_POP(&p->inbox[k], m); m; SFD_FIFO_POP(&p->inbox[k], m)) {
 		noded_shard_msg(p->shard[k], m, false);
+		any = true;
+	}
 	return any;
 }
 
@@ -347,8 +339,9 @@ void noded_solo_free(struct noded_proc *p)
 {
 	if (!p)
 		return;
+	struct noded_msg *m;
 	for (unsigned k = 0; k < p->n; k++) {
-		for (struct noded_msg *m; p->shard[k] && (m = solo_take(p, k));)
+		for (SFD_FIFO_POP(&p->inbox[k], m); m; SFD_FIFO_POP(&p->inbox[k], m))
 			noded_shard_msg(p->shard[k], m, true); /* lets go of what it holds */
 		free(p->shard[k]);
 	}
