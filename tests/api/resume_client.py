@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""A streaming client that survives a head restart: it streams one completion and, when the
-stream breaks before [DONE], asks for the rest with GET /v1/completions/{id} and the
-Last-Event-ID it saw last, again until the head answers (up to --wait seconds).
+"""A streaming client that survives a head restart: it streams one completion (with --chat a
+chat completion of one user message) and, when the stream breaks before [DONE], asks for the
+rest with GET /v1/completions/{id} (/v1/chat/completions/{id}) and the Last-Event-ID it saw
+last, again until the head answers (up to --wait seconds).
 
 Touches --out + ".started" after its fifth event (a test waits for it before the crash).
 Writes the whole text to --out and one line to stdout: `resumed=N after=K` (how often it
@@ -21,7 +22,9 @@ ap.add_argument("max_tokens", type=int)
 ap.add_argument("--out", required=True)
 ap.add_argument("--wait", type=float, default=20.0)
 ap.add_argument("--session", default=None)
+ap.add_argument("--chat", action="store_true")
 a = ap.parse_args()
+route = "/v1/chat/completions" if a.chat else "/v1/completions"
 
 text = []
 state = {"rid": None, "last": None, "done": False}
@@ -47,7 +50,8 @@ def read_stream(resp):
                 raise SystemExit("error event: " + data)
             state["rid"] = d.get("id", state["rid"])
             for c in d.get("choices", []):
-                text.append(c.get("text") or "")
+                text.append((c.get("delta") or {}).get("content") or "" if a.chat
+                            else c.get("text") or "")
         elif line == "" and event_id is not None:
             state["last"] = event_id  # the event is whole: its text is ours
             state["events"] = state.get("events", 0) + 1
@@ -57,12 +61,15 @@ def read_stream(resp):
 
 def post():
     c = http.client.HTTPConnection("127.0.0.1", a.port, timeout=30)
-    body = {"model": "sim-1", "prompt": a.prompt, "seed": a.seed, "max_tokens": a.max_tokens,
-            "stream": True}
+    body = {"model": "sim-1", "seed": a.seed, "max_tokens": a.max_tokens, "stream": True}
+    if a.chat:
+        body["messages"] = [{"role": "user", "content": a.prompt}]
+    else:
+        body["prompt"] = a.prompt
     headers = {"Content-Type": "application/json"}
     if a.session:
         headers["X-Superfluid-Session"] = a.session
-    c.request("POST", "/v1/completions", json.dumps(body), headers)
+    c.request("POST", route, json.dumps(body), headers)
     r = c.getresponse()
     if r.status != 200:
         raise SystemExit("POST: %d %s" % (r.status, r.read()[:200]))
@@ -84,7 +91,7 @@ while not state["done"]:
     try:
         c = http.client.HTTPConnection("127.0.0.1", a.port, timeout=30)
         headers = {"Last-Event-ID": state["last"]} if state["last"] else {}
-        c.request("GET", "/v1/completions/" + state["rid"] + "?stream=true", headers=headers)
+        c.request("GET", route + "/" + state["rid"] + "?stream=true", headers=headers)
         r = c.getresponse()
         if r.status == 503:  # the tokenizer has not come back yet
             r.read()

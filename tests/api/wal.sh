@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The durable head (--wal-dir): many streaming completions on two paced nodes; the head is
 # killed (SIGKILL) in the middle of them and started again on the same log and port. Each
-# client asks for the rest of its stream (GET /v1/completions/{id}, Last-Event-ID) and its
-# whole text must equal the simulated engine's: every token it had, none twice, none lost.
+# client asks for the rest of its stream (GET /v1/completions/{id}, or /v1/chat/completions/
+# {id} for the chat ones, Last-Event-ID) and its whole text must equal the simulated engine's:
+# every token it had, none twice, none lost.
 # A named session made before the crash keeps its content and takes its next turn after it.
 # Then, in --wal-sync batch, the same once more. Last, the log is cut and corrupted at
 # random offsets: the head either starts (a torn tail cut with a log line) or refuses with a
@@ -14,7 +15,13 @@ noded=$1 headd=$2 expect=$3 cli=$4 streams=${5:-16}
 client="$(dirname "$0")/resume_client.py"
 max=200
 
-for i in $(seq "$streams"); do printf 'story %s' "$i" | "$expect" --seed "$i" --max-tokens $max >"$work/want.$i" 2>/dev/null; done
+# Every fourth stream is a chat completion, resumed with GET /v1/chat/completions/{id}: its
+# text is the engine's after the sim model's ChatML of one user message.
+chat_of() { [ $(($1 % 4)) = 0 ]; }
+for i in $(seq "$streams"); do
+	if chat_of "$i"; then chat_prompt "story $i"; else printf 'story %s' "$i"; fi |
+		"$expect" --seed "$i" --max-tokens $max >"$work/want.$i" 2>/dev/null
+done
 # The streams (65 to 173 tokens, 3 to 9 s at 20 a second) all start at once: on a loaded
 # machine starting 20 clients takes seconds, and the test needs most of them still running
 # when the head dies.
@@ -44,6 +51,7 @@ crash_run() { # SYNC: streams, a SIGKILL in their middle, a restart, every strea
 	done
 	for i in $(seq "$streams"); do
 		python3 "$client" "$p" "story $i" "$i" $max --out "$work/got.$sync.$i" --wait 30 \
+			$(chat_of "$i" && echo --chat) \
 			>"$work/res.$sync.$i" 2>"$work/cerr.$sync.$i" &
 		gpids+=($!)
 	done
