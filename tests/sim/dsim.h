@@ -43,9 +43,10 @@ enum dsim_req_state {
 	DR_LEFT,       /* the client left on purpose mid-stream */
 };
 
-/* One client request: a streamed /v1/completions, resumed (GET .../{id}) after a break; or
- * a conversation: a named session (X-Superfluid-Session) of several such turns, each sending
- * only its new prompt, then DELETE /v1/sessions/{name}. */
+/* One client request: a streamed /v1/completions or /v1/chat/completions, resumed (GET
+ * .../{id}) after a break; or a conversation: a named session (X-Superfluid-Session) of
+ * several such turns, each sending only its new prompt or message, then DELETE
+ * /v1/sessions/{name}. */
 struct dsim_req {
 	struct dsim *s;
 	uint32_t index;
@@ -55,6 +56,8 @@ struct dsim_req {
 	uint32_t max_tokens;
 	bool conv;              /* a conversation (only where the head keeps a log: a head
 				 * without one forgets it in a crash) */
+	bool chat;              /* /v1/chat/completions: one user message a turn, rendered by
+				 * the sim model's ChatML; no logprobs (their shape differs) */
 	char name[48];
 	uint32_t turn, n_turns;
 	bool deleting;          /* the last turn is done: the session is being deleted */

@@ -1,8 +1,10 @@
-/* daemon-sim's clients: each request a streamed POST /v1/completions through the head on the
- * clients' own loop, read as a client reads it (status, headers, chunked body, server-sent
- * events), asked again after a break: resumed with GET /v1/completions/{id}?after=N when the
- * head keeps a log and the request id is known, else asked whole again. What it must get is
- * the simulated engine's own text for its prompt (sf_sim_expected), exactly. */
+/* daemon-sim's clients: each request a streamed POST /v1/completions (or, half of them,
+ * /v1/chat/completions of one user message) through the head on the clients' own loop, read
+ * as a client reads it (status, headers, chunked body, server-sent events), asked again after
+ * a break: resumed with GET /v1/{chat/,}completions/{id}?after=N when the head keeps a log and
+ * the request id is known, else asked whole again. What it must get is the simulated engine's
+ * own text for its prompt (sf_sim_expected; a chat's prompt is the sim's ChatML of its
+ * message, a conversation's later turn that after the reply closed), exactly. */
 #include "dsim.h"
 
 #include <stdarg.h>
@@ -42,7 +44,16 @@ static void expect(struct dsim *s, struct dsim_req *r)
 		dsim_broke(s, "request %u: no engine: %s", r->index, err.msg);
 		return;
 	}
-	if (sf_engine_encode(e, r->prompt, strlen(r->prompt), r->ctx + r->n_ctx,
+	/* A chat turn is its message in the sim's ChatML; a later turn of a conversation first
+	 * closes the reply before it (the node keeps the reply without its final <|eos|>). */
+	char chat[sizeof(r->prompt) + 96];
+	const char *text = r->prompt;
+	if (r->chat) {
+		snprintf(chat, sizeof(chat), "%s<|im_start|>user\n%s<|im_end|>\n<|im_start|>assistant\n",
+			 r->turn ? "<|im_end|>\n" : "", r->prompt);
+		text = chat;
+	}
+	if (sf_engine_encode(e, text, strlen(text), r->ctx + r->n_ctx,
 			     DSIM_MAX_CTX - r->n_ctx, &n_new, &err) ||
 	    sf_sim_expected(&s->engine, &smp, r->ctx, r->n_ctx + n_new, r->max_tokens,
 			    r->want_tok, DSIM_MAX_TEXT, &r->n_want_tok, &finish, &err)) {
@@ -92,6 +103,13 @@ void dsim_req_init(struct dsim *s, struct dsim_req *r, uint32_t index)
 		r->leave_after = (uint32_t)(sf_simnet_rand(s->world) % 40);
 	}
 	r->logprobs = !r->conv && sf_simnet_rand(s->world) % 4 == 0;
+	/* Half the requests are chats, drawn from a stream of their own (so that every other
+	 * draw of the seed stays where it was). */
+	uint64_t z = (s->seed ^ 0x63686174ULL) * 0x9e3779b97f4a7c15ULL + index;
+	z = (z ^ (z >> 31)) * 0xbf58476d1ce4e5b9ULL;
+	r->chat = ((z ^ (z >> 29)) & 1) != 0;
+	if (r->chat)
+		r->logprobs = false;
 	expect(s, r);
 }
 
@@ -226,8 +244,10 @@ static int on_event(void *arg, const char *data, size_t len)
 		return 1;
 	}
 	json_t *c0 = json_array_get(json_object_get(j, "choices"), 0);
-	const char *text = json_string_value(json_object_get(c0, "text"));
-	size_t n = json_string_length(json_object_get(c0, "text"));
+	json_t *tx = r->chat ? json_object_get(json_object_get(c0, "delta"), "content")
+			     : json_object_get(c0, "text");
+	const char *text = json_string_value(tx);
+	size_t n = json_string_length(tx);
 	const char *fin = json_string_value(json_object_get(c0, "finish_reason"));
 	json_t *lt = json_object_get(json_object_get(c0, "logprobs"), "tokens");
 	for (size_t i = 0; i < json_array_size(lt); i++) {
@@ -485,8 +505,8 @@ static void ask(struct dsim_req *r)
 			r->n_lp_text = 0;
 			r->n_lp = 0;
 		}
-		n = snprintf(req, sizeof(req), "GET /v1/completions/%s?stream=true%s HTTP/1.1\r\n"
-			     "Host: sim\r\n\r\n", r->id, after);
+		n = snprintf(req, sizeof(req), "GET /v1/%scompletions/%s?stream=true%s HTTP/1.1\r\n"
+			     "Host: sim\r\n\r\n", r->chat ? "chat/" : "", r->id, after);
 	} else {
 		/* A fresh request: what broke the last one no longer matters. */
 		r->cut_by_reset = r->cut_by_head = false;
@@ -495,17 +515,23 @@ static void ask(struct dsim_req *r)
 		r->n_lp = 0;
 		r->last_event = 0;
 		char body[512];
-		int b = snprintf(body, sizeof(body), "{\"model\":\"sim-1\",\"prompt\":\"%s\","
+		char what[256];
+		if (r->chat)
+			snprintf(what, sizeof(what), "\"messages\":[{\"role\":\"user\","
+				 "\"content\":\"%s\"}]", r->prompt);
+		else
+			snprintf(what, sizeof(what), "\"prompt\":\"%s\"", r->prompt);
+		int b = snprintf(body, sizeof(body), "{\"model\":\"sim-1\",%s,"
 				 "\"max_tokens\":%u,\"stream\":true,\"temperature\":%.1f,"
-				 "\"top_p\":1,\"seed\":%llu%s}", r->prompt, r->max_tokens,
+				 "\"top_p\":1,\"seed\":%llu%s}", what, r->max_tokens,
 				 r->temperature, (unsigned long long)r->seed,
 				 r->logprobs ? ",\"logprobs\":2" : "");
 		char named[96] = "";
 		if (r->conv)
 			snprintf(named, sizeof(named), "X-Superfluid-Session: %s\r\n", r->name);
-		n = snprintf(req, sizeof(req), "POST /v1/completions HTTP/1.1\r\nHost: sim\r\n"
+		n = snprintf(req, sizeof(req), "POST /v1/%scompletions HTTP/1.1\r\nHost: sim\r\n"
 			     "%sContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
-			     named, b, body);
+			     r->chat ? "chat/" : "", named, b, body);
 	}
 	sf_conn_write(r->conn, req, (size_t)n);
 	r->st = DR_SENT;
@@ -562,7 +588,7 @@ void dsim_req_free(struct dsim_req *r)
 
 void dsim_req_plain(struct dsim_req *r, uint32_t max_tokens, uint64_t start_at)
 {
-	r->conv = r->leave = r->logprobs = false;
+	r->conv = r->leave = r->logprobs = r->chat = false;
 	r->name[0] = 0;
 	r->n_turns = r->turn = 0;
 	r->n_ctx = 0;
