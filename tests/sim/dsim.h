@@ -57,7 +57,7 @@ struct dsim_req {
 	bool conv;              /* a conversation (only where the head keeps a log: a head
 				 * without one forgets it in a crash) */
 	bool chat;              /* /v1/chat/completions: one user message a turn, rendered by
-				 * the sim model's ChatML; no logprobs (their shape differs) */
+				 * the sim model's ChatML */
 	char name[48];
 	uint32_t turn, n_turns;
 	bool deleting;          /* the last turn is done: the session is being deleted */

@@ -108,8 +108,6 @@ void dsim_req_init(struct dsim *s, struct dsim_req *r, uint32_t index)
 	uint64_t z = (s->seed ^ 0x63686174ULL) * 0x9e3779b97f4a7c15ULL + index;
 	z = (z ^ (z >> 31)) * 0xbf58476d1ce4e5b9ULL;
 	r->chat = ((z ^ (z >> 29)) & 1) != 0;
-	if (r->chat)
-		r->logprobs = false;
 	expect(s, r);
 }
 
@@ -249,9 +247,12 @@ static int on_event(void *arg, const char *data, size_t len)
 	const char *text = json_string_value(tx);
 	size_t n = json_string_length(tx);
 	const char *fin = json_string_value(json_object_get(c0, "finish_reason"));
-	json_t *lt = json_object_get(json_object_get(c0, "logprobs"), "tokens");
+	/* A completion's logprobs list their tokens' texts; a chat's, one object a token. */
+	json_t *lt = json_object_get(json_object_get(c0, "logprobs"), r->chat ? "content" : "tokens");
 	for (size_t i = 0; i < json_array_size(lt); i++) {
 		json_t *t = json_array_get(lt, i);
+		if (r->chat)
+			t = json_object_get(t, "token");
 		size_t k = json_string_length(t);
 		if (r->n_lp_text + k > sizeof(r->lp_text)) {
 			dsim_broke(r->s, "request %u: more logprobs than the engine's tokens", r->index);
@@ -525,7 +526,8 @@ static void ask(struct dsim_req *r)
 				 "\"max_tokens\":%u,\"stream\":true,\"temperature\":%.1f,"
 				 "\"top_p\":1,\"seed\":%llu%s}", what, r->max_tokens,
 				 r->temperature, (unsigned long long)r->seed,
-				 r->logprobs ? ",\"logprobs\":2" : "");
+				 !r->logprobs ? "" : r->chat ? ",\"logprobs\":true,\"top_logprobs\":2"
+							 : ",\"logprobs\":2");
 		char named[96] = "";
 		if (r->conv)
 			snprintf(named, sizeof(named), "X-Superfluid-Session: %s\r\n", r->name);
