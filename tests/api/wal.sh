@@ -4,7 +4,8 @@
 # client asks for the rest of its stream (GET /v1/completions/{id}, or /v1/chat/completions/
 # {id} for the chat ones, Last-Event-ID) and its whole text must equal the simulated engine's:
 # every token it had, none twice, none lost.
-# A named session made before the crash keeps its content and takes its next turn after it.
+# The CLI's generate --stream and chat ask for the rest themselves. A named session made
+# before the crash keeps its content and takes its next turn after it.
 # Then, in --wal-sync batch, the same once more. Last, the log is cut and corrupted at
 # random offsets: the head either starts (a torn tail cut with a log line) or refuses with a
 # message naming the file and offset, and never crashes.
@@ -26,6 +27,8 @@ done
 # machine starting 20 clients takes seconds, and the test needs most of them still running
 # when the head dies.
 for i in 1 2 3 4; do printf 'tale %s' "$i" | "$expect" --seed "$i" --max-tokens 300 >"$work/want.cli.$i" 2>/dev/null; done
+# and `superfluid chat`'s one turn (148 tokens), which asks for the rest of its reply itself too
+{ chat_prompt 'tale chat' | "$expect" --seed 6 --max-tokens 300; echo; } >"$work/want.chat" 2>/dev/null
 
 start_node a --sim-tokens-per-s 20 && pa=$port
 start_node b --sim-tokens-per-s 20 && pb=$port
@@ -49,6 +52,9 @@ crash_run() { # SYNC: streams, a SIGKILL in their middle, a restart, every strea
 			--max-tokens 300 "tale $i" >"$work/cli.$sync.$i" 2>"$work/clierr.$sync.$i" &
 		cpids+=($!)
 	done
+	echo 'tale chat' | "$cli" chat --head "http://127.0.0.1:$p" --model sim-1 --seed 6 \
+		--max-tokens 300 --session "walchat-$sync" >"$work/chat.$sync" 2>"$work/chaterr.$sync" &
+	local chatpid=$!
 	for i in $(seq "$streams"); do
 		python3 "$client" "$p" "story $i" "$i" $max --out "$work/got.$sync.$i" --wait 30 \
 			$(chat_of "$i" && echo --chat) \
@@ -58,7 +64,8 @@ crash_run() { # SYNC: streams, a SIGKILL in their middle, a restart, every strea
 	for _ in $(seq 200); do # until every stream has had a few events, each CLI printed some
 		n=$(ls "$work"/got.$sync.*.started 2>/dev/null | wc -l)
 		for i in 1 2 3 4; do [ -s "$work/cli.$sync.$i" ] && n=$((n + 1)); done
-		[ "$n" -ge $((streams + 4)) ] && break
+		[ -s "$work/chat.$sync" ] && n=$((n + 1))
+		[ "$n" -ge $((streams + 5)) ] && break
 		sleep 0.05
 	done
 	kill -9 "$hpid"; wait "$hpid" 2>/dev/null
@@ -89,6 +96,12 @@ crash_run() { # SYNC: streams, a SIGKILL in their middle, a restart, every strea
 	done
 	[ "$cbad" = 0 ] && [ "$cres" -ge 1 ]
 	check "[$sync] superfluid generate --stream asks for the rest itself ($cres of 4 did) and prints the engine's text" $?
+	wait "$chatpid"; rc=$?
+	r=0
+	[ "$rc" = 0 ] && cmp -s "$work/chat.$sync" "$work/want.chat" &&
+		grep -q "asking the head for the rest" "$work/chaterr.$sync" || r=1
+	[ $r = 0 ] || { echo "     | chat: exit $rc:"; tail -3 "$work/chaterr.$sync" | sed 's/^/     |   /'; }
+	check "[$sync] superfluid chat asks for the rest of its reply itself and prints the engine's text" $r
 	echo "     | $resumed of $streams streams came back after the restart from a token they had"
 	[ "$bad" = 0 ] && [ "$resumed" -ge $((streams / 2)) ]
 	check "[$sync] SIGKILL of the head mid-stream: every client gets the rest after the restart, each text equal to the engine's" $?

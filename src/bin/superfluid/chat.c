@@ -26,12 +26,15 @@ static const char usage_text[] =
 	"  --system TEXT         a system message sent before this command's first turn\n"
 	"  --max-tokens N        tokens per reply at most (default 512)\n"
 	"  --temperature T, --top-p P, --seed S   the session's sampling (set by its first turn)\n"
+	"  --resume-wait S       when a reply's stream breaks (a head restarted with a --wal-dir\n"
+	"                        log), ask for the rest for up to S seconds (default 30; 0: never)\n"
 	"Exit status: 0 done, 1 usage, 2 a turn failed (said on stderr; later turns still run),\n"
 	"3 the head cannot be reached, 4 the head wants an API key.\n";
 
 struct reply {
 	struct cli_rate rate;
 	unsigned long usage_tokens;
+	char id[128]; /* the request's id, from its chunks: to ask for the rest of a broken one */
 };
 
 static int on_chunk(void *arg, json_t *ev)
@@ -43,6 +46,9 @@ static int on_chunk(void *arg, json_t *ev)
 			json_string_value(json_object_get(err, "message")));
 		return CLI_FAILED;
 	}
+	const char *id = json_string_value(json_object_get(ev, "id"));
+	if (id && !r->id[0] && strlen(id) < sizeof(r->id))
+		strcpy(r->id, id);
 	json_t *choice = json_array_get(json_object_get(ev, "choices"), 0);
 	json_t *delta = json_object_get(choice, "delta");
 	if (!delta) /* a whole answer */
@@ -68,7 +74,7 @@ static void made_up_name(char *name, size_t cap)
 /* One user turn; the system message goes with the first one. The sampling goes with every
  * turn: the head takes the first turn's, and a session named on the command line may be new. */
 static int turn(const struct cli_head *h, const char *session, json_t *sampling, json_t *sys,
-		const char *model, const char *line, unsigned long max)
+		const char *model, const char *line, unsigned long max, unsigned long resume_wait)
 {
 	json_t *msgs = json_array();
 	if (sys)
@@ -81,14 +87,16 @@ static int turn(const struct cli_head *h, const char *session, json_t *sampling,
 	json_t *v;
 	json_object_foreach(sampling, k, v)
 		json_object_set(body, k, v);
-	struct reply r;
+	struct reply r = { 0 };
 	cli_rate_start(&r.rate);
-	r.usage_tokens = 0;
 	struct cli_call c = { .method = "POST", .path = "/v1/chat/completions", .body = body,
 			      .session = session, .on_event = on_chunk, .arg = &r };
 	int rc = cli_call(h, &c);
 	json_decref(c.reply);
 	json_decref(body);
+	if (rc && resume_wait && c.broken && r.id[0])
+		rc = cli_resume(h, "/v1/chat/completions", r.id, on_chunk, &r, c.last_id,
+				resume_wait);
 	if (!rc) {
 		if (isatty(STDOUT_FILENO)) {
 			cli_rate_end(&r.rate, r.usage_tokens);
@@ -115,7 +123,7 @@ int cli_chat(int argc, char **argv)
 	struct cli_head head;
 	cli_head_init(&head);
 	const char *model = NULL, *session = NULL;
-	unsigned long max = 512;
+	unsigned long max = 512, resume_wait = 30;
 	bool keep = false;
 	json_t *sampling = json_object(), *sys = NULL;
 	int rc = CLI_USAGE;
@@ -144,6 +152,9 @@ int cli_chat(int argc, char **argv)
 			sys = json_string(v.value);
 		} else if (!strcmp(a, "--max-tokens")) {
 			if (cli_arg_count(&v, &max))
+				goto out;
+		} else if (!strcmp(a, "--resume-wait")) {
+			if (cli_arg_count(&v, &resume_wait))
 				goto out;
 		} else if ((took = cli_sampling_arg(&v, sampling))) {
 			if (took < 0)
@@ -180,7 +191,8 @@ int cli_chat(int argc, char **argv)
 			continue;
 		if (!strcmp(line, "/exit") || !strcmp(line, "/quit"))
 			break;
-		rc = turn(&head, session, sampling, started ? NULL : sys, model, line, max);
+		rc = turn(&head, session, sampling, started ? NULL : sys, model, line, max,
+			  resume_wait);
 		if (rc == CLI_UNREACHABLE || rc == CLI_AUTH) {
 			worst = rc;
 			break;

@@ -1,9 +1,7 @@
 /* superfluid generate: a completion of PROMPT through the head's HTTP API (POST
  * /v1/completions), whole or streamed; or GENERATE on the admin socket. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 #include "cli_args.h"
@@ -66,48 +64,6 @@ static int on_answer(void *arg, json_t *ev)
 	if (out > 0)
 		g->usage_tokens = (unsigned long)out;
 	return 0;
-}
-
-/* The stream broke before its end: the head went away. A head with a log (--wal-dir) has
- * every token it sent and the rest to come, so ask for them after the last event seen,
- * again until it answers or wait_s pass. */
-static int resume(const struct cli_head *head, struct gen *g, struct cli_call *first,
-		  unsigned long wait_s)
-{
-	char path[256], last[sizeof(first->last_id)];
-	snprintf(path, sizeof(path), "/v1/completions/%s?stream=true", g->id);
-	memcpy(last, first->last_id, sizeof(last));
-	fprintf(stderr, "\nsuperfluid: the stream broke after token %s; asking the head for the "
-		"rest of %s (up to %lu s)\n", last[0] ? last : "0", g->id, wait_s);
-	struct timespec t0, now;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	int rc = CLI_UNREACHABLE;
-	char why[sizeof(first->why)] = "";
-	for (;;) {
-		struct cli_call c = { .method = "GET", .path = path, .on_event = on_answer, .arg = g,
-				      .last_event_id = last[0] ? last : NULL, .quiet = true };
-		rc = cli_call(head, &c);
-		json_decref(c.reply);
-		if (c.last_id[0])
-			memcpy(last, c.last_id, sizeof(last));
-		memcpy(why, c.why, sizeof(why));
-		/* Unreachable (restarting), no answer at all (it went away again), 503 (its nodes
-		 * not back yet), 409 (the head still counts this client's broken connection as
-		 * following it), or broken again: retry. */
-		bool again = rc == CLI_UNREACHABLE || c.broken || !c.status || c.status == 503 ||
-			     c.status == 409;
-		if (!rc || !again)
-			break;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if ((unsigned long)(now.tv_sec - t0.tv_sec) >= wait_s)
-			break;
-		nanosleep(&(struct timespec){ .tv_nsec = 200 * 1000000L }, NULL);
-	}
-	if (rc)
-		fprintf(stderr, "superfluid: the rest of %s did not come (%s%s%s); the text above "
-			"is what arrived\n", g->id, rc == CLI_UNREACHABLE ? "the head did not answer "
-			"again" : "the head refused it", why[0] ? ": " : "", why);
-	return rc;
 }
 
 int cli_generate(int argc, char **argv)
@@ -195,7 +151,8 @@ int cli_generate(int argc, char **argv)
 	rc = cli_call(&head, &c);
 	json_decref(c.reply);
 	if (rc && stream && resume_wait && c.broken && g.id[0])
-		rc = resume(&head, &g, &c, resume_wait);
+		rc = cli_resume(&head, "/v1/completions", g.id, on_answer, &g, c.last_id,
+				resume_wait);
 	if (!rc)
 		cli_rate_end(&g.rate, g.usage_tokens);
 out:

@@ -59,6 +59,13 @@ struct cli_call {
  * CLI_FAILED (any other error answer, or a broken one). */
 int cli_call(const struct cli_head *h, struct cli_call *c);
 
+/* resume.c: a stream of request id (at route, e.g. "/v1/completions") broke after the event
+ * last_id (NULL: none): asks the head for the rest (GET route/id, Last-Event-ID) until it
+ * comes, the head refuses, or wait_s pass, passing each event to on_event. Says on stderr
+ * that it asks and, when the rest does not come, why. Returns cli_call's code. */
+int cli_resume(const struct cli_head *head, const char *route, const char *id,
+	       cli_event_fn on_event, void *arg, const char *last_id, unsigned long wait_s);
+
 /* The one model the head serves when it serves exactly one; else says why and returns
  * NULL with *rc set. The answer points into static storage. */
 const char *cli_only_model(const struct cli_head *h, int *rc);
