@@ -4,8 +4,6 @@
 #ifndef SFD_FIFO_H
 #define SFD_FIFO_H
 
-#include <stddef.h>
-
 /* A list of struct T: SFD_FIFO(struct noded_msg) q = { 0 }. */
 #define SFD_FIFO(T) struct { T *head, *tail; }
 

@@ -179,6 +179,10 @@ struct dsim {
 	uint64_t turns;
 };
 
+/* dsim_main.c: splitmix64, the one generator of the run's side streams (libsodium's bytes,
+ * node shards, chats, gathers), each from a state of its own derived from the seed. */
+uint64_t dsim_splitmix(uint64_t *state);
+
 /* dsim_fleet.c: the daemons. 0, or -1 with s->broke said. */
 int dsim_head_start(struct dsim *s);
 int dsim_node_start(struct dsim *s, uint32_t k);

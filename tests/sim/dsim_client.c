@@ -105,9 +105,8 @@ void dsim_req_init(struct dsim *s, struct dsim_req *r, uint32_t index)
 	r->logprobs = !r->conv && sf_simnet_rand(s->world) % 4 == 0;
 	/* Half the requests are chats, drawn from a stream of their own (so that every other
 	 * draw of the seed stays where it was). */
-	uint64_t z = (s->seed ^ 0x63686174ULL) * 0x9e3779b97f4a7c15ULL + index;
-	z = (z ^ (z >> 31)) * 0xbf58476d1ce4e5b9ULL;
-	r->chat = ((z ^ (z >> 29)) & 1) != 0;
+	uint64_t chat_rng = (s->seed ^ 0x63686174ULL) + 0x9e3779b97f4a7c15ULL * index;
+	r->chat = dsim_splitmix(&chat_rng) & 1;
 	expect(s, r);
 }
 

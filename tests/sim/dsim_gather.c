@@ -22,25 +22,17 @@
 
 static const char *const paths[] = { "/health", "/metrics", "/v1/fleet" };
 
-static uint64_t splitmix(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
 void dsim_gathers_init(struct dsim *s)
 {
 	uint64_t x = s->seed ^ 0x6761746865727321ULL;
-	s->n_gathers = 1 + (uint32_t)(splitmix(&x) % DSIM_MAX_GATHERS);
+	s->n_gathers = 1 + (uint32_t)(dsim_splitmix(&x) % DSIM_MAX_GATHERS);
 	for (uint32_t i = 0; i < s->n_gathers; i++) {
 		struct dsim_gather *g = &s->gathers[i];
 		memset(g, 0, sizeof(*g));
 		g->s = s;
 		g->index = i;
-		g->path = paths[splitmix(&x) % 3];
-		g->at = 100 + splitmix(&x) % (DSIM_FAULT_MS - 100);
+		g->path = paths[dsim_splitmix(&x) % 3];
+		g->at = 100 + dsim_splitmix(&x) % (DSIM_FAULT_MS - 100);
 	}
 }
 

@@ -43,12 +43,17 @@
 /* libsodium's random bytes from the seed: the daemons' ids, seeds and keys are the run's. */
 static uint64_t rb_state;
 
-static uint64_t rb_next(void)
+uint64_t dsim_splitmix(uint64_t *state)
 {
-	uint64_t z = (rb_state += 0x9e3779b97f4a7c15ULL);
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
 	return z ^ (z >> 31);
+}
+
+static uint64_t rb_next(void)
+{
+	return dsim_splitmix(&rb_state);
 }
 
 static const char *rb_name(void) { return "daemon-sim"; }
@@ -245,14 +250,11 @@ static void run_seed(uint64_t seed, bool verbose, struct result *res)
 	s->n_nodes = 2 + (uint32_t)(sf_simnet_rand(s->world) % 2);
 	s->wal = sf_simnet_rand(s->world) % 4 != 0;
 	s->head_shards = 1 + (uint32_t)(sf_simnet_rand(s->world) % 3);
-	/* Each node's shards from a stream of their own (splitmix64 of the seed), so that a seed
-	 * whose nodes all have one draws everything else as before they had a choice. */
-	for (uint32_t k = 0; k < DSIM_MAX_NODES; k++) {
-		uint64_t z = (seed ^ 0x6e6f64652d736861ULL) + 0x9e3779b97f4a7c15ULL * (k + 1);
-		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-		z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-		s->node_shards[k] = 1 + (uint32_t)((z ^ (z >> 31)) % 3);
-	}
+	/* Each node's shards from a stream of their own, so that a seed whose nodes all have one
+	 * draws everything else as before they had a choice. */
+	uint64_t shard_rng = seed ^ 0x6e6f64652d736861ULL;
+	for (uint32_t k = 0; k < DSIM_MAX_NODES; k++)
+		s->node_shards[k] = 1 + (uint32_t)(dsim_splitmix(&shard_rng) % 3);
 	if (sf_simnet_rand(s->world) % 3) { /* two seeds in three: sealed links */
 		for (size_t i = 0; i < sizeof(s->token); i++)
 			s->token[i] = (uint8_t)('a' + sf_simnet_rand(s->world) % 26);
