@@ -34,7 +34,6 @@ static const char usage_text[] =
 struct reply {
 	struct cli_rate rate;
 	unsigned long usage_tokens;
-	char id[128]; /* the request's id, from its chunks: to ask for the rest of a broken one */
 };
 
 static int on_chunk(void *arg, json_t *ev)
@@ -46,9 +45,6 @@ static int on_chunk(void *arg, json_t *ev)
 			json_string_value(json_object_get(err, "message")));
 		return CLI_FAILED;
 	}
-	const char *id = json_string_value(json_object_get(ev, "id"));
-	if (id && !r->id[0] && strlen(id) < sizeof(r->id))
-		strcpy(r->id, id);
 	json_t *choice = json_array_get(json_object_get(ev, "choices"), 0);
 	json_t *delta = json_object_get(choice, "delta");
 	if (!delta) /* a whole answer */
@@ -94,9 +90,7 @@ static int turn(const struct cli_head *h, const char *session, json_t *sampling,
 	int rc = cli_call(h, &c);
 	json_decref(c.reply);
 	json_decref(body);
-	if (rc && resume_wait && c.broken && r.id[0])
-		rc = cli_resume(h, "/v1/chat/completions", r.id, on_chunk, &r, c.last_id,
-				resume_wait);
+	rc = cli_resume(h, "/v1/chat/completions", &c, rc, resume_wait);
 	if (!rc) {
 		if (isatty(STDOUT_FILENO)) {
 			cli_rate_end(&r.rate, r.usage_tokens);

@@ -37,7 +37,6 @@ struct gen {
 	unsigned long usage_tokens;
 	const char *finish;
 	char finish_buf[32];
-	char id[128];          /* the request's id, from its chunks */
 };
 
 /* A completion chunk or whole answer: its text, its finish reason, its usage. */
@@ -50,9 +49,6 @@ static int on_answer(void *arg, json_t *ev)
 			json_string_value(json_object_get(err, "message")));
 		return CLI_FAILED;
 	}
-	const char *id = json_string_value(json_object_get(ev, "id"));
-	if (id && !g->id[0] && strlen(id) < sizeof(g->id))
-		strcpy(g->id, id);
 	json_t *choice = json_array_get(json_object_get(ev, "choices"), 0);
 	const char *text = json_string_value(json_object_get(choice, "text"));
 	const char *finish = json_string_value(json_object_get(choice, "finish_reason"));
@@ -150,9 +146,7 @@ int cli_generate(int argc, char **argv)
 			      .session = session, .on_event = on_answer, .arg = &g };
 	rc = cli_call(&head, &c);
 	json_decref(c.reply);
-	if (rc && stream && resume_wait && c.broken && g.id[0])
-		rc = cli_resume(&head, "/v1/completions", g.id, on_answer, &g, c.last_id,
-				resume_wait);
+	rc = cli_resume(&head, "/v1/completions", &c, rc, resume_wait); /* a broken stream */
 	if (!rc)
 		cli_rate_end(&g.rate, g.usage_tokens);
 out:

@@ -129,7 +129,11 @@ static int on_sse(void *arg, const char *data, size_t len)
 		fprintf(stderr, "superfluid: the head sent an event that is not JSON (%s)\n", e.text);
 		return t->stopped = CLI_FAILED;
 	}
-	int rc = t->call->on_event(t->call->arg, ev);
+	struct cli_call *c = t->call;
+	const char *id = json_string_value(json_object_get(ev, "id"));
+	if (id && !c->request_id[0] && strlen(id) < sizeof(c->request_id))
+		strcpy(c->request_id, id);
+	int rc = c->on_event(c->arg, ev);
 	json_decref(ev);
 	return t->stopped = rc;
 }

@@ -51,6 +51,7 @@ struct cli_call {
 	bool done;                 /* out: a stream ended with [DONE] */
 	bool broken;               /* out: a stream began and ended without [DONE] */
 	char last_id[SF_SSE_MAX_ID + 1]; /* out: the stream's last event id ("" when none) */
+	char request_id[128];      /* out: the request's id, from its events' "id" ("" when none) */
 };
 
 /* Makes the call. A 503 answer (the head has not started it: its nodes are being dialed
@@ -59,12 +60,13 @@ struct cli_call {
  * CLI_FAILED (any other error answer, or a broken one). */
 int cli_call(const struct cli_head *h, struct cli_call *c);
 
-/* resume.c: a stream of request id (at route, e.g. "/v1/completions") broke after the event
- * last_id (NULL: none): asks the head for the rest (GET route/id, Last-Event-ID) until it
- * comes, the head refuses, or wait_s pass, passing each event to on_event. Says on stderr
- * that it asks and, when the rest does not come, why. Returns cli_call's code. */
-int cli_resume(const struct cli_head *head, const char *route, const char *id,
-	       cli_event_fn on_event, void *arg, const char *last_id, unsigned long wait_s);
+/* resume.c: rc is what cli_call returned for first, a request to route (e.g.
+ * "/v1/completions"). When first's stream broke after an event that named the request,
+ * asks the head for the rest (GET route/{id}, Last-Event-ID) until it comes, the head refuses
+ * or wait_s pass (0: never asks), passing each event to first's on_event; says on stderr that
+ * it asks and, when the rest does not come, why. Returns rc, or cli_call's code for the rest. */
+int cli_resume(const struct cli_head *head, const char *route, const struct cli_call *first,
+	       int rc, unsigned long wait_s);
 
 /* The one model the head serves when it serves exactly one; else says why and returns
  * NULL with *rc set. The answer points into static storage. */

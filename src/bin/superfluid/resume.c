@@ -8,21 +8,23 @@
 #include "cli.h"
 #include "head_http.h"
 
-int cli_resume(const struct cli_head *head, const char *route, const char *id,
-	       cli_event_fn on_event, void *arg, const char *last_id, unsigned long wait_s)
+int cli_resume(const struct cli_head *head, const char *route, const struct cli_call *first,
+	       int rc, unsigned long wait_s)
 {
-	char path[256], last[SF_SSE_MAX_ID + 1];
+	if (!rc || !wait_s || !first->broken || !first->request_id[0])
+		return rc;
+	const char *id = first->request_id;
+	char path[256], last[sizeof(first->last_id)];
 	snprintf(path, sizeof(path), "%s/%s?stream=true", route, id);
-	snprintf(last, sizeof(last), "%s", last_id ? last_id : "");
+	memcpy(last, first->last_id, sizeof(last));
 	fprintf(stderr, "\nsuperfluid: the stream broke after token %s; asking the head for the "
 		"rest of %s (up to %lu s)\n", last[0] ? last : "0", id, wait_s);
 	struct timespec t0, now;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	int rc = CLI_UNREACHABLE;
-	char why[sizeof(((struct cli_call *)0)->why)] = "";
+	char why[sizeof(first->why)] = "";
 	for (;;) {
-		struct cli_call c = { .method = "GET", .path = path, .on_event = on_event,
-				      .arg = arg, .last_event_id = last[0] ? last : NULL,
+		struct cli_call c = { .method = "GET", .path = path, .on_event = first->on_event,
+				      .arg = first->arg, .last_event_id = last[0] ? last : NULL,
 				      .quiet = true };
 		rc = cli_call(head, &c);
 		json_decref(c.reply);
