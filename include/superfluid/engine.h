@@ -74,24 +74,33 @@ struct sf_engine_step {
 	struct sf_engine_logprob lp; /* out when logprobs or top_logprobs */
 };
 
-/* A stage's input: tokens into the first stage, the previous stage's hidden blob otherwise.
- * Stages are stateless: the first stage gets the whole context each time. */
+/* A stage's input. Without ctx the stage keeps nothing: the first stage takes the whole
+ * context's tokens, a later one the previous stage's hidden blob of every position. With ctx
+ * (a context of this engine's, made for the stage and used for its layers only) the stage
+ * keeps its layers' keys and values and the ids of what it ran: the input is the positions
+ * from `from` on, tokens (their ids) into every stage and, past the first, their hidden blob;
+ * the context first drops what it holds past `from`, and holds from + n_tokens after. */
 struct sf_engine_stage_in {
 	uint32_t start_layer;
 	uint32_t end_layer;                /* start_layer < end_layer <= n_layers */
-	const uint32_t *tokens;            /* start_layer == 0 */
+	const uint32_t *tokens;            /* start_layer == 0, or with ctx */
 	size_t n_tokens;
 	const uint8_t *hidden;             /* start_layer > 0 */
 	size_t hidden_len;
 	const struct sf_sampling *sampling; /* for the last stage's token; NULL: greedy */
+	struct sf_engine_ctx *ctx;         /* NULL: stateless */
+	uint32_t from;
+	uint32_t n_generated; /* with ctx: of its tokens, the last ones the generation made */
 };
 
-/* A stage's output: SF_STAGE_HIDDEN (hidden_len bytes in the caller's buffer) or SF_STAGE_TOKEN
- * (end_layer == n_layers). */
+/* A stage's output: SF_STAGE_HIDDEN (hidden_len bytes in the caller's buffer), SF_STAGE_TOKEN
+ * (end_layer == n_layers), or SF_STAGE_HELD when ctx holds fewer than `from` positions (held
+ * says how many; nothing ran). */
 struct sf_engine_stage_out {
 	uint8_t kind;
 	uint32_t token;
 	size_t hidden_len;
+	uint32_t held;
 };
 
 /* A blob a state operation reads, already fetched by hash. */
@@ -258,7 +267,10 @@ int sf_engine_decode(struct sf_engine *e, struct sf_engine_step *steps, size_t n
 
 /* Runs layers [start_layer, end_layer): the hidden blob into hidden_out (capacity cap,
  * info.stage_bytes suffices) or, when end_layer == n_layers, the next token. Running [0,k) then
- * [k,n) gives what [0,n) gives, and that token is the decode step's for the same context. */
+ * [k,n) gives what [0,n) gives, and that token is the decode step's for the same context; a
+ * stage with a context run over a context's positions in pieces gives what one run over all
+ * of them gives. A context keeps the layers of its first stage forward: others are
+ * SF_E_RANGE. */
 int sf_engine_stage_forward(struct sf_engine *e, const struct sf_engine_stage_in *in,
 			    uint8_t *hidden_out, size_t cap, struct sf_engine_stage_out *out,
 			    struct sf_err *err);

@@ -56,7 +56,7 @@ enum {
 /* Tokenize modes. */
 enum { SF_TOKENIZE_ENCODE = 0, SF_TOKENIZE_PLAIN = 1, SF_TOKENIZE_PIECES = 2 };
 /* Stage forward results. */
-enum { SF_STAGE_HIDDEN = 0, SF_STAGE_TOKEN = 1, SF_STAGE_ERROR = 2 };
+enum { SF_STAGE_HIDDEN = 0, SF_STAGE_TOKEN = 1, SF_STAGE_ERROR = 2, SF_STAGE_HELD = 3 };
 /* HELLO flags. */
 #define SF_HELLO_ENCRYPTED 1u /* the sender believes the link is sealed; bound into the check */
 

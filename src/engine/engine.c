@@ -343,12 +343,18 @@ int sf_engine_stage_forward(struct sf_engine *e, const struct sf_engine_stage_in
 				  in->start_layer, in->end_layer, e->info.n_layers);
 	if (in->start_layer == 0 && (in->hidden_len || (!in->tokens && in->n_tokens)))
 		return sf_err_set(err, SF_E_RANGE, "the first stage takes tokens, not hidden state");
-	if (in->start_layer > 0 && (in->n_tokens || !in->hidden))
+	if (in->start_layer > 0 && !in->ctx && (in->n_tokens || !in->hidden))
 		return sf_err_set(err, SF_E_RANGE, "stage at layer %u takes hidden state, not tokens",
 				  in->start_layer);
-	if (in->n_tokens > e->info.ctx_len)
-		return sf_err_set(err, SF_E_LIMIT, "stage of %zu tokens, over the context length %u",
-				  in->n_tokens, e->info.ctx_len);
+	if (in->ctx && (!in->n_tokens || !in->tokens || (in->start_layer > 0 && !in->hidden)))
+		return sf_err_set(err, SF_E_RANGE, "a stage that keeps its context takes the new "
+				  "positions' tokens%s", in->start_layer ? " and hidden state" : "");
+	if (in->ctx && in->n_generated > in->from + in->n_tokens)
+		return sf_err_set(err, SF_E_RANGE, "%u tokens generated of a context of %zu",
+				  in->n_generated, in->from + in->n_tokens);
+	if (in->n_tokens > e->info.ctx_len || (in->ctx && in->from > e->info.ctx_len - in->n_tokens))
+		return sf_err_set(err, SF_E_LIMIT, "stage of %zu tokens from position %u, over the "
+				  "context length %u", in->n_tokens, in->from, e->info.ctx_len);
 	for (size_t i = 0; i < in->n_tokens; i++)
 		if (in->tokens[i] >= e->info.vocab_size)
 			return sf_err_set(err, SF_E_RANGE, "token %zu (%u) past the vocabulary of %u",
@@ -357,6 +363,17 @@ int sf_engine_stage_forward(struct sf_engine *e, const struct sf_engine_stage_in
 	if (s && (!(s->temperature >= 0) || isinf(s->temperature) ||
 		  !(s->top_p >= 0 && s->top_p <= 1)))
 		return sf_err_set(err, SF_E_RANGE, "stage sampling out of range");
+	if (in->ctx) {
+		size_t held = e->ops->ctx_len(e->impl, in->ctx);
+		if (held < in->from) {
+			out->kind = SF_STAGE_HELD;
+			out->held = (uint32_t)held;
+			return 0;
+		}
+		int rc = held > in->from ? e->ops->ctx_truncate(e->impl, in->ctx, in->from, err) : 0;
+		if (rc)
+			return rc;
+	}
 	return e->ops->stage_forward(e->impl, in, hidden_out, cap, out, err);
 }
 

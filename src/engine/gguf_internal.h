@@ -1,5 +1,5 @@
 /* Shared inside the GGUF engine: the engine's state (gguf_engine.c: loading, info, tokenizer,
- * templates) and its contexts (gguf_run.c: prefill, decode steps, staged forwards). */
+ * templates), its contexts (gguf_run.c: prefill, decode steps) and staged forwards (gguf_stage.c). */
 #ifndef SF_ENGINE_GGUF_INTERNAL_H
 #define SF_ENGINE_GGUF_INTERNAL_H
 
@@ -72,6 +72,11 @@ size_t ge_ctx_len(void *impl, const struct sf_engine_ctx *ctx);
 int ge_ctx_truncate(void *impl, struct sf_engine_ctx *ctx, size_t n, struct sf_err *err);
 uint64_t ge_mem_used(void *impl);
 int ge_decode(void *impl, struct sf_engine_step *steps, size_t n, struct sf_err *err);
+/* Room in c's token array for n tokens. */
+int ge_grow(struct ge_ctx *c, size_t n, struct sf_err *err);
+/* Samples c's next token from its logits row and appends it (room for it taken already). */
+void ge_sample(struct ge *g, struct ge_ctx *c, const float *logits, struct sf_engine_step *st);
+/* gguf_stage.c */
 int ge_stage_forward(void *impl, const struct sf_engine_stage_in *in, uint8_t *hidden_out,
 		     size_t cap, struct sf_engine_stage_out *out, struct sf_err *err);
 /* Bytes of a stage blob holding n tokens' hidden states. */

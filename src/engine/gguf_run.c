@@ -1,6 +1,5 @@
-/* The GGUF engine's contexts and compute: prefill in chunks, decode steps that compute every
- * context's pending tokens in one forward pass and sample each context's next token, and the
- * stateless staged forward of --pipeline. */
+/* The GGUF engine's contexts and compute: prefill in chunks, and decode steps that compute
+ * every context's pending tokens in one forward pass and sample each context's next token. */
 #include "engine/gguf_internal.h"
 
 #include <stdlib.h>
@@ -60,7 +59,7 @@ int ge_ctx_truncate(void *impl, struct sf_engine_ctx *ctx, size_t n, struct sf_e
 	return 0;
 }
 
-static int grow(struct ge_ctx *c, size_t n, struct sf_err *err)
+int ge_grow(struct ge_ctx *c, size_t n, struct sf_err *err)
 {
 	if (n <= c->cap)
 		return 0;
@@ -82,7 +81,7 @@ int ge_prefill(void *impl, struct sf_engine_ctx *ctx, const uint32_t *tokens, si
 	       struct sf_err *err)
 {
 	struct ge_ctx *c = ge_ctx(ctx);
-	int rc = grow(c, (size_t)c->n + n, err);
+	int rc = ge_grow(c, (size_t)c->n + n, err);
 	if (!rc)
 		rc = sf_kv_reserve(&c->kv, c->n + (uint32_t)n, err);
 	if (rc) {
@@ -95,8 +94,7 @@ int ge_prefill(void *impl, struct sf_engine_ctx *ctx, const uint32_t *tokens, si
 	return 0;
 }
 
-/* Samples ctx's next token from its logits row and appends it. */
-static void sample(struct ge *g, struct ge_ctx *c, const float *logits, struct sf_engine_step *st)
+void ge_sample(struct ge *g, struct ge_ctx *c, const float *logits, struct sf_engine_step *st)
 {
 	struct sf_sampler_params p;
 	sf_sampler_params_from_wire(&p, &c->sampling);
@@ -129,7 +127,7 @@ static int64_t pending(struct ge *g, struct ge_ctx *c, struct sf_engine_step *st
 		st->rc = SF_E_RANGE; /* nothing to go on */
 	else if (c->n >= g->cfg.ctx_len)
 		st->rc = SF_E_LIMIT;
-	else if (grow(c, (size_t)c->n + 1, &e) || sf_kv_reserve(&c->kv, c->n, &e))
+	else if (ge_grow(c, (size_t)c->n + 1, &e) || sf_kv_reserve(&c->kv, c->n, &e))
 		st->rc = SF_E_NOMEM;
 	if (st->rc)
 		return -1;
@@ -193,112 +191,11 @@ int ge_decode(void *impl, struct sf_engine_step *steps, size_t n, struct sf_err 
 			continue;
 		for (size_t i = 0; i < n; i++)
 			if (&ge_ctx(steps[i].ctx)->kv == g->toks[t].kv) {
-				sample(g, ge_ctx(steps[i].ctx), g->logits + row * g->model->cfg.n_vocab,
+				ge_sample(g, ge_ctx(steps[i].ctx), g->logits + row * g->model->cfg.n_vocab,
 				       &steps[i]);
 				break;
 			}
 		row++;
 	}
 	return 0;
-}
-
-/* ---- staged forward: a hidden blob is u32 n_tokens, u32 width, u32 next layer, then
- * n_tokens x width floats (little-endian), the residual stream of every token ---- */
-
-#define STAGE_HDR 12
-
-size_t ge_stage_bytes(const struct ge *g, size_t n_tokens)
-{
-	size_t b = STAGE_HDR + n_tokens * g->model->cfg.n_embd * sizeof(float);
-	return b < SF_MAX_OPAQUE ? b : SF_MAX_OPAQUE;
-}
-
-static uint32_t rd32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static void wr32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-int ge_stage_forward(void *impl, const struct sf_engine_stage_in *in, uint8_t *hidden_out,
-		     size_t cap, struct sf_engine_stage_out *out, struct sf_err *err)
-{
-	struct ge *g = impl;
-	const struct sf_model_config *mc = &g->model->cfg;
-	uint32_t E = mc->n_embd, n;
-	const float *hin = NULL;
-	if (in->start_layer == 0) {
-		n = (uint32_t)in->n_tokens;
-	} else {
-		if (in->hidden_len < STAGE_HDR)
-			return sf_err_set(err, SF_E_RANGE, "hidden blob of %zu bytes", in->hidden_len);
-		n = rd32(in->hidden);
-		if (rd32(in->hidden + 4) != E || rd32(in->hidden + 8) != in->start_layer ||
-		    in->hidden_len != STAGE_HDR + (size_t)n * E * sizeof(float) || n > g->cfg.ctx_len)
-			return sf_err_set(err, SF_E_RANGE, "hidden blob for %u tokens of width %u at "
-					  "layer %u does not fit this stage (width %u, layer %u)", n,
-					  rd32(in->hidden + 4), rd32(in->hidden + 8), E,
-					  in->start_layer);
-		hin = (const float *)(in->hidden + STAGE_HDR);
-	}
-	if (!n)
-		return sf_err_set(err, SF_E_RANGE, "a stage of no tokens");
-	bool last = in->end_layer == mc->n_layer;
-	size_t need = STAGE_HDR + (size_t)n * E * sizeof(float);
-	if (!last && need > cap)
-		return sf_err_set(err, SF_E_LIMIT, "the hidden state of %u tokens takes %zu bytes, "
-				  "over %zu", n, need, cap);
-	/* Stages keep nothing: a cache of their own for this call. */
-	struct sf_kv kv;
-	sf_kv_init(&kv, g->arena);
-	float *h = malloc((size_t)n * E * sizeof(float));
-	int rc = h ? sf_kv_reserve(&kv, n, err) : sf_err_set(err, SF_E_NOMEM, "no memory");
-	if (h && hin)
-		memcpy(h, hin, (size_t)n * E * sizeof(float));
-	uint32_t chunk = sf_fwd_max_tokens(g->fwd);
-	for (uint32_t at = 0; !rc && at < n; at += chunk) {
-		uint32_t k = n - at < chunk ? n - at : chunk;
-		for (uint32_t i = 0; i < k; i++)
-			g->toks[i] = (struct sf_fwd_tok){ &kv, at + i,
-							  in->start_layer ? 0 : in->tokens[at + i],
-							  last && at + i == n - 1 };
-		rc = sf_model_forward(g->model, g->pool, g->fwd, g->toks, k, in->start_layer,
-				      in->end_layer, h + (size_t)at * E, g->logits, err);
-	}
-	if (!rc && last) {
-		/* The token a decode step would draw for this context. */
-		struct sf_sampling greedy = { 0 };
-		struct ge_ctx c = { .n = n, .sampling = in->sampling ? *in->sampling : greedy };
-		uint32_t *toks = malloc(((size_t)n + 1) * sizeof(uint32_t));
-		if (!toks) {
-			rc = sf_err_set(err, SF_E_NOMEM, "no memory");
-		} else {
-			/* Penalties read the context; a stage past the first has no tokens. */
-			memset(toks, 0, ((size_t)n + 1) * sizeof(uint32_t));
-			if (in->tokens)
-				memcpy(toks, in->tokens, (size_t)n * sizeof(uint32_t));
-			c.tokens = toks;
-			struct sf_engine_step st = { 0 };
-			sample(g, &c, g->logits, &st);
-			free(toks);
-			if (st.rc)
-				rc = sf_err_set(err, st.rc, "the stage's token could not be drawn");
-			out->kind = SF_STAGE_TOKEN;
-			out->token = st.token;
-		}
-	} else if (!rc) {
-		wr32(hidden_out, n);
-		wr32(hidden_out + 4, E);
-		wr32(hidden_out + 8, in->end_layer);
-		memcpy(hidden_out + STAGE_HDR, h, (size_t)n * E * sizeof(float));
-		out->kind = SF_STAGE_HIDDEN;
-		out->hidden_len = need;
-	}
-	sf_kv_fini(&kv);
-	free(h);
-	return rc;
 }

@@ -225,7 +225,30 @@ static int sim_stage_forward(void *impl, const struct sf_engine_stage_in *in,
 	struct sim *sim = impl;
 	float h[SF_SIM_MAX_HIDDEN];
 	uint32_t run, last, pos;
-	if (in->start_layer == 0) {
+	struct sim_ctx *c = in->ctx ? sim_ctx(in->ctx) : NULL;
+	if (c) {
+		/* The stage keeps the context's ids (and, the first, its state): the new
+		 * positions are appended, the hidden state is the last one's. */
+		uint32_t base = c->len;
+		int rc = sim_prefill(impl, in->ctx, in->tokens, in->n_tokens, err);
+		if (!rc && in->start_layer == 0) {
+			sim_embed(&sim->m, &c->st, h);
+			run = c->st.run;
+			last = c->st.last;
+			pos = c->len;
+		} else if (!rc) {
+			rc = sim_hidden_unpack(&sim->m, in->hidden, in->hidden_len, in->start_layer, h,
+					       &run, &last, &pos, err);
+			if (!rc && pos != c->len)
+				rc = sf_err_set(err, SF_E_RANGE, "hidden state of position %u for a "
+						"stage at %u", pos, c->len);
+		}
+		if (rc) {
+			if (c->len > base)
+				(void)sim_ctx_truncate(impl, in->ctx, base, err);
+			return rc;
+		}
+	} else if (in->start_layer == 0) {
 		struct sim_state st;
 		sim_state_init(&st);
 		for (size_t i = 0; i < in->n_tokens; i++)
@@ -245,8 +268,9 @@ static int sim_stage_forward(void *impl, const struct sf_engine_stage_in *in,
 		/* The decode step's draw for this context: the same position (penalties see the
 		 * context's tokens only in a stage that has them). */
 		out->kind = SF_STAGE_TOKEN;
-		out->token = sim_pick(&sim->m, sim->sampler, h, run, last, in->sampling,
-				      in->start_layer == 0 ? in->tokens : NULL, pos, 0, NULL, 0);
+		const uint32_t *ids = c ? c->tokens : in->start_layer == 0 ? in->tokens : NULL;
+		out->token = sim_pick(&sim->m, sim->sampler, h, run, last, in->sampling, ids, pos,
+				      c ? in->n_generated : 0, NULL, 0);
 		return 0;
 	}
 	size_t need = sim_stage_bytes(&sim->m);

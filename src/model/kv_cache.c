@@ -48,17 +48,25 @@ uint64_t sf_kv_arena_page_bytes(const struct sf_kv_arena *a)
 
 void sf_kv_init(struct sf_kv *kv, struct sf_kv_arena *a)
 {
-	memset(kv, 0, sizeof(*kv));
-	kv->arena = a;
+	sf_kv_init_layers(kv, a, 0, a->n_layer);
 }
 
-static bool take(struct sf_kv_arena *a)
+void sf_kv_init_layers(struct sf_kv *kv, struct sf_kv_arena *a, uint32_t l0, uint32_t l1)
+{
+	memset(kv, 0, sizeof(*kv));
+	kv->arena = a;
+	kv->layer0 = l0;
+	kv->n_layer = l1 - l0;
+	kv->page_bytes = a->page_bytes / a->n_layer * kv->n_layer;
+}
+
+static bool take(struct sf_kv_arena *a, uint64_t bytes)
 {
 	uint64_t used = atomic_load(&a->used);
 	do {
-		if (a->limit && used + a->page_bytes > a->limit)
+		if (a->limit && used + bytes > a->limit)
 			return false;
-	} while (!atomic_compare_exchange_weak(&a->used, &used, used + a->page_bytes));
+	} while (!atomic_compare_exchange_weak(&a->used, &used, used + bytes));
 	return true;
 }
 
@@ -77,16 +85,16 @@ int sf_kv_reserve(struct sf_kv *kv, uint32_t n, struct sf_err *err)
 		kv->cap_pages = cap;
 	}
 	while (kv->n_pages < need) {
-		if (!take(a))
+		if (!take(a, kv->page_bytes))
 			return sf_err_set(err, SF_E_NOMEM,
 					  "context memory full: %llu of %llu bytes in use (--kv-mem)",
 					  (unsigned long long)atomic_load(&a->used),
 					  (unsigned long long)a->limit);
-		uint16_t *page = aligned_alloc(64, a->page_bytes);
+		uint16_t *page = aligned_alloc(64, kv->page_bytes);
 		if (!page) {
-			atomic_fetch_sub(&a->used, a->page_bytes);
+			atomic_fetch_sub(&a->used, kv->page_bytes);
 			return sf_err_set(err, SF_E_NOMEM, "no memory for a context page of %llu bytes",
-					  (unsigned long long)a->page_bytes);
+					  (unsigned long long)kv->page_bytes);
 		}
 		kv->pages[kv->n_pages++] = page;
 	}
@@ -98,7 +106,7 @@ void sf_kv_truncate(struct sf_kv *kv, uint32_t n)
 	uint32_t keep = (n + SF_KV_PAGE - 1) / SF_KV_PAGE;
 	while (kv->n_pages > keep) {
 		free(kv->pages[--kv->n_pages]);
-		atomic_fetch_sub(&kv->arena->used, kv->arena->page_bytes);
+		atomic_fetch_sub(&kv->arena->used, kv->page_bytes);
 	}
 	if (kv->n > n)
 		kv->n = n;
@@ -118,6 +126,6 @@ uint16_t *sf_kv_at(const struct sf_kv *kv, uint32_t layer, int which, uint32_t p
 {
 	const struct sf_kv_arena *a = kv->arena;
 	uint16_t *page = kv->pages[pos / SF_KV_PAGE];
-	return page + (((size_t)layer * 2 + (size_t)which) * SF_KV_PAGE + pos % SF_KV_PAGE) *
-			      a->kv_dim;
+	return page + (((size_t)(layer - kv->layer0) * 2 + (size_t)which) * SF_KV_PAGE +
+		       pos % SF_KV_PAGE) * a->kv_dim;
 }

@@ -91,21 +91,27 @@ uint64_t sf_kv_arena_used(const struct sf_kv_arena *a);
 uint64_t sf_kv_arena_limit(const struct sf_kv_arena *a);
 uint64_t sf_kv_arena_page_bytes(const struct sf_kv_arena *a);
 
-/* One session's cache: keys and values of positions [0, n), in pages of SF_KV_PAGE tokens. */
+/* One session's cache: keys and values of positions [0, n), in pages of SF_KV_PAGE tokens,
+ * of layers [layer0, layer0 + n_layer) (every layer but in a pipeline stage's cache). */
 struct sf_kv {
 	struct sf_kv_arena *arena;
 	uint16_t **pages; /* each [layer][k, v][SF_KV_PAGE][n_head_kv * head_dim] half floats */
 	uint32_t n_pages, cap_pages;
 	uint32_t n;       /* positions whose keys and values are computed */
+	uint32_t layer0, n_layer;
+	uint64_t page_bytes;
 };
 
 void sf_kv_init(struct sf_kv *kv, struct sf_kv_arena *a);
+/* A cache of layers [l0, l1) only (l0 < l1 <= the model's layers), with nothing reserved yet:
+ * a pipeline stage's, whose pages hold its own layers and count only their bytes. */
+void sf_kv_init_layers(struct sf_kv *kv, struct sf_kv_arena *a, uint32_t l0, uint32_t l1);
 /* Makes room for positions [0, n): SF_E_NOMEM when the arena's limit is reached. */
 int sf_kv_reserve(struct sf_kv *kv, uint32_t n, struct sf_err *err);
 /* Forgets positions from n on, returning whole pages past them to the arena. */
 void sf_kv_truncate(struct sf_kv *kv, uint32_t n);
 void sf_kv_fini(struct sf_kv *kv);
-/* The keys (which = 0) or values (1) of layer at pos (reserved). */
+/* The keys (which = 0) or values (1) of layer (one the cache keeps) at pos (reserved). */
 uint16_t *sf_kv_at(const struct sf_kv *kv, uint32_t layer, int which, uint32_t pos);
 
 /* ---- the forward pass ---- */

@@ -11,6 +11,8 @@
 
 #include <superfluid/sim_engine.h>
 
+#include "testutil.h"
+
 #define MAXT 4096
 
 static const struct sf_sampling greedy = { 0 };
@@ -348,6 +350,41 @@ static void staged_forward_matches_unsplit_and_decode(void **state)
 		}
 		assert_int_equal(o2.kind, SF_STAGE_TOKEN);
 		assert_int_equal(o2.token, o1.token);
+	}
+	sf_engine_free(a);
+	sf_engine_free(b);
+}
+
+/* Stages that keep their contexts, given the prompt in pieces, draw the decode steps' stream
+ * (penalties included: they are told how many tokens the generation made). */
+static void kept_stages_draw_the_decode_stream(void **state)
+{
+	struct sf_engine *a = engine_seeded(5), *b = engine_seeded(5);
+	static uint32_t toks[MAXT];
+	const uint32_t L = sf_engine_info(a)->n_layers, cuts[2] = { 1, L - 1 };
+	const struct sf_sampling pen = { .presence_penalty = 1.5f, .frequency_penalty = 0.5f,
+					 .repetition_penalty = 1.3f, .repeat_last_n = 16 };
+	const struct sf_sampling *samplings[] = { NULL, &greedy, &warm, &pen };
+	for (size_t p = 0; p < N_PROMPTS; p++) {
+		size_t n = encode(a, prompts[p], toks);
+		if (!n)
+			continue;
+		for (int si = 0; si < 4; si++) {
+			const struct sf_sampling *s = samplings[si];
+			uint32_t want[24], got[24];
+			struct sf_engine_ctx *c = ctx_with(b, s ? s : &greedy, toks, n);
+			for (int i = 0; i < 24; i++)
+				want[i] = step1(b, c);
+			sf_engine_ctx_free(b, c);
+			for (uint32_t chunk = 1; chunk < 40; chunk += 13) {
+				assert_int_equal(sf_test_kept_stream(a, cuts, 2, s, toks, (uint32_t)n,
+								     chunk, got, 24), 0);
+				assert_memory_equal(got, want, sizeof(got));
+				assert_int_equal(sf_test_kept_stream(a, cuts + 1, 1, s, toks,
+								     (uint32_t)n, chunk, got, 24), 0);
+				assert_memory_equal(got, want, sizeof(got));
+			}
+		}
 	}
 	sf_engine_free(a);
 	sf_engine_free(b);
@@ -738,6 +775,7 @@ int main(void)
 		cmocka_unit_test(temperature_and_seeds_change_the_output),
 		cmocka_unit_test(staged_forward_matches_unsplit_and_decode),
 		cmocka_unit_test(staged_forward_refuses_mismatched_input),
+		cmocka_unit_test(kept_stages_draw_the_decode_stream),
 		cmocka_unit_test(state_ops_stream_segments_in_order),
 		cmocka_unit_test(state_ops_transcribe_wav_and_steps),
 		cmocka_unit_test(context_length_is_a_hard_limit),

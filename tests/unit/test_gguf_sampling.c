@@ -2,7 +2,9 @@
  * random-weight model, each greedy token under presence, frequency and repetition penalties
  * and logit_bias is the argmax of the model's logits changed as sampler.h defines (computed
  * here from the model's own forward pass, apart from the engine), and the penalties change
- * the stream greedy decoding gives without them. */
+ * the stream greedy decoding gives without them. A pipeline of stages that keep their
+ * contexts draws the decode steps' stream under every sampling, given the prompt in pieces of
+ * any size; and such a stage refuses what it cannot continue. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +21,7 @@
 
 #include "model/model.h"
 #include "model/pool.h"
+#include "testutil.h"
 
 #define N_VOCAB 300
 #define N_PROMPT 6
@@ -150,8 +153,8 @@ static uint32_t reference_pick(const float *raw, const uint32_t *ctx, uint32_t n
 	return best;
 }
 
-/* The engine's greedy stream under s (temperature 0), each token checked against the
- * reference pick for the context the engine had; out gets the N_GEN tokens. */
+/* The engine's stream under s, each token checked against the reference pick for the
+ * context the engine had when s is greedy (temperature 0); out gets the N_GEN tokens. */
 static void stream(struct fx *f, const struct sf_sampling *s, uint32_t *out)
 {
 	struct sf_err err;
@@ -182,7 +185,7 @@ static void stream(struct fx *f, const struct sf_sampling *s, uint32_t *out)
 		} while (st.more);
 		logits_after(f, ctx, N_PROMPT + i);
 		uint32_t want = reference_pick(f->logits, ctx, N_PROMPT + i, i, s);
-		if (st.token != want)
+		if (s->temperature == 0 && st.token != want)
 			fail_msg("token %u: the engine drew %u, the sampler's definition gives %u",
 				 i, st.token, want);
 		ctx[N_PROMPT + i] = out[i] = st.token;
@@ -277,11 +280,84 @@ static void logit_bias_bans_and_forces(void **state)
 	assert_non_null(strstr(err.msg, "presence_penalty"));
 }
 
+static void kept_stages_draw_the_decode_stream(void **state)
+{
+	struct fx *f = *state;
+	struct sf_logit_bias ban = { 42, -100.0f };
+	const struct sf_sampling samplings[] = {
+		{ .temperature = 0 },
+		{ .presence_penalty = 0.5f, .frequency_penalty = 0.5f, .repetition_penalty = 1.5f,
+		  .repeat_last_n = 8 },
+		{ .logit_bias = &ban, .n_logit_bias = 1 },
+		{ .temperature = 0.9f, .top_p = 0.95f, .seed = 77 },
+		{ .temperature = 1.3f, .top_k = 20, .min_p = 0.01f, .seed = 3,
+		  .frequency_penalty = 0.3f },
+	};
+	const uint32_t cut = 1;
+	for (size_t i = 0; i < sizeof(samplings) / sizeof(samplings[0]); i++) {
+		uint32_t want[N_GEN], got[N_GEN];
+		stream(f, &samplings[i], want);
+		for (uint32_t chunk = 1; chunk <= N_PROMPT + 1; chunk += 3) {
+			memset(got, 0xff, sizeof(got));
+			assert_int_equal(sf_test_kept_stream(f->e, &cut, 1, &samplings[i], prompt,
+							     N_PROMPT, chunk, got, N_GEN), 0);
+			if (memcmp(got, want, sizeof(got)))
+				fail_msg("sampling %zu, prompt %u at a time: the stages drew another "
+					 "stream", i, chunk);
+		}
+	}
+}
+
+static void kept_stages_refuse_what_they_cannot_continue(void **state)
+{
+	struct fx *f = *state;
+	struct sf_sampling greedy = { 0 };
+	struct sf_engine_ctx *c;
+	struct sf_err err;
+	uint8_t *h = malloc(sf_engine_info(f->e)->stage_bytes);
+	assert_int_equal(sf_engine_ctx_new(f->e, &greedy, &c, &err), 0);
+	struct sf_engine_stage_in in = { .start_layer = 0, .end_layer = 1, .tokens = prompt,
+					 .n_tokens = 4, .ctx = c, .from = 0 };
+	struct sf_engine_stage_out o;
+	assert_int_equal(sf_engine_stage_forward(f->e, &in, h, sf_engine_info(f->e)->stage_bytes,
+						 &o, &err), 0);
+	assert_int_equal(o.kind, SF_STAGE_HIDDEN);
+	assert_int_equal(sf_engine_ctx_len(f->e, c), 4);
+	/* Asked to go on from a position past what it holds: it says what it holds. */
+	in.from = 6;
+	in.n_tokens = 1;
+	assert_int_equal(sf_engine_stage_forward(f->e, &in, h, 1 << 20, &o, &err), 0);
+	assert_int_equal(o.kind, SF_STAGE_HELD);
+	assert_int_equal(o.held, 4);
+	assert_int_equal(sf_engine_ctx_len(f->e, c), 4);
+	/* From an earlier position: what it held past that goes first. */
+	in.from = 2;
+	assert_int_equal(sf_engine_stage_forward(f->e, &in, h, 1 << 20, &o, &err), 0);
+	assert_int_equal(o.kind, SF_STAGE_HIDDEN);
+	assert_int_equal(sf_engine_ctx_len(f->e, c), 3);
+	/* Another layer range on the same context, or no tokens, is refused by name. */
+	in.from = 3;
+	in.start_layer = 1;
+	in.end_layer = 2;
+	in.hidden = h;
+	in.hidden_len = o.hidden_len;
+	assert_int_equal(sf_engine_stage_forward(f->e, &in, h, 1 << 20, &o, &err), SF_E_RANGE);
+	assert_non_null(strstr(err.msg, "this context runs layers 0..1, not 1..2"));
+	in.n_tokens = 0;
+	assert_int_equal(sf_engine_stage_forward(f->e, &in, h, 1 << 20, &o, &err), SF_E_RANGE);
+	assert_non_null(strstr(err.msg, "new positions' tokens and hidden state"));
+	assert_int_equal(sf_engine_ctx_len(f->e, c), 3);
+	sf_engine_ctx_free(f->e, c);
+	free(h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(penalties_change_the_greedy_stream),
 		cmocka_unit_test(logit_bias_bans_and_forces),
+		cmocka_unit_test(kept_stages_draw_the_decode_stream),
+		cmocka_unit_test(kept_stages_refuse_what_they_cannot_continue),
 	};
 	return cmocka_run_group_tests_name("gguf_sampling", tests, setup, teardown);
 }

@@ -129,8 +129,9 @@ static float *run(struct loaded *l, int step, bool crowd, unsigned threads)
 	return out;
 }
 
-/* The same logits through pipeline stages [0, split) and [split, n_layer). */
-static float *staged(struct loaded *l, uint32_t split)
+/* The same logits through pipeline stages [0, split) and [split, n_layer), each with a cache
+ * of its own layers only, given the positions `step` at a time. */
+static float *staged(struct loaded *l, uint32_t split, int step)
 {
 	struct sf_model *m = l->m;
 	uint32_t V = m->cfg.n_vocab, E = m->cfg.n_embd;
@@ -139,20 +140,29 @@ static float *staged(struct loaded *l, uint32_t split)
 	struct sf_err err;
 	assert_int_equal(sf_fwd_new(m, N_TOK, N_TOK, 2, &f, &err), 0);
 	struct sf_kv k1, k2;
-	sf_kv_init(&k1, l->arena);
-	sf_kv_init(&k2, l->arena);
+	sf_kv_init_layers(&k1, l->arena, 0, split);
+	sf_kv_init_layers(&k2, l->arena, split, m->cfg.n_layer);
+	uint64_t used = sf_kv_arena_used(l->arena);
 	assert_int_equal(sf_kv_reserve(&k1, N_TOK, &err), 0);
 	assert_int_equal(sf_kv_reserve(&k2, N_TOK, &err), 0);
+	/* Together the two caches take what one cache of every layer takes. */
+	assert_int_equal(sf_kv_arena_used(l->arena) - used,
+			 sf_kv_arena_page_bytes(l->arena) * ((N_TOK + SF_KV_PAGE - 1) / SF_KV_PAGE));
 	float *hidden = malloc((size_t)N_TOK * E * sizeof(float));
 	float *out = malloc((size_t)N_TOK * V * sizeof(float));
 	struct sf_fwd_tok toks[N_TOK];
-	for (int i = 0; i < N_TOK; i++)
-		toks[i] = (struct sf_fwd_tok){ &k1, (uint32_t)i, tok_at(i, 0), true };
-	assert_int_equal(sf_model_forward(m, pool, f, toks, N_TOK, 0, split, hidden, NULL, &err), 0);
-	for (int i = 0; i < N_TOK; i++)
-		toks[i].kv = &k2;
-	assert_int_equal(sf_model_forward(m, pool, f, toks, N_TOK, split, m->cfg.n_layer, hidden,
-					  out, &err), 0);
+	for (int at = 0; at < N_TOK; at += step) {
+		int k = at + step > N_TOK ? N_TOK - at : step;
+		for (int i = 0; i < k; i++)
+			toks[i] = (struct sf_fwd_tok){ &k1, (uint32_t)(at + i), tok_at(at + i, 0), true };
+		assert_int_equal(sf_model_forward(m, pool, f, toks, (uint32_t)k, 0, split,
+						  hidden + (size_t)at * E, NULL, &err), 0);
+		for (int i = 0; i < k; i++)
+			toks[i].kv = &k2;
+		assert_int_equal(sf_model_forward(m, pool, f, toks, (uint32_t)k, split,
+						  m->cfg.n_layer, hidden + (size_t)at * E,
+						  out + (size_t)at * V, &err), 0);
+	}
 	sf_kv_fini(&k1);
 	sf_kv_fini(&k2);
 	free(hidden);
@@ -190,8 +200,11 @@ static void invariance(const char *shape, const char *type)
 	x = run(&l, 1, true, 2);
 	same(ref, x, n, "decode steps of 2 sessions, 2 threads");
 	free(x);
-	x = staged(&l, 1);
+	x = staged(&l, 1, N_TOK);
 	same(ref, x, n, "two pipeline stages");
+	free(x);
+	x = staged(&l, 1, 3);
+	same(ref, x, n, "two pipeline stages keeping their own layers' caches, 3 positions a time");
 	free(x);
 	for (int isa = SF_KISA_SCALAR; isa <= SF_KISA_AVX512; isa++) {
 		if (!sf_kern_isa_supported(isa)) {

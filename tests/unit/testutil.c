@@ -1,5 +1,7 @@
 #include "testutil.h"
 
+#include <superfluid/engine.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,4 +67,54 @@ uint64_t sf_test_rand(uint64_t *state)
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
 	return z ^ (z >> 31);
+}
+
+int sf_test_kept_stream(struct sf_engine *e, const uint32_t *cuts, uint32_t n_cuts,
+			const struct sf_sampling *s, const uint32_t *prompt, uint32_t n,
+			uint32_t chunk, uint32_t *out, uint32_t n_out)
+{
+	const struct sf_engine_info *info = sf_engine_info(e);
+	struct sf_engine_ctx *ctx[17] = { 0 };
+	uint32_t *ids = malloc(((size_t)n + n_out) * sizeof(uint32_t));
+	size_t cap = info->stage_bytes;
+	uint8_t *h[2] = { malloc(cap), malloc(cap) };
+	struct sf_sampling greedy = { 0 };
+	struct sf_err err = { 0 };
+	int rc = n_cuts < 17 && ids && h[0] && h[1] ? 0 : -1;
+	for (uint32_t k = 0; !rc && k <= n_cuts; k++)
+		rc = sf_engine_ctx_new(e, &greedy, &ctx[k], &err);
+	if (!rc)
+		memcpy(ids, prompt, (size_t)n * sizeof(uint32_t));
+	uint32_t have = 0, made = 0; /* positions every stage holds; tokens drawn */
+	while (!rc && made < n_out) {
+		uint32_t len = n + made, take = len - have < chunk ? len - have : chunk;
+		size_t hlen = 0;
+		for (uint32_t k = 0; !rc && k <= n_cuts; k++) {
+			struct sf_engine_stage_in in = {
+				.start_layer = k ? cuts[k - 1] : 0,
+				.end_layer = k < n_cuts ? cuts[k] : info->n_layers,
+				.tokens = ids + have, .n_tokens = take,
+				.hidden = k ? h[(k - 1) % 2] : NULL, .hidden_len = k ? hlen : 0,
+				.sampling = s, .ctx = ctx[k], .from = have,
+				.n_generated = made,
+			};
+			struct sf_engine_stage_out o;
+			rc = sf_engine_stage_forward(e, &in, h[k % 2], cap, &o, &err);
+			if (!rc && o.kind == SF_STAGE_HIDDEN)
+				hlen = o.hidden_len;
+			else if (!rc && o.kind == SF_STAGE_TOKEN && have + take == len)
+				ids[len] = out[made++] = o.token;
+			else if (!rc && o.kind != SF_STAGE_TOKEN)
+				rc = sf_err_set(&err, SF_E_STATE, "stage %u answered kind %u", k, o.kind);
+		}
+		have += take;
+	}
+	if (rc)
+		fprintf(stderr, "kept stages: %s\n", err.msg);
+	for (uint32_t k = 0; k <= n_cuts && k < 17; k++)
+		sf_engine_ctx_free(e, ctx[k]);
+	free(ids);
+	free(h[0]);
+	free(h[1]);
+	return rc ? -1 : 0;
 }

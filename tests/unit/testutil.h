@@ -14,4 +14,15 @@ char *sf_test_read_file(const char *path, size_t *len);
 /* A deterministic pseudo-random generator for tests (splitmix64). */
 uint64_t sf_test_rand(uint64_t *state);
 
+struct sf_engine;
+struct sf_sampling;
+/* Draws n_out tokens after prompt[0..n) through a pipeline over e whose stages keep their
+ * contexts, cut after the layers in cuts[0..n_cuts) (ascending, inside the model): the prompt
+ * goes `chunk` positions at a time, then each drawn token alone; the last stage draws with s
+ * (NULL: greedy), told how many tokens the generation has made. 0, or -1 with the stage's
+ * error printed. */
+int sf_test_kept_stream(struct sf_engine *e, const uint32_t *cuts, uint32_t n_cuts,
+			const struct sf_sampling *s, const uint32_t *prompt, uint32_t n,
+			uint32_t chunk, uint32_t *out, uint32_t n_out);
+
 #endif
