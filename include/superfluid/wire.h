@@ -20,12 +20,12 @@
 #define SF_FRAME_PAYLOAD_MAX (16u << 20)
 /* Protocol versions this build speaks. */
 #define SF_VERSION_MIN 2
-#define SF_VERSION_MAX 4
+#define SF_VERSION_MAX 5
 
 struct sf_frame_hdr {
 	uint32_t len;  /* payload bytes after the header */
 	uint16_t type; /* enum sf_msg_type */
-	uint8_t flags; /* 0 in versions 2 to 4 */
+	uint8_t flags; /* 0 in versions 2 to 5 */
 	uint8_t reserved;
 };
 

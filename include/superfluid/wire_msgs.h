@@ -56,7 +56,8 @@ enum {
 /* Tokenize modes. */
 enum { SF_TOKENIZE_ENCODE = 0, SF_TOKENIZE_PLAIN = 1, SF_TOKENIZE_PIECES = 2 };
 /* Stage forward results. */
-enum { SF_STAGE_HIDDEN = 0, SF_STAGE_TOKEN = 1, SF_STAGE_ERROR = 2, SF_STAGE_HELD = 3 };
+enum { SF_STAGE_HIDDEN = 0, SF_STAGE_TOKEN = 1, SF_STAGE_ERROR = 2,
+       SF_STAGE_HELD = 3 /* version 5: the pipe's context holds fewer positions than `from` */ };
 /* HELLO flags. */
 #define SF_HELLO_ENCRYPTED 1u /* the sender believes the link is sealed; bound into the check */
 
@@ -353,20 +354,29 @@ enum { SF_STAGE_HIDDEN = 0, SF_STAGE_TOKEN = 1, SF_STAGE_ERROR = 2, SF_STAGE_HEL
 	F(T, BYTES, result, SF_MAX_OPAQUE, 0)                                                \
 	F(T, STR, error, SF_MAX_REASON, 0)
 
+/* Version 5 added the pipe: pipe_id 0 is a stateless step (the whole context); otherwise the
+ * stage keeps the pipe's context and the step is positions from `from` on (section 9.8). */
 #define SF_FIELDS_stage_forward_req(F, W, T)                                                 \
 	F(T, U64, request_id, 0, 0)                                                          \
 	F(T, U32S, tokens, SF_MAX_TOKENS, 0)                                                 \
 	F(T, U32, start_layer, 0, 0)                                                         \
 	F(T, U32, end_layer, 0, 0)                                                           \
 	F(T, BOOL, has_hidden, 0, 0)                                                         \
-	F(T, BYTES, hidden, SF_MAX_OPAQUE, 0)
+	F(T, BYTES, hidden, SF_MAX_OPAQUE, 0)                                                \
+	W(T, since, 5, U64, pipe_id, 0, 0)                                                   \
+	W(T, since, 5, U32, from, 0, 0)                                                      \
+	W(T, since, 5, U32, generated, 0, 0)                                                 \
+	W(T, since, 5, SUB, sampling, sampling, 0)
 
 #define SF_FIELDS_stage_forward_resp(F, W, T)                                                \
 	F(T, U64, request_id, 0, 0)                                                          \
-	F(T, ENUM, kind, SF_STAGE_ERROR, 0)                                                  \
+	F(T, ENUM, kind, SF_STAGE_HELD, 0)                                                   \
 	W(T, kind, SF_STAGE_HIDDEN, BYTES, hidden, SF_MAX_OPAQUE, 0)                         \
 	W(T, kind, SF_STAGE_TOKEN, U32, token, 0, 0)                                         \
-	W(T, kind, SF_STAGE_ERROR, STR, error, SF_MAX_REASON, 0)
+	W(T, kind, SF_STAGE_ERROR, STR, error, SF_MAX_REASON, 0)                             \
+	W(T, kind, SF_STAGE_HELD, U32, held, 0, 0)
+
+#define SF_FIELDS_stage_release(F, W, T) F(T, U64, pipe_id, 0, 0)
 
 /* Who sends a message: the head, the node, or either. */
 #define SF_DIR_H2N 1
@@ -407,6 +417,7 @@ enum { SF_STAGE_HIDDEN = 0, SF_STAGE_TOKEN = 1, SF_STAGE_ERROR = 2, SF_STAGE_HEL
 	M(STATE_OP_SEGMENT, state_op_segment, 0x0071, 3, SF_DIR_N2H)                        \
 	M(STATE_OP_RESP, state_op_resp, 0x0072, 3, SF_DIR_N2H)                              \
 	M(STAGE_FORWARD_REQ, stage_forward_req, 0x0080, 2, SF_DIR_H2N)                      \
-	M(STAGE_FORWARD_RESP, stage_forward_resp, 0x0081, 2, SF_DIR_N2H)
+	M(STAGE_FORWARD_RESP, stage_forward_resp, 0x0081, 2, SF_DIR_N2H)                    \
+	M(STAGE_RELEASE, stage_release, 0x0082, 5, SF_DIR_H2N)
 
 #endif

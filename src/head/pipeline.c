@@ -20,6 +20,11 @@ struct pipe_gen {
 	uint32_t hidden_len;
 	uint64_t req;         /* the request in flight; 0: waiting for the stage's link */
 	uint64_t since;       /* when this stage's step was first asked */
+	struct sf_sampling sampling; /* its logit_bias pairs its own */
+	uint32_t made;        /* tokens drawn so far */
+	bool kept;            /* this step runs on stages that keep the pipe (protocol 5) */
+	bool pipes;           /* some stage was asked to keep it: released at the end */
+	uint32_t from, to;    /* a kept step: positions [from, to); every stage holds from */
 #ifdef SF_PLANTED_BUGS
 	bool asked_again;     /* a request of this step went down with a link (the planted bug) */
 #endif
@@ -27,6 +32,7 @@ struct pipe_gen {
 
 struct pipe_stage {
 	bool up, agreed;
+	uint32_t version; /* its link's, the last time it was up */
 	char identity[SF_MAX_NAME + 1];
 	uint32_t start, end;
 };
@@ -71,10 +77,18 @@ int sf_pipe_new(struct sf_pipe **out, const struct sf_pipe_config *cfg, const st
 	return 0;
 }
 
+/* Ends g: the stages that kept its pipe let go of it (those whose link is down did when it
+ * went). */
 static void gen_free(struct sf_pipe *p, struct pipe_gen *g)
 {
+	for (uint32_t k = 0; g->pipes && k < p->cfg.n_stages; k++) {
+		struct sf_stage_release m = { .pipe_id = g->id };
+		if (p->stages[k].up && p->stages[k].version >= 5)
+			(void)p->io.send(p->io.arg, k, SF_MSG_STAGE_RELEASE, &m);
+	}
 	free(g->ctx);
 	free(g->hidden);
+	free(g->sampling.logit_bias);
 	*g = (struct pipe_gen){ 0 };
 	p->n_running--;
 }
@@ -123,21 +137,70 @@ static void fail(struct sf_pipe *p, struct pipe_gen *g, int rc, const char *fmt,
 	p->io.done(p->io.arg, id, rc, SF_FINISH_ERROR, msg);
 }
 
-/* Asks the current stage for its step, when its link is up. */
+static bool all_kept(const struct sf_pipe *p)
+{
+	for (uint32_t k = 0; k < p->cfg.n_stages; k++)
+		if (p->stages[k].version < 5)
+			return false;
+	return true;
+}
+
+/* Whether s draws what a stage without sampling draws: the most likely token. */
+static bool greedy(const struct sf_sampling *s)
+{
+	return s->temperature == 0 && s->presence_penalty == 0 && s->frequency_penalty == 0 &&
+	       (s->repetition_penalty == 0 || s->repetition_penalty == 1) && !s->n_logit_bias;
+}
+
+/* Asks the current stage for its step, when its link is up. A step begins at stage 0: on
+ * stages that all keep pipes, over the positions past what they hold (the prompt a chunk at
+ * a time); else over the whole context, greedily. */
 static void send_step(struct sf_pipe *p, struct pipe_gen *g, uint64_t now)
 {
 	struct pipe_stage *st = &p->stages[g->stage];
 	g->req = 0;
+	if (g->stage == 0) {
+		g->kept = all_kept(p);
+		if (!g->kept)
+			g->from = 0;
+		g->to = g->from + (g->n_ctx - g->from < SF_PIPE_CHUNK ? g->n_ctx - g->from
+								   : SF_PIPE_CHUNK);
+	}
 	if (!st->up || !st->agreed)
 		return; /* sent when it comes back, or failed at the timeout */
+	if (g->kept && st->version < 5) { /* it came back older: the step again, as older ones run */
+		g->stage = 0;
+		send_step(p, g, now);
+		return;
+	}
+	if (!g->kept && !greedy(&g->sampling)) {
+		uint32_t k = 0;
+		while (k + 1 < p->cfg.n_stages && p->stages[k].version >= 5)
+			k++;
+		fail(p, g, SF_E_UNSUPPORTED, "pipeline stage %u (%s) runs an older superfluid "
+		     "(protocol %u) that draws greedily only; update it", k + 1,
+		     p->stages[k].identity, p->stages[k].version);
+		return;
+	}
 	uint64_t req = (++p->seq << SLOT_BITS) | (uint64_t)(g - p->gens);
 	struct sf_stage_forward_req m = {
 		.request_id = req, .start_layer = st->start, .end_layer = st->end,
 	};
-	if (g->stage == 0) {
+	if (g->kept) {
+		m.pipe_id = g->id;
+		m.from = g->from;
+		m.tokens = g->ctx + g->from;
+		m.n_tokens = g->to - g->from;
+		if (g->stage + 1 == p->cfg.n_stages) {
+			m.sampling = g->sampling;
+			m.generated = g->made;
+		}
+		g->pipes = true;
+	} else if (g->stage == 0) {
 		m.tokens = g->ctx;
 		m.n_tokens = g->n_ctx;
-	} else {
+	}
+	if (g->stage > 0) {
 		m.has_hidden = true;
 		m.hidden = g->hidden;
 		m.hidden_len = g->hidden_len;
@@ -156,6 +219,7 @@ int sf_pipe_stage_up(struct sf_pipe *p, uint32_t k, const struct sf_link_peer *p
 	snprintf(st->identity, sizeof(st->identity), "%s",
 		 peer->identity && *peer->identity ? peer->identity : "(unnamed)");
 	st->up = true;
+	st->version = peer->version;
 	st->agreed = false;
 	if (!peer->n_models || !peer->models[0].name)
 		return sf_err_set(err, SF_E_RANGE, "stage %u (%s) serves no model", k + 1,
@@ -203,11 +267,23 @@ void sf_pipe_stage_down(struct sf_pipe *p, uint32_t k, uint64_t now_ms)
 }
 
 int sf_pipe_generate(struct sf_pipe *p, const uint32_t *ctx, uint32_t n, uint32_t max_new,
-		     const uint32_t *stop, uint32_t n_stop, uint64_t now_ms, uint64_t *gen,
-		     struct sf_err *err)
+		     const struct sf_sampling *s, const uint32_t *stop, uint32_t n_stop,
+		     uint64_t now_ms, uint64_t *gen, struct sf_err *err)
 {
+	static const struct sf_sampling none = { 0 };
+	if (!s)
+		s = &none;
 	if (!p->n_layers)
 		return sf_err_set(err, SF_E_STATE, "the pipeline's stages have not all been up yet");
+	if (s->n_logit_bias > SF_MAX_LOGIT_BIAS)
+		return sf_err_set(err, SF_E_RANGE, "%u logit_bias pairs, over %u", s->n_logit_bias,
+				  SF_MAX_LOGIT_BIAS);
+	for (uint32_t k = 0; !greedy(s) && k < p->cfg.n_stages; k++)
+		if (p->stages[k].version < 5)
+			return sf_err_set(err, SF_E_UNSUPPORTED, "pipeline stage %u (%s) runs an "
+					  "older superfluid (protocol %u) that draws greedily only; "
+					  "update it", k + 1, p->stages[k].identity[0]
+					  ? p->stages[k].identity : "never up", p->stages[k].version);
 	if (!n || !max_new)
 		return sf_err_set(err, SF_E_RANGE, "a pipeline generation needs a context and a "
 				  "budget");
@@ -222,9 +298,18 @@ int sf_pipe_generate(struct sf_pipe *p, const uint32_t *ctx, uint32_t n, uint32_
 		slot++;
 	struct pipe_gen *g = &p->gens[slot];
 	g->cap_ctx = n + (max_new < 256 ? max_new : 256);
+	size_t bias = (size_t)s->n_logit_bias * sizeof(*s->logit_bias);
+	g->sampling = *s;
+	g->sampling.logit_bias = bias ? malloc(bias) : NULL;
 	g->ctx = malloc((size_t)g->cap_ctx * sizeof(uint32_t));
-	if (!g->ctx)
+	if (!g->ctx || (bias && !g->sampling.logit_bias)) {
+		free(g->ctx);
+		free(g->sampling.logit_bias);
+		*g = (struct pipe_gen){ 0 };
 		return sf_err_set(err, SF_E_NOMEM, "no memory for the pipeline's context");
+	}
+	if (bias)
+		memcpy(g->sampling.logit_bias, s->logit_bias, bias);
 	memcpy(g->ctx, ctx, (size_t)n * sizeof(uint32_t));
 	g->n_ctx = n;
 	g->left = max_new;
@@ -281,6 +366,7 @@ static void took_token(struct sf_pipe *p, struct pipe_gen *g, uint32_t t, uint64
 	}
 	g->ctx[g->n_ctx++] = t;
 	g->left--;
+	g->made++;
 	p->io.token(p->io.arg, id, t);
 	g = gen_of(p, id); /* the callback may have cancelled it */
 #ifdef SF_PLANTED_BUGS
@@ -320,7 +406,23 @@ bool sf_pipe_on_msg(struct sf_pipe *p, uint32_t k, const struct sf_msg *m, uint6
 		char why[SF_MAX_REASON + 1];
 		snprintf(why, sizeof(why), "%.*s", (int)r->error_len, r->error ? r->error : "");
 		fail(p, g, SF_E_RANGE, "pipeline stage %s could not run its layers: %s", who, why);
+	} else if (r->kind == SF_STAGE_HELD && g->kept && r->held < g->from) {
+		/* It lost what it kept (restarted, a new link, let go of): from what it holds,
+		 * every stage again. */
+		g->from = r->held;
+		g->stage = 0;
+		g->since = now_ms;
+		send_step(p, g, now_ms);
+	} else if (r->kind == SF_STAGE_HELD) {
+		fail(p, g, SF_E_PROTOCOL, "pipeline stage %s says it holds %u positions of a step "
+		     "%s", who, r->held, g->kept ? "it holds more of" : "that keeps none");
+	} else if (r->kind == SF_STAGE_TOKEN && last && g->kept && g->to < g->n_ctx) {
+		g->from = g->to; /* a piece of the prompt: its token is not the next one */
+		g->stage = 0;
+		g->since = now_ms;
+		send_step(p, g, now_ms);
 	} else if (r->kind == SF_STAGE_TOKEN && last) {
+		g->from = g->kept ? g->to : 0;
 		took_token(p, g, r->token, now_ms);
 	} else if (r->kind == SF_STAGE_HIDDEN && !last) {
 		uint8_t *h = malloc(r->hidden_len ? r->hidden_len : 1);

@@ -1,11 +1,15 @@
 /* A model split over stage nodes (the design brief's point 13). Layers go in even ranges,
- * stage i ending at boundary (i+1)*L/S; stage 0 takes the whole context (stages keep no
- * state), each stage hands its hidden state to the next, and the last returns the next
- * token. Since stages keep nothing, a step lost with a link is asked again of that stage
- * when its link is back, and each token reaches the caller once, in order; a step unanswered
- * past the timeout fails its generation. Many generations step at once. No I/O: the caller
- * runs the stages' links and feeds their answers in. Decoding is greedy: STAGE_FORWARD
- * carries no sampling, so the last stage takes the most likely token. */
+ * stage i ending at boundary (i+1)*L/S; each stage hands its hidden state to the next, and the
+ * last draws the next token with the generation's sampling. When every stage speaks protocol
+ * 5 the stages keep each generation's context (its pipe): a step is the positions since the
+ * last (the prompt SF_PIPE_CHUNK at a time), and a stage that holds less than the head
+ * believes (restarted, its link new, its context let go of) says what it holds and the step
+ * starts again from there. Older stages keep nothing: stage 0 takes the whole context each
+ * step, and the last stage draws greedily (a generation with other sampling is refused). A
+ * step lost with a link is asked again of that stage when its link is back, and each token
+ * reaches the caller once, in order; a step unanswered past the timeout fails its
+ * generation. Many generations step at once. No I/O: the caller runs the stages' links and
+ * feeds their answers in. */
 #ifndef SF_HEAD_PIPELINE_H
 #define SF_HEAD_PIPELINE_H
 
@@ -18,6 +22,7 @@
 
 #define SF_PIPE_MAX_STAGES 16
 #define SF_PIPE_MAX_STOP 8
+#define SF_PIPE_CHUNK 128 /* prompt positions a step of kept stages runs at most */
 
 struct sf_pipe_config {
 	uint32_t n_stages;        /* 1..SF_PIPE_MAX_STAGES */
@@ -27,7 +32,8 @@ struct sf_pipe_config {
 
 struct sf_pipe_io {
 	void *arg;
-	/* Sends to stage k on its current link; 0 or a negative sf_code. */
+	/* Sends to stage k on its current link (STAGE_FORWARD_REQ, STAGE_RELEASE); 0 or a
+	 * negative sf_code. */
 	int (*send)(void *arg, uint32_t stage, uint16_t type, const void *msg);
 	/* The next token of generation gen. */
 	void (*token)(void *arg, uint64_t gen, uint32_t token);
@@ -58,12 +64,14 @@ void sf_pipe_range(const struct sf_pipe *p, uint32_t k, uint32_t *start, uint32_
 /* Whether every stage's link is up now. */
 bool sf_pipe_ready(const struct sf_pipe *p);
 
-/* A generation after ctx (n tokens, copied) of up to max_new tokens, ending early at one of
- * stop (at most SF_PIPE_MAX_STOP; the stop token itself is not passed on). 0 with *gen, or
- * SF_E_STATE (no model yet), SF_E_LIMIT (too many at once, or the context too long). */
+/* A generation after ctx (n tokens, copied) of up to max_new tokens drawn with s (copied;
+ * NULL or all zero: greedy), ending early at one of stop (at most SF_PIPE_MAX_STOP; the stop
+ * token itself is not passed on). 0 with *gen, or SF_E_STATE (no model yet), SF_E_LIMIT (too
+ * many at once, or the context too long), SF_E_UNSUPPORTED (s is not greedy and a stage speaks
+ * a protocol before 5). */
 int sf_pipe_generate(struct sf_pipe *p, const uint32_t *ctx, uint32_t n, uint32_t max_new,
-		     const uint32_t *stop, uint32_t n_stop, uint64_t now_ms, uint64_t *gen,
-		     struct sf_err *err);
+		     const struct sf_sampling *s, const uint32_t *stop, uint32_t n_stop,
+		     uint64_t now_ms, uint64_t *gen, struct sf_err *err);
 /* Stops gen; its answers in flight are dropped when they come. */
 void sf_pipe_cancel(struct sf_pipe *p, uint64_t gen);
 

@@ -121,6 +121,7 @@ void headd_gen_free(struct headd_req *q)
 static int start_generation(struct headd_req *q, const uint32_t *tokens, uint32_t n);
 static int start_session(struct headd_req *q);
 static int start_choices(struct headd_req *q);
+static int sampling_of(struct headd_req *q, struct sf_sampling *smp, struct sf_logit_bias **bias);
 
 void headd_gen_tokenized(void *arg, uint64_t ticket, int rc, const uint32_t *tokens, uint32_t n,
 			 const char *msg)
@@ -199,9 +200,20 @@ static int start_generation(struct headd_req *q, const uint32_t *tokens, uint32_
 
 	if (q->pipeline) {
 		struct sf_err err;
-		if (headd_pipeline_start(q, &err)) {
+		struct sf_sampling smp;
+		struct sf_logit_bias *bias;
+		int rc = sampling_of(q, &smp, &bias) ? SF_E_NOMEM : headd_pipeline_start(q, &smp, &err);
+		free(bias);
+		if (rc == SF_E_NOMEM) {
+			sf_api_fail(&e, 500, "server_error", NULL, NULL, "the head is out of memory");
+		} else if (rc == SF_E_UNSUPPORTED) {
+			sf_api_fail(&e, 400, "invalid_request_error", "unsupported_on_fleet",
+				    "temperature", "%s", err.msg);
+		} else if (rc) {
 			sf_api_fail(&e, 503, "service_unavailable", "no_capacity", NULL,
 				    "the pipeline cannot take the generation now: %s", err.msg);
+		}
+		if (rc) {
 			req_fail(q, &e);
 			return -1;
 		}
@@ -409,8 +421,9 @@ static int named_for(struct headd_req *q, const struct sf_http_request *hr, stru
 				  "with a session, or leave the session out for %u choices", q->r.n);
 	if (q->pipeline)
 		return sf_api_fail(e, 400, "invalid_request_error", "unsupported_on_fleet",
-				   hdr ? "X-Superfluid-Session" : "session", "%s runs over stateless "
-				   "pipeline stages: no session is kept; send the whole conversation",
+				   hdr ? "X-Superfluid-Session" : "session", "%s runs over pipeline "
+				   "stages, which keep no session between requests; send the whole "
+				   "conversation",
 				   q->r.model);
 	if (sf_api_check_session_name(name, hdr ? "X-Superfluid-Session" : "session", e))
 		return -1;
@@ -442,17 +455,12 @@ static int check(struct headd_req *q, struct sf_api_error *e)
 	if (!q->pipeline && headd_model_check(d, q->r.model, e))
 		return -1;
 	if (q->r.n > 1 && q->pipeline)
-		return sf_api_bad(e, "n", "%s decodes greedily: every choice would be the same; "
-				  "ask for n = 1", q->r.model);
+		return sf_api_bad(e, "n", "%s runs over pipeline stages, one choice a request: ask "
+				  "for n = 1", q->r.model);
 	if (q->pipeline && q->r.logprobs)
 		return sf_api_fail(e, 400, "invalid_request_error", "unsupported_on_fleet",
 				   "logprobs", "%s runs over pipeline stages, which pass on tokens "
 				   "without logprobs", q->r.model);
-	const char *v4 = v4_sampling_field(&q->r);
-	if (q->pipeline && (v4 || q->r.top_k))
-		return sf_api_fail(e, 400, "invalid_request_error", "unsupported_on_fleet",
-				   v4 ? v4 : "top_k", "%s runs over pipeline stages, which decode "
-				   "greedily: no top_k, min_p, penalties or logit_bias", q->r.model);
 	q->tok = sf_tok_client_tokenizer(d->api.tok, q->tok_model);
 	if (!q->tok)
 		return sf_api_fail(e, 503, "service_unavailable", "tokenizer_unavailable", "model",

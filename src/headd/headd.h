@@ -164,7 +164,7 @@ bool headd_pipeline_msg(struct headd *d, struct headd_node *n, const struct sf_m
 /* Whether model is the pipeline's name (known once every stage has been up). */
 bool headd_pipeline_serves(const struct headd *d, const char *model);
 /* Starts q's generation (q->content, q->max_tokens) on the pipeline; 0 or negative. */
-int headd_pipeline_start(struct headd_req *q, struct sf_err *err);
+int headd_pipeline_start(struct headd_req *q, const struct sf_sampling *s, struct sf_err *err);
 /* Stops q's generation; it finishes as cancelled. */
 void headd_pipeline_cancel(struct headd_req *q);
 /* Fails steps past their timeout; lowers *deadline to the next one. */

@@ -144,7 +144,7 @@ bool headd_pipeline_serves(const struct headd *d, const char *model)
 	       !strcmp(model, d->fleet.pipe_model);
 }
 
-int headd_pipeline_start(struct headd_req *q, struct sf_err *err)
+int headd_pipeline_start(struct headd_req *q, const struct sf_sampling *s, struct sf_err *err)
 {
 	struct headd *d = q->d;
 	uint32_t stop[2], n_stop = 0;
@@ -154,8 +154,8 @@ int headd_pipeline_start(struct headd_req *q, struct sf_err *err)
 		stop[n_stop++] = q->vocab.end_turn;
 	q->session_id = headd_session_id_new(d); /* the request's own id: never in sf_head */
 	headd_req_index(q);
-	return sf_pipe_generate(d->fleet.pipe, q->content, q->n_content, q->max_tokens, stop, n_stop,
-				sf_loop_now(d->loop), &q->generation_id, err);
+	return sf_pipe_generate(d->fleet.pipe, q->content, q->n_content, q->max_tokens, s, stop,
+				n_stop, sf_loop_now(d->loop), &q->generation_id, err);
 }
 
 void headd_pipeline_cancel(struct headd_req *q)

@@ -65,6 +65,7 @@ void sf_node_free(struct sf_node *n)
 		n->stages = j->next;
 		sf__node_job_free(j);
 	}
+	sf__node_pipes_free(n);
 	if (n->buckets)
 		sf__node_each(n, drop_session, NULL);
 	for (uint32_t i = 0; n->links && i < n->n_links; i++) {
@@ -103,6 +104,7 @@ void sf_node_link_closed(struct sf_node *n, uint64_t link_id, uint64_t now_ms)
 	n->now = now_ms;
 	sf__node_blobs_link_closed(n, link_id);
 	sf__node_ops_drop(n, link_id, false); /* their answers have nowhere to go */
+	sf__node_pipes_link_closed(n, link_id);
 	struct node_outbox *o = sf__node_link(n, link_id);
 	if (!o)
 		return;
@@ -133,6 +135,7 @@ void sf_node_handle(struct sf_node *n, uint64_t link, const struct sf_msg *m, ui
 		break;
 	case SF_MSG_TOKENIZE_REQ: sf__node_on_tokenize(n, link, &m->u.tokenize_req); break;
 	case SF_MSG_STAGE_FORWARD_REQ: sf__node_on_stage_forward(n, link, &m->u.stage_forward_req); break;
+	case SF_MSG_STAGE_RELEASE: sf__node_on_stage_release(n, link, &m->u.stage_release); break;
 	case SF_MSG_STATE_OP_REQ: sf__node_on_state_op(n, link, &m->u.state_op_req); break;
 	case SF_MSG_XFER_BEGIN:
 	case SF_MSG_XFER_CHUNK:
@@ -163,6 +166,7 @@ void sf_node_tick(struct sf_node *n, uint64_t now_ms)
 	n->now = now_ms;
 	sf__node_leases(n);
 	sf__node_orphans(n);
+	sf__node_pipes_sweep(n);
 	sf__node_schedule(n);
 	sf__node_ops_step(n);
 	if (n->status_dirty || now_ms >= n->next_status_at)
@@ -202,4 +206,5 @@ void sf_node_stats(const struct sf_node *n, struct sf_node_stats *out)
 {
 	*out = n->stats;
 	out->sessions = n->n_sessions;
+	out->pipes = n->n_pipes;
 }

@@ -34,6 +34,11 @@ struct sf_node_config {
 
 #define SF_NODE_BLOB_QUEUE_BYTES (256ull << 20)
 #define SF_NODE_ORPHAN_MS (600u * 1000)
+/* Pipeline stages' kept contexts (protocol 5, PROTOCOL.md 9.8): at most this many, the least
+ * recently used idle one let go of for a new one; one unused this long is let go of (its
+ * head, if it comes back, is told what the stage holds and starts it again). */
+#define SF_NODE_MAX_PIPES 256
+#define SF_NODE_PIPE_IDLE_MS (60u * 1000)
 
 struct sf_node;
 struct sf_node_job;
@@ -112,6 +117,8 @@ struct sf_node_stats {
 	uint64_t blob_jobs_out; /* blob file work handed to io->blob_submit */
 	uint64_t evicted;     /* idle sessions' contexts freed to make room for another's */
 	uint64_t orphaned;    /* sessions dropped: no head claimed them for orphan_ms */
+	uint32_t pipes;       /* pipeline stages' contexts kept now (protocol 5) */
+	uint64_t pipes_dropped; /* kept contexts let go of for idleness or room */
 };
 void sf_node_stats(const struct sf_node *n, struct sf_node_stats *out);
 

@@ -71,6 +71,16 @@ struct node_pick {
 
 enum node_job_kind { NODE_JOB_DECODE = 1, NODE_JOB_STAGE = 2 };
 
+/* A pipeline stage's kept context (node_pipes.c): one pipe of one link. */
+struct node_pipe {
+	struct node_pipe *next;
+	uint64_t link, id;
+	struct sf_engine_ctx *ctx;
+	uint64_t used_ms;
+	uint32_t jobs;  /* stage jobs queued or running on it: it stays while any is */
+	bool released;  /* let go of while it had jobs: freed after the last */
+};
+
 /* Engine work, run inline or off the node's thread (io->submit): a decode step, or a pipeline
  * stage's forward with copies of its request's inputs. */
 struct sf_node_job {
@@ -90,6 +100,9 @@ struct sf_node_job {
 	uint8_t *hidden;         /* the output, cap bytes */
 	size_t cap;
 	struct sf_engine_stage_out out;
+	struct node_pipe *pipe;  /* the kept context it runs on, or NULL */
+	struct sf_sampling sampling; /* its logit_bias pairs copied into bias */
+	struct sf_logit_bias *bias;
 	struct sf_node_job *next; /* the stage queue */
 };
 
@@ -129,6 +142,9 @@ struct sf_node {
 	struct sf_node_job *job;   /* the job out on io->submit, or NULL */
 	struct sf_node_job *stages, *stages_tail; /* stage forwards waiting for the engine */
 	struct sf_engine_ctx **zombies; /* contexts let go of while the job ran: freed after it */
+	struct node_pipe *pipes;        /* pipeline stages' kept contexts */
+	uint32_t n_pipes;
+	uint64_t next_pipe_sweep;
 	uint32_t n_zombies, cap_zombies;
 	/* Blob file work (node_blobs.c): waiting in order, the one out, chunk bytes waiting,
 	 * transfers refused for want of room whose later messages are dropped. */
@@ -182,6 +198,20 @@ void sf__node_on_tokenizer_export(struct sf_node *n, uint64_t link,
 				  const struct sf_tokenizer_export_req *m);
 void sf__node_on_tokenize(struct sf_node *n, uint64_t link, const struct sf_tokenize_req *m);
 void sf__node_on_stage_forward(struct sf_node *n, uint64_t link, const struct sf_stage_forward_req *m);
+
+/* node_pipes.c: the kept context of pipe id on link, made when new (the least recently used
+ * idle one let go of when SF_NODE_MAX_PIPES are kept); NULL with err when it cannot be. */
+struct node_pipe *sf__node_pipe_get(struct sf_node *n, uint64_t link, uint64_t id,
+				    struct sf_err *err);
+/* A stage job on p ended with rc: p is used now, and let go of when released (or when its
+ * context ran out of memory: what it held is of no use to a head that must start again). */
+void sf__node_pipe_done(struct sf_node *n, struct node_pipe *p, int rc);
+void sf__node_on_stage_release(struct sf_node *n, uint64_t link, const struct sf_stage_release *m);
+/* The link's pipes go with it. */
+void sf__node_pipes_link_closed(struct sf_node *n, uint64_t link);
+/* Lets go of pipes idle for SF_NODE_PIPE_IDLE_MS (looked at every few seconds). */
+void sf__node_pipes_sweep(struct sf_node *n);
+void sf__node_pipes_free(struct sf_node *n);
 void sf__node_on_state_op(struct sf_node *n, uint64_t link, const struct sf_state_op_req *m);
 /* One step of each running state operation. */
 void sf__node_ops_step(struct sf_node *n);

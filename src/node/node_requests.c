@@ -130,12 +130,30 @@ void sf__node_on_tokenize(struct sf_node *n, uint64_t link, const struct sf_toke
 	free(out);
 }
 
+static void stage_refuse(struct sf_node *n, uint64_t link, uint64_t req, char *why)
+{
+	struct sf_stage_forward_resp r = { .request_id = req, .kind = SF_STAGE_ERROR,
+					   .error = why, .error_len = (uint32_t)strlen(why) };
+	(void)sf__node_send(n, link, SF_MSG_STAGE_FORWARD_RESP, &r);
+}
+
 /* A stage forward becomes a job with copies of its inputs, queued for the engine: it runs when
- * no other job is out (off the node's thread when the daemon takes jobs). */
+ * no other job is out (off the node's thread when the daemon takes jobs). With a pipe id it
+ * runs on that pipe's kept context. */
 void sf__node_on_stage_forward(struct sf_node *n, uint64_t link, const struct sf_stage_forward_req *m)
 {
+	struct node_pipe *pipe = NULL;
+	if (m->pipe_id) {
+		struct sf_err err;
+		pipe = sf__node_pipe_get(n, link, m->pipe_id, &err);
+		if (!pipe) {
+			stage_refuse(n, link, m->request_id, err.msg);
+			return;
+		}
+	}
 	struct sf_node_job *job = calloc(1, sizeof(*job));
 	size_t cap = n->info->stage_bytes ? n->info->stage_bytes : 4096;
+	size_t bias = (size_t)m->sampling.n_logit_bias * sizeof(*m->sampling.logit_bias);
 	if (job) {
 		job->kind = NODE_JOB_STAGE;
 		job->engine = n->engine;
@@ -145,15 +163,17 @@ void sf__node_on_stage_forward(struct sf_node *n, uint64_t link, const struct sf
 		job->hidden = malloc(cap);
 		job->tokens = malloc(((size_t)m->n_tokens + 1) * sizeof(uint32_t));
 		job->hidden_in = malloc((m->has_hidden ? m->hidden_len : 0) + 1);
+		job->bias = malloc(bias + 1);
 	}
-	if (!job || !job->hidden || !job->tokens || !job->hidden_in) {
+	if (!job || !job->hidden || !job->tokens || !job->hidden_in || !job->bias) {
 		sf__node_job_free(job);
-		struct sf_stage_forward_resp r = { .request_id = m->request_id, .kind = SF_STAGE_ERROR,
-						   .error = "no memory for the stage",
-						   .error_len = 23 };
-		(void)sf__node_send(n, link, SF_MSG_STAGE_FORWARD_RESP, &r);
+		stage_refuse(n, link, m->request_id, (char *)"no memory for the stage");
 		return;
 	}
+	job->sampling = m->sampling;
+	job->sampling.logit_bias = bias ? job->bias : NULL;
+	if (bias)
+		memcpy(job->bias, m->sampling.logit_bias, bias);
 	if (m->n_tokens)
 		memcpy(job->tokens, m->tokens, m->n_tokens * sizeof(uint32_t));
 	if (m->has_hidden && m->hidden_len)
@@ -163,7 +183,13 @@ void sf__node_on_stage_forward(struct sf_node *n, uint64_t link, const struct sf
 		.tokens = m->tokens ? job->tokens : NULL, .n_tokens = m->n_tokens,
 		.hidden = m->has_hidden ? job->hidden_in : NULL,
 		.hidden_len = m->has_hidden ? m->hidden_len : 0,
+		.sampling = &job->sampling,
+		.ctx = pipe ? pipe->ctx : NULL, .from = m->from, .n_generated = m->generated,
 	};
+	if (pipe) {
+		job->pipe = pipe;
+		pipe->jobs++;
+	}
 	if (n->stages_tail)
 		n->stages_tail->next = job;
 	else
@@ -196,6 +222,9 @@ void sf__node_stage_answer(struct sf_node *n, struct sf_node_job *job)
 	} else if (job->out.kind == SF_STAGE_TOKEN) {
 		r.kind = SF_STAGE_TOKEN;
 		r.token = job->out.token;
+	} else if (job->out.kind == SF_STAGE_HELD) {
+		r.kind = SF_STAGE_HELD;
+		r.held = job->out.held;
 	} else {
 		r.kind = SF_STAGE_HIDDEN;
 		r.hidden = job->hidden;
@@ -204,4 +233,7 @@ void sf__node_stage_answer(struct sf_node *n, struct sf_node_job *job)
 	struct node_outbox *o = sf__node_link(n, job->link);
 	if (o && o->open)
 		(void)sf__node_send(n, job->link, SF_MSG_STAGE_FORWARD_RESP, &r);
+	if (job->pipe)
+		sf__node_pipe_done(n, job->pipe, job->rc);
+	job->pipe = NULL;
 }

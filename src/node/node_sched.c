@@ -123,6 +123,7 @@ void sf__node_job_free(struct sf_node_job *job)
 	free(job->tokens);
 	free(job->hidden_in);
 	free(job->hidden);
+	free(job->bias);
 	free(job);
 }
 

@@ -117,7 +117,7 @@ int sf_fleet_sim_pipe_generate(struct sf_fleet_sim *f, uint64_t sid, const uint3
 				  "at most", SF_FLEET_SIM_MAX_PIPE_GENS);
 	/* headd stops at the vocabulary's end of text and end of turn. */
 	uint32_t stop[2] = { SF_SIM_EOS, SF_SIM_IM_END };
-	int rc = sf_pipe_generate(f->pipe, ctx, n, max_new, stop, 2, f->now, gid, err);
+	int rc = sf_pipe_generate(f->pipe, ctx, n, max_new, NULL, stop, 2, f->now, gid, err);
 	if (rc)
 		return rc;
 	f->pgens[f->n_pgens++] = (struct sf_fleet_pipe_gen){ .sid = sid, .gid = *gid,

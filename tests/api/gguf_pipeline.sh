@@ -3,8 +3,9 @@
 # superfluid-noded --model FILE stages (layers 0..1, 1..2, 2..4) beside one whole node. The
 # pipeline's completions, whole, streamed and through the CLI, and its chat replies equal the
 # unsplit engine's greedy output computed here alone (superfluid model run), and the whole
-# node's; a stage killed with a step in flight and started again on its port: the generation
-# completes, equal still.
+# node's, also for a prompt of several of the stages' chunks; seeded sampling gives the whole
+# node's stream; a stage killed with a step in flight and started again on its port (its kept
+# context gone: the step runs again from the start): the generation completes, equal still.
 # Usage: gguf_pipeline.sh NODED HEADD CLI SOURCE_DIR   (exit 77: no llama.cpp vocabulary;
 # KEEP=DIR keeps the work folder)
 set -uo pipefail
@@ -41,20 +42,30 @@ check "the stages run layers 0..1, 1..2 and 2..4" $r
 
 p='Once upon a time'
 engine_says "$work/want" "$M" --prompt "$p" --n 40
-req POST /v1/completions "{\"model\":\"$pmodel\",\"prompt\":\"$p\",\"max_tokens\":40}"
+req POST /v1/completions "{\"model\":\"$pmodel\",\"prompt\":\"$p\",\"max_tokens\":40,\"temperature\":0}"
 jw "$work/got" "$work/out" 'd["choices"][0]["text"]'
 same "a completion through the pipeline is the unsplit engine's greedy text"
-run generate "${H[@]}" --model "$pmodel" --stream --max-tokens 40 "$p"
+run generate "${H[@]}" --model "$pmodel" --temperature 0 --stream --max-tokens 40 "$p"
 same "  ... streamed through superfluid generate, the same"
 run generate "${H[@]}" --model "$model" --temperature 0 --max-tokens 40 "$p"
 same "  ... and the whole node's at temperature 0"
 p2='The fleet of machines serves, one token at a time, a model: 1, 2, 3...'
 engine_says "$work/want" "$M" --prompt "$p2" --n 24
-run generate "${H[@]}" --model "$pmodel" --max-tokens 24 "$p2"
+run generate "${H[@]}" --model "$pmodel" --temperature 0 --max-tokens 24 "$p2"
 same "another prompt through the pipeline: the engine's greedy text"
+# A prompt of several of the stages' chunks (128 positions a step), then seeded sampling: the
+# whole node's stream with the same seed.
+p3=$(for i in $(seq 30); do printf 'The fleet of machines serves, one token at a time, a model. '; done)
+engine_says "$work/want" "$M" --prompt "$p3" --n 24
+run generate "${H[@]}" --model "$pmodel" --temperature 0 --max-tokens 24 "$p3"
+same "a prompt of several chunks through the pipeline: the engine's greedy text"
+run generate "${H[@]}" --model "$model" --temperature 0.9 --top-p 0.95 --seed 11 --max-tokens 40 "$p"
+cp "$work/got" "$work/want"
+run generate "${H[@]}" --model "$pmodel" --temperature 0.9 --top-p 0.95 --seed 11 --max-tokens 40 "$p"
+same "seeded sampling through the pipeline: the whole node's stream with that seed"
 # The vocabulary's own template (Qwen2's: a default system turn first), as the head renders it.
 engine_says "$work/want" "$M" --prompt $'<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nTell me about the fleet.<|im_end|>\n<|im_start|>assistant\n' --n 24
-req POST /v1/chat/completions "{\"model\":\"$pmodel\",\"messages\":[{\"role\":\"user\",\"content\":\"Tell me about the fleet.\"}],\"max_tokens\":24}"
+req POST /v1/chat/completions "{\"model\":\"$pmodel\",\"messages\":[{\"role\":\"user\",\"content\":\"Tell me about the fleet.\"}],\"max_tokens\":24,\"temperature\":0}"
 jw "$work/got" "$work/out" 'd["choices"][0]["message"]["content"]'
 same "a chat reply through the pipeline: the engine's greedy reply to the model's own template"
 
@@ -62,7 +73,7 @@ same "a chat reply through the pipeline: the engine's greedy reply to the model'
 # then started again on its port: the head dials it again and asks the step again.
 engine_says "$work/want" "$M" --prompt "$p" --n 40
 kill -STOP "${stage_pids[1]}"
-"$cli" generate "${H[@]}" --model "$pmodel" --stream --max-tokens 40 "$p" >"$work/late" 2>"$work/late.err" &
+"$cli" generate "${H[@]}" --model "$pmodel" --temperature 0 --stream --max-tokens 40 "$p" >"$work/late" 2>"$work/late.err" &
 gpid=$!
 sleep 0.5
 kill -9 "${stage_pids[1]}"; kill -CONT "${stage_pids[1]}" 2>/dev/null

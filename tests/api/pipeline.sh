@@ -28,18 +28,18 @@ grep -qF "layers 0..2 of sim-1's 8" "$work/head.err" && grep -qF "layers 2..5 of
 check "each stage's layer range is logged: boundaries (i+1)*8/3" $r
 
 printf 'Once upon a time' | want --temperature 0 --max-tokens 120
-run generate "${H[@]}" --model sim-1-pipeline --max-tokens 120 'Once upon a time'
+run generate "${H[@]}" --model sim-1-pipeline --temperature 0 --max-tokens 120 'Once upon a time'
 r=0; [ "$rc" = 0 ] && cmp -s "$work/out" "$work/want" || r=1
 check "a completion through the pipeline equals the unsplit engine's greedy output" $r
 cp "$work/out" "$work/pipe_out"
 run generate "${H[@]}" --model sim-1 --temperature 0 --max-tokens 120 'Once upon a time'
 r=0; [ "$rc" = 0 ] && cmp -s "$work/out" "$work/pipe_out" || r=1
 check "... and the whole node's at temperature 0" $r
-run generate "${H[@]}" --model sim-1-pipeline --stream --max-tokens 120 'Once upon a time'
+run generate "${H[@]}" --model sim-1-pipeline --temperature 0 --stream --max-tokens 120 'Once upon a time'
 r=0; [ "$rc" = 0 ] && cmp -s "$work/out" "$work/want" || r=1
 check "streamed, the same" $r
 chat_prompt 'Tell me about the fleet.' | want --temperature 0 --max-tokens 200
-req POST /v1/chat/completions '{"model":"sim-1-pipeline","messages":[{"role":"user","content":"Tell me about the fleet."}],"max_tokens":200}'
+req POST /v1/chat/completions '{"model":"sim-1-pipeline","messages":[{"role":"user","content":"Tell me about the fleet."}],"max_tokens":200,"temperature":0}'
 r=0; [ "$status" = 200 ] && [ "$(j "$work/out" 'd["choices"][0]["message"]["content"]')" = "$(cat "$work/want")" ] &&
 	[ "$(j "$work/out" 'd["choices"][0]["finish_reason"]')" = "$(cut -d' ' -f1 "$work/want.meta" | sed 's/length/length/')" ] || r=1
 check "a chat reply through the pipeline, ended by the chat template's end of turn" $r
@@ -57,7 +57,7 @@ check "logprobs on the pipeline: 400 naming logprobs" $r
 # then started again on its port: the head dials it again and asks the step again.
 printf 'Once upon a time' | want --temperature 0 --max-tokens 120
 kill -STOP "${stage_pids[1]}"
-"$cli" generate "${H[@]}" --model sim-1-pipeline --stream --max-tokens 120 'Once upon a time' >"$work/late" 2>"$work/late.err" &
+"$cli" generate "${H[@]}" --model sim-1-pipeline --temperature 0 --stream --max-tokens 120 'Once upon a time' >"$work/late" 2>"$work/late.err" &
 gpid=$!
 sleep 0.5
 kill -9 "${stage_pids[1]}"; kill -CONT "${stage_pids[1]}" 2>/dev/null
@@ -83,7 +83,7 @@ check "a stage killed with a step in flight and started again: the generation co
 kill -9 "${stage_pids[2]}"
 sleep 0.2
 t0=$(date +%s)
-run generate "${H[@]}" --model sim-1-pipeline --max-tokens 5 'hello'
+run generate "${H[@]}" --model sim-1-pipeline --temperature 0 --max-tokens 5 'hello'
 r=0; [ "$rc" = 2 ] && grep -q "pipeline stage 3 (stage-3) was down for 10000 ms" "$work/err" || r=1
 check "a stage gone past the step timeout: exit 2, the message names the stage" $r
 [ "$r" = 0 ] || sed 's/^/     | /' "$work/err"

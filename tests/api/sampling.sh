@@ -70,21 +70,32 @@ if [ "$mode" = sim ]; then
 	r=0; [ "$status" = 200 ] && [ "$(text)" = "$(cat "$work/want")" ] || r=1
 	check "neutral values and top_k still go to a version 3 node" $r
 
-	# A pipeline decodes greedily: what it cannot honour is refused by name.
+	# A pipeline's last stage draws with the request's sampling (protocol 5 stages): the
+	# unsplit engine's stream, seeded and with every field. Stages of protocol 4 draw greedily
+	# only: other sampling is refused by name, greedy requests still served.
 	start_node st1 && pst=$port
-	start_head pipe "127.0.0.1:$p4" --pipeline "127.0.0.1:$pst"
+	start_node st2 && pst2=$port
+	start_head pipe "127.0.0.1:$p4" --pipeline "127.0.0.1:$pst,127.0.0.1:$pst2"
+	base="http://127.0.0.1:$hport"
+	for _ in $(seq 100); do req GET /v1/models; grep -q sim-1-pipeline "$work/out" && break; sleep 0.05; done
+	printf 'Once upon a time' | want --temperature 0.8 --top-p 0.9 --seed 7 --max-tokens 40 --top-k 40 \
+		--min-p 0.05 --presence-penalty 0.5 --frequency-penalty 0.5 --repetition-penalty 1.2 \
+		--repeat-last-n 16 --logit-bias 65:-100 --logit-bias 66:2
+	req POST /v1/completions '{"model":"sim-1-pipeline","prompt":"Once upon a time","max_tokens":40,"temperature":0.8,"top_p":0.9,"seed":7,"top_k":40,"min_p":0.05,"presence_penalty":0.5,"frequency_penalty":0.5,"repetition_penalty":1.2,"repeat_last_n":16,"logit_bias":{"65":-100,"66":2}}'
+	r=0; [ "$status" = 200 ] && [ "$(text)" = "$(cat "$work/want")" ] || r=1
+	check "a pipeline model samples with every field: the unsplit engine's seeded stream" $r
+	start_node st3 --version-max 4 && pst3=$port
+	start_head pipe4 "127.0.0.1:$p4" --pipeline "127.0.0.1:$pst3,127.0.0.1:$pst2"
 	base="http://127.0.0.1:$hport"
 	for _ in $(seq 100); do req GET /v1/models; grep -q sim-1-pipeline "$work/out" && break; sleep 0.05; done
 	req POST /v1/completions '{"model":"sim-1-pipeline","prompt":"Once upon a time","max_tokens":8,"presence_penalty":1}'
-	r=0; [ "$status" = 400 ] && err_is presence_penalty unsupported_on_fleet &&
-		grep -q 'decode greedily' "$work/out" || r=1
-	check "a pipeline model refuses presence_penalty by name" $r
-	req POST /v1/completions '{"model":"sim-1-pipeline","prompt":"Once upon a time","max_tokens":8,"top_k":5}'
-	r=0; [ "$status" = 400 ] && err_is top_k unsupported_on_fleet || r=1
-	check "... and top_k" $r
-	req POST /v1/completions '{"model":"sim-1-pipeline","prompt":"Once upon a time","max_tokens":8,"top_k":0,"repetition_penalty":1}'
-	r=0; [ "$status" = 200 ] || r=1
-	check "... but not their neutral values" $r
+	r=0; [ "$status" = 400 ] && err_is temperature unsupported_on_fleet &&
+		grep -q 'stage 1 (st3) runs an older superfluid (protocol 4) that draws greedily only' "$work/out" || r=1
+	check "a pipeline with a protocol 4 stage refuses other sampling than greedy, naming the stage" $r
+	printf 'Once upon a time' | want --temperature 0 --max-tokens 8
+	req POST /v1/completions '{"model":"sim-1-pipeline","prompt":"Once upon a time","max_tokens":8,"temperature":0,"top_k":5}'
+	r=0; [ "$status" = 200 ] && [ "$(text)" = "$(cat "$work/want")" ] || r=1
+	check "... and serves greedy requests (top_k changes nothing there)" $r
 	echo "$passes passed, $fails failed"
 	[ "$fails" = 0 ]
 	exit

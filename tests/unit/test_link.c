@@ -424,7 +424,21 @@ static void versions_are_negotiated(void **state)
 	settle(p);
 	assert_int_equal(p->nev.err.code, SF_E_NO_VERSION);
 	assert_int_equal(p->hev.err.code, SF_E_NO_VERSION);
-	assert_non_null(strstr(p->hev.err.msg, "versions 2..2 and the head 3..4"));
+	char want[64];
+	snprintf(want, sizeof(want), "versions 2..2 and the head 3..%d", SF_VERSION_MAX);
+	assert_non_null(strstr(p->hev.err.msg, want));
+	pair_free(p);
+
+	/* A version 4 node takes no kept pipeline stage (version 5). */
+	p = pair_new(NULL, NULL, 4, 0);
+	expect_open(p);
+	assert_int_equal(sf_link_version(p->head), 4);
+	struct sf_stage_release rel = { .pipe_id = 9 };
+	assert_int_equal(sf_link_send(p->head, SF_MSG_STAGE_RELEASE, &rel, p->now, &err),
+			 SF_E_UNSUPPORTED);
+	struct sf_stage_forward_req fw = { .request_id = 1, .pipe_id = 9, .end_layer = 1 };
+	assert_int_not_equal(sf_link_send(p->head, SF_MSG_STAGE_FORWARD_REQ, &fw, p->now, &err), 0);
+	assert_non_null(strstr(err.msg, "protocol 4"));
 	pair_free(p);
 }
 
