@@ -98,8 +98,10 @@ void sf_pipe_free(struct sf_pipe *p)
 	if (!p)
 		return;
 	for (uint32_t i = 0; i < p->cfg.max_gens; i++)
-		if (p->gens[i].id)
+		if (p->gens[i].id) {
+			p->gens[i].pipes = false; /* the links go too: nothing is sent now */
 			gen_free(p, &p->gens[i]);
+		}
 	free(p->gens);
 	free(p);
 }

@@ -135,6 +135,7 @@ static FX_UNUSED void deliver(struct fx *f, uint64_t link, uint16_t type, const 
 	case SF_MSG_STAGE_FORWARD_REQ:
 		m.u.stage_forward_req = *(const struct sf_stage_forward_req *)body;
 		break;
+	case SF_MSG_STAGE_RELEASE: m.u.stage_release = *(const struct sf_stage_release *)body; break;
 	default: fail_msg("test cannot deliver %s", sf_msg_name(type));
 	}
 	sf_node_handle(f->node, link, &m, f->now);
