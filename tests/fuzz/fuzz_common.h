@@ -111,5 +111,7 @@ void put_bytes(const char *name, const void *p, size_t n);
 void make_chat_parse(void);
 /* fuzz_jinja's seeds (corpus_jinja.c). */
 void make_jinja(void);
+/* fuzz_node's seeds (corpus_node.c). */
+void make_node(void);
 
 #endif

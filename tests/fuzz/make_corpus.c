@@ -677,6 +677,7 @@ static const struct {
 	{ "fuzz_tok", make_tok },
 	{ "fuzz_chat_parse", make_chat_parse },
 	{ "fuzz_jinja", make_jinja },
+	{ "fuzz_node", make_node },
 };
 
 int main(int argc, char **argv)
