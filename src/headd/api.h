@@ -272,15 +272,23 @@ int headd_gen_keep_logprobs(struct headd_req *q, const struct sf_logprob *v, uin
 void headd_resume(struct headd_http *h, enum sf_api_kind kind, const char *id,
 		  const struct sf_http_request *r);
 
-/* api_tokenize.c: POST /v1/tokenize and GET /v1/fleet */
+/* api_tokenize.c: POST /v1/tokenize */
 /* The error for a text of bytes the fleet did not encode (rc: the tokenizer client's code):
  * 413 for one too long ever to be, 400 for one that cannot be, else 503 (try again). */
 void headd_encode_fail(struct sf_api_error *e, int rc, size_t bytes, const char *msg);
 void headd_tokenize_start(struct headd_http *h, const struct sf_http_request *r);
 void headd_tokenize_answer(struct headd_req *q, const uint32_t *tokens, uint32_t n);
+
+/* api_fleet.c: GET /v1/fleet */
+/* The page from the shards' parts (sum): h's shard's fleet nodes, then the pipeline's stages
+ * (from shard 0's part). */
 void headd_fleet_page(struct headd_http *h, const struct headd_part *sum);
 /* Sessions running on each of d's nodes (out: d->fleet.n_nodes entries). */
 void headd_fleet_sessions(struct headd *d, uint32_t *out);
+/* d's pipeline stages as /v1/fleet lists them (a JSON array), or NULL when it has none. */
+struct json_t *headd_fleet_stages(const struct headd *d);
+/* d's fleet nodes, the pipeline's stages left out (every shard has the same). */
+uint32_t headd_fleet_count(const struct headd *d);
 
 /* api_transcribe.c: POST /v1/audio/transcriptions */
 int headd_transcribe_init(struct headd *d);   /* 0 or -1 (logged) */
@@ -334,6 +342,7 @@ struct headd_part {
 	uint64_t requests;          /* answered by this shard, all endpoints */
 	uint32_t models_min, up_min; /* models served, nodes up: in a sum, the least shard's */
 	const uint64_t *by_shard;   /* in a sum: each shard's requests (n_shards), or NULL */
+	struct json_t *stages;      /* /v1/fleet: the pipeline's stages (shard 0's), or NULL */
 };
 
 /* metrics.c */

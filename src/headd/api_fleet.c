@@ -1,90 +1,86 @@
-/* Where the client API meets the fleet: the tokenizer client's view of the nodes' links, its
- * messages, and the API's work after each loop turn (tokenizer deadlines, cancels, the
- * streams' new output, named sessions gone idle, the sweep). */
+/* GET /v1/fleet: every node's link state and capacity, then the pipeline's stages (linked to
+ * shard 0 alone: its part brings them to whichever shard answers); what `superfluid status`
+ * shows. */
 #include "headd.h"
 
-#include "daemon/log.h"
+#include <jansson.h>
 
-void headd_api_node_up(struct headd *d, uint32_t node, const struct sf_link_peer *p)
+void headd_fleet_sessions(struct headd *d, uint32_t *out)
 {
-	if (d->api.m.link_opens && node < HEADD_NODE_SLOTS)
-		d->api.m.link_opens[node]++;
-	if (d->api.tok)
-		sf_tok_client_node_up(d->api.tok, node, p, sf_loop_now(d->loop));
-	if (d->api.ops)
-		sf_state_ops_node_up(d->api.ops, node, p, 0, sf_loop_now(d->loop));
-}
-
-void headd_api_node_down(struct headd *d, uint32_t node)
-{
-	if (d->api.tok)
-		sf_tok_client_node_down(d->api.tok, node, sf_loop_now(d->loop));
-	if (d->api.ops)
-		sf_state_ops_node_down(d->api.ops, node, sf_loop_now(d->loop));
-}
-
-bool headd_api_node_msg(struct headd *d, uint32_t node, const struct sf_msg *m)
-{
-	uint64_t now = sf_loop_now(d->loop);
-	return (d->api.tok && sf_tok_client_on_msg(d->api.tok, node, m, now)) ||
-	       (d->api.ops && sf_state_ops_on_msg(d->api.ops, node, m, now));
-}
-
-int headd_tok_send(void *arg, uint32_t node, uint16_t type, const void *msg)
-{
-	struct headd *d = arg;
 	for (uint32_t i = 0; i < d->fleet.n_nodes; i++) {
-		struct headd_node *n = &d->fleet.nodes[i];
-		if (n->index != node)
-			continue;
-		if (!n->lc || !n->open)
-			return SF_E_STATE;
-		struct sf_err err;
-		int rc = sf_link_conn_send(n->lc, type, msg, &err);
-		if (rc)
-			sfd_warn("node %s: cannot send %s: %s", n->addr, sf_msg_name(type), err.msg);
-		return rc;
+		const struct headd_node *n = &d->fleet.nodes[i];
+		uint32_t sessions = 0;
+		for (const struct headd_req *q = d->api.reqs; q; q = q->next)
+			sessions += q->session_id && headd_life_generating(&q->life) &&
+				    sf_head_session_node(d->head, q->session_id) == n->index;
+		for (const struct headd_named *s = d->api.named; s; s = s->next)
+			sessions += s->opened && !s->busy &&
+				    sf_head_session_node(d->head, s->session_id) == n->index;
+		out[i] = sessions;
 	}
-	return SF_E_STATE;
 }
 
-static void tok_timer_fired(void *arg, uint64_t now)
+uint32_t headd_fleet_count(const struct headd *d)
 {
-	struct headd *d = arg;
-	d->api.tok_timer = 0;
-	headd_tick(d); /* the API's work, then the head's (its deadline may move) */
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < d->fleet.n_nodes; i++)
+		n += !d->fleet.nodes[i].is_stage;
+	return n;
 }
 
-void headd_api_tick(struct headd *d)
+/* One node's entry: links is how many of the head's shards have it open (a stage: shard 0). */
+static json_t *entry(const struct headd *d, const struct headd_node *n, uint32_t sessions,
+		     uint32_t links)
 {
-	struct headd_api *a = &d->api;
-	if (!a->tok)
-		return;
-	uint64_t now = sf_loop_now(d->loop);
-	sf_tok_client_tick(a->tok, now);
-	if (a->ops)
-		sf_state_ops_tick(a->ops, now);
-	headd_transcribe_tick(d);
-	uint64_t pipe_at = UINT64_MAX;
-	headd_pipeline_tick(d, now, &pipe_at); /* before the flush: a failed step is told now */
-	headd_stream_flush(d);
-	headd_http_timeouts(d, now);
-	for (struct headd_http *h = d->api.conns; h; h = h->next)
-		headd_http_service(h);
-	headd_named_expire(d);
-	headd_http_sweep(d);
-	/* The next tokenizer or pipeline deadline, or a second from now for idle sessions. */
-	uint64_t at = sf_tok_client_deadline(a->tok);
-	if (at == UINT64_MAX || at > now + 1000)
-		at = now + 1000;
-	if (pipe_at < at)
-		at = pipe_at;
-	if (a->ops && sf_state_ops_deadline(a->ops) < at)
-		at = sf_state_ops_deadline(a->ops);
-	if (a->tok_timer && at == a->tok_timer_at)
-		return;
-	if (a->tok_timer)
-		sf_loop_timer_cancel(d->loop, a->tok_timer);
-	a->tok_timer = d->stopping ? 0 : sf_loop_timer(d->loop, at, tok_timer_fired, d);
-	a->tok_timer_at = at;
+	uint32_t all = n->is_stage ? 1 : d->n_shards;
+	const char *state = links >= all ? "up" : links ? "partial" : "down";
+	json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:b}",
+			      "node", n->addr, "identity", n->identity[0] ? n->identity : "-",
+			      "state", state, "version", (int)n->version,
+			      "free_sessions", (int)n->cap.free_sessions,
+			      "max_sessions", (int)n->cap.max_sessions,
+			      "batch_running", (int)n->cap.batch_running,
+			      "batch_size", (int)n->cap.batch_size, "sessions", (int)sessions,
+			      "joined", n->joined);
+	if (o && d->n_shards > 1)
+		json_object_set_new(o, "links_up", json_integer(links));
+	if (o && n->is_stage)
+		json_object_set_new(o, "stage", json_integer(n->stage + 1));
+	return o;
+}
+
+json_t *headd_fleet_stages(const struct headd *d)
+{
+	json_t *a = NULL;
+	for (uint32_t i = 0; i < d->fleet.n_nodes; i++) {
+		const struct headd_node *n = &d->fleet.nodes[i];
+		if (!n->is_stage)
+			continue;
+		if (!a && !(a = json_array()))
+			return NULL;
+		json_array_append_new(a, entry(d, n, 0, n->open));
+	}
+	return a;
+}
+
+void headd_fleet_page(struct headd_http *h, const struct headd_part *sum)
+{
+	struct headd *d = h->d;
+	json_t *nodes = json_array();
+	for (uint32_t i = 0; i < d->fleet.n_nodes && nodes; i++) {
+		const struct headd_node *n = &d->fleet.nodes[i];
+		if (n->is_stage)
+			continue; /* from shard 0's part, below */
+		uint32_t sessions = i < sum->n_nodes && sum->node_sessions ? sum->node_sessions[i] : 0;
+		/* Up once every shard's link is (a request may reach any shard). */
+		uint32_t links = i < sum->n_nodes && sum->node_links ? sum->node_links[i] : n->open;
+		json_array_append_new(nodes, entry(d, n, sessions, links));
+	}
+	if (nodes && sum->stages)
+		json_array_extend(nodes, sum->stages);
+	json_t *o = json_pack("{s:s, s:s, s:i, s:o}", "object", "fleet", "head", d->identity,
+			      "shards", (int)d->n_shards, "nodes", nodes);
+	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	headd_api_send_json(h, 200, text);
 }

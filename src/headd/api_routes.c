@@ -181,9 +181,9 @@ void headd_health_counts(struct headd *d, uint32_t *models, uint32_t *up)
 {
 	const char *names[HEADD_MAX_MODELS + 1];
 	*models = served_models(d, names, sizeof(names) / sizeof(names[0]));
-	*up = 0;
+	*up = 0; /* the fleet's nodes: the pipeline's stages are shard 0's alone */
 	for (uint32_t i = 0; i < d->fleet.n_nodes; i++)
-		*up += d->fleet.nodes[i].open;
+		*up += d->fleet.nodes[i].open && !d->fleet.nodes[i].is_stage;
 }
 
 /* Ready when every shard is: each serves a model (sum holds the least of them). */
@@ -194,7 +194,7 @@ void headd_health_page(struct headd_http *h, const struct headd_part *sum)
 	char body[256];
 	int len = snprintf(body, sizeof(body),
 			   "{\"status\":\"%s\",\"nodes_up\":%u,\"nodes\":%u,\"models\":%u}",
-			   n ? "ok" : "unavailable", up, d->fleet.n_nodes, n);
+			   n ? "ok" : "unavailable", up, headd_fleet_count(d), n);
 	respond(h, n ? 200 : 503, "application/json", body, (size_t)len, NULL);
 }
 

@@ -1,6 +1,5 @@
 /* POST /v1/tokenize ({"model", "text"}: the tokens a node's tokenizer gives the text, with
- * each token's text) and GET /v1/fleet (every node's link state and capacity): what the
- * superfluid CLI's tokenize and status show. */
+ * each token's text): what the superfluid CLI's tokenize shows. */
 #include "headd.h"
 
 #include <inttypes.h>
@@ -111,53 +110,4 @@ void headd_tokenize_answer(struct headd_req *q, const uint32_t *tokens, uint32_t
 	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	headd_api_send_json(q->h, 200, text);
-}
-
-void headd_fleet_sessions(struct headd *d, uint32_t *out)
-{
-	for (uint32_t i = 0; i < d->fleet.n_nodes; i++) {
-		const struct headd_node *n = &d->fleet.nodes[i];
-		uint32_t sessions = 0;
-		for (const struct headd_req *q = d->api.reqs; q; q = q->next)
-			sessions += q->session_id && headd_life_generating(&q->life) &&
-				    sf_head_session_node(d->head, q->session_id) == n->index;
-		for (const struct headd_named *s = d->api.named; s; s = s->next)
-			sessions += s->opened && !s->busy &&
-				    sf_head_session_node(d->head, s->session_id) == n->index;
-		out[i] = sessions;
-	}
-}
-
-void headd_fleet_page(struct headd_http *h, const struct headd_part *sum)
-{
-	struct headd *d = h->d;
-	json_t *nodes = json_array();
-	for (uint32_t i = 0; i < d->fleet.n_nodes && nodes; i++) {
-		const struct headd_node *n = &d->fleet.nodes[i];
-		uint32_t sessions = i < sum->n_nodes && sum->node_sessions ? sum->node_sessions[i] : 0;
-		/* Up once every shard's link is (a request may reach any shard). */
-		uint32_t links = i < sum->n_nodes && sum->node_links ? sum->node_links[i] : n->open;
-		uint32_t all = n->is_stage ? 1 : d->n_shards; /* a stage has shard 0's link only */
-		const char *state = links >= all ? "up" : links ? "partial" : "down";
-		json_array_append_new(nodes, json_pack(
-			"{s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:b}",
-			"node", n->addr, "identity", n->identity[0] ? n->identity : "-",
-			"state", state, "version", (int)n->version,
-			"free_sessions", (int)n->cap.free_sessions,
-			"max_sessions", (int)n->cap.max_sessions,
-			"batch_running", (int)n->cap.batch_running,
-			"batch_size", (int)n->cap.batch_size, "sessions", (int)sessions,
-			"joined", n->joined));
-		if (d->n_shards > 1)
-			json_object_set_new(json_array_get(nodes, json_array_size(nodes) - 1),
-					    "links_up", json_integer(links));
-		if (n->is_stage)
-			json_object_set_new(json_array_get(nodes, json_array_size(nodes) - 1),
-					    "stage", json_integer(n->stage + 1));
-	}
-	json_t *o = json_pack("{s:s, s:s, s:i, s:o}", "object", "fleet", "head", d->identity,
-			      "shards", (int)d->n_shards, "nodes", nodes);
-	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
-	json_decref(o);
-	headd_api_send_json(h, 200, text);
 }

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "daemon/log.h"
 #include "io/shards.h"
 
@@ -35,6 +37,8 @@ static void fill(struct headd *d, struct headd_part *p, int ep)
 		memcpy(p->m.link_opens, d->api.m.link_opens, d->fleet.n_nodes * sizeof(uint64_t));
 	if (p->node_sessions && ep == EP_FLEET) /* a walk of every request per node */
 		headd_fleet_sessions(d, p->node_sessions);
+	if (ep == EP_FLEET)
+		p->stages = headd_fleet_stages(d);
 	sf_head_stats(d->head, &p->st);
 	sf_tok_client_cache_stats(d->api.tok, &p->tc);
 	p->has_ops = d->api.ops != NULL;
@@ -59,6 +63,7 @@ static void fill(struct headd *d, struct headd_part *p, int ep)
 
 static void part_free(struct headd_part *p)
 {
+	json_decref(p->stages);
 	free(p->m.link_opens);
 	free(p->node_sessions);
 	free(p->node_links);
@@ -171,6 +176,8 @@ static void finish(struct headd_gather *g)
 		by_shard[k] = g->parts[k].requests;
 		if (k != d->shard)
 			part_add(sum, &g->parts[k]);
+		if (!sum->stages && g->parts[k].stages) /* shard 0's */
+			sum->stages = json_incref(g->parts[k].stages);
 	}
 	sum->by_shard = by_shard;
 	if (g->h) {

@@ -19,7 +19,7 @@
 #include "io/simnet.h"
 #include "api/sse_reader.h"
 
-#define DSIM_MAX_NODES 4
+#define DSIM_MAX_NODES 6 /* 3 in the fleet, 2 pipeline stages */
 #define DSIM_MAX_CLIENTS 12
 #define DSIM_MAX_TEXT 4096
 #define DSIM_MAX_CTX 2048   /* a conversation's tokens */
@@ -58,6 +58,8 @@ struct dsim_req {
 				 * without one forgets it in a crash) */
 	bool chat;              /* /v1/chat/completions: one user message a turn, rendered by
 				 * the sim model's ChatML */
+	bool pipe;              /* asks the pipeline's model (sim-1-pipeline): its generation is
+				 * not logged, so a head crash may lose it (asked whole again) */
 	char name[48];
 	uint32_t turn, n_turns;
 	bool deleting;          /* the last turn is done: the session is being deleted */
@@ -159,7 +161,8 @@ struct dsim {
 	struct sf_simnet *world;
 	struct dsim_head *head;
 	struct dsim_node *nodes[DSIM_MAX_NODES];
-	uint32_t n_nodes;
+	uint32_t n_nodes;              /* the fleet's (--fleet): nodes[0..n_nodes) */
+	uint32_t n_stages;             /* the pipeline's (--pipeline): nodes[n_nodes..+n_stages) */
 	struct sf_loop *clients;       /* the clients' machine */
 	struct dsim_req reqs[DSIM_MAX_CLIENTS];
 	uint32_t n_reqs;
@@ -175,6 +178,7 @@ struct dsim {
 	/* what happened, for the trace */
 	uint32_t head_crashes, node_crashes, resets, leaves;
 	uint32_t conv_turns;   /* turns of conversations done, each checked */
+	uint32_t pipe_done;    /* pipeline requests whole, each checked */
 	uint64_t gaps; /* events a node sent past the one the head expected, every head's */
 	uint64_t turns;
 };
@@ -195,8 +199,9 @@ void dsim_head_crash(struct dsim *s);
 void dsim_node_crash(struct dsim *s, uint32_t k);
 bool dsim_head_up(const struct dsim *s);
 bool dsim_node_up(const struct dsim *s, uint32_t k);
-/* Sessions the head holds, and those node k holds. */
+/* Sessions the head holds, and those node k holds; pipeline contexts node k keeps. */
 uint32_t dsim_head_sessions(const struct dsim *s);
+uint32_t dsim_node_pipes(const struct dsim *s, uint32_t k);
 /* Gaps the head has seen in a node's events (s->gaps and the running head's). */
 uint64_t dsim_head_gaps(const struct dsim *s);
 uint32_t dsim_node_sessions(const struct dsim *s, uint32_t k);

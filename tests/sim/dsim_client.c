@@ -107,6 +107,15 @@ void dsim_req_init(struct dsim *s, struct dsim_req *r, uint32_t index)
 	 * draw of the seed stays where it was). */
 	uint64_t chat_rng = (s->seed ^ 0x63686174ULL) + 0x9e3779b97f4a7c15ULL * index;
 	r->chat = dsim_splitmix(&chat_rng) & 1;
+	/* Where the head runs a pipeline, a third of the requests ask its model (a stream of
+	 * their own too): one turn, no logprobs (a pipeline passes on tokens only). */
+	uint64_t pipe_rng = (s->seed ^ 0x70697065ULL) + 0x9e3779b97f4a7c15ULL * index;
+	if (s->n_stages && dsim_splitmix(&pipe_rng) % 3 == 0) {
+		r->pipe = true;
+		r->conv = r->logprobs = false;
+		r->n_turns = 0;
+		r->name[0] = 0;
+	}
 	expect(s, r);
 }
 
@@ -150,9 +159,9 @@ static void broke_off(struct dsim_req *r, const char *why)
 static void check_prefix(struct dsim_req *r, const char *when)
 {
 	if (r->n_got > r->n_want || memcmp(r->got, r->want, r->n_got))
-		dsim_broke(r->s, "request %u (%s): %s: %zu bytes that are not the engine's %zu "
-			   "(a token lost, repeated or out of order)", r->index, r->prompt, when,
-			   r->n_got, r->n_want);
+		dsim_broke(r->s, "request %u (%s%s): %s: %zu bytes that are not the engine's %zu "
+			   "(a token lost, repeated or out of order)", r->index, r->prompt,
+			   r->pipe ? ", pipeline" : "", when, r->n_got, r->n_want);
 }
 
 /* A conversation's turn is done: the next one after a pause (its prompt after the reply the
@@ -194,7 +203,7 @@ static void finished(struct dsim_req *r)
 		dsim_broke(r->s, "request %u (%s%s%s, turn %u, seed %llu, temperature %.1f, "
 			   "max_tokens %u): got %zu bytes, the engine says %zu (a token lost, "
 			   "repeated or out of order; %u resumes)", r->index, r->prompt,
-			   r->conv ? ", session " : "", r->name, r->turn + 1,
+			   r->conv ? ", session " : r->pipe ? ", pipeline" : "", r->name, r->turn + 1,
 			   (unsigned long long)r->seed, r->temperature, r->max_tokens, r->n_got,
 			   r->n_want, r->resumes);
 	else if (strcmp(r->finish, r->want_finish))
@@ -207,6 +216,8 @@ static void finished(struct dsim_req *r)
 			   r->n_lp_text, r->n_want_tok, r->n_got);
 	else if (r->conv)
 		next_turn(r);
+	else if (r->pipe)
+		r->s->pipe_done++;
 }
 
 static void answer_over(struct dsim_req *r, int err);
@@ -231,6 +242,10 @@ static int on_event(void *arg, const char *data, size_t len)
 		const char *m = json_string_value(json_object_get(err, "message"));
 		char why[300];
 		snprintf(why, sizeof(why), "the stream ended with an error: %s", m ? m : "?");
+		/* A pipeline's stages are down 2.55 s at most here, under its step timeout: only a
+		 * stage's silence past it would explain an error. */
+		if (r->pipe && m && !strstr(m, "was down for") && !strstr(m, "did not answer within"))
+			dsim_broke(r->s, "request %u (pipeline): %s", r->index, why);
 		json_decref(j);
 		r->n_got = 0; /* a fresh request: the whole text again */
 		r->n_lp_text = 0;
@@ -417,7 +432,7 @@ static void answer_over(struct dsim_req *r, int err)
 		snprintf(why, sizeof(why), "answered %d: %.300s", r->status,
 			 r->err_body ? r->err_body : "");
 		if (r->status == 404 && r->n_got && r->cut_by_head && !r->cut_by_reset &&
-		    r->s->wal) {
+		    r->s->wal && !r->pipe) {
 			dsim_broke(r->s, "request %u: %zu bytes streamed, the head crashed, and then "
 				   "it does not know %s (%s)", r->index, r->n_got, r->id, why);
 			r->st = DR_FAILED;
@@ -521,9 +536,10 @@ static void ask(struct dsim_req *r)
 				 "\"content\":\"%s\"}]", r->prompt);
 		else
 			snprintf(what, sizeof(what), "\"prompt\":\"%s\"", r->prompt);
-		int b = snprintf(body, sizeof(body), "{\"model\":\"sim-1\",%s,"
+		int b = snprintf(body, sizeof(body), "{\"model\":\"%s\",%s,"
 				 "\"max_tokens\":%u,\"stream\":true,\"temperature\":%.1f,"
-				 "\"top_p\":1,\"seed\":%llu%s}", what, r->max_tokens,
+				 "\"top_p\":1,\"seed\":%llu%s}", r->pipe ? "sim-1-pipeline" : "sim-1",
+				 what, r->max_tokens,
 				 r->temperature, (unsigned long long)r->seed,
 				 !r->logprobs ? "" : r->chat ? ",\"logprobs\":true,\"top_logprobs\":2"
 							 : ",\"logprobs\":2");
@@ -589,7 +605,7 @@ void dsim_req_free(struct dsim_req *r)
 
 void dsim_req_plain(struct dsim_req *r, uint32_t max_tokens, uint64_t start_at)
 {
-	r->conv = r->leave = r->logprobs = r->chat = false;
+	r->conv = r->leave = r->logprobs = r->chat = r->pipe = false;
 	r->name[0] = 0;
 	r->n_turns = r->turn = 0;
 	r->n_ctx = 0;

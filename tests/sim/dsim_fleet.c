@@ -28,7 +28,7 @@ struct dsim_head {
 	struct sf_loop *loop[MAX_SHARDS];
 	struct headd *d[MAX_SHARDS];
 	bool due[MAX_SHARDS];
-	char fleet[256], shards[8];
+	char fleet[256], pipeline[128], shards[8];
 };
 
 struct dsim_node {
@@ -87,12 +87,21 @@ int dsim_head_start(struct dsim *s)
 		for (uint32_t k = 0; k < s->n_nodes; k++)
 			at += (size_t)snprintf(h->fleet + at, sizeof(h->fleet) - at, "%s127.0.0.1:%u",
 					       k ? "," : "", NODE_PORT + k);
+		at = 0;
+		for (uint32_t k = 0; k < s->n_stages; k++)
+			at += (size_t)snprintf(h->pipeline + at, sizeof(h->pipeline) - at,
+					       "%s127.0.0.1:%u", k ? "," : "",
+					       NODE_PORT + s->n_nodes + k);
 		h->n = s->head_shards;
 		snprintf(h->shards, sizeof(h->shards), "%u", h->n);
 		char *argv[32] = { "superfluid-headd", "--fleet", h->fleet, "--shards", h->shards,
 				   "--listen-http", "127.0.0.1:8080", "--replace-after-ms", "1500",
 				   "--silence-ms", "1200", "--heartbeat-ms", "300" };
 		int argc = 13;
+		if (s->n_stages) {
+			argv[argc++] = "--pipeline";
+			argv[argc++] = h->pipeline;
+		}
 		if (s->wal) {
 			argv[argc++] = "--wal-dir";
 			argv[argc++] = s->dir;
@@ -214,7 +223,7 @@ bool dsim_daemons_turn(struct dsim *s)
 		due |= headd_solo_inbox(h->p, k);
 		due |= h->due[k] || sf_loop_busy(h->loop[k]);
 	}
-	for (uint32_t k = 0; k < s->n_nodes; k++) {
+	for (uint32_t k = 0; k < s->n_nodes + s->n_stages; k++) {
 		struct dsim_node *n = s->nodes[k];
 		for (unsigned j = 0; dsim_node_up(s, k) && j < n->n; j++) {
 			if (noded_shard_turn(n->d[j], &n->due[j]))
@@ -232,7 +241,7 @@ uint64_t dsim_daemons_next_timer(const struct dsim *s)
 	for (unsigned k = 0; dsim_head_up(s) && k < s->head->n; k++)
 		if (sf_loop_next_timer(s->head->loop[k]) < t)
 			t = sf_loop_next_timer(s->head->loop[k]);
-	for (uint32_t k = 0; k < s->n_nodes; k++)
+	for (uint32_t k = 0; k < s->n_nodes + s->n_stages; k++)
 		for (unsigned j = 0; dsim_node_up(s, k) && j < s->nodes[k]->n; j++)
 			if (sf_loop_next_timer(s->nodes[k]->loop[j]) < t)
 				t = sf_loop_next_timer(s->nodes[k]->loop[j]);
@@ -354,6 +363,15 @@ uint32_t dsim_node_sessions(const struct dsim *s, uint32_t k)
 	return st.sessions;
 }
 
+uint32_t dsim_node_pipes(const struct dsim *s, uint32_t k)
+{
+	if (!dsim_node_up(s, k))
+		return 0;
+	struct sf_node_stats st;
+	sf_node_stats(s->nodes[k]->d[0]->node, &st);
+	return st.pipes;
+}
+
 void dsim_daemons_free(struct dsim *s)
 {
 	if (s->head) {
@@ -362,7 +380,7 @@ void dsim_daemons_free(struct dsim *s)
 		free(s->head);
 		s->head = NULL;
 	}
-	for (uint32_t k = 0; k < s->n_nodes; k++) {
+	for (uint32_t k = 0; k < s->n_nodes + s->n_stages; k++) {
 		if (!s->nodes[k])
 			continue;
 		node_free(s, k, false);

@@ -100,14 +100,14 @@ static void judge(struct dsim_gather *g, int status, const char *body, size_t le
 		json_int_t up = json_integer_value(json_object_get(j, "nodes_up"));
 		if (!st || (status == 200) != !strcmp(st, "ok") || (status != 200 && status != 503) ||
 		    nodes != s->n_nodes || up < 0 || up > nodes)
-			dsim_broke(s, "gather %u (GET /health): %d %.200s (the fleet has %u nodes)",
-				   g->index, status, body, s->n_nodes);
+			dsim_broke(s, "gather %u (GET /health): %d %.200s (the fleet has %u nodes, "
+				   "the pipeline's stages apart)", g->index, status, body, s->n_nodes);
 	} else {
 		json_t *nodes = json_object_get(j, "nodes");
-		if (status != 200 || json_array_size(nodes) != s->n_nodes)
+		if (status != 200 || json_array_size(nodes) != s->n_nodes + s->n_stages)
 			dsim_broke(s, "gather %u (GET /v1/fleet): %d, %zu nodes where the fleet has "
-				   "%u: %.200s", g->index, status, json_array_size(nodes), s->n_nodes,
-				   body);
+				   "%u: %.200s", g->index, status, json_array_size(nodes),
+				   s->n_nodes + s->n_stages, body);
 	}
 	json_decref(j);
 }

@@ -1,6 +1,7 @@
 /* daemon-sim: the deterministic simulation of the daemons' own code (dsim.h). One seed says
  * everything: the fleet's shape (2 or 3 nodes of 1 to 3 shards; a head of 1 to 3 shards,
- * with a write-ahead log in three seeds of four), the clients' requests (prompts, lengths, sampling, some leaving mid-stream) and the
+ * with a write-ahead log in three seeds of four; in one seed of three a pipeline of 2 stage
+ * nodes beside, a third of the requests asking its model), the clients' requests (prompts, lengths, sampling, some leaving mid-stream) and the
  * faults (connections reset, nodes crashing and starting again, the head crashing and
  * starting again from its log), on the simulated world's clock; libsodium's random bytes come
  * from the seed too. Each request's stream must be the engine's text exactly (resumed across
@@ -15,6 +16,8 @@
  *   --planted-bug ack-early        plant one in the head's log glue (headd_wal.c): the node
  *                                  hears an event is durable before it is written (a head
  *                                  crash then loses tokens a client saw)
+ *   --planted-bug pipe-twice       plant one in the pipeline machine: a step asked again after
+ *                                  its stage's link went down passes its token on twice
  * Exit status: 0 every seed held, 1 a seed broke a promise (seed and what printed), 2 usage. */
 #include <errno.h>
 #include <ftw.h>
@@ -29,6 +32,7 @@
 #include "daemon/log.h"
 #include "dsim.h"
 #include "head/head.h"
+#include "head/pipeline.h"
 #include "headd/headd.h"
 
 #ifndef SF_PLANTED_BUGS
@@ -88,7 +92,7 @@ struct result {
 	char broke[512];
 	uint64_t end_ms, turns, digest;
 	uint32_t done, left, head_crashes, node_crashes, resets, resumes, breaks, conv_turns;
-	uint32_t gathers;
+	uint32_t gathers, pipe_done;
 	bool hit;
 };
 
@@ -240,7 +244,7 @@ static void run_seed(uint64_t seed, bool verbose, struct result *res)
 	snprintf(s->dir, sizeof(s->dir), "%s/dsim-%llu-XXXXXX", tmp ? tmp : "/tmp",
 		 (unsigned long long)seed);
 	struct sf_simnet_config wc = { .seed = seed, .latency_max_ms = 2, .disk_max_ms = 3 };
-	struct fault faults[MAX_FAULTS];
+	struct fault faults[MAX_FAULTS + 2];
 	uint32_t n_faults = 0;
 	if (!mkdtemp(s->dir) || sf_simnet_new(&s->world, &wc)) {
 		snprintf(res->broke, sizeof(res->broke), "no world: %s", strerror(errno));
@@ -264,6 +268,21 @@ static void run_seed(uint64_t seed, bool verbose, struct result *res)
 	s->engine.seed = 1 + sf_simnet_rand(s->world) % 1000;
 	s->n_reqs = 3 + (uint32_t)(sf_simnet_rand(s->world) % (DSIM_MAX_CLIENTS - 2));
 	plan_faults(s, faults, &n_faults);
+	/* One seed in three also runs a pipeline (--pipeline) of two stage nodes, each crashing
+	 * once in two: drawn from a stream of their own, so that every other draw of the seed
+	 * stays where it was. */
+	uint64_t pipe_rng = seed ^ 0x706970656c696e65ULL;
+	if (scenario == DS_NONE && dsim_splitmix(&pipe_rng) % 3 == 0) {
+		s->n_stages = 2;
+		for (uint32_t k = 0; k < s->n_stages; k++) {
+			if (dsim_splitmix(&pipe_rng) % 2)
+				continue;
+			struct fault *f = &faults[n_faults++];
+			*f = (struct fault){ .at = 200 + dsim_splitmix(&pipe_rng) % (DSIM_FAULT_MS - 200),
+					     .kind = F_NODE, .node = s->n_nodes + k };
+			f->back_at = f->at + 50 + dsim_splitmix(&pipe_rng) % 2500;
+		}
+	}
 	s->scen.kind = scenario;
 	if (scenario != DS_NONE) {
 		dsim_scenario_shape(s);
@@ -272,7 +291,7 @@ static void run_seed(uint64_t seed, bool verbose, struct result *res)
 	struct sf_loop_config lc = { .io = SF_IO_SIM, .sim = s->world, .quiet = true };
 	struct sf_err err;
 	bool ok = !sf_loop_new(&s->clients, &lc, &err);
-	for (uint32_t k = 0; ok && k < s->n_nodes; k++)
+	for (uint32_t k = 0; ok && k < s->n_nodes + s->n_stages; k++)
 		ok = !dsim_node_start(s, k);
 	ok = ok && !dsim_head_start(s);
 	for (uint32_t i = 0; ok && i < s->n_reqs; i++)
@@ -297,15 +316,19 @@ static void run_seed(uint64_t seed, bool verbose, struct result *res)
 		if (faults_over && all_ended(s)) {
 			if (!ended_at)
 				ended_at = now;
-			/* A session no head claims goes within --session-orphan-s (3). */
-			uint32_t held = dsim_head_sessions(s);
+			/* A session no head claims goes within --session-orphan-s (3); a pipeline
+			 * context with its generation's end, or its link. */
+			uint32_t held = dsim_head_sessions(s), pipes = 0;
 			for (uint32_t k = 0; k < s->n_nodes; k++)
 				held += dsim_node_sessions(s, k);
-			if (!held)
+			for (uint32_t k = s->n_nodes; k < s->n_nodes + s->n_stages; k++)
+				pipes += dsim_node_pipes(s, k);
+			if (!held && !pipes)
 				break;
 			if (now > ended_at + DRAIN_MS) {
-				dsim_broke(s, "%u sessions still held %u ms after every request ended "
-					   "(head %u)", held, DRAIN_MS, dsim_head_sessions(s));
+				dsim_broke(s, "%u sessions and %u pipeline contexts still held %u ms "
+					   "after every request ended (head %u)", held, pipes, DRAIN_MS,
+					   dsim_head_sessions(s));
 				break;
 			}
 		}
@@ -332,6 +355,7 @@ static void run_seed(uint64_t seed, bool verbose, struct result *res)
 	res->node_crashes = s->node_crashes;
 	res->resets = s->resets;
 	res->conv_turns = s->conv_turns;
+	res->pipe_done = s->pipe_done;
 	res->hit = s->scen.hit;
 	struct sf_simnet_stats ws;
 	sf_simnet_stats(s->world, &ws);
@@ -363,7 +387,7 @@ static void run_seed(uint64_t seed, bool verbose, struct result *res)
 static int usage(void)
 {
 	fprintf(stderr, "usage: daemon-sim --seed N [-v] | --seeds A..B [--check-replay] "
-		"[--planted-bug skip-replay|ack-early]\n");
+		"[--planted-bug skip-replay|ack-early|pipe-twice]\n");
 	return 2;
 }
 
@@ -395,6 +419,8 @@ int main(int argc, char **argv)
 				sf_head_planted_bug = SF_HEAD_BUG_SKIP_REPLAY;
 			else if (!strcmp(argv[i], "ack-early"))
 				headd_planted_bug = HEADD_BUG_ACK_EARLY;
+			else if (!strcmp(argv[i], "pipe-twice"))
+				sf_pipe_planted_bug = SF_PIPE_BUG_TWICE;
 			else
 				return usage();
 		} else {
@@ -413,7 +439,7 @@ int main(int argc, char **argv)
 				  : SFD_LOG_NONE);
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	uint64_t streams = 0, crashes = 0, resumes = 0, turns = 0, hits = 0, gathers = 0;
+	uint64_t streams = 0, crashes = 0, resumes = 0, turns = 0, hits = 0, gathers = 0, piped = 0;
 	for (uint64_t seed = first; seed <= last; seed++) {
 		struct result a, b;
 		run_seed(seed, verbose, &a);
@@ -439,13 +465,15 @@ int main(int argc, char **argv)
 		resumes += a.resumes;
 		turns += a.conv_turns;
 		gathers += a.gathers;
+		piped += a.pipe_done;
 		hits += a.hit;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-	printf("daemon-sim: seeds %llu..%llu held (%llu requests whole, %llu conversation turns, "
-	       "%llu gathers, %llu crashes, %llu resumes) in %.1f s\n", (unsigned long long)first,
-	       (unsigned long long)last, (unsigned long long)streams, (unsigned long long)turns,
+	printf("daemon-sim: seeds %llu..%llu held (%llu requests whole, %llu of them through a "
+	       "pipeline, %llu conversation turns, %llu gathers, %llu crashes, %llu resumes) in "
+	       "%.1f s\n", (unsigned long long)first, (unsigned long long)last,
+	       (unsigned long long)streams, (unsigned long long)piped, (unsigned long long)turns,
 	       (unsigned long long)gathers, (unsigned long long)crashes,
 	       (unsigned long long)resumes, secs);
 	if (scenario != DS_NONE) {
