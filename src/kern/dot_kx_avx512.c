@@ -17,6 +17,18 @@
 #define PREFETCH 4096
 #define AI static inline __attribute__((always_inline))
 
+/* 16 bytes k (0..3) of v. The instruction takes k as an immediate: clang wants it constant
+ * in the source, which a switch gives it (the unrolled loops fold it). */
+AI __m128i lane128(__m512i v, int k)
+{
+	switch (k) {
+	case 0: return _mm512_extracti32x4_epi32(v, 0);
+	case 1: return _mm512_extracti32x4_epi32(v, 1);
+	case 2: return _mm512_extracti32x4_epi32(v, 2);
+	default: return _mm512_extracti32x4_epi32(v, 3);
+	}
+}
+
 AI __m512i bcast32(const int8_t *p)
 {
 	int32_t v;
@@ -71,8 +83,8 @@ AI void sb_k4(const struct sf__q4_kx *x, const struct sf__q8_k *const *a, __m512
 			}
 		}
 		const __m512i sc = c < 2 ? sc_lo : sc_hi;
-		const __m512i s0 = _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(sc, (2 * c) & 3));
-		const __m512i s1 = _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(sc, (2 * c + 1) & 3));
+		const __m512i s0 = _mm512_cvtepu8_epi32(lane128(sc, (2 * c) & 3));
+		const __m512i s1 = _mm512_cvtepu8_epi32(lane128(sc, (2 * c + 1) & 3));
 #pragma GCC unroll 8
 		for (int j = 0; j < nt; j++)
 			isum[j] = _mm512_add_epi32(isum[j],
@@ -84,7 +96,7 @@ AI void sb_k4(const struct sf__q4_kx *x, const struct sf__q8_k *const *a, __m512
 	__m512i mm[8];
 #pragma GCC unroll 8
 	for (int p = 0; p < 8; p++) {
-		const __m512i m32 = _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(p < 4 ? mn_lo : mn_hi, p & 3));
+		const __m512i m32 = _mm512_cvtepu8_epi32(lane128(p < 4 ? mn_lo : mn_hi, p & 3));
 		mm[p] = _mm512_or_si512(m32, _mm512_slli_epi32(m32, 16));
 	}
 	const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)x->d));
