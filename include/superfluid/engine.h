@@ -91,6 +91,8 @@ struct sf_engine_stage_in {
 	struct sf_engine_ctx *ctx;         /* NULL: stateless */
 	uint32_t from;
 	uint32_t n_generated; /* with ctx: of its tokens, the last ones the generation made */
+	bool logprobs;         /* the last stage: its token's log-probability in out->lp */
+	uint32_t top_logprobs; /* ... and this many alternatives (0..SF_MAX_TOP_LOGPROBS) */
 };
 
 /* A stage's output: SF_STAGE_HIDDEN (hidden_len bytes in the caller's buffer), SF_STAGE_TOKEN
@@ -101,6 +103,7 @@ struct sf_engine_stage_out {
 	uint32_t token;
 	size_t hidden_len;
 	uint32_t held;
+	struct sf_engine_logprob lp; /* SF_STAGE_TOKEN, when logprobs or top_logprobs */
 };
 
 /* A blob a state operation reads, already fetched by hash. */

@@ -366,7 +366,9 @@ enum { SF_STAGE_HIDDEN = 0, SF_STAGE_TOKEN = 1, SF_STAGE_ERROR = 2,
 	W(T, since, 5, U64, pipe_id, 0, 0)                                                   \
 	W(T, since, 5, U32, from, 0, 0)                                                      \
 	W(T, since, 5, U32, generated, 0, 0)                                                 \
-	W(T, since, 5, SUB, sampling, sampling, 0)
+	W(T, since, 5, SUB, sampling, sampling, 0)                                           \
+	W(T, since, 5, BOOL, logprobs, 0, 0)                                                 \
+	W(T, since, 5, U8, top_logprobs, 0, 0)
 
 #define SF_FIELDS_stage_forward_resp(F, W, T)                                                \
 	F(T, U64, request_id, 0, 0)                                                          \
@@ -374,7 +376,8 @@ enum { SF_STAGE_HIDDEN = 0, SF_STAGE_TOKEN = 1, SF_STAGE_ERROR = 2,
 	W(T, kind, SF_STAGE_HIDDEN, BYTES, hidden, SF_MAX_OPAQUE, 0)                         \
 	W(T, kind, SF_STAGE_TOKEN, U32, token, 0, 0)                                         \
 	W(T, kind, SF_STAGE_ERROR, STR, error, SF_MAX_REASON, 0)                             \
-	W(T, kind, SF_STAGE_HELD, U32, held, 0, 0)
+	W(T, kind, SF_STAGE_HELD, U32, held, 0, 0)                                           \
+	W(T, since, 5, SUB, logprob, logprob, 0)
 
 #define SF_FIELDS_stage_release(F, W, T) F(T, U64, pipe_id, 0, 0)
 

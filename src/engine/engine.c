@@ -349,6 +349,9 @@ int sf_engine_stage_forward(struct sf_engine *e, const struct sf_engine_stage_in
 	if (in->ctx && (!in->n_tokens || !in->tokens || (in->start_layer > 0 && !in->hidden)))
 		return sf_err_set(err, SF_E_RANGE, "a stage that keeps its context takes the new "
 				  "positions' tokens%s", in->start_layer ? " and hidden state" : "");
+	if (in->top_logprobs > SF_MAX_TOP_LOGPROBS)
+		return sf_err_set(err, SF_E_RANGE, "%u top logprobs, over %u", in->top_logprobs,
+				  SF_MAX_TOP_LOGPROBS);
 	if (in->ctx && in->n_generated > in->from + in->n_tokens)
 		return sf_err_set(err, SF_E_RANGE, "%u tokens generated of a context of %zu",
 				  in->n_generated, in->from + in->n_tokens);

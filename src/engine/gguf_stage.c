@@ -85,12 +85,14 @@ static int draw(struct ge *g, const struct sf_engine_stage_in *in, struct ge_ctx
 	else
 		memset(&d.sampling, 0, sizeof(d.sampling));
 	d.n_gen = in->ctx ? in->n_generated : 0;
-	struct sf_engine_step st = { 0 };
+	struct sf_engine_step st = { .logprobs = in->logprobs, .top_logprobs = in->top_logprobs };
 	ge_sample(g, &d, g->logits, &st);
 	if (st.rc)
 		return sf_err_set(err, st.rc, "the stage's token could not be drawn");
 	out->kind = SF_STAGE_TOKEN;
 	out->token = st.token;
+	if (in->logprobs || in->top_logprobs)
+		out->lp = st.lp;
 	return 0;
 }
 

@@ -269,8 +269,10 @@ static int sim_stage_forward(void *impl, const struct sf_engine_stage_in *in,
 		 * context's tokens only in a stage that has them). */
 		out->kind = SF_STAGE_TOKEN;
 		const uint32_t *ids = c ? c->tokens : in->start_layer == 0 ? in->tokens : NULL;
+		bool lp = in->logprobs || in->top_logprobs;
 		out->token = sim_pick(&sim->m, sim->sampler, h, run, last, in->sampling, ids, pos,
-				      c ? in->n_generated : 0, NULL, 0);
+				      c ? in->n_generated : 0, lp ? &out->lp : NULL,
+				      in->top_logprobs);
 		return 0;
 	}
 	size_t need = sim_stage_bytes(&sim->m);

@@ -23,6 +23,8 @@ struct pipe_gen {
 	struct sf_sampling sampling; /* its logit_bias pairs its own */
 	uint32_t made;        /* tokens drawn so far */
 	bool kept;            /* this step runs on stages that keep the pipe (protocol 5) */
+	bool logprobs;        /* each token's log-probabilities, top_logprobs alternatives */
+	uint32_t top_logprobs;
 	bool pipes;           /* some stage was asked to keep it: released at the end */
 	uint32_t from, to;    /* a kept step: positions [from, to); every stage holds from */
 #ifdef SF_PLANTED_BUGS
@@ -154,6 +156,12 @@ static bool greedy(const struct sf_sampling *s)
 	       (s->repetition_penalty == 0 || s->repetition_penalty == 1) && !s->n_logit_bias;
 }
 
+/* Whether g asks only what a stage before protocol 5 gives: a greedy token, no logprobs. */
+static bool plain(const struct pipe_gen *g)
+{
+	return greedy(&g->sampling) && !g->logprobs && !g->top_logprobs;
+}
+
 /* Asks the current stage for its step, when its link is up. A step begins at stage 0: on
  * stages that all keep pipes, over the positions past what they hold (the prompt a chunk at
  * a time); else over the whole context, greedily. */
@@ -175,12 +183,12 @@ static void send_step(struct sf_pipe *p, struct pipe_gen *g, uint64_t now)
 		send_step(p, g, now);
 		return;
 	}
-	if (!g->kept && !greedy(&g->sampling)) {
+	if (!g->kept && !plain(g)) {
 		uint32_t k = 0;
 		while (k + 1 < p->cfg.n_stages && p->stages[k].version >= 5)
 			k++;
 		fail(p, g, SF_E_UNSUPPORTED, "pipeline stage %u (%s) runs an older superfluid "
-		     "(protocol %u) that draws greedily only; update it", k + 1,
+		     "(protocol %u) that draws greedily only, without logprobs; update it", k + 1,
 		     p->stages[k].identity, p->stages[k].version);
 		return;
 	}
@@ -196,6 +204,8 @@ static void send_step(struct sf_pipe *p, struct pipe_gen *g, uint64_t now)
 		if (g->stage + 1 == p->cfg.n_stages) {
 			m.sampling = g->sampling;
 			m.generated = g->made;
+			m.logprobs = g->logprobs;
+			m.top_logprobs = (uint8_t)g->top_logprobs;
 		}
 		g->pipes = true;
 	} else if (g->stage == 0) {
@@ -268,23 +278,28 @@ void sf_pipe_stage_down(struct sf_pipe *p, uint32_t k, uint64_t now_ms)
 	(void)now_ms;
 }
 
-int sf_pipe_generate(struct sf_pipe *p, const uint32_t *ctx, uint32_t n, uint32_t max_new,
-		     const struct sf_sampling *s, const uint32_t *stop, uint32_t n_stop,
-		     uint64_t now_ms, uint64_t *gen, struct sf_err *err)
+int sf_pipe_generate(struct sf_pipe *p, const uint32_t *ctx, uint32_t n,
+		     const struct sf_pipe_gen_opts *o, uint64_t now_ms, uint64_t *gen,
+		     struct sf_err *err)
 {
 	static const struct sf_sampling none = { 0 };
-	if (!s)
-		s = &none;
+	const struct sf_sampling *s = o->sampling ? o->sampling : &none;
+	uint32_t max_new = o->max_new, n_stop = o->n_stop;
+	const uint32_t *stop = o->stop;
+	bool asks = !greedy(s) || o->logprobs || o->top_logprobs;
 	if (!p->n_layers)
 		return sf_err_set(err, SF_E_STATE, "the pipeline's stages have not all been up yet");
 	if (s->n_logit_bias > SF_MAX_LOGIT_BIAS)
 		return sf_err_set(err, SF_E_RANGE, "%u logit_bias pairs, over %u", s->n_logit_bias,
 				  SF_MAX_LOGIT_BIAS);
-	for (uint32_t k = 0; !greedy(s) && k < p->cfg.n_stages; k++)
+	if (o->top_logprobs > SF_MAX_TOP_LOGPROBS)
+		return sf_err_set(err, SF_E_RANGE, "%u top logprobs, over %u", o->top_logprobs,
+				  SF_MAX_TOP_LOGPROBS);
+	for (uint32_t k = 0; asks && k < p->cfg.n_stages; k++)
 		if (p->stages[k].version < 5)
 			return sf_err_set(err, SF_E_UNSUPPORTED, "pipeline stage %u (%s) runs an "
-					  "older superfluid (protocol %u) that draws greedily only; "
-					  "update it", k + 1, p->stages[k].identity[0]
+					  "older superfluid (protocol %u) that draws greedily only, "
+					  "without logprobs; update it", k + 1, p->stages[k].identity[0]
 					  ? p->stages[k].identity : "never up", p->stages[k].version);
 	if (!n || !max_new)
 		return sf_err_set(err, SF_E_RANGE, "a pipeline generation needs a context and a "
@@ -318,6 +333,8 @@ int sf_pipe_generate(struct sf_pipe *p, const uint32_t *ctx, uint32_t n, uint32_
 	g->n_stop = n_stop < SF_PIPE_MAX_STOP ? n_stop : SF_PIPE_MAX_STOP;
 	if (g->n_stop)
 		memcpy(g->stop, stop, g->n_stop * sizeof(uint32_t));
+	g->logprobs = o->logprobs;
+	g->top_logprobs = o->top_logprobs;
 	g->id = (++p->seq << SLOT_BITS) | slot;
 	g->since = now_ms;
 	p->n_running++;
@@ -348,7 +365,8 @@ static bool is_stop(const struct pipe_gen *g, uint32_t t)
 }
 
 /* The last stage's token: passed on, and the next step begins (or the generation ends). */
-static void took_token(struct sf_pipe *p, struct pipe_gen *g, uint32_t t, uint64_t now)
+static void took_token(struct sf_pipe *p, struct pipe_gen *g, uint32_t t,
+		       const struct sf_logprob *lp, uint64_t now)
 {
 	uint64_t id = g->id;
 	if (is_stop(g, t)) {
@@ -369,11 +387,11 @@ static void took_token(struct sf_pipe *p, struct pipe_gen *g, uint32_t t, uint64
 	g->ctx[g->n_ctx++] = t;
 	g->left--;
 	g->made++;
-	p->io.token(p->io.arg, id, t);
+	p->io.token(p->io.arg, id, t, lp);
 	g = gen_of(p, id); /* the callback may have cancelled it */
 #ifdef SF_PLANTED_BUGS
 	if (g && g->asked_again && sf_pipe_planted_bug == SF_PIPE_BUG_TWICE) {
-		p->io.token(p->io.arg, id, t); /* the planted bug: the step applied twice */
+		p->io.token(p->io.arg, id, t, lp); /* the planted bug: the step applied twice */
 		g = gen_of(p, id);
 	}
 	if (g)
@@ -425,7 +443,8 @@ bool sf_pipe_on_msg(struct sf_pipe *p, uint32_t k, const struct sf_msg *m, uint6
 		send_step(p, g, now_ms);
 	} else if (r->kind == SF_STAGE_TOKEN && last) {
 		g->from = g->kept ? g->to : 0;
-		took_token(p, g, r->token, now_ms);
+		took_token(p, g, r->token, g->logprobs || g->top_logprobs ? &r->logprob : NULL,
+			   now_ms);
 	} else if (r->kind == SF_STAGE_HIDDEN && !last) {
 		uint8_t *h = malloc(r->hidden_len ? r->hidden_len : 1);
 		if (!h) {

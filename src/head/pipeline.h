@@ -35,8 +35,9 @@ struct sf_pipe_io {
 	/* Sends to stage k on its current link (STAGE_FORWARD_REQ, STAGE_RELEASE); 0 or a
 	 * negative sf_code. */
 	int (*send)(void *arg, uint32_t stage, uint16_t type, const void *msg);
-	/* The next token of generation gen. */
-	void (*token)(void *arg, uint64_t gen, uint32_t token);
+	/* The next token of generation gen, with its log-probabilities when the generation asked
+	 * for them (else lp is NULL; valid during the call). */
+	void (*token)(void *arg, uint64_t gen, uint32_t token, const struct sf_logprob *lp);
 	/* Generation gen ended: rc 0 with SF_FINISH_STOP or SF_FINISH_LENGTH, or rc < 0 with a
 	 * sentence naming the stage. Once per generation; never for a cancelled one. */
 	void (*done)(void *arg, uint64_t gen, int rc, uint32_t reason, const char *msg);
@@ -64,14 +65,22 @@ void sf_pipe_range(const struct sf_pipe *p, uint32_t k, uint32_t *start, uint32_
 /* Whether every stage's link is up now. */
 bool sf_pipe_ready(const struct sf_pipe *p);
 
-/* A generation after ctx (n tokens, copied) of up to max_new tokens drawn with s (copied;
- * NULL or all zero: greedy), ending early at one of stop (at most SF_PIPE_MAX_STOP; the stop
- * token itself is not passed on). 0 with *gen, or SF_E_STATE (no model yet), SF_E_LIMIT (too
- * many at once, or the context too long), SF_E_UNSUPPORTED (s is not greedy and a stage speaks
- * a protocol before 5). */
-int sf_pipe_generate(struct sf_pipe *p, const uint32_t *ctx, uint32_t n, uint32_t max_new,
-		     const struct sf_sampling *s, const uint32_t *stop, uint32_t n_stop,
-		     uint64_t now_ms, uint64_t *gen, struct sf_err *err);
+/* What a generation asks for besides its context. */
+struct sf_pipe_gen_opts {
+	uint32_t max_new;                 /* tokens to make at most, >= 1 */
+	const struct sf_sampling *sampling; /* copied; NULL or all zero: greedy */
+	const uint32_t *stop;             /* tokens that end it (not passed on) */
+	uint32_t n_stop;                  /* at most SF_PIPE_MAX_STOP */
+	bool logprobs;                    /* each token's log-probability ... */
+	uint32_t top_logprobs;            /* ... and this many alternatives (<= 20) */
+};
+
+/* A generation after ctx (n tokens, copied) as o asks. 0 with *gen, or SF_E_STATE (no model
+ * yet), SF_E_LIMIT (too many at once, or the context too long), SF_E_UNSUPPORTED (other than
+ * greedy sampling, or logprobs, and a stage speaks a protocol before 5). */
+int sf_pipe_generate(struct sf_pipe *p, const uint32_t *ctx, uint32_t n,
+		     const struct sf_pipe_gen_opts *o, uint64_t now_ms, uint64_t *gen,
+		     struct sf_err *err);
 /* Stops gen; its answers in flight are dropped when they come. */
 void sf_pipe_cancel(struct sf_pipe *p, uint64_t gen);
 

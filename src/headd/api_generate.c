@@ -457,10 +457,6 @@ static int check(struct headd_req *q, struct sf_api_error *e)
 	if (q->r.n > 1 && q->pipeline)
 		return sf_api_bad(e, "n", "%s runs over pipeline stages, one choice a request: ask "
 				  "for n = 1", q->r.model);
-	if (q->pipeline && q->r.logprobs)
-		return sf_api_fail(e, 400, "invalid_request_error", "unsupported_on_fleet",
-				   "logprobs", "%s runs over pipeline stages, which pass on tokens "
-				   "without logprobs", q->r.model);
 	q->tok = sf_tok_client_tokenizer(d->api.tok, q->tok_model);
 	if (!q->tok)
 		return sf_api_fail(e, 503, "service_unavailable", "tokenizer_unavailable", "model",

@@ -40,14 +40,21 @@ static uint64_t session_of(struct headd *d, uint64_t gen)
 	return 0;
 }
 
-static void pipe_token(void *arg, uint64_t gen, uint32_t token)
+static void pipe_token(void *arg, uint64_t gen, uint32_t token, const struct sf_logprob *lp)
 {
 	struct headd *d = arg;
 	struct sf_head_event ev = { .kind = SF_HEAD_EV_TOKENS, .node = SF_HEAD_NO_NODE,
 				    .session_id = session_of(d, gen), .generation_id = gen,
 				    .tokens = &token, .n_tokens = 1 };
-	if (ev.session_id)
+	if (!ev.session_id)
+		return;
+	headd_gen_event(d, &ev);
+	if (lp && (ev.session_id = session_of(d, gen))) { /* as a node sends them: after it */
+		ev = (struct sf_head_event){ .kind = SF_HEAD_EV_LOGPROBS, .node = SF_HEAD_NO_NODE,
+					     .session_id = ev.session_id, .generation_id = gen,
+					     .logprobs = lp, .n_logprobs = 1 };
 		headd_gen_event(d, &ev);
+	}
 }
 
 static void pipe_done(void *arg, uint64_t gen, int rc, uint32_t reason, const char *msg)
@@ -154,8 +161,11 @@ int headd_pipeline_start(struct headd_req *q, const struct sf_sampling *s, struc
 		stop[n_stop++] = q->vocab.end_turn;
 	q->session_id = headd_session_id_new(d); /* the request's own id: never in sf_head */
 	headd_req_index(q);
-	return sf_pipe_generate(d->fleet.pipe, q->content, q->n_content, q->max_tokens, s, stop,
-				n_stop, sf_loop_now(d->loop), &q->generation_id, err);
+	struct sf_pipe_gen_opts o = { .max_new = q->max_tokens, .sampling = s, .stop = stop,
+				      .n_stop = n_stop, .logprobs = q->r.logprobs,
+				      .top_logprobs = q->r.top_logprobs };
+	return sf_pipe_generate(d->fleet.pipe, q->content, q->n_content, &o,
+				sf_loop_now(d->loop), &q->generation_id, err);
 }
 
 void headd_pipeline_cancel(struct headd_req *q)

@@ -185,6 +185,9 @@ void sf__node_on_stage_forward(struct sf_node *n, uint64_t link, const struct sf
 		.hidden_len = m->has_hidden ? m->hidden_len : 0,
 		.sampling = &job->sampling,
 		.ctx = pipe ? pipe->ctx : NULL, .from = m->from, .n_generated = m->generated,
+		.logprobs = m->logprobs,
+		.top_logprobs = m->top_logprobs < SF_MAX_TOP_LOGPROBS ? m->top_logprobs
+								      : SF_MAX_TOP_LOGPROBS,
 	};
 	if (pipe) {
 		job->pipe = pipe;
@@ -222,6 +225,12 @@ void sf__node_stage_answer(struct sf_node *n, struct sf_node_job *job)
 	} else if (job->out.kind == SF_STAGE_TOKEN) {
 		r.kind = SF_STAGE_TOKEN;
 		r.token = job->out.token;
+		if (job->in.logprobs || job->in.top_logprobs) {
+			const struct sf_engine_logprob *lp = &job->out.lp;
+			r.logprob = (struct sf_logprob){ .token = lp->token, .logprob = lp->logprob,
+							 .top = (struct sf_top_logprob *)lp->top,
+							 .n_top = lp->n_top };
+		}
 	} else if (job->out.kind == SF_STAGE_HELD) {
 		r.kind = SF_STAGE_HELD;
 		r.held = job->out.held;

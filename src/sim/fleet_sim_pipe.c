@@ -27,7 +27,7 @@ static int pipe_send(void *arg, uint32_t k, uint16_t type, const void *msg)
 	return sf_link_send(c->hl, type, msg, f->now, &err);
 }
 
-static void pipe_token(void *arg, uint64_t gid, uint32_t token)
+static void pipe_token(void *arg, uint64_t gid, uint32_t token, const struct sf_logprob *lp)
 {
 	struct sf_fleet_sim *f = arg;
 	struct sf_fleet_pipe_gen *g = running_gen(f, gid);
@@ -117,7 +117,8 @@ int sf_fleet_sim_pipe_generate(struct sf_fleet_sim *f, uint64_t sid, const uint3
 				  "at most", SF_FLEET_SIM_MAX_PIPE_GENS);
 	/* headd stops at the vocabulary's end of text and end of turn. */
 	uint32_t stop[2] = { SF_SIM_EOS, SF_SIM_IM_END };
-	int rc = sf_pipe_generate(f->pipe, ctx, n, max_new, NULL, stop, 2, f->now, gid, err);
+	struct sf_pipe_gen_opts o = { .max_new = max_new, .stop = stop, .n_stop = 2 };
+	int rc = sf_pipe_generate(f->pipe, ctx, n, &o, f->now, gid, err);
 	if (rc)
 		return rc;
 	f->pgens[f->n_pgens++] = (struct sf_fleet_pipe_gen){ .sid = sid, .gid = *gid,

@@ -4,7 +4,7 @@
 # pipeline's completions, whole, streamed and through the CLI, and its chat replies equal the
 # unsplit engine's greedy output computed here alone (superfluid model run), and the whole
 # node's, also for a prompt of several of the stages' chunks; seeded sampling gives the whole
-# node's stream; a stage killed with a step in flight and started again on its port (its kept
+# node's stream, and its logprobs the whole node's; a stage killed with a step in flight and started again on its port (its kept
 # context gone: the step runs again from the start): the generation completes, equal still.
 # Usage: gguf_pipeline.sh NODED HEADD CLI SOURCE_DIR   (exit 77: no llama.cpp vocabulary;
 # KEEP=DIR keeps the work folder)
@@ -63,6 +63,17 @@ run generate "${H[@]}" --model "$model" --temperature 0.9 --top-p 0.95 --seed 11
 cp "$work/got" "$work/want"
 run generate "${H[@]}" --model "$pmodel" --temperature 0.9 --top-p 0.95 --seed 11 --max-tokens 40 "$p"
 same "seeded sampling through the pipeline: the whole node's stream with that seed"
+body="\"prompt\":\"$p\",\"max_tokens\":16,\"temperature\":0.9,\"seed\":3,\"logprobs\":4"
+req POST /v1/completions "{\"model\":\"$model\",$body}"
+cp "$work/out" "$work/whole.json"
+req POST /v1/completions "{\"model\":\"$pmodel\",$body}"
+r=0; python3 - "$work/out" "$work/whole.json" <<'PY' || r=1
+import json, sys
+a, b = (json.load(open(f))["choices"][0] for f in sys.argv[1:])
+assert a["text"] == b["text"] and a["logprobs"] == b["logprobs"], (a, b)
+assert len(a["logprobs"]["tokens"]) == 16 and all(len(t) == 4 for t in a["logprobs"]["top_logprobs"])
+PY
+check "logprobs (4 alternatives) through the pipeline: the whole node's, bit for bit" $r
 # The vocabulary's own template (Qwen2's: a default system turn first), as the head renders it.
 engine_says "$work/want" "$M" --prompt $'<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nTell me about the fleet.<|im_end|>\n<|im_start|>assistant\n' --n 24
 req POST /v1/chat/completions "{\"model\":\"$pmodel\",\"messages\":[{\"role\":\"user\",\"content\":\"Tell me about the fleet.\"}],\"max_tokens\":24,\"temperature\":0}"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # --pipeline: a model split over three stage nodes beside one whole node, through the HTTP
 # API and the CLI. The pipeline's output equals the unsplit engine's (greedy), whole and
-# streamed, completions and chat; no session lands on a stage; a stage stopped and then
+# streamed, completions and chat, and with logprobs and a seed the whole node's; no session
+# lands on a stage; a stage stopped and then
 # killed with a step in flight and started again on its port: the generation goes on,
 # equal still; a stage gone past the step timeout fails the request naming it.
 # Usage: pipeline.sh NODED HEADD SIM_EXPECT CLI   (KEEP=DIR keeps the work folder)
@@ -49,9 +50,20 @@ check "status marks the three stage nodes" $r
 req POST /v1/chat/completions '{"model":"sim-1-pipeline","messages":[{"role":"user","content":"hi"}],"session":"s1"}'
 r=0; [ "$status" = 400 ] && [ "$(j "$work/out" 'd["error"]["param"]')" = session ] || r=1
 check "a named session on the pipeline: 400 naming session" $r
-req POST /v1/chat/completions '{"model":"sim-1-pipeline","messages":[{"role":"user","content":"hi"}],"logprobs":true}'
-r=0; [ "$status" = 400 ] && [ "$(j "$work/out" 'd["error"]["param"]')" = logprobs ] || r=1
-check "logprobs on the pipeline: 400 naming logprobs" $r
+# Logprobs and seeded sampling: the pipeline's choice is the whole node's, entry for entry.
+body='"messages":[{"role":"user","content":"hi"}],"logprobs":true,"top_logprobs":3,"temperature":0.9,"seed":5,"max_tokens":30'
+req POST /v1/chat/completions "{\"model\":\"sim-1-pipeline\",$body}"
+cp "$work/out" "$work/piped"
+req POST /v1/chat/completions "{\"model\":\"sim-1\",$body}"
+r=0; python3 - "$work/piped" "$work/out" <<'PY' || r=1
+import json, sys
+a, b = (json.load(open(f))["choices"][0] for f in sys.argv[1:])
+assert a["message"]["content"] == b["message"]["content"], (a, b)
+la, lb = a["logprobs"]["content"], b["logprobs"]["content"]
+assert len(la) == len(lb) > 0 and all(len(x["top_logprobs"]) == 3 for x in la)
+assert la == lb, (la[:2], lb[:2])
+PY
+check "logprobs (3 alternatives) through the pipeline, seeded: the whole node's, entry for entry" $r
 
 # Stage 2 stopped before the request: its first step waits; killed with the step in flight,
 # then started again on its port: the head dials it again and asks the step again.

@@ -30,6 +30,8 @@ struct sent {
 	uint64_t req, pipe;
 	uint32_t from, generated;
 	struct sf_sampling sampling;
+	bool logprobs;
+	uint32_t top_logprobs;
 	uint32_t start, end;
 	uint32_t *tokens; /* copies */
 	uint32_t n_tokens;
@@ -51,6 +53,8 @@ struct world {
 	struct {
 		uint64_t id;
 		uint32_t out[MAX_OUT];
+		struct sf_engine_logprob lp[MAX_OUT]; /* when asked */
+		uint32_t n_lp;
 		uint32_t n;
 		int done, rc;
 		uint32_t reason;
@@ -84,7 +88,8 @@ static int w_send(void *arg, uint32_t stage, uint16_t type, const void *msg)
 			    .end = m->end_layer, .n_tokens = m->n_tokens,
 			    .has_hidden = m->has_hidden, .hidden_len = m->hidden_len,
 			    .pipe = m->pipe_id, .from = m->from, .generated = m->generated,
-			    .sampling = m->sampling };
+			    .sampling = m->sampling, .logprobs = m->logprobs,
+			    .top_logprobs = m->top_logprobs };
 	s->sampling.logit_bias = NULL;
 	s->sampling.n_logit_bias = 0;
 	s->tokens = malloc((m->n_tokens + 1) * sizeof(uint32_t));
@@ -105,13 +110,20 @@ static uint32_t slot_of(struct world *w, uint64_t gen)
 	return 0;
 }
 
-static void w_token(void *arg, uint64_t gen, uint32_t t)
+static void w_token(void *arg, uint64_t gen, uint32_t t, const struct sf_logprob *lp)
 {
 	struct world *w = arg;
 	uint32_t i = slot_of(w, gen);
 	assert_int_equal(w->gens[i].done, 0);
 	assert_true(w->gens[i].n < MAX_OUT);
 	w->gens[i].out[w->gens[i].n++] = t;
+	if (lp) {
+		struct sf_engine_logprob *e = &w->gens[i].lp[w->gens[i].n_lp++];
+		assert_true(lp->n_top <= SF_MAX_TOP_LOGPROBS);
+		*e = (struct sf_engine_logprob){ .token = lp->token, .logprob = lp->logprob,
+						 .n_top = lp->n_top };
+		memcpy(e->top, lp->top, lp->n_top * sizeof(*lp->top));
+	}
 }
 
 static void w_done(void *arg, uint64_t gen, int rc, uint32_t reason, const char *msg)
@@ -216,7 +228,8 @@ static void answer(struct world *w, uint32_t i, uint64_t now)
 		.n_tokens = s->n_tokens, .hidden = s->has_hidden ? s->hidden : NULL,
 		.hidden_len = s->has_hidden ? s->hidden_len : 0, .sampling = &s->sampling,
 		.ctx = s->pipe ? kept_ctx(w, s->stage, s->pipe) : NULL, .from = s->from,
-		.n_generated = s->generated,
+		.n_generated = s->generated, .logprobs = s->logprobs,
+		.top_logprobs = s->top_logprobs,
 	};
 	uint8_t hidden[4096];
 	struct sf_engine_stage_out out = { 0 };
@@ -231,6 +244,8 @@ static void answer(struct world *w, uint32_t i, uint64_t now)
 	} else if (out.kind == SF_STAGE_TOKEN) {
 		r->kind = SF_STAGE_TOKEN;
 		r->token = out.token;
+		r->logprob = (struct sf_logprob){ .token = out.lp.token, .logprob = out.lp.logprob,
+						  .top = out.lp.top, .n_top = out.lp.n_top };
 	} else if (out.kind == SF_STAGE_HELD) {
 		r->kind = SF_STAGE_HELD;
 		r->held = out.held;
@@ -244,18 +259,25 @@ static void answer(struct world *w, uint32_t i, uint64_t now)
 	assert_true(sf_pipe_on_msg(w->pipe, stage, &m, now));
 }
 
-static uint64_t start_s(struct world *w, const char *prompt, uint32_t max_new, uint32_t stop,
-			const struct sf_sampling *s)
+static uint64_t start_o(struct world *w, const char *prompt, uint32_t max_new, uint32_t stop,
+			const struct sf_sampling *s, uint32_t top_logprobs)
 {
 	uint32_t ctx[1024];
 	size_t n = 0;
 	struct sf_err err;
 	assert_int_equal(sf_engine_encode(w->engine, prompt, strlen(prompt), ctx, 1024, &n, &err), 0);
 	uint64_t gen = 0;
-	assert_int_equal(sf_pipe_generate(w->pipe, ctx, (uint32_t)n, max_new, s, &stop, 1, 0, &gen,
-					  &err), 0);
+	struct sf_pipe_gen_opts o = { .max_new = max_new, .sampling = s, .stop = &stop, .n_stop = 1,
+				      .logprobs = top_logprobs > 0, .top_logprobs = top_logprobs };
+	assert_int_equal(sf_pipe_generate(w->pipe, ctx, (uint32_t)n, &o, 0, &gen, &err), 0);
 	w->gens[w->n_gens++].id = gen;
 	return gen;
+}
+
+static uint64_t start_s(struct world *w, const char *prompt, uint32_t max_new, uint32_t stop,
+			const struct sf_sampling *s)
+{
+	return start_o(w, prompt, max_new, stop, s, 0);
 }
 
 static uint64_t start(struct world *w, const char *prompt, uint32_t max_new, uint32_t stop)
@@ -419,7 +441,8 @@ static void stages_disagree(void **state)
 	struct sf_err err;
 	uint64_t gen;
 	uint32_t t = 1;
-	assert_int_equal(sf_pipe_generate(w.pipe, &t, 1, 5, NULL, NULL, 0, 0, &gen, &err), SF_E_STATE);
+	struct sf_pipe_gen_opts o5 = { .max_new = 5 };
+	assert_int_equal(sf_pipe_generate(w.pipe, &t, 1, &o5, 0, &gen, &err), SF_E_STATE);
 	stage_up(&w, 0, NULL, 0, 0);
 	stage_up(&w, 1, "other-model", 0, SF_E_RANGE);
 	stage_up(&w, 2, NULL, 12, SF_E_RANGE);
@@ -575,9 +598,49 @@ static void kept_stages_sample(void **state)
 	uint32_t t = 'a';
 	uint64_t gen;
 	struct sf_err err;
-	assert_int_equal(sf_pipe_generate(w.pipe, &t, 1, 5, &warm, NULL, 0, 0, &gen, &err),
-			 SF_E_UNSUPPORTED);
+	struct sf_pipe_gen_opts o = { .max_new = 5, .sampling = &warm };
+	assert_int_equal(sf_pipe_generate(w.pipe, &t, 1, &o, 0, &gen, &err), SF_E_UNSUPPORTED);
 	assert_non_null(strstr(err.msg, "protocol 3"));
+	o = (struct sf_pipe_gen_opts){ .max_new = 5, .logprobs = true };
+	assert_int_equal(sf_pipe_generate(w.pipe, &t, 1, &o, 0, &gen, &err), SF_E_UNSUPPORTED);
+	assert_non_null(strstr(err.msg, "without logprobs"));
+	world_free(&w);
+}
+
+/* Logprobs on kept stages: each token's, with its alternatives, is the decode step's. */
+static void kept_stages_give_logprobs(void **state)
+{
+	const struct sf_sampling warm = { .temperature = 0.9f, .top_p = 0.9f, .seed = 42 };
+	struct world w;
+	world_init_v(&w, 3, 0, 5);
+	for (uint32_t k = 0; k < 3; k++)
+		stage_up(&w, k, NULL, 0, 0);
+	const char *prompt = "Once upon a time";
+	start_o(&w, prompt, 40, 257, &warm, 3);
+	run_all(&w);
+	check_gen_s(&w, 0, prompt, 40, &warm);
+	assert_int_equal(w.gens[0].n_lp, w.gens[0].n);
+	uint32_t ctx[256];
+	size_t n = 0;
+	assert_int_equal(sf_engine_encode(w.engine, prompt, strlen(prompt), ctx, 256, &n, NULL), 0);
+	struct sf_engine_ctx *c;
+	assert_int_equal(sf_engine_ctx_new(w.engine, &warm, &c, NULL), 0);
+	assert_int_equal(sf_engine_prefill(w.engine, c, ctx, n, NULL), 0);
+	for (uint32_t i = 0; i < w.gens[0].n; i++) {
+		struct sf_engine_step st = { .ctx = c, .logprobs = true, .top_logprobs = 3 };
+		assert_int_equal(sf_engine_decode(w.engine, &st, 1, NULL), 0);
+		const struct sf_engine_logprob *got = &w.gens[0].lp[i];
+		assert_int_equal(st.token, w.gens[0].out[i]);
+		assert_int_equal(got->token, st.lp.token);
+		assert_true(got->logprob == st.lp.logprob);
+		assert_int_equal(got->n_top, 3);
+		assert_int_equal(got->n_top, st.lp.n_top);
+		for (uint32_t k = 0; k < got->n_top; k++) {
+			assert_int_equal(got->top[k].token, st.lp.top[k].token);
+			assert_true(got->top[k].logprob == st.lp.top[k].logprob);
+		}
+	}
+	sf_engine_ctx_free(w.engine, c);
 	world_free(&w);
 }
 
@@ -596,6 +659,7 @@ int main(void)
 		cmocka_unit_test(kept_steps_carry_new_positions),
 		cmocka_unit_test(kept_stage_that_lost_its_context),
 		cmocka_unit_test(kept_stages_sample),
+		cmocka_unit_test(kept_stages_give_logprobs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
