@@ -57,6 +57,7 @@
 enum { T_TOKENIZE_REQ = 0x0013, T_TOKENIZE_RESP = 0x0014, T_SESSION_APPEND = 0x0021,
        T_TOKEN_EVENTS = 0x0033 };
 
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void die(const char *fmt, ...)
 {
 	va_list ap;
@@ -386,6 +387,7 @@ struct str {
 	size_t len, cap;
 };
 
+static void sadd(struct str *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void sadd(struct str *s, const char *fmt, ...)
 {
 	va_list ap;

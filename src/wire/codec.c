@@ -150,7 +150,7 @@ static uint32_t struct_needs(const struct sf_schema *s, const void *obj, uint32_
 			v = struct_needs(f->sub, CAT(obj, f->off, void), v);
 		} else if (f->kind == SF_K_ARR) {
 			uint32_t n = *CAT(obj, f->len_off, uint32_t);
-			const char *p = *CAT(obj, f->off, const char *);
+			const char *p = *CAT(obj, f->off, char *);
 			for (uint32_t j = 0; p && j < n; j++)
 				v = struct_needs(f->sub, p + (size_t)j * f->sub->size, v);
 		}

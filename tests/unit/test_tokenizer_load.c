@@ -32,14 +32,14 @@ enum {
 };
 
 static const char *const spm_tokens[] = {
-	"<unk>", "<s>", "</s>", "\xe2\x96\x81", "a", "b", "\xe2\x96\x81" "a", "ab", "<0x0A>",
+	"<unk>", "<s>", "</s>", "\xe2\x96\x81", "a", "b", "\342\226\201a", "ab", "<0x0A>",
 };
 #define N_SPM (sizeof(spm_tokens) / sizeof(spm_tokens[0]))
 
 /* A llama (SPM) or gpt2 (BPE) tokenizer's metadata. */
 static void write_file(struct gguf_mem *m, bool bpe, unsigned spoil)
 {
-	static const char *const bpe_tokens[] = { "a", "b", "ab", "\xc4\xa0", "\xc4\xa0" "ab",
+	static const char *const bpe_tokens[] = { "a", "b", "ab", "\xc4\xa0", "\304\240ab",
 						  "<|endoftext|>" };
 	static const char *const merges[] = { "a b", "\xc4\xa0 ab" };
 	const char *const *toks = bpe ? bpe_tokens : spm_tokens;
