@@ -120,6 +120,7 @@ void headd_gen_free(struct headd_req *q)
 
 static int start_generation(struct headd_req *q, const uint32_t *tokens, uint32_t n);
 static int start_session(struct headd_req *q);
+static int start_pipeline(struct headd_req *q);
 static int start_choices(struct headd_req *q);
 static int sampling_of(struct headd_req *q, struct sf_sampling *smp, struct sf_logit_bias **bias);
 
@@ -198,32 +199,36 @@ static int start_generation(struct headd_req *q, const uint32_t *tokens, uint32_
 		memcpy(q->content + base + lead, tokens, (size_t)n * sizeof(uint32_t));
 	q->n_content = base + lead + n;
 
-	if (q->pipeline) {
-		struct sf_err err;
-		struct sf_sampling smp;
-		struct sf_logit_bias *bias;
-		int rc = sampling_of(q, &smp, &bias) ? SF_E_NOMEM : headd_pipeline_start(q, &smp, &err);
-		free(bias);
-		if (rc == SF_E_NOMEM) {
-			sf_api_fail(&e, 500, "server_error", NULL, NULL, "the head is out of memory");
-		} else if (rc == SF_E_UNSUPPORTED) {
-			sf_api_fail(&e, 400, "invalid_request_error", "unsupported_on_fleet",
-				    "temperature", "%s", err.msg);
-		} else if (rc) {
-			sf_api_fail(&e, 503, "service_unavailable", "no_capacity", NULL,
-				    "the pipeline cannot take the generation now: %s", err.msg);
-		}
-		if (rc) {
-			req_fail(q, &e);
-			return -1;
-		}
-		headd_life_on(&q->life, HE_STARTED);
-		d->api.m.prompt_tokens += q->n_content;
-		return 0;
-	}
-	if (start_session(q))
+	if (q->pipeline ? start_pipeline(q) : start_session(q))
 		return -1;
 	return q->r.n > 1 ? start_choices(q) : 0;
+}
+
+/* Starts q's generation on the pipeline's stages, with its sampling (choice i: seed + i). */
+static int start_pipeline(struct headd_req *q)
+{
+	struct sf_api_error e;
+	struct sf_err err;
+	struct sf_sampling smp;
+	struct sf_logit_bias *bias;
+	int rc = sampling_of(q, &smp, &bias) ? SF_E_NOMEM : headd_pipeline_start(q, &smp, &err);
+	free(bias);
+	if (rc == SF_E_NOMEM) {
+		sf_api_fail(&e, 500, "server_error", NULL, NULL, "the head is out of memory");
+	} else if (rc == SF_E_UNSUPPORTED) {
+		sf_api_fail(&e, 400, "invalid_request_error", "unsupported_on_fleet",
+			    q->r.logprobs ? "logprobs" : "temperature", "%s", err.msg);
+	} else if (rc) {
+		sf_api_fail(&e, 503, "service_unavailable", "no_capacity", NULL,
+			    "the pipeline cannot take the generation now: %s", err.msg);
+	}
+	if (rc) {
+		req_fail(q, &e);
+		return -1;
+	}
+	headd_life_on(&q->life, HE_STARTED);
+	q->d->api.m.prompt_tokens += q->n_content;
+	return 0;
 }
 
 /* The generation's record: what a client that comes back for it needs (--wal-dir). */
@@ -399,12 +404,14 @@ static int start_choices(struct headd_req *q)
 		(void)headd_chat_out(c, &ce); /* no memory: the choice reads marker tokens only */
 		c->lead = q;
 		c->index = i;
+		c->pipeline = q->pipeline;
 		q->choice[q->n_choice++] = c;
 		c->next = d->api.reqs;
 		d->api.reqs = c;
 		headd_life_init(&c->life, HL_RUNNING);
 		c->life.streaming = q->life.streaming;
-		(void)start_session(c); /* a failure is the choice's end: see headd_stream_finish */
+		/* A failure is the choice's end: see headd_stream_finish. */
+		(void)(c->pipeline ? start_pipeline(c) : start_session(c));
 	}
 	return 0;
 }
@@ -454,9 +461,6 @@ static int check(struct headd_req *q, struct sf_api_error *e)
 	q->tok_model = q->pipeline ? sf_pipe_model(d->fleet.pipe) : q->r.model;
 	if (!q->pipeline && headd_model_check(d, q->r.model, e))
 		return -1;
-	if (q->r.n > 1 && q->pipeline)
-		return sf_api_bad(e, "n", "%s runs over pipeline stages, one choice a request: ask "
-				  "for n = 1", q->r.model);
 	q->tok = sf_tok_client_tokenizer(d->api.tok, q->tok_model);
 	if (!q->tok)
 		return sf_api_fail(e, 503, "service_unavailable", "tokenizer_unavailable", "model",

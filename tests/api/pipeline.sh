@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # --pipeline: a model split over three stage nodes beside one whole node, through the HTTP
 # API and the CLI. The pipeline's output equals the unsplit engine's (greedy), whole and
-# streamed, completions and chat, and with logprobs and a seed the whole node's; no session
-# lands on a stage; a stage stopped and then
+# streamed, completions and chat, and with logprobs, a seed or n choices the whole node's; no
+# session lands on a stage; a stage stopped and then
 # killed with a step in flight and started again on its port: the generation goes on,
 # equal still; a stage gone past the step timeout fails the request naming it.
 # Usage: pipeline.sh NODED HEADD SIM_EXPECT CLI   (KEEP=DIR keeps the work folder)
@@ -64,6 +64,25 @@ assert len(la) == len(lb) > 0 and all(len(x["top_logprobs"]) == 3 for x in la)
 assert la == lb, (la[:2], lb[:2])
 PY
 check "logprobs (3 alternatives) through the pipeline, seeded: the whole node's, entry for entry" $r
+# n = 3 choices (choice i sampled with seed + i), streamed: the whole node's choices.
+body='"prompt":"Once upon a time","n":3,"temperature":0.8,"seed":11,"max_tokens":25,"stream":true'
+req POST /v1/completions "{\"model\":\"sim-1-pipeline\",$body}"
+cp "$work/out" "$work/piped"
+req POST /v1/completions "{\"model\":\"sim-1\",$body}"
+r=0; python3 - "$work/piped" "$work/out" <<'PY' || r=1
+import json, sys
+def texts(path):
+    t = {}
+    for line in open(path):
+        if line.startswith("data: {"):
+            for c in json.loads(line[6:])["choices"]:
+                t[c["index"]] = t.get(c["index"], "") + c.get("text", "")
+    return t
+a, b = texts(sys.argv[1]), texts(sys.argv[2])
+assert sorted(a) == [0, 1, 2] and a == b, (a, b)
+assert len(set(a.values())) == 3, a
+PY
+check "n = 3 streamed choices through the pipeline: the whole node's three" $r
 
 # Stage 2 stopped before the request: its first step waits; killed with the step in flight,
 # then started again on its port: the head dials it again and asks the step again.
