@@ -37,7 +37,7 @@ static void fill(struct headd *d, struct headd_part *p, int ep)
 		memcpy(p->m.link_opens, d->api.m.link_opens, d->fleet.n_nodes * sizeof(uint64_t));
 	if (p->node_sessions && ep == EP_FLEET) /* a walk of every request per node */
 		headd_fleet_sessions(d, p->node_sessions);
-	if (ep == EP_FLEET)
+	if (ep == EP_FLEET || ep == EP_METRICS)
 		p->stages = headd_fleet_stages(d);
 	sf_head_stats(d->head, &p->st);
 	sf_tok_client_cache_stats(d->api.tok, &p->tc);

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 static const double bounds[HEADD_HIST_BUCKETS] = {
 	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 60, 120,
 };
@@ -125,20 +127,42 @@ static void nodes(struct page *pg, struct headd *d, const struct headd_part *sum
 		for (uint32_t i = 0; i < d->fleet.n_nodes; i++) {
 			const struct headd_node *n = &d->fleet.nodes[i];
 			char a[300], id[600];
+			if (n->is_stage)
+				continue; /* shard 0's alone: pipeline_stages() */
 			/* Each shard has its own link: reconnects are the opens past each one's
 			 * first. */
 			uint64_t opens = sum->m.link_opens && i < sum->n_nodes ? sum->m.link_opens[i] : 0;
 			uint64_t firsts = d->n_shards < opens ? d->n_shards : opens;
 			uint32_t links = sum->node_links && i < sum->n_nodes ? sum->node_links[i]
 									      : n->open;
-			uint64_t v[] = { links >= (n->is_stage ? 1 : d->n_shards), n->cap.free_sessions, n->cap.max_sessions,
-					 n->cap.batch_running, n->cap.batch_size,
-					 opens - firsts };
+			uint64_t v[] = { links >= d->n_shards, n->cap.free_sessions, n->cap.max_sessions,
+					 n->cap.batch_running, n->cap.batch_size, opens - firsts };
 			put(pg, "%s{node=\"%s\",identity=\"%s\"} %llu\n", names[k][0],
 			    label(n->addr, a, sizeof(a)), label(n->identity[0] ? n->identity : "-",
 								 id, sizeof(id)),
 			    (unsigned long long)v[k]);
 		}
+	}
+}
+
+/* The pipeline's stages (linked to shard 0 alone: from its part, whichever shard answers). */
+static void pipeline_stages(struct page *pg, const struct headd_part *sum)
+{
+	size_t n = json_array_size(sum->stages);
+	if (!n)
+		return;
+	put(pg, "# HELP superfluid_pipeline_stage_up Whether the head's link to the pipeline stage "
+		"is open.\n# TYPE superfluid_pipeline_stage_up gauge\n");
+	for (size_t i = 0; i < n; i++) {
+		json_t *s = json_array_get(sum->stages, i);
+		const char *addr = json_string_value(json_object_get(s, "node"));
+		const char *ident = json_string_value(json_object_get(s, "identity"));
+		const char *state = json_string_value(json_object_get(s, "state"));
+		char a[300], id[600];
+		put(pg, "superfluid_pipeline_stage_up{stage=\"%lld\",node=\"%s\",identity=\"%s\"} "
+			"%d\n", (long long)json_integer_value(json_object_get(s, "stage")),
+		    label(addr ? addr : "", a, sizeof(a)), label(ident ? ident : "-", id, sizeof(id)),
+		    state && !strcmp(state, "up"));
 	}
 }
 
@@ -240,14 +264,15 @@ void headd_metrics_page(struct headd_http *h, const struct headd_part *sum)
 		"Idle client connections closed to let a new one in (--http-max-conns).",
 		m->http_evicted);
 	nodes(&pg, d, sum);
+	pipeline_stages(&pg, sum);
 	struct sf_head_stats own;
 	sf_head_stats(d->head, &own);
 	uint32_t up = own.nodes_up; /* with shards: the nodes every shard has a link to */
 	if (d->n_shards > 1) {
 		up = 0;
 		for (uint32_t i = 0; i < d->fleet.n_nodes && i < sum->n_nodes; i++)
-			up += sum->node_links &&
-			      sum->node_links[i] >= (d->fleet.nodes[i].is_stage ? 1 : d->n_shards);
+			up += sum->node_links && !d->fleet.nodes[i].is_stage &&
+			      sum->node_links[i] >= d->n_shards;
 	}
 	const struct sf_head_stats st = sum->st;
 	gauge(&pg, "superfluid_nodes_up", "Nodes whose links (every shard's) are open.", up);

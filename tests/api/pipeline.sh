@@ -47,6 +47,20 @@ check "a chat reply through the pipeline, ended by the chat template's end of tu
 run status "${H[@]}"
 r=0; [ "$(grep -c ' stage=[123]$' "$work/out")" = 3 ] && grep -q "^127.0.0.1:$pw up .* sessions=0$" "$work/out" || r=1
 check "status marks the three stage nodes" $r
+# Whichever shard answers (a new connection each, spread over the shards when there are
+# several): /health counts the fleet's one node, /v1/fleet lists it and the three stages,
+# /metrics has each stage's up gauge.
+r=0
+for _ in $(seq 8); do
+	req GET /health
+	[ "$(j "$work/out" 'd["nodes"], d["nodes_up"]')" = "(1, 1)" ] || { r=1; cat "$work/out"; }
+	req GET /v1/fleet
+	[ "$(j "$work/out" 'sorted(n.get("stage", 0) for n in d["nodes"])')" = "[0, 1, 2, 3]" ] || { r=1; cat "$work/out"; }
+	req GET /metrics
+	[ "$(grep -c '^superfluid_pipeline_stage_up{stage="[123]",.*} 1$' "$work/out")" = 3 ] &&
+		grep -q '^superfluid_nodes_up 1$' "$work/out" || { r=1; grep 'stage_up\|nodes_up' "$work/out"; }
+done
+check "/health, /v1/fleet and /metrics say the same of the stages whichever shard answers" $r
 req POST /v1/chat/completions '{"model":"sim-1-pipeline","messages":[{"role":"user","content":"hi"}],"session":"s1"}'
 r=0; [ "$status" = 400 ] && [ "$(j "$work/out" 'd["error"]["param"]')" = session ] || r=1
 check "a named session on the pipeline: 400 naming session" $r
