@@ -354,22 +354,23 @@ bool dsim_head_wal_view(const struct dsim *s, struct dsim_wal_view *v)
 	return true;
 }
 
+/* Node k's machine's numbers (all 0 while it is down). */
+static struct sf_node_stats node_stats(const struct dsim *s, uint32_t k)
+{
+	struct sf_node_stats st = { 0 };
+	if (dsim_node_up(s, k))
+		sf_node_stats(s->nodes[k]->d[0]->node, &st);
+	return st;
+}
+
 uint32_t dsim_node_sessions(const struct dsim *s, uint32_t k)
 {
-	if (!dsim_node_up(s, k))
-		return 0;
-	struct sf_node_stats st;
-	sf_node_stats(s->nodes[k]->d[0]->node, &st);
-	return st.sessions;
+	return node_stats(s, k).sessions;
 }
 
 uint32_t dsim_node_pipes(const struct dsim *s, uint32_t k)
 {
-	if (!dsim_node_up(s, k))
-		return 0;
-	struct sf_node_stats st;
-	sf_node_stats(s->nodes[k]->d[0]->node, &st);
-	return st.pipes;
+	return node_stats(s, k).pipes;
 }
 
 void dsim_daemons_free(struct dsim *s)
