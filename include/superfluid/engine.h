@@ -150,6 +150,8 @@ struct sf_engine_ops {
 			   struct sf_err *err);
 	void (*specials)(void *impl, const struct sf_engine_special **list, size_t *n);
 	void (*templates)(void *impl, const struct sf_engine_template **list, size_t *n);
+	/* The GGUF pairs a tokenizer is loaded from (sf_tok_load), as a file (optional). */
+	int (*tokenizer_file)(void *impl, const uint8_t **data, size_t *len, struct sf_err *err);
 
 	int (*ctx_new)(void *impl, const struct sf_sampling *s, struct sf_engine_ctx **out,
 		       struct sf_err *err);
@@ -228,6 +230,12 @@ void sf_engine_templates(struct sf_engine *e, const struct sf_engine_template **
 
 /* The template named name, or the default one for NULL; NULL when there is none. */
 const char *sf_engine_chat_template(struct sf_engine *e, const char *name);
+
+/* The tokenizer's GGUF pairs as a file (engine-owned, valid for the engine's life), from which
+ * sf_tok_load makes a tokenizer that encodes as this engine does: what a head encodes with
+ * (PROTOCOL.md 9.7). 0 with *len 0 when the engine has none to give. */
+int sf_engine_tokenizer_file(struct sf_engine *e, const uint8_t **data, size_t *len,
+			     struct sf_err *err);
 
 /* The tokenizer digest of any engine, from its token bytes: SHA-256 over (vocab size u32 LE,
  * then each token's byte length u32 LE and bytes), first 8 bytes little-endian, 0 -> 1. */

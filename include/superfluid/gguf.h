@@ -211,4 +211,9 @@ int sf_gguf_add_tensor(struct sf_gguf_writer *w, const char *name, uint32_t type
 /* Writes version 3 to path (through a temporary file renamed into place). */
 int sf_gguf_writer_save(struct sf_gguf_writer *w, const char *path, struct sf_err *err);
 
+/* The bytes of a file of pairs only (no tensor: SF_E_RANGE) in *out (malloc'd; the caller
+ * frees it), *len of them: metadata to send, such as a tokenizer's. */
+int sf_gguf_writer_bytes(struct sf_gguf_writer *w, uint8_t **out, size_t *len,
+			 struct sf_err *err);
+
 #endif

@@ -48,6 +48,7 @@
 #include <stdint.h>
 
 #include <superfluid/err.h>
+#include <superfluid/wire.h>
 
 struct sf_gguf;
 struct sf_tok;
@@ -98,6 +99,10 @@ struct sf_tok_special {
 int sf_tok_load(const struct sf_gguf *g, struct sf_tok **out, struct sf_err *err)
 	__attribute__((warn_unused_result));
 
+/* t's tokenizer digest over its token bytes (sf_tok_token_bytes), as a fleet link states it
+ * (DESIGN.md fleet link point 3); libsodium must be initialised. */
+uint64_t sf_tok_digest(const struct sf_tok *t);
+
 /* Frees t. NULL is a no-op. */
 void sf_tok_free(struct sf_tok *t);
 
@@ -113,6 +118,13 @@ void sf_tok_free(struct sf_tok *t);
  * is at most about 50 bytes per byte of its longest run of text between special tokens. */
 int sf_tok_encode(const struct sf_tok *t, const char *text, size_t len, bool parse_special,
 		  bool add_special, uint32_t *out, size_t cap, size_t *n_out, struct sf_err *err)
+	__attribute__((warn_unused_result));
+
+/* Encodes pieces[0..n): a special one must be exactly the text of one control or user-defined
+ * token (else SF_E_RANGE naming the piece), the others are plain text (no special parsing, no
+ * BOS). *n_out and SF_E_LIMIT as sf_tok_encode says, for all the pieces' tokens together. */
+int sf_tok_encode_pieces(const struct sf_tok *t, const struct sf_piece *pieces, size_t n,
+			 uint32_t *out, size_t cap, size_t *n_out, struct sf_err *err)
 	__attribute__((warn_unused_result));
 
 /* The bytes token id stands for in decoded text (llama.cpp's token_to_piece with special

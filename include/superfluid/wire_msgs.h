@@ -247,6 +247,13 @@ enum { SF_STAGE_HIDDEN = 0, SF_STAGE_TOKEN = 1, SF_STAGE_ERROR = 2,
 	F(T, BOOL, plain, 0, 0)                                                              \
 	F(T, BOOL, pieces, 0, 0)
 
+/* Version 5: after its export, the tokenizer's own file (the GGUF pairs it loads from), so that
+ * a head encodes as the node does (PROTOCOL.md 9.7). */
+#define SF_FIELDS_tokenizer_file(F, W, T)                                                    \
+	F(T, STR, model, SF_MAX_NAME, 0)                                                     \
+	F(T, U64, digest, 0, 0)                                                              \
+	F(T, BYTES, file, SF_MAX_OPAQUE, 0)
+
 #define SF_FIELDS_tokenize_req(F, W, T)                                                      \
 	F(T, U64, request_id, 0, 0)                                                          \
 	F(T, STR, model, SF_MAX_NAME, 0)                                                     \
@@ -399,6 +406,7 @@ enum { SF_STAGE_HIDDEN = 0, SF_STAGE_TOKEN = 1, SF_STAGE_ERROR = 2,
 	M(TOKENIZER_EXPORT, tokenizer_export, 0x0012, 3, SF_DIR_N2H)                        \
 	M(TOKENIZE_REQ, tokenize_req, 0x0013, 3, SF_DIR_H2N)                                \
 	M(TOKENIZE_RESP, tokenize_resp, 0x0014, 3, SF_DIR_N2H)                              \
+	M(TOKENIZER_FILE, tokenizer_file, 0x0015, 5, SF_DIR_N2H)                            \
 	M(SESSION_ASSIGN, session_assign, 0x0020, 2, SF_DIR_H2N)                            \
 	M(SESSION_APPEND, session_append, 0x0021, 2, SF_DIR_H2N)                            \
 	M(SESSION_REVOKE, session_revoke, 0x0022, 2, SF_DIR_H2N)                            \

@@ -7,6 +7,8 @@
 
 #include <sodium.h>
 
+#include "common/token_digest.h"
+
 struct sf_engine {
 	const struct sf_engine_ops *ops;
 	void *impl;
@@ -205,21 +207,21 @@ const char *sf_engine_chat_template(struct sf_engine *e, const char *name)
 	return NULL;
 }
 
-static void put_u32le(uint8_t *p, uint32_t v)
+int sf_engine_tokenizer_file(struct sf_engine *e, const uint8_t **data, size_t *len,
+			     struct sf_err *err)
 {
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
+	*data = NULL;
+	*len = 0;
+	return e->ops->tokenizer_file ? e->ops->tokenizer_file(e->impl, data, len, err) : 0;
 }
 
 int sf_engine_compute_digest(struct sf_engine *e, uint64_t *digest, struct sf_err *err)
 {
-	crypto_hash_sha256_state st;
-	uint8_t one[SF_MAX_TOKEN_BYTES], le[4], h[crypto_hash_sha256_BYTES];
+	struct sf_token_digest d;
+	uint8_t one[SF_MAX_TOKEN_BYTES];
 	if (sodium_init() < 0)
 		return sf_err_set(err, SF_E_CRYPTO, "libsodium failed to initialise");
-	crypto_hash_sha256_init(&st);
-	put_u32le(le, e->info.vocab_size);
-	crypto_hash_sha256_update(&st, le, 4);
+	sf_token_digest_init(&d, e->info.vocab_size);
 	for (uint32_t t = 0; t < e->info.vocab_size; t++) {
 		size_t k;
 		int rc = e->ops->token_bytes(e->impl, t, one, sizeof(one), &k, err);
@@ -227,15 +229,9 @@ int sf_engine_compute_digest(struct sf_engine *e, uint64_t *digest, struct sf_er
 			sf_err_prefix(err, "tokenizer digest");
 			return rc;
 		}
-		put_u32le(le, (uint32_t)k);
-		crypto_hash_sha256_update(&st, le, 4);
-		crypto_hash_sha256_update(&st, one, k);
+		sf_token_digest_add(&d, one, k);
 	}
-	crypto_hash_sha256_final(&st, h);
-	uint64_t d = 0;
-	for (int i = 7; i >= 0; i--)
-		d = d << 8 | h[i];
-	*digest = d ? d : 1;
+	*digest = sf_token_digest_end(&d);
 	return 0;
 }
 

@@ -177,6 +177,7 @@ static void ge_destroy(void *impl)
 		free((char *)g->templates[i].text);
 	}
 	free(g->specials);
+	free(g->tok_file);
 	free(g->toks);
 	free(g->want);
 	free(g->logits);
@@ -225,35 +226,7 @@ static int ge_encode_pieces(void *impl, const struct sf_piece *pieces, size_t n,
 			    size_t cap, size_t *n_out, struct sf_err *err)
 {
 	struct ge *g = impl;
-	size_t at = 0;
-	bool over = false;
-	for (size_t i = 0; i < n; i++) {
-		const struct sf_piece *p = &pieces[i];
-		if (p->special) {
-			uint32_t id;
-			if (sf_tok_find(g->tok, p->text, p->text_len, &id) ||
-			    !(sf_tok_token_attr(g->tok, id) &
-			      (SF_TOK_ATTR_CONTROL | SF_TOK_ATTR_USER_DEFINED)))
-				return sf_err_set(err, SF_E_RANGE, "piece %zu is not a special token", i);
-			if (at < cap)
-				out[at] = id;
-			else
-				over = true;
-			at++;
-			continue;
-		}
-		size_t k;
-		int rc = sf_tok_encode(g->tok, p->text, p->text_len, false, false,
-				       out + (at < cap ? at : cap), at < cap ? cap - at : 0, &k, err);
-		if (rc && rc != SF_E_LIMIT)
-			return rc;
-		over |= rc == SF_E_LIMIT;
-		at += k;
-	}
-	*n_out = at;
-	if (over)
-		return sf_err_set(err, SF_E_LIMIT, "pieces encode to %zu tokens, over %zu", at, cap);
-	return 0;
+	return sf_tok_encode_pieces(g->tok, pieces, n, out, cap, n_out, err);
 }
 
 static int ge_token_bytes(void *impl, uint32_t token, uint8_t *out, size_t cap, size_t *len,
@@ -268,6 +241,37 @@ static int ge_token_bytes(void *impl, uint32_t token, uint8_t *out, size_t cap, 
 	if (n > cap)
 		return sf_err_set(err, SF_E_LIMIT, "token %u is %zu bytes, over %zu", token, n, cap);
 	memcpy(out, b, n);
+	return 0;
+}
+
+/* What a tokenizer is loaded from: tokenizer.* (the chat templates apart: the export carries
+ * them) and the general names it reads. */
+static bool tokenizer_key(const char *key, size_t len, void *arg)
+{
+	(void)arg;
+	static const char tk[] = "tokenizer.", ct[] = "tokenizer.chat_template";
+	if (len >= sizeof(ct) - 1 && !memcmp(key, ct, sizeof(ct) - 1))
+		return false;
+	return (len >= sizeof(tk) - 1 && !memcmp(key, tk, sizeof(tk) - 1)) ||
+	       (len == 20 && !memcmp(key, "general.architecture", 20)) ||
+	       (len == 12 && !memcmp(key, "general.name", 12));
+}
+
+static int ge_tokenizer_file(void *impl, const uint8_t **data, size_t *len, struct sf_err *err)
+{
+	struct ge *g = impl;
+	if (!g->tok_file) {
+		struct sf_gguf_writer *w = sf_gguf_writer_new();
+		int rc = !w ? sf_err_set(err, SF_E_NOMEM, "no memory for the tokenizer's file")
+			    : sf_gguf_copy_kv(w, g->file, tokenizer_key, NULL)
+			    ? sf_err_set(err, SF_E_NOMEM, "no memory for the tokenizer's pairs")
+			    : sf_gguf_writer_bytes(w, &g->tok_file, &g->tok_file_len, err);
+		sf_gguf_writer_free(w);
+		if (rc)
+			return rc;
+	}
+	*data = g->tok_file;
+	*len = g->tok_file_len;
 	return 0;
 }
 
@@ -302,6 +306,7 @@ static const struct sf_engine_ops ge_ops = {
 	.mem_used = ge_mem_used,
 	.decode = ge_decode,
 	.stage_forward = ge_stage_forward,
+	.tokenizer_file = ge_tokenizer_file,
 };
 
 /* The defaults, and the limits the node's wire and memory put on them. */

@@ -38,6 +38,8 @@ struct ge {
 	size_t pack_len;
 	struct ge_range { uint64_t lo, hi; } *pack_skip; /* their bytes in the file (offsets past
 						      * its data), sorted */
+	uint8_t *tok_file;           /* the tokenizer's pairs as a file of their own, once asked */
+	size_t tok_file_len;
 };
 
 /* One context: its tokens, how many have keys and values in kv, its sampling. */

@@ -272,6 +272,26 @@ static int encode_head(struct sf_gguf_writer *w, struct sf_gguf_writer *h)
 	return rc;
 }
 
+int sf_gguf_writer_bytes(struct sf_gguf_writer *w, uint8_t **out, size_t *len,
+			 struct sf_err *err)
+{
+	*out = NULL;
+	*len = 0;
+	if (w->failed)
+		return sf_err_set(err, SF_E_NOMEM, "a pair could not be added (no memory)");
+	if (w->n_tensors)
+		return sf_err_set(err, SF_E_RANGE, "a file of %zu tensors is written to a path, not "
+				  "to memory", w->n_tensors);
+	struct sf_gguf_writer h = { 0 };
+	if (encode_head(w, &h)) {
+		free(h.meta);
+		return sf_err_set(err, SF_E_NOMEM, "no memory for the file's pairs");
+	}
+	*out = h.meta;
+	*len = h.meta_len;
+	return 0;
+}
+
 int sf_gguf_writer_save(struct sf_gguf_writer *w, const char *path, struct sf_err *err)
 {
 	if (w->failed)

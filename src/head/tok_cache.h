@@ -16,6 +16,7 @@ struct sf_tok_cache;
 struct sf_tok_cache_stats {
 	uint64_t hits, misses, inserts, evicted_entries, evicted_tokens;
 	uint64_t entries, tokens; /* held now */
+	uint64_t local;           /* misses the head encoded itself (tok_client.h) */
 };
 
 /* max_tokens 0: the default. NULL when out of memory. */

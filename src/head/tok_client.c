@@ -3,6 +3,8 @@
  * another when that one goes down, answers without it or fails, and kept once it arrived. */
 #include "head/tok_client_internal.h"
 
+#include <superfluid/tokenizer.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,8 +50,11 @@ void sf_tok_client_free(struct sf_tok_client *tc)
 		tc__reqs_free(tc);
 	for (uint32_t i = 0; tc->nodes && i < tc->cfg.max_nodes; i++)
 		free(tc->nodes[i].models);
-	for (uint32_t i = 0; i < tc->n_models; i++)
+	for (uint32_t i = 0; i < tc->n_models; i++) {
 		sf_tokenizer_free(tc->models[i].tok);
+		sf_tok_free(tc->models[i].enc);
+	}
+	free(tc->local);
 	free(tc->models);
 	free(tc->nodes);
 	free(tc->tried);
@@ -263,6 +268,8 @@ static void on_export(struct sf_tok_client *tc, uint32_t node, const struct sf_t
 		md->tok = t;
 		md->fetch_node = TC_NONE;
 		md->why[0] = 0;
+		snprintf(md->enc_why, sizeof(md->enc_why), "its nodes sent no tokenizer file "
+			 "(protocol 4 or before, or an engine without one): nodes encode");
 		if (tc->io.ready)
 			tc->io.ready(tc->io.arg, md->name);
 		tc__tokenizer_arrived(tc, model);
@@ -278,13 +285,16 @@ static void on_export(struct sf_tok_client *tc, uint32_t node, const struct sf_t
 bool sf_tok_client_on_msg(struct sf_tok_client *tc, uint32_t node, const struct sf_msg *m,
 			  uint64_t now_ms)
 {
-	if (m->type != SF_MSG_TOKENIZER_EXPORT && m->type != SF_MSG_TOKENIZE_RESP)
+	if (m->type != SF_MSG_TOKENIZER_EXPORT && m->type != SF_MSG_TOKENIZE_RESP &&
+	    m->type != SF_MSG_TOKENIZER_FILE)
 		return false;
 	tc->now = now_ms;
 	if (node >= tc->cfg.max_nodes || !tc->nodes[node].up)
 		return true;
 	if (m->type == SF_MSG_TOKENIZER_EXPORT)
 		on_export(tc, node, &m->u.tokenizer_export);
+	else if (m->type == SF_MSG_TOKENIZER_FILE)
+		tc__on_file(tc, node, &m->u.tokenizer_file);
 	else
 		tc__on_resp(tc, node, &m->u.tokenize_resp);
 	tc__deliver(tc);
@@ -327,4 +337,5 @@ uint64_t sf_tok_client_deadline(const struct sf_tok_client *tc)
 void sf_tok_client_cache_stats(const struct sf_tok_client *tc, struct sf_tok_cache_stats *out)
 {
 	sf_tok_cache_stats(tc->cache, out);
+	out->local = tc->n_local;
 }

@@ -29,6 +29,9 @@
 #include "head/tokenizer.h"
 
 #define SF_TOK_CLIENT_TIMEOUT_MS 10000
+/* Bytes of text (a request's pieces' together) the head encodes itself with a model's own
+ * tokenizer; a longer one a node encodes, so that no loop turn spends long on it. */
+#define SF_TOK_CLIENT_LOCAL_MAX 16384
 #define SF_TOK_CLIENT_MAX_PENDING 4096 /* tickets waited for at once, and requests in flight */
 
 struct sf_tok_client_config {
@@ -50,6 +53,10 @@ struct sf_tok_client_io {
 		     const char *msg);
 	/* A model's tokenizer arrived (may be NULL). */
 	void (*ready)(void *arg, const char *model);
+	/* It came with its file (version 5: the GGUF pairs sf_tok_load takes; valid during the
+	 * call): load it off the loop and hand the result to sf_tok_client_encoder. 0 when it
+	 * will; else (or NULL) the model's texts are encoded by nodes. */
+	int (*load)(void *arg, const char *model, const uint8_t *file, size_t len);
 };
 
 struct sf_tok_client;
@@ -94,5 +101,15 @@ void sf_tok_client_tick(struct sf_tok_client *tc, uint64_t now_ms);
 uint64_t sf_tok_client_deadline(const struct sf_tok_client *tc); /* UINT64_MAX: none */
 
 void sf_tok_client_cache_stats(const struct sf_tok_client *tc, struct sf_tok_cache_stats *out);
+
+struct sf_tok;
+/* What io.load made of model's file: enc (tc owns it from here) with its digest (sf_tok_digest),
+ * or NULL and why. Kept when the digest is the model's tokenizer's: from then on the head
+ * encodes model's texts of up to SF_TOK_CLIENT_LOCAL_MAX bytes itself, as its nodes would, with
+ * no round trip; else freed, why said. */
+void sf_tok_client_encoder(struct sf_tok_client *tc, const char *model, struct sf_tok *enc,
+			   uint64_t digest, const char *why);
+/* Whether the head encodes model's texts itself; when not, *why says why ("" while loading). */
+bool sf_tok_client_encodes(const struct sf_tok_client *tc, const char *model, const char **why);
 
 #endif

@@ -31,6 +31,9 @@ struct tc_node {
 struct tc_model {
 	char name[SF_MAX_NAME + 1];
 	struct sf_head_tokenizer *tok; /* once it arrived, kept */
+	struct sf_tok *enc;            /* loaded from its file: the head encodes (tok_client_local.c) */
+	bool enc_loading;
+	char enc_why[256];             /* why there is no enc */
 	uint32_t fetch_node;           /* asked for its export; TC_NONE: not asking */
 	uint64_t fetch_id, fetch_deadline;
 	uint32_t rr;                   /* the node the last encode went to */
@@ -79,7 +82,21 @@ struct sf_tok_client {
 	struct tc_waiter *waiters;
 	uint32_t free_waiter, n_waiters;
 	uint32_t dead_head, dead_tail;
+	uint32_t *local;       /* tok_client_local.c: the last encoding made here */
+	size_t cap_local;
+	uint64_t n_local;
 };
+
+/* tok_client_local.c: a TOKENIZER_FILE from a node: loaded by io.load when it is the file of a
+ * model's tokenizer that arrived (its digest), unless one is loaded or loading. */
+void tc__on_file(struct sf_tok_client *tc, uint32_t node, const struct sf_tokenizer_file *m);
+/* The encoding of a request md's encoder takes (1: *tokens, valid until the next call into
+ * tc, also cached under key; a negative sf_code with err set), or 0 when it is a node's to
+ * make (no encoder, or over SF_TOK_CLIENT_LOCAL_MAX bytes). */
+int tc__encode_local(struct sf_tok_client *tc, struct tc_model *md, unsigned mode,
+		     const char *text, size_t text_len, const struct sf_piece *pieces, uint32_t n,
+		     const uint8_t key[32], const uint32_t **tokens, uint32_t *n_tokens,
+		     struct sf_err *err);
 
 /* tok_client.c */
 const char *tc__node_name(const struct sf_tok_client *tc, uint32_t node);

@@ -528,6 +528,10 @@ int sf_tok_client_encode(struct sf_tok_client *tc, const char *model, unsigned m
 			*tokens = hit;
 			return 1;
 		}
+		rc = tc__encode_local(tc, md, mode, text, text_len, pieces, n, key, tokens, n_tokens,
+				      err);
+		if (rc)
+			return rc;
 	} else if (md) {
 		sf_tok_cache_key(md->name, 0, mode, text, text_len, pieces, n, key);
 	}

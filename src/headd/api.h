@@ -27,6 +27,8 @@
 struct headd;
 struct headd_req;
 struct headd_tr;
+struct headd_tok_load;
+struct sfd_jobs;
 struct headd_part;
 struct headd_gather;
 
@@ -189,6 +191,8 @@ struct headd_api {
 	struct sf_http_budget body_budget; /* bytes of bodies being received (this shard's share) */
 	struct sfd_log_rate refuse_log; /* refusals: one line a second */
 	struct sf_chat_templates *templates; /* the templates this shard parsed, or NULL */
+	struct sfd_jobs *tok_jobs;  /* tok_load.c: loads models' tokenizers off the loop */
+	struct headd_tok_load *loads, *loads_tail, *load_out; /* waiting; on the thread */
 	struct headd_metrics m;
 };
 
@@ -205,6 +209,15 @@ uint32_t headd_req_end_turn(struct headd_req *q);
 /* Sets q's decoder to read the reply in the format headd_chat_render found (nothing for a
  * template with no tool-call or reasoning markup of a known family). 0, or -1 with e set. */
 int headd_chat_out(struct headd_req *q, struct sf_api_error *e);
+
+/* tok_load.c: a model's tokenizer file (the tokenizer client's io.load, arg the shard): copied
+ * and loaded on the shard's job thread (inline on a simulated loop); 0, or -1 when it cannot
+ * be. */
+int headd_tok_load(void *arg, const char *model, const uint8_t *file, size_t len);
+/* After each turn: what the thread loaded, to the tokenizer client (and the log). */
+void headd_tok_loads_poll(struct headd *d);
+/* Stops the thread (waiting for a load that runs) and drops what waits. */
+void headd_tok_loads_free(struct headd *d);
 
 /* http_server.c */
 int headd_api_start(struct headd *d);   /* 0 or -1 (logged) */

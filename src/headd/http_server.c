@@ -342,7 +342,8 @@ int headd_api_start(struct headd *d)
 	a->body_budget.max = (size_t)d->opts->http_body_budget_mb << 20;
 	a->m.link_opens = calloc(HEADD_NODE_SLOTS, sizeof(*a->m.link_opens)); /* NULL: not counted */
 	struct sf_tok_client_config tcfg = { .max_nodes = HEADD_NODE_SLOTS };
-	struct sf_tok_client_io tio = { .arg = d, .done = headd_gen_tokenized };
+	struct sf_tok_client_io tio = { .arg = d, .done = headd_gen_tokenized,
+					.load = headd_tok_load };
 	tio.send = headd_tok_send;
 	if (sf_tok_client_new(&a->tok, &tcfg, &tio, &err)) {
 		sfd_err("%s", err.msg);
@@ -425,6 +426,7 @@ void headd_api_free(struct headd *d)
 		free(s);
 	}
 	headd_transcribe_fini(d);
+	headd_tok_loads_free(d);
 	free(a->m.link_opens);
 	a->m.link_opens = NULL;
 	sf_tok_client_free(a->tok);

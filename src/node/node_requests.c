@@ -70,6 +70,19 @@ void sf__node_on_tokenizer_export(struct sf_node *n, uint64_t link,
 	x.plain = n->info->encodes_plain;
 	x.pieces = n->info->encodes_pieces;
 	(void)sf__node_send(n, link, SF_MSG_TOKENIZER_EXPORT, &x);
+	/* Version 5: then the tokenizer's own file, so that the head encodes as this engine does
+	 * (after the export: the head serves with that meanwhile). None when the engine has none
+	 * or it does not fit a frame: the head then asks nodes. */
+	const struct node_outbox *o = sf__node_link(n, link);
+	const uint8_t *file;
+	size_t file_len;
+	if (o && o->version >= 5 && !sf_engine_tokenizer_file(n->engine, &file, &file_len, &err) &&
+	    file_len && file_len <= SF_MAX_OPAQUE) {
+		struct sf_tokenizer_file f = { .model = m->model, .model_len = m->model_len,
+					       .digest = x.digest, .file = (uint8_t *)file,
+					       .file_len = (uint32_t)file_len };
+		(void)sf__node_send(n, link, SF_MSG_TOKENIZER_FILE, &f);
+	}
 out:
 	free(v);
 	free(bytes);

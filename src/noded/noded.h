@@ -38,7 +38,7 @@ struct noded_join {
 
 struct noded_proc;
 struct noded_msg;
-struct noded_jobs;
+struct sfd_jobs;
 
 struct noded {
 	const struct noded_opts *opts;
@@ -49,8 +49,8 @@ struct noded {
 	struct sf_engine *engine;
 	struct sf_node *node;
 	struct sf_blob_store *blobs; /* --blob-dir; the blob thread writes and maps it */
-	struct noded_jobs *worker;   /* the engine's thread (gguf), or NULL: steps run inline */
-	struct noded_jobs *blob_worker; /* the blob store's file work (job_thread.h) */
+	struct sfd_jobs *worker;     /* the engine's thread (gguf), or NULL: steps run inline */
+	struct sfd_jobs *blob_worker; /* the blob store's file work (job_thread.h) */
 	struct sf_arena relay_arena; /* the other shards' frames decoded into it, one at a time */
 	struct sf_buf relay_buf;     /* a frame encoded for another shard (relay.c) */
 	char identity[SF_MAX_NAME];

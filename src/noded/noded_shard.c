@@ -57,7 +57,7 @@ static int start_engine(struct noded *d)
 	 * every job runs inline, so that a seed says everything that happens. */
 	bool inline_jobs = sf_loop_kind(d->loop) == SF_IO_SIM;
 	if (strcmp(sf_engine_kind(d->engine), "sim") && !inline_jobs) {
-		d->worker = noded_jobs_start(d->loop, noded_run_engine_job);
+		d->worker = sfd_jobs_start(d->loop, noded_run_engine_job);
 		if (!d->worker) {
 			sfd_err_whole("cannot start the engine's thread");
 			return EXIT_RUNTIME;
@@ -66,7 +66,7 @@ static int start_engine(struct noded *d)
 	}
 	/* Blob files are real whatever the engine: their writes and syncs never run here. */
 	if (!inline_jobs) {
-		d->blob_worker = noded_jobs_start(d->loop, noded_run_blob_job);
+		d->blob_worker = sfd_jobs_start(d->loop, noded_run_blob_job);
 		if (!d->blob_worker) {
 			sfd_err_whole("cannot start the blob store's thread");
 			return EXIT_RUNTIME;
@@ -186,9 +186,9 @@ void noded_shard_fini(struct noded *d)
 			free(l);
 		}
 	}
-	noded_jobs_stop(d->worker); /* waits for a step still running */
+	sfd_jobs_stop(d->worker); /* waits for a step still running */
 	d->worker = NULL;
-	noded_jobs_stop(d->blob_worker); /* and for a blob's write or sync */
+	sfd_jobs_stop(d->blob_worker); /* and for a blob's write or sync */
 	d->blob_worker = NULL;
 	sf_node_free(d->node);
 	d->node = NULL;

@@ -2,6 +2,7 @@
  * added as llama.cpp's llama_tokenize does; and the tokenizer's getters. */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "tok/tok.h"
+#include "common/token_digest.h"
 
 #include <pcre2.h>
 #include <stdlib.h>
@@ -142,4 +143,50 @@ void sf_tok_specials(const struct sf_tok *t, const struct sf_tok_special **list,
 {
 	*list = t->specials;
 	*n = t->n_specials;
+}
+
+int sf_tok_encode_pieces(const struct sf_tok *t, const struct sf_piece *pieces, size_t n,
+			 uint32_t *out, size_t cap, size_t *n_out, struct sf_err *err)
+{
+	size_t at = 0;
+	bool over = false;
+	for (size_t i = 0; i < n; i++) {
+		const struct sf_piece *p = &pieces[i];
+		if (p->special) {
+			uint32_t id;
+			if (sf_tok_find(t, p->text, p->text_len, &id) ||
+			    !(sf_tok_token_attr(t, id) & (SF_TOK_ATTR_CONTROL | SF_TOK_ATTR_USER_DEFINED)))
+				return sf_err_set(err, SF_E_RANGE, "piece %zu is not a special token", i);
+			if (at < cap)
+				out[at] = id;
+			else
+				over = true;
+			at++;
+			continue;
+		}
+		size_t k;
+		int rc = sf_tok_encode(t, p->text, p->text_len, false, false,
+				       out + (at < cap ? at : cap), at < cap ? cap - at : 0, &k, err);
+		if (rc && rc != SF_E_LIMIT)
+			return rc;
+		over |= rc == SF_E_LIMIT;
+		at += k;
+	}
+	*n_out = at;
+	if (over)
+		return sf_err_set(err, SF_E_LIMIT, "pieces encode to %zu tokens, over %zu", at, cap);
+	return 0;
+}
+
+uint64_t sf_tok_digest(const struct sf_tok *t)
+{
+	struct sf_token_digest d;
+	uint32_t n = sf_tok_n_vocab(t);
+	sf_token_digest_init(&d, n);
+	for (uint32_t id = 0; id < n; id++) {
+		size_t len;
+		const uint8_t *b = sf_tok_token_bytes(t, id, &len);
+		sf_token_digest_add(&d, b ? b : (const uint8_t *)"", b ? len : 0);
+	}
+	return sf_token_digest_end(&d);
 }
