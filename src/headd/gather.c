@@ -116,6 +116,7 @@ static void part_add(struct headd_part *a, const struct headd_part *b)
 	a->tc.hits += b->tc.hits;
 	a->tc.misses += b->tc.misses;
 	a->tc.tokens += b->tc.tokens;
+	a->tc.local += b->tc.local;
 	if (b->has_ops) {
 		a->has_ops = true;
 		a->so.blobs_sent += b->so.blobs_sent;

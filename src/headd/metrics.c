@@ -302,8 +302,10 @@ void headd_metrics_page(struct headd_http *h, const struct headd_part *sum)
 	const struct sf_tok_cache_stats tc = sum->tc;
 	counter(&pg, "superfluid_tokenizer_cache_hits_total", "Prompt encodings from the cache.",
 		tc.hits);
-	counter(&pg, "superfluid_tokenizer_cache_misses_total", "Prompt encodings asked of a node.",
+	counter(&pg, "superfluid_tokenizer_cache_misses_total", "Prompt encodings not in the cache.",
 		tc.misses);
+	counter(&pg, "superfluid_tokenizer_encoded_here_total", "Of those, encodings the head made "
+		"itself with the model's tokenizer file (the others were asked of a node).", tc.local);
 	gauge(&pg, "superfluid_tokenizer_cache_tokens", "Tokens the encoding cache holds.",
 	      tc.tokens);
 	state_ops(&pg, sum);

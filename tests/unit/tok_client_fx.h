@@ -57,6 +57,9 @@ struct fx {
 	char ready[64];
 	int n_ready;
 	uint64_t now;
+	int n_loads;        /* io.load calls */
+	size_t load_len;
+	int load_rc;        /* what io.load answers */
 };
 
 static FX_UNUSED void push(struct fx *f, struct queue *q, uint32_t node, uint16_t type,
@@ -119,6 +122,14 @@ static FX_UNUSED void on_ready(void *arg, const char *model)
 	snprintf(f->ready, sizeof(f->ready), "%s", model);
 }
 
+static FX_UNUSED int on_load(void *arg, const char *model, const uint8_t *file, size_t len)
+{
+	struct fx *f = arg;
+	f->n_loads++;
+	f->load_len = len;
+	return f->load_rc;
+}
+
 static FX_UNUSED int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
@@ -140,7 +151,7 @@ static FX_UNUSED int setup(void **state)
 	}
 	struct sf_tok_client_config cfg = { .max_nodes = 8 };
 	struct sf_tok_client_io io = { .arg = f, .send = head_send, .done = on_done,
-				       .ready = on_ready };
+				       .ready = on_ready, .load = on_load };
 	assert_int_equal(sf_tok_client_new(&f->tc, &cfg, &io, &err), 0);
 	*state = f;
 	return 0;

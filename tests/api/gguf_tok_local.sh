@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The head's own encodings (protocol 5: a node sends its tokenizer's file after its export)
+# against a node's: for three of llama.cpp's vocabularies (qwen2's and Llama 3's byte-level
+# BPE, Llama 2's SentencePiece), a random-weight model of one layer served by a node of
+# protocol 5 (head A: encodes itself) and by one at --version-max 4 (head B: asks the node,
+# as before). Every text of llama.cpp's tokenizer tests (models/ggml-vocab-*.gguf.inp)
+# through POST /v1/tokenize: the same tokens from both heads; a chat turn (qwen2's template):
+# the same
+# prompt tokens and reply, a completion's too; /metrics: head A made its encodings itself,
+# head B none.
+# Usage: gguf_tok_local.sh NODED HEADD CLI SOURCE_DIR   (exit 77: no llama.cpp vocabulary;
+# KEEP=DIR keeps the work folder)
+set -uo pipefail
+noded=$1 headd=$2 cli=$3 src=$4
+. "$(dirname "$0")/lib.sh"
+unset SUPERFLUID_HEAD SUPERFLUID_API_KEY
+gguf_vocab "$src"
+
+metric() { curl -sS "http://127.0.0.1:$1/metrics" | sed -n "s/^$2 //p"; }
+for set in "qwen2 test-qwen2" "llama-bpe test-llama" "llama-spm test-llama"; do
+	read -r vocab shape <<<"$set"
+	M=$work/$vocab.gguf
+	gguf_make "$M" "$vocab" "$shape" q8_0 --layers 1
+	start_gguf_node "n5-$vocab" "$M" --threads 1 && p5=$port
+	start_gguf_node "n4-$vocab" "$M" --threads 1 --version-max 4 && p4=$port
+	start_head "a-$vocab" "127.0.0.1:$p5" && ha=$hport
+	start_head "b-$vocab" "127.0.0.1:$p4" && hb=$hport
+	base="http://127.0.0.1:$ha" model=
+	for _ in $(seq 400); do req GET /v1/models; model=$(j "$work/out" 'd["data"][0]["id"] if d["data"] else ""'); [ -n "$model" ] && break; sleep 0.05; done
+	r=0
+	for _ in $(seq 400); do grep -q "encodes its prompts itself" "$work/a-$vocab.err" && break; sleep 0.05; done
+	grep -q "encodes its prompts itself" "$work/a-$vocab.err" || r=1
+	check "$vocab: head A loads the tokenizer's file and encodes with it" $r
+	r=0
+	python3 - "$LLAMA_SRC/models/ggml-vocab-$vocab.gguf.inp" "$ha" "$hb" "$work/tok-$vocab" <<'PY' || r=1
+import http.client, json, sys
+inp, ha, hb, out = sys.argv[1:]
+texts = open(inp, encoding="utf-8").read().split("\n__ggml_vocab_test__\n")
+# A model name: whatever the head lists.
+def models(port):
+    c = http.client.HTTPConnection("127.0.0.1", int(port), timeout=30)
+    c.request("GET", "/v1/models")
+    return [m["id"] for m in json.loads(c.getresponse().read())["data"]]
+model = models(ha)[0]
+def tokenize(port, text):
+    for _ in range(200):
+        c = http.client.HTTPConnection("127.0.0.1", int(port), timeout=30)
+        c.request("POST", "/v1/tokenize", json.dumps({"model": model, "text": text}),
+                  {"Content-Type": "application/json"})
+        r = c.getresponse()
+        body = json.loads(r.read())
+        if r.status == 200:
+            return body["tokens"]
+        if r.status != 503:
+            raise SystemExit("%d %s" % (r.status, body))
+        import time; time.sleep(0.05)
+    raise SystemExit("no answer")
+n = 0
+with open(out, "w") as f:
+    for t in texts:
+        a, b = tokenize(ha, t), tokenize(hb, t)
+        if a != b:
+            raise SystemExit("%r: the head %s, the node %s" % (t[:60], a[:12], b[:12]))
+        n += 1
+    f.write("%d texts\n" % n)
+assert n > 20, n
+PY
+	check "$vocab: llama.cpp's $(cat "$work/tok-$vocab" 2>/dev/null) encoded by head A itself are head B's node's" $r
+	body='"prompt":"Tell me about <|im_start|> <s> the fleet, and 🦙.","max_tokens":8,"temperature":0'
+	base="http://127.0.0.1:$ha"; req POST /v1/completions "{\"model\":\"$model\",$body}"; cp "$work/out" "$work/gen-a"
+	base="http://127.0.0.1:$hb"; req POST /v1/completions "{\"model\":\"$model\",$body}"
+	r=0; python3 - "$work/gen-a" "$work/out" <<'PY' || r=1
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+assert a["usage"] == b["usage"] and a["choices"][0]["text"] == b["choices"][0]["text"], (a, b)
+PY
+	check "$vocab: a completion: the same prompt tokens and reply through both heads" $r
+	if [ "$vocab" = qwen2 ]; then # its own chat template: a conversation's pieces
+		body='"messages":[{"role":"user","content":"Tell me about <|im_start|> the fleet, and 🦙."}],"max_tokens":8,"temperature":0'
+		base="http://127.0.0.1:$ha"; req POST /v1/chat/completions "{\"model\":\"$model\",$body}"; cp "$work/out" "$work/chat-a"
+		base="http://127.0.0.1:$hb"; req POST /v1/chat/completions "{\"model\":\"$model\",$body}"
+		r=0; python3 - "$work/chat-a" "$work/out" <<'PY' || r=1
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+assert a["usage"] == b["usage"] and a["choices"][0]["message"] == b["choices"][0]["message"], (a, b)
+PY
+		check "$vocab: a chat turn (its template): the same prompt tokens and reply through both heads" $r
+	fi
+	r=0; [ "$(metric "$ha" superfluid_tokenizer_encoded_here_total)" -gt 20 ] &&
+		[ "$(metric "$hb" superfluid_tokenizer_encoded_here_total)" = 0 ] || r=1
+	check "$vocab: /metrics: head A encoded $(metric "$ha" superfluid_tokenizer_encoded_here_total) texts itself, head B none" $r
+done
+kill -TERM "${pids[@]}" 2>/dev/null; sleep 0.3
+echo "$passes passed, $fails failed"
+[ "$fails" = 0 ]
