@@ -369,6 +369,12 @@ int sf_gguf_engine_new(const struct sf_gguf_engine_config *cfg, struct sf_engine
 		ge_destroy(g);
 		return rc;
 	}
+	/* The tokenizer's own file, made now (tens of ms for a large vocabulary) rather than
+	 * when the first head asks, which would hold the node's loop; no memory: made then. */
+	const uint8_t *tf;
+	size_t tf_len;
+	struct sf_err tf_err;
+	(void)ge_tokenizer_file(g, &tf, &tf_len, &tf_err);
 	g->eos = sf_tok_eos(g->tok) != SF_TOK_NONE ? sf_tok_eos(g->tok) : sf_tok_eot(g->tok);
 	if (g->eos == SF_TOK_NONE || g->eos >= sf_tok_n_vocab(g->tok))
 		g->eos = 0; /* no end token: generations end by length or stop */
