@@ -24,6 +24,14 @@ struct headd_tok_load {
 	struct sf_err err;
 };
 
+/* A load never handed back: what it holds goes with it. */
+static void load_free(struct headd_tok_load *l)
+{
+	sf_tok_free(l->tok);
+	free(l->file);
+	free(l);
+}
+
 static void run(void *arg)
 {
 	struct headd_tok_load *l = arg;
@@ -63,8 +71,7 @@ static void kick(struct headd *d)
 			continue;
 		}
 		if (sfd_jobs_submit(a->tok_jobs, l)) { /* the thread is stopping: dropped */
-			free(l->file);
-			free(l);
+			load_free(l);
 			continue;
 		}
 		a->load_out = l;
@@ -117,17 +124,13 @@ void headd_tok_loads_free(struct headd *d)
 	struct headd_api *a = &d->api;
 	sfd_jobs_stop(a->tok_jobs); /* waits for a load that runs */
 	a->tok_jobs = NULL;
-	if (a->load_out) {
-		sf_tok_free(a->load_out->tok);
-		free(a->load_out->file);
-		free(a->load_out);
-		a->load_out = NULL;
-	}
+	if (a->load_out)
+		load_free(a->load_out);
+	a->load_out = NULL;
 	while (a->loads) {
 		struct headd_tok_load *l = a->loads;
 		a->loads = l->next;
-		free(l->file);
-		free(l);
+		load_free(l);
 	}
 	a->loads_tail = NULL;
 }
