@@ -19,6 +19,7 @@
 #include <superfluid/wire.h>
 
 struct sf_engine;     /* opaque: the ops table and the implementation's state */
+struct sf_prefix_cache; /* opaque: an engine's index of shared pages (src/prefix) */
 struct sf_engine_ctx; /* opaque, defined by each implementation: one session's context */
 
 /* What an engine serves; fixed for its life. */
@@ -158,6 +159,10 @@ struct sf_engine_ops {
 	void (*ctx_free)(void *impl, struct sf_engine_ctx *ctx);
 	int (*prefill)(void *impl, struct sf_engine_ctx *ctx, const uint32_t *tokens, size_t n,
 		       struct sf_err *err);
+	/* Prefix reuse (all three optional; an engine without them shares nothing). */
+	void (*ctx_share)(void *impl, struct sf_engine_ctx *ctx, uint64_t ns);
+	uint32_t (*ctx_reused)(void *impl, const struct sf_engine_ctx *ctx);
+	struct sf_prefix_cache *(*prefix_cache)(void *impl);
 	size_t (*ctx_len)(void *impl, const struct sf_engine_ctx *ctx);
 	int (*ctx_truncate)(void *impl, struct sf_engine_ctx *ctx, size_t n, struct sf_err *err);
 	uint64_t (*mem_used)(void *impl);
@@ -262,8 +267,24 @@ size_t sf_engine_ctx_len(struct sf_engine *e, const struct sf_engine_ctx *ctx);
 int sf_engine_ctx_truncate(struct sf_engine *e, struct sf_engine_ctx *ctx, size_t n,
 			   struct sf_err *err);
 
-/* Context memory all contexts hold now, in bytes. */
+/* Context memory all contexts hold now, in bytes (cached pages no context holds are not
+ * counted: they are evicted when the room is needed). */
 uint64_t sf_engine_mem_used(struct sf_engine *e);
+
+/* ---- prefix reuse (docs/ENGINE.md) ---- */
+
+/* Shares ctx's full pages by content with every context of namespace ns (0: none, the
+ * default): its prefills adopt the pages of the longest indexed prefix of its tokens instead
+ * of computing them (the last token is always computed), and its computed pages are indexed
+ * for others; what it generates is the same bit for bit either way. Set on a new context
+ * before its first prefill; a no-op on an engine without prefix reuse. */
+void sf_engine_ctx_share(struct sf_engine *e, struct sf_engine_ctx *ctx, uint64_t ns);
+
+/* Positions ctx's last prefill adopted from the index instead of computing them. */
+uint32_t sf_engine_ctx_reused(struct sf_engine *e, const struct sf_engine_ctx *ctx);
+
+/* The engine's index of shared pages (what it adds and evicts, its statistics), or NULL. */
+struct sf_prefix_cache *sf_engine_prefix_cache(struct sf_engine *e);
 
 /* ---- generation ---- */
 

@@ -295,6 +295,22 @@ uint64_t sf_engine_mem_used(struct sf_engine *e)
 	return e->ops->mem_used ? e->ops->mem_used(e->impl) : 0;
 }
 
+void sf_engine_ctx_share(struct sf_engine *e, struct sf_engine_ctx *ctx, uint64_t ns)
+{
+	if (e->ops->ctx_share)
+		e->ops->ctx_share(e->impl, ctx, ns);
+}
+
+uint32_t sf_engine_ctx_reused(struct sf_engine *e, const struct sf_engine_ctx *ctx)
+{
+	return e->ops->ctx_reused ? e->ops->ctx_reused(e->impl, ctx) : 0;
+}
+
+struct sf_prefix_cache *sf_engine_prefix_cache(struct sf_engine *e)
+{
+	return e->ops->prefix_cache ? e->ops->prefix_cache(e->impl) : NULL;
+}
+
 /* ---- generation ---- */
 
 int sf_engine_decode(struct sf_engine *e, struct sf_engine_step *steps, size_t n,

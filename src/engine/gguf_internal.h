@@ -48,6 +48,7 @@ struct ge_ctx {
 	uint32_t *tokens;
 	uint32_t n, cap;
 	uint32_t n_gen;              /* tokens decode steps appended since the last prefill */
+	uint32_t reused;             /* positions the last prefill adopted (prefix reuse) */
 	struct sf_sampling sampling;
 };
 
@@ -73,6 +74,9 @@ int ge_prefill(void *impl, struct sf_engine_ctx *ctx, const uint32_t *tokens, si
 size_t ge_ctx_len(void *impl, const struct sf_engine_ctx *ctx);
 int ge_ctx_truncate(void *impl, struct sf_engine_ctx *ctx, size_t n, struct sf_err *err);
 uint64_t ge_mem_used(void *impl);
+void ge_ctx_share(void *impl, struct sf_engine_ctx *ctx, uint64_t ns);
+uint32_t ge_ctx_reused(void *impl, const struct sf_engine_ctx *ctx);
+struct sf_prefix_cache *ge_prefix_cache(void *impl);
 int ge_decode(void *impl, struct sf_engine_step *steps, size_t n, struct sf_err *err);
 /* Room in c's token array for n tokens. */
 int ge_grow(struct ge_ctx *c, size_t n, struct sf_err *err);

@@ -1,6 +1,7 @@
 /* The GGUF engine's contexts and compute: prefill in chunks, and decode steps that compute
  * every context's pending tokens in one forward pass and sample each context's next token. */
 #include "engine/gguf_internal.h"
+#include "prefix/prefix.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +47,24 @@ size_t ge_ctx_len(void *impl, const struct sf_engine_ctx *ctx)
 uint64_t ge_mem_used(void *impl)
 {
 	struct ge *g = impl;
-	return sf_kv_arena_used(g->arena);
+	return sf_kv_arena_used(g->arena) - sf_kv_arena_reclaimable(g->arena);
+}
+
+void ge_ctx_share(void *impl, struct sf_engine_ctx *ctx, uint64_t ns)
+{
+	struct ge_ctx *c = ge_ctx(ctx);
+	sf_kv_share(&c->kv, ns ? sf_prefix_root(ns) : 0);
+}
+
+uint32_t ge_ctx_reused(void *impl, const struct sf_engine_ctx *ctx)
+{
+	return ((const struct ge_ctx *)ctx)->reused;
+}
+
+struct sf_prefix_cache *ge_prefix_cache(void *impl)
+{
+	struct ge *g = impl;
+	return sf_kv_arena_prefix(g->arena);
 }
 
 int ge_ctx_truncate(void *impl, struct sf_engine_ctx *ctx, size_t n, struct sf_err *err)
@@ -75,21 +93,26 @@ int ge_grow(struct ge_ctx *c, size_t n, struct sf_err *err)
 }
 
 /* Appends tokens; their keys and values are computed by the decode steps that follow (in
- * chunks, beside other contexts' tokens), so a long prompt never holds the caller. Their
- * cache memory is taken now: a full node refuses here, not halfway through the prompt. */
+ * chunks, beside other contexts' tokens), so a long prompt never holds the caller, but for
+ * the pages a shared context adopts from the index. Their cache memory is taken now: a full
+ * node refuses here, not halfway through the prompt. */
 int ge_prefill(void *impl, struct sf_engine_ctx *ctx, const uint32_t *tokens, size_t n,
 	       struct sf_err *err)
 {
 	struct ge_ctx *c = ge_ctx(ctx);
-	int rc = ge_grow(c, (size_t)c->n + n, err);
-	if (!rc)
-		rc = sf_kv_reserve(&c->kv, c->n + (uint32_t)n, err);
+	uint32_t total = c->n + (uint32_t)n;
+	int rc = ge_grow(c, total, err);
+	if (rc)
+		return rc;
+	memcpy(c->tokens + c->n, tokens, n * sizeof(uint32_t));
+	c->reused = sf_kv_adopt(&c->kv, c->tokens, total);
+	rc = sf_kv_reserve(&c->kv, total, err);
 	if (rc) {
 		sf_kv_truncate(&c->kv, c->n);
+		c->reused = 0;
 		return rc;
 	}
-	memcpy(c->tokens + c->n, tokens, n * sizeof(uint32_t));
-	c->n += (uint32_t)n;
+	c->n = total;
 	c->n_gen = 0;
 	return 0;
 }
@@ -123,6 +146,8 @@ void ge_sample(struct ge *g, struct ge_ctx *c, const float *logits, struct sf_en
 static int64_t pending(struct ge *g, struct ge_ctx *c, struct sf_engine_step *st)
 {
 	struct sf_err e;
+	if (c->n && c->kv.n == c->n)
+		sf_kv_truncate(&c->kv, c->n - 1);
 	if (!c->n)
 		st->rc = SF_E_RANGE; /* nothing to go on */
 	else if (c->n >= g->cfg.ctx_len)
@@ -131,8 +156,6 @@ static int64_t pending(struct ge *g, struct ge_ctx *c, struct sf_engine_step *st
 		st->rc = SF_E_NOMEM;
 	if (st->rc)
 		return -1;
-	if (c->kv.n == c->n)
-		sf_kv_truncate(&c->kv, c->n - 1);
 	return c->n - c->kv.n;
 }
 
@@ -184,6 +207,9 @@ int ge_decode(void *impl, struct sf_engine_step *steps, size_t n, struct sf_err 
 				  NULL, g->logits, err);
 	if (rc)
 		return rc;
+	for (size_t i = 0; i < n; i++)
+		if (want[i] > 0) /* its full pages computed now are indexed for other contexts */
+			sf_kv_publish(&ge_ctx(steps[i].ctx)->kv, ge_ctx(steps[i].ctx)->tokens);
 	/* Logits rows come in the order of the tokens that asked for them. */
 	size_t row = 0;
 	for (uint32_t t = 0; t < nt; t++) {

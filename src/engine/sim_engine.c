@@ -1,5 +1,6 @@
 /* The simulated engine: config, contexts, decode step, stages, timing, its ops table. */
 #include "sim_internal.h"
+#include "prefix/prefix.h"
 
 #include <superfluid/sampler.h>
 
@@ -59,6 +60,7 @@ static void sim_destroy(void *impl)
 	struct sim *sim = impl;
 	sim_model_fini(&sim->m);
 	sf_sampler_free(sim->sampler);
+	sf_prefix_cache_free(sim->pc);
 	free(sim->chat_template);
 	free(sim);
 }
@@ -87,10 +89,16 @@ static void sim_info(void *impl, struct sf_engine_info *info)
 
 /* ---- contexts ---- */
 
+/* Takes memory for n more tokens, evicting cached pages no context holds while that makes
+ * room. */
 static int mem_take(struct sim *sim, size_t n, struct sf_err *err)
 {
-	uint64_t need = (uint64_t)n * sim->cfg.ctx_bytes_per_token;
-	if (sim->cfg.ctx_mem_total && need > sim->cfg.ctx_mem_total - sim->mem_used)
+	uint64_t need = (uint64_t)n * sim->cfg.ctx_bytes_per_token, total = sim->cfg.ctx_mem_total;
+	bool fits = !total;
+	while (!fits && !(fits = need + sim_share_idle(sim) <= total - sim->mem_used) &&
+	       sim_share_evict(sim))
+		;
+	if (!fits)
 		return sf_err_set(err, SF_E_NOMEM,
 				  "context memory full: %llu of %llu bytes used, %zu more tokens "
 				  "need %llu",
@@ -139,6 +147,7 @@ static void sim_ctx_free(void *impl, struct sf_engine_ctx *ctx)
 {
 	struct sim_ctx *c = sim_ctx(ctx);
 	mem_give(impl, c->len);
+	sim_share_ctx_free(impl, c);
 	free(c->tokens);
 	free(c);
 }
@@ -153,12 +162,30 @@ static int sim_prefill(void *impl, struct sf_engine_ctx *ctx, const uint32_t *to
 		rc = mem_take(sim, n, err);
 	if (rc)
 		return rc;
+	uint32_t from = c->len;
 	for (size_t i = 0; i < n; i++) {
 		c->tokens[c->len++] = tokens[i];
 		sim_state_push(&c->st, tokens[i]);
 	}
 	c->n_gen = 0;
+	c->reused = sim_share_adopt(sim, c, from, c->len);
+	sim_share_publish(sim, c);
 	return 0;
+}
+
+static void sim_ctx_share(void *impl, struct sf_engine_ctx *ctx, uint64_t ns)
+{
+	sim_share_set(impl, sim_ctx(ctx), ns);
+}
+
+static uint32_t sim_ctx_reused(void *impl, const struct sf_engine_ctx *ctx)
+{
+	return sim_cctx(ctx)->reused;
+}
+
+static struct sf_prefix_cache *sim_prefix_cache(void *impl)
+{
+	return ((struct sim *)impl)->pc;
 }
 
 static size_t sim_ctx_len(void *impl, const struct sf_engine_ctx *ctx)
@@ -171,6 +198,7 @@ static int sim_ctx_truncate(void *impl, struct sf_engine_ctx *ctx, size_t n, str
 	struct sim_ctx *c = sim_ctx(ctx);
 	mem_give(impl, c->len - n);
 	c->len = (uint32_t)n;
+	sim_share_truncate(impl, c, c->len);
 	if (c->n_gen > c->len)
 		c->n_gen = c->len;
 	sim_state_init(&c->st);
@@ -214,6 +242,7 @@ static int sim_decode(void *impl, struct sf_engine_step *steps, size_t n, struct
 		c->tokens[c->len++] = st->token;
 		c->n_gen++;
 		sim_state_push(&c->st, st->token);
+		sim_share_publish(sim, c);
 	}
 	return 0;
 }
@@ -315,6 +344,9 @@ static const struct sf_engine_ops sim_ops = {
 	.ctx_len = sim_ctx_len,
 	.ctx_truncate = sim_ctx_truncate,
 	.mem_used = sim_mem_used,
+	.ctx_share = sim_ctx_share,
+	.ctx_reused = sim_ctx_reused,
+	.prefix_cache = sim_prefix_cache,
 	.decode = sim_decode,
 	.stage_forward = sim_stage_forward,
 	.state_op_names = sim_state_op_names,
@@ -335,6 +367,8 @@ int sf_sim_engine_new(const struct sf_sim_config *cfg, struct sf_engine **out,
 		rc = sim_model_init(&sim->m, &sim->cfg, err);
 	if (!rc)
 		rc = sf_sampler_new(SF_SIM_VOCAB, &sim->sampler, err);
+	if (!rc && sim_share_init(sim))
+		rc = sf_err_set(err, SF_E_NOMEM, "no memory for a sim engine's prefix index");
 	if (rc) {
 		sim_destroy(sim);
 		return rc;

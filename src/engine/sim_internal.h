@@ -40,6 +40,12 @@ struct sim_ctx {
 	uint32_t *tokens;
 	uint32_t len;
 	uint32_t cap;
+	/* Prefix reuse (sim_share.c): its chain's root (0: shares nothing), the pages it holds
+	 * from the index (its first n_shared), what its last prefill adopted. */
+	uint64_t root;
+	struct sf_prefix_page **shared;
+	uint32_t n_shared, cap_shared;
+	uint32_t reused;
 };
 
 struct sim {
@@ -48,8 +54,9 @@ struct sim {
 	struct sim_model m;
 	char *chat_template; /* cfg.chat_template's copy, or NULL */
 	struct sf_engine_template templates[2];
-	uint64_t mem_used;
+	uint64_t mem_used;          /* contexts' tokens; cached pages no context holds apart */
 	struct sf_sampler *sampler; /* the one every engine uses */
+	struct sf_prefix_cache *pc; /* pages by content (sim_share.c) */
 };
 
 static inline struct sim_ctx *sim_ctx(struct sf_engine_ctx *c)
@@ -106,6 +113,22 @@ void sim_templates(void *impl, const struct sf_engine_template **list, size_t *n
  * true and in token the reply's token n_gen (the n_gen-th since the prompt), or <|eos|> past its
  * end; false when the prompt has no marker. */
 bool sim_script_next(const uint32_t *ctx, size_t len, size_t n_gen, uint32_t *token);
+
+/* sim_share.c: prefix reuse over the shared index, pages without data. */
+int sim_share_init(struct sim *sim);
+/* Bytes of cached pages no context holds; evicting one of them (false: none). */
+uint64_t sim_share_idle(struct sim *sim);
+bool sim_share_evict(struct sim *sim);
+/* Sets c's namespace (0: none), before its first tokens. */
+void sim_share_set(struct sim *sim, struct sim_ctx *c, uint64_t ns);
+/* Adopts the pages after c's first `from` tokens (appended now, c->len == n), leaving the
+ * last to compute; returns the positions adopted. */
+uint32_t sim_share_adopt(struct sim *sim, struct sim_ctx *c, uint32_t from, uint32_t n);
+/* Indexes c's full computed pages not indexed yet. */
+void sim_share_publish(struct sim *sim, struct sim_ctx *c);
+/* Lets go of the pages past c's first n tokens. */
+void sim_share_truncate(struct sim *sim, struct sim_ctx *c, uint32_t n);
+void sim_share_ctx_free(struct sim *sim, struct sim_ctx *c);
 
 /* sim_ops.c */
 void sim_state_op_names(void *impl, const char *const **names, size_t *n);

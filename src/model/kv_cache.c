@@ -1,17 +1,32 @@
 /* Sessions' key/value caches: pages of SF_KV_PAGE positions drawn from a bounded arena that
- * counts every byte, so that a node's context memory is what it reports and refuses past. */
+ * counts every byte, so that a node's context memory is what it reports and refuses past.
+ * Full pages of caches that share (sf_kv_share) are indexed by content (src/prefix): another
+ * cache whose tokens begin the same way adopts them instead of computing them, and when no
+ * cache holds them any more they stay cached until their room is needed. */
 #include "model/model.h"
+#include "prefix/prefix.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+
+_Static_assert(SF_KV_PAGE == SF_PREFIX_PAGE, "a shared page is a cache page");
 
 struct sf_kv_arena {
 	uint32_t n_layer, kv_dim;
 	uint64_t page_bytes;
 	uint64_t limit;           /* 0: unbounded */
 	_Atomic uint64_t used;
+	struct sf_prefix_cache *pc;
 };
+
+/* An evicted page's data goes back to the arena (called under the index's lock). */
+static void drop_page(void *arg, void *data)
+{
+	struct sf_kv_arena *a = arg;
+	free(data);
+	atomic_fetch_sub(&a->used, a->page_bytes);
+}
 
 int sf_kv_arena_new(const struct sf_model *m, uint64_t limit_bytes, struct sf_kv_arena **out)
 {
@@ -22,18 +37,39 @@ int sf_kv_arena_new(const struct sf_model *m, uint64_t limit_bytes, struct sf_kv
 	a->kv_dim = m->cfg.n_head_kv * m->cfg.head_dim;
 	a->page_bytes = (uint64_t)a->n_layer * 2 * SF_KV_PAGE * a->kv_dim * sizeof(uint16_t);
 	a->limit = limit_bytes;
+	struct sf_prefix_cache_config pcfg = { .page_bytes = a->page_bytes, .drop = drop_page,
+					       .arg = a };
+	if (sf_prefix_cache_new(&pcfg, &a->pc)) {
+		free(a);
+		return SF_E_NOMEM;
+	}
 	*out = a;
 	return 0;
 }
 
 void sf_kv_arena_free(struct sf_kv_arena *a)
 {
+	if (!a)
+		return;
+	sf_prefix_cache_free(a->pc);
 	free(a);
 }
 
 uint64_t sf_kv_arena_used(const struct sf_kv_arena *a)
 {
 	return atomic_load(&a->used);
+}
+
+uint64_t sf_kv_arena_reclaimable(const struct sf_kv_arena *a)
+{
+	struct sf_prefix_stats st;
+	sf_prefix_stats(a->pc, &st);
+	return st.idle_bytes;
+}
+
+struct sf_prefix_cache *sf_kv_arena_prefix(const struct sf_kv_arena *a)
+{
+	return a->pc;
 }
 
 uint64_t sf_kv_arena_limit(const struct sf_kv_arena *a)
@@ -60,30 +96,61 @@ void sf_kv_init_layers(struct sf_kv *kv, struct sf_kv_arena *a, uint32_t l0, uin
 	kv->page_bytes = a->page_bytes / a->n_layer * kv->n_layer;
 }
 
+void sf_kv_share(struct sf_kv *kv, uint64_t root)
+{
+	if (kv->n_layer == kv->arena->n_layer && !kv->n)
+		kv->root = root;
+}
+
+/* Takes bytes from the arena, evicting cached pages no cache holds while that makes room. */
 static bool take(struct sf_kv_arena *a, uint64_t bytes)
 {
-	uint64_t used = atomic_load(&a->used);
-	do {
-		if (a->limit && used + bytes > a->limit)
+	for (;;) {
+		uint64_t used = atomic_load(&a->used);
+		bool fits;
+		do {
+			fits = !a->limit || used + bytes <= a->limit;
+		} while (fits && !atomic_compare_exchange_weak(&a->used, &used, used + bytes));
+		if (fits)
+			return true;
+		if (!sf_prefix_evict(a->pc))
 			return false;
-	} while (!atomic_compare_exchange_weak(&a->used, &used, used + bytes));
-	return true;
+	}
+}
+
+static void give(struct sf_kv_arena *a, uint16_t *page, uint64_t bytes)
+{
+	free(page);
+	atomic_fetch_sub(&a->used, bytes);
+}
+
+/* Room in the page table for n pages. */
+static int table(struct sf_kv *kv, uint32_t need, struct sf_err *err)
+{
+	if (need <= kv->cap_pages)
+		return 0;
+	uint32_t cap = kv->cap_pages ? kv->cap_pages : 4;
+	while (cap < need)
+		cap *= 2;
+	uint16_t **p = realloc(kv->pages, cap * sizeof(*p));
+	if (!p)
+		return sf_err_set(err, SF_E_NOMEM, "no memory for a context's page table");
+	kv->pages = p;
+	struct sf_prefix_page **s = realloc(kv->shared, cap * sizeof(*s));
+	if (!s)
+		return sf_err_set(err, SF_E_NOMEM, "no memory for a context's page table");
+	kv->shared = s;
+	kv->cap_pages = cap;
+	return 0;
 }
 
 int sf_kv_reserve(struct sf_kv *kv, uint32_t n, struct sf_err *err)
 {
 	struct sf_kv_arena *a = kv->arena;
 	uint32_t need = (n + SF_KV_PAGE - 1) / SF_KV_PAGE;
-	if (need > kv->cap_pages) {
-		uint32_t cap = kv->cap_pages ? kv->cap_pages : 4;
-		while (cap < need)
-			cap *= 2;
-		uint16_t **p = realloc(kv->pages, cap * sizeof(*p));
-		if (!p)
-			return sf_err_set(err, SF_E_NOMEM, "no memory for a context's page table");
-		kv->pages = p;
-		kv->cap_pages = cap;
-	}
+	int rc = table(kv, need, err);
+	if (rc)
+		return rc;
 	while (kv->n_pages < need) {
 		if (!take(a, kv->page_bytes))
 			return sf_err_set(err, SF_E_NOMEM,
@@ -101,13 +168,28 @@ int sf_kv_reserve(struct sf_kv *kv, uint32_t n, struct sf_err *err)
 	return 0;
 }
 
+/* Lets go of the last page. */
+static void pop(struct sf_kv *kv)
+{
+	uint32_t i = --kv->n_pages;
+	if (i < kv->n_shared) {
+		sf_prefix_unref(kv->arena->pc, kv->shared[i]);
+		kv->n_shared = i;
+	} else {
+		give(kv->arena, kv->pages[i], kv->page_bytes);
+	}
+}
+
 void sf_kv_truncate(struct sf_kv *kv, uint32_t n)
 {
 	uint32_t keep = (n + SF_KV_PAGE - 1) / SF_KV_PAGE;
-	while (kv->n_pages > keep) {
-		free(kv->pages[--kv->n_pages]);
-		atomic_fetch_sub(&kv->arena->used, kv->page_bytes);
-	}
+	/* A shared page is never written: when n falls inside one, it goes too. */
+	if (n % SF_KV_PAGE && n / SF_KV_PAGE < kv->n_shared)
+		keep = n / SF_KV_PAGE;
+	while (kv->n_pages > keep)
+		pop(kv);
+	if (kv->n > keep * SF_KV_PAGE)
+		kv->n = keep * SF_KV_PAGE;
 	if (kv->n > n)
 		kv->n = n;
 }
@@ -118,8 +200,59 @@ void sf_kv_fini(struct sf_kv *kv)
 		return;
 	sf_kv_truncate(kv, 0);
 	free(kv->pages);
+	free(kv->shared);
 	kv->pages = NULL;
+	kv->shared = NULL;
 	kv->cap_pages = 0;
+}
+
+uint32_t sf_kv_adopt(struct sf_kv *kv, const uint32_t *tokens, uint32_t n)
+{
+	uint32_t from = kv->n;
+	if (!kv->root || kv->n % SF_KV_PAGE || kv->n / SF_KV_PAGE != kv->n_shared)
+		return 0;
+	while (kv->n + SF_KV_PAGE < n) {
+		uint32_t i = kv->n / SF_KV_PAGE;
+		struct sf_err err;
+		if (table(kv, i + 1, &err))
+			break;
+		struct sf_prefix_page *parent = i ? kv->shared[i - 1] : NULL;
+		struct sf_prefix_page *p = sf_prefix_get(kv->arena->pc, parent, kv->root,
+							 tokens + kv->n);
+		if (!p)
+			break;
+		if (i < kv->n_pages)
+			give(kv->arena, kv->pages[i], kv->page_bytes); /* reserved, not computed */
+		else
+			kv->n_pages++;
+		kv->pages[i] = sf_prefix_data(p);
+		kv->shared[i] = p;
+		kv->n_shared++;
+		kv->n += SF_KV_PAGE;
+	}
+	return kv->n - from;
+}
+
+void sf_kv_publish(struct sf_kv *kv, const uint32_t *tokens)
+{
+	if (!kv->root)
+		return;
+	while ((kv->n_shared + 1) * SF_KV_PAGE <= kv->n) {
+		uint32_t i = kv->n_shared;
+		struct sf_prefix_page *parent = i ? kv->shared[i - 1] : NULL;
+		struct sf_prefix_page *p = sf_prefix_put(kv->arena->pc, parent, kv->root,
+							 tokens + (size_t)i * SF_KV_PAGE, kv->pages[i]);
+		if (!p)
+			return;
+		if (sf_prefix_data(p) != kv->pages[i]) {
+			/* Another cache computed the same page first: the same bits (batch
+			 * invariance, model.h); keep one. */
+			give(kv->arena, kv->pages[i], kv->page_bytes);
+			kv->pages[i] = sf_prefix_data(p);
+		}
+		kv->shared[i] = p;
+		kv->n_shared++;
+	}
 }
 
 uint16_t *sf_kv_at(const struct sf_kv *kv, uint32_t layer, int which, uint32_t pos)

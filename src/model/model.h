@@ -87,29 +87,53 @@ uint64_t sf_model_kv_bytes_per_token(const struct sf_model *m);
 struct sf_kv_arena;
 int sf_kv_arena_new(const struct sf_model *m, uint64_t limit_bytes, struct sf_kv_arena **out);
 void sf_kv_arena_free(struct sf_kv_arena *a);
-uint64_t sf_kv_arena_used(const struct sf_kv_arena *a);
 uint64_t sf_kv_arena_limit(const struct sf_kv_arena *a);
 uint64_t sf_kv_arena_page_bytes(const struct sf_kv_arena *a);
 
+/* Bytes of every page the arena's caches hold, counted once however many caches share them
+ * (the reclaimable ones too: cached pages no cache holds, evicted before a reserve fails). */
+uint64_t sf_kv_arena_used(const struct sf_kv_arena *a);
+/* Of those, the bytes of cached pages no cache holds (evicted when room is needed). */
+uint64_t sf_kv_arena_reclaimable(const struct sf_kv_arena *a);
+/* The arena's index of shared pages (src/prefix): what a node reports and counts. */
+struct sf_prefix_cache *sf_kv_arena_prefix(const struct sf_kv_arena *a);
+
 /* One session's cache: keys and values of positions [0, n), in pages of SF_KV_PAGE tokens,
- * of layers [layer0, layer0 + n_layer) (every layer but in a pipeline stage's cache). */
+ * of layers [layer0, layer0 + n_layer) (every layer but in a pipeline stage's cache).
+ * With a prefix root (sf_kv_share), its first n_shared pages are full pages shared by content
+ * with other caches (immutable; src/prefix), the rest its own. */
 struct sf_kv {
 	struct sf_kv_arena *arena;
 	uint16_t **pages; /* each [layer][k, v][SF_KV_PAGE][n_head_kv * head_dim] half floats */
-	uint32_t n_pages, cap_pages;
+	struct sf_prefix_page **shared; /* pages[i]'s index entry, for i < n_shared */
+	uint32_t n_pages, cap_pages, n_shared;
 	uint32_t n;       /* positions whose keys and values are computed */
 	uint32_t layer0, n_layer;
 	uint64_t page_bytes;
+	uint64_t root;    /* sf_prefix_root of its namespace; 0: it shares nothing */
 };
 
 void sf_kv_init(struct sf_kv *kv, struct sf_kv_arena *a);
 /* A cache of layers [l0, l1) only (l0 < l1 <= the model's layers), with nothing reserved yet:
  * a pipeline stage's, whose pages hold its own layers and count only their bytes. */
 void sf_kv_init_layers(struct sf_kv *kv, struct sf_kv_arena *a, uint32_t l0, uint32_t l1);
-/* Makes room for positions [0, n): SF_E_NOMEM when the arena's limit is reached. */
+/* Makes room for positions [0, n): SF_E_NOMEM when the arena's limit is reached even with
+ * every reclaimable cached page evicted. */
 int sf_kv_reserve(struct sf_kv *kv, uint32_t n, struct sf_err *err);
-/* Forgets positions from n on, returning whole pages past them to the arena. */
+/* Forgets positions from n on, returning whole pages past them to the arena (a shared page
+ * n falls inside is let go of too, so the positions of it before n are computed again). */
 void sf_kv_truncate(struct sf_kv *kv, uint32_t n);
+/* Shares the cache's full pages under the prefix chain of root (a cache of every layer only;
+ * 0: none). Set before anything is computed. */
+void sf_kv_share(struct sf_kv *kv, uint64_t root);
+/* Takes from the index the pages that come next in tokens[0..n) (the cache's tokens: the
+ * first kv->n computed), leaving at least the last token to compute: kv->n grows by the
+ * positions adopted (returned). Nothing when kv->n is not where a page starts, or a page
+ * before it is the cache's own. */
+uint32_t sf_kv_adopt(struct sf_kv *kv, const uint32_t *tokens, uint32_t n);
+/* Indexes the cache's full pages computed since the last call (tokens: its tokens), each
+ * replaced by an equal page already indexed when there is one. */
+void sf_kv_publish(struct sf_kv *kv, const uint32_t *tokens);
 void sf_kv_fini(struct sf_kv *kv);
 /* The keys (which = 0) or values (1) of layer (one the cache keeps) at pos (reserved). */
 uint16_t *sf_kv_at(const struct sf_kv *kv, uint32_t layer, int which, uint32_t pos);

@@ -41,24 +41,6 @@ struct fx {
 	float *logits;
 };
 
-static void write_vocab(const char *path)
-{
-	struct sf_gguf_writer *w = sf_gguf_writer_new();
-	static char names[N_VOCAB][8];
-	struct sf_gguf_str toks[N_VOCAB];
-	for (int i = 0; i < N_VOCAB; i++) {
-		snprintf(names[i], sizeof(names[i]), "t%d", i);
-		toks[i] = (struct sf_gguf_str){ names[i], strlen(names[i]) };
-	}
-	assert_int_equal(sf_gguf_set_str(w, "tokenizer.ggml.model", "gpt2", 4), 0);
-	assert_int_equal(sf_gguf_set_arr_str(w, "tokenizer.ggml.tokens", toks, N_VOCAB), 0);
-	struct sf_gguf_str merge = { "t 1", 3 };
-	assert_int_equal(sf_gguf_set_arr_str(w, "tokenizer.ggml.merges", &merge, 1), 0);
-	struct sf_err err;
-	assert_int_equal(sf_gguf_writer_save(w, path, &err), 0);
-	sf_gguf_writer_free(w);
-}
-
 static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
@@ -67,7 +49,7 @@ static int setup(void **state)
 	snprintf(f->vocab_path, sizeof(f->vocab_path), "/tmp/sf_test_gguf_sampling_vocab_%d.gguf",
 		 (int)getpid());
 	snprintf(f->path, sizeof(f->path), "/tmp/sf_test_gguf_sampling_%d.gguf", (int)getpid());
-	write_vocab(f->vocab_path);
+	assert_int_equal(sf_test_write_vocab(f->vocab_path, N_VOCAB), 0);
 	struct sf_gguf *vocab;
 	assert_int_equal(sf_gguf_open(f->vocab_path, &vocab, &err), 0);
 	struct sf_model_gen gen = { .shape = "test-qwen2", .type = "f32", .layers = 2, .seed = 11,

@@ -1,6 +1,7 @@
 #include "testutil.h"
 
 #include <superfluid/engine.h>
+#include <superfluid/gguf.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,4 +118,28 @@ int sf_test_kept_stream(struct sf_engine *e, const uint32_t *cuts, uint32_t n_cu
 	free(h[0]);
 	free(h[1]);
 	return rc ? -1 : 0;
+}
+
+int sf_test_write_vocab(const char *path, unsigned n)
+{
+	struct sf_gguf_writer *w = sf_gguf_writer_new();
+	char (*names)[12] = calloc(n, sizeof(*names));
+	struct sf_gguf_str *toks = calloc(n, sizeof(*toks));
+	int rc = !w || !names || !toks ? -1 : 0;
+	for (unsigned i = 0; !rc && i < n; i++) {
+		snprintf(names[i], sizeof(names[i]), "t%u", i);
+		toks[i] = (struct sf_gguf_str){ names[i], strlen(names[i]) };
+	}
+	struct sf_gguf_str merge = { "t 1", 3 };
+	struct sf_err err;
+	if (!rc && (sf_gguf_set_str(w, "tokenizer.ggml.model", "gpt2", 4) ||
+		    sf_gguf_set_arr_str(w, "tokenizer.ggml.tokens", toks, n) ||
+		    sf_gguf_set_arr_str(w, "tokenizer.ggml.merges", &merge, 1) ||
+		    sf_gguf_writer_save(w, path, &err)))
+		rc = -1;
+	if (w)
+		sf_gguf_writer_free(w);
+	free(names);
+	free(toks);
+	return rc;
 }

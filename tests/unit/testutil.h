@@ -25,4 +25,8 @@ int sf_test_kept_stream(struct sf_engine *e, const uint32_t *cuts, uint32_t n_cu
 			const struct sf_sampling *s, const uint32_t *prompt, uint32_t n,
 			uint32_t chunk, uint32_t *out, uint32_t n_out);
 
+/* Writes a GGUF file of a gpt2-model vocabulary of n tokens "t0".."t<n-1>" (one merge) to
+ * path: the tokenizer the random-weight models of the engine tests take. 0, or -1. */
+int sf_test_write_vocab(const char *path, unsigned n);
+
 #endif

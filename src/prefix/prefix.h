@@ -1,0 +1,102 @@
+/* Prefix reuse: a context's full pages of SF_PREFIX_PAGE positions, named by a hash chain of
+ * their token ids, so that a new context whose tokens begin the same way adopts what another
+ * already computed instead of computing it again (docs/ENGINE.md, "Prefix reuse").
+ *
+ * The chain (prefix_hash.c) is the same on the head and the node: the head places a request on
+ * the node whose cache holds the longest prefix of its pages' hashes, the node names the pages
+ * it adds and evicts by the same hashes (PREFIX_CACHE, PROTOCOL.md 9.9). A namespace starts
+ * every chain: contexts of different namespaces (tenants, models) never share a page.
+ *
+ * The cache (prefix_cache.c) is the node's index of pages: each page is immutable once full,
+ * shared by reference count between the contexts that hold it and the pages indexed after it;
+ * unreferenced pages stay cached, least recently used evicted first, and only a page no other
+ * page follows can go (so every indexed page's whole chain is indexed). A lookup checks the
+ * tokens and the page before, never the hash alone. Thread-safe: one mutex. */
+#ifndef SF_PREFIX_PREFIX_H
+#define SF_PREFIX_PREFIX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SF_PREFIX_PAGE 64           /* positions a page holds (the key/value cache's page) */
+#define SF_PREFIX_MAX_PAGES (1u << 22) /* pages one cache indexes, whatever their size */
+#define SF_PREFIX_MAX_CHANGES 65536 /* changes kept for a report before a full list is due */
+
+/* ---- the hash chain (the head's and the node's) ---- */
+
+/* The chain's start for namespace ns (ns != 0): never 0. */
+uint64_t sf_prefix_root(uint64_t ns);
+/* The hash of the page of tokens[0..SF_PREFIX_PAGE) after the page hashed parent (or the
+ * root): BLAKE2b of both, its first 8 bytes little-endian, never 0. */
+uint64_t sf_prefix_next(uint64_t parent, const uint32_t *tokens);
+/* The hashes of the full pages of tokens[0..n) under ns into out (at most cap; returns how
+ * many: min(n / SF_PREFIX_PAGE, cap)). */
+uint32_t sf_prefix_chain(uint64_t ns, const uint32_t *tokens, uint32_t n, uint64_t *out,
+			 uint32_t cap);
+
+/* ---- the node's cache of pages ---- */
+
+struct sf_prefix_page; /* opaque: one indexed page */
+struct sf_prefix_cache;
+
+struct sf_prefix_cache_config {
+	uint64_t page_bytes; /* memory one page's data takes (reported, never allocated here) */
+	uint32_t max_pages;  /* pages indexed at most; 0: SF_PREFIX_MAX_PAGES */
+	/* Frees an evicted page's data (NULL data is never passed); may be NULL. Called with
+	 * the cache's lock held: it must not call back into the cache. */
+	void (*drop)(void *arg, void *data);
+	void *arg;
+};
+
+/* One change to what the cache indexes, for the node's report to heads. */
+struct sf_prefix_change {
+	uint64_t hash;
+	bool added; /* false: evicted */
+};
+
+struct sf_prefix_stats {
+	uint64_t pages;        /* indexed */
+	uint64_t idle_pages;   /* of those, held by no context: all of them can be evicted (the
+				* pages after one first) */
+	uint64_t idle_bytes;   /* their data's bytes */
+	uint64_t added, evicted, hits, misses; /* since the cache was made */
+};
+
+/* A cache (0, or SF_E_NOMEM). */
+int sf_prefix_cache_new(const struct sf_prefix_cache_config *cfg, struct sf_prefix_cache **out);
+/* Frees the cache and every page's data; pages must no longer be held. NULL is a no-op. */
+void sf_prefix_cache_free(struct sf_prefix_cache *pc);
+
+/* The page after parent (NULL: the first, under the chain started by root) holding tokens,
+ * held for the caller (unref it); NULL when not indexed. */
+struct sf_prefix_page *sf_prefix_get(struct sf_prefix_cache *pc, struct sf_prefix_page *parent,
+				     uint64_t root, const uint32_t *tokens);
+/* Indexes a page the caller computed (its data, handed over) after parent (held by the caller;
+ * NULL: the first under root), and returns it held for the caller. When an equal page is
+ * indexed already (another context computed the same tokens), that one is returned held and
+ * data stays the caller's to free. NULL when the cache cannot take it (full of pages held,
+ * or no memory): data stays the caller's. */
+struct sf_prefix_page *sf_prefix_put(struct sf_prefix_cache *pc, struct sf_prefix_page *parent,
+				     uint64_t root, const uint32_t *tokens, void *data);
+/* Lets go of a held page: with no holder left it stays cached, the most recently used. */
+void sf_prefix_unref(struct sf_prefix_cache *pc, struct sf_prefix_page *p);
+/* Evicts the least recently used page nobody holds and no page follows, freeing its data
+ * through drop; false when none is evictable. */
+bool sf_prefix_evict(struct sf_prefix_cache *pc);
+
+/* A page's data and hash (stable while held). */
+void *sf_prefix_data(const struct sf_prefix_page *p);
+uint64_t sf_prefix_hash(const struct sf_prefix_page *p);
+
+/* Takes up to cap changes since the last call, oldest first (*lost: changes were dropped
+ * since the last call for want of room, so the caller should send the whole list again). */
+size_t sf_prefix_changes(struct sf_prefix_cache *pc, struct sf_prefix_change *out, size_t cap,
+			 bool *lost);
+/* Calls fn with each indexed page's hash (under the cache's lock: fn must not call back).
+ * Returns how many. */
+size_t sf_prefix_list(struct sf_prefix_cache *pc, void (*fn)(void *arg, uint64_t hash),
+		      void *arg);
+void sf_prefix_stats(struct sf_prefix_cache *pc, struct sf_prefix_stats *out);
+
+#endif

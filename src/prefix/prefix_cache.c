@@ -1,0 +1,307 @@
+/* The node's index of full pages by content: a hash table of pages (each checked by its tokens
+ * and the page before it), reference counts, an LRU of the pages nobody holds, and the changes
+ * a node reports to its heads. */
+#include "prefix/prefix.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct sf_prefix_page {
+	uint64_t hash;
+	uint64_t root;                  /* the chain's start (for a first page's check) */
+	struct sf_prefix_page *parent;  /* held by this page */
+	uint32_t holders;               /* contexts that hold it */
+	uint32_t children;              /* indexed pages after it */
+	struct sf_prefix_page *hnext;   /* hash chain */
+	struct sf_prefix_page *prev, *next; /* the LRU, while neither held nor followed */
+	void *data;
+	uint32_t tokens[SF_PREFIX_PAGE];
+};
+
+struct sf_prefix_cache {
+	struct sf_prefix_cache_config cfg;
+	pthread_mutex_t mu;
+	struct sf_prefix_page **buckets;
+	uint32_t n_buckets; /* a power of two */
+	uint64_t pages, unheld; /* indexed; of those, held by no context */
+	struct sf_prefix_page lru; /* sentinel: lru.next is the least recently used */
+	struct sf_prefix_change *changes; /* a ring of SF_PREFIX_MAX_CHANGES */
+	uint32_t ch_head, ch_n;
+	bool lost;
+	struct sf_prefix_stats st;
+};
+
+int sf_prefix_cache_new(const struct sf_prefix_cache_config *cfg, struct sf_prefix_cache **out)
+{
+	struct sf_prefix_cache *pc = calloc(1, sizeof(*pc));
+	if (!pc)
+		return -1;
+	pc->cfg = *cfg;
+	if (!pc->cfg.max_pages || pc->cfg.max_pages > SF_PREFIX_MAX_PAGES)
+		pc->cfg.max_pages = SF_PREFIX_MAX_PAGES;
+	pc->n_buckets = 256;
+	pc->buckets = calloc(pc->n_buckets, sizeof(*pc->buckets));
+	pc->changes = malloc(SF_PREFIX_MAX_CHANGES * sizeof(*pc->changes));
+	if (!pc->buckets || !pc->changes) {
+		free(pc->buckets);
+		free(pc->changes);
+		free(pc);
+		return -1;
+	}
+	pthread_mutex_init(&pc->mu, NULL);
+	pc->lru.next = pc->lru.prev = &pc->lru;
+	*out = pc;
+	return 0;
+}
+
+void sf_prefix_cache_free(struct sf_prefix_cache *pc)
+{
+	if (!pc)
+		return;
+	for (uint32_t b = 0; b < pc->n_buckets; b++) {
+		struct sf_prefix_page *p = pc->buckets[b];
+		while (p) {
+			struct sf_prefix_page *next = p->hnext;
+			if (p->data && pc->cfg.drop)
+				pc->cfg.drop(pc->cfg.arg, p->data);
+			free(p);
+			p = next;
+		}
+	}
+	pthread_mutex_destroy(&pc->mu);
+	free(pc->buckets);
+	free(pc->changes);
+	free(pc);
+}
+
+static void note(struct sf_prefix_cache *pc, uint64_t hash, bool added)
+{
+	if (pc->ch_n == SF_PREFIX_MAX_CHANGES) {
+		pc->lost = true; /* the next report is the whole list */
+		pc->ch_head = pc->ch_n = 0;
+		return;
+	}
+	if (pc->lost)
+		return;
+	pc->changes[(pc->ch_head + pc->ch_n++) % SF_PREFIX_MAX_CHANGES] =
+		(struct sf_prefix_change){ hash, added };
+}
+
+static void lru_remove(struct sf_prefix_cache *pc, struct sf_prefix_page *p)
+{
+	p->prev->next = p->next;
+	p->next->prev = p->prev;
+	p->prev = p->next = NULL;
+}
+
+/* newest: at the most recently used end; otherwise the least. */
+static void lru_insert(struct sf_prefix_cache *pc, struct sf_prefix_page *p, bool newest)
+{
+	struct sf_prefix_page *at = newest ? pc->lru.prev : &pc->lru;
+	p->prev = at;
+	p->next = at->next;
+	at->next->prev = p;
+	at->next = p;
+}
+
+static bool evictable(const struct sf_prefix_page *p)
+{
+	return !p->holders && !p->children;
+}
+
+/* One more holder (a context) of p. */
+static void hold(struct sf_prefix_cache *pc, struct sf_prefix_page *p)
+{
+	if (evictable(p))
+		lru_remove(pc, p);
+	if (!p->holders++)
+		pc->unheld--;
+}
+
+static struct sf_prefix_page **bucket(struct sf_prefix_cache *pc, uint64_t hash)
+{
+	return &pc->buckets[hash & (pc->n_buckets - 1)];
+}
+
+static struct sf_prefix_page *find(struct sf_prefix_cache *pc, uint64_t hash,
+				   const struct sf_prefix_page *parent, uint64_t root,
+				   const uint32_t *tokens)
+{
+	for (struct sf_prefix_page *p = *bucket(pc, hash); p; p = p->hnext)
+		if (p->hash == hash && p->parent == parent && (parent || p->root == root) &&
+		    !memcmp(p->tokens, tokens, sizeof(p->tokens)))
+			return p;
+	return NULL;
+}
+
+static uint64_t chain(const struct sf_prefix_page *parent, uint64_t root, const uint32_t *tokens)
+{
+	return sf_prefix_next(parent ? parent->hash : root, tokens);
+}
+
+struct sf_prefix_page *sf_prefix_get(struct sf_prefix_cache *pc, struct sf_prefix_page *parent,
+				     uint64_t root, const uint32_t *tokens)
+{
+	uint64_t hash = chain(parent, root, tokens);
+	pthread_mutex_lock(&pc->mu);
+	struct sf_prefix_page *p = find(pc, hash, parent, root, tokens);
+	if (p) {
+		hold(pc, p);
+		pc->st.hits++;
+	} else {
+		pc->st.misses++;
+	}
+	pthread_mutex_unlock(&pc->mu);
+	return p;
+}
+
+/* Doubles the table when it holds more pages than buckets (a failed grow keeps it as is). */
+static void grow(struct sf_prefix_cache *pc)
+{
+	if (pc->pages < pc->n_buckets || pc->n_buckets >= (1u << 30))
+		return;
+	uint32_t nb = pc->n_buckets * 2;
+	struct sf_prefix_page **b = calloc(nb, sizeof(*b));
+	if (!b)
+		return;
+	for (uint32_t i = 0; i < pc->n_buckets; i++) {
+		struct sf_prefix_page *p = pc->buckets[i];
+		while (p) {
+			struct sf_prefix_page *next = p->hnext;
+			p->hnext = b[p->hash & (nb - 1)];
+			b[p->hash & (nb - 1)] = p;
+			p = next;
+		}
+	}
+	free(pc->buckets);
+	pc->buckets = b;
+	pc->n_buckets = nb;
+}
+
+static bool evict_locked(struct sf_prefix_cache *pc)
+{
+	struct sf_prefix_page *p = pc->lru.next;
+	if (p == &pc->lru)
+		return false;
+	lru_remove(pc, p);
+	pc->unheld--;
+	struct sf_prefix_page **at = bucket(pc, p->hash);
+	while (*at != p)
+		at = &(*at)->hnext;
+	*at = p->hnext;
+	pc->pages--;
+	pc->st.evicted++;
+	note(pc, p->hash, false);
+	if (p->data && pc->cfg.drop)
+		pc->cfg.drop(pc->cfg.arg, p->data);
+	struct sf_prefix_page *parent = p->parent;
+	free(p);
+	/* The page before it may go now: it was used no later than this one. */
+	if (parent && !--parent->children && !parent->holders)
+		lru_insert(pc, parent, false);
+	return true;
+}
+
+struct sf_prefix_page *sf_prefix_put(struct sf_prefix_cache *pc, struct sf_prefix_page *parent,
+				     uint64_t root, const uint32_t *tokens, void *data)
+{
+	uint64_t hash = chain(parent, root, tokens);
+	struct sf_prefix_page *fresh = malloc(sizeof(*fresh));
+	pthread_mutex_lock(&pc->mu);
+	struct sf_prefix_page *p = find(pc, hash, parent, root, tokens);
+	if (p) {
+		hold(pc, p);
+		pthread_mutex_unlock(&pc->mu);
+		free(fresh);
+		return p;
+	}
+	if (pc->pages >= pc->cfg.max_pages)
+		evict_locked(pc);
+	if (!fresh || pc->pages >= pc->cfg.max_pages) {
+		pthread_mutex_unlock(&pc->mu);
+		free(fresh);
+		return NULL;
+	}
+	p = fresh;
+	*p = (struct sf_prefix_page){ .hash = hash, .root = root, .parent = parent, .holders = 1,
+				      .data = data };
+	memcpy(p->tokens, tokens, sizeof(p->tokens));
+	if (parent)
+		parent->children++; /* held by the caller: never in the LRU */
+	struct sf_prefix_page **b = bucket(pc, hash);
+	p->hnext = *b;
+	*b = p;
+	pc->pages++;
+	pc->st.added++;
+	note(pc, hash, true);
+	grow(pc);
+	pthread_mutex_unlock(&pc->mu);
+	return p;
+}
+
+void sf_prefix_unref(struct sf_prefix_cache *pc, struct sf_prefix_page *p)
+{
+	pthread_mutex_lock(&pc->mu);
+	if (!--p->holders) {
+		pc->unheld++;
+		if (!p->children)
+			lru_insert(pc, p, true);
+	}
+	pthread_mutex_unlock(&pc->mu);
+}
+
+bool sf_prefix_evict(struct sf_prefix_cache *pc)
+{
+	pthread_mutex_lock(&pc->mu);
+	bool done = evict_locked(pc);
+	pthread_mutex_unlock(&pc->mu);
+	return done;
+}
+
+void *sf_prefix_data(const struct sf_prefix_page *p)
+{
+	return p->data;
+}
+
+uint64_t sf_prefix_hash(const struct sf_prefix_page *p)
+{
+	return p->hash;
+}
+
+size_t sf_prefix_changes(struct sf_prefix_cache *pc, struct sf_prefix_change *out, size_t cap,
+			 bool *lost)
+{
+	pthread_mutex_lock(&pc->mu);
+	*lost = pc->lost;
+	pc->lost = false;
+	size_t n = pc->ch_n < cap ? pc->ch_n : cap;
+	for (size_t i = 0; i < n; i++)
+		out[i] = pc->changes[(pc->ch_head + i) % SF_PREFIX_MAX_CHANGES];
+	pc->ch_head = (uint32_t)((pc->ch_head + n) % SF_PREFIX_MAX_CHANGES);
+	pc->ch_n -= (uint32_t)n;
+	pthread_mutex_unlock(&pc->mu);
+	return n;
+}
+
+size_t sf_prefix_list(struct sf_prefix_cache *pc, void (*fn)(void *arg, uint64_t hash),
+		      void *arg)
+{
+	size_t n = 0;
+	pthread_mutex_lock(&pc->mu);
+	for (uint32_t b = 0; b < pc->n_buckets; b++)
+		for (struct sf_prefix_page *p = pc->buckets[b]; p; p = p->hnext, n++)
+			fn(arg, p->hash);
+	pthread_mutex_unlock(&pc->mu);
+	return n;
+}
+
+void sf_prefix_stats(struct sf_prefix_cache *pc, struct sf_prefix_stats *out)
+{
+	pthread_mutex_lock(&pc->mu);
+	*out = pc->st;
+	out->pages = pc->pages;
+	out->idle_pages = pc->unheld;
+	out->idle_bytes = pc->unheld * pc->cfg.page_bytes;
+	pthread_mutex_unlock(&pc->mu);
+}

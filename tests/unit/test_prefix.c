@@ -1,0 +1,478 @@
+/* Prefix reuse (src/prefix, the engines' shared pages): the hash chain the head and the node
+ * both compute; the index's sharing, checks, eviction order (the pages after a page first,
+ * least recently used first, never a held one) and its report of changes; and the engines:
+ * a context that adopts another's pages draws the same stream, logprobs included, bit for bit,
+ * as one that computes them (greedy and seeded; on a random-weight GGUF model and on the
+ * simulated engine), other namespaces share nothing, shared pages count once, cached pages
+ * are evicted before a prefill is refused, and truncating inside a shared page computes the
+ * rest again. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <superfluid/gguf.h>
+#include <superfluid/gguf_engine.h>
+#include <superfluid/sim_engine.h>
+
+#include "model/model.h"
+#include "model/pool.h"
+#include "prefix/prefix.h"
+#include "testutil.h"
+
+#define P SF_PREFIX_PAGE
+#define N_VOCAB 300
+#define N_GEN 20
+
+static void fill(uint32_t *t, uint32_t n, uint64_t seed)
+{
+	for (uint32_t i = 0; i < n; i++)
+		t[i] = (uint32_t)(sf_test_rand(&seed) % 256); /* in both vocabularies */
+}
+
+/* ---- the chain and the index ---- */
+
+static void chain_is_the_pages_hashed_in_turn(void **state)
+{
+	(void)state;
+	uint32_t t[3 * P + 10];
+	fill(t, 3 * P + 10, 1);
+	uint64_t h[8];
+	assert_int_equal(sf_prefix_chain(5, t, 3 * P + 10, h, 8), 3);
+	assert_int_equal(h[0], sf_prefix_next(sf_prefix_root(5), t));
+	assert_int_equal(h[1], sf_prefix_next(h[0], t + P));
+	assert_int_equal(h[2], sf_prefix_next(h[1], t + 2 * P));
+	assert_int_equal(sf_prefix_chain(5, t, 3 * P + 10, h, 2), 2); /* capped */
+	assert_int_not_equal(sf_prefix_root(5), sf_prefix_root(6));
+	uint64_t other[3];
+	sf_prefix_chain(6, t, 3 * P, other, 3);
+	assert_int_not_equal(other[0], h[0]);
+	t[P + 3] ^= 1; /* a token of the second page: the first stays, the rest change */
+	sf_prefix_chain(5, t, 3 * P, other, 3);
+	assert_int_equal(other[0], h[0]);
+	assert_int_not_equal(other[1], h[1]);
+	assert_int_not_equal(other[2], h[2]);
+}
+
+struct drops {
+	int n;
+	void *last;
+};
+
+static void count_drop(void *arg, void *data)
+{
+	struct drops *d = arg;
+	d->n++;
+	d->last = data;
+}
+
+static void index_shares_checks_and_evicts_leaves_first(void **state)
+{
+	(void)state;
+	struct drops d = { 0 };
+	struct sf_prefix_cache_config cfg = { .page_bytes = 100, .drop = count_drop, .arg = &d };
+	struct sf_prefix_cache *pc;
+	assert_int_equal(sf_prefix_cache_new(&cfg, &pc), 0);
+	uint64_t root = sf_prefix_root(1);
+	uint32_t t[3 * P];
+	fill(t, 3 * P, 2);
+	int data[3];
+	struct sf_prefix_page *a = sf_prefix_put(pc, NULL, root, t, &data[0]);
+	struct sf_prefix_page *b = sf_prefix_put(pc, a, root, t + P, &data[1]);
+	assert_non_null(a);
+	assert_non_null(b);
+	uint64_t h[2];
+	sf_prefix_chain(1, t, 2 * P, h, 2);
+	assert_int_equal(sf_prefix_hash(a), h[0]); /* what the head computes */
+	assert_int_equal(sf_prefix_hash(b), h[1]);
+	/* Another context computing the same page gets the indexed one; its data stays its own. */
+	assert_ptr_equal(sf_prefix_put(pc, NULL, root, t, &data[2]), a);
+	sf_prefix_unref(pc, a);
+	/* Looked up by tokens, the page before and the root, never the hash alone. */
+	assert_ptr_equal(sf_prefix_get(pc, a, root, t + P), b);
+	sf_prefix_unref(pc, b);
+	assert_null(sf_prefix_get(pc, NULL, sf_prefix_root(2), t));
+	assert_null(sf_prefix_get(pc, b, root, t + P));
+	t[5] ^= 1;
+	assert_null(sf_prefix_get(pc, NULL, root, t));
+	t[5] ^= 1;
+	struct sf_prefix_stats st;
+	sf_prefix_stats(pc, &st);
+	assert_int_equal(st.pages, 2);
+	assert_int_equal(st.idle_pages, 0);
+	assert_false(sf_prefix_evict(pc)); /* both held */
+	sf_prefix_unref(pc, b);
+	sf_prefix_unref(pc, a);
+	sf_prefix_stats(pc, &st);
+	assert_int_equal(st.idle_pages, 2);
+	assert_int_equal(st.idle_bytes, 200);
+	/* a was let go of last, but b follows it: b goes first. */
+	assert_true(sf_prefix_evict(pc));
+	assert_ptr_equal(d.last, &data[1]);
+	assert_true(sf_prefix_evict(pc));
+	assert_ptr_equal(d.last, &data[0]);
+	assert_false(sf_prefix_evict(pc));
+	assert_int_equal(d.n, 2);
+	struct sf_prefix_change ch[8];
+	bool lost;
+	assert_int_equal(sf_prefix_changes(pc, ch, 8, &lost), 4);
+	assert_false(lost);
+	assert_true(ch[0].added && ch[0].hash == h[0]);
+	assert_true(ch[1].added && ch[1].hash == h[1]);
+	assert_true(!ch[2].added && ch[2].hash == h[1]);
+	assert_true(!ch[3].added && ch[3].hash == h[0]);
+	assert_int_equal(sf_prefix_changes(pc, ch, 8, &lost), 0);
+	sf_prefix_cache_free(pc);
+}
+
+static void least_recently_used_goes_first(void **state)
+{
+	(void)state;
+	struct sf_prefix_cache_config cfg = { .page_bytes = 1 };
+	struct sf_prefix_cache *pc;
+	assert_int_equal(sf_prefix_cache_new(&cfg, &pc), 0);
+	uint64_t root = sf_prefix_root(1);
+	uint32_t t[3][P];
+	struct sf_prefix_page *p[3];
+	for (int i = 0; i < 3; i++) {
+		fill(t[i], P, 10 + (uint64_t)i);
+		p[i] = sf_prefix_put(pc, NULL, root, t[i], NULL);
+	}
+	sf_prefix_unref(pc, p[1]);
+	sf_prefix_unref(pc, p[0]);
+	sf_prefix_unref(pc, p[2]);
+	sf_prefix_unref(pc, sf_prefix_get(pc, NULL, root, t[1])); /* used again: newest */
+	struct sf_prefix_change ch[8];
+	bool lost;
+	sf_prefix_changes(pc, ch, 8, &lost);
+	uint64_t want[3] = { sf_prefix_hash(p[0]), sf_prefix_hash(p[2]), sf_prefix_hash(p[1]) };
+	for (int i = 0; i < 3; i++) {
+		assert_true(sf_prefix_evict(pc));
+		assert_int_equal(sf_prefix_changes(pc, ch, 8, &lost), 1);
+		assert_int_equal(ch[0].hash, want[i]);
+	}
+	sf_prefix_cache_free(pc);
+}
+
+static void list_hash(void *arg, uint64_t hash)
+{
+	(void)hash;
+	(*(size_t *)arg)++;
+}
+
+static void too_many_changes_ask_for_the_list(void **state)
+{
+	(void)state;
+	struct sf_prefix_cache_config cfg = { .page_bytes = 1, .max_pages = 10 };
+	struct sf_prefix_cache *pc;
+	assert_int_equal(sf_prefix_cache_new(&cfg, &pc), 0);
+	uint64_t root = sf_prefix_root(3);
+	uint32_t t[P] = { 0 };
+	/* Past max_pages the least recently used idle page makes room; changes past their bound
+	 * are dropped and the next report says so. */
+	for (uint32_t i = 0; i < SF_PREFIX_MAX_CHANGES; i++) {
+		t[0] = i;
+		struct sf_prefix_page *p = sf_prefix_put(pc, NULL, root, t, NULL);
+		assert_non_null(p);
+		sf_prefix_unref(pc, p);
+	}
+	struct sf_prefix_change ch[4];
+	bool lost;
+	sf_prefix_changes(pc, ch, 4, &lost);
+	assert_true(lost);
+	size_t n = 0;
+	assert_int_equal(sf_prefix_list(pc, list_hash, &n), 10);
+	assert_int_equal(n, 10);
+	struct sf_prefix_stats st;
+	sf_prefix_stats(pc, &st);
+	assert_int_equal(st.pages, 10);
+	assert_int_equal(st.evicted, SF_PREFIX_MAX_CHANGES - 10);
+	/* Full of held pages, a new one is refused (its data stays the caller's). */
+	struct sf_prefix_page *held[10];
+	for (uint32_t i = 0; i < 10; i++) {
+		t[0] = 1000000 + i;
+		assert_non_null(held[i] = sf_prefix_put(pc, NULL, root, t, NULL));
+	}
+	t[0] = 2000000;
+	assert_null(sf_prefix_put(pc, NULL, root, t, NULL));
+	for (uint32_t i = 0; i < 10; i++)
+		sf_prefix_unref(pc, held[i]);
+	sf_prefix_cache_free(pc);
+}
+
+/* ---- the engines ---- */
+
+struct fx {
+	char vocab_path[128], path[128];
+	struct sf_pool *pool;
+	struct sf_engine *e;   /* unbounded context memory */
+};
+
+static struct sf_engine *gguf_engine(struct fx *f, uint64_t kv_mem)
+{
+	struct sf_gguf_engine_config cfg = { .path = f->path, .threads = 1, .ctx_len = 1024,
+					     .batch = 4, .chunk = 48, .kv_mem = kv_mem };
+	struct sf_engine *e;
+	struct sf_err err;
+	if (sf_gguf_engine_new(&cfg, &e, &err))
+		fail_msg("engine: %s", err.msg);
+	return e;
+}
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	*state = f;
+	struct sf_err err;
+	snprintf(f->vocab_path, sizeof(f->vocab_path), "/tmp/sf_test_prefix_vocab_%d.gguf",
+		 (int)getpid());
+	snprintf(f->path, sizeof(f->path), "/tmp/sf_test_prefix_%d.gguf", (int)getpid());
+	assert_int_equal(sf_test_write_vocab(f->vocab_path, N_VOCAB), 0);
+	struct sf_gguf *vocab;
+	assert_int_equal(sf_gguf_open(f->vocab_path, &vocab, &err), 0);
+	struct sf_model_gen gen = { .shape = "test-qwen2", .type = "f32", .layers = 2, .seed = 5,
+				    .vocab = vocab };
+	f->pool = sf_pool_new(1);
+	if (sf_model_gen_write(&gen, f->path, f->pool, NULL, &err))
+		fail_msg("%s", err.msg);
+	sf_gguf_close(vocab);
+	f->e = gguf_engine(f, 0);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	sf_engine_free(f->e);
+	sf_pool_free(f->pool);
+	unlink(f->path);
+	unlink(f->vocab_path);
+	free(f);
+	return 0;
+}
+
+struct run {
+	uint32_t tokens[N_GEN];
+	struct sf_engine_logprob lp[N_GEN];
+	uint32_t reused;
+};
+
+/* A context of namespace ns (0: not shared) with prompt[0..n) drawing N_GEN tokens under s
+ * (NULL: greedy),
+ * with 5 alternatives' logprobs; freed after unless *keep is asked for. */
+static void draw(struct sf_engine *e, uint64_t ns, const struct sf_sampling *s,
+		 const uint32_t *prompt, uint32_t n, struct run *out, struct sf_engine_ctx **keep)
+{
+	struct sf_err err;
+	struct sf_engine_ctx *c;
+	static const struct sf_sampling greedy = { 0 };
+	assert_int_equal(sf_engine_ctx_new(e, s ? s : &greedy, &c, &err), 0);
+	sf_engine_ctx_share(e, c, ns);
+	if (sf_engine_prefill(e, c, prompt, n, &err))
+		fail_msg("prefill: %s", err.msg);
+	out->reused = sf_engine_ctx_reused(e, c);
+	for (uint32_t i = 0; i < N_GEN; i++) {
+		struct sf_engine_step st = { .ctx = c, .logprobs = true, .top_logprobs = 5 };
+		do {
+			st.more = false;
+			assert_int_equal(sf_engine_decode(e, &st, 1, &err), 0);
+			assert_int_equal(st.rc, 0);
+		} while (st.more);
+		out->tokens[i] = st.token;
+		out->lp[i] = st.lp;
+	}
+	if (keep)
+		*keep = c;
+	else
+		sf_engine_ctx_free(e, c);
+}
+
+static void same_run(const struct run *a, const struct run *b, const char *what)
+{
+	for (uint32_t i = 0; i < N_GEN; i++) {
+		if (a->tokens[i] != b->tokens[i])
+			fail_msg("%s: token %u is %u, %u without reuse", what, i, b->tokens[i],
+				 a->tokens[i]);
+		/* Bit for bit: the adopted pages are the ones computing gives. */
+		if (memcmp(&a->lp[i], &b->lp[i], sizeof(a->lp[i])))
+			fail_msg("%s: token %u's logprobs differ from those without reuse", what, i);
+	}
+}
+
+/* Reuse on or off, the same stream: greedy and seeded, for another context's prompt, for a
+ * longer one that goes on from it, and not across namespaces. */
+static void engine_streams_are_the_same_with_reuse(struct sf_engine *e)
+{
+	uint32_t prompt[300];
+	fill(prompt, 300, 3);
+	struct sf_sampling samplings[2] = { { 0 }, { .temperature = 0.9f, .top_p = 0.95f,
+						     .seed = 77 } };
+	for (int k = 0; k < 2; k++) {
+		const struct sf_sampling *s = &samplings[k];
+		uint64_t ns = 100 + (uint64_t)k;
+		struct run ref, first, again, other, longer_ref, longer;
+		draw(e, 0, s, prompt, 200, &ref, NULL);
+		draw(e, ns, s, prompt, 200, &first, NULL);
+		assert_int_equal(first.reused, 0);
+		same_run(&ref, &first, "the first shared context");
+		draw(e, ns, s, prompt, 200, &again, NULL);
+		assert_int_equal(again.reused, 3 * P); /* of 200: three full pages */
+		same_run(&ref, &again, "a context that adopted three pages");
+		draw(e, ns + 1000, s, prompt, 200, &other, NULL);
+		assert_int_equal(other.reused, 0); /* another namespace shares nothing */
+		same_run(&ref, &other, "another namespace");
+		/* A prompt of exactly three pages: the last token is always computed. */
+		draw(e, ns, s, prompt, 3 * P, &other, NULL);
+		assert_int_equal(other.reused, 2 * P);
+		draw(e, 0, s, prompt, 290, &longer_ref, NULL);
+		draw(e, ns, s, prompt, 290, &longer, NULL);
+		assert_int_equal(longer.reused, 3 * P);
+		same_run(&longer_ref, &longer, "a longer prompt");
+	}
+}
+
+static void gguf_reuse_gives_the_same_stream(void **state)
+{
+	struct fx *f = *state;
+	engine_streams_are_the_same_with_reuse(f->e);
+	struct sf_prefix_stats st;
+	sf_prefix_stats(sf_engine_prefix_cache(f->e), &st);
+	assert_true(st.hits > 0);
+	assert_int_equal(st.idle_pages, st.pages); /* every context is gone */
+	assert_int_equal(sf_engine_mem_used(f->e), 0);
+}
+
+static void sim_reuse_gives_the_same_stream(void **state)
+{
+	(void)state;
+	struct sf_sim_config cfg;
+	sf_sim_config_default(&cfg);
+	struct sf_engine *e;
+	struct sf_err err;
+	assert_int_equal(sf_sim_engine_new(&cfg, &e, &err), 0);
+	engine_streams_are_the_same_with_reuse(e);
+	sf_engine_free(e);
+}
+
+/* Two contexts holding the same pages count them once; pages no context holds are not in use
+ * and go before a prefill is refused. */
+static void shared_pages_count_once_and_go_before_a_refusal(void **state)
+{
+	struct fx *f = *state;
+	const struct sf_engine_info *info = sf_engine_info(f->e);
+	uint64_t page = info->ctx_bytes_per_token * P;
+	struct sf_engine *e = gguf_engine(f, 8 * page);
+	uint32_t prompt[600];
+	fill(prompt, 600, 4);
+	struct run a, b;
+	struct sf_engine_ctx *ca, *cb;
+	draw(e, 9, NULL, prompt, 200, &a, &ca); /* 220 positions: 4 pages, 3 of them shared */
+	assert_int_equal(sf_engine_mem_used(e), 4 * page);
+	draw(e, 9, NULL, prompt, 200, &b, &cb);
+	assert_int_equal(b.reused, 3 * P);
+	assert_int_equal(sf_engine_mem_used(e), 5 * page); /* not 8 */
+	same_run(&a, &b, "two holders");
+	sf_engine_ctx_free(e, ca);
+	sf_engine_ctx_free(e, cb);
+	assert_int_equal(sf_engine_mem_used(e), 0);
+	struct sf_prefix_stats st;
+	sf_prefix_stats(sf_engine_prefix_cache(e), &st);
+	assert_int_equal(st.pages, 3);
+	assert_int_equal(st.idle_bytes, 3 * page);
+	/* Eight pages of a prompt of its own: the three cached ones make room. */
+	struct sf_engine_ctx *c;
+	struct sf_err err;
+	assert_int_equal(sf_engine_ctx_new(e, &(struct sf_sampling){ 0 }, &c, &err), 0);
+	if (sf_engine_prefill(e, c, prompt + 80, 8 * P, &err))
+		fail_msg("the cached pages were not evicted for room: %s", err.msg);
+	sf_prefix_stats(sf_engine_prefix_cache(e), &st);
+	assert_int_equal(st.pages, 0);
+	assert_int_equal(st.evicted, 3);
+	/* Past the limit with nothing cached: refused, as ever. */
+	assert_int_equal(sf_engine_prefill(e, c, prompt, 1, &err), SF_E_NOMEM);
+	sf_engine_ctx_free(e, c);
+	sf_engine_free(e);
+}
+
+/* A context cut back inside a page it adopted lets the page go and computes its positions
+ * again: the stream after new tokens is the one a context of those tokens alone draws. */
+static void truncating_inside_a_shared_page(void **state)
+{
+	struct fx *f = *state;
+	uint32_t prompt[300];
+	fill(prompt, 300, 6);
+	struct run warm, ref;
+	draw(f->e, 11, NULL, prompt, 200, &warm, NULL);
+	uint32_t turn[260];
+	memcpy(turn, prompt, 150 * sizeof(uint32_t));
+	fill(turn + 150, 110, 7);
+	draw(f->e, 0, NULL, turn, 260, &ref, NULL);
+	struct sf_err err;
+	struct sf_engine_ctx *c;
+	assert_int_equal(sf_engine_ctx_new(f->e, &(struct sf_sampling){ 0 }, &c, &err), 0);
+	sf_engine_ctx_share(f->e, c, 11);
+	assert_int_equal(sf_engine_prefill(f->e, c, prompt, 200, &err), 0);
+	assert_int_equal(sf_engine_ctx_reused(f->e, c), 3 * P);
+	assert_int_equal(sf_engine_ctx_truncate(f->e, c, 150, &err), 0); /* inside page 2 */
+	assert_int_equal(sf_engine_prefill(f->e, c, turn + 150, 110, &err), 0);
+	for (uint32_t i = 0; i < N_GEN; i++) {
+		struct sf_engine_step st = { .ctx = c };
+		do {
+			st.more = false;
+			assert_int_equal(sf_engine_decode(f->e, &st, 1, &err), 0);
+		} while (st.more);
+		assert_int_equal(st.token, ref.tokens[i]);
+	}
+	sf_engine_ctx_free(f->e, c);
+}
+
+/* The simulated engine's memory: cached pages no context holds count until a prefill needs
+ * their room. */
+static void sim_evicts_cached_pages_for_room(void **state)
+{
+	(void)state;
+	struct sf_sim_config cfg;
+	sf_sim_config_default(&cfg);
+	cfg.ctx_mem_total = 400 * cfg.ctx_bytes_per_token;
+	struct sf_engine *e;
+	struct sf_err err;
+	assert_int_equal(sf_sim_engine_new(&cfg, &e, &err), 0);
+	uint32_t prompt[400];
+	fill(prompt, 400, 8);
+	struct run r;
+	draw(e, 3, NULL, prompt, 300, &r, NULL);
+	struct sf_prefix_stats st;
+	sf_prefix_stats(sf_engine_prefix_cache(e), &st);
+	assert_int_equal(st.pages, 4); /* 319 positions computed */
+	assert_int_equal(sf_engine_mem_used(e), 0);
+	struct sf_engine_ctx *c;
+	assert_int_equal(sf_engine_ctx_new(e, &(struct sf_sampling){ 0 }, &c, &err), 0);
+	assert_int_equal(sf_engine_prefill(e, c, prompt + 1, 300, &err), 0);
+	sf_prefix_stats(sf_engine_prefix_cache(e), &st);
+	assert_int_equal(st.evicted, 3); /* to make room, the pages after first */
+	assert_int_equal(st.pages, 1); /* the new context shares nothing */
+	sf_engine_ctx_free(e, c);
+	sf_engine_free(e);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(chain_is_the_pages_hashed_in_turn),
+		cmocka_unit_test(index_shares_checks_and_evicts_leaves_first),
+		cmocka_unit_test(least_recently_used_goes_first),
+		cmocka_unit_test(too_many_changes_ask_for_the_list),
+		cmocka_unit_test(sim_reuse_gives_the_same_stream),
+		cmocka_unit_test(sim_evicts_cached_pages_for_room),
+		cmocka_unit_test_setup_teardown(gguf_reuse_gives_the_same_stream, setup, teardown),
+		cmocka_unit_test_setup_teardown(shared_pages_count_once_and_go_before_a_refusal,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(truncating_inside_a_shared_page, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
