@@ -41,6 +41,7 @@
 #define SF_MAX_STOPS 16
 #define SF_MAX_OPAQUE (8u << 20)    /* state operation arguments and results, hidden state */
 #define SF_MAX_QOS 3
+#define SF_MAX_PREFIX_HASHES 65536  /* page hashes in one PREFIX_CACHE list */
 
 /* Token event kinds (sf_token_event.kind). */
 enum { SF_EVENT_TOKENS = 0, SF_EVENT_LOGPROBS = 1, SF_EVENT_FINISH = 2 };
@@ -180,6 +181,17 @@ enum { SF_STAGE_HIDDEN = 0, SF_STAGE_TOKEN = 1, SF_STAGE_ERROR = 2,
 
 #define SF_FIELDS_stop(F, W, T) F(T, U32S, tokens, 256, 0)
 
+/* Version 6: prefix reuse (PROTOCOL.md 9.10). A page of the node's index, by its chain hash. */
+#define SF_FIELDS_prefix_hash(F, W, T) F(T, U64, hash, 0, 0)
+
+/* What one append of a session cost: prompt positions the node had (kept from the session's
+ * context or adopted from its index) and those it computes. */
+#define SF_FIELDS_prefix_use(F, W, T)                                                        \
+	F(T, U64, session_id, 0, 0)                                                          \
+	F(T, U64, epoch, 0, 0)                                                               \
+	F(T, U32, reused, 0, 0)                                                              \
+	F(T, U32, computed, 0, 0)
+
 #define SF_FIELDS_segment(F, W, T)                                                           \
 	F(T, U64, seq, 0, 0)                                                                 \
 	F(T, U64, start_ms, 0, 0)                                                            \
@@ -192,7 +204,7 @@ enum { SF_STAGE_HIDDEN = 0, SF_STAGE_TOKEN = 1, SF_STAGE_ERROR = 2,
 	X(top_logprob) X(logprob) X(token_event) X(watermark) X(lease_ask) X(lease_answer)   \
 	X(reconcile_gen)                                                                     \
 	X(reconcile_session) X(retry_range) X(reconcile_held) X(model_digest) X(vocab_entry) \
-	X(special) X(named_template) X(piece) X(stop) X(segment)
+	X(special) X(named_template) X(piece) X(stop) X(segment) X(prefix_hash) X(prefix_use)
 
 /* ---- messages ---- */
 
@@ -276,7 +288,8 @@ enum { SF_STAGE_HIDDEN = 0, SF_STAGE_TOKEN = 1, SF_STAGE_ERROR = 2,
 	F(T, ENUM, qos, SF_MAX_QOS, 0)                                                       \
 	F(T, STR, model, SF_MAX_NAME, 0)                                                     \
 	F(T, STR, codec, SF_MAX_NAME, 0)                                                     \
-	F(T, SUB, sampling, sampling, 0)
+	F(T, SUB, sampling, sampling, 0)                                                     \
+	W(T, since, 6, U64, cache_ns, 0, 0)
 
 #define SF_FIELDS_session_append(F, W, T)                                                    \
 	F(T, U64, command_id, 0, 0)                                                          \
@@ -321,6 +334,15 @@ enum { SF_STAGE_HIDDEN = 0, SF_STAGE_TOKEN = 1, SF_STAGE_ERROR = 2,
 #define SF_FIELDS_node_status(F, W, T)                                                       \
 	F(T, SUB, capacity, capacity, 0)                                                     \
 	F(T, ARR, models, model_info, SF_MAX_MODELS)
+
+/* Version 6: what the node's index of pages gained and lost since its last report (reset:
+ * forget what it said before; the list that follows, in this frame and the next ones, is the
+ * whole index), and what each append cost (PROTOCOL.md 9.10). */
+#define SF_FIELDS_prefix_cache(F, W, T)                                                      \
+	F(T, BOOL, reset, 0, 0)                                                              \
+	F(T, ARR, added, prefix_hash, SF_MAX_PREFIX_HASHES)                                  \
+	F(T, ARR, evicted, prefix_hash, SF_MAX_PREFIX_HASHES)                                \
+	F(T, ARR, uses, prefix_use, SF_MAX_BATCH)
 
 #define SF_FIELDS_reconcile(F, W, T) F(T, ARR, sessions, reconcile_session, SF_MAX_RECONCILE)
 #define SF_FIELDS_reconcile_ack(F, W, T) F(T, ARR, sessions, reconcile_held, SF_MAX_RECONCILE)
@@ -418,6 +440,7 @@ enum { SF_STAGE_HIDDEN = 0, SF_STAGE_TOKEN = 1, SF_STAGE_ERROR = 2,
 	M(LEASE_RENEW, lease_renew, 0x0040, 2, SF_DIR_N2H)                                  \
 	M(LEASE_GRANT, lease_grant, 0x0041, 2, SF_DIR_H2N)                                  \
 	M(NODE_STATUS, node_status, 0x0042, 2, SF_DIR_N2H)                                  \
+	M(PREFIX_CACHE, prefix_cache, 0x0043, 6, SF_DIR_N2H)                                \
 	M(RECONCILE, reconcile, 0x0050, 2, SF_DIR_H2N)                                      \
 	M(RECONCILE_ACK, reconcile_ack, 0x0051, 2, SF_DIR_N2H)                              \
 	M(XFER_BEGIN, xfer_begin, 0x0060, 2, SF_DIR_H2N)                                    \

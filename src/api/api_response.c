@@ -95,6 +95,9 @@ static json_t *usage_json(const struct sf_api_usage *u)
 	put(&b, "prompt_tokens", json_integer(u->prompt_tokens));
 	put(&b, "completion_tokens", json_integer(u->completion_tokens));
 	put(&b, "total_tokens", json_integer((json_int_t)u->prompt_tokens + u->completion_tokens));
+	struct obj d = obj_new();
+	put(&d, "cached_tokens", json_integer(u->cached_tokens));
+	put(&b, "prompt_tokens_details", obj_end(&d));
 	return obj_end(&b);
 }
 

@@ -54,6 +54,7 @@ void sf_head_free(struct sf_head *h)
 	for (uint32_t i = 0; h->nodes && i < h->n_nodes; i++) {
 		free(h->nodes[i].marks);
 		free(h->nodes[i].stale);
+		sf__head_view_clear(&h->nodes[i].view);
 	}
 	free(h->nodes);
 	free(h->models);
@@ -123,6 +124,7 @@ void sf_head_link_up(struct sf_head *h, uint32_t node, uint64_t link_id,
 	n->cap = peer->capacity;
 	n->free = peer->capacity.free_sessions;
 	n->n_models = 0;
+	sf__head_view_clear(&n->view); /* a version 6 node sends its whole index next */
 	sf__head_node_models(h, node, peer->models, peer->n_models, peer->digests, peer->n_digests,
 			     peer->version >= 3);
 	h->stats.nodes_up++;
@@ -189,6 +191,7 @@ bool sf_head_on_msg(struct sf_head *h, uint32_t node, const struct sf_msg *m, ui
 	case SF_MSG_LEASE_RENEW: sf__head_on_lease_renew(h, node, &m->u.lease_renew); return true;
 	case SF_MSG_NODE_STATUS: on_status(h, node, &m->u.node_status); return true;
 	case SF_MSG_REFUSED: sf__head_on_refused(h, node, &m->u.refused); return true;
+	case SF_MSG_PREFIX_CACHE: sf__head_on_prefix(h, node, &m->u.prefix_cache); return true;
 	default: return false;
 	}
 }

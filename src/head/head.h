@@ -26,6 +26,10 @@
 #define SF_HEAD_MAX_GENS 8          /* generations one session tracks at a time */
 #define SF_HEAD_NODE_MODELS 16      /* models one node may list */
 #define SF_HEAD_RECONCILE_CHUNK 4096 /* sessions per RECONCILE frame */
+#define SF_HEAD_PREFIX_MAX (1u << 20)   /* page hashes the head's view keeps per node */
+#define SF_HEAD_PREFIX_PENDING_MS 30000 /* a placed prompt's pages count this long unreported */
+#define SF_HEAD_BALANCE_ABS 4           /* generations a prefix's node may run past the least
+					 * loaded one's (and half as many again) */
 
 struct sf_head_config {
 	uint32_t max_nodes;        /* 0: 64 */
@@ -54,6 +58,8 @@ enum sf_head_ev_kind {
 	SF_HEAD_EV_STATUS = 6,    /* capacity: the node reported its capacity */
 	SF_HEAD_EV_PLACED = 7,    /* the session was assigned to node at epoch (a durable caller
 				   * keeps it, to reconcile after its own restart) */
+	SF_HEAD_EV_PREFIX = 8,    /* reused, computed: what the session's last append cost its
+				   * node (protocol 6) */
 };
 
 struct sf_head_event {
@@ -71,6 +77,7 @@ struct sf_head_event {
 	int code;        /* ERROR: a negative sf_code */
 	const char *msg; /* ERROR, DROP_LINK: one sentence for the operator */
 	const struct sf_capacity *capacity; /* STATUS */
+	uint32_t reused, computed;          /* PREFIX */
 };
 
 struct sf_head_io {
@@ -89,6 +96,12 @@ struct sf_head_session_params {
 	uint8_t qos;       /* 0..SF_MAX_QOS */
 	struct sf_sampling sampling;
 	uint32_t lease_ms; /* 0: no lease */
+	/* Prefix reuse (protocol 6): the namespace its node shares pages in (0: none), and the
+	 * chain hashes of its first content's full pages (sf_prefix_chain under cache_ns; read
+	 * during the open only), by which it goes to the node holding the longest prefix. */
+	uint64_t cache_ns;
+	const uint64_t *prefix;
+	uint32_t n_prefix;
 };
 
 struct sf_head_stats {
@@ -98,6 +111,16 @@ struct sf_head_stats {
 	uint64_t resumed; /* lost runs that went on from what the caller had */
 	uint64_t moved, leases_granted, leases_refused, refused, acks_sent, links_dropped;
 	uint64_t moved_for_room; /* sessions a node had no context memory for, placed elsewhere */
+	uint64_t prefix_placed;   /* placed where the longest prefix of their pages was */
+	uint64_t prefix_balanced; /* placed elsewhere: that node was busier than the balance */
+	uint64_t prefix_view_full; /* page hashes a node's full view could not take */
+};
+
+/* What the head knows of a node's prefix reuse. */
+struct sf_head_prefix_stats {
+	uint64_t pages;           /* page hashes in its view */
+	uint64_t prompt_reused;   /* prompt positions its appends had (reported, protocol 6) */
+	uint64_t prompt_computed; /* and those they computed */
 };
 
 struct sf_head;
@@ -206,6 +229,9 @@ uint32_t sf_head_session_node(const struct sf_head *h, uint64_t session_id);
 const char *sf_head_node_name(const struct sf_head *h, uint32_t node);
 
 void sf_head_stats(const struct sf_head *h, struct sf_head_stats *out);
+
+/* Node's prefix reuse as this head saw it (zero for a node past the table). */
+void sf_head_node_prefix(const struct sf_head *h, uint32_t node, struct sf_head_prefix_stats *out);
 
 #ifdef SF_PLANTED_BUGS
 /* A bug planted on purpose so that the simulator can show it catches one (tests/sim, never

@@ -60,7 +60,12 @@ int sf_head_session_open(struct sf_head *h, uint64_t sid, const struct sf_head_s
 	snprintf(s->codec, sizeof(s->codec), "%s", codec);
 	s->qos = p->qos;
 	s->lease_ms = p->lease_ms;
+	s->cache_ns = p->cache_ns;
+	s->prefix = p->prefix;
+	s->n_prefix = p->prefix ? p->n_prefix : 0;
 	rc = place(h, s, err);
+	s->prefix = NULL;
+	s->n_prefix = 0;
 	if (rc) {
 		if (fresh)
 			sf__head_remove(h, s);

@@ -65,6 +65,8 @@ static int send_assign(struct sf_head *h, struct head_session *s)
 		.model = s->model, .model_len = (uint32_t)strlen(s->model),
 		.codec = s->codec, .codec_len = (uint32_t)strlen(s->codec),
 		.sampling = s->sampling,
+		/* Older nodes share no pages: nothing to name. */
+		.cache_ns = h->nodes[s->node].version >= 6 ? s->cache_ns : 0,
 	};
 	int rc = sf__head_send(h, s->node, SF_MSG_SESSION_ASSIGN, &a);
 	if (rc)

@@ -41,6 +41,9 @@ struct head_gen {
 
 struct head_session {
 	uint64_t id;
+	uint64_t cache_ns;         /* its prefix namespace (sent with ASSIGN to version 6 nodes) */
+	const uint64_t *prefix;    /* during an open: its content's page hashes */
+	uint32_t n_prefix;
 	char model[SF_MAX_NAME + 1];
 	char codec[SF_MAX_NAME + 1];
 	uint8_t qos;
@@ -77,6 +80,19 @@ struct node_model {
 	uint64_t digest; /* 0: not stated (version 2) */
 };
 
+/* One page hash of a node's view; until: 0 when the node reported it, else when the pending
+ * page of a placed prompt stops counting. */
+struct head_view_entry {
+	uint64_t hash;
+	uint64_t until;
+};
+
+/* A node's view: an open-addressed set of page hashes (head_prefix.c). */
+struct head_view {
+	struct head_view_entry *e;
+	uint32_t cap, n;
+};
+
 /* A session that left a node (moved, closed or parked) while the node could not be told. */
 struct head_stale {
 	uint64_t session_id, epoch;
@@ -105,6 +121,8 @@ struct head_node {
 	uint32_t n_marks, cap_marks;
 	struct head_stale *stale; /* sessions moved away: revoked when it returns */
 	uint32_t n_stale, cap_stale; /* grown as needed, up to max_stale */
+	struct head_view view;       /* the pages its prefix index holds (version 6) */
+	uint64_t prompt_reused, prompt_computed; /* as its PREFIX_CACHE reports said */
 };
 
 struct sf_head {
@@ -204,6 +222,18 @@ void sf__head_on_refused(struct sf_head *h, uint32_t node, const struct sf_refus
 void sf__head_mark(struct sf_head *h, uint32_t node, const struct head_session *s,
 		   struct head_gen *g, uint64_t seq);
 void sf__head_flush_marks(struct sf_head *h, uint32_t node);
+
+/* Prefix reuse (head_prefix.c). */
+void sf__head_view_clear(struct head_view *v);
+/* How many of prefix[0..n) node's view holds, from the first on. */
+uint32_t sf__head_view_match(const struct sf_head *h, uint32_t node, const uint64_t *prefix,
+			     uint32_t n_prefix);
+/* A prompt of these pages was placed on node: they count there, pending its report. */
+void sf__head_view_placed(struct sf_head *h, uint32_t node, const uint64_t *prefix,
+			  uint32_t n_prefix);
+void sf__head_on_prefix(struct sf_head *h, uint32_t node, const struct sf_prefix_cache *m);
+/* The page hashes of s's content (malloc'd into *out; 0 and NULL when none). */
+uint32_t sf__head_prefix_of(const struct head_session *s, uint64_t **out);
 
 /* Reconcile. */
 void sf__head_reconcile(struct sf_head *h, uint32_t node);

@@ -1,8 +1,9 @@
 /* Placement: which node takes a session. A node qualifies when its link is up, it serves the
  * session's model with the model's tokenizer (the first digest seen for a model fixes it; a
  * version 2 node states none and is taken on trust), its protocol version carries the
- * session's sampling, and it has room. The node the session
- * was on comes first, then the one with the most room. Moving a session re-assigns it there
+ * session's sampling, and it has room. A session of a prefix namespace goes where the longest
+ * prefix of its pages is cached, weighed against load (pick, below); another to the node it
+ * was on first, then the one with the most room. Moving a session re-assigns it there
  * with its content; what ran on the old node is asked again or failed. */
 #include "head/head_internal.h"
 
@@ -103,15 +104,83 @@ static uint32_t fenced_to(const struct sf_head *h, uint64_t sid, uint64_t *until
 	return SF_HEAD_NO_NODE;
 }
 
+/* Generations of the node running or waiting: this head's, or what its last status said of
+ * them all when more (other heads, other shards). */
+static uint32_t load_of(const struct head_node *n)
+{
+	uint32_t mine = 0;
+	for (const struct head_session *s = n->sessions; s; s = s->node_next)
+		for (uint32_t i = 0; i < s->n_gens; i++)
+			if (s->gens[i].state != GEN_DONE) {
+				mine++;
+				break;
+			}
+	uint32_t all = n->cap.batch_running + n->cap.queued;
+	return all > mine ? all : mine;
+}
+
+/* Among the nodes that can take a session of a prefix namespace: the one holding the longest
+ * prefix of its pages (the less loaded, then the one it was on, on a tie), unless it runs
+ * SF_HEAD_BALANCE_ABS more generations than the least loaded and half as many again: then
+ * that one (a hot prefix is computed on a second node rather than queued on one). */
+struct pick {
+	uint32_t best, best_match, best_load;   /* by prefix */
+	uint32_t least, least_load;             /* by load */
+	uint32_t last;                          /* the node it was on, when it qualifies */
+};
+
+static void consider(const struct sf_head *h, const struct head_session *s, uint32_t i,
+		     const uint64_t *prefix, uint32_t n_prefix, struct pick *p)
+{
+	uint32_t load = load_of(&h->nodes[i]);
+	if (i == s->last_node)
+		p->last = i;
+	uint32_t match = n_prefix ? sf__head_view_match(h, i, prefix, n_prefix) : 0;
+	if (p->least == SF_HEAD_NO_NODE || load < p->least_load ||
+	    (load == p->least_load && i == s->last_node)) {
+		p->least = i;
+		p->least_load = load;
+	}
+	if (match && (p->best == SF_HEAD_NO_NODE || match > p->best_match ||
+		      (match == p->best_match && load < p->best_load))) {
+		p->best = i;
+		p->best_match = match;
+		p->best_load = load;
+	}
+}
+
+static uint32_t choose(struct sf_head *h, const struct pick *p)
+{
+	if (p->best == SF_HEAD_NO_NODE)
+		return p->least;
+	if (p->best_load >= p->least_load + SF_HEAD_BALANCE_ABS &&
+	    2 * (uint64_t)p->best_load > 3 * (uint64_t)p->least_load) {
+		h->stats.prefix_balanced++;
+		return p->least;
+	}
+	h->stats.prefix_placed++;
+	return p->best;
+}
+
 uint32_t sf__head_place(struct sf_head *h, const struct head_session *s, uint32_t avoid,
 			struct sf_err *err)
 {
+	/* The pages it would find: given with the open, else from its content (a move). */
+	uint64_t *own = NULL;
+	const uint64_t *prefix = s->prefix;
+	uint32_t n_prefix = s->n_prefix;
+	if (!prefix && s->cache_ns) {
+		n_prefix = sf__head_prefix_of(s, &own);
+		prefix = own;
+	}
+	struct pick pk = { SF_HEAD_NO_NODE, 0, 0, SF_HEAD_NO_NODE, 0, SF_HEAD_NO_NODE };
 	uint64_t until = 0;
 	uint32_t only = fenced_to(h, s->id, &until);
 	if (only != SF_HEAD_NO_NODE && (only == avoid || !h->nodes[only].up)) {
 		sf_err_set(err, SF_E_LIMIT, "session %llu may still be leased on node %s, which "
 			   "the head cannot tell, for %llu ms more", (unsigned long long)s->id,
 			   sf__head_node_name(h, only), (unsigned long long)(until - h->now));
+		free(own);
 		return SF_HEAD_NO_NODE;
 	}
 	const struct head_model *fm = fleet_model(h, s->model);
@@ -138,10 +207,19 @@ uint32_t sf__head_place(struct sf_head *h, const struct head_session *s, uint32_
 		recent = true;
 		if (!n->free || n->n_sessions >= n->cap.max_sessions)
 			continue;
-		if (best == SF_HEAD_NO_NODE || i == s->last_node ||
-		    (best != s->last_node && n->free > h->nodes[best].free))
+		if (s->cache_ns)
+			consider(h, s, i, prefix, n_prefix, &pk);
+		else if (best == SF_HEAD_NO_NODE || i == s->last_node ||
+			 (best != s->last_node && n->free > h->nodes[best].free))
 			best = i;
 	}
+	if (s->cache_ns && pk.least != SF_HEAD_NO_NODE) {
+		/* A session opened again goes back where it was, as any does: its context is there,
+		 * and a REVOKE on its way there must not leave two nodes a lease. */
+		best = pk.last != SF_HEAD_NO_NODE ? pk.last : choose(h, &pk);
+		sf__head_view_placed(h, best, prefix, n_prefix);
+	}
+	free(own);
 	if (best != SF_HEAD_NO_NODE)
 		return best;
 	if (!served)

@@ -104,6 +104,7 @@ int sf_head_session_restore(struct sf_head *h, uint64_t sid, const struct sf_hea
 	snprintf(s->codec, sizeof(s->codec), "%s", codec);
 	s->qos = p->qos <= SF_MAX_QOS ? p->qos : SF_MAX_QOS;
 	s->lease_ms = p->lease_ms;
+	s->cache_ns = p->cache_ns;
 	int rc = sf__head_keep_sampling(s, &p->sampling, err);
 	if (rc) {
 		sf__head_remove(h, s);

@@ -96,6 +96,8 @@ struct headd_req {
 	uint64_t ticket;          /* tokenizer ticket while it is tokenizing */
 	uint32_t *content;        /* the content sent for this generation */
 	uint32_t n_content;
+	uint32_t cached;          /* of it, the tokens its node had (kept, or in its prefix
+				   * index): usage.prompt_tokens_details.cached_tokens */
 	uint32_t *gen;            /* the tokens generated, as fed to out */
 	uint32_t n_gen, gen_cap;
 	uint32_t max_tokens;
@@ -344,6 +346,8 @@ struct headd_part {
 	uint32_t n_nodes;
 	uint32_t *node_sessions;    /* sessions running on each node, n_nodes */
 	uint32_t *node_links;       /* shards whose link to each node is open, n_nodes */
+	struct sf_head_prefix_stats *node_prefix; /* each node's prefix reuse, n_nodes (in a
+						   * sum: tokens summed, pages the most) */
 	struct sf_head_stats st;
 	struct sf_tok_cache_stats tc;
 	bool has_ops, has_wal;

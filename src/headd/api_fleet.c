@@ -28,9 +28,10 @@ uint32_t headd_fleet_count(const struct headd *d)
 	return n;
 }
 
-/* One node's entry: links is how many of the head's shards have it open (a stage: shard 0). */
+/* One node's entry: links is how many of the head's shards have it open (a stage: shard 0);
+ * px its prefix reuse (NULL: none). */
 static json_t *entry(const struct headd *d, const struct headd_node *n, uint32_t sessions,
-		     uint32_t links)
+		     uint32_t links, const struct sf_head_prefix_stats *px)
 {
 	uint32_t all = n->is_stage ? 1 : d->n_shards;
 	const char *state = links >= all ? "up" : links ? "partial" : "down";
@@ -46,6 +47,12 @@ static json_t *entry(const struct headd *d, const struct headd_node *n, uint32_t
 		json_object_set_new(o, "links_up", json_integer(links));
 	if (o && n->is_stage)
 		json_object_set_new(o, "stage", json_integer(n->stage + 1));
+	if (o && px) {
+		json_object_set_new(o, "prompt_tokens_reused", json_integer((json_int_t)px->prompt_reused));
+		json_object_set_new(o, "prompt_tokens_computed",
+				    json_integer((json_int_t)px->prompt_computed));
+		json_object_set_new(o, "prefix_pages", json_integer((json_int_t)px->pages));
+	}
 	return o;
 }
 
@@ -58,7 +65,7 @@ json_t *headd_fleet_stages(const struct headd *d)
 			continue;
 		if (!a && !(a = json_array()))
 			return NULL;
-		json_array_append_new(a, entry(d, n, 0, n->open));
+		json_array_append_new(a, entry(d, n, 0, n->open, NULL));
 	}
 	return a;
 }
@@ -74,7 +81,9 @@ void headd_fleet_page(struct headd_http *h, const struct headd_part *sum)
 		uint32_t sessions = i < sum->n_nodes && sum->node_sessions ? sum->node_sessions[i] : 0;
 		/* Up once every shard's link is (a request may reach any shard). */
 		uint32_t links = i < sum->n_nodes && sum->node_links ? sum->node_links[i] : n->open;
-		json_array_append_new(nodes, entry(d, n, sessions, links));
+		const struct sf_head_prefix_stats *px =
+			i < sum->n_nodes && sum->node_prefix ? &sum->node_prefix[i] : NULL;
+		json_array_append_new(nodes, entry(d, n, sessions, links, px));
 	}
 	if (nodes && sum->stages)
 		json_array_extend(nodes, sum->stages);

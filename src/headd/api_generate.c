@@ -299,8 +299,14 @@ static int start_session(struct headd_req *q)
 		q->session_id = s ? s->session_id : headd_session_id_new(d);
 		headd_req_index(q);
 		struct sf_head_session_params p = { .model = q->r.model };
+		/* Placed by the pages of its prompt its node may hold already. */
+		uint64_t *prefix = NULL;
+		p.cache_ns = headd_cache_ns(d, q->r.model, q->owner);
+		p.n_prefix = headd_prefix_chain(p.cache_ns, q->content, q->n_content, &prefix);
+		p.prefix = prefix;
 		struct sf_logit_bias *bias;
 		if (sampling_of(q, &p.sampling, &bias)) {
+			free(prefix);
 			sf_api_fail(&e, 500, "server_error", NULL, NULL, "the head is out of memory");
 			req_fail(q, &e);
 			return -1;
@@ -310,6 +316,7 @@ static int start_session(struct headd_req *q)
 		q->logged = d->wal.w != NULL;
 		rc = sf_head_session_open(d->head, q->session_id, &p, now, &err);
 		free(bias);
+		free(prefix);
 		if (rc == SF_E_UNSUPPORTED && v4_sampling_field(&q->r))
 			param = v4_sampling_field(&q->r);
 		if (!rc && s)
@@ -646,6 +653,9 @@ bool headd_gen_event(struct headd *d, const struct sf_head_event *ev)
 	switch (ev->kind) {
 	case SF_HEAD_EV_TOKENS:
 		take_tokens(q, ev->tokens, ev->n_tokens);
+		return true;
+	case SF_HEAD_EV_PREFIX:
+		q->cached = ev->reused;
 		return true;
 	case SF_HEAD_EV_LOGPROBS:
 		if (q->r.logprobs && headd_gen_keep_logprobs(q, ev->logprobs, ev->n_logprobs))

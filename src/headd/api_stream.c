@@ -76,6 +76,7 @@ static void meta_of(const struct headd_req *q, struct sf_api_meta *m)
 static void usage_of(const struct headd_req *q, struct sf_api_usage *u)
 {
 	u->prompt_tokens = q->n_content;
+	u->cached_tokens = q->cached < q->n_content ? q->cached : q->n_content;
 	u->completion_tokens = q->n_gen;
 	for (uint32_t i = 1; q->lead == q && i < q->n_choice; i++)
 		u->completion_tokens += q->choice[i]->n_gen;

@@ -31,8 +31,11 @@ static void fill(struct headd *d, struct headd_part *p, int ep)
 	p->m.link_opens = calloc(d->fleet.n_nodes ? d->fleet.n_nodes : 1, sizeof(uint64_t));
 	p->node_sessions = calloc(d->fleet.n_nodes ? d->fleet.n_nodes : 1, sizeof(uint32_t));
 	p->node_links = calloc(d->fleet.n_nodes ? d->fleet.n_nodes : 1, sizeof(uint32_t));
+	p->node_prefix = calloc(d->fleet.n_nodes ? d->fleet.n_nodes : 1, sizeof(*p->node_prefix));
 	for (uint32_t i = 0; p->node_links && i < d->fleet.n_nodes; i++)
 		p->node_links[i] = d->fleet.nodes[i].open;
+	for (uint32_t i = 0; p->node_prefix && i < d->fleet.n_nodes; i++)
+		sf_head_node_prefix(d->head, d->fleet.nodes[i].index, &p->node_prefix[i]);
 	if (p->m.link_opens && d->api.m.link_opens)
 		memcpy(p->m.link_opens, d->api.m.link_opens, d->fleet.n_nodes * sizeof(uint64_t));
 	if (p->node_sessions && ep == EP_FLEET) /* a walk of every request per node */
@@ -67,6 +70,7 @@ static void part_free(struct headd_part *p)
 	free(p->m.link_opens);
 	free(p->node_sessions);
 	free(p->node_links);
+	free(p->node_prefix);
 }
 
 static void hist_add(struct headd_hist *a, const struct headd_hist *b)
@@ -103,6 +107,14 @@ static void part_add(struct headd_part *a, const struct headd_part *b)
 			a->node_sessions[i] += b->node_sessions[i];
 		if (a->node_links && b->node_links)
 			a->node_links[i] += b->node_links[i];
+		if (a->node_prefix && b->node_prefix) {
+			struct sf_head_prefix_stats *x = &a->node_prefix[i];
+			const struct sf_head_prefix_stats *y = &b->node_prefix[i];
+			x->prompt_reused += y->prompt_reused;
+			x->prompt_computed += y->prompt_computed;
+			if (y->pages > x->pages)
+				x->pages = y->pages; /* each shard's view of the same index */
+		}
 	}
 	struct sf_head_stats *s = &a->st;
 	const struct sf_head_stats *t = &b->st;
@@ -113,6 +125,8 @@ static void part_add(struct headd_part *a, const struct headd_part *b)
 	s->reassigned += t->reassigned;
 	s->resumed += t->resumed;
 	s->links_dropped += t->links_dropped;
+	s->prefix_placed += t->prefix_placed;
+	s->prefix_balanced += t->prefix_balanced;
 	a->tc.hits += b->tc.hits;
 	a->tc.misses += b->tc.misses;
 	a->tc.tokens += b->tc.tokens;

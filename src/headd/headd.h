@@ -252,6 +252,11 @@ uint64_t headd_serial_new(struct headd *d);
 /* The shard a request id (chatcmpl-..., cmpl-...) or a session name belongs to. */
 unsigned headd_shard_of_request_id(const struct headd *d, const char *id);
 unsigned headd_shard_of_name(const struct headd *d, const char *name);
+/* api_prefix.c: the prefix namespace of model's requests by owner's key under --prefix-cache
+ * (0: off), and the page hashes of tokens[0..n) in it (malloc'd into *out; 0: none). */
+uint64_t headd_cache_ns(const struct headd *d, const char *model,
+			const uint8_t owner[static SF_WALREC_OWNER_LEN]);
+uint32_t headd_prefix_chain(uint64_t ns, const uint32_t *tokens, uint32_t n, uint64_t **out);
 /* FNV-1a of a name: session names to shards, the models a node served. */
 uint64_t headd_name_hash(const char *name);
 

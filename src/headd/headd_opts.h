@@ -53,6 +53,7 @@ struct headd_opts {
 	uint32_t max_sessions;    /* named sessions (X-Superfluid-Session) kept */
 	uint32_t max_fleet_sessions; /* sessions the head holds at once, named or not */
 	uint32_t session_idle_s;  /* a named session unused this long is ended */
+	const char *prefix_cache; /* key | shared | off: whose requests share cached prefixes */
 	/* The write-ahead log (docs/RELIABILITY.md, docs/WAL.md). */
 	const char *wal_dir;      /* NULL: no log; a head restart forgets every session */
 	const char *wal_sync;     /* always | batch | off */

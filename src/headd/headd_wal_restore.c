@@ -143,7 +143,9 @@ static int restore_one(struct headd *d, const struct sf_wal_session *s)
 	uint32_t node = s->epoch ? headd_wal_node_of(d, s->node) : SF_HEAD_NO_NODE;
 	const struct sf_wal_gen *running = sf_wal_session_running(s);
 	struct sf_err err;
-	int rc = sf_wal_restore_session(d->head, s, node, sf_loop_now(d->loop), &err);
+	int rc = sf_wal_restore_session(d->head, s, node,
+					headd_cache_ns(d, s->rec.model, s->rec.owner),
+					sf_loop_now(d->loop), &err);
 	if (rc == SF_E_NOMEM)
 		return -1;
 	if (rc) {

@@ -120,10 +120,15 @@ static void nodes(struct page *pg, struct headd *d, const struct headd_part *sum
 		{ "superfluid_node_batch_running", "Sequences in the node's decode batch." },
 		{ "superfluid_node_batch_size", "The node's decode batch size." },
 		{ "superfluid_node_reconnects_total", "Links to the node that opened after its first." },
+		{ "superfluid_node_prompt_tokens_reused_total", "Prompt tokens the node had when they "
+		  "came: kept in a session's context or adopted from its prefix cache." },
+		{ "superfluid_node_prompt_tokens_computed_total", "Prompt tokens the node computed." },
+		{ "superfluid_node_prefix_pages", "Pages of 64 positions the node's prefix cache holds, "
+		  "as it last reported." },
 	};
 	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
 		put(pg, "# HELP %s %s\n# TYPE %s %s\n", names[k][0], names[k][1], names[k][0],
-		    k == 5 ? "counter" : "gauge");
+		    k == 5 || k == 6 || k == 7 ? "counter" : "gauge");
 		for (uint32_t i = 0; i < d->fleet.n_nodes; i++) {
 			const struct headd_node *n = &d->fleet.nodes[i];
 			char a[300], id[600];
@@ -135,8 +140,12 @@ static void nodes(struct page *pg, struct headd *d, const struct headd_part *sum
 			uint64_t firsts = d->n_shards < opens ? d->n_shards : opens;
 			uint32_t links = sum->node_links && i < sum->n_nodes ? sum->node_links[i]
 									      : n->open;
+			struct sf_head_prefix_stats px = { 0 };
+			if (sum->node_prefix && i < sum->n_nodes)
+				px = sum->node_prefix[i];
 			uint64_t v[] = { links >= d->n_shards, n->cap.free_sessions, n->cap.max_sessions,
-					 n->cap.batch_running, n->cap.batch_size, opens - firsts };
+					 n->cap.batch_running, n->cap.batch_size, opens - firsts,
+					 px.prompt_reused, px.prompt_computed, px.pages };
 			put(pg, "%s{node=\"%s\",identity=\"%s\"} %llu\n", names[k][0],
 			    label(n->addr, a, sizeof(a)), label(n->identity[0] ? n->identity : "-",
 								 id, sizeof(id)),
@@ -299,6 +308,11 @@ void headd_metrics_page(struct headd_http *h, const struct headd_part *sum)
 		st.resumed);
 	counter(&pg, "superfluid_links_dropped_total", "Links the head gave up on.",
 		st.links_dropped);
+	counter(&pg, "superfluid_prefix_placed_total", "Requests placed on the node holding the "
+		"longest prefix of their prompt (--prefix-cache).", st.prefix_placed);
+	counter(&pg, "superfluid_prefix_balanced_total", "Requests placed on a less loaded node "
+		"than the one holding their prefix, which was busier than the balance allows.",
+		st.prefix_balanced);
 	const struct sf_tok_cache_stats tc = sum->tc;
 	counter(&pg, "superfluid_tokenizer_cache_hits_total", "Prompt encodings from the cache.",
 		tc.hits);

@@ -73,6 +73,7 @@ void sf_node_free(struct sf_node *n)
 		free(n->links[i].tokens);
 		free(n->links[i].lps);
 		free(n->links[i].renew);
+		free(n->links[i].uses);
 	}
 	free(n->links);
 	free(n->buckets);
@@ -95,6 +96,7 @@ void sf_node_link_open(struct sf_node *n, uint64_t link_id, uint32_t version, ui
 	}
 	o->open = true;
 	o->version = version;
+	sf__node_prefix_link_open(n, o);
 	n->stats.links++;
 	n->next_lease_at = now_ms; /* renewals put off for want of a link can go out now */
 }
@@ -112,6 +114,7 @@ void sf_node_link_closed(struct sf_node *n, uint64_t link_id, uint64_t now_ms)
 	free(o->tokens);
 	free(o->lps);
 	free(o->renew);
+	free(o->uses);
 	*o = n->links[--n->n_links];
 	memset(&n->links[n->n_links], 0, sizeof(n->links[0]));
 	n->stats.links--;

@@ -119,6 +119,8 @@ struct sf_node_stats {
 	uint64_t orphaned;    /* sessions dropped: no head claimed them for orphan_ms */
 	uint32_t pipes;       /* pipeline stages' contexts kept now (protocol 5) */
 	uint64_t pipes_dropped; /* kept contexts let go of for idleness or room */
+	uint64_t prompt_reused;   /* prompt positions appends found kept or in the prefix index */
+	uint64_t prompt_computed; /* and those they left to compute */
 };
 void sf_node_stats(const struct sf_node *n, struct sf_node_stats *out);
 

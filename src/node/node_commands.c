@@ -82,6 +82,9 @@ void sf__node_on_assign(struct sf_node *n, uint64_t link, const struct sf_sessio
 		}
 	}
 	int rc = sf_engine_ctx_new(n->engine, &m->sampling, &s->ctx, &err);
+	if (!rc)
+		sf_engine_ctx_share(n->engine, s->ctx, m->cache_ns);
+	s->cache_ns = m->cache_ns;
 	if (!rc && sf__node_keep_sampling(s, &m->sampling))
 		rc = sf_err_set(&err, SF_E_NOMEM, "no memory for session %llu's sampling",
 				(unsigned long long)m->session_id);
@@ -147,6 +150,7 @@ static int fresh_context(struct sf_node *n, struct node_session *s, struct sf_er
 	int rc = sf_engine_ctx_new(n->engine, &s->sampling, &fresh, err);
 	if (rc)
 		return rc;
+	sf_engine_ctx_share(n->engine, fresh, s->cache_ns);
 	sf__node_ctx_release(n, s->ctx);
 	s->ctx = fresh;
 	return 0;
@@ -206,6 +210,8 @@ void sf__node_on_append(struct sf_node *n, uint64_t link, const struct sf_sessio
 		sf__node_refuse(n, link, m->command_id, m->session_id, err.code, "%s", err.msg);
 		return;
 	}
+	/* What it costs: the kept positions and those adopted from the prefix index are had. */
+	uint32_t had_now = keep + (m->n_tokens > keep ? sf_engine_ctx_reused(n->engine, s->ctx) : 0);
 	if (m->n_tokens > s->cap_content) {
 		uint32_t *c = realloc(s->content, m->n_tokens * sizeof(uint32_t));
 		if (!c) {
@@ -220,8 +226,9 @@ void sf__node_on_append(struct sf_node *n, uint64_t link, const struct sf_sessio
 		memcpy(s->content, m->tokens, m->n_tokens * sizeof(uint32_t));
 	s->n_content = m->n_tokens;
 	s->content_bad = false;
+	sf__node_prefix_use(n, s, had_now, m->n_tokens - had_now);
 	/* The engine is busy prefilling for this long. */
-	double ms = sf_engine_prefill_ms(n->engine, m->n_tokens - keep);
+	double ms = sf_engine_prefill_ms(n->engine, m->n_tokens - had_now);
 	uint64_t free_at = n->now + (uint64_t)ms;
 	if (free_at > n->next_step_at)
 		n->next_step_at = free_at;

@@ -126,6 +126,7 @@ void sf__node_finish(struct sf_node *n, struct node_session *s, struct node_gen 
 /* Sends each link's queued events (and lease renewals), a frame per SF_NODE_EVENTS_PER_FRAME. */
 void sf__node_flush(struct sf_node *n)
 {
+	sf__node_prefix_flush(n); /* first: an append's cost before its generation's events */
 	for (uint32_t l = 0; l < n->n_links; l++) {
 		struct node_outbox *o = &n->links[l];
 		for (uint32_t at = 0; at < o->n_events; at += SF_NODE_EVENTS_PER_FRAME) {

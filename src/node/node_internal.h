@@ -43,6 +43,7 @@ struct node_session {
 	uint64_t link_id; /* where its events go: the link its latest command came on */
 	uint64_t orphan_since; /* when its link was first seen gone (0: it has one) */
 	uint8_t qos;
+	uint64_t cache_ns;           /* its context's prefix namespace (0: shares nothing) */
 	struct sf_sampling sampling; /* logit_bias points at bias */
 	struct sf_logit_bias *bias;  /* owned */
 	uint32_t lease_ms;
@@ -117,6 +118,9 @@ struct node_outbox {
 	struct sf_logprob *lps;      /* one per LOGPROBS event */
 	struct sf_lease_ask *renew;
 	uint32_t n_renew, cap_renew;
+	struct sf_prefix_use *uses;  /* appends' costs for its next PREFIX_CACHE (version 6) */
+	uint32_t n_uses, cap_uses;
+	bool prefix_full;            /* its next PREFIX_CACHE is the whole index */
 };
 
 struct sf_node {
@@ -244,6 +248,15 @@ void sf__node_job_start(struct sf_node *n, struct sf_node_job *job);
 void sf__node_job_free(struct sf_node_job *job);
 /* A stage forward's answer, on its link. */
 void sf__node_stage_answer(struct sf_node *n, struct sf_node_job *job);
+
+/* node_prefix.c: prefix reuse reports (version 6). A link opened: its next report is the
+ * whole index. */
+void sf__node_prefix_link_open(struct sf_node *n, struct node_outbox *o);
+/* An append of s cost reused positions the node had and computed ones it computes. */
+void sf__node_prefix_use(struct sf_node *n, const struct node_session *s, uint32_t reused,
+			 uint32_t computed);
+/* Sends each reporting link what the index gained and lost, and the appends' costs. */
+void sf__node_prefix_flush(struct sf_node *n);
 
 /* Scheduler. */
 void sf__node_schedule(struct sf_node *n);

@@ -4,7 +4,7 @@
  *
  * The chain (prefix_hash.c) is the same on the head and the node: the head places a request on
  * the node whose cache holds the longest prefix of its pages' hashes, the node names the pages
- * it adds and evicts by the same hashes (PREFIX_CACHE, PROTOCOL.md 9.9). A namespace starts
+ * it adds and evicts by the same hashes (PREFIX_CACHE, PROTOCOL.md 9.10). A namespace starts
  * every chain: contexts of different namespaces (tenants, models) never share a page.
  *
  * The cache (prefix_cache.c) is the node's index of pages: each page is immutable once full,
@@ -25,6 +25,9 @@
 
 /* ---- the hash chain (the head's and the node's) ---- */
 
+/* The namespace of a model's prompts of one tenant (owner: owner_len bytes naming it, or NULL
+ * for every tenant's): never 0. */
+uint64_t sf_prefix_ns(const char *model, const uint8_t *owner, size_t owner_len);
 /* The chain's start for namespace ns (ns != 0): never 0. */
 uint64_t sf_prefix_root(uint64_t ns);
 /* The hash of the page of tokens[0..SF_PREFIX_PAGE) after the page hashed parent (or the

@@ -1,4 +1,4 @@
-/* The prefix hash chain: the same bytes on the head and the node (PROTOCOL.md 9.9). */
+/* The prefix hash chain: the same bytes on the head and the node (PROTOCOL.md 9.10). */
 #include "prefix/prefix.h"
 
 #include <sodium.h>
@@ -16,6 +16,24 @@ static void put64(uint8_t *b, uint64_t v)
 {
 	for (int i = 0; i < 8; i++)
 		b[i] = (uint8_t)(v >> (8 * i));
+}
+
+uint64_t sf_prefix_ns(const char *model, const uint8_t *owner, size_t owner_len)
+{
+	static const char tag[] = "superfluid prefix namespace v1";
+	crypto_generichash_state st;
+	uint8_t out[crypto_generichash_BYTES_MIN], len[8];
+	crypto_generichash_init(&st, NULL, 0, sizeof(out));
+	crypto_generichash_update(&st, (const uint8_t *)tag, sizeof(tag));
+	put64(len, strlen(model));
+	crypto_generichash_update(&st, len, sizeof(len));
+	crypto_generichash_update(&st, (const uint8_t *)model, strlen(model));
+	put64(len, owner ? owner_len : UINT64_MAX);
+	crypto_generichash_update(&st, len, sizeof(len));
+	if (owner)
+		crypto_generichash_update(&st, owner, owner_len);
+	crypto_generichash_final(&st, out, sizeof(out));
+	return le64(out);
 }
 
 uint64_t sf_prefix_root(uint64_t ns)

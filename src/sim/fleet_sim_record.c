@@ -67,7 +67,8 @@ static void add_lp(struct sf_fleet_stream *s, uint32_t token)
 
 static void record(struct sf_fleet_sim *f, uint32_t shard, const struct sf_head_event *ev)
 {
-	if (ev->kind == SF_HEAD_EV_STATUS || ev->kind == SF_HEAD_EV_PLACED)
+	if (ev->kind == SF_HEAD_EV_STATUS || ev->kind == SF_HEAD_EV_PLACED ||
+	    ev->kind == SF_HEAD_EV_PREFIX)
 		return;
 	bool gen = ev->generation_id && ev->kind != SF_HEAD_EV_DROP_LINK;
 	if (!gen) {

@@ -13,7 +13,7 @@ const struct sf_wal_gen *sf_wal_session_running(const struct sf_wal_session *s)
 }
 
 int sf_wal_restore_session(struct sf_head *h, const struct sf_wal_session *s, uint32_t node,
-			   uint64_t now_ms, struct sf_err *err)
+			   uint64_t cache_ns, uint64_t now_ms, struct sf_err *err)
 {
 	/* A running generation whose run is older than the session's last placement: the head
 	 * placed the session anew (its node lost it, or let it go) and asked the generation
@@ -53,7 +53,7 @@ int sf_wal_restore_session(struct sf_head *h, const struct sf_wal_session *s, ui
 		memcpy(content + s->n_content, running->tokens, (size_t)extra * sizeof(uint32_t));
 	struct sf_head_session_params p = { .model = s->rec.model, .codec = s->rec.codec,
 					    .qos = s->rec.qos, .sampling = s->rec.sampling,
-					    .lease_ms = s->rec.lease_ms };
+					    .lease_ms = s->rec.lease_ms, .cache_ns = cache_ns };
 	int rc = sf_head_session_restore(h, s->rec.session_id, &p, s->epoch ? node : SF_HEAD_NO_NODE,
 					 s->epoch, content, s->n_content + extra, gens, s->n_gens,
 					 now_ms, err);

@@ -11,9 +11,10 @@
 #include "wal/wal_state.h"
 
 /* Restores s into h, placed on node (SF_HEAD_NO_NODE: parked; a running generation then
- * fails). Returns 0 or a negative sf_code with err saying why. */
+ * fails), its pages shared in prefix namespace cache_ns (0: none). Returns 0 or a negative
+ * sf_code with err saying why. */
 int sf_wal_restore_session(struct sf_head *h, const struct sf_wal_session *s, uint32_t node,
-			   uint64_t now_ms, struct sf_err *err);
+			   uint64_t cache_ns, uint64_t now_ms, struct sf_err *err);
 
 /* The generation of s that had not ended, or NULL. */
 const struct sf_wal_gen *sf_wal_session_running(const struct sf_wal_session *s);

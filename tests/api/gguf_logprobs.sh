@@ -58,20 +58,24 @@ wait "${cpids[@]}"
 kill "$watcher" 2>/dev/null
 python3 - "$work" >"$work/cmp" 2>&1 <<'EOF'
 import json, sys
-w, bad = sys.argv[1], 0
+w, bad, reused = sys.argv[1], 0, 0
 for k in range(16):
     a, b = (json.load(open("%s/%s.%d" % (w, x, k), encoding="utf-8")) for x in ("alone", "together"))
     ca, cb = a["choices"][0], b["choices"][0]
     lp = ca.get("logprobs") or {}
     n = len(lp.get("content") or lp.get("token_logprobs") or [])
-    if ca != cb or a["usage"] != b["usage"] or n != a["usage"]["completion_tokens"] or n == 0:
+    # The second time the prompts' pages are in the node's prefix cache: the same numbers.
+    ua, ub = dict(a["usage"]), dict(b["usage"])
+    reused += ub.pop("prompt_tokens_details")["cached_tokens"] - ua.pop("prompt_tokens_details")["cached_tokens"]
+    if ca != cb or ua != ub or n != a["usage"]["completion_tokens"] or n == 0:
         bad += 1
         print("request %d: alone %s\n  together %s" % (k, json.dumps(ca)[:300], json.dumps(cb)[:300]))
-sys.exit(bad)
+open(w + "/reused", "w").write(str(reused))
+sys.exit(bad if reused > 0 else 99)
 EOF
 r=$?
 sed 's/^/     | /' "$work/cmp" | head -12
-check "16 requests with logprobs and top logprobs: alone and all at once (batch up to $(cat "$work/most" 2>/dev/null)), every number the same" $r
+check "16 requests with logprobs and top logprobs: alone and all at once (batch up to $(cat "$work/most" 2>/dev/null), $(cat "$work/reused" 2>/dev/null) prompt tokens from the prefix cache the second time), every number the same" $r
 r=0; [ "$(cat "$work/most" 2>/dev/null || echo 0)" -ge 8 ] || r=1
 check "  ... and they did share the node's batch (at most $(cat "$work/most" 2>/dev/null) at once)" $r
 

@@ -47,7 +47,7 @@ t0=$(now)
 curl -sS -o "$work/long.out" -H 'Content-Type: application/json' --data-binary @"$work/long.json" \
 	"$base/v1/completions" &
 lpid=$!
-for _ in $(seq 400); do "$cli" status --head "$base" 2>/dev/null | grep -q 'sessions=1$' && break; sleep 0.05; done
+for _ in $(seq 400); do "$cli" status --head "$base" 2>/dev/null | grep -q 'sessions=1 ' && break; sleep 0.05; done
 sleep 0.5 # into its computing
 t1=$(now)
 # The short stream: 3 tokens, one a step (a step computes 256 of the long prompt's tokens too),

@@ -45,7 +45,7 @@ r=0; [ "$status" = 200 ] && [ "$(j "$work/out" 'd["choices"][0]["message"]["cont
 	[ "$(j "$work/out" 'd["choices"][0]["finish_reason"]')" = "$(cut -d' ' -f1 "$work/want.meta" | sed 's/length/length/')" ] || r=1
 check "a chat reply through the pipeline, ended by the chat template's end of turn" $r
 run status "${H[@]}"
-r=0; [ "$(grep -c ' stage=[123]$' "$work/out")" = 3 ] && grep -q "^127.0.0.1:$pw up .* sessions=0$" "$work/out" || r=1
+r=0; [ "$(grep -c ' stage=[123]$' "$work/out")" = 3 ] && grep -q "^127.0.0.1:$pw up .* sessions=0 cached=[-0-9%]* pages=[0-9]*$" "$work/out" || r=1
 check "status marks the three stage nodes" $r
 # Whichever shard answers (a new connection each, spread over the shards when there are
 # several): /health counts the fleet's one node, /v1/fleet lists it and the three stages,

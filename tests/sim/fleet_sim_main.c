@@ -57,6 +57,7 @@ static int run_seed(struct run *r)
 		cfg.node.max_sessions = 4 + below(r, 24);
 	sim_pipe_config(r, &cfg); /* its own stream: the rest draws as it did without it */
 	sim_shards_config(r, &cfg); /* the same */
+	sim_prefix_config(r);       /* the same */
 	struct sf_err err;
 	if (sf_fleet_sim_new(&r->f, &cfg, &err)) {
 		snprintf(r->why, sizeof(r->why), "fleet: %s", err.msg);

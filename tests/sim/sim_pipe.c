@@ -17,10 +17,7 @@
 
 static uint32_t pbelow(struct run *r, uint32_t n)
 {
-	uint64_t z = (r->pipe_rng += 0x9e3779b97f4a7c15ULL); /* splitmix64 */
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return n ? (uint32_t)((z ^ (z >> 31)) % n) : 0;
+	return sim_below(&r->pipe_rng, n);
 }
 
 void sim_pipe_config(struct run *r, struct sf_fleet_sim_config *cfg)

@@ -15,7 +15,8 @@
 #define MAX_GENS 96
 #define MAX_NEW 160
 #define MAX_TURNS 10
-#define MAX_CTX (MAX_TURNS * (44 + MAX_NEW))
+#define SYS_MAX 192 /* a shared system prompt's tokens, at most */
+#define MAX_CTX (SYS_MAX + MAX_TURNS * (44 + MAX_NEW))
 #define TRACE 64
 #define FAULT_MS 3000  /* faults and new work for this long */
 #define HEAL_MS 30000  /* then, at most this long for every generation to end */
@@ -33,6 +34,7 @@ struct gen {
 	uint32_t wall_ms; /* its wall budget; 0: none */
 	bool logprobs;    /* asked with logprobs: one LOGPROBS event after each token */
 	struct sf_sampling smp;
+	uint64_t cache_ns; /* its session's prefix namespace (0: none) */
 };
 
 /* A pipeline generation: a request of the caller's (sid, its own id) with the whole
@@ -90,22 +92,40 @@ struct run {
 	uint64_t shard_rng;
 	uint32_t n_shards;
 	uint64_t shard_sid[SF_FLEET_SIM_MAX_SHARDS];
+	/* Prefix reuse (sim_workload.c): a stream of its own; system prompts that sessions of
+	 * two namespaces share, so the head places by what nodes cache as faults strike. */
+	uint64_t prefix_rng;
+	uint32_t sys[3][SYS_MAX], n_sys[3];
+	uint64_t prefix_sessions;
 	/* Counts, for the summary. */
 	uint64_t faults, tokens, ended_early;
 	uint64_t pipe_tokens, pipe_timeouts;
 };
 
-/* The run's random source (splitmix64); the network's faults draw from their own, seeded
- * from it: the seed alone decides everything, and replays bit for bit. */
-static inline uint64_t rnd(struct run *r)
+/* splitmix64: the run's random source and each side stream's (the pipeline's, the shards',
+ * the prefixes'), so that what one part draws leaves the others' draws as they were. */
+static inline uint64_t sim_splitmix(uint64_t *state)
 {
-	uint64_t z = (r->rng += 0x9e3779b97f4a7c15ULL);
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
 	return z ^ (z >> 31);
 }
 
-static inline uint32_t below(struct run *r, uint32_t n) { return n ? (uint32_t)(rnd(r) % n) : 0; }
+/* A draw below n from a stream. */
+static inline uint32_t sim_below(uint64_t *state, uint32_t n)
+{
+	return n ? (uint32_t)(sim_splitmix(state) % n) : 0;
+}
+
+/* The run's random source; the network's faults draw from their own, seeded from it: the
+ * seed alone decides everything, and replays bit for bit. */
+static inline uint64_t rnd(struct run *r)
+{
+	return sim_splitmix(&r->rng);
+}
+
+static inline uint32_t below(struct run *r, uint32_t n) { return sim_below(&r->rng, n); }
 
 /* The trace: a line for each workload and fault action, the last TRACE kept for a failing
  * seed's report; every line and every stream folded into the run's digest. */
@@ -115,6 +135,8 @@ void sim_trace(struct run *r, const char *fmt, ...) __attribute__((format(printf
 /* The workload. start_gen: a new session (prev NULL) or prev's next turn; -1 with r->why
  * when the expected stream cannot be computed. */
 int sim_start_gen(struct run *r, struct gen *prev);
+/* Draws the run's shared system prompts (from the prefix stream alone). */
+void sim_prefix_config(struct run *r);
 int sim_next_turn(struct run *r);
 void sim_close_one(struct run *r);
 void sim_cancel_one(struct run *r);

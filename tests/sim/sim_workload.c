@@ -5,6 +5,18 @@
 
 #include "sim_run.h"
 
+#include "prefix/prefix.h"
+
+void sim_prefix_config(struct run *r)
+{
+	r->prefix_rng = r->seed * 0x9fb21c651e98df25ULL + 0x2127599bf4325c37ULL;
+	for (uint32_t k = 0; k < 3; k++) {
+		r->n_sys[k] = SF_PREFIX_PAGE + sim_below(&r->prefix_rng, SYS_MAX - SF_PREFIX_PAGE + 1);
+		for (uint32_t i = 0; i < r->n_sys[k]; i++)
+			r->sys[k][i] = 32 + sim_below(&r->prefix_rng, 95);
+	}
+}
+
 /* A new session's first generation, or (prev) the next turn of prev's session: its content
  * then is prev's, the reply the caller got, and a few new tokens, sent whole as APPEND does. */
 int sim_start_gen(struct run *r, struct gen *prev)
@@ -28,7 +40,18 @@ int sim_start_gen(struct run *r, struct gen *prev)
 		g->sid = sim_new_sid(r); /* its owner shard's next (sim_shards.c) */
 		g->smp = (struct sf_sampling){ .temperature = below(r, 4) ? 1.0f : 0.0f, .top_p = 1,
 					       .seed = rnd(r) };
+		/* Three sessions in four start with one of the shared system prompts; two in
+		 * three share pages, in one of two namespaces. */
+		uint32_t sys = sim_below(&r->prefix_rng, 4);
+		if (sys < 3) {
+			memcpy(g->ctx, r->sys[sys], r->n_sys[sys] * sizeof(uint32_t));
+			g->n_ctx = r->n_sys[sys];
+		}
+		g->cache_ns = sim_below(&r->prefix_rng, 3);
+		r->prefix_sessions += g->cache_ns != 0;
 	}
+	if (prev)
+		g->cache_ns = prev->cache_ns;
 	for (uint32_t i = 0; i < fresh; i++)
 		g->ctx[g->n_ctx++] = 32 + below(r, 95); /* printable bytes: the sim tokenizer's ids */
 	uint32_t max_new = 8 + below(r, MAX_NEW - 8);
@@ -42,7 +65,14 @@ int sim_start_gen(struct run *r, struct gen *prev)
 		return -1;
 	}
 	struct sf_head_session_params p = { .model = "sim-1", .sampling = g->smp,
-					    .lease_ms = below(r, 3) ? 0 : 2000 };
+					    .lease_ms = below(r, 3) ? 0 : 2000,
+					    .cache_ns = g->cache_ns };
+	uint64_t prefix[MAX_CTX / SF_PREFIX_PAGE];
+	if (g->cache_ns) {
+		p.n_prefix = sf_prefix_chain(g->cache_ns, g->ctx, g->n_ctx, prefix,
+					     MAX_CTX / SF_PREFIX_PAGE);
+		p.prefix = prefix;
+	}
 	if (prev)
 		p.lease_ms = prev->leased ? 2000 : 0;
 	g->leased = p.lease_ms > 0;

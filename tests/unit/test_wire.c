@@ -260,7 +260,7 @@ static void fields_added_in_version_4(void **state)
 		.model = "m", .model_len = 1, .codec = "", .codec_len = 0,
 		.sampling = { .temperature = 0.5f, .top_p = 1, .top_k = 40, .seed = 99 },
 	};
-	assert_int_equal(sf_msg_fields_version(SF_MSG_SESSION_ASSIGN), 4);
+	assert_int_equal(sf_msg_fields_version(SF_MSG_SESSION_ASSIGN), 6); /* cache_ns */
 	assert_int_equal(sf_msg_fields_version(SF_MSG_CANCEL), 2);
 	assert_int_equal(sf_msg_fields_version(SF_MSG_GENERATE_OPTS), 3);
 	assert_int_equal(sf_msg_fields_version(0x7777), 0);
@@ -329,6 +329,21 @@ static void fields_added_in_version_4(void **state)
 	/* At version 4 the same bytes are short of the new fields. */
 	assert_int_equal(sf_msg_decode(SF_MSG_SESSION_ASSIGN, v3_bytes + SF_FRAME_HDR_LEN, v3_len,
 				       4, &f->b, &f->d, &f->err), SF_E_TRUNCATED);
+
+	/* Version 6's cache_ns: 8 bytes after the sampling; a v4 or v5 link refuses a value. */
+	struct sf_session_assign ns = a;
+	ns.cache_ns = 0x1122334455667788ull;
+	assert_int_equal(sf_msg_version_needed(SF_MSG_SESSION_ASSIGN, &ns), 6);
+	sf_buf_clear(&f->out);
+	assert_int_equal(sf_encode_session_assign(&f->out, &ns, 5, SF_FRAME_PAYLOAD_MAX, &f->err),
+			 SF_E_VERSION);
+	assert_non_null(strstr(f->err.msg, "cache_ns"));
+	sf_buf_clear(&f->out);
+	assert_int_equal(sf_encode_session_assign(&f->out, &ns, 6, SF_FRAME_PAYLOAD_MAX, &f->err), 0);
+	assert_int_equal(sf_buf_used(&f->out), SF_FRAME_HDR_LEN + v4_len + 8);
+	assert_int_equal(sf_msg_decode(SF_MSG_SESSION_ASSIGN, sf_buf_head(&f->out) + SF_FRAME_HDR_LEN,
+				       v4_len + 8, 6, &f->b, &f->d, &f->err), 0);
+	assert_true(sf_msg_equal(SF_MSG_SESSION_ASSIGN, &ns, &f->d.u));
 
 	/* The pairs are bounded: SF_MAX_LOGIT_BIAS both ways. */
 	struct sf_logit_bias *many = calloc(SF_MAX_LOGIT_BIAS + 1, sizeof(*many));

@@ -16,6 +16,7 @@
 #define F(field) offsetof(struct headd_opts, field)
 
 static const char *const wal_syncs[] = { "always", "batch", "off", NULL };
+static const char *const prefix_modes[] = { "key", "shared", "off", NULL };
 
 static const struct sfd_opt opts[] = {
 	{ "fleet", SFD_OPT_ADDRS, F(fleet), 0, 0, NULL },
@@ -49,6 +50,7 @@ static const struct sfd_opt opts[] = {
 	{ "max-sessions", SFD_OPT_U32, F(max_sessions), 1, 4096, NULL },
 	{ "max-fleet-sessions", SFD_OPT_U32, F(max_fleet_sessions), 16, 1u << 24, NULL },
 	{ "session-idle-s", SFD_OPT_U32, F(session_idle_s), 1, 30u * 86400, NULL },
+	{ "prefix-cache", SFD_OPT_CHOICE, F(prefix_cache), 0, 0, prefix_modes },
 	{ "wal-dir", SFD_OPT_STR, F(wal_dir), 0, 0, NULL },
 	{ "wal-sync", SFD_OPT_CHOICE, F(wal_sync), 0, 0, wal_syncs },
 	{ "wal-segment-mb", SFD_OPT_U32, F(wal_segment_mb), 1, 65536, NULL },
@@ -148,6 +150,13 @@ static const char usage_text[] =
 	"                          it a request is refused with 503 (default 65536; about 2 KiB\n"
 	"                          each)\n"
 	"  --session-idle-s N      a named session unused this long is ended (default 3600)\n"
+	"  --prefix-cache MODE     prompts' key/value pages nodes keep and share by content, so a\n"
+	"                          conversation sent whole each turn costs only its new tokens,\n"
+	"                          requests going to the node holding the longest prefix: key\n"
+	"                          (default): shared among requests of the same API key only;\n"
+	"                          shared: among all keys (a common system prompt is computed\n"
+	"                          once, but one tenant can time another's prompts by what is\n"
+	"                          cached); off: nothing shared\n"
 	"\n"
 	"The write-ahead log (docs/RELIABILITY.md): sessions, their content and every token\n"
 	"event, so that a restarted head brings them back and resumes streams:\n"
@@ -211,6 +220,7 @@ enum headd_parse_result headd_opts_parse(struct headd_opts *o, int argc, char **
 	o->max_fleet_sessions = 65536;
 	o->session_idle_s = 3600;
 	o->wal_sync = "always";
+	o->prefix_cache = "key";
 	o->wal_segment_mb = 64;
 	o->wal_batch_ms = 10;
 	o->wal_keep_s = 300;

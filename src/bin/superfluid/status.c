@@ -10,8 +10,10 @@ static const char usage_text[] =
 	"usage: superfluid status [--head URL | --admin-socket PATH] [--json]\n"
 	"\n"
 	"Prints one line per fleet node: its address, up or down, protocol version, identity,\n"
-	"free sessions, decode batch, and the sessions this head has on it:\n"
-	"  127.0.0.1:7401 up version=3 identity=node-1 free=63/64 batch=1/8 sessions=1\n"
+	"free sessions, decode batch, the sessions this head has on it, and of the prompt tokens\n"
+	"sent to it the share it already had (its prefix cache, or sessions' earlier turns) and\n"
+	"the pages of 64 positions its prefix cache holds (- before any prompt):\n"
+	"  127.0.0.1:7401 up version=6 identity=node-1 free=63/64 batch=1/8 sessions=1 cached=83% pages=12\n"
 	"(a --pipeline stage node ends its line with stage=K, its place in the pipeline)\n"
 	CLI_HEAD_USAGE
 	"  --admin-socket PATH   ask the head's admin socket instead of its HTTP API\n"
@@ -39,6 +41,15 @@ static int http_status(const struct cli_head *h, bool as_json)
 		       I("max_sessions"), I("batch_running"), I("batch_size"), I("sessions"));
 		if (json_object_get(n, "stage"))
 			printf(" stage=%lld", I("stage"));
+		else {
+			long long reused = I("prompt_tokens_reused");
+			long long all = reused + I("prompt_tokens_computed");
+			if (all)
+				printf(" cached=%lld%%", (reused * 100 + all / 2) / all);
+			else
+				printf(" cached=-");
+			printf(" pages=%lld", I("prefix_pages"));
+		}
 		putchar('\n');
 #undef S
 #undef I

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Prefix reuse (issue 31) through the official openai npm client: two nodes of a random-weight
+# qwen2 model with Qwen2.5's chat template, and three heads on them with API keys: A shares
+# cached prefixes per key (the default), B has --prefix-cache off, C shares them across keys.
+# A conversation sent whole each turn gets the same replies (greedy and seeded) with reuse and
+# without, and on A each later turn reports as cached_tokens at least the pages of the turn
+# before; conversations that live on different nodes find them again; another key's request
+# finds nothing cached but under --prefix-cache shared. Head A's /metrics counts as reused
+# what its replies said was cached, and superfluid status shows the share.
+# Usage: gguf_prefix.sh NODED HEADD CLI SOURCE_DIR NPM_DIR   (exit 77: no llama.cpp; KEEP=DIR)
+set -uo pipefail
+noded=$1 headd=$2 cli=$3 src=$4 npm_dir=$5
+. "$(dirname "$0")/lib.sh"
+unset SUPERFLUID_HEAD SUPERFLUID_API_KEY
+gguf_vocab "$src"
+if [ ! -f "$npm_dir/node_modules/openai/package.json" ]; then
+	mkdir -p "$npm_dir"
+	npm install --prefix "$npm_dir" --no-audit --no-fund --loglevel=error "openai@^4" >"$work/npm.log" 2>&1 ||
+		{ echo "FAIL npm install openai"; sed 's/^/     | /' "$work/npm.log"; exit 1; }
+fi
+cp "$src/tests/api/prefix_client.mjs" "$npm_dir/prefix_client.mjs"
+
+M=$work/qwen2.gguf
+gguf_make "$M" qwen2 test-qwen2 q8_0 --ctx 4096 \
+	--chat-template "$LLAMA_SRC/models/templates/Qwen-Qwen2.5-7B-Instruct.jinja"
+model=random-test-qwen2-q8_0
+start_gguf_node n1 "$M" --threads 1 && p1=$port
+start_gguf_node n2 "$M" --threads 1 && p2=$port
+(umask 077; printf 'sk-prefix-one\nsk-prefix-two\n' >"$work/keys")
+fleet=127.0.0.1:$p1,127.0.0.1:$p2
+start_head hb "$fleet" --api-keys "$work/keys" --prefix-cache off && pb=$hport
+start_head hc "$fleet" --api-keys "$work/keys" --prefix-cache shared && pc=$hport
+start_head head "$fleet" --api-keys "$work/keys" # the last: its log is the one failures show
+pa=$hport
+for p in "$pa" "$pb" "$pc"; do
+	base="http://127.0.0.1:$p"
+	SUPERFLUID_API_KEY=sk-prefix-one nodes_up 2 || { check "three heads with two nodes each" 1; exit 1; }
+done
+base="http://127.0.0.1:$pa"
+(cd "$npm_dir" && node prefix_client.mjs "http://127.0.0.1:$pa/v1" "http://127.0.0.1:$pb/v1" \
+	"http://127.0.0.1:$pc/v1" sk-prefix-one sk-prefix-two "$model") >"$work/client.out" 2>&1
+rc=$?
+grep -E '^(ok|FAIL|     \|)' "$work/client.out"
+fails=$((fails + $(grep -c '^FAIL' "$work/client.out")))
+passes=$((passes + $(grep -c '^ok' "$work/client.out")))
+[ "$rc" = 0 ] || [ "$(grep -c '^FAIL' "$work/client.out")" != 0 ] || { echo "FAIL the client: exit $rc"; tail -5 "$work/client.out"; fails=$((fails + 1)); }
+
+reused=$(sed -n 's/^REUSED \([0-9]*\)$/\1/p' "$work/client.out")
+sum=$(curl -s "$base/metrics" | awk '/^superfluid_node_prompt_tokens_reused_total\{/ { s += $2 } END { print s + 0 }')
+r=0; [ -n "$reused" ] && [ "$reused" -gt 0 ] && [ "$sum" = "$reused" ] || r=1
+check "head A's /metrics counts the $reused cached tokens its replies reported (it says $sum)" $r
+SUPERFLUID_API_KEY=sk-prefix-one "$cli" status --head "$base" >"$work/status" 2>&1
+r=0; [ "$(grep -cE ' cached=[0-9]+% pages=[1-9][0-9]*$' "$work/status")" = 2 ] || r=1
+cp "$work/status" "$work/out"
+check "superfluid status: each node's share of cached prompt tokens and its cached pages" $r
+
+kill -TERM "${pids[@]}" 2>/dev/null; sleep 0.3
+echo "$passes passed, $fails failed"
+[ "$fails" = 0 ]
