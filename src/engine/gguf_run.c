@@ -156,7 +156,24 @@ static int64_t pending(struct ge *g, struct ge_ctx *c, struct sf_engine_step *st
 		st->rc = SF_E_NOMEM;
 	if (st->rc)
 		return -1;
+	/* Pages another context indexed since its prefill (a burst of one prompt). */
+	if (c->n - c->kv.n > 1)
+		c->reused += sf_kv_adopt(&c->kv, c->tokens, c->n);
 	return c->n - c->kv.n;
+}
+
+/* Whether b's next page is the one a computes now: the same namespace and pages before it,
+ * both at that page's start, and its tokens; a completes it this step if its chunk reaches,
+ * and b adopts it at the next (b must compute past it). */
+static bool follows(const struct ge_ctx *a, const struct ge_ctx *b)
+{
+	const struct sf_kv *x = &a->kv, *y = &b->kv;
+	uint32_t at = x->n;
+	return x->root && x->root == y->root && at == y->n && at % SF_KV_PAGE == 0 &&
+	       x->n_shared * SF_KV_PAGE == at && y->n_shared == x->n_shared &&
+	       (!at || x->shared[x->n_shared - 1] == y->shared[y->n_shared - 1]) &&
+	       a->n >= at + SF_KV_PAGE && b->n > at + SF_KV_PAGE &&
+	       !memcmp(a->tokens + at, b->tokens + at, SF_KV_PAGE * sizeof(uint32_t));
 }
 
 /* One forward pass for the step: every context with one pending token decodes; the contexts
@@ -174,6 +191,14 @@ int ge_decode(void *impl, struct sf_engine_step *steps, size_t n, struct sf_err 
 			g->toks[nt++] = (struct sf_fwd_tok){ &c->kv, c->n - 1, c->tokens[c->n - 1], true };
 		}
 	}
+	/* A prompt whose next page another prompt of the step computes waits for it (no token,
+	 * more) rather than computing it too: a burst of one prefix costs it once. */
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; want[i] > 1 && j < i; j++)
+			if (want[j] > 1 && follows(ge_ctx(steps[j].ctx), ge_ctx(steps[i].ctx))) {
+				want[i] = 0;
+				steps[i].more = true;
+			}
 	/* Prompts share what is left: each first up to an equal share, then what is still left
 	 * in step order. (In step order alone the first prompt, a node's oldest session, took
 	 * every chunk: a short prompt beside a long one waited for all of it.) */
@@ -193,6 +218,13 @@ int ge_decode(void *impl, struct sf_engine_step *steps, size_t n, struct sf_err 
 		uint32_t more = want[i] - k < extra ? (uint32_t)(want[i] - k) : extra;
 		k += more;
 		extra -= more;
+		/* A shared context's chunk ends where a page does, so others can adopt the page at
+		 * the next step (the rest of the budget goes on to the next prompts). */
+		uint32_t end = (c->kv.n + k) / SF_KV_PAGE * SF_KV_PAGE;
+		if (c->kv.root && k < want[i] && end > c->kv.n) {
+			extra += c->kv.n + k - end;
+			k = end - c->kv.n;
+		}
 		for (uint32_t j = 0; j < k; j++) {
 			uint32_t pos = c->kv.n + j;
 			g->toks[nt++] = (struct sf_fwd_tok){ &c->kv, pos, c->tokens[pos],

@@ -168,6 +168,9 @@ static int restore_context(struct sf_node *n, struct node_session *s, struct sf_
 	size_t have = sf_engine_ctx_len(n->engine, s->ctx);
 	if (have >= s->n_content)
 		return 0;
+	s->kept = (uint32_t)have;
+	s->appended = s->n_content;
+	s->use_due = true;
 	return prefill_with_room(n, s, s->content + have, s->n_content - have, err);
 }
 
@@ -210,8 +213,12 @@ void sf__node_on_append(struct sf_node *n, uint64_t link, const struct sf_sessio
 		sf__node_refuse(n, link, m->command_id, m->session_id, err.code, "%s", err.msg);
 		return;
 	}
-	/* What it costs: the kept positions and those adopted from the prefix index are had. */
+	/* What it costs: the kept positions and those adopted from the prefix index are had
+	 * (more may be adopted while it computes: told with its first token). */
 	uint32_t had_now = keep + (m->n_tokens > keep ? sf_engine_ctx_reused(n->engine, s->ctx) : 0);
+	s->kept = keep;
+	s->appended = m->n_tokens;
+	s->use_due = true;
 	if (m->n_tokens > s->cap_content) {
 		uint32_t *c = realloc(s->content, m->n_tokens * sizeof(uint32_t));
 		if (!c) {
@@ -226,7 +233,6 @@ void sf__node_on_append(struct sf_node *n, uint64_t link, const struct sf_sessio
 		memcpy(s->content, m->tokens, m->n_tokens * sizeof(uint32_t));
 	s->n_content = m->n_tokens;
 	s->content_bad = false;
-	sf__node_prefix_use(n, s, had_now, m->n_tokens - had_now);
 	/* The engine is busy prefilling for this long. */
 	double ms = sf_engine_prefill_ms(n->engine, m->n_tokens - had_now);
 	uint64_t free_at = n->now + (uint64_t)ms;

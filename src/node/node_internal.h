@@ -44,6 +44,8 @@ struct node_session {
 	uint64_t orphan_since; /* when its link was first seen gone (0: it has one) */
 	uint8_t qos;
 	uint64_t cache_ns;           /* its context's prefix namespace (0: shares nothing) */
+	uint32_t kept, appended;     /* the last append: positions its context kept, and all */
+	bool use_due;                /* that append's cost is told with the prompt's first token */
 	struct sf_sampling sampling; /* logit_bias points at bias */
 	struct sf_logit_bias *bias;  /* owned */
 	uint32_t lease_ms;

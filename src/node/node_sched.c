@@ -89,6 +89,13 @@ static void after_step(struct sf_node *n, struct node_session *s, struct node_ge
 	}
 	if (st->more)
 		return; /* its prompt is still being computed: no token yet */
+	if (s->use_due) { /* the prompt is done: what it cost */
+		uint32_t had = s->kept + (s->appended > s->kept ? sf_engine_ctx_reused(n->engine, s->ctx) : 0);
+		if (had > s->appended)
+			had = s->appended;
+		sf__node_prefix_use(n, s, had, s->appended - had);
+		s->use_due = false;
+	}
 	remember(s, st->token);
 	if (st->token == n->info->eos || st->eog) {
 		sf__node_finish(n, s, g, SF_FINISH_STOP);

@@ -538,7 +538,11 @@ int sf_fleet_sim_restart(struct sf_fleet_sim *f, uint32_t i)
 	sf_fleet_sim_drop(f, i);
 	sf_node_free(n->node);
 	n->node = NULL;
-	return node_machine(n, &err);
+	/* A new process: its engine's cache of pages is gone too. */
+	sf_engine_free(n->engine);
+	n->engine = NULL;
+	int rc = sf_sim_engine_new(&f->cfg.engine, &n->engine, &err);
+	return rc ? rc : node_machine(n, &err);
 }
 
 /* A reset at a random byte offset: part of what each end queued gets through, then the cut. */

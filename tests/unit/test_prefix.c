@@ -6,6 +6,7 @@
  * simulated engine), other namespaces share nothing, shared pages count once, cached pages
  * are evicted before a prefill is refused, and truncating inside a shared page computes the
  * rest again. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -460,6 +461,120 @@ static void sim_evicts_cached_pages_for_room(void **state)
 	sf_engine_free(e);
 }
 
+/* Three contexts given one prompt at once, decoded in the same steps: the first computes
+ * each page, the others wait for it and adopt it (a burst costs the prefix once), and all
+ * three draw the stream a context alone draws. */
+static void a_burst_of_one_prompt_computes_it_once(void **state)
+{
+	struct fx *f = *state;
+	struct sf_gguf_engine_config cfg = { .path = f->path, .threads = 1, .ctx_len = 1024,
+					     .batch = 4, .chunk = 128 };
+	struct sf_engine *e;
+	struct sf_err err;
+	assert_int_equal(sf_gguf_engine_new(&cfg, &e, &err), 0);
+	uint32_t prompt[300];
+	fill(prompt, 300, 13);
+	struct run ref;
+	draw(e, 0, NULL, prompt, 300, &ref, NULL);
+	struct sf_engine_ctx *c[3];
+	uint32_t got[3][N_GEN];
+	for (int k = 0; k < 3; k++) {
+		assert_int_equal(sf_engine_ctx_new(e, &(struct sf_sampling){ 0 }, &c[k], &err), 0);
+		sf_engine_ctx_share(e, c[k], 31);
+		assert_int_equal(sf_engine_prefill(e, c[k], prompt, 300, &err), 0);
+		assert_int_equal(sf_engine_ctx_reused(e, c[k]), 0); /* nothing indexed yet */
+	}
+	uint32_t n_got[3] = { 0 }, steps = 0;
+	while (n_got[0] < N_GEN || n_got[1] < N_GEN || n_got[2] < N_GEN) {
+		struct sf_engine_step st[3];
+		size_t n = 0;
+		int who[3];
+		for (int k = 0; k < 3; k++)
+			if (n_got[k] < N_GEN) {
+				st[n] = (struct sf_engine_step){ .ctx = c[k] };
+				who[n++] = k;
+			}
+		assert_int_equal(sf_engine_decode(e, st, n, &err), 0);
+		for (size_t i = 0; i < n; i++) {
+			assert_int_equal(st[i].rc, 0);
+			if (!st[i].more)
+				got[who[i]][n_got[who[i]]++] = st[i].token;
+		}
+		assert_true(++steps < 200);
+	}
+	for (int k = 0; k < 3; k++) {
+		for (uint32_t i = 0; i < N_GEN; i++)
+			if (got[k][i] != ref.tokens[i])
+				fail_msg("context %d, token %u: %u, alone %u", k, i, got[k][i], ref.tokens[i]);
+		/* The first computed every page; the others adopted the four full ones. */
+		assert_int_equal(sf_engine_ctx_reused(e, c[k]), k ? 4 * P : 0);
+		sf_engine_ctx_free(e, c[k]);
+	}
+	sf_engine_free(e);
+}
+
+/* The node computes on its job thread while its loop thread appends to other contexts: a
+ * context decoding (indexing its pages) beside others adopting, freeing and evicting pages
+ * under a tight memory bound, each on its own thread (ThreadSanitizer runs this). */
+struct decoder {
+	struct sf_engine *e;
+	struct sf_engine_ctx *c;
+};
+
+static void *decode_thread(void *arg)
+{
+	struct decoder *d = arg;
+	struct sf_err err;
+	for (int i = 0; i < 8; i++) {
+		struct sf_engine_step st = { .ctx = d->c };
+		do {
+			st.more = false;
+			if (sf_engine_decode(d->e, &st, 1, &err) || st.rc)
+				return "decode failed";
+		} while (st.more);
+	}
+	return NULL;
+}
+
+static void appends_beside_a_decoding_thread(void **state)
+{
+	struct fx *f = *state;
+	uint64_t page = sf_engine_info(f->e)->ctx_bytes_per_token * P;
+	struct sf_engine *e = gguf_engine(f, 16 * page);
+	uint32_t prompt[400];
+	fill(prompt, 400, 12);
+	struct sf_err err;
+	for (uint32_t round = 0; round < 6; round++) {
+		struct sf_engine_ctx *x;
+		assert_int_equal(sf_engine_ctx_new(e, &(struct sf_sampling){ 0 }, &x, &err), 0);
+		sf_engine_ctx_share(e, x, 21);
+		prompt[150] = round; /* the first two pages shared by every round */
+		assert_int_equal(sf_engine_prefill(e, x, prompt, 200 + round * 10, &err), 0);
+		struct decoder d = { e, x };
+		pthread_t t;
+		assert_int_equal(pthread_create(&t, NULL, decode_thread, &d), 0);
+		for (uint32_t k = 0; k < 12; k++) {
+			struct sf_engine_ctx *y;
+			assert_int_equal(sf_engine_ctx_new(e, &(struct sf_sampling){ 0 }, &y, &err), 0);
+			sf_engine_ctx_share(e, y, 21);
+			int rc = sf_engine_prefill(e, y, prompt, 140 + k * 20, &err);
+			assert_true(rc == 0 || rc == SF_E_NOMEM);
+			sf_engine_ctx_free(e, y);
+		}
+		void *why;
+		assert_int_equal(pthread_join(t, &why), 0);
+		if (why)
+			fail_msg("%s", (const char *)why);
+		sf_engine_ctx_free(e, x);
+	}
+	struct sf_prefix_stats st;
+	sf_prefix_stats(sf_engine_prefix_cache(e), &st);
+	assert_int_equal(sf_engine_mem_used(e), 0); /* every byte back, the cached ones apart */
+	assert_int_equal(st.idle_pages, st.pages);
+	assert_true(st.hits > 0);
+	sf_engine_free(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -473,6 +588,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(shared_pages_count_once_and_go_before_a_refusal,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(truncating_inside_a_shared_page, setup, teardown),
+		cmocka_unit_test_setup_teardown(appends_beside_a_decoding_thread, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_burst_of_one_prompt_computes_it_once, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,166 @@
+/* Prefix-aware placement (head_place.c, head_prefix.c) against real node machines in memory,
+ * whose simulated engines keep the index of pages and report it (protocol 6): a request goes
+ * to the node holding the longest prefix of its pages even when another node is idler, until
+ * that node is busier than the balance allows; the pages of a placed prompt count at once (a
+ * burst finds them before the report); another namespace shares nothing; a node's link that
+ * opens again brings its whole index back, and a node restarted empty loses it; a node of
+ * protocol 5 is placed on without prefixes (and gets no cache_ns). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "head/head.h"
+#include "prefix/prefix.h"
+#include "sim/fleet_sim.h"
+#include "testutil.h"
+
+#define SYS 200 /* a shared system prompt's tokens: three full pages */
+
+static uint32_t sys_prompt[SYS];
+
+static struct sf_fleet_sim *fleet(uint32_t n_nodes, double steps_per_s)
+{
+	struct sf_fleet_sim_config cfg = { .n_nodes = n_nodes };
+	sf_sim_config_default(&cfg.engine);
+	cfg.engine.decode_steps_per_s = steps_per_s;
+	struct sf_fleet_sim *f;
+	struct sf_err err;
+	if (sf_fleet_sim_new(&f, &cfg, &err))
+		fail_msg("fleet: %s", err.msg);
+	for (uint32_t i = 0; i < n_nodes; i++)
+		assert_int_equal(sf_fleet_sim_connect(f, i), 0);
+	sf_fleet_sim_run(f, 50);
+	uint64_t seed = 9;
+	for (uint32_t i = 0; i < SYS; i++)
+		sys_prompt[i] = 32 + (uint32_t)(sf_test_rand(&seed) % 95);
+	return f;
+}
+
+/* Opens session sid of namespace ns with the system prompt and `tail` tokens of its own,
+ * asks for max_new tokens; returns the node it went to. */
+static uint32_t start(struct sf_fleet_sim *f, uint64_t sid, uint64_t ns, uint32_t tail,
+		      uint32_t max_new)
+{
+	uint32_t ctx[SYS + 64];
+	memcpy(ctx, sys_prompt, sizeof(sys_prompt));
+	for (uint32_t i = 0; i < tail; i++)
+		ctx[SYS + i] = 32 + (uint32_t)((sid * 7 + i) % 95);
+	uint64_t prefix[8];
+	struct sf_head_session_params p = { .model = "sim-1", .cache_ns = ns, .prefix = prefix };
+	p.n_prefix = ns ? sf_prefix_chain(ns, ctx, SYS + tail, prefix, 8) : 0;
+	struct sf_err err;
+	uint64_t gid;
+	if (sf_fleet_sim_open(f, sid, &p, &err) || sf_fleet_sim_append(f, sid, ctx, SYS + tail, &err) ||
+	    sf_fleet_sim_generate(f, sid, max_new, 0, NULL, &gid, &err))
+		fail_msg("session %llu: %s", (unsigned long long)sid, err.msg);
+	return sf_head_session_node(sf_fleet_sim_head(f), sid);
+}
+
+static void pages_on(struct sf_fleet_sim *f, uint32_t node, uint64_t want)
+{
+	struct sf_head_prefix_stats st;
+	sf_head_node_prefix(sf_fleet_sim_head(f), node, &st);
+	if (st.pages != want)
+		fail_msg("node %u: the head's view holds %llu pages, not %llu", node,
+			 (unsigned long long)st.pages, (unsigned long long)want);
+}
+
+/* The node holding the prefix wins over an idle one, until it is too busy. */
+static void longest_prefix_then_balance(void **state)
+{
+	(void)state;
+	struct sf_fleet_sim *f = fleet(2, 20); /* 20 steps a second: generations stay running */
+	uint32_t home = start(f, 1, 7, 10, 4);
+	sf_fleet_sim_run(f, 1000); /* done; its pages reported */
+	pages_on(f, home, 3);
+	pages_on(f, 1 - home, 0);
+	/* Busy with one long generation, the prefix's node still takes the next ones. */
+	assert_int_equal(start(f, 2, 7, 20, 1000), home);
+	assert_int_equal(start(f, 3, 7, 30, 1000), home);
+	assert_int_equal(start(f, 4, 7, 40, 1000), home);
+	assert_int_equal(start(f, 5, 7, 50, 1000), home);
+	/* Four running there, none on the other: the balance sends the next one away, and the
+	 * pages it brings count there at once (pending), so the one after follows it. */
+	assert_int_equal(start(f, 6, 7, 60, 1000), 1 - home);
+	assert_int_equal(start(f, 7, 7, 61, 1000), 1 - home);
+	struct sf_head_stats hs;
+	sf_head_stats(sf_fleet_sim_head(f), &hs);
+	assert_int_equal(hs.prefix_balanced, 1);
+	assert_true(hs.prefix_placed >= 5);
+	/* Another namespace finds nothing: the least loaded node. */
+	assert_int_equal(start(f, 8, 8, 10, 1000), 1 - home);
+	sf_fleet_sim_free(f);
+}
+
+/* A link that opens again brings the node's whole index back (reset, then the list); a node
+ * restarted with an empty engine has none. */
+static void the_view_follows_the_node(void **state)
+{
+	(void)state;
+	struct sf_fleet_sim *f = fleet(2, 0);
+	uint32_t home = start(f, 1, 7, 10, 4);
+	sf_fleet_sim_run(f, 500);
+	pages_on(f, home, 3); /* 200 prompt tokens and 3 generated: 3 full pages */
+	sf_fleet_sim_drop(f, home);
+	sf_fleet_sim_run(f, 50);
+	assert_int_equal(sf_fleet_sim_connect(f, home), 0);
+	sf_fleet_sim_run(f, 200);
+	pages_on(f, home, 3);
+	assert_int_equal(start(f, 2, 7, 11, 4), home);
+	sf_fleet_sim_run(f, 500);
+	/* Closed (a session still open would be assigned its content again, and computed). */
+	struct sf_err err;
+	assert_int_equal(sf_fleet_sim_close(f, 1, false, &err), 0);
+	assert_int_equal(sf_fleet_sim_close(f, 2, false, &err), 0);
+	sf_fleet_sim_run(f, 100);
+	assert_int_equal(sf_fleet_sim_restart(f, home), 0);
+	assert_int_equal(sf_fleet_sim_connect(f, home), 0);
+	sf_fleet_sim_run(f, 500);
+	pages_on(f, home, 0);
+	sf_fleet_sim_free(f);
+}
+
+/* A node of protocol 5 reports nothing: nothing is placed by prefix there, and its ASSIGNs
+ * carry no namespace (the encoder would refuse one). */
+static void older_nodes_without_prefixes(void **state)
+{
+	(void)state;
+	struct sf_fleet_sim_config cfg = { .n_nodes = 2 };
+	sf_sim_config_default(&cfg.engine);
+	struct sf_fleet_sim *f;
+	struct sf_err err;
+	if (sf_fleet_sim_new(&f, &cfg, &err))
+		fail_msg("fleet: %s", err.msg);
+	sf_fleet_sim_set_version(f, 0, 5);
+	sf_fleet_sim_set_version(f, 1, 5);
+	for (uint32_t i = 0; i < 2; i++)
+		assert_int_equal(sf_fleet_sim_connect(f, i), 0);
+	sf_fleet_sim_run(f, 50);
+	uint64_t seed = 9;
+	for (uint32_t i = 0; i < SYS; i++)
+		sys_prompt[i] = 32 + (uint32_t)(sf_test_rand(&seed) % 95);
+	uint32_t home = start(f, 1, 7, 10, 4);
+	sf_fleet_sim_run(f, 500);
+	pages_on(f, home, 0);
+	assert_int_equal(sf_fleet_sim_n_notes(f), 0); /* it ran as ever: no refusal, no error */
+	struct sf_head_stats hs;
+	sf_head_stats(sf_fleet_sim_head(f), &hs);
+	assert_int_equal(hs.prefix_placed + hs.prefix_balanced, 0);
+	sf_fleet_sim_free(f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(longest_prefix_then_balance),
+		cmocka_unit_test(the_view_follows_the_node),
+		cmocka_unit_test(older_nodes_without_prefixes),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
