@@ -154,3 +154,14 @@ uint16_t fuzz_pick_type(uint64_t seed, enum sf_role sender, uint32_t version)
 	}
 	return sender == SF_ROLE_HEAD ? SF_MSG_CANCEL : SF_MSG_NODE_STATUS;
 }
+
+uint32_t fuzz_head_prompt(uint8_t pages, uint8_t seed, uint32_t *out)
+{
+	uint32_t n = (pages % 5u) * 64 + seed % 7u;
+	uint64_t x = seed;
+	for (uint32_t i = 0; i < n; i++) {
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		out[i] = (uint32_t)(x >> 60);
+	}
+	return n;
+}

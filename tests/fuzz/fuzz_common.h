@@ -93,6 +93,13 @@ uint16_t fuzz_pick_type(uint64_t seed, enum sf_role sender, uint32_t version);
  * Aborts when it cannot be made. */
 struct sf_link *fuzz_link_new(enum sf_role role, bool sealed, uint8_t flags, uint64_t now);
 
+/* ---- fuzz_head: a session's prompt from its record's [pages] [seed] bytes ---- */
+
+#define FUZZ_HEAD_MAX_PROMPT (4 * 64 + 6)
+/* pages % 5 full pages of 64 and seed % 7 tokens more, drawn from seed (few distinct
+ * tokens: prefixes repeat), into out; returns how many. */
+uint32_t fuzz_head_prompt(uint8_t pages, uint8_t seed, uint32_t *out);
+
 /* ---- make_corpus ---- */
 
 /* Writes a seed: the byte first, then text (make_corpus.c). */
@@ -113,5 +120,7 @@ void make_chat_parse(void);
 void make_jinja(void);
 /* fuzz_node's seeds (corpus_node.c). */
 void make_node(void);
+/* fuzz_head's seeds (corpus_head.c). */
+void make_head(void);
 
 #endif

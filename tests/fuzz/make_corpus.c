@@ -678,6 +678,7 @@ static const struct {
 	{ "fuzz_chat_parse", make_chat_parse },
 	{ "fuzz_jinja", make_jinja },
 	{ "fuzz_node", make_node },
+	{ "fuzz_head", make_head },
 };
 
 int main(int argc, char **argv)
