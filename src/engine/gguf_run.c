@@ -34,6 +34,7 @@ int ge_ctx_new(void *impl, const struct sf_sampling *s, struct sf_engine_ctx **o
 void ge_ctx_free(void *impl, struct sf_engine_ctx *ctx)
 {
 	struct ge_ctx *c = ge_ctx(ctx);
+	sf_kv_retire(&c->kv, c->tokens); /* its last partial page kept for a later turn */
 	sf_kv_fini(&c->kv);
 	free(c->tokens);
 	free(c);

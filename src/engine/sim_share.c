@@ -62,6 +62,17 @@ uint32_t sim_share_adopt(struct sim *sim, struct sim_ctx *c, uint32_t from, uint
 		c->shared[c->n_shared++] = p;
 		at += SF_PREFIX_PAGE;
 	}
+	/* Then the first positions of a kept tail it shares (copied: nothing to hold). */
+	uint32_t k;
+	if (at == c->n_shared * SF_PREFIX_PAGE && c->n_shared && at + 1 < n) {
+		uint32_t want = n - 1 - at < SF_PREFIX_PAGE ? n - 1 - at : SF_PREFIX_PAGE - 1;
+		struct sf_prefix_page *t = sf_prefix_get_tail(sim->pc, c->shared[c->n_shared - 1],
+							      c->tokens + at, want, &k);
+		if (t) {
+			sf_prefix_unref(sim->pc, t);
+			at += k;
+		}
+	}
 	return at - from;
 }
 
@@ -88,6 +99,11 @@ void sim_share_truncate(struct sim *sim, struct sim_ctx *c, uint32_t n)
 
 void sim_share_ctx_free(struct sim *sim, struct sim_ctx *c)
 {
+	/* Its partial last page (its positions but the last are computed) kept as a tail. */
+	uint32_t done = c->len ? c->len - 1 : 0, m = done % SF_PREFIX_PAGE;
+	if (c->root && m && c->n_shared && c->n_shared == done / SF_PREFIX_PAGE)
+		(void)sf_prefix_put_tail(sim->pc, c->shared[c->n_shared - 1],
+					 c->tokens + (size_t)c->n_shared * SF_PREFIX_PAGE, m, NULL);
 	sim_share_truncate(sim, c, 0);
 	free(c->shared);
 }

@@ -206,6 +206,47 @@ void sf_kv_fini(struct sf_kv *kv)
 	kv->cap_pages = 0;
 }
 
+/* Copies the first k positions of every layer's keys and values of page from into page to. */
+static void copy_positions(const struct sf_kv *kv, uint16_t *to, const uint16_t *from, uint32_t k)
+{
+	size_t row = (size_t)kv->arena->kv_dim, block = (size_t)SF_KV_PAGE * row;
+	for (uint32_t lw = 0; lw < 2 * kv->n_layer; lw++)
+		memcpy(to + lw * block, from + lw * block, (size_t)k * row * sizeof(uint16_t));
+}
+
+/* After the shared pages, the positions a kept tail shares with tokens[kv->n..n - 1). */
+static uint32_t adopt_tail(struct sf_kv *kv, const uint32_t *tokens, uint32_t n)
+{
+	if (!kv->n_shared || kv->n + 1 >= n)
+		return 0;
+	uint32_t want = n - 1 - kv->n < SF_KV_PAGE ? n - 1 - kv->n : SF_KV_PAGE - 1, k;
+	struct sf_prefix_page *t = sf_prefix_get_tail(kv->arena->pc, kv->shared[kv->n_shared - 1],
+						      tokens + kv->n, want, &k);
+	if (!t)
+		return 0;
+	struct sf_err err;
+	if (sf_kv_reserve(kv, kv->n + k, &err)) {
+		sf_prefix_unref(kv->arena->pc, t);
+		return 0;
+	}
+	copy_positions(kv, kv->pages[kv->n / SF_KV_PAGE], sf_prefix_data(t), k);
+	sf_prefix_unref(kv->arena->pc, t);
+	kv->n += k;
+	return k;
+}
+
+void sf_kv_retire(struct sf_kv *kv, const uint32_t *tokens)
+{
+	uint32_t m = kv->n % SF_KV_PAGE, i = kv->n / SF_KV_PAGE;
+	if (!kv->root || !m || !i || i != kv->n_shared || i >= kv->n_pages)
+		return;
+	while (kv->n_pages > i + 1)
+		pop(kv); /* reserved past what it computed */
+	if (sf_prefix_put_tail(kv->arena->pc, kv->shared[i - 1], tokens + (size_t)i * SF_KV_PAGE, m,
+			       kv->pages[i]))
+		kv->n_pages = i; /* the tail's now, counted as the index's */
+}
+
 uint32_t sf_kv_adopt(struct sf_kv *kv, const uint32_t *tokens, uint32_t n)
 {
 	uint32_t from = kv->n;
@@ -230,6 +271,7 @@ uint32_t sf_kv_adopt(struct sf_kv *kv, const uint32_t *tokens, uint32_t n)
 		kv->n_shared++;
 		kv->n += SF_KV_PAGE;
 	}
+	adopt_tail(kv, tokens, n);
 	return kv->n - from;
 }
 

@@ -127,13 +127,17 @@ void sf_kv_truncate(struct sf_kv *kv, uint32_t n);
  * 0: none). Set before anything is computed. */
 void sf_kv_share(struct sf_kv *kv, uint64_t root);
 /* Takes from the index the pages that come next in tokens[0..n) (the cache's tokens: the
- * first kv->n computed), leaving at least the last token to compute: kv->n grows by the
- * positions adopted (returned). Nothing when kv->n is not where a page starts, or a page
- * before it is the cache's own. */
+ * first kv->n computed), then the first positions of a kept tail it shares (copied into a page
+ * of its own), leaving at least the last token to compute: kv->n grows by the positions
+ * adopted (returned). Nothing when kv->n is not where a page starts, or a page before it is
+ * the cache's own. */
 uint32_t sf_kv_adopt(struct sf_kv *kv, const uint32_t *tokens, uint32_t n);
 /* Indexes the cache's full pages computed since the last call (tokens: its tokens), each
  * replaced by an equal page already indexed when there is one. */
 void sf_kv_publish(struct sf_kv *kv, const uint32_t *tokens);
+/* The cache goes (tokens: its tokens): its partial last page, after pages all shared, is kept
+ * in the index as a tail for a later context to copy from. */
+void sf_kv_retire(struct sf_kv *kv, const uint32_t *tokens);
 void sf_kv_fini(struct sf_kv *kv);
 /* The keys (which = 0) or values (1) of layer (one the cache keeps) at pos (reserved). */
 uint16_t *sf_kv_at(const struct sf_kv *kv, uint32_t layer, int which, uint32_t pos);

@@ -11,7 +11,13 @@
  * shared by reference count between the contexts that hold it and the pages indexed after it;
  * unreferenced pages stay cached, least recently used evicted first, and only a page no other
  * page follows can go (so every indexed page's whole chain is indexed). A lookup checks the
- * tokens and the page before, never the hash alone. Thread-safe: one mutex. */
+ * tokens and the page before, never the hash alone. Thread-safe: one mutex.
+ *
+ * Besides full pages it keeps *tails*: the partial last page of a context that went (a
+ * conversation's turn ends mid-page), under the full page before it, so that the next turn,
+ * sent whole, copies the positions it shares with a tail instead of computing them. Tails are
+ * the node's own business (never reported), at most SF_PREFIX_TAILS per page, evicted as
+ * pages are. */
 #ifndef SF_PREFIX_PREFIX_H
 #define SF_PREFIX_PREFIX_H
 
@@ -22,6 +28,7 @@
 #define SF_PREFIX_PAGE 64           /* positions a page holds (the key/value cache's page) */
 #define SF_PREFIX_MAX_PAGES (1u << 22) /* pages one cache indexes, whatever their size */
 #define SF_PREFIX_MAX_CHANGES 65536 /* changes kept for a report before a full list is due */
+#define SF_PREFIX_TAILS 4           /* tails kept after one page */
 
 /* ---- the hash chain (the head's and the node's) ---- */
 
@@ -59,11 +66,13 @@ struct sf_prefix_change {
 };
 
 struct sf_prefix_stats {
-	uint64_t pages;        /* indexed */
+	uint64_t pages;        /* indexed (full pages) */
 	uint64_t idle_pages;   /* of those, held by no context: all of them can be evicted (the
 				* pages after one first) */
-	uint64_t idle_bytes;   /* their data's bytes */
+	uint64_t tails;        /* partial pages kept */
+	uint64_t idle_bytes;   /* the idle pages' and the tails' data bytes */
 	uint64_t added, evicted, hits, misses; /* since the cache was made */
+	uint64_t tail_hits;
 };
 
 /* A cache (0, or SF_E_NOMEM). */
@@ -82,6 +91,16 @@ struct sf_prefix_page *sf_prefix_get(struct sf_prefix_cache *pc, struct sf_prefi
  * or no memory): data stays the caller's. */
 struct sf_prefix_page *sf_prefix_put(struct sf_prefix_cache *pc, struct sf_prefix_page *parent,
 				     uint64_t root, const uint32_t *tokens, void *data);
+/* Keeps the partial page of tokens[0..m) (0 < m < SF_PREFIX_PAGE) after parent (held by the
+ * caller) as a tail, its data handed over; false when not taken (the same tail or a longer one
+ * is kept already, or no room): data stays the caller's. */
+bool sf_prefix_put_tail(struct sf_prefix_cache *pc, struct sf_prefix_page *parent,
+			const uint32_t *tokens, uint32_t m, void *data);
+/* The tail after parent sharing the longest run of first tokens with tokens[0..n), held for
+ * the caller (unref it) with *common that run's length (> 0); NULL when none shares one. */
+struct sf_prefix_page *sf_prefix_get_tail(struct sf_prefix_cache *pc,
+					  struct sf_prefix_page *parent, const uint32_t *tokens,
+					  uint32_t n, uint32_t *common);
 /* Lets go of a held page: with no holder left it stays cached, the most recently used. */
 void sf_prefix_unref(struct sf_prefix_cache *pc, struct sf_prefix_page *p);
 /* Evicts the least recently used page nobody holds and no page follows, freeing its data

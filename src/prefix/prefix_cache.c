@@ -15,6 +15,9 @@ struct sf_prefix_page {
 	uint32_t children;              /* indexed pages after it */
 	struct sf_prefix_page *hnext;   /* hash chain */
 	struct sf_prefix_page *prev, *next; /* the LRU, while neither held nor followed */
+	struct sf_prefix_page *tails;   /* tails after it, the most recently kept first */
+	struct sf_prefix_page *tail_next;
+	uint32_t valid;                 /* positions it holds: SF_PREFIX_PAGE, or a tail's */
 	void *data;
 	uint32_t tokens[SF_PREFIX_PAGE];
 };
@@ -25,6 +28,7 @@ struct sf_prefix_cache {
 	struct sf_prefix_page **buckets;
 	uint32_t n_buckets; /* a power of two */
 	uint64_t pages, unheld; /* indexed; of those, held by no context */
+	uint64_t n_tails;
 	struct sf_prefix_page lru; /* sentinel: lru.next is the least recently used */
 	struct sf_prefix_change *changes; /* a ring of SF_PREFIX_MAX_CHANGES */
 	uint32_t ch_head, ch_n;
@@ -63,6 +67,12 @@ void sf_prefix_cache_free(struct sf_prefix_cache *pc)
 		struct sf_prefix_page *p = pc->buckets[b];
 		while (p) {
 			struct sf_prefix_page *next = p->hnext;
+			for (struct sf_prefix_page *t = p->tails, *tn; t; t = tn) {
+				tn = t->tail_next;
+				if (t->data && pc->cfg.drop)
+					pc->cfg.drop(pc->cfg.arg, t->data);
+				free(t);
+			}
 			if (p->data && pc->cfg.drop)
 				pc->cfg.drop(pc->cfg.arg, p->data);
 			free(p);
@@ -185,14 +195,23 @@ static bool evict_locked(struct sf_prefix_cache *pc)
 	if (p == &pc->lru)
 		return false;
 	lru_remove(pc, p);
-	pc->unheld--;
-	struct sf_prefix_page **at = bucket(pc, p->hash);
-	while (*at != p)
-		at = &(*at)->hnext;
-	*at = p->hnext;
-	pc->pages--;
-	pc->st.evicted++;
-	note(pc, p->hash, false);
+	struct sf_prefix_page **at;
+	if (p->valid < SF_PREFIX_PAGE) { /* a tail: off its page's list, never reported */
+		at = &p->parent->tails;
+		while (*at != p)
+			at = &(*at)->tail_next;
+		*at = p->tail_next;
+		pc->n_tails--;
+	} else {
+		pc->unheld--;
+		at = bucket(pc, p->hash);
+		while (*at != p)
+			at = &(*at)->hnext;
+		*at = p->hnext;
+		pc->pages--;
+		pc->st.evicted++;
+		note(pc, p->hash, false);
+	}
 	if (p->data && pc->cfg.drop)
 		pc->cfg.drop(pc->cfg.arg, p->data);
 	struct sf_prefix_page *parent = p->parent;
@@ -216,16 +235,16 @@ struct sf_prefix_page *sf_prefix_put(struct sf_prefix_cache *pc, struct sf_prefi
 		free(fresh);
 		return p;
 	}
-	if (pc->pages >= pc->cfg.max_pages)
+	if (pc->pages + pc->n_tails >= pc->cfg.max_pages)
 		evict_locked(pc);
-	if (!fresh || pc->pages >= pc->cfg.max_pages) {
+	if (!fresh || pc->pages + pc->n_tails >= pc->cfg.max_pages) {
 		pthread_mutex_unlock(&pc->mu);
 		free(fresh);
 		return NULL;
 	}
 	p = fresh;
 	*p = (struct sf_prefix_page){ .hash = hash, .root = root, .parent = parent, .holders = 1,
-				      .data = data };
+				      .valid = SF_PREFIX_PAGE, .data = data };
 	memcpy(p->tokens, tokens, sizeof(p->tokens));
 	if (parent)
 		parent->children++; /* held by the caller: never in the LRU */
@@ -244,11 +263,100 @@ void sf_prefix_unref(struct sf_prefix_cache *pc, struct sf_prefix_page *p)
 {
 	pthread_mutex_lock(&pc->mu);
 	if (!--p->holders) {
-		pc->unheld++;
+		if (p->valid == SF_PREFIX_PAGE)
+			pc->unheld++;
 		if (!p->children)
 			lru_insert(pc, p, true);
 	}
 	pthread_mutex_unlock(&pc->mu);
+}
+
+static uint32_t common_run(const uint32_t *a, const uint32_t *b, uint32_t n)
+{
+	uint32_t k = 0;
+	while (k < n && a[k] == b[k])
+		k++;
+	return k;
+}
+
+/* Drops tail *at (held by none) of parent, freeing its data. */
+static void tail_drop(struct sf_prefix_cache *pc, struct sf_prefix_page *parent,
+		      struct sf_prefix_page **at)
+{
+	struct sf_prefix_page *o = *at;
+	*at = o->tail_next;
+	lru_remove(pc, o);
+	pc->n_tails--;
+	parent->children--;
+	if (o->data && pc->cfg.drop)
+		pc->cfg.drop(pc->cfg.arg, o->data);
+	free(o);
+}
+
+bool sf_prefix_put_tail(struct sf_prefix_cache *pc, struct sf_prefix_page *parent,
+			const uint32_t *tokens, uint32_t m, void *data)
+{
+	if (!parent || !m || m >= SF_PREFIX_PAGE)
+		return false;
+	struct sf_prefix_page *t = malloc(sizeof(*t));
+	if (!t)
+		return false;
+	pthread_mutex_lock(&pc->mu);
+	/* One that holds all of ours kept already: ours is not needed. */
+	bool needed = true;
+	for (struct sf_prefix_page *o = parent->tails; o && needed; o = o->tail_next)
+		needed = o->valid < m || common_run(o->tokens, tokens, m) < m;
+	/* Ours makes those it extends needless; the oldest goes past the bound. */
+	uint32_t kept = 0;
+	for (struct sf_prefix_page **at = &parent->tails; needed && *at;) {
+		struct sf_prefix_page *o = *at;
+		bool shorter = common_run(o->tokens, tokens, o->valid) == o->valid;
+		if (!o->holders && (shorter || (kept + 1 >= SF_PREFIX_TAILS && !o->tail_next)))
+			tail_drop(pc, parent, at);
+		else {
+			kept++;
+			at = &o->tail_next;
+		}
+	}
+	if (!needed || kept >= SF_PREFIX_TAILS || pc->pages + pc->n_tails >= pc->cfg.max_pages) {
+		pthread_mutex_unlock(&pc->mu);
+		free(t);
+		return false;
+	}
+	*t = (struct sf_prefix_page){ .parent = parent, .valid = m, .data = data,
+				      .tail_next = parent->tails };
+	memcpy(t->tokens, tokens, m * sizeof(uint32_t));
+	parent->tails = t;
+	parent->children++; /* held by the caller: never in the LRU */
+	pc->n_tails++;
+	lru_insert(pc, t, true);
+	pthread_mutex_unlock(&pc->mu);
+	return true;
+}
+
+struct sf_prefix_page *sf_prefix_get_tail(struct sf_prefix_cache *pc,
+					  struct sf_prefix_page *parent, const uint32_t *tokens,
+					  uint32_t n, uint32_t *common)
+{
+	*common = 0;
+	if (!parent)
+		return NULL;
+	pthread_mutex_lock(&pc->mu);
+	struct sf_prefix_page *best = NULL;
+	for (struct sf_prefix_page *o = parent->tails; o; o = o->tail_next) {
+		uint32_t k = common_run(o->tokens, tokens, o->valid < n ? o->valid : n);
+		if (k > *common) {
+			*common = k;
+			best = o;
+		}
+	}
+	if (best) {
+		if (!best->holders++)
+			lru_remove(pc, best);
+		pc->st.tail_hits++;
+	}
+	pthread_mutex_unlock(&pc->mu);
+	return best;
 }
 
 bool sf_prefix_evict(struct sf_prefix_cache *pc)
@@ -302,6 +410,7 @@ void sf_prefix_stats(struct sf_prefix_cache *pc, struct sf_prefix_stats *out)
 	*out = pc->st;
 	out->pages = pc->pages;
 	out->idle_pages = pc->unheld;
-	out->idle_bytes = pc->unheld * pc->cfg.page_bytes;
+	out->tails = pc->n_tails;
+	out->idle_bytes = (pc->unheld + pc->n_tails) * pc->cfg.page_bytes;
 	pthread_mutex_unlock(&pc->mu);
 }

@@ -160,6 +160,62 @@ static void least_recently_used_goes_first(void **state)
 	sf_prefix_cache_free(pc);
 }
 
+/* Tails: kept under their page, the one sharing the longest run of first tokens found, one a
+ * longer one extends dropped, at most SF_PREFIX_TAILS a page, evicted before their page and
+ * never reported. */
+static void tails_are_kept_under_their_page(void **state)
+{
+	(void)state;
+	struct drops d = { 0 };
+	struct sf_prefix_cache_config cfg = { .page_bytes = 10, .drop = count_drop, .arg = &d };
+	struct sf_prefix_cache *pc;
+	assert_int_equal(sf_prefix_cache_new(&cfg, &pc), 0);
+	uint64_t root = sf_prefix_root(4);
+	uint32_t t[2 * P];
+	fill(t, 2 * P, 20);
+	struct sf_prefix_page *page = sf_prefix_put(pc, NULL, root, t, NULL);
+	int data[8];
+	assert_true(sf_prefix_put_tail(pc, page, t + P, 10, &data[0]));
+	assert_false(sf_prefix_put_tail(pc, page, t + P, 6, &data[1])); /* held by the first */
+	assert_true(sf_prefix_put_tail(pc, page, t + P, 20, &data[2])); /* extends it: replaces */
+	assert_int_equal(d.n, 1);
+	assert_ptr_equal(d.last, &data[0]);
+	uint32_t other[P];
+	memcpy(other, t + P, sizeof(other));
+	other[5] ^= 1;
+	assert_true(sf_prefix_put_tail(pc, page, other, 30, &data[3]));
+	uint32_t k;
+	struct sf_prefix_page *got = sf_prefix_get_tail(pc, page, t + P, 40, &k);
+	assert_ptr_equal(sf_prefix_data(got), &data[2]);
+	assert_int_equal(k, 20);
+	sf_prefix_unref(pc, got);
+	got = sf_prefix_get_tail(pc, page, other, 3, &k); /* both share 3: either will do */
+	assert_int_equal(k, 3);
+	sf_prefix_unref(pc, got);
+	other[0] ^= 1;
+	assert_null(sf_prefix_get_tail(pc, page, other, 40, &k));
+	for (int i = 4; i < 8; i++) { /* past the bound the oldest goes */
+		other[1] = 1000 + (uint32_t)i;
+		assert_true(sf_prefix_put_tail(pc, page, other, 8, &data[i]));
+	}
+	struct sf_prefix_stats st;
+	sf_prefix_stats(pc, &st);
+	assert_int_equal(st.tails, SF_PREFIX_TAILS);
+	assert_int_equal(st.pages, 1);
+	assert_int_equal(st.idle_bytes, SF_PREFIX_TAILS * 10); /* the page is held */
+	/* Evicted, the tails go first, then the page; only the page is reported. */
+	sf_prefix_unref(pc, page);
+	while (sf_prefix_evict(pc))
+		;
+	sf_prefix_stats(pc, &st);
+	assert_int_equal(st.tails + st.pages, 0);
+	struct sf_prefix_change ch[8];
+	bool lost;
+	assert_int_equal(sf_prefix_changes(pc, ch, 8, &lost), 2); /* added, evicted */
+	assert_false(ch[1].added);
+	sf_prefix_cache_free(pc);
+}
+
 static void list_hash(void *arg, uint64_t hash)
 {
 	(void)hash;
@@ -322,7 +378,9 @@ static void engine_streams_are_the_same_with_reuse(struct sf_engine *e)
 		assert_int_equal(first.reused, 0);
 		same_run(&ref, &first, "the first shared context");
 		draw(e, ns, s, prompt, 200, &again, NULL);
-		assert_int_equal(again.reused, 3 * P); /* of 200: three full pages */
+		/* Of 200: three full pages, then 7 positions of the first context's last page
+		 * (kept as a tail when it went): all but the last token. */
+		assert_int_equal(again.reused, 3 * P + 7);
 		same_run(&ref, &again, "a context that adopted three pages");
 		draw(e, ns + 1000, s, prompt, 200, &other, NULL);
 		assert_int_equal(other.reused, 0); /* another namespace shares nothing */
@@ -332,7 +390,7 @@ static void engine_streams_are_the_same_with_reuse(struct sf_engine *e)
 		assert_int_equal(other.reused, 2 * P);
 		draw(e, 0, s, prompt, 290, &longer_ref, NULL);
 		draw(e, ns, s, prompt, 290, &longer, NULL);
-		assert_int_equal(longer.reused, 3 * P);
+		assert_true(longer.reused >= 3 * P + 8); /* the tail's prompt positions too */
 		same_run(&longer_ref, &longer, "a longer prompt");
 	}
 }
@@ -384,7 +442,8 @@ static void shared_pages_count_once_and_go_before_a_refusal(void **state)
 	struct sf_prefix_stats st;
 	sf_prefix_stats(sf_engine_prefix_cache(e), &st);
 	assert_int_equal(st.pages, 3);
-	assert_int_equal(st.idle_bytes, 3 * page);
+	assert_int_equal(st.tails, 1); /* the first's last page; the second's is the same */
+	assert_int_equal(st.idle_bytes, 4 * page);
 	/* Eight pages of a prompt of its own: the three cached ones make room. */
 	struct sf_engine_ctx *c;
 	struct sf_err err;
@@ -393,6 +452,7 @@ static void shared_pages_count_once_and_go_before_a_refusal(void **state)
 		fail_msg("the cached pages were not evicted for room: %s", err.msg);
 	sf_prefix_stats(sf_engine_prefix_cache(e), &st);
 	assert_int_equal(st.pages, 0);
+	assert_int_equal(st.tails, 0);
 	assert_int_equal(st.evicted, 3);
 	/* Past the limit with nothing cached: refused, as ever. */
 	assert_int_equal(sf_engine_prefill(e, c, prompt, 1, &err), SF_E_NOMEM);
@@ -418,7 +478,7 @@ static void truncating_inside_a_shared_page(void **state)
 	assert_int_equal(sf_engine_ctx_new(f->e, &(struct sf_sampling){ 0 }, &c, &err), 0);
 	sf_engine_ctx_share(f->e, c, 11);
 	assert_int_equal(sf_engine_prefill(f->e, c, prompt, 200, &err), 0);
-	assert_int_equal(sf_engine_ctx_reused(f->e, c), 3 * P);
+	assert_int_equal(sf_engine_ctx_reused(f->e, c), 3 * P + 7); /* pages and the tail */
 	assert_int_equal(sf_engine_ctx_truncate(f->e, c, 150, &err), 0); /* inside page 2 */
 	assert_int_equal(sf_engine_prefill(f->e, c, turn + 150, 110, &err), 0);
 	for (uint32_t i = 0; i < N_GEN; i++) {
@@ -582,6 +642,7 @@ int main(void)
 		cmocka_unit_test(index_shares_checks_and_evicts_leaves_first),
 		cmocka_unit_test(least_recently_used_goes_first),
 		cmocka_unit_test(too_many_changes_ask_for_the_list),
+		cmocka_unit_test(tails_are_kept_under_their_page),
 		cmocka_unit_test(sim_reuse_gives_the_same_stream),
 		cmocka_unit_test(sim_evicts_cached_pages_for_room),
 		cmocka_unit_test_setup_teardown(gguf_reuse_gives_the_same_stream, setup, teardown),
