@@ -10,6 +10,7 @@ const struct sf__kern_set sf__kern_avx512 = {
 		[SF_GGUF_T_Q5_0] = sf__mm_q5_0_avx512,
 		[SF_GGUF_T_Q8_0] = sf__mm_q8_0_avx512,
 		[SF_GGUF_T_Q4_K] = sf__mm_q4_k_avx512,
+		[SF_GGUF_T_Q5_K] = sf__mm_q5_k_avx512,
 		[SF_GGUF_T_Q6_K] = sf__mm_q6_k_avx512,
 	},
 	.mx = {

@@ -1,4 +1,4 @@
-/* AVX2 products of the K-quants (Q4_K, Q6_K) with Q8_K activations, in the canonical order of
+/* AVX2 products of the K-quants (Q4_K, Q5_K, Q6_K) with Q8_K activations, in the canonical order of
  * kern_order.md: per super-block exact int32 sums, then the fixed epilogue into lane
  * (super-block % 8), then R8. As the AVX-512 kernels (dot_k_avx512.c), with 256-bit vectors:
  * maddubs (quant 0..63 by activation -127..127: pairs fit int16), madd by the sub-block scales,
@@ -72,20 +72,52 @@ AI __m256 step(__m256 acc, __m256 dd, __m256 isum, const __m256 *dm, const __m25
 	return n == KG ? t : _mm256_blendv_ps(acc, t, _mm256_castsi256_ps(lanes_below(n)));
 }
 
-/* ---- Q4_K ---- */
+/* The group's epilogue (kern_order.md): per activation row, the eight super-blocks' int sums
+ * through a tree to one vector, then acc + dd * isum (- dm * imin: dmin NULL for the types
+ * without mins) in the lanes below n, the others as they were. */
+AI void epilogue(const uint8_t *a, size_t x_stride, __m256 *acc, __m256 dw, const __m256 *dmin,
+		 __m256i is[TILE][KG], __m256i im[TILE][KG], const int n, const int nt)
+{
+#pragma GCC unroll 4
+	for (int j = 0; j < nt; j++) {
+		const __m256 da = act_scales(a + (size_t)j * x_stride, n);
+		const __m256 isum = _mm256_cvtepi32_ps(sf__tree8_epi32(is[j]));
+		if (dmin) {
+			const __m256 imin = _mm256_cvtepi32_ps(sf__tree8_epi32(im[j]));
+			const __m256 dm = _mm256_mul_ps(da, *dmin);
+			acc[j] = step(acc[j], _mm256_mul_ps(da, dw), isum, &dm, &imin, n);
+		} else {
+			acc[j] = step(acc[j], _mm256_mul_ps(da, dw), isum, NULL, NULL, n);
+		}
+	}
+}
+
+/* ---- Q4_K, Q5_K ---- */
 
 struct k4 {
-	__m256i q[8];    /* elements 32i..32i+31 (sub-block i): quants 0..15 */
+	__m256i q[8];    /* elements 32i..32i+31 (sub-block i): quants 0..15 (Q5_K: 0..31) */
 	__m256i sc16[8]; /* sub-block i's scale in every int16 lane */
 	__m256i mins16;  /* lane j: min of sub-block j / 2 (for bsums[j]) */
 };
 
-AI void unpack_k4(struct k4 *u, const struct sf__q4_k *b)
+/* Bit `bit` of each byte of v, as that byte's 0x10. */
+AI __m256i bit_to_x10(__m256i v, const int bit)
+{
+	const __m256i x10 = _mm256_set1_epi8(0x10);
+	if (bit < 4)
+		return _mm256_and_si256(_mm256_slli_epi16(v, 4 - bit), x10);
+	if (bit > 4)
+		return _mm256_and_si256(_mm256_srli_epi16(v, bit - 4), x10);
+	return _mm256_and_si256(v, x10);
+}
+
+/* A Q4_K or Q5_K super-block (the same scales; Q5_K's fifth bits in qh, NULL for Q4_K). */
+AI void unpack_k4(struct k4 *u, const uint8_t *scales, const uint8_t *qs, const uint8_t *qh)
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0F);
 	/* The twelve bytes of six-bit scales and mins (sf__k4_scale_min), four at a time. */
 	uint32_t w[3];
-	memcpy(w, b->scales, 12);
+	memcpy(w, scales, 12);
 	const uint32_t sc_lo = w[0] & 0x3f3f3f3f, m_lo = w[1] & 0x3f3f3f3f;
 	const uint32_t sc_hi = (w[2] & 0x0f0f0f0f) | (((w[0] >> 6) & 0x03030303) << 4);
 	const uint32_t m_hi = ((w[2] >> 4) & 0x0f0f0f0f) | (((w[1] >> 6) & 0x03030303) << 4);
@@ -93,11 +125,16 @@ AI void unpack_k4(struct k4 *u, const struct sf__q4_k *b)
 		_mm_set_epi32((int)m_hi, (int)m_lo, (int)sc_hi, (int)sc_lo));
 	const __m256i scs = _mm256_permute4x64_epi64(v16, _MM_SHUFFLE(1, 0, 1, 0));
 	const __m256i mins = _mm256_permute4x64_epi64(v16, _MM_SHUFFLE(3, 3, 2, 2));
+	const __m256i h = qh ? _mm256_loadu_si256((const __m256i *)qh) : _mm256_setzero_si256();
 #pragma GCC unroll 4
 	for (int c = 0; c < 4; c++) {
-		__m256i q = _mm256_loadu_si256((const __m256i *)(b->qs + 32 * c));
+		__m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
 		u->q[2 * c] = _mm256_and_si256(q, m4);
 		u->q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+		if (qh) {
+			u->q[2 * c] = _mm256_or_si256(u->q[2 * c], bit_to_x10(h, 2 * c));
+			u->q[2 * c + 1] = _mm256_or_si256(u->q[2 * c + 1], bit_to_x10(h, 2 * c + 1));
+		}
 	}
 #pragma GCC unroll 8
 	for (int i = 0; i < 8; i++)
@@ -107,9 +144,11 @@ AI void unpack_k4(struct k4 *u, const struct sf__q4_k *b)
 							       12, 13, 12, 13, 14, 15, 14, 15));
 }
 
-AI void group_k4(const struct sf__q4_k *b, const uint8_t *a, size_t x_stride, __m256 *acc,
-		 const int n, const int nt)
+AI void group_k4(uint32_t type, const uint8_t *wb, const uint8_t *a, size_t x_stride,
+		 __m256 *acc, const int n, const int nt)
 {
+	const bool five = type == SF_GGUF_T_Q5_K;
+	const int bsize = five ? (int)sizeof(struct sf__q5_k) : (int)sizeof(struct sf__q4_k);
 	__m256i is[TILE][KG], im[TILE][KG];
 	for (int i = 0; i < KG; i++) {
 		if (i >= n) {
@@ -119,7 +158,13 @@ AI void group_k4(const struct sf__q4_k *b, const uint8_t *a, size_t x_stride, __
 			continue;
 		}
 		struct k4 u;
-		unpack_k4(&u, &b[i]);
+		if (five) {
+			const struct sf__q5_k *b = (const struct sf__q5_k *)wb + i;
+			unpack_k4(&u, b->scales, b->qs, b->qh);
+		} else {
+			const struct sf__q4_k *b = (const struct sf__q4_k *)wb + i;
+			unpack_k4(&u, b->scales, b->qs, NULL);
+		}
 #pragma GCC unroll 4
 		for (int j = 0; j < nt; j++) {
 			const struct sf__q8_k *x = (const struct sf__q8_k *)(a + (size_t)j * x_stride) + i;
@@ -134,16 +179,9 @@ AI void group_k4(const struct sf__q4_k *b, const uint8_t *a, size_t x_stride, __
 						     u.mins16);
 		}
 	}
-	const __m256i dd16 = gather_words((const uint8_t *)b, sizeof(*b), n);
+	const __m256i dd16 = gather_words(wb, bsize, n);
 	const __m256 dw = halves_to_f32(dd16, 0), dmin = halves_to_f32(dd16, 1);
-#pragma GCC unroll 4
-	for (int j = 0; j < nt; j++) {
-		const __m256 da = act_scales(a + (size_t)j * x_stride, n);
-		const __m256 isum = _mm256_cvtepi32_ps(sf__tree8_epi32(is[j]));
-		const __m256 imin = _mm256_cvtepi32_ps(sf__tree8_epi32(im[j]));
-		const __m256 dd = _mm256_mul_ps(da, dw), dm = _mm256_mul_ps(da, dmin);
-		acc[j] = step(acc[j], dd, isum, &dm, &imin, n);
-	}
+	epilogue(a, x_stride, acc, dw, &dmin, is, im, n, nt);
 }
 
 /* ---- Q6_K ---- */
@@ -181,9 +219,10 @@ AI void unpack_k6(struct k6 *u, const struct sf__q6_k *b)
 			_mm256_permutevar8x32_epi32(u->s16, _mm256_set1_epi32(z)), pick);
 }
 
-AI void group_k6(const struct sf__q6_k *b, const uint8_t *a, size_t x_stride, __m256 *acc,
+AI void group_k6(const uint8_t *wb, const uint8_t *a, size_t x_stride, __m256 *acc,
 		 const int n, const int nt)
 {
+	const struct sf__q6_k *b = (const struct sf__q6_k *)wb;
 	__m256i is[TILE][KG];
 	for (int i = 0; i < KG; i++) {
 		if (i >= n) {
@@ -211,89 +250,22 @@ AI void group_k6(const struct sf__q6_k *b, const uint8_t *a, size_t x_stride, __
 	}
 	/* d is the block's last two bytes: the word ending there, its high half */
 	const __m256 dw = halves_to_f32(gather_words((const uint8_t *)b->scales + 14, sizeof(*b), n), 1);
-#pragma GCC unroll 4
-	for (int j = 0; j < nt; j++) {
-		const __m256 da = act_scales(a + (size_t)j * x_stride, n);
-		const __m256 isum = _mm256_cvtepi32_ps(sf__tree8_epi32(is[j]));
-		acc[j] = step(acc[j], _mm256_mul_ps(da, dw), isum, NULL, NULL, n);
-	}
+	epilogue(a, x_stride, acc, dw, NULL, is, is, n, nt);
 }
 
-/* ---- the row loops ---- */
+/* ---- the row loops (kern_kloop.h) ---- */
 
-AI void row_tile(uint32_t type, const uint8_t *wr, int64_t nsb, const uint8_t *xr,
-		 size_t x_stride, float *y, size_t ldy, const int nt)
+AI void group(uint32_t type, const uint8_t *wb, const uint8_t *a, size_t x_stride, __m256 *acc,
+	      const int n, const int nt)
 {
-	const size_t wb = type == SF_GGUF_T_Q4_K ? sizeof(struct sf__q4_k) : sizeof(struct sf__q6_k);
-	__m256 acc[TILE];
-#pragma GCC unroll 4
-	for (int j = 0; j < nt; j++)
-		acc[j] = _mm256_setzero_ps();
-	int64_t s0 = 0;
-	for (; s0 + KG <= nsb; s0 += KG) {
-		const uint8_t *a = xr + (size_t)s0 * sizeof(struct sf__q8_k);
-		if (type == SF_GGUF_T_Q4_K)
-			group_k4((const struct sf__q4_k *)(wr + (size_t)s0 * wb), a, x_stride, acc, KG, nt);
-		else
-			group_k6((const struct sf__q6_k *)(wr + (size_t)s0 * wb), a, x_stride, acc, KG, nt);
-	}
-	if (s0 < nsb) {
-		const int n = (int)(nsb - s0);
-		const uint8_t *a = xr + (size_t)s0 * sizeof(struct sf__q8_k);
-		if (type == SF_GGUF_T_Q4_K)
-			group_k4((const struct sf__q4_k *)(wr + (size_t)s0 * wb), a, x_stride, acc, n, nt);
-		else
-			group_k6((const struct sf__q6_k *)(wr + (size_t)s0 * wb), a, x_stride, acc, n, nt);
-	}
-#pragma GCC unroll 4
-	for (int j = 0; j < nt; j++)
-		y[(size_t)j * ldy] = sf__r8_256(acc[j]);
+	if (type == SF_GGUF_T_Q6_K)
+		group_k6(wb, a, x_stride, acc, n, nt);
+	else
+		group_k4(type, wb, a, x_stride, acc, n, nt);
 }
 
-AI void mm_k(uint32_t type, int64_t k, const uint8_t *W, size_t w_stride, int64_t nr,
-	     const uint8_t *X, size_t x_stride, int64_t nb, float *Y, size_t ldy)
-{
-	const int64_t nsb = k / SF__QKK;
-	const size_t wb = type == SF_GGUF_T_Q4_K ? sizeof(struct sf__q4_k) : sizeof(struct sf__q6_k);
-	/* With more than one tile of activations, weight rows go in blocks that stay in L2 while
-	 * each tile (in L1) takes them. */
-	int64_t rblk = nb <= TILE ? nr : (int64_t)(WBLOCK_BYTES / (nsb * (int64_t)wb));
-	rblk = rblk < 1 ? 1 : rblk;
-	for (int64_t rb = 0; rb < nr; rb += rblk) {
-		const int64_t re = nr - rb < rblk ? nr : rb + rblk;
-		for (int64_t t0 = 0; t0 < nb; t0 += TILE) {
-			const uint8_t *xr = X + (size_t)t0 * x_stride;
-			const int nt = (int)(nb - t0 < TILE ? nb - t0 : TILE);
-			for (int64_t r = rb; r < re; r++) {
-				const uint8_t *wr = W + (size_t)r * w_stride;
-				float *y = Y + (size_t)t0 * ldy + (size_t)r;
-				switch (nt) {
-				case 1:
-					row_tile(type, wr, nsb, xr, x_stride, y, ldy, 1);
-					break;
-				case 2:
-					row_tile(type, wr, nsb, xr, x_stride, y, ldy, 2);
-					break;
-				case 3:
-					row_tile(type, wr, nsb, xr, x_stride, y, ldy, 3);
-					break;
-				default:
-					row_tile(type, wr, nsb, xr, x_stride, y, ldy, 4);
-					break;
-				}
-			}
-		}
-	}
-}
+#include "kern/kern_kloop.h"
 
-void sf__mm_q4_k_avx2(int64_t k, const uint8_t *W, size_t ws, int64_t nr, const uint8_t *X,
-		      size_t xs, int64_t nb, float *Y, size_t ldy)
-{
-	mm_k(SF_GGUF_T_Q4_K, k, W, ws, nr, X, xs, nb, Y, ldy);
-}
-
-void sf__mm_q6_k_avx2(int64_t k, const uint8_t *W, size_t ws, int64_t nr, const uint8_t *X,
-		      size_t xs, int64_t nb, float *Y, size_t ldy)
-{
-	mm_k(SF_GGUF_T_Q6_K, k, W, ws, nr, X, xs, nb, Y, ldy);
-}
+SF__KERN_K(sf__mm_q4_k_avx2, SF_GGUF_T_Q4_K, struct sf__q4_k)
+SF__KERN_K(sf__mm_q5_k_avx2, SF_GGUF_T_Q5_K, struct sf__q5_k)
+SF__KERN_K(sf__mm_q6_k_avx2, SF_GGUF_T_Q6_K, struct sf__q6_k)

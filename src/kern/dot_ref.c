@@ -125,124 +125,33 @@ static void mm_q8_0(int64_t k, const uint8_t *W, size_t ws, int64_t nr, const ui
 
 /* ---- K-quants against Q8_K activations ---- */
 
-/* Super-block s of row r: the plain layout's, or rebuilt from its slab into tmp. */
-static const struct sf__q4_k *q4k_at(const struct kw *w, int64_t r, int64_t s,
-				     struct sf__q4_k *tmp)
+static void mm_k(uint32_t type, int64_t k, const uint8_t *W, size_t w_stride, int64_t nr,
+		 const uint8_t *X, size_t x_stride, int64_t nb, float *Y, size_t ldy)
 {
-	if (!w->packed)
-		return (const struct sf__q4_k *)(w->W + (size_t)r * w->w_stride) + s;
-	sf__q4kx_get((const struct sf__q4_kx *)w->W + (r / 16) * w->nsb + s, (int)(r % 16), tmp);
-	return tmp;
+	sf__k_rows_ref(type, k, W, w_stride, false, 0, nr, X, x_stride, nb, Y, ldy);
 }
 
-static const struct sf__q6_k *q6k_at(const struct kw *w, int64_t r, int64_t s,
-				     struct sf__q6_k *tmp)
-{
-	if (!w->packed)
-		return (const struct sf__q6_k *)(w->W + (size_t)r * w->w_stride) + s;
-	sf__q6kx_get((const struct sf__q6_kx *)w->W + (r / 16) * w->nsb + s, (int)(r % 16), tmp);
-	return tmp;
-}
-
-/* Rows [r0, r1): Y[b * ldy + r]. */
-static void k4_rows(const struct kw *w, int64_t r0, int64_t r1, const uint8_t *X,
-		    size_t x_stride, int64_t nb, float *Y, size_t ldy)
-{
-	for (int64_t r = r0; r < r1; r++) {
-		for (int64_t t0 = 0; t0 < nb; t0 += TILE) {
-			const int nt = nb - t0 < TILE ? (int)(nb - t0) : TILE;
-			float acc[TILE][8] = {{0}};
-			for (int64_t s = 0; s < w->nsb; s++) {
-				struct sf__q4_k tmp;
-				const struct sf__q4_k *wb = q4k_at(w, r, s, &tmp);
-				uint8_t q[SF__QKK], sc[8], m[8];
-				for (int c = 0; c < 4; c++)
-					for (int l = 0; l < 32; l++) {
-						q[64 * c + l] = wb->qs[32 * c + l] & 0xF;
-						q[64 * c + 32 + l] = wb->qs[32 * c + l] >> 4;
-					}
-				for (int j = 0; j < 8; j++)
-					sf__k4_scale_min(wb->scales, j, &sc[j], &m[j]);
-				const float dw = h2f(wb->d), dmin = h2f(wb->dmin);
-				for (int j = 0; j < nt; j++) {
-					const struct sf__q8_k *a =
-						(const struct sf__q8_k *)(X + (size_t)(t0 + j) * x_stride) + s;
-					int32_t isum = 0, imin = 0;
-					for (int sb = 0; sb < 8; sb++) {
-						int32_t p = 0;
-						for (int i = 32 * sb; i < 32 * sb + 32; i++)
-							p += q[i] * a->qs[i];
-						isum += sc[sb] * p;
-						imin += m[sb] * (a->bsums[2 * sb] + a->bsums[2 * sb + 1]);
-					}
-					acc[j][s & 7] =
-						sf__k_step(acc[j][s & 7], a->d * dw, isum, a->d * dmin, imin);
-				}
-			}
-			for (int j = 0; j < nt; j++)
-				Y[(size_t)(t0 + j) * ldy + (size_t)r] = sf__r8(acc[j]);
-		}
+#define MM_K(name, type)                                                                        \
+	static void name(int64_t k, const uint8_t *W, size_t ws, int64_t nr, const uint8_t *X,  \
+			 size_t xs, int64_t nb, float *Y, size_t ldy)                           \
+	{                                                                                       \
+		mm_k(type, k, W, ws, nr, X, xs, nb, Y, ldy);                                    \
 	}
-}
-
-static void k6_rows(const struct kw *w, int64_t r0, int64_t r1, const uint8_t *X,
-		    size_t x_stride, int64_t nb, float *Y, size_t ldy)
-{
-	for (int64_t r = r0; r < r1; r++) {
-		for (int64_t t0 = 0; t0 < nb; t0 += TILE) {
-			const int nt = nb - t0 < TILE ? (int)(nb - t0) : TILE;
-			float acc[TILE][8] = {{0}};
-			for (int64_t s = 0; s < w->nsb; s++) {
-				struct sf__q6_k tmp;
-				const struct sf__q6_k *wb = q6k_at(w, r, s, &tmp);
-				uint8_t q[SF__QKK];
-				sf__q6k_quants(wb, q);
-				const float dw = h2f(wb->d);
-				for (int j = 0; j < nt; j++) {
-					const struct sf__q8_k *a =
-						(const struct sf__q8_k *)(X + (size_t)(t0 + j) * x_stride) + s;
-					int32_t isum = 0;
-					for (int sb = 0; sb < 16; sb++) {
-						int32_t p = 0;
-						for (int i = 16 * sb; i < 16 * sb + 16; i++)
-							p += (q[i] - 32) * a->qs[i];
-						isum += wb->scales[sb] * p;
-					}
-					acc[j][s & 7] = fmaf(a->d * dw, (float)isum, acc[j][s & 7]);
-				}
-			}
-			for (int j = 0; j < nt; j++)
-				Y[(size_t)(t0 + j) * ldy + (size_t)r] = sf__r8(acc[j]);
-		}
-	}
-}
-
-static void mm_q4_k(int64_t k, const uint8_t *W, size_t w_stride, int64_t nr, const uint8_t *X,
-		    size_t x_stride, int64_t nb, float *Y, size_t ldy)
-{
-	const struct kw w = {W, w_stride, k / SF__QKK, false};
-	k4_rows(&w, 0, nr, X, x_stride, nb, Y, ldy);
-}
-
-static void mm_q6_k(int64_t k, const uint8_t *W, size_t w_stride, int64_t nr, const uint8_t *X,
-		    size_t x_stride, int64_t nb, float *Y, size_t ldy)
-{
-	const struct kw w = {W, w_stride, k / SF__QKK, false};
-	k6_rows(&w, 0, nr, X, x_stride, nb, Y, ldy);
-}
+MM_K(mm_q4_k, SF_GGUF_T_Q4_K)
+MM_K(mm_q5_k, SF_GGUF_T_Q5_K)
+MM_K(mm_q6_k, SF_GGUF_T_Q6_K)
+#undef MM_K
 
 static void mx_q4_k(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, const uint8_t *X,
 		    size_t x_stride, int64_t nb, float *Y, size_t ldy)
 {
-	const struct kw w = {W, 0, k / SF__QKK, true};
-	k4_rows(&w, r0, r1, X, x_stride, nb, Y, ldy);
+	sf__k_rows_ref(SF_GGUF_T_Q4_K, k, W, 0, true, r0, r1, X, x_stride, nb, Y, ldy);
 }
 
 static void mx_q6_k(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, const uint8_t *X,
 		    size_t x_stride, int64_t nb, float *Y, size_t ldy)
 {
-	const struct kw w = {W, 0, k / SF__QKK, true};
-	k6_rows(&w, r0, r1, X, x_stride, nb, Y, ldy);
+	sf__k_rows_ref(SF_GGUF_T_Q6_K, k, W, 0, true, r0, r1, X, x_stride, nb, Y, ldy);
 }
 
 /* ---- float types: 64 lanes, element i into lane i % 64 ---- */
@@ -313,6 +222,7 @@ const struct sf__kern_set sf__kern_scalar = {
 		[SF_GGUF_T_Q5_0] = mm_q5_0,
 		[SF_GGUF_T_Q8_0] = mm_q8_0,
 		[SF_GGUF_T_Q4_K] = mm_q4_k,
+		[SF_GGUF_T_Q5_K] = mm_q5_k,
 		[SF_GGUF_T_Q6_K] = mm_q6_k,
 	},
 	.mx = {

@@ -12,6 +12,7 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -52,6 +53,60 @@ struct sf__q6_k {
 	uint16_t d;
 } __attribute__((packed));
 
+struct sf__q4_1 {
+	uint16_t d, m;  /* element = d * q + m */
+	uint8_t qs[16]; /* laid out as Q4_0's */
+} __attribute__((packed));
+
+struct sf__q5_1 {
+	uint16_t d, m;
+	uint8_t qh[4];  /* bit j: fifth bit of element j */
+	uint8_t qs[16]; /* low four bits, laid out as Q4_0's */
+} __attribute__((packed));
+
+/* Q4_1 / Q5_1's activations: Q8_0's quants and scale, and s = d * sum(qs) as a half. */
+struct sf__q8_1 {
+	uint16_t d, s;
+	int8_t qs[32];
+} __attribute__((packed));
+
+struct sf__iq4_nl {
+	uint16_t d;
+	uint8_t qs[16]; /* indexes into sf__kvalues_iq4nl, laid out as Q4_0's */
+} __attribute__((packed));
+
+struct sf__mxfp4 {
+	uint8_t e;      /* E8M0 scale: element = 2^(e - 128) * sf__kvalues_mxfp4[index] */
+	uint8_t qs[16]; /* indexes, laid out as Q4_0's */
+} __attribute__((packed));
+
+struct sf__q2_k {
+	uint8_t scales[16]; /* sub-block j of 16: scale in the low nibble, min in the high one */
+	uint8_t qs[64];     /* element 128h + 32s + l: bits 2s..2s+1 of qs[32h + l] */
+	uint16_t d, dmin;
+} __attribute__((packed));
+
+struct sf__q3_k {
+	uint8_t hmask[32];  /* element 32s + l (s < 8): bit s of hmask[l] (set: no -4) */
+	uint8_t qs[64];     /* low two bits, laid out as Q2_K's */
+	uint8_t scales[12]; /* 16 six-bit scales, biased by 32 (sf__k3_scales) */
+	uint16_t d;
+} __attribute__((packed));
+
+struct sf__q5_k {
+	uint16_t d, dmin;
+	uint8_t scales[12]; /* as Q4_K's */
+	uint8_t qh[32];     /* element 64c + l (l < 32): bit 2c of qh[l]; 64c + 32 + l: 2c + 1 */
+	uint8_t qs[128];    /* low four bits, laid out as Q4_K's */
+} __attribute__((packed));
+
+struct sf__iq4_xs {
+	uint16_t d;
+	uint16_t scales_h;  /* high two bits of sub-block j's six-bit scale at bits 2j */
+	uint8_t scales_l[4]; /* low four: nibble j % 2 of byte j / 2 */
+	uint8_t qs[128];    /* sub-block j of 32: indexes at qs[16j..], laid out as IQ4_NL's */
+} __attribute__((packed));
+
 struct sf__q8_k {
 	float d;
 	int8_t qs[256];
@@ -87,6 +142,28 @@ _Static_assert(sizeof(struct sf__q8_0) == 34, "q8_0 block");
 _Static_assert(sizeof(struct sf__q4_k) == 144, "q4_K block");
 _Static_assert(sizeof(struct sf__q6_k) == 210, "q6_K block");
 _Static_assert(sizeof(struct sf__q8_k) == 292, "q8_K block");
+_Static_assert(sizeof(struct sf__q4_1) == 20, "q4_1 block");
+_Static_assert(sizeof(struct sf__q5_1) == 24, "q5_1 block");
+_Static_assert(sizeof(struct sf__q8_1) == 36, "q8_1 block");
+_Static_assert(sizeof(struct sf__iq4_nl) == 18, "iq4_nl block");
+_Static_assert(sizeof(struct sf__mxfp4) == 17, "mxfp4 block");
+_Static_assert(sizeof(struct sf__q2_k) == 84, "q2_K block");
+_Static_assert(sizeof(struct sf__q3_k) == 110, "q3_K block");
+_Static_assert(sizeof(struct sf__q5_k) == 176, "q5_K block");
+_Static_assert(sizeof(struct sf__iq4_xs) == 136, "iq4_xs block");
+
+/* The non-linear types' levels (ggml's tables): IQ4_NL / IQ4_XS, and MXFP4's (twice E2M1). */
+extern const int8_t sf__kvalues_iq4nl[16];
+extern const int8_t sf__kvalues_mxfp4[16];
+
+/* MXFP4's E8M0 scale, halved (the levels are doubled): 2^(e - 128), subnormal below e = 2. */
+static inline float sf__e8m0_half(uint8_t e)
+{
+	const uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+	float f;
+	memcpy(&f, &bits, sizeof(f));
+	return f;
+}
 _Static_assert(sizeof(struct sf__q4_kx) == 16 * sizeof(struct sf__q4_k), "q4_K x16 block");
 _Static_assert(sizeof(struct sf__q6_kx) == 16 * sizeof(struct sf__q6_k), "q6_K x16 block");
 _Static_assert(sizeof(struct sf__q8_0x) == 16 * sizeof(struct sf__q8_0), "q8_0 x16 block");
@@ -122,6 +199,26 @@ static inline void sf__q6k_quants(const struct sf__q6_k *b, uint8_t q[256])
 		}
 	}
 }
+
+/* A K-quant super-block unpacked (sf__k_unpack): element i is q[i] (signed, any offset of the
+ * type applied), sub-block j (256 / nsub elements) has scale sc[j] and, where the type has
+ * mins (min), min m[j]; the super-block's scales d and dmin, widened. */
+struct sf__kblk {
+	int16_t q[SF__QKK];
+	int32_t sc[16], m[16];
+	int nsub; /* 8 or 16 */
+	bool min;
+	float d, dmin;
+};
+
+/* Unpacks one super-block of K-quant type (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS). */
+void sf__k_unpack(uint32_t type, const void *blk, struct sf__kblk *u);
+
+/* The scalar reference product of K-quant type over rows [r0, r1) of W (rows w_stride apart,
+ * or a packed matrix's slabs) and nb Q8_K activation rows: Y[b * ldy + r]. */
+void sf__k_rows_ref(uint32_t type, int64_t k, const uint8_t *W, size_t w_stride, bool packed,
+		    int64_t r0, int64_t r1, const uint8_t *X, size_t x_stride, int64_t nb, float *Y,
+		    size_t ldy);
 
 /* The canonical reductions (kern_order.md): a fixed tree, never a loop a compiler could
  * reorder. R8: acc[i] + acc[i + 4], then + 2, + 1. R16: acc[i] + acc[i + 8], then R8. */
@@ -198,6 +295,7 @@ SF__MM(sf__mm_q4_0_avx2);
 SF__MM(sf__mm_q5_0_avx2);
 SF__MM(sf__mm_q8_0_avx2);
 SF__MM(sf__mm_q4_k_avx2);
+SF__MM(sf__mm_q5_k_avx2);
 SF__MM(sf__mm_q6_k_avx2);
 SF__MM(sf__mm_f32_avx512);
 SF__MM(sf__mm_f16_avx512);
@@ -206,6 +304,7 @@ SF__MM(sf__mm_q4_0_avx512);
 SF__MM(sf__mm_q5_0_avx512);
 SF__MM(sf__mm_q8_0_avx512);
 SF__MM(sf__mm_q4_k_avx512);
+SF__MM(sf__mm_q5_k_avx512);
 SF__MM(sf__mm_q6_k_avx512);
 #undef SF__MM
 #define SF__MX(name) sf__matmul_x_fn name
@@ -232,6 +331,8 @@ void sf__quantize_q8_0(const float *x, void *y, int64_t n);
 void sf__dequantize_q8_0(const void *x, float *y, int64_t n);
 void sf__quantize_q4_k(const float *x, void *y, int64_t n);
 void sf__dequantize_q4_k(const void *x, float *y, int64_t n);
+void sf__quantize_q5_k(const float *x, void *y, int64_t n);
+void sf__dequantize_q5_k(const void *x, float *y, int64_t n);
 void sf__quantize_q6_k(const float *x, void *y, int64_t n);
 void sf__dequantize_q6_k(const void *x, float *y, int64_t n);
 void sf__quantize_q8_k(const float *x, void *y, int64_t n);

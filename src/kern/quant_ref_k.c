@@ -1,6 +1,6 @@
-/* Reference quantizers and dequantizers of the K-quants (Q4_K, Q6_K, and Q8_K, the
+/* Reference quantizers and dequantizers of the K-quants (Q4_K, Q5_K, Q6_K, and Q8_K, the
  * activations' type): the bytes ggml's quantize_row_*_ref writes, searches included (its
- * make_qkx2_quants for Q4_K's scales and mins, make_qx_quants for Q6_K's scales), with every
+ * make_qkx2_quants for Q4_K's and Q5_K's scales and mins, make_qx_quants for Q6_K's scales), with every
  * float expression evaluated in ggml's order. Built at the x86-64 baseline, without
  * contraction, as ggml's reference is. */
 #include "kern/kern_internal.h"
@@ -96,66 +96,96 @@ static float qkx2(int n, int nmax, const float *x, const float *w, uint8_t *L, f
 	return scale;
 }
 
+/* Q4_K and Q5_K's scales, mins and quants (levels 0..nmax) of one super-block x: the six-bit
+ * scales and mins packed into scales, the halves d and dmin; L the levels. ggml searches
+ * Q4_K's with (rmin, nstep) = (-1, 20), Q5_K's with (-0.5, 15). */
+static void k45_levels(const float *x, int nmax, float rmin, int nstep, uint8_t scales_out[12],
+		       uint16_t *d_out, uint16_t *dmin_out, uint8_t L[SF__QKK])
+{
+	uint8_t Laux[32];
+	float weights[32], mins[8], scales[8];
+	float max_scale = 0, max_min = 0;
+	for (int j = 0; j < 8; ++j) {
+		float sum_x2 = 0;
+		for (int l = 0; l < 32; ++l)
+			sum_x2 += x[32 * j + l] * x[32 * j + l];
+		float av_x = sqrtf(sum_x2 / 32);
+		for (int l = 0; l < 32; ++l)
+			weights[l] = av_x + fabsf(x[32 * j + l]);
+		scales[j] = qkx2(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, rmin,
+				 0.1f, nstep);
+		if (scales[j] > max_scale)
+			max_scale = scales[j];
+		if (mins[j] > max_min)
+			max_min = mins[j];
+	}
+
+	float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
+	float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
+	memset(scales_out, 0, 12);
+	for (int j = 0; j < 8; ++j) {
+		uint8_t ls = (uint8_t)sf__nearest_int(inv_scale * scales[j]);
+		uint8_t lm = (uint8_t)sf__nearest_int(inv_min * mins[j]);
+		ls = ls < 63 ? ls : 63;
+		lm = lm < 63 ? lm : 63;
+		if (j < 4) {
+			scales_out[j] = ls;
+			scales_out[j + 4] = lm;
+		} else {
+			scales_out[j + 4] = (uint8_t)((ls & 0xF) | ((lm & 0xF) << 4));
+			scales_out[j - 4] |= (uint8_t)((ls >> 4) << 6);
+			scales_out[j] |= (uint8_t)((lm >> 4) << 6);
+		}
+	}
+	*d_out = sf_f32_to_f16(max_scale / 63.f);
+	*dmin_out = sf_f32_to_f16(max_min / 63.f);
+
+	for (int j = 0; j < 8; ++j) {
+		uint8_t sc, m;
+		sf__k4_scale_min(scales_out, j, &sc, &m);
+		const float d = sf_f16_to_f32(*d_out) * sc;
+		if (d == 0.0f)
+			continue;
+		const float dm = sf_f16_to_f32(*dmin_out) * m;
+		for (int ii = 0; ii < 32; ++ii) {
+			int l = sf__nearest_int((x[32 * j + ii] + dm) / d);
+			L[32 * j + ii] = (uint8_t)imax(0, imin(nmax, l));
+		}
+	}
+}
+
 void sf__quantize_q4_k(const float *x, void *y, int64_t n)
 {
 	struct sf__q4_k *b = y;
-	uint8_t L[SF__QKK], Laux[32];
-	float weights[32], mins[8], scales[8];
-
+	uint8_t L[SF__QKK];
 	for (int64_t i = 0; i < n / SF__QKK; i++, x += SF__QKK) {
-		float max_scale = 0, max_min = 0;
-		for (int j = 0; j < 8; ++j) {
-			float sum_x2 = 0;
-			for (int l = 0; l < 32; ++l)
-				sum_x2 += x[32 * j + l] * x[32 * j + l];
-			float av_x = sqrtf(sum_x2 / 32);
-			for (int l = 0; l < 32; ++l)
-				weights[l] = av_x + fabsf(x[32 * j + l]);
-			scales[j] = qkx2(32, 15, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, -1.f,
-					 0.1f, 20);
-			if (scales[j] > max_scale)
-				max_scale = scales[j];
-			if (mins[j] > max_min)
-				max_min = mins[j];
-		}
-
-		float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
-		float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
-		memset(b[i].scales, 0, sizeof(b[i].scales));
-		for (int j = 0; j < 8; ++j) {
-			uint8_t ls = (uint8_t)sf__nearest_int(inv_scale * scales[j]);
-			uint8_t lm = (uint8_t)sf__nearest_int(inv_min * mins[j]);
-			ls = ls < 63 ? ls : 63;
-			lm = lm < 63 ? lm : 63;
-			if (j < 4) {
-				b[i].scales[j] = ls;
-				b[i].scales[j + 4] = lm;
-			} else {
-				b[i].scales[j + 4] = (uint8_t)((ls & 0xF) | ((lm & 0xF) << 4));
-				b[i].scales[j - 4] |= (uint8_t)((ls >> 4) << 6);
-				b[i].scales[j] |= (uint8_t)((lm >> 4) << 6);
-			}
-		}
-		b[i].d = sf_f32_to_f16(max_scale / 63.f);
-		b[i].dmin = sf_f32_to_f16(max_min / 63.f);
-
-		for (int j = 0; j < 8; ++j) {
-			uint8_t sc, m;
-			sf__k4_scale_min(b[i].scales, j, &sc, &m);
-			const float d = sf_f16_to_f32(b[i].d) * sc;
-			if (d == 0.0f)
-				continue;
-			const float dm = sf_f16_to_f32(b[i].dmin) * m;
-			for (int ii = 0; ii < 32; ++ii) {
-				int l = sf__nearest_int((x[32 * j + ii] + dm) / d);
-				L[32 * j + ii] = (uint8_t)imax(0, imin(15, l));
-			}
-		}
-
+		uint16_t d, dmin;
+		k45_levels(x, 15, -1.f, 20, b[i].scales, &d, &dmin, L);
+		b[i].d = d;
+		b[i].dmin = dmin;
 		for (int c = 0; c < 4; c++)
 			for (int l = 0; l < 32; ++l)
 				b[i].qs[32 * c + l] =
 					(uint8_t)(L[64 * c + l] | (L[64 * c + l + 32] << 4));
+	}
+}
+
+void sf__quantize_q5_k(const float *x, void *y, int64_t n)
+{
+	struct sf__q5_k *b = y;
+	uint8_t L[SF__QKK];
+	for (int64_t i = 0; i < n / SF__QKK; i++, x += SF__QKK) {
+		uint16_t d, dmin;
+		k45_levels(x, 31, -0.5f, 15, b[i].scales, &d, &dmin, L);
+		b[i].d = d;
+		b[i].dmin = dmin;
+		memset(b[i].qh, 0, sizeof(b[i].qh));
+		for (int c = 0; c < 4; c++)
+			for (int l = 0; l < 32; ++l) {
+				const int l1 = L[64 * c + l], l2 = L[64 * c + 32 + l];
+				b[i].qs[32 * c + l] = (uint8_t)((l1 & 0xF) | ((l2 & 0xF) << 4));
+				b[i].qh[l] |= (uint8_t)(((l1 >> 4) << (2 * c)) | ((l2 >> 4) << (2 * c + 1)));
+			}
 	}
 }
 
@@ -175,6 +205,26 @@ void sf__dequantize_q4_k(const void *x, float *y, int64_t n)
 				*y++ = d1 * (q[l] & 0xF) - m1;
 			for (int l = 0; l < 32; ++l)
 				*y++ = d2 * (q[l] >> 4) - m2;
+		}
+	}
+}
+
+void sf__dequantize_q5_k(const void *x, float *y, int64_t n)
+{
+	const struct sf__q5_k *b = x;
+	for (int64_t i = 0; i < n / SF__QKK; i++) {
+		const float d = sf_f16_to_f32(b[i].d), min = sf_f16_to_f32(b[i].dmin);
+		const uint8_t *q = b[i].qs;
+		for (int c = 0; c < 4; c++, q += 32) {
+			uint8_t sc, m;
+			sf__k4_scale_min(b[i].scales, 2 * c, &sc, &m);
+			const float d1 = d * sc, m1 = min * m;
+			sf__k4_scale_min(b[i].scales, 2 * c + 1, &sc, &m);
+			const float d2 = d * sc, m2 = min * m;
+			for (int l = 0; l < 32; ++l)
+				*y++ = d1 * ((q[l] & 0xF) + ((b[i].qh[l] >> (2 * c)) & 1) * 16) - m1;
+			for (int l = 0; l < 32; ++l)
+				*y++ = d2 * ((q[l] >> 4) + ((b[i].qh[l] >> (2 * c + 1)) & 1) * 16) - m2;
 		}
 	}
 }

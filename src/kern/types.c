@@ -1,6 +1,10 @@
 /* The traits table: one entry per type the kernels compute, block layouts as ggml's. */
 #include "kern/kern_internal.h"
 
+const int8_t sf__kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+				       1,    13,   25,  38,  53,  69,  89,  113};
+const int8_t sf__kvalues_mxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
 static const struct sf_kt kts[] = {
 	{SF_GGUF_T_F32, "f32", 1, 4, SF_GGUF_T_F32, true, sf__quantize_f32, sf__dequantize_f32},
 	{SF_GGUF_T_F16, "f16", 1, 2, SF_GGUF_T_F16, true, sf__quantize_f16, sf__dequantize_f16},
@@ -14,6 +18,8 @@ static const struct sf_kt kts[] = {
 	 sf__quantize_q5_0, sf__dequantize_q5_0},
 	{SF_GGUF_T_Q4_K, "q4_K", SF__QKK, sizeof(struct sf__q4_k), SF_GGUF_T_Q8_K, true,
 	 sf__quantize_q4_k, sf__dequantize_q4_k},
+	{SF_GGUF_T_Q5_K, "q5_K", SF__QKK, sizeof(struct sf__q5_k), SF_GGUF_T_Q8_K, true,
+	 sf__quantize_q5_k, sf__dequantize_q5_k},
 	{SF_GGUF_T_Q6_K, "q6_K", SF__QKK, sizeof(struct sf__q6_k), SF_GGUF_T_Q8_K, true,
 	 sf__quantize_q6_k, sf__dequantize_q6_k},
 	{SF_KT_Q4_K_X16, "q4_K_x16", SF__QKK, sizeof(struct sf__q4_k), SF_GGUF_T_Q8_K, true, NULL,

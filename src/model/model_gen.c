@@ -30,16 +30,20 @@ static const struct shape shapes[] = {
 	{ "test-qwen3", "qwen3", 256, 2, 4, 2, 128, 512, 4096, 1e6f, 1e-6f, true, false },
 };
 
-/* The --type choices: one type for every matrix, or the Q4_K_M mix. */
+/* The --type choices: one type for every matrix, or a mix (llama.cpp's *_M: its base type,
+ * Q6_K where it spends more bits). */
 static const struct {
 	const char *name;
-	uint32_t type;  /* UINT32_MAX: the Q4_K_M mix */
+	uint32_t type;  /* the type, or the mix's base type */
 	uint32_t ftype; /* llama.cpp's general.file_type */
+	bool mix;
 } types[] = {
-	{ "f32", SF_GGUF_T_F32, 0 },    { "f16", SF_GGUF_T_F16, 1 },   { "bf16", SF_GGUF_T_BF16, 32 },
-	{ "q8_0", SF_GGUF_T_Q8_0, 7 },  { "q4_0", SF_GGUF_T_Q4_0, 2 }, { "q5_0", SF_GGUF_T_Q5_0, 8 },
-	{ "q4_k", SF_GGUF_T_Q4_K, 14 }, { "q6_k", SF_GGUF_T_Q6_K, 18 },
-	{ "q4_k_m", UINT32_MAX, 15 },
+	{ "f32", SF_GGUF_T_F32, 0, false },    { "f16", SF_GGUF_T_F16, 1, false },
+	{ "bf16", SF_GGUF_T_BF16, 32, false }, { "q8_0", SF_GGUF_T_Q8_0, 7, false },
+	{ "q4_0", SF_GGUF_T_Q4_0, 2, false },  { "q5_0", SF_GGUF_T_Q5_0, 8, false },
+	{ "q4_k", SF_GGUF_T_Q4_K, 14, false }, { "q6_k", SF_GGUF_T_Q6_K, 18, false },
+	{ "q4_k_m", SF_GGUF_T_Q4_K, 15, true }, { "q5_k", SF_GGUF_T_Q5_K, 16, false },
+	{ "q5_k_m", SF_GGUF_T_Q5_K, 17, true },
 };
 
 static uint64_t mix(uint64_t x)
@@ -124,21 +128,21 @@ static int add(struct maker *mk, const char *name, uint32_t type, uint64_t cols,
 	return 0;
 }
 
-/* A matrix's type: the asked one, or the mix's choice; K types fall back where rows are not
- * whole 256-element blocks (what llama.cpp does for such models). */
-static uint32_t pick(uint32_t want, const char *role, uint32_t il, uint32_t n_layer, uint64_t cols)
+/* A matrix's type: the asked one, or the mix's choice (mix: want is its base type); K types
+ * fall back where rows are not whole 256-element blocks (what llama.cpp does for such
+ * models). */
+static uint32_t pick(uint32_t want, bool mix, const char *role, uint32_t il, uint32_t n_layer,
+		     uint64_t cols)
 {
 	uint32_t t = want;
-	if (want == UINT32_MAX) {
+	if (mix) {
 		bool more = il < n_layer / 8 || il >= 7 * n_layer / 8 || (il - n_layer / 8) % 3 == 2;
 		if (!strcmp(role, "output"))
 			t = SF_GGUF_T_Q6_K;
 		else if ((!strcmp(role, "attn_v") || !strcmp(role, "ffn_down")) && more)
 			t = SF_GGUF_T_Q6_K;
-		else
-			t = SF_GGUF_T_Q4_K;
 	}
-	if (cols % 256 && t == SF_GGUF_T_Q4_K)
+	if (cols % 256 && (t == SF_GGUF_T_Q4_K || t == SF_GGUF_T_Q5_K))
 		t = SF_GGUF_T_Q5_0;
 	if (cols % 256 && t == SF_GGUF_T_Q6_K)
 		t = SF_GGUF_T_Q8_0;
@@ -208,7 +212,7 @@ static int write_meta(struct maker *mk, const struct shape *s, uint32_t n_layer,
 }
 
 static int make_layer(struct maker *mk, const struct shape *s, uint32_t il, uint32_t n_layer,
-		      uint32_t want)
+		      uint32_t want, bool mix)
 {
 	uint64_t E = s->n_embd, q = (uint64_t)s->n_head * s->head_dim;
 	uint64_t kv = (uint64_t)s->n_head_kv * s->head_dim, F = s->n_ff;
@@ -218,7 +222,7 @@ static int make_layer(struct maker *mk, const struct shape *s, uint32_t il, uint
 #define T(role, suffix, type, cols, rows, center, a)                                        \
 	(snprintf(n, sizeof(n), "blk.%u.%s", il, suffix),                                   \
 	 rc = rc ? rc : add(mk, n, type, cols, rows, center, a))
-#define M(role, suffix, cols, rows, a) T(role, suffix, pick(want, role, il, n_layer, cols), cols, rows, 0, a)
+#define M(role, suffix, cols, rows, a) T(role, suffix, pick(want, mix, role, il, n_layer, cols), cols, rows, 0, a)
 	T("", "attn_norm.weight", SF_GGUF_T_F32, E, 1, 1.0f, 0.1f);
 	M("attn_q", "attn_q.weight", E, q, aE);
 	M("attn_k", "attn_k.weight", E, kv, aE);
@@ -247,7 +251,7 @@ const char *const sf_model_gen_shapes[] = { "qwen2.5-0.5b", "qwen3-0.6b", "llama
 					    "tinyllama-1.1b", "smollm2-135m", "test-llama",
 					    "test-qwen2", "test-qwen3", NULL };
 const char *const sf_model_gen_types[] = { "f32", "f16", "bf16", "q8_0", "q4_0", "q5_0",
-					   "q4_k", "q6_k", "q4_k_m", NULL };
+					   "q4_k", "q6_k", "q4_k_m", "q5_k", "q5_k_m", NULL };
 
 static int add_rope_freqs(struct maker *mk, const struct shape *s)
 {
@@ -295,21 +299,22 @@ int sf_model_gen_write(const struct sf_model_gen *gen, const char *path, struct 
 	rc = rc ? rc : write_meta(&mk, s, n_layer, gen->ctx ? gen->ctx : s->n_ctx, types[ti].ftype,
 				  types[ti].name, gen->vocab);
 	uint32_t want = types[ti].type;
+	bool mix = types[ti].mix;
 	/* Small embeddings (RMS 0.5 / sqrt(n_embd)) so that the layers, not the last token, drive
 	 * what comes next (tied models otherwise repeat one token), and an output norm of gain 8
 	 * so that the logits still spread some 4 units. */
 	float aO = 0.5f * sqrtf(3.0f / (float)s->n_embd), gain = 8.0f;
 	/* The mix keeps tied embeddings (they are the output too) at the output's type. */
-	uint32_t emb_t = pick(want, s->tied ? "output" : "token_embd", 0, n_layer, s->n_embd);
+	uint32_t emb_t = pick(want, mix, s->tied ? "output" : "token_embd", 0, n_layer, s->n_embd);
 	rc = rc ? rc : add(&mk, "token_embd.weight", emb_t, s->n_embd, n_vocab, 0, aO);
 	if (s->llama3_rope)
 		rc = rc ? rc : add_rope_freqs(&mk, s);
 	for (uint32_t il = 0; !rc && il < n_layer; il++)
-		rc = make_layer(&mk, s, il, n_layer, want);
+		rc = make_layer(&mk, s, il, n_layer, want, mix);
 	rc = rc ? rc : add(&mk, "output_norm.weight", SF_GGUF_T_F32, s->n_embd, 1, gain,
 				   0.1f * gain);
 	if (!s->tied)
-		rc = rc ? rc : add(&mk, "output.weight", pick(want, "output", 0, n_layer, s->n_embd),
+		rc = rc ? rc : add(&mk, "output.weight", pick(want, mix, "output", 0, n_layer, s->n_embd),
 				   s->n_embd, n_vocab, 0, aO);
 	rc = rc ? rc : sf_gguf_writer_save(mk.w, path, err);
 	if (bytes)

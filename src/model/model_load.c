@@ -178,7 +178,7 @@ static int mat(struct sf_model *m, const char *name, bool required, uint64_t col
 	const struct sf_kt *kt = sf_kt(t->type);
 	if (!kt || !kt->weight)
 		return sf_err_set(err, SF_E_MODEL, "tensor %s is of type %s, which this engine does "
-				  "not compute (F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q6_K)", name,
+				  "not compute (docs/ENGINE.md lists those it does)", name,
 				  sf_gguf_type_name(t->type) ? sf_gguf_type_name(t->type) : "?");
 	if (t->ne[0] != cols || t->ne[1] != rows || t->ne[2] * t->ne[3] != 1)
 		return sf_err_set(err, SF_E_MODEL, "tensor %s is %llu x %llu, not %llu x %llu", name,

@@ -45,7 +45,7 @@ refused "cut short after 7 bytes" "$work/cut-magic.gguf" "7 bytes: too short for
 edit "$M" "$work/arch.gguf" --arch gpt-j
 refused "an architecture it does not run" "$work/arch.gguf" \
 	"architecture 'gpt-j' is not one this engine runs \(llama, qwen2, qwen3\)"
-for t in "13 Q5_K" "10 Q2_K" "3 Q4_1" "28 F64"; do
+for t in "16 IQ2_XXS" "19 IQ1_S" "34 TQ1_0" "28 F64"; do
 	set -- $t
 	edit "$M" "$work/type-$2.gguf" --type blk.1.ffn_down.weight "$1"
 	refused "a $2 tensor" "$work/type-$2.gguf" \

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds llama-ref (llama_ref.c, llama_ref_bench.c, llama_ref_ppl.c, llama_ref_cpu.c) with the
-# system cc against a llama.cpp clone's headers (include/, ggml/include/: read in place, never
-# copied) and links it to the prebuilt libraries of node-llama-cpp's npm package, with an rpath
+# Builds llama-ref (llama_ref.c, llama_ref_bench.c, llama_ref_ppl.c, llama_ref_cpu.c,
+# llama_ref_quant.c) with the system cc against a llama.cpp clone's headers (include/,
+# ggml/include/: read in place, never copied) and links it to the prebuilt libraries of node-llama-cpp's npm package, with an rpath
 # to them. The CPU backend variants (libggml-cpu-*.so) are loaded at run time from that folder.
 # Usage: build.sh LLAMA_SRC LLAMA_LIB OUT   (scripts/llama-ref-fetch runs it)
 set -euo pipefail
@@ -29,6 +29,6 @@ trap 'rm -f "$tmp"' EXIT
 cc -std=gnu11 -O2 -g -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wvla \
 	-Werror -isystem "$src/include" -isystem "$src/ggml/include" \
 	-DLLAMA_REF_LIB="\"$lib\"" -o "$tmp" "$here/llama_ref.c" "$here/llama_ref_bench.c" \
-	"$here/llama_ref_ppl.c" "$here/llama_ref_cpu.c" \
+	"$here/llama_ref_ppl.c" "$here/llama_ref_cpu.c" "$here/llama_ref_quant.c" \
 	"${libs[@]}" -Wl,-rpath,"$lib" -ldl -lm
 mv -f "$tmp" "$out"

@@ -613,13 +613,16 @@ static const struct ref_optdef ref_optdefs[] = {
 	OPT("--bos", CMD_TOKENIZE, 'b', bos, 0, 0),
 	OPT("--sep", CMD_TOKENIZE, 's', sep, 0, 0),
 	OPT("--all-modes", CMD_TOKENIZE, 'b', all_modes, 0, 0),
-	OPT("--threads", CMD_LOGITS | CMD_GREEDY | CMD_BENCH | CMD_INFO | CMD_PERPLEXITY, 'n',
+	OPT("--threads", CMD_LOGITS | CMD_GREEDY | CMD_BENCH | CMD_INFO | CMD_PERPLEXITY |
+	    CMD_QUANTIZE, 'n',
 	    threads, 1, 1024),
 	OPT("--ctx", CMD_LOGITS | CMD_GREEDY | CMD_PERPLEXITY, 'n', ctx, 1, 1 << 24),
 	OPT("--ubatch", CMD_LOGITS | CMD_GREEDY | CMD_BENCH | CMD_INFO | CMD_PERPLEXITY, 'n',
 	    ubatch, 1, 1 << 20),
 	OPT("--tokens", CMD_LOGITS | CMD_GREEDY, 's', tokens, 0, 0),
-	OPT("--out", CMD_LOGITS, 's', out, 0, 0),
+	OPT("--out", CMD_LOGITS | CMD_QUANTIZE | CMD_DEQUANT, 's', out, 0, 0),
+	OPT("--ftype", CMD_QUANTIZE, 'n', ftype, 0, 1023),
+	OPT("--pure", CMD_QUANTIZE, 'b', pure, 0, 0),
 	OPT("--incremental", CMD_LOGITS, 'b', incremental, 0, 0),
 	OPT("--n", CMD_GREEDY, 'n', n, 1, REF_MAX_GEN),
 	OPT("--stop", CMD_GREEDY, 'b', stop, 0, 0),
@@ -648,6 +651,8 @@ static int ref_usage(void)
 	      "  bench MODEL [--pp 512] [--tg 128] [--seqs S] [--reps R] [--depth D] [--only pp|tg|par]\n"
 	      "  info MODEL [--full]                               JSON\n"
 	      "  perplexity MODEL --ctx N < text                   tokens=... ppl=P\n"
+	      "  quantize MODEL --ftype N [--pure] --out OUT       llama_model_quantize\n"
+	      "  dequant MODEL --out FILE                          ggml's to_float of each tensor\n"
 	      "common: --threads N (default: online CPUs), --ubatch N, --cpu VARIANT, --verbose;\n"
 	      "env: LLAMA_REF_CPU=VARIANT, LLAMA_REF_VERBOSE=1\n", stderr);
 	return 2;
@@ -656,11 +661,11 @@ static int ref_usage(void)
 static int ref_parse(int argc, char **argv, struct ref_opts *o)
 {
 	static const char *cmds[] = {"tokenize", "detok", "logits", "greedy", "bench", "info",
-				     "perplexity"};
+				     "perplexity", "quantize", "dequant"};
 
 	if (argc < 3)
 		return ref_usage();
-	for (unsigned i = 0; i < 7; i++)
+	for (unsigned i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		if (!strcmp(argv[1], cmds[i]))
 			o->cmd = 1u << i;
 	if (!o->cmd)
@@ -727,6 +732,11 @@ int main(int argc, char **argv)
 	if (ref_load_cpu(o.cpu, variant, sizeof(variant)))
 		return 1;
 	llama_backend_init();
+	if (o.cmd & (CMD_QUANTIZE | CMD_DEQUANT)) {
+		rc = o.cmd == CMD_QUANTIZE ? cmd_quantize(&o) : cmd_dequant(&o);
+		llama_backend_free();
+		return rc;
+	}
 	if (!(m = ref_model(o.model, o.cmd & (CMD_TOKENIZE | CMD_DETOK) ||
 			    (o.cmd == CMD_INFO && !o.full))))
 		rc = 1;

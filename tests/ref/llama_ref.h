@@ -17,14 +17,15 @@
 enum ref_cmd {
 	CMD_TOKENIZE = 1 << 0, CMD_DETOK = 1 << 1, CMD_LOGITS = 1 << 2,
 	CMD_GREEDY = 1 << 3, CMD_BENCH = 1 << 4, CMD_INFO = 1 << 5, CMD_PERPLEXITY = 1 << 6,
-	CMD_ALL = (1 << 7) - 1,
+	CMD_QUANTIZE = 1 << 7, CMD_DEQUANT = 1 << 8,
+	CMD_ALL = (1 << 9) - 1,
 };
 
 struct ref_opts {
 	unsigned cmd;
 	const char *model;
-	bool specials, bos, all_modes, incremental, stop, full, verbose;
-	long threads, ctx, ubatch, n, pp, tg, seqs, reps, depth;
+	bool specials, bos, all_modes, incremental, stop, full, verbose, pure;
+	long threads, ctx, ubatch, n, pp, tg, seqs, reps, depth, ftype;
 	const char *tokens, *out, *only, *cpu, *sep, *logits_out, *inc_out;
 	char **ids;          /* detok's ids given as arguments */
 	int n_ids;
@@ -76,5 +77,11 @@ int cmd_perplexity(const struct ref_opts *o, struct llama_model *m);
 /* bench MODEL: prompt, batch-1 decode and S-sequence decode speeds as one line of JSON. */
 int cmd_bench(const struct ref_opts *o, struct llama_model *m, const char *variant,
 	      const struct ref_log *log);
+
+/* quantize MODEL --ftype N [--pure] --out OUT: llama_model_quantize (llama_ref_quant.c). */
+int cmd_quantize(const struct ref_opts *o);
+
+/* dequant MODEL --out FILE: each quantized tensor's rows as ggml's to_float gives them. */
+int cmd_dequant(const struct ref_opts *o);
 
 #endif

@@ -22,6 +22,7 @@
 static const uint32_t wtypes[] = {
 	SF_GGUF_T_F32, SF_GGUF_T_F16, SF_GGUF_T_BF16, SF_GGUF_T_Q4_0,
 	SF_GGUF_T_Q5_0, SF_GGUF_T_Q8_0, SF_GGUF_T_Q4_K, SF_GGUF_T_Q6_K,
+	SF_GGUF_T_Q5_K,
 };
 #define NTYPES (sizeof(wtypes) / sizeof(wtypes[0]))
 
@@ -73,6 +74,7 @@ static void fill_raw(uint32_t type, uint8_t *w, size_t bytes)
 			blk[1] &= 0xBB; /* exponent < 31 */
 			break;
 		case SF_GGUF_T_Q4_K:
+		case SF_GGUF_T_Q5_K:
 			blk[1] &= 0xBB;
 			blk[3] &= 0xBB;
 			break;
@@ -229,6 +231,10 @@ static void check_isa(enum sf_kisa isa)
 	}
 	enum sf_kisa saved = sf_kern_isa();
 	int kind = 0;
+	printf("comparing %s against scalar for:", sf_kern_isa_name(isa));
+	for (size_t t = 0; t < NTYPES; t++)
+		printf(" %s", sf_kt(wtypes[t])->name);
+	printf("\n");
 	for (size_t t = 0; t < NTYPES; t++) {
 		int64_t ks[16];
 		int nk = ks_of(wtypes[t], ks);
@@ -262,13 +268,19 @@ static void long_rows(void **state)
 		{SF_GGUF_T_Q5_0, 32 * 1801, 3, 2},  {SF_GGUF_T_Q4_0, 32 * 1801, 2, 5},
 		{SF_GGUF_T_Q4_K, 256 * 230, 3, 2},  {SF_GGUF_T_F16, 60013, 3, 2},
 		{SF_GGUF_T_Q8_0, 32 * 4200, 2, 2}, /* past 131072: the AVX2 kernels' heap too */
+		{SF_GGUF_T_Q5_K, 256 * 230, 3, 9},
 	};
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
 		struct prob p;
 		prob_make(&p, cases[c].type, cases[c].k, cases[c].rows, cases[c].nb, (int)c, false);
+		printf("long rows: %s k=%lld against scalar:", sf_kt(cases[c].type)->name,
+		       (long long)cases[c].k);
 		for (int isa = SF_KISA_AVX2; isa <= SF_KISA_AVX512; isa++)
-			if (sf_kern_isa_supported((enum sf_kisa)isa))
+			if (sf_kern_isa_supported((enum sf_kisa)isa)) {
 				check_prob(&p, (enum sf_kisa)isa);
+				printf(" %s", sf_kern_isa_name((enum sf_kisa)isa));
+			}
+		printf("\n");
 		prob_free(&p);
 	}
 	sf_kern_force_isa(saved);

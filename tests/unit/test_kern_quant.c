@@ -41,6 +41,7 @@ static void traits(void **state)
 		{SF_GGUF_T_Q8_0, 32, 34, SF_GGUF_T_Q8_0, true},
 		{SF_GGUF_T_Q4_K, 256, 144, SF_GGUF_T_Q8_K, true},
 		{SF_GGUF_T_Q6_K, 256, 210, SF_GGUF_T_Q8_K, true},
+		{SF_GGUF_T_Q5_K, 256, 176, SF_GGUF_T_Q8_K, true},
 		{SF_GGUF_T_Q8_K, 256, 292, SF_GGUF_T_Q8_K, false},
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
@@ -165,6 +166,7 @@ static void round_trip(void **state)
 		{SF_GGUF_T_Q5_0, 1.0 / 16 * 1.002, 0.055},
 		{SF_GGUF_T_Q4_K, 0, 0.09},
 		{SF_GGUF_T_Q6_K, 0, 0.027},
+		{SF_GGUF_T_Q5_K, 0, 0.045},
 		{SF_GGUF_T_Q8_K, 0.5 / 127 * 1.0001, 0.0095},
 	};
 	enum { N = 4096 };

@@ -15,10 +15,10 @@ static const char usage_text[] =
 	"usage: superfluid model quantize FILE --type TYPE -o OUT.gguf\n"
 	"\n"
 	"Writes FILE with every matrix (a tensor of two dimensions) converted to TYPE: f32, f16,\n"
-	"bf16, q8_0, q4_0, q5_0, q4_k or q6_k, by ggml's reference quantizers (no importance\n"
-	"matrix). Rows that are not whole blocks of TYPE fall back as llama.cpp's do (q4_k to\n"
-	"q5_0, q6_k to q8_0) or stay as they are. Vectors and metadata are copied, but for\n"
-	"general.file_type.\n";
+	"bf16, q8_0, q4_0, q5_0, q4_k, q5_k or q6_k, by ggml's reference quantizers (no\n"
+	"importance matrix). Rows that are not whole blocks of TYPE fall back as llama.cpp's do\n"
+	"(q4_k to q5_0, q5_k to q5_0, q6_k to q8_0) or stay as they are. Vectors and metadata are\n"
+	"copied, but for general.file_type.\n";
 
 static const struct {
 	const char *name;
@@ -28,6 +28,7 @@ static const struct {
 	{ "bf16", SF_GGUF_T_BF16, 32, SF_GGUF_T_BF16 }, { "q8_0", SF_GGUF_T_Q8_0, 7, SF_GGUF_T_Q8_0 },
 	{ "q4_0", SF_GGUF_T_Q4_0, 2, SF_GGUF_T_Q4_0 }, { "q5_0", SF_GGUF_T_Q5_0, 8, SF_GGUF_T_Q5_0 },
 	{ "q4_k", SF_GGUF_T_Q4_K, 14, SF_GGUF_T_Q5_0 }, { "q6_k", SF_GGUF_T_Q6_K, 18, SF_GGUF_T_Q8_0 },
+	{ "q5_k", SF_GGUF_T_Q5_K, 16, SF_GGUF_T_Q5_0 },
 };
 
 static bool keep_kv(const char *key, size_t len, void *arg)
@@ -141,8 +142,10 @@ int cli_model_quantize(int argc, char **argv)
 	while (type && ti < sizeof(types) / sizeof(types[0]) && strcmp(types[ti].name, type))
 		ti++;
 	if (!file || !out || !type || ti == sizeof(types) / sizeof(types[0])) {
-		fprintf(stderr, "superfluid model quantize: needs FILE, --type (f32, f16, bf16, q8_0, "
-				"q4_0, q5_0, q4_k, q6_k) and -o (see --help)\n");
+		fprintf(stderr, "superfluid model quantize: needs FILE, --type (");
+		for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+			fprintf(stderr, "%s%s", i ? ", " : "", types[i].name);
+		fprintf(stderr, ") and -o (see --help)\n");
 		return CLI_USAGE;
 	}
 	struct sf_err err;
