@@ -12,6 +12,9 @@ const struct sf__kern_set sf__kern_avx512 = {
 		[SF_GGUF_T_Q4_K] = sf__mm_q4_k_avx512,
 		[SF_GGUF_T_Q5_K] = sf__mm_q5_k_avx512,
 		[SF_GGUF_T_Q6_K] = sf__mm_q6_k_avx512,
+		[SF_GGUF_T_Q2_K] = sf__mm_q2_k_avx512,
+		[SF_GGUF_T_Q3_K] = sf__mm_q3_k_avx512,
+		[SF_GGUF_T_IQ4_XS] = sf__mm_iq4_xs_avx512,
 	},
 	.mx = {
 		[SF_KT_Q4_K_X16 - SF_GGUF_T_COUNT] = sf__mx_q4_k_avx512,

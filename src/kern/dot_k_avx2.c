@@ -6,91 +6,10 @@
  * past the row's last super-block keep those lanes as they were). */
 #include "kern/kern_internal.h"
 #include "kern/kern_simd.h"
+#include "kern/kern_khelp.h"
 
 #include <immintrin.h>
 
-#define TILE 4
-#define KG 8 /* super-blocks in a group */
-/* Bytes of weight rows taken by every tile of activations in turn. */
-#define WBLOCK_BYTES (128 << 10)
-#define AI static inline __attribute__((always_inline))
-
-static const int32_t lane8[8] = {0, 1, 2, 3, 4, 5, 6, 7};
-
-AI __m256i lanes_below(int n)
-{
-	return _mm256_cmpgt_epi32(_mm256_set1_epi32(n),
-				  _mm256_loadu_si256((const __m256i *)lane8));
-}
-
-/* The activation scales (floats) of a group's n super-blocks (0 past n); a: the group's first
- * Q8_K block. Loads, not a gather: AVX2 gathers are slow where AVX2 is all there is. */
-AI __m256 act_scales(const uint8_t *a, int n)
-{
-	float f[8];
-#pragma GCC unroll 8
-	for (int i = 0; i < 8; i++)
-		if (i < n)
-			memcpy(&f[i], a + (size_t)i * sizeof(struct sf__q8_k), 4);
-		else
-			f[i] = 0.0f;
-	return _mm256_setr_ps(f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7]);
-}
-
-/* The low (hi = 0) or high 16 bits of each int32 lane, as eight floats from halves. */
-AI __m256 halves_to_f32(__m256i v, int hi)
-{
-	const __m256i pick = hi ? _mm256_setr_epi8(2, 3, 6, 7, 10, 11, 14, 15, -1, -1, -1, -1, -1, -1,
-						   -1, -1, 2, 3, 6, 7, 10, 11, 14, 15, -1, -1, -1, -1,
-						   -1, -1, -1, -1)
-				: _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1,
-						   -1, 0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1,
-						   -1, -1);
-	v = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(v, pick), _MM_SHUFFLE(3, 1, 2, 0));
-	return _mm256_cvtph_ps(_mm256_castsi256_si128(v));
-}
-
-/* The 32-bit words at base + i * stride (i < n), 0 past n. */
-AI __m256i gather_words(const uint8_t *base, int stride, int n)
-{
-	int32_t v[8];
-#pragma GCC unroll 8
-	for (int i = 0; i < 8; i++)
-		if (i < n)
-			memcpy(&v[i], base + (size_t)i * (size_t)stride, 4);
-		else
-			v[i] = 0;
-	return _mm256_setr_epi32(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
-}
-
-/* acc + dd * isum (- dm * imin) in the lanes below n; the others as they were. */
-AI __m256 step(__m256 acc, __m256 dd, __m256 isum, const __m256 *dm, const __m256 *imin, int n)
-{
-	__m256 t = _mm256_fmadd_ps(dd, isum, acc);
-	if (dm)
-		t = _mm256_fnmadd_ps(*dm, *imin, t);
-	return n == KG ? t : _mm256_blendv_ps(acc, t, _mm256_castsi256_ps(lanes_below(n)));
-}
-
-/* The group's epilogue (kern_order.md): per activation row, the eight super-blocks' int sums
- * through a tree to one vector, then acc + dd * isum (- dm * imin: dmin NULL for the types
- * without mins) in the lanes below n, the others as they were. */
-AI void epilogue(const uint8_t *a, size_t x_stride, __m256 *acc, __m256 dw, const __m256 *dmin,
-		 __m256i is[TILE][KG], __m256i im[TILE][KG], const int n, const int nt)
-{
-#pragma GCC unroll 4
-	for (int j = 0; j < nt; j++) {
-		const __m256 da = act_scales(a + (size_t)j * x_stride, n);
-		const __m256 isum = _mm256_cvtepi32_ps(sf__tree8_epi32(is[j]));
-		if (dmin) {
-			const __m256 imin = _mm256_cvtepi32_ps(sf__tree8_epi32(im[j]));
-			const __m256 dm = _mm256_mul_ps(da, *dmin);
-			acc[j] = step(acc[j], _mm256_mul_ps(da, dw), isum, &dm, &imin, n);
-		} else {
-			acc[j] = step(acc[j], _mm256_mul_ps(da, dw), isum, NULL, NULL, n);
-		}
-	}
-}
 
 /* ---- Q4_K, Q5_K ---- */
 
@@ -99,17 +18,6 @@ struct k4 {
 	__m256i sc16[8]; /* sub-block i's scale in every int16 lane */
 	__m256i mins16;  /* lane j: min of sub-block j / 2 (for bsums[j]) */
 };
-
-/* Bit `bit` of each byte of v, as that byte's 0x10. */
-AI __m256i bit_to_x10(__m256i v, const int bit)
-{
-	const __m256i x10 = _mm256_set1_epi8(0x10);
-	if (bit < 4)
-		return _mm256_and_si256(_mm256_slli_epi16(v, 4 - bit), x10);
-	if (bit > 4)
-		return _mm256_and_si256(_mm256_srli_epi16(v, bit - 4), x10);
-	return _mm256_and_si256(v, x10);
-}
 
 /* A Q4_K or Q5_K super-block (the same scales; Q5_K's fifth bits in qh, NULL for Q4_K). */
 AI void unpack_k4(struct k4 *u, const uint8_t *scales, const uint8_t *qs, const uint8_t *qh)
@@ -132,8 +40,8 @@ AI void unpack_k4(struct k4 *u, const uint8_t *scales, const uint8_t *qs, const 
 		u->q[2 * c] = _mm256_and_si256(q, m4);
 		u->q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
 		if (qh) {
-			u->q[2 * c] = _mm256_or_si256(u->q[2 * c], bit_to_x10(h, 2 * c));
-			u->q[2 * c + 1] = _mm256_or_si256(u->q[2 * c + 1], bit_to_x10(h, 2 * c + 1));
+			u->q[2 * c] = _mm256_or_si256(u->q[2 * c], bit_to(h, 2 * c, 4));
+			u->q[2 * c + 1] = _mm256_or_si256(u->q[2 * c + 1], bit_to(h, 2 * c + 1, 4));
 		}
 	}
 #pragma GCC unroll 8

@@ -7,14 +7,9 @@
  * a time (masked fmas past the row's last super-block leave those lanes as they were). */
 #include "kern/kern_internal.h"
 #include "kern/kern_simd.h"
+#include "kern/kern_khelp.h"
 
 #include <immintrin.h>
-
-#define TILE 4
-#define KG 8 /* super-blocks in a group */
-/* Bytes of weight rows taken by every tile of activations in turn. */
-#define WBLOCK_BYTES (128 << 10)
-#define AI static inline __attribute__((always_inline))
 
 /* Lane indexes into [sc0..sc7, m0..m7] (int16) for Q4_K's sc16[c] and mins16. */
 static const int16_t sc_idx[4][32] = {
@@ -25,66 +20,6 @@ static const int16_t sc_idx[4][32] = {
 };
 static const int16_t min_idx[16] = {8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15};
 
-/* Scale of each int16 lane of Q6_K's zmm z's maddubs: 4z + lane / 8. */
-static const int16_t k6_idx[4][32] = {
-	{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
-	{4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7},
-	{8, 8, 8, 8, 8, 8, 8, 8, 9, 9, 9, 9, 9, 9, 9, 9, 10, 10, 10, 10, 10, 10, 10, 10, 11, 11, 11, 11, 11, 11, 11, 11},
-	{12, 12, 12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 13, 13, 13, 13, 14, 14, 14, 14, 14, 14, 14, 14, 15, 15, 15, 15, 15, 15, 15, 15},
-};
-
-static const int32_t lane8[8] = {0, 1, 2, 3, 4, 5, 6, 7};
-
-/* Offsets of the group's n super-blocks (stride bytes apart) as gather indexes, and their
- * lanes. */
-AI __m256i idx_of(int stride)
-{
-	return _mm256_mullo_epi32(_mm256_loadu_si256((const __m256i *)lane8), _mm256_set1_epi32(stride));
-}
-
-AI __mmask8 lanes_of(int n)
-{
-	return (__mmask8)((1u << n) - 1);
-}
-
-/* The activation scales (floats) of a group's n super-blocks. */
-AI __m256 act_scales(const struct sf__q8_k *a, int n)
-{
-	return _mm256_mmask_i32gather_ps(_mm256_setzero_ps(), lanes_of(n), idx_of(sizeof(*a)),
-					 (const float *)a, 1);
-}
-
-/* Eight lanes of 16 (int32) folded to 8: a super-block's sum stays exact. */
-AI __m256i fold(__m512i v)
-{
-	return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
-}
-
-/* The group's epilogue (kern_order.md): per activation row, the eight super-blocks' int sums
- * through a tree to one vector, then acc + dd * isum (- dm * imin: dmin NULL for the types
- * without mins) in the lanes below n, the others as they were. */
-AI void epilogue(const uint8_t *a, size_t x_stride, __m256 *acc, __m256 dw, const __m256 *dmin,
-		 __m256i is[TILE][KG], __m256i im[TILE][KG], const int n, const int nt)
-{
-#pragma GCC unroll 4
-	for (int j = 0; j < nt; j++) {
-		const __m256 da = act_scales((const struct sf__q8_k *)(a + (size_t)j * x_stride), n);
-		const __m256 isum = _mm256_cvtepi32_ps(sf__tree8_epi32(is[j]));
-		const __m256 dd = _mm256_mul_ps(da, dw);
-		if (n == KG)
-			acc[j] = _mm256_fmadd_ps(dd, isum, acc[j]);
-		else
-			acc[j] = _mm256_mask3_fmadd_ps(dd, isum, acc[j], lanes_of(n));
-		if (dmin) {
-			const __m256 imin = _mm256_cvtepi32_ps(sf__tree8_epi32(im[j]));
-			const __m256 dm = _mm256_mul_ps(da, *dmin);
-			if (n == KG)
-				acc[j] = _mm256_fnmadd_ps(dm, imin, acc[j]);
-			else
-				acc[j] = _mm256_mask3_fnmadd_ps(dm, imin, acc[j], lanes_of(n));
-		}
-	}
-}
 
 /* ---- Q4_K, Q5_K ---- */
 
@@ -93,17 +28,6 @@ struct k4 {
 	__m512i sc16[4]; /* 16 int16 lanes of scale 2c, 16 of scale 2c + 1 */
 	__m256i mins16;  /* lane j: min of sub-block j / 2 (for bsums[j]) */
 };
-
-/* Bit `bit` of each byte of v, as that byte's 0x10. */
-AI __m256i bit_to_x10(__m256i v, const int bit)
-{
-	const __m256i x10 = _mm256_set1_epi8(0x10);
-	if (bit < 4)
-		return _mm256_and_si256(_mm256_slli_epi16(v, 4 - bit), x10);
-	if (bit > 4)
-		return _mm256_and_si256(_mm256_srli_epi16(v, bit - 4), x10);
-	return _mm256_and_si256(v, x10);
-}
 
 /* A Q4_K or Q5_K super-block (the same scales; Q5_K's fifth bits in qh, NULL for Q4_K). */
 AI void unpack_k4(struct k4 *u, const uint8_t *scales, const uint8_t *qs, const uint8_t *qh)
@@ -124,8 +48,8 @@ AI void unpack_k4(struct k4 *u, const uint8_t *scales, const uint8_t *qs, const 
 		__m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
 		__m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
 		if (qh) {
-			lo = _mm256_or_si256(lo, bit_to_x10(h, 2 * c));
-			hi = _mm256_or_si256(hi, bit_to_x10(h, 2 * c + 1));
+			lo = _mm256_or_si256(lo, bit_to(h, 2 * c, 4));
+			hi = _mm256_or_si256(hi, bit_to(h, 2 * c + 1, 4));
 		}
 		u->q[c] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
 		u->sc16[c] = _mm512_permutexvar_epi16(_mm512_loadu_si512(sc_idx[c]), v);

@@ -140,6 +140,9 @@ static void mm_k(uint32_t type, int64_t k, const uint8_t *W, size_t w_stride, in
 MM_K(mm_q4_k, SF_GGUF_T_Q4_K)
 MM_K(mm_q5_k, SF_GGUF_T_Q5_K)
 MM_K(mm_q6_k, SF_GGUF_T_Q6_K)
+MM_K(mm_q2_k, SF_GGUF_T_Q2_K)
+MM_K(mm_q3_k, SF_GGUF_T_Q3_K)
+MM_K(mm_iq4_xs, SF_GGUF_T_IQ4_XS)
 #undef MM_K
 
 static void mx_q4_k(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, const uint8_t *X,
@@ -224,6 +227,9 @@ const struct sf__kern_set sf__kern_scalar = {
 		[SF_GGUF_T_Q4_K] = mm_q4_k,
 		[SF_GGUF_T_Q5_K] = mm_q5_k,
 		[SF_GGUF_T_Q6_K] = mm_q6_k,
+		[SF_GGUF_T_Q2_K] = mm_q2_k,
+		[SF_GGUF_T_Q3_K] = mm_q3_k,
+		[SF_GGUF_T_IQ4_XS] = mm_iq4_xs,
 	},
 	.mx = {
 		[SF_KT_Q4_K_X16 - SF_GGUF_T_COUNT] = mx_q4_k,

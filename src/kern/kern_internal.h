@@ -296,6 +296,9 @@ SF__MM(sf__mm_q5_0_avx2);
 SF__MM(sf__mm_q8_0_avx2);
 SF__MM(sf__mm_q4_k_avx2);
 SF__MM(sf__mm_q5_k_avx2);
+SF__MM(sf__mm_q2_k_avx2);
+SF__MM(sf__mm_q3_k_avx2);
+SF__MM(sf__mm_iq4_xs_avx2);
 SF__MM(sf__mm_q6_k_avx2);
 SF__MM(sf__mm_f32_avx512);
 SF__MM(sf__mm_f16_avx512);
@@ -305,6 +308,9 @@ SF__MM(sf__mm_q5_0_avx512);
 SF__MM(sf__mm_q8_0_avx512);
 SF__MM(sf__mm_q4_k_avx512);
 SF__MM(sf__mm_q5_k_avx512);
+SF__MM(sf__mm_q2_k_avx512);
+SF__MM(sf__mm_q3_k_avx512);
+SF__MM(sf__mm_iq4_xs_avx512);
 SF__MM(sf__mm_q6_k_avx512);
 #undef SF__MM
 #define SF__MX(name) sf__matmul_x_fn name
@@ -335,8 +341,39 @@ void sf__quantize_q5_k(const float *x, void *y, int64_t n);
 void sf__dequantize_q5_k(const void *x, float *y, int64_t n);
 void sf__quantize_q6_k(const float *x, void *y, int64_t n);
 void sf__dequantize_q6_k(const void *x, float *y, int64_t n);
+void sf__quantize_q4_1(const float *x, void *y, int64_t n);
+void sf__dequantize_q4_1(const void *x, float *y, int64_t n);
+void sf__quantize_q5_1(const float *x, void *y, int64_t n);
+void sf__dequantize_q5_1(const void *x, float *y, int64_t n);
+void sf__quantize_q8_1(const float *x, void *y, int64_t n);
+void sf__dequantize_q8_1(const void *x, float *y, int64_t n);
+void sf__quantize_iq4_nl(const float *x, void *y, int64_t n);
+void sf__dequantize_iq4_nl(const void *x, float *y, int64_t n);
+void sf__quantize_mxfp4(const float *x, void *y, int64_t n);
+void sf__dequantize_mxfp4(const void *x, float *y, int64_t n);
+void sf__quantize_q2_k(const float *x, void *y, int64_t n);
+void sf__dequantize_q2_k(const void *x, float *y, int64_t n);
+void sf__quantize_q3_k(const float *x, void *y, int64_t n);
+void sf__dequantize_q3_k(const void *x, float *y, int64_t n);
+void sf__quantize_iq4_xs(const float *x, void *y, int64_t n);
+void sf__dequantize_iq4_xs(const void *x, float *y, int64_t n);
 void sf__quantize_q8_k(const float *x, void *y, int64_t n);
 void sf__dequantize_q8_k(const void *x, float *y, int64_t n);
+
+/* ggml's make_qkx2_quants: scale and min (negated in *the_min) of n values x with weights w on
+ * levels 0..nmax (L), searched over nstep + 1 trial scales from rmin in steps of rdelta, the
+ * error squared or absolute (use_mad). */
+float sf__qkx2(int n, int nmax, const float *x, const float *w, uint8_t *L, float *the_min,
+	       uint8_t *Laux, float rmin, float rdelta, int nstep, bool use_mad);
+
+/* ggml's best_index_int8: the index of the level of val[0..n) (ascending) nearest x. */
+int sf__best_index_int8(int n, const int8_t *val, float x);
+
+/* IQ4_NL (sbs 32) or IQ4_XS (sbs 256) levels of sbs values x as llama.cpp's quantizer picks
+ * them without an importance matrix: the half scale *dh, the nibbles q4 (sbs / 2 bytes) and,
+ * for IQ4_XS, the sub-block scales' high bits and low nibbles. */
+void sf__iq4_levels(const float *x, int sbs, uint16_t *dh, uint8_t *q4, uint16_t *scales_h,
+		    uint8_t *scales_l);
 
 /* Activation quantization as llama.cpp's CPU backend does it (quant_act.c), and AVX-512 forms
  * giving the same bytes (quant_act_avx512.c). */

@@ -20,10 +20,8 @@ static inline int imin(int a, int b)
 	return a < b ? a : b;
 }
 
-/* Scale and min (returned negated in *the_min) of n values x with weights w on levels
- * 0..nmax, searched over nstep + 1 trial scales as ggml's make_qkx2_quants (use_mad false). */
-static float qkx2(int n, int nmax, const float *x, const float *w, uint8_t *L, float *the_min,
-		  uint8_t *Laux, float rmin, float rdelta, int nstep)
+float sf__qkx2(int n, int nmax, const float *x, const float *w, uint8_t *L, float *the_min,
+	       uint8_t *Laux, float rmin, float rdelta, int nstep, bool use_mad)
 {
 	float min = x[0], max = x[0];
 	float sum_w = w[0];
@@ -51,7 +49,7 @@ static float qkx2(int n, int nmax, const float *x, const float *w, uint8_t *L, f
 		int l = sf__nearest_int(iscale * (x[i] - min));
 		L[i] = (uint8_t)imax(0, imin(nmax, l));
 		float diff = scale * L[i] + min - x[i];
-		diff = diff * diff;
+		diff = use_mad ? fabsf(diff) : diff * diff;
 		best_error += w[i] * diff;
 	}
 	if (nstep < 1) {
@@ -80,7 +78,7 @@ static float qkx2(int n, int nmax, const float *x, const float *w, uint8_t *L, f
 			float cur_error = 0;
 			for (int i = 0; i < n; ++i) {
 				float diff = this_scale * Laux[i] + this_min - x[i];
-				diff = diff * diff;
+				diff = use_mad ? fabsf(diff) : diff * diff;
 				cur_error += w[i] * diff;
 			}
 			if (cur_error < best_error) {
@@ -112,8 +110,8 @@ static void k45_levels(const float *x, int nmax, float rmin, int nstep, uint8_t 
 		float av_x = sqrtf(sum_x2 / 32);
 		for (int l = 0; l < 32; ++l)
 			weights[l] = av_x + fabsf(x[32 * j + l]);
-		scales[j] = qkx2(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, rmin,
-				 0.1f, nstep);
+		scales[j] = sf__qkx2(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, rmin,
+				     0.1f, nstep, false);
 		if (scales[j] > max_scale)
 			max_scale = scales[j];
 		if (mins[j] > max_min)

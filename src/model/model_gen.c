@@ -43,7 +43,8 @@ static const struct {
 	{ "q4_0", SF_GGUF_T_Q4_0, 2, false },  { "q5_0", SF_GGUF_T_Q5_0, 8, false },
 	{ "q4_k", SF_GGUF_T_Q4_K, 14, false }, { "q6_k", SF_GGUF_T_Q6_K, 18, false },
 	{ "q4_k_m", SF_GGUF_T_Q4_K, 15, true }, { "q5_k", SF_GGUF_T_Q5_K, 16, false },
-	{ "q5_k_m", SF_GGUF_T_Q5_K, 17, true },
+	{ "q5_k_m", SF_GGUF_T_Q5_K, 17, true }, { "q3_k", SF_GGUF_T_Q3_K, 11, false },
+	{ "q2_k", SF_GGUF_T_Q2_K, 10, false }, { "iq4_xs", SF_GGUF_T_IQ4_XS, 30, false },
 };
 
 static uint64_t mix(uint64_t x)
@@ -146,6 +147,8 @@ static uint32_t pick(uint32_t want, bool mix, const char *role, uint32_t il, uin
 		t = SF_GGUF_T_Q5_0;
 	if (cols % 256 && t == SF_GGUF_T_Q6_K)
 		t = SF_GGUF_T_Q8_0;
+	if (cols % 256 && (t == SF_GGUF_T_Q2_K || t == SF_GGUF_T_Q3_K || t == SF_GGUF_T_IQ4_XS))
+		t = SF_GGUF_T_Q4_0;
 	return t;
 }
 
@@ -251,7 +254,8 @@ const char *const sf_model_gen_shapes[] = { "qwen2.5-0.5b", "qwen3-0.6b", "llama
 					    "tinyllama-1.1b", "smollm2-135m", "test-llama",
 					    "test-qwen2", "test-qwen3", NULL };
 const char *const sf_model_gen_types[] = { "f32", "f16", "bf16", "q8_0", "q4_0", "q5_0",
-					   "q4_k", "q6_k", "q4_k_m", "q5_k", "q5_k_m", NULL };
+					   "q4_k", "q6_k", "q4_k_m", "q5_k", "q5_k_m", "q3_k",
+					   "q2_k", "iq4_xs", NULL };
 
 static int add_rope_freqs(struct maker *mk, const struct shape *s)
 {

@@ -52,7 +52,8 @@ text_qwen3='Water boils at 100 °C at sea level. 水在海平面上的沸点是�
 #           the attention's F16/F32 steps only.
 #   bf16    rounded to BF16.
 #   q8_0    Q8_0, Q4_0, Q5_0: quantized to Q8_0 blocks of 32.
-#   q8_k    Q4_K, Q5_K, Q6_K, the Q4_K_M and Q5_K_M mixes: quantized to Q8_K blocks of 256.
+#   q8_k    the K types (Q2_K..Q6_K, IQ4_XS), the Q4_K_M and Q5_K_M mixes: quantized to Q8_K
+#           blocks of 256.
 # A tiny difference upstream flips a rounding, so the rounded classes differ by about what
 # llama.cpp's own batch and token-by-token results differ by. Each: our mean RMS at most
 # 1.5 x llama.cpp's own (or the floor), and absolute ceilings on the mean RMS (twice it on a
@@ -71,7 +72,15 @@ cases=()
 for set in "$@"; do
 	case $set in
 	llama | qwen2 | qwen3)
-		for t in f32 f16 bf16 q8_0 q4_0 q5_0 q4_k q6_k q4_k_m q5_k q5_k_m; do
+		# every type on each architecture, and the newer types spread over them (a tied
+		# vocabulary of 151,936 rows takes IQ4_XS's quantizer some 20 s on this machine)
+		more=
+		case $set in
+		llama) more="q5_k q3_k q2_k iq4_xs" ;;
+		qwen2) more="q5_k_m q3_k" ;;
+		qwen3) more="q5_k q2_k" ;;
+		esac
+		for t in f32 f16 bf16 q8_0 q4_0 q5_0 q4_k q6_k q4_k_m $more; do
 			cases+=("test-$set/$t")
 		done ;;
 	qwen2.5-0.5b | qwen3-0.6b) cases+=("$set/q8_0/2" "$set/q4_k_m/2") ;;

@@ -21,9 +21,11 @@ trap 'rm -rf "$work"' EXIT
 llama_ref_need "$root" "$work"
 
 # Our --type name and llama.cpp's ftype (its LLAMA_FTYPE_MOSTLY_* number) for --pure.
-declare -A pure=([q5_k]=16)
+declare -A pure=([q5_k]=16 [q3_k]=11 [iq4_xs]=30 [q2_k]=10)
 # llama.cpp's mixes: ftype numbers.
-declare -A mixes=([q5_k_m]=17 [q5_k_s]=16)
+# (Q2_K_S and the IQ1/IQ2 types need an importance matrix: llama.cpp refuses them without.)
+declare -A mixes=([q5_k_m]=17 [q5_k_s]=16 [q3_k_s]=11 [q3_k_m]=12 [q3_k_l]=13 [q2_k_mix]=10
+	[iq4_xs_mix]=30 [q4_k_s]=14)
 list=("$@")
 [ ${#list[@]} -gt 0 ] || list=("${!pure[@]}" "${!mixes[@]}")
 

@@ -22,7 +22,7 @@
 static const uint32_t wtypes[] = {
 	SF_GGUF_T_F32, SF_GGUF_T_F16, SF_GGUF_T_BF16, SF_GGUF_T_Q4_0,
 	SF_GGUF_T_Q5_0, SF_GGUF_T_Q8_0, SF_GGUF_T_Q4_K, SF_GGUF_T_Q6_K,
-	SF_GGUF_T_Q5_K,
+	SF_GGUF_T_Q5_K, SF_GGUF_T_Q3_K, SF_GGUF_T_IQ4_XS, SF_GGUF_T_Q2_K,
 };
 #define NTYPES (sizeof(wtypes) / sizeof(wtypes[0]))
 
@@ -80,6 +80,16 @@ static void fill_raw(uint32_t type, uint8_t *w, size_t bytes)
 			break;
 		case SF_GGUF_T_Q6_K:
 			blk[209] &= 0xBB;
+			break;
+		case SF_GGUF_T_Q3_K:
+			blk[109] &= 0xBB;
+			break;
+		case SF_GGUF_T_IQ4_XS:
+			blk[1] &= 0xBB;
+			break;
+		case SF_GGUF_T_Q2_K:
+			blk[81] &= 0xBB;
+			blk[83] &= 0xBB;
 			break;
 		}
 	}
@@ -268,7 +278,8 @@ static void long_rows(void **state)
 		{SF_GGUF_T_Q5_0, 32 * 1801, 3, 2},  {SF_GGUF_T_Q4_0, 32 * 1801, 2, 5},
 		{SF_GGUF_T_Q4_K, 256 * 230, 3, 2},  {SF_GGUF_T_F16, 60013, 3, 2},
 		{SF_GGUF_T_Q8_0, 32 * 4200, 2, 2}, /* past 131072: the AVX2 kernels' heap too */
-		{SF_GGUF_T_Q5_K, 256 * 230, 3, 9},
+		{SF_GGUF_T_Q5_K, 256 * 230, 3, 9},  {SF_GGUF_T_Q3_K, 256 * 230, 3, 9},
+		{SF_GGUF_T_IQ4_XS, 256 * 230, 3, 9}, {SF_GGUF_T_Q2_K, 256 * 230, 3, 9},
 	};
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
 		struct prob p;
@@ -307,7 +318,10 @@ static void nonfinite_scales_agree(void **state)
 		struct prob p;
 		prob_make(&p, wtypes[t], 8 * 256, 4, 5, 0, false);
 		const struct sf_kt *kt = sf_kt(wtypes[t]);
-		size_t off = wtypes[t] == SF_GGUF_T_Q6_K ? 208 : 0;
+		size_t off = wtypes[t] == SF_GGUF_T_Q6_K   ? 208
+			     : wtypes[t] == SF_GGUF_T_Q3_K ? 108
+			     : wtypes[t] == SF_GGUF_T_Q2_K ? 80
+							   : 0;
 		uint16_t inf = 0x7c00, nan = 0x7e00;
 		memcpy(p.W + 2 * kt->bytes + off, &inf, 2);			/* row 0 */
 		memcpy(p.W + p.w_stride + 5 * kt->bytes + off, &nan, 2);	/* row 1 */

@@ -42,6 +42,9 @@ static void traits(void **state)
 		{SF_GGUF_T_Q4_K, 256, 144, SF_GGUF_T_Q8_K, true},
 		{SF_GGUF_T_Q6_K, 256, 210, SF_GGUF_T_Q8_K, true},
 		{SF_GGUF_T_Q5_K, 256, 176, SF_GGUF_T_Q8_K, true},
+		{SF_GGUF_T_Q3_K, 256, 110, SF_GGUF_T_Q8_K, true},
+		{SF_GGUF_T_IQ4_XS, 256, 136, SF_GGUF_T_Q8_K, true},
+		{SF_GGUF_T_Q2_K, 256, 84, SF_GGUF_T_Q8_K, true},
 		{SF_GGUF_T_Q8_K, 256, 292, SF_GGUF_T_Q8_K, false},
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
@@ -60,7 +63,7 @@ static void traits(void **state)
 		assert_int_equal(sf_kern_act_row_bytes(t->type, 4096),
 				 sf_kt_row_bytes(t->act_type, 4096));
 	}
-	assert_null(sf_kt(SF_GGUF_T_Q4_1));
+	assert_null(sf_kt(SF_GGUF_T_IQ2_XS));
 	assert_null(sf_kt(SF_KT_COUNT));
 	/* The packed types (kernels only): their plain type's sizes, no quantizer. */
 	const uint32_t packed[][2] = {{SF_KT_Q4_K_X16, SF_GGUF_T_Q4_K}, {SF_KT_Q6_K_X16, SF_GGUF_T_Q6_K}};
@@ -77,9 +80,9 @@ static void traits(void **state)
 		assert_int_equal(sf_kern_act_row_bytes(t->type, 4096), sf_kern_act_row_bytes(p->type, 4096));
 	}
 	assert_null(sf_kt(12345));
-	assert_int_equal(sf_kt_row_bytes(SF_GGUF_T_Q2_K, 256), 0);
-	assert_int_equal(sf_kern_act_row_bytes(SF_GGUF_T_IQ4_XS, 256), 0);
-	assert_true(isnan(sf_kern_dot(SF_GGUF_T_Q4_1, 32, "", "")));
+	assert_int_equal(sf_kt_row_bytes(SF_GGUF_T_IQ2_XXS, 256), 0);
+	assert_int_equal(sf_kern_act_row_bytes(SF_GGUF_T_IQ1_S, 256), 0);
+	assert_true(isnan(sf_kern_dot(SF_GGUF_T_IQ3_S, 256, "", "")));
 }
 
 static void isa_choice(void **state)
@@ -167,6 +170,9 @@ static void round_trip(void **state)
 		{SF_GGUF_T_Q4_K, 0, 0.09},
 		{SF_GGUF_T_Q6_K, 0, 0.027},
 		{SF_GGUF_T_Q5_K, 0, 0.045},
+		{SF_GGUF_T_Q3_K, 0, 0.2},
+		{SF_GGUF_T_IQ4_XS, 0, 0.1},
+		{SF_GGUF_T_Q2_K, 0, 0.4},
 		{SF_GGUF_T_Q8_K, 0.5 / 127 * 1.0001, 0.0095},
 	};
 	enum { N = 4096 };
