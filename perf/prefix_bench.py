@@ -40,6 +40,26 @@ def text(rng, n_words):
     return " ".join(rng.choice(WORDS) for _ in range(n_words))
 
 
+def run_threads(target, n):
+    """Runs target on n threads; the first error a thread met ends the run (a missing figure
+    is not a figure)."""
+    errors = []
+
+    def guarded():
+        try:
+            target()
+        except Exception as e:  # noqa: BLE001 - reported, then the run fails
+            errors.append(e)
+
+    ts = [threading.Thread(target=guarded) for _ in range(n)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    if errors:
+        sys.exit("prefix_bench: %s" % errors[0])
+
+
 class Server:
     def __init__(self, base):
         u = urllib.parse.urlparse(base)
@@ -141,12 +161,8 @@ def shared(base, seed, users, conc, alone):
             out[i] = {"ttft": ttft, "prompt_tokens": (usage or {}).get("prompt_tokens"),
                       "cached_tokens": cached_of(usage)}
 
-    ts = [threading.Thread(target=worker) for _ in range(conc)]
     t0 = time.monotonic()
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
+    run_threads(worker, conc)
     return {"workload": "shared", "alone": alone, "users": out,
             "wall": time.monotonic() - t0}
 
@@ -185,10 +201,12 @@ def fleet(base, seed, convs, turns, conc):
     reqs = []
     pos = [0]
 
+    failed = [False]
+
     def take():
         with cond:
             while True:
-                if pos[0] >= len(order):
+                if pos[0] >= len(order) or failed[0]:
                     return None
                 # the first queued turn whose conversation is not waiting for its last reply
                 for j in range(pos[0], len(order)):
@@ -208,7 +226,13 @@ def fleet(base, seed, convs, turns, conc):
                 return
             c = conv[i]
             c["history"].append({"role": "user", "content": text(rng, 30)})
-            ttft, total, reply, usage = srv.chat(c["history"], 16)
+            try:
+                ttft, total, reply, usage = srv.chat(c["history"], 16)
+            except Exception:
+                with cond:  # the others stop too, rather than wait for this turn
+                    failed[0] = True
+                    cond.notify_all()
+                raise
             c["history"].append({"role": "assistant", "content": reply})
             with cond:
                 c["busy"] = False
@@ -217,12 +241,8 @@ def fleet(base, seed, convs, turns, conc):
                              "cached_tokens": cached_of(usage)})
                 cond.notify_all()
 
-    ts = [threading.Thread(target=worker) for _ in range(conc)]
     t0 = time.monotonic()
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
+    run_threads(worker, conc)
     return {"workload": "fleet", "requests": reqs, "wall": time.monotonic() - t0}
 
 

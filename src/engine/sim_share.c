@@ -66,7 +66,7 @@ uint32_t sim_share_adopt(struct sim *sim, struct sim_ctx *c, uint32_t from, uint
 	uint32_t k;
 	if (at == c->n_shared * SF_PREFIX_PAGE && c->n_shared && at + 1 < n) {
 		uint32_t want = n - 1 - at < SF_PREFIX_PAGE ? n - 1 - at : SF_PREFIX_PAGE - 1;
-		struct sf_prefix_page *t = sf_prefix_get_tail(sim->pc, c->shared[c->n_shared - 1],
+		struct sf_prefix_page *t = sf_prefix_get_partial(sim->pc, c->shared[c->n_shared - 1],
 							      c->tokens + at, want, &k);
 		if (t) {
 			sf_prefix_unref(sim->pc, t);

@@ -28,8 +28,8 @@
 #define SF_HEAD_RECONCILE_CHUNK 4096 /* sessions per RECONCILE frame */
 #define SF_HEAD_PREFIX_MAX (1u << 20)   /* page hashes the head's view keeps per node */
 #define SF_HEAD_PREFIX_PENDING_MS 30000 /* a placed prompt's pages count this long unreported */
-#define SF_HEAD_BALANCE_ABS 4           /* generations a prefix's node may run past the least
-					 * loaded one's (and half as many again) */
+#define SF_HEAD_LOAD_TOKENS 256         /* a running generation weighs as much as computing
+					 * this many prompt positions, in placement */
 
 struct sf_head_config {
 	uint32_t max_nodes;        /* 0: 64 */
@@ -112,7 +112,7 @@ struct sf_head_stats {
 	uint64_t moved, leases_granted, leases_refused, refused, acks_sent, links_dropped;
 	uint64_t moved_for_room; /* sessions a node had no context memory for, placed elsewhere */
 	uint64_t prefix_placed;   /* placed where the longest prefix of their pages was */
-	uint64_t prefix_balanced; /* placed elsewhere: that node was busier than the balance */
+	uint64_t prefix_balanced; /* placed elsewhere: that node's load outweighed the prefix */
 	uint64_t prefix_view_full; /* page hashes a node's full view could not take */
 };
 

@@ -1,11 +1,12 @@
 /* Placement: which node takes a session. A node qualifies when its link is up, it serves the
  * session's model with the model's tokenizer (the first digest seen for a model fixes it; a
  * version 2 node states none and is taken on trust), its protocol version carries the
- * session's sampling, and it has room. A session of a prefix namespace goes where the longest
- * prefix of its pages is cached, weighed against load (pick, below); another to the node it
- * was on first, then the one with the most room. Moving a session re-assigns it there
+ * session's sampling, and it has room. A session of a prefix namespace goes where it costs
+ * least: the prompt's pages the node does not cache, weighed against its load (pick, below);
+ * another to the node it was on first, then the one with the most room. Moving a session re-assigns it there
  * with its content; what ran on the old node is asked again or failed. */
 #include "head/head_internal.h"
+#include "prefix/prefix.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,14 +120,17 @@ static uint32_t load_of(const struct head_node *n)
 	return all > mine ? all : mine;
 }
 
-/* Among the nodes that can take a session of a prefix namespace: the one holding the longest
- * prefix of its pages (the less loaded, then the one it was on, on a tie), unless it runs
- * SF_HEAD_BALANCE_ABS more generations than the least loaded and half as many again: then
- * that one (a hot prefix is computed on a second node rather than queued on one). */
+/* Among the nodes that can take a session of a prefix namespace: the one where it costs
+ * least, counting the prompt's pages it would compute there (those past the longest prefix of
+ * them the node holds) and SF_HEAD_LOAD_TOKENS positions for each generation the node runs, so
+ * that a long cached prefix keeps its requests on its node until that node is busy enough that
+ * computing the prefix elsewhere is sooner (a hot prefix then lives on a second node too), and
+ * a short one weighs little against load. On a tie: the less loaded. */
 struct pick {
-	uint32_t best, best_match, best_load;   /* by prefix */
-	uint32_t least, least_load;             /* by load */
-	uint32_t last;                          /* the node it was on, when it qualifies */
+	uint32_t best, best_match, best_load; /* the cheapest */
+	uint64_t best_cost;
+	uint32_t top_match;                   /* the longest prefix any node holds */
+	uint32_t last;                        /* the node it was on, when it qualifies */
 };
 
 static void consider(const struct sf_head *h, const struct head_session *s, uint32_t i,
@@ -136,14 +140,14 @@ static void consider(const struct sf_head *h, const struct head_session *s, uint
 	if (i == s->last_node)
 		p->last = i;
 	uint32_t match = n_prefix ? sf__head_view_match(h, i, prefix, n_prefix) : 0;
-	if (p->least == SF_HEAD_NO_NODE || load < p->least_load ||
-	    (load == p->least_load && i == s->last_node)) {
-		p->least = i;
-		p->least_load = load;
-	}
-	if (match && (p->best == SF_HEAD_NO_NODE || match > p->best_match ||
-		      (match == p->best_match && load < p->best_load))) {
+	uint64_t cost = (uint64_t)(n_prefix - match) * SF_PREFIX_PAGE +
+			(uint64_t)load * SF_HEAD_LOAD_TOKENS;
+	if (match > p->top_match)
+		p->top_match = match;
+	if (p->best == SF_HEAD_NO_NODE || cost < p->best_cost ||
+	    (cost == p->best_cost && load < p->best_load)) {
 		p->best = i;
+		p->best_cost = cost;
 		p->best_match = match;
 		p->best_load = load;
 	}
@@ -151,14 +155,10 @@ static void consider(const struct sf_head *h, const struct head_session *s, uint
 
 static uint32_t choose(struct sf_head *h, const struct pick *p)
 {
-	if (p->best == SF_HEAD_NO_NODE)
-		return p->least;
-	if (p->best_load >= p->least_load + SF_HEAD_BALANCE_ABS &&
-	    2 * (uint64_t)p->best_load > 3 * (uint64_t)p->least_load) {
+	if (p->top_match && p->best_match == p->top_match)
+		h->stats.prefix_placed++;
+	else if (p->top_match)
 		h->stats.prefix_balanced++;
-		return p->least;
-	}
-	h->stats.prefix_placed++;
 	return p->best;
 }
 
@@ -173,7 +173,7 @@ uint32_t sf__head_place(struct sf_head *h, const struct head_session *s, uint32_
 		n_prefix = sf__head_prefix_of(s, &own);
 		prefix = own;
 	}
-	struct pick pk = { SF_HEAD_NO_NODE, 0, 0, SF_HEAD_NO_NODE, 0, SF_HEAD_NO_NODE };
+	struct pick pk = { .best = SF_HEAD_NO_NODE, .last = SF_HEAD_NO_NODE };
 	uint64_t until = 0;
 	uint32_t only = fenced_to(h, s->id, &until);
 	if (only != SF_HEAD_NO_NODE && (only == avoid || !h->nodes[only].up)) {
@@ -213,7 +213,7 @@ uint32_t sf__head_place(struct sf_head *h, const struct head_session *s, uint32_
 			 (best != s->last_node && n->free > h->nodes[best].free))
 			best = i;
 	}
-	if (s->cache_ns && pk.least != SF_HEAD_NO_NODE) {
+	if (s->cache_ns && pk.best != SF_HEAD_NO_NODE) {
 		/* A session opened again goes back where it was, as any does: its context is there,
 		 * and a REVOKE on its way there must not leave two nodes a lease. */
 		best = pk.last != SF_HEAD_NO_NODE ? pk.last : choose(h, &pk);

@@ -2,8 +2,7 @@
  * its index holds, as the node reports them (PREFIX_CACHE: added, evicted, or the whole list
  * after a link opens), and the pages of the prompts the head placed there, held as pending
  * until the node reports them or SF_HEAD_PREFIX_PENDING_MS pass. A request goes to the node
- * whose view holds the longest prefix of its pages' hashes, unless that node is busier than
- * the balance allows (head_place.c). */
+ * where the pages its view lacks and the node's load cost least (head_place.c). */
 #include "head/head_internal.h"
 #include "prefix/prefix.h"
 

@@ -311,7 +311,7 @@ void headd_metrics_page(struct headd_http *h, const struct headd_part *sum)
 	counter(&pg, "superfluid_prefix_placed_total", "Requests placed on the node holding the "
 		"longest prefix of their prompt (--prefix-cache).", st.prefix_placed);
 	counter(&pg, "superfluid_prefix_balanced_total", "Requests placed on a less loaded node "
-		"than the one holding their prefix, which was busier than the balance allows.",
+		"than the one holding their prefix, whose load outweighed computing it again.",
 		st.prefix_balanced);
 	const struct sf_tok_cache_stats tc = sum->tc;
 	counter(&pg, "superfluid_tokenizer_cache_hits_total", "Prompt encodings from the cache.",

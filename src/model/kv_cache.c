@@ -220,7 +220,7 @@ static uint32_t adopt_tail(struct sf_kv *kv, const uint32_t *tokens, uint32_t n)
 	if (!kv->n_shared || kv->n + 1 >= n)
 		return 0;
 	uint32_t want = n - 1 - kv->n < SF_KV_PAGE ? n - 1 - kv->n : SF_KV_PAGE - 1, k;
-	struct sf_prefix_page *t = sf_prefix_get_tail(kv->arena->pc, kv->shared[kv->n_shared - 1],
+	struct sf_prefix_page *t = sf_prefix_get_partial(kv->arena->pc, kv->shared[kv->n_shared - 1],
 						      tokens + kv->n, want, &k);
 	if (!t)
 		return 0;

@@ -207,6 +207,8 @@ void sf__node_schedule(struct sf_node *n)
 {
 	struct collect c = { 0 };
 	sf__node_each(n, gather, &c);
+	if (n->stats.generating != c.n)
+		n->status_dirty = true; /* heads weigh load in placement (head_place.c) */
 	n->stats.generating = c.n;
 	while (!n->job && sf__node_stage_next(n))
 		; /* pipeline stages first: a head waits on each */

@@ -15,9 +15,9 @@
  *
  * Besides full pages it keeps *tails*: the partial last page of a context that went (a
  * conversation's turn ends mid-page), under the full page before it, so that the next turn,
- * sent whole, copies the positions it shares with a tail instead of computing them. Tails are
- * the node's own business (never reported), at most SF_PREFIX_TAILS per page, evicted as
- * pages are. */
+ * sent whole, copies the positions it shares with a tail (or with a full page after the same
+ * page) instead of computing them. Tails are the node's own business (never reported), at most
+ * SF_PREFIX_TAILS per page, evicted as pages are. */
 #ifndef SF_PREFIX_PREFIX_H
 #define SF_PREFIX_PREFIX_H
 
@@ -72,7 +72,7 @@ struct sf_prefix_stats {
 	uint64_t tails;        /* partial pages kept */
 	uint64_t idle_bytes;   /* the idle pages' and the tails' data bytes */
 	uint64_t added, evicted, hits, misses; /* since the cache was made */
-	uint64_t tail_hits;
+	uint64_t partial_hits; /* first positions copied from a tail or a full page */
 };
 
 /* A cache (0, or SF_E_NOMEM). */
@@ -96,11 +96,13 @@ struct sf_prefix_page *sf_prefix_put(struct sf_prefix_cache *pc, struct sf_prefi
  * is kept already, or no room): data stays the caller's. */
 bool sf_prefix_put_tail(struct sf_prefix_cache *pc, struct sf_prefix_page *parent,
 			const uint32_t *tokens, uint32_t m, void *data);
-/* The tail after parent sharing the longest run of first tokens with tokens[0..n), held for
- * the caller (unref it) with *common that run's length (> 0); NULL when none shares one. */
-struct sf_prefix_page *sf_prefix_get_tail(struct sf_prefix_cache *pc,
-					  struct sf_prefix_page *parent, const uint32_t *tokens,
-					  uint32_t n, uint32_t *common);
+/* The tail or full page after parent sharing the longest run of first tokens with
+ * tokens[0..n), held for the caller (unref it) with *common that run's length (> 0), to copy
+ * those positions from; NULL when none shares one. (Many users' questions after one system
+ * prompt: each one's page after it shares the prompt's last tokens.) */
+struct sf_prefix_page *sf_prefix_get_partial(struct sf_prefix_cache *pc,
+					     struct sf_prefix_page *parent,
+					     const uint32_t *tokens, uint32_t n, uint32_t *common);
 /* Lets go of a held page: with no holder left it stays cached, the most recently used. */
 void sf_prefix_unref(struct sf_prefix_cache *pc, struct sf_prefix_page *p);
 /* Evicts the least recently used page nobody holds and no page follows, freeing its data

@@ -4,6 +4,7 @@
 #include "prefix/prefix.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +18,8 @@ struct sf_prefix_page {
 	struct sf_prefix_page *prev, *next; /* the LRU, while neither held nor followed */
 	struct sf_prefix_page *tails;   /* tails after it, the most recently kept first */
 	struct sf_prefix_page *tail_next;
+	struct sf_prefix_page *kids;    /* full pages after it (a list through kid_next, kid_prev) */
+	struct sf_prefix_page *kid_next, *kid_prev;
 	uint32_t valid;                 /* positions it holds: SF_PREFIX_PAGE, or a tail's */
 	void *data;
 	uint32_t tokens[SF_PREFIX_PAGE];
@@ -125,8 +128,33 @@ static void hold(struct sf_prefix_cache *pc, struct sf_prefix_page *p)
 {
 	if (evictable(p))
 		lru_remove(pc, p);
-	if (!p->holders++)
+	if (!p->holders++ && p->valid == SF_PREFIX_PAGE)
 		pc->unheld--;
+}
+
+/* A full page joins (or leaves) its parent's list of pages after it. */
+static void kid_link(struct sf_prefix_page *p)
+{
+	struct sf_prefix_page *parent = p->parent;
+	if (!parent)
+		return;
+	p->kid_prev = NULL;
+	p->kid_next = parent->kids;
+	if (parent->kids)
+		parent->kids->kid_prev = p;
+	parent->kids = p;
+}
+
+static void kid_unlink(struct sf_prefix_page *p)
+{
+	if (!p->parent)
+		return;
+	if (p->kid_prev)
+		p->kid_prev->kid_next = p->kid_next;
+	else
+		p->parent->kids = p->kid_next;
+	if (p->kid_next)
+		p->kid_next->kid_prev = p->kid_prev;
 }
 
 static struct sf_prefix_page **bucket(struct sf_prefix_cache *pc, uint64_t hash)
@@ -208,6 +236,7 @@ static bool evict_locked(struct sf_prefix_cache *pc)
 		while (*at != p)
 			at = &(*at)->hnext;
 		*at = p->hnext;
+		kid_unlink(p);
 		pc->pages--;
 		pc->st.evicted++;
 		note(pc, p->hash, false);
@@ -251,6 +280,7 @@ struct sf_prefix_page *sf_prefix_put(struct sf_prefix_cache *pc, struct sf_prefi
 	struct sf_prefix_page **b = bucket(pc, hash);
 	p->hnext = *b;
 	*b = p;
+	kid_link(p);
 	pc->pages++;
 	pc->st.added++;
 	note(pc, hash, true);
@@ -334,26 +364,37 @@ bool sf_prefix_put_tail(struct sf_prefix_cache *pc, struct sf_prefix_page *paren
 	return true;
 }
 
-struct sf_prefix_page *sf_prefix_get_tail(struct sf_prefix_cache *pc,
-					  struct sf_prefix_page *parent, const uint32_t *tokens,
-					  uint32_t n, uint32_t *common)
+/* Of the list from o (through next), the page sharing the longest run with tokens[0..n). */
+static struct sf_prefix_page *longest(struct sf_prefix_page *o, size_t next,
+				      const uint32_t *tokens, uint32_t n, uint32_t *common,
+				      struct sf_prefix_page *best)
 {
-	*common = 0;
-	if (!parent)
-		return NULL;
-	pthread_mutex_lock(&pc->mu);
-	struct sf_prefix_page *best = NULL;
-	for (struct sf_prefix_page *o = parent->tails; o; o = o->tail_next) {
+	for (; o; o = *(struct sf_prefix_page **)((char *)o + next)) {
 		uint32_t k = common_run(o->tokens, tokens, o->valid < n ? o->valid : n);
 		if (k > *common) {
 			*common = k;
 			best = o;
 		}
 	}
+	return best;
+}
+
+struct sf_prefix_page *sf_prefix_get_partial(struct sf_prefix_cache *pc,
+					     struct sf_prefix_page *parent, const uint32_t *tokens,
+					     uint32_t n, uint32_t *common)
+{
+	*common = 0;
+	if (!parent)
+		return NULL;
+	pthread_mutex_lock(&pc->mu);
+	struct sf_prefix_page *best = longest(parent->tails, offsetof(struct sf_prefix_page,
+								      tail_next), tokens, n, common,
+					      NULL);
+	best = longest(parent->kids, offsetof(struct sf_prefix_page, kid_next), tokens, n, common,
+		       best);
 	if (best) {
-		if (!best->holders++)
-			lru_remove(pc, best);
-		pc->st.tail_hits++;
+		hold(pc, best);
+		pc->st.partial_hits++;
 	}
 	pthread_mutex_unlock(&pc->mu);
 	return best;

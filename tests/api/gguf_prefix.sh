@@ -30,7 +30,7 @@ start_gguf_node n2 "$M" --threads 1 && p2=$port
 fleet=127.0.0.1:$p1,127.0.0.1:$p2
 start_head hb "$fleet" --api-keys "$work/keys" --prefix-cache off && pb=$hport
 start_head hc "$fleet" --api-keys "$work/keys" --prefix-cache shared && pc=$hport
-start_head head "$fleet" --api-keys "$work/keys" # the last: its log is the one failures show
+start_head head "$fleet" --api-keys "$work/keys" ${PREFIX_HEAD_ARGS:-} # the last: its log is the one failures show
 pa=$hport
 for p in "$pa" "$pb" "$pc"; do
 	base="http://127.0.0.1:$p"

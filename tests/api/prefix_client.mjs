@@ -96,13 +96,25 @@ await check("each conversation's later turns go to the node that holds it", asyn
 	// live on different nodes, and each later turn finds its own.
 	const m3 = [{ role: "system", content: text(3, 220) }, { role: "user", content: text(31, 30) }];
 	const m4 = [{ role: "system", content: text(4, 220) }, { role: "user", content: text(41, 30) }];
-	const long = a1.chat.completions.create({ model, messages: m4, max_tokens: 200, temperature: 0 });
-	await new Promise((r) => setTimeout(r, 300));
+	// A stream that cannot end soon (every special token banned: Qwen2's 151643..151664, its
+	// ends among them), running once its first chunk is here, cut when conversation 3 began.
+	const ban = {};
+	for (let t = 151643; t <= 151664; t++) ban[t] = -100;
+	const ctl = new AbortController();
+	const long = await a1.chat.completions.create({ model, messages: m4, max_tokens: 3000,
+							temperature: 0, logit_bias: ban, stream: true },
+						      { signal: ctl.signal });
+	const it = long[Symbol.asyncIterator]();
+	await it.next();
 	const r3 = await turn(a1, m3, { temperature: 0 }, false);
-	const r4 = await long;
+	ctl.abort();
+	try {
+		while (!(await it.next()).done);
+	} catch (e) { /* the abort */ }
+	const r4 = await turn(a1, m4, { temperature: 0 }, false); /* its first turn, whole */
 	reusedA += cached(r3.usage) + cached(r4.usage);
 	m3.push({ role: "assistant", content: r3.text });
-	m4.push({ role: "assistant", content: r4.choices[0].message.content ?? "" });
+	m4.push({ role: "assistant", content: r4.text });
 	for (let k = 0; k < 3; k++) {
 		for (const m of [m3, m4]) {
 			m.push({ role: "user", content: text(50 + k, 20) });

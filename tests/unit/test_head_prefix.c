@@ -1,7 +1,7 @@
 /* Prefix-aware placement (head_place.c, head_prefix.c) against real node machines in memory,
  * whose simulated engines keep the index of pages and report it (protocol 6): a request goes
  * to the node holding the longest prefix of its pages even when another node is idler, until
- * that node is busier than the balance allows; the pages of a placed prompt count at once (a
+ * that node's load outweighs computing the prefix elsewhere; the pages of a placed prompt count at once (a
  * burst finds them before the report); another namespace shares nothing; a node's link that
  * opens again brings its whole index back, and a node restarted empty loses it; a node of
  * protocol 5 is placed on without prefixes (and gets no cache_ns). */
@@ -20,7 +20,7 @@
 #include "sim/fleet_sim.h"
 #include "testutil.h"
 
-#define SYS 200 /* a shared system prompt's tokens: three full pages */
+#define SYS 1000 /* a shared system prompt's tokens: 15 full pages (960 positions) */
 
 static uint32_t sys_prompt[SYS];
 
@@ -51,9 +51,10 @@ static uint32_t start(struct sf_fleet_sim *f, uint64_t sid, uint64_t ns, uint32_
 	memcpy(ctx, sys_prompt, sizeof(sys_prompt));
 	for (uint32_t i = 0; i < tail; i++)
 		ctx[SYS + i] = 32 + (uint32_t)((sid * 7 + i) % 95);
-	uint64_t prefix[8];
+	uint64_t prefix[(SYS + 64) / SF_PREFIX_PAGE];
 	struct sf_head_session_params p = { .model = "sim-1", .cache_ns = ns, .prefix = prefix };
-	p.n_prefix = ns ? sf_prefix_chain(ns, ctx, SYS + tail, prefix, 8) : 0;
+	p.n_prefix = ns ? sf_prefix_chain(ns, ctx, SYS + tail, prefix,
+					  (SYS + 64) / SF_PREFIX_PAGE) : 0;
 	struct sf_err err;
 	uint64_t gid;
 	if (sf_fleet_sim_open(f, sid, &p, &err) || sf_fleet_sim_append(f, sid, ctx, SYS + tail, &err) ||
@@ -71,22 +72,24 @@ static void pages_on(struct sf_fleet_sim *f, uint32_t node, uint64_t want)
 			 (unsigned long long)st.pages, (unsigned long long)want);
 }
 
-/* The node holding the prefix wins over an idle one, until it is too busy. */
+/* The node holding the prefix wins over an idle one, until its load outweighs computing the
+ * prefix elsewhere: 15 pages cost 960 positions, a running generation 256 (SF_HEAD_LOAD_TOKENS),
+ * so four running there send the fifth away. */
 static void longest_prefix_then_balance(void **state)
 {
 	(void)state;
 	struct sf_fleet_sim *f = fleet(2, 20); /* 20 steps a second: generations stay running */
 	uint32_t home = start(f, 1, 7, 10, 4);
 	sf_fleet_sim_run(f, 1000); /* done; its pages reported */
-	pages_on(f, home, 3);
+	pages_on(f, home, 15);
 	pages_on(f, 1 - home, 0);
-	/* Busy with one long generation, the prefix's node still takes the next ones. */
+	/* Busy with long generations, the prefix's node still takes the next ones. */
 	assert_int_equal(start(f, 2, 7, 20, 1000), home);
 	assert_int_equal(start(f, 3, 7, 30, 1000), home);
 	assert_int_equal(start(f, 4, 7, 40, 1000), home);
 	assert_int_equal(start(f, 5, 7, 50, 1000), home);
-	/* Four running there, none on the other: the balance sends the next one away, and the
-	 * pages it brings count there at once (pending), so the one after follows it. */
+	/* Four running there, none on the other: the next one goes away, and the pages it brings
+	 * count there at once (pending), so the one after follows it. */
 	assert_int_equal(start(f, 6, 7, 60, 1000), 1 - home);
 	assert_int_equal(start(f, 7, 7, 61, 1000), 1 - home);
 	struct sf_head_stats hs;
@@ -106,12 +109,12 @@ static void the_view_follows_the_node(void **state)
 	struct sf_fleet_sim *f = fleet(2, 0);
 	uint32_t home = start(f, 1, 7, 10, 4);
 	sf_fleet_sim_run(f, 500);
-	pages_on(f, home, 3); /* 200 prompt tokens and 3 generated: 3 full pages */
+	pages_on(f, home, 15); /* 1010 prompt tokens and 3 generated: 15 full pages */
 	sf_fleet_sim_drop(f, home);
 	sf_fleet_sim_run(f, 50);
 	assert_int_equal(sf_fleet_sim_connect(f, home), 0);
 	sf_fleet_sim_run(f, 200);
-	pages_on(f, home, 3);
+	pages_on(f, home, 15);
 	assert_int_equal(start(f, 2, 7, 11, 4), home);
 	sf_fleet_sim_run(f, 500);
 	/* Closed (a session still open would be assigned its content again, and computed). */

@@ -185,24 +185,33 @@ static void tails_are_kept_under_their_page(void **state)
 	other[5] ^= 1;
 	assert_true(sf_prefix_put_tail(pc, page, other, 30, &data[3]));
 	uint32_t k;
-	struct sf_prefix_page *got = sf_prefix_get_tail(pc, page, t + P, 40, &k);
+	struct sf_prefix_page *got = sf_prefix_get_partial(pc, page, t + P, 40, &k);
 	assert_ptr_equal(sf_prefix_data(got), &data[2]);
 	assert_int_equal(k, 20);
 	sf_prefix_unref(pc, got);
-	got = sf_prefix_get_tail(pc, page, other, 3, &k); /* both share 3: either will do */
+	got = sf_prefix_get_partial(pc, page, other, 3, &k); /* both share 3: either will do */
 	assert_int_equal(k, 3);
 	sf_prefix_unref(pc, got);
 	other[0] ^= 1;
-	assert_null(sf_prefix_get_tail(pc, page, other, 40, &k));
-	for (int i = 4; i < 8; i++) { /* past the bound the oldest goes */
+	assert_null(sf_prefix_get_partial(pc, page, other, 40, &k));
+	/* A full page after it shares its first positions too. */
+	struct sf_prefix_page *full = sf_prefix_put(pc, page, root, other, &data[7]);
+	other[50] ^= 1;
+	got = sf_prefix_get_partial(pc, page, other, 63, &k);
+	assert_ptr_equal(got, full);
+	assert_int_equal(k, 50);
+	sf_prefix_unref(pc, got);
+	sf_prefix_unref(pc, full);
+	other[50] ^= 1;
+	for (int i = 3; i < 7; i++) { /* past the bound the oldest goes */
 		other[1] = 1000 + (uint32_t)i;
 		assert_true(sf_prefix_put_tail(pc, page, other, 8, &data[i]));
 	}
 	struct sf_prefix_stats st;
 	sf_prefix_stats(pc, &st);
 	assert_int_equal(st.tails, SF_PREFIX_TAILS);
-	assert_int_equal(st.pages, 1);
-	assert_int_equal(st.idle_bytes, SF_PREFIX_TAILS * 10); /* the page is held */
+	assert_int_equal(st.pages, 2);
+	assert_int_equal(st.idle_bytes, (SF_PREFIX_TAILS + 1) * 10); /* the first page is held */
 	/* Evicted, the tails go first, then the page; only the page is reported. */
 	sf_prefix_unref(pc, page);
 	while (sf_prefix_evict(pc))
@@ -211,8 +220,8 @@ static void tails_are_kept_under_their_page(void **state)
 	assert_int_equal(st.tails + st.pages, 0);
 	struct sf_prefix_change ch[8];
 	bool lost;
-	assert_int_equal(sf_prefix_changes(pc, ch, 8, &lost), 2); /* added, evicted */
-	assert_false(ch[1].added);
+	assert_int_equal(sf_prefix_changes(pc, ch, 8, &lost), 4); /* two added, two evicted */
+	assert_false(ch[3].added);
 	sf_prefix_cache_free(pc);
 }
 
@@ -385,9 +394,10 @@ static void engine_streams_are_the_same_with_reuse(struct sf_engine *e)
 		draw(e, ns + 1000, s, prompt, 200, &other, NULL);
 		assert_int_equal(other.reused, 0); /* another namespace shares nothing */
 		same_run(&ref, &other, "another namespace");
-		/* A prompt of exactly three pages: the last token is always computed. */
+		/* A prompt of exactly three pages: two adopted, then the first 63 positions of the
+		 * third copied; the last token is always computed. */
 		draw(e, ns, s, prompt, 3 * P, &other, NULL);
-		assert_int_equal(other.reused, 2 * P);
+		assert_int_equal(other.reused, 3 * P - 1);
 		draw(e, 0, s, prompt, 290, &longer_ref, NULL);
 		draw(e, ns, s, prompt, 290, &longer, NULL);
 		assert_true(longer.reused >= 3 * P + 8); /* the tail's prompt positions too */
