@@ -119,7 +119,7 @@ def cached_of(usage):
 def chat(base, seed, named):
     rng = random.Random(seed)
     srv = Server(base)
-    system = text(rng, 360)  # about 480 tokens
+    system = text(rng, 470)  # about 480 tokens (Qwen2's vocabulary: a token a word, about)
     history = [{"role": "system", "content": system}]
     session = "prefix-bench-%d" % seed if named else None
     turns = []
@@ -141,7 +141,7 @@ def chat(base, seed, named):
 def shared(base, seed, users, conc, alone):
     rng = random.Random(seed)
     srv = Server(base)
-    system = text(rng, 1500)  # about 2,000 tokens
+    system = text(rng, 1940)  # about 2,000 tokens
     questions = [text(rng, 38) + "?" for _ in range(users)]  # about 50 tokens each
     out = [None] * users
     lock = threading.Lock()
@@ -170,8 +170,8 @@ def shared(base, seed, users, conc, alone):
 def agent(base, seed):
     rng = random.Random(seed)
     srv = Server(base)
-    history = [{"role": "system", "content": text(rng, 600)},
-               {"role": "user", "content": text(rng, 1650)}]  # about 3,000 tokens in all
+    history = [{"role": "system", "content": text(rng, 700)},
+               {"role": "user", "content": text(rng, 2200)}]  # about 3,000 tokens in all
     steps = []
     t0 = time.monotonic()
     for k in range(8):
