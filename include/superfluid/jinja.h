@@ -9,6 +9,7 @@
 #ifndef SUPERFLUID_JINJA_H
 #define SUPERFLUID_JINJA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -44,6 +45,12 @@ int sf_jinja_parse(const char *src, size_t len, const struct sf_jinja_limits *l,
 int sf_jinja_render(const struct sf_jinja *t, const json_t *context,
 		    const struct sf_jinja_limits *l, int64_t now, char **out, size_t *out_len,
 		    struct sf_err *e);
+
+/* Whether t walks a message's content as a list of parts, decided from its tree as vLLM decides
+ * ("openai" content format): a for loop over an item's content (x.content, x['content'], through
+ * filters, tests or slices), the item being a loop's over messages or a name set from messages.
+ * false: the template wants content as a string. */
+bool sf_jinja_walks_content(const struct sf_jinja *t);
 
 /* Frees a parsed template (NULL is fine). */
 void sf_jinja_free(struct sf_jinja *t);

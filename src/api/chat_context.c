@@ -1,6 +1,7 @@
 /* A chat template's context from the request's JSON (chat_context.h). */
 #include "api/chat_context.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* An assistant's tool call with "function.arguments" given as JSON text gets the value it
@@ -16,8 +17,75 @@ static int arguments_as_object(json_t *call)
 	return v ? json_object_set_new(fn, "arguments", v) : 0;
 }
 
-/* A deep copy of messages with the tool calls' arguments as objects. */
-static json_t *messages_copy(const json_t *messages)
+/* Text parts joined with "\n" (vLLM's and llama.cpp's join); parts other than text were refused
+ * by the request's parser and are skipped here. */
+static json_t *parts_joined(const json_t *parts)
+{
+	size_t total = 0, i;
+	json_t *p;
+	json_array_foreach(parts, i, p)
+		total += json_string_length(json_object_get(p, "text")) + 1;
+	char *s = malloc(total + 1);
+	if (!s)
+		return NULL;
+	size_t o = 0;
+	json_array_foreach(parts, i, p) {
+		const json_t *t = json_object_get(p, "text");
+		if (!json_is_string(t))
+			continue;
+		if (o)
+			s[o++] = '\n';
+		memcpy(s + o, json_string_value(t), json_string_length(t));
+		o += json_string_length(t);
+	}
+	json_t *v = json_stringn_nocheck(s, o);
+	free(s);
+	return v;
+}
+
+/* Text parts as vLLM gives them to a template that walks them: {"type": "text", "text": ...}
+ * each, other members dropped; a string becomes one part. */
+static json_t *parts_list(const json_t *content)
+{
+	json_t *out = json_array();
+	if (!out || !content)
+		return out;
+	if (json_is_string(content)) {
+		if (json_array_append_new(out, json_pack("{s:s,s:O}", "type", "text", "text", content))) {
+			json_decref(out);
+			return NULL;
+		}
+		return out;
+	}
+	size_t i;
+	json_t *p;
+	json_array_foreach(content, i, p) {
+		json_t *t = json_object_get(p, "text");
+		if (!json_is_string(t))
+			continue;
+		if (json_array_append_new(out, json_pack("{s:s,s:O}", "type", "text", "text", t))) {
+			json_decref(out);
+			return NULL;
+		}
+	}
+	return out;
+}
+
+/* A message's content as the template takes it: as a list of text parts (parts), else as a
+ * string; null or absent content (an assistant's with tool calls) is "" or no parts. */
+static int content_as(json_t *m, bool parts)
+{
+	json_t *c = json_object_get(m, "content");
+	if (!parts && json_is_string(c))
+		return 0;
+	json_t *v = parts ? parts_list(json_is_null(c) ? NULL : c)
+			  : json_is_array(c) ? parts_joined(c) : json_string("");
+	return v ? json_object_set_new(m, "content", v) : -1;
+}
+
+/* A deep copy of messages with the tool calls' arguments as objects and the content as the
+ * template takes it. */
+static json_t *messages_copy(const json_t *messages, bool parts)
 {
 	json_t *out = json_deep_copy(messages);
 	if (!out)
@@ -25,15 +93,18 @@ static json_t *messages_copy(const json_t *messages)
 	size_t i, k;
 	json_t *m, *c;
 	json_array_foreach(out, i, m) {
+		if (!json_is_object(m) || content_as(m, parts))
+			goto fail;
 		json_t *calls = json_object_get(m, "tool_calls");
 		json_array_foreach(calls, k, c) {
-			if (json_is_object(c) && arguments_as_object(c)) {
-				json_decref(out);
-				return NULL;
-			}
+			if (json_is_object(c) && arguments_as_object(c))
+				goto fail;
 		}
 	}
 	return out;
+fail:
+	json_decref(out);
+	return NULL;
 }
 
 static json_t *context(const json_t *req, json_t *messages, const char *bos, const char *eos,
@@ -79,34 +150,34 @@ static json_t *load(const char *chat_json)
 }
 
 json_t *sf_chat_context(const char *chat_json, const char *bos, const char *eos,
-			bool add_generation_prompt)
+			bool add_generation_prompt, bool parts)
 {
 	json_t *req = load(chat_json);
 	if (!req)
 		return NULL;
-	json_t *ctx = context(req, messages_copy(json_object_get(req, "messages")), bos, eos,
+	json_t *ctx = context(req, messages_copy(json_object_get(req, "messages"), parts), bos, eos,
 			      add_generation_prompt);
 	json_decref(req);
 	return ctx;
 }
 
 json_t *sf_chat_context_later(const char *chat_json, const char *bos, const char *eos,
-			      bool add_generation_prompt, const char *user_marker,
+			      bool add_generation_prompt, bool parts, const char *user_marker,
 			      const char *assistant_marker)
 {
 	json_t *req = load(chat_json);
 	if (!req)
 		return NULL;
-	json_t *msgs = messages_copy(json_object_get(req, "messages"));
-	json_t *past = json_pack("[{s:s,s:s},{s:s,s:s}]", "role", "user", "content", user_marker,
+	json_t *msgs = json_pack("[{s:s,s:s},{s:s,s:s}]", "role", "user", "content", user_marker,
 				 "role", "assistant", "content", assistant_marker);
-	if (!msgs || !past || json_array_extend(past, msgs)) {
-		json_decref(msgs);
-		json_decref(past);
+	json_t *past = NULL;
+	if (msgs && !json_array_extend(msgs, json_object_get(req, "messages")))
+		past = messages_copy(msgs, parts);
+	json_decref(msgs);
+	if (!past) {
 		json_decref(req);
 		return NULL;
 	}
-	json_decref(msgs);
 	json_t *ctx = context(req, past, bos, eos, add_generation_prompt);
 	json_decref(req);
 	return ctx;

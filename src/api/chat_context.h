@@ -1,6 +1,6 @@
 /* The context a chat template renders, as Hugging Face's apply_chat_template (and vLLM) give
  * it: the request's messages (an assistant's tool_calls with their arguments as objects, as
- * templates expect), its tools, add_generation_prompt, bos_token and eos_token, and the
+ * templates expect; the content as vLLM gives it, below), its tools, add_generation_prompt, bos_token and eos_token, and the
  * members of chat_template_kwargs (enable_thinking, ...) at the top level. */
 #ifndef SF_API_CHAT_CONTEXT_H
 #define SF_API_CHAT_CONTEXT_H
@@ -10,17 +10,20 @@
 #include <jansson.h>
 
 /* The context of chat_json (sf_api_request.chat_json); bos and eos are the tokens' texts ("" when
- * the model has none). A new reference, or NULL when chat_json is not an object holding a
- * "messages" array or memory is short. */
+ * the model has none). Content: with parts (the template walks a content list:
+ * sf_jinja_walks_content), every message's a list of {"type": "text", "text"} parts (a string
+ * one part, null none); without, a string (text parts joined with "\n", null ""). A new
+ * reference, or NULL when chat_json is not an object holding an array of message objects or
+ * memory is short. */
 json_t *sf_chat_context(const char *chat_json, const char *bos, const char *eos,
-			bool add_generation_prompt);
+			bool add_generation_prompt, bool parts);
 
 /* The context of a later turn of a session: the messages past (a user's and an assistant's
  * turn whose contents are the two markers given) then chat_json's messages, so that the text
  * after the assistant marker is what the turn adds to the session (chat_template.c). NULL as
  * sf_chat_context. */
 json_t *sf_chat_context_later(const char *chat_json, const char *bos, const char *eos,
-			      bool add_generation_prompt, const char *user_marker,
+			      bool add_generation_prompt, bool parts, const char *user_marker,
 			      const char *assistant_marker);
 
 #endif

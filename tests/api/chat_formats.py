@@ -33,22 +33,69 @@ def call(name, args, id_=None):
 
 
 def case(name, reply, content="", reasoning="", calls=(), tools=True, verbatim=False,
-         kwargs=None, history=()):
-    """verbatim: the reply comes back as content, markers included."""
+         kwargs=None, history=(), parts=False, twin=None):
+    """verbatim: the reply comes back as content, markers included. parts: the last user
+    message as two text parts (the question, the marker line). twin: the name of a case whose
+    prompt must be this one's (the same usage.prompt_tokens)."""
     if verbatim:
         content = reply
     # '<' as \u003c: the prompt holds no marker text; the node decodes the string.
     marker = "sim-reply: " + json.dumps(reply).replace("<", "\\u003c")
-    req = {"messages": list(history) + [
-        {"role": "user", "content": "What is the weather in Paris?\n" + marker}],
-        "temperature": 0.7, "max_tokens": 400}
+    ask = "What is the weather in Paris?"
+    last = ([{"type": "text", "text": ask}, {"type": "text", "text": marker}] if parts
+            else ask + "\n" + marker)
+    req = {"messages": list(history) + [{"role": "user", "content": last}],
+           "temperature": 0.7, "max_tokens": 400}
     if tools:
         req["tools"] = TOOLS
     if kwargs:
         req["chat_template_kwargs"] = kwargs
     return {"name": name, "request": req,
             "want": {"content": content, "reasoning": reasoning, "calls": list(calls),
-                     "finish": "tool_calls" if calls else "stop", "tools": tools}}
+                     "finish": "tool_calls" if calls else "stop", "tools": tools},
+            "twin": twin}
+
+
+def text(t):
+    return [{"type": "text", "text": t}]
+
+
+def parts_cases(tools=True, system=True):
+    """Content as arrays of text parts (what Vercel's and LangChain's clients send) and an
+    assistant's null content beside its tool calls, and the same conversation as strings ("" for
+    null, parts joined with "\n", as vLLM and llama.cpp's server give a template that takes
+    strings): the same prompt, the same reply."""
+    sys_p = [{"role": "system", "content": text("Be brief.") + text("Use Celsius.")}]
+    sys_s = [{"role": "system", "content": "Be brief.\nUse Celsius."}]
+    if tools:
+        past_p = [
+            {"role": "user", "content": text("And in Rome?")},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "rome12345", "type": "function",
+                 "function": {"name": "get_weather", "arguments": '{"city": "Rome"}'}}]},
+            {"role": "tool", "tool_call_id": "rome12345", "content": text("18 C, clear")},
+            {"role": "assistant", "content": text("It is 18 C") + text("and clear in Rome.")},
+        ]
+        past_s = [
+            {"role": "user", "content": "And in Rome?"},
+            {"role": "assistant", "content": "", "tool_calls": past_p[1]["tool_calls"]},
+            {"role": "tool", "tool_call_id": "rome12345", "content": "18 C, clear"},
+            {"role": "assistant", "content": "It is 18 C\nand clear in Rome."},
+        ]
+    else:
+        past_p = [{"role": "user", "content": text("And in Rome?") + text("Briefly.")},
+                  {"role": "assistant", "content": text("18 C, clear.")}]
+        past_s = [{"role": "user", "content": "And in Rome?\nBriefly."},
+                  {"role": "assistant", "content": "18 C, clear."}]
+    if system:
+        past_p, past_s = sys_p + past_p, sys_s + past_s
+    reply = "It is sunny in Paris."
+    return [
+        case("text parts and null content", reply, content=reply, tools=tools, history=past_p,
+             parts=True, twin="the same conversation as strings"),
+        case("the same conversation as strings", reply, content=reply, tools=tools,
+             history=past_s),
+    ]
 
 
 # A past turn: an assistant's call and its result (a 9-character id, as Mistral wants).
@@ -66,6 +113,12 @@ HERMES_TIME = '<tool_call>\n{"name": "get_time", "arguments": {"tz": "Europe/Par
 
 
 def cases(family):
+    if family == "gemma-2":  # no tools, no system role
+        return parts_cases(tools=False, system=False)
+    return family_cases(family) + parts_cases(tools=family != "r1-distill")
+
+
+def family_cases(family):
     if family == "qwen2.5":
         return [
             case("one call", HERMES_CALL, calls=[call("get_weather", PARIS)]),
@@ -261,6 +314,15 @@ def check(family, results):
         if finish != w["finish"]:
             p.append("finish_reason %r, want %r" % (finish, w["finish"]))
         verdict(name + " (streamed)", p)
+    got = {r["name"]: r for r in results}
+    for r in results:
+        twin = by_name[r["name"]].get("twin")
+        if not twin or twin not in got:
+            continue
+        a = (r["full"].get("usage") or {}).get("prompt_tokens")
+        b = (got[twin]["full"].get("usage") or {}).get("prompt_tokens")
+        verdict("%s: %s (the prompt of %s)" % (family, r["name"], twin),
+                [] if a and a == b else ["usage.prompt_tokens %r, %r for %s" % (a, b, twin)])
     missing = set(by_name) - {r["name"] for r in results}
     for m in sorted(missing):
         verdict("%s: %s" % (family, m), ["no result"])

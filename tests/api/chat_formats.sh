@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Tool calls and reasoning in each model family's own markup, end to end through the official
 # openai npm client: a simulated node exporting a real model's chat template (llama.cpp's
-# models/templates: Qwen2.5, Qwen3, Llama 3.2, Mistral Nemo, a DeepSeek-R1 distill; noded
+# models/templates: Qwen2.5, Qwen3, Llama 3.2, Mistral Nemo, a DeepSeek-R1 distill, Gemma 2; noded
 # --sim-chat-template) and answering each prompt's sim-reply line verbatim (--sim-script on)
 # behind a head, which picks the reply format from the template. Each case (chat_formats.py:
 # one call, parallel calls, content then a call, reasoning then content or a call, malformed
-# calls kept as content, past calls and results) is sent whole and streamed; the client must get
+# calls kept as content, past calls and results; content as text parts and an assistant's null
+# content, whose prompt must be its twin's of strings) is sent whole and streamed; the client must get
 # OpenAI's shapes: tool_calls, finish_reason "tool_calls", reasoning_content, content without
 # markers, tool_calls deltas with index, id and function, no markup in a content delta.
 # Usage: chat_formats.sh NODED HEADD SOURCE_DIR NPM_DIR   (exit 77: no llama.cpp; KEEP=DIR)
@@ -23,13 +24,14 @@ cp "$here/chat_formats.mjs" "$npm_dir/chat_formats.mjs"
 tmpl_dir=$LLAMA_SRC/models/templates
 export SF_JINJA_NOW=$(date +%s)
 
-for fam in qwen2.5 qwen3 llama-3.2 mistral-nemo r1-distill; do
+for fam in qwen2.5 qwen3 llama-3.2 mistral-nemo r1-distill gemma-2; do
 	case $fam in
 	qwen2.5) t=Qwen-Qwen2.5-7B-Instruct ;;
 	qwen3) t=Qwen-Qwen3-0.6B ;;
 	llama-3.2) t=meta-llama-Llama-3.2-3B-Instruct ;;
 	mistral-nemo) t=mistralai-Mistral-Nemo-Instruct-2407 ;;
 	r1-distill) t=deepseek-ai-DeepSeek-R1-Distill-Qwen-32B ;;
+	gemma-2) t=google-gemma-2-2b-it ;;
 	esac
 	[ -f "$tmpl_dir/$t.jinja" ] || { fail "$fam: $tmpl_dir/$t.jinja is missing"; continue; }
 	start_node "n-$fam" --engine sim --sim-chat-template "$tmpl_dir/$t.jinja" --sim-script on \

@@ -302,6 +302,85 @@ static void python_floats(void **state)
 	json_decref(v);
 }
 
+/* req rendered by the template src (0), or the renderer's error. */
+static int render_src(const char *src, bool later, char **out)
+{
+	struct sf_jinja *t;
+	struct sf_err e;
+	if (sf_jinja_parse(src, strlen(src), NULL, &t, &e))
+		fail_msg("parse %s: %s", src, e.msg);
+	struct sf_chat_prompt_args a = { .chat_json = req.chat_json, .bos = "", .eos = "",
+					 .generation_prompt = true, .later = later };
+	size_t n;
+	int rc = sf_chat_prompt(t, &a, out, &n, &e);
+	sf_jinja_free(t);
+	return rc;
+}
+
+static bool walks(const char *src)
+{
+	struct sf_jinja *t;
+	struct sf_err e;
+	if (sf_jinja_parse(src, strlen(src), NULL, &t, &e))
+		fail_msg("parse %s: %s", src, e.msg);
+	bool w = sf_jinja_walks_content(t);
+	sf_jinja_free(t);
+	return w;
+}
+
+/* Whether a template walks content lists, read from its tree as vLLM reads it. */
+static void content_format_detected(void **state)
+{
+	assert_false(walks("{% for m in messages %}{{ m.content }}{% endfor %}"));
+	assert_true(walks("{% for m in messages %}{% for p in m.content %}{{ p.text }}{% endfor %}"
+			  "{% endfor %}"));
+	assert_true(walks("{% for m in messages %}{% for p in m['content'] | selectattr('type', "
+			  "'equalto', 'text') %}{{ p.text }}{% endfor %}{% endfor %}"));
+	/* Through names set from messages and slices of them. */
+	assert_true(walks("{% set rest = messages[1:] %}{% set more = rest %}{% for m in more %}"
+			  "{% for p in m.content %}{{ p.text }}{% endfor %}{% endfor %}"));
+	/* A loop over content not an item of the messages', or over another key: no. */
+	assert_false(walks("{% for p in message.content %}{{ p }}{% endfor %}"));
+	assert_false(walks("{% for m in messages %}{% for c in m.tool_calls %}{{ c }}{% endfor %}"
+			   "{% endfor %}"));
+	/* Where vLLM gives up (a namespace's attribute set from messages): the string format. */
+	assert_false(walks("{% set ns = namespace(m=[]) %}{% set ns.m = messages %}"
+			   "{% for m in messages %}{% for p in m.content %}{{ p }}{% endfor %}"
+			   "{% endfor %}"));
+	/* Names set from each other (a cycle) end. */
+	assert_false(walks("{% set a = messages %}{% set b = a %}{% set a = b %}{{ a }}"));
+}
+
+/* Text parts joined for a template that takes a string, kept as parts for one that walks
+ * them; null content "" or no parts; a later turn's stand-in past as parts too. */
+static void content_as_the_template_takes_it(void **state)
+{
+	parse("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\","
+	      "\"text\":\"a\"},{\"type\":\"text\",\"text\":\"b\",\"cache_control\":{}}]},"
+	      "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c1\",\"type\":"
+	      "\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]},"
+	      "{\"role\":\"user\",\"content\":\"c\"}]}");
+	const char *str = "{% for m in messages %}[{{ m.role }}:{{ m.content + '|' }}]{% endfor %}";
+	const char *walk = "{% for m in messages %}[{{ m.role }}:{% if m.content is string %}S"
+			   "{% endif %}{% for p in m.content %}{{ p | tojson }};{% endfor %}]"
+			   "{% endfor %}";
+	char *out = NULL;
+	assert_int_equal(render_src(str, false, &out), 0);
+	assert_string_equal(out, "[user:a\nb|][assistant:|][user:c|]");
+	free(out);
+	assert_int_equal(render_src(walk, false, &out), 0);
+	assert_string_equal(out, "[user:{\"type\": \"text\", \"text\": \"a\"};{\"type\": \"text\", "
+			    "\"text\": \"b\"};][assistant:][user:{\"type\": \"text\", \"text\": "
+			    "\"c\"};]");
+	free(out);
+	/* A later turn: the past reply's marker is a part too, and found. */
+	assert_int_equal(render_src(walk, true, &out), 0);
+	assert_string_equal(out, "\"};][user:{\"type\": \"text\", \"text\": \"a\"};{\"type\": "
+			    "\"text\", \"text\": \"b\"};][assistant:][user:{\"type\": \"text\", "
+			    "\"text\": \"c\"};]");
+	free(out);
+}
+
 static int teardown(void **state)
 {
 	sf_api_request_free(&req);
@@ -320,6 +399,8 @@ int main(void)
 		cmocka_unit_test_teardown(kwargs_and_specials, teardown),
 		cmocka_unit_test_teardown(content_specials_are_parsed, teardown),
 		cmocka_unit_test(python_floats),
+		cmocka_unit_test(content_format_detected),
+		cmocka_unit_test_teardown(content_as_the_template_takes_it, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
