@@ -48,6 +48,7 @@
 #ifndef SUPERFLUID_SAMPLER_H
 #define SUPERFLUID_SAMPLER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,7 +56,9 @@
 #include <superfluid/err.h>
 #include <superfluid/wire.h>
 
-#define SF_SAMPLER_MAX_BIAS 1024       /* logit_bias pairs (OpenAI takes up to 300) */
+#define SF_SAMPLER_MAX_BIAS (SF_MAX_LOGIT_BIAS + 64) /* logit_bias pairs: a session's (OpenAI
+							* takes up to 300) and an engine's bans of
+							* its end-of-generation tokens */
 #define SF_SAMPLER_MAX_PENALTY 100.0f  /* |presence_penalty|, |frequency_penalty| */
 #define SF_SAMPLER_MAX_REPETITION 100.0f
 #define SF_SAMPLER_BAN (-100.0f)       /* the logit_bias that bans a token */
@@ -106,6 +109,10 @@ void sf_sampler_params_default(struct sf_sampler_params *p);
  * "off": top_p 0 becomes 1 here (the head sends 1e-9 for OpenAI's 0), and so does
  * repetition_penalty 0. */
 void sf_sampler_params_from_wire(struct sf_sampler_params *p, const struct sf_sampling *s);
+
+/* Whether the draw after n_gen tokens of a generation may not end it (s's ignore_eos, or fewer
+ * than its min_tokens drawn): the engine then bans its end-of-generation tokens. */
+bool sf_sampling_bans_eog(const struct sf_sampling *s, size_t n_gen);
 
 /* Checks p for a vocabulary of n_vocab tokens: SF_E_RANGE naming the first bad field. */
 int sf_sampler_check(const struct sf_sampler_params *p, uint32_t n_vocab, struct sf_err *err);

@@ -85,7 +85,9 @@ enum { SF_STAGE_HIDDEN = 0, SF_STAGE_TOKEN = 1, SF_STAGE_ERROR = 2,
 	F(T, F32, bias, 0, 0)
 
 /* The sampler's parameters (superfluid/sampler.h says what each does). Version 4 added all but
- * the first four; each is 0 when off (repetition_penalty 0 means 1, no penalty). */
+ * the first four; each is 0 when off (repetition_penalty 0 means 1, no penalty). Version 6:
+ * ignore_eos (the end-of-generation tokens are never drawn: llama.cpp's and vLLM's ignore_eos)
+ * and min_tokens (nor before a generation drew that many: vLLM's). */
 #define SF_FIELDS_sampling(F, W, T)                                                          \
 	F(T, F32, temperature, 0, 0)                                                         \
 	F(T, F32, top_p, 0, 0)                                                               \
@@ -96,7 +98,9 @@ enum { SF_STAGE_HIDDEN = 0, SF_STAGE_TOKEN = 1, SF_STAGE_ERROR = 2,
 	W(T, since, 4, F32, frequency_penalty, 0, 0)                                         \
 	W(T, since, 4, F32, repetition_penalty, 0, 0)                                        \
 	W(T, since, 4, U32, repeat_last_n, 0, 0)                                             \
-	W(T, since, 4, ARR, logit_bias, logit_bias, SF_MAX_LOGIT_BIAS)
+	W(T, since, 4, ARR, logit_bias, logit_bias, SF_MAX_LOGIT_BIAS)                     \
+	W(T, since, 6, BOOL, ignore_eos, 0, 0)                                               \
+	W(T, since, 6, U32, min_tokens, 0, 0)
 
 #define SF_FIELDS_span(F, W, T)                                                              \
 	F(T, U32, start, 0, 0)                                                               \

@@ -103,17 +103,17 @@ static void release_hold(struct sf_out *o, size_t n)
 }
 
 /* The first stop sequence to complete at an end past from in the held bytes: where it starts
- * (the earliest start among those ending at that byte), or -1. Byte by byte, so the cut is
- * the same whatever the token boundaries. */
-static long stop_match(const struct sf_out *o, size_t from)
+ * (the earliest start among those ending at that byte), or -1; *end where it ends. Byte by
+ * byte, so the cut is the same whatever the token boundaries. */
+static long stop_match(const struct sf_out *o, size_t from, size_t *end)
 {
-	for (size_t end = from + 1; end <= o->hold.len; end++) {
+	for (*end = from + 1; *end <= o->hold.len; (*end)++) {
 		long best = -1;
 		for (uint32_t i = 0; i < o->n_stops; i++) {
 			size_t k = o->stops[i] ? strlen(o->stops[i]) : 0;
-			if (k && k <= end && !memcmp(o->hold.p + end - k, o->stops[i], k) &&
-			    (best < 0 || (long)(end - k) < best))
-				best = (long)(end - k);
+			if (k && k <= *end && !memcmp(o->hold.p + *end - k, o->stops[i], k) &&
+			    (best < 0 || (long)(*end - k) < best))
+				best = (long)(*end - k);
 		}
 		if (best >= 0)
 			return best;
@@ -139,17 +139,18 @@ static size_t stop_prefix(const struct sf_out *o)
 
 static void content_bytes(struct sf_out *o, const uint8_t *p, size_t n)
 {
-	if (!o->n_stops) {
+	if (!o->n_stops || o->n_tokens < o->min_tokens) {
+		release_hold(o, o->hold.len);
 		channel_text(o, CH_CONTENT, p, n);
 		return;
 	}
-	size_t from = o->hold.len;
+	size_t from = o->hold.len, end;
 	if (sf_str_add(&o->hold, p, n))
 		return give_up(o);
 	/* Everything before the held bytes was checked: a stop can only start in them. */
-	long at = stop_match(o, from);
+	long at = stop_match(o, from, &end);
 	if (at >= 0) {
-		release_hold(o, (size_t)at);
+		release_hold(o, o->keep_stop ? end : (size_t)at);
 		o->hold.len = 0;
 		channel_flush(o, CH_CONTENT);
 		o->done = true;
@@ -434,11 +435,56 @@ static void feed_bytes(struct sf_out *o, const uint8_t *b, size_t n)
 	}
 }
 
+void sf_out_set_ends(struct sf_out *o, const uint32_t *stop_ids, uint32_t n_stop_ids, bool keep,
+		     uint32_t min_tokens)
+{
+	o->stop_ids = stop_ids;
+	o->n_stop_ids = n_stop_ids;
+	o->keep_stop = keep;
+	o->min_tokens = min_tokens;
+}
+
+int sf_out_echo(struct sf_out *o, const char *text, size_t n)
+{
+	if (sf_utf8_append_valid(&o->content, (const uint8_t *)text, n)) {
+		give_up(o);
+		return -1;
+	}
+	return 0;
+}
+
+static bool stop_id(const struct sf_out *o, uint32_t t)
+{
+	for (uint32_t i = 0; i < o->n_stop_ids && o->n_tokens >= o->min_tokens; i++)
+		if (o->stop_ids[i] == t)
+			return true;
+	return false;
+}
+
+/* A token of stop_token_ids: the end, its text in the content only when kept. */
+static void feed_stop_id(struct sf_out *o, uint32_t t)
+{
+	size_t len = 0;
+	const uint8_t *b = o->keep_stop && !special(o, t) ? o->vocab->bytes(o->vocab->arg, t, &len)
+							   : NULL;
+	if (b && len)
+		feed_bytes(o, b, len);
+	if (o->done)
+		return; /* the token's text completed a stop sequence */
+	settle(o);
+	o->done = true;
+	o->stopped_by_text = true;
+}
+
 bool sf_out_feed(struct sf_out *o, const uint32_t *tokens, uint32_t n)
 {
 	for (uint32_t i = 0; i < n && !o->done && !o->ended; i++) {
 		uint32_t t = tokens[i];
 		o->n_tokens++;
+		if (o->n_stop_ids && stop_id(o, t)) {
+			feed_stop_id(o, t);
+			continue;
+		}
 		if (special(o, t) && (!o->parser || is(t, o->vocab->eos) ||
 				      is(t, o->vocab->end_turn))) {
 			feed_special(o, t);

@@ -49,6 +49,10 @@ struct sf_out {
 	bool chat;             /* split channels and parse tool calls (chat); else all is text */
 	const char *const *stops;
 	uint32_t n_stops;
+	const uint32_t *stop_ids; /* sf_out_set_ends */
+	uint32_t n_stop_ids;
+	bool keep_stop;
+	uint32_t min_tokens;
 	const struct sf_api_tool *tools; /* tool calls are checked against these */
 	uint32_t n_tools;
 	uint64_t id_seed;
@@ -92,6 +96,18 @@ void sf_out_free(struct sf_out *o);
  * first token only; a chat decoder only. 0, or -1 when memory is short (the output stays as
  * it was). */
 int sf_out_set_format(struct sf_out *o, int format, unsigned flags);
+
+/* The request's further ends (vLLM's fields), before the first token; stop_ids must outlive
+ * o. A token of stop_ids ends the output as a stop sequence does (stopped_by_text), its text
+ * left out; keep (include_stop_str_in_output): the stop sequence's text, or the stop token's
+ * (a special's none), stays in the content; min_tokens: neither stops before the output's
+ * min_tokens-th token. */
+void sf_out_set_ends(struct sf_out *o, const uint32_t *stop_ids, uint32_t n_stop_ids, bool keep,
+		     uint32_t min_tokens);
+
+/* Text the content starts with (a completion's echoed prompt; not chat), before the first
+ * token: not looked at for stop sequences; invalid UTF-8 as U+FFFD. 0, or -1 (no memory). */
+int sf_out_echo(struct sf_out *o, const char *text, size_t n);
 
 /* Feeds tokens. Returns true when the output is complete (o->done): what follows is to be
  * cancelled and not shown. Returns false otherwise; -1 is never returned: on no memory the

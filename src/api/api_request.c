@@ -28,34 +28,6 @@ static int opt_num(const json_t *root, const char *key, double lo, double hi, bo
 	return 0;
 }
 
-/* *out = the integer member key within [lo, hi], if given. */
-static int opt_int(const json_t *root, const char *key, json_int_t lo, json_int_t hi,
-		   const char *want, bool *given, json_int_t *out, struct sf_api_error *e)
-{
-	const json_t *v = sf__api_opt(root, key);
-	*given = v != NULL;
-	if (!v)
-		return 0;
-	if (!json_is_integer(v))
-		return sf__api_type(e, key, want, v);
-	json_int_t x = json_integer_value(v);
-	if (x < lo || x > hi)
-		return sf__api_value(e, key, want, v);
-	*out = x;
-	return 0;
-}
-
-static int opt_bool(const json_t *root, const char *key, bool *out, struct sf_api_error *e)
-{
-	const json_t *v = sf__api_opt(root, key);
-	if (!v)
-		return 0;
-	if (!json_is_boolean(v))
-		return sf__api_type(e, key, "a boolean", v);
-	*out = json_is_true(v);
-	return 0;
-}
-
 static int opt_type(const json_t *root, const char *key, json_type type, const char *want,
 		    struct sf_api_error *e)
 {
@@ -81,6 +53,31 @@ static int parse_model(const json_t *root, struct sf_api_request *r, struct sf_a
 	return sf__api_dup(v, &r->model, e);
 }
 
+/* Token ids as a prompt: an array of integers, each a token id. */
+static int parse_prompt_ids(const json_t *v, const char *param, struct sf_api_request *r,
+			    struct sf_api_error *e)
+{
+	size_t n = json_array_size(v);
+	if (!n)
+		return sf_api_bad(e, param, "%s must hold at least one token id", param);
+	if (n > SF_API_MAX_PROMPT_TOKENS)
+		return sf__api_too_many(e, param, "token ids", n, SF_API_MAX_PROMPT_TOKENS);
+	if (!(r->prompt_tokens = malloc(n * sizeof(*r->prompt_tokens))))
+		return sf__api_nomem(e);
+	for (size_t i = 0; i < n; i++) {
+		const json_t *t = json_array_get(v, i);
+		char p[SF__API_PARAM_MAX];
+		sf__api_path(p, "%s[%zu]", param, i);
+		if (!json_is_integer(t) || json_integer_value(t) < 0 ||
+		    json_integer_value(t) > INT32_MAX)
+			return sf__api_value(e, p, "a token id from 0 to 2147483647", t);
+		r->prompt_tokens[i] = (uint32_t)json_integer_value(t);
+	}
+	r->n_prompt_tokens = (uint32_t)n;
+	return 0;
+}
+
+/* prompt: a string, token ids, or an array holding one of them. */
 static int parse_prompt(const json_t *root, struct sf_api_request *r, struct sf_api_error *e)
 {
 	const json_t *v = json_object_get(root, "prompt");
@@ -89,25 +86,26 @@ static int parse_prompt(const json_t *root, struct sf_api_request *r, struct sf_
 	if (json_is_string(v))
 		return sf__api_dup(v, &r->prompt, e);
 	if (!json_is_array(v))
-		return sf__api_type(e, "prompt", "a string", v);
+		return sf__api_type(e, "prompt", "a string, an array of token ids, or an array "
+				    "holding one of them", v);
 	const json_t *first = json_array_get(v, 0);
-	if (first && (json_is_integer(first) || json_is_array(first)))
-		return sf_api_fail(e, 400, "invalid_request_error", "unsupported_value", "prompt",
-				   "prompt as token ids is not supported by this server yet; send "
-				   "the prompt as a string");
+	if (first && json_is_integer(first))
+		return parse_prompt_ids(v, "prompt", r, e);
 	if (json_array_size(v) != 1)
 		return sf_api_fail(e, 400, "invalid_request_error", "unsupported_value", "prompt",
-				   "prompt must be one string (got an array of %zu): batches of "
+				   "prompt must be one prompt (got an array of %zu): batches of "
 				   "prompts are not supported; send one request per prompt",
 				   json_array_size(v));
+	if (json_is_array(first))
+		return parse_prompt_ids(first, "prompt[0]", r, e);
 	if (!json_is_string(first))
-		return sf__api_type(e, "prompt[0]", "a string", first);
+		return sf__api_type(e, "prompt[0]", "a string or an array of token ids", first);
 	return sf__api_dup(first, &r->prompt, e);
 }
 
 static int parse_stream(const json_t *root, struct sf_api_request *r, struct sf_api_error *e)
 {
-	if (opt_bool(root, "stream", &r->stream, e))
+	if (sf__api_opt_bool(root, "stream", &r->stream, e))
 		return -1;
 	const json_t *so = sf__api_opt(root, "stream_options");
 	if (!so)
@@ -129,8 +127,8 @@ static int parse_max_tokens(const json_t *root, struct sf_api_request *r, struct
 	static const char want[] = "an integer from 1 to 1048576";
 	bool g1 = false, g2 = false;
 	json_int_t a = 0, b = 0;
-	if (opt_int(root, "max_tokens", 1, MAX_TOKENS_LIMIT, want, &g1, &a, e) ||
-	    opt_int(root, "max_completion_tokens", 1, MAX_TOKENS_LIMIT, want, &g2, &b, e))
+	if (sf__api_opt_int(root, "max_tokens", 1, MAX_TOKENS_LIMIT, want, &g1, &a, e) ||
+	    sf__api_opt_int(root, "max_completion_tokens", 1, MAX_TOKENS_LIMIT, want, &g2, &b, e))
 		return -1;
 	/* max_completion_tokens is the newer name and wins. */
 	r->max_tokens = (uint32_t)(g2 ? b : g1 ? a : 0);
@@ -151,7 +149,7 @@ static int parse_penalties(const json_t *root, struct sf_api_request *r, struct 
 		    e) ||
 	    opt_num(root, "repetition_penalty", 0, 100, true, want_rep, &g1, &rep, e) ||
 	    opt_num(root, "repeat_penalty", 0, 100, true, want_rep, &g2, &rep2, e) ||
-	    opt_int(root, "repeat_last_n", -1, INT32_MAX, "an integer from -1 (the whole "
+	    sf__api_opt_int(root, "repeat_last_n", -1, INT32_MAX, "an integer from -1 (the whole "
 		    "context) to 2147483647 (0: off)", &gl, &last, e))
 		return -1;
 	if (g1 && g2 && rep != rep2)
@@ -211,13 +209,13 @@ static int parse_sampling(const json_t *root, struct sf_api_request *r, struct s
 	json_int_t seed = 0, n = 1, top_k = 0;
 	if (opt_num(root, "temperature", 0, 2, false, "a number from 0 to 2", NULL, &t, e) ||
 	    opt_num(root, "top_p", 0, 1, false, "a number from 0 to 1", NULL, &p, e) ||
-	    opt_int(root, "top_k", -1, INT32_MAX, "an integer from -1 to 2147483647 (-1 and 0: "
+	    sf__api_opt_int(root, "top_k", -1, INT32_MAX, "an integer from -1 to 2147483647 (-1 and 0: "
 		    "off)", &given, &top_k, e) ||
 	    opt_num(root, "min_p", 0, 1, false, "a number from 0 to 1", NULL, &min_p, e) ||
 	    parse_penalties(root, r, e) || parse_logit_bias(root, r, e) ||
-	    opt_int(root, "seed", 0, INT64_MAX, "an integer from 0 to 9223372036854775807",
+	    sf__api_opt_int(root, "seed", 0, INT64_MAX, "an integer from 0 to 9223372036854775807",
 		    &seeded, &seed, e) ||
-	    opt_int(root, "n", 1, SF_API_MAX_N, "an integer from 1 to 8", &(bool){ 0 }, &n, e))
+	    sf__api_opt_int(root, "n", 1, SF_API_MAX_N, "an integer from 1 to 8", &(bool){ 0 }, &n, e))
 		return -1;
 	r->temperature = (float)t;
 	/* top_p 0 (which OpenAI takes) keeps only the most likely token; the engines read 0 as
@@ -263,23 +261,25 @@ static int parse_stop(const json_t *root, struct sf_api_request *r, struct sf_ap
 	return 0;
 }
 
-static int parse_logprobs(const json_t *root, struct sf_api_request *r, struct sf_api_error *e)
+static int parse_logprobs(const json_t *root, struct sf_api_request *r, bool *top_given,
+			  struct sf_api_error *e)
 {
 	bool given = false;
 	json_int_t k = 0;
 	if (r->kind == SF_API_COMPLETION) {
-		if (opt_int(root, "logprobs", 0, 5, "an integer from 0 to 5", &given, &k, e))
+		if (sf__api_opt_int(root, "logprobs", 0, 5, "an integer from 0 to 5", &given, &k, e))
 			return -1;
 		r->logprobs = given;
 		r->top_logprobs = (uint32_t)k;
 		return 0;
 	}
-	if (opt_bool(root, "logprobs", &r->logprobs, e) ||
-	    opt_int(root, "top_logprobs", 0, SF_API_MAX_TOP_LOGPROBS, "an integer from 0 to 20",
+	if (sf__api_opt_bool(root, "logprobs", &r->logprobs, e) ||
+	    sf__api_opt_int(root, "top_logprobs", 0, SF_API_MAX_TOP_LOGPROBS, "an integer from 0 to 20",
 		    &given, &k, e))
 		return -1;
 	if (given && !r->logprobs)
 		return sf_api_bad(e, "top_logprobs", "top_logprobs needs logprobs set to true");
+	*top_given = given;
 	r->top_logprobs = (uint32_t)k;
 	return 0;
 }
@@ -321,10 +321,10 @@ static int parse_root(enum sf_api_kind kind, const json_t *root, struct sf_api_r
 		return -1;
 	if (kind == SF_API_CHAT ? sf__api_parse_chat(root, r, e) : parse_prompt(root, r, e))
 		return -1;
-	if (kind == SF_API_COMPLETION && opt_bool(root, "echo", &r->echo, e))
-		return -1;
+	bool top_given = false;
 	if (parse_stream(root, r, e) || parse_max_tokens(root, r, e) ||
-	    parse_sampling(root, r, e) || parse_stop(root, r, e) || parse_logprobs(root, r, e) ||
+	    parse_sampling(root, r, e) || parse_stop(root, r, e) ||
+	    parse_logprobs(root, r, &top_given, e) || sf__api_parse_more(root, r, top_given, e) ||
 	    parse_ignored(root, e))
 		return -1;
 	if (sf__api_opt_str(root, "user", "user", &r->user, e) ||
@@ -394,8 +394,10 @@ void sf_api_request_free(struct sf_api_request *r)
 	free(r->chat_template);
 	free(r->model);
 	free(r->prompt);
+	free(r->prompt_tokens);
 	for (uint32_t i = 0; i < r->n_stop; i++)
 		free(r->stop[i]);
+	free(r->stop_token_ids);
 	free(r->user);
 	free(r->session);
 	free(r->logit_bias);

@@ -16,6 +16,8 @@
 #define SF_API_MAX_TOOL_CALLS 64   /* in one assistant message */
 #define SF_API_MAX_STOP 4          /* as OpenAI */
 #define SF_API_MAX_STOP_BYTES 256
+#define SF_API_MAX_STOP_IDS 64     /* stop_token_ids */
+#define SF_API_MAX_PROMPT_TOKENS (1u << 20) /* token ids of a completion's prompt */
 #define SF_API_MAX_N 8             /* choices of one request */
 #define SF_API_MAX_TOP_LOGPROBS 20 /* chat; completions allow 0..5 */
 #define SF_API_MAX_SESSION_ID 128  /* bytes of a session name */
@@ -86,9 +88,12 @@ struct sf_api_request {
 			      * or a template's text; NULL: the model's own */
 	bool no_generation_prompt; /* "add_generation_prompt": false */
 
-	/* completions: one prompt string (an array holding one string is taken too) */
-	char *prompt;
-	bool echo;
+	/* completions: one prompt, a string (an array holding one string is taken too) or token
+	 * ids (an array of them, or an array holding one such array): used as given, no BOS */
+	char *prompt;              /* NULL: prompt_tokens */
+	uint32_t *prompt_tokens;   /* checked against the vocabulary later */
+	uint32_t n_prompt_tokens;  /* 1..SF_API_MAX_PROMPT_TOKENS */
+	bool echo;   /* the prompt's text first in the output (not with logprobs) */
 
 	bool stream;
 	bool include_usage;    /* stream_options.include_usage */
@@ -112,6 +117,16 @@ struct sf_api_request {
 	uint32_t n_logit_bias;   /* at most SF_API_MAX_LOGIT_BIAS */
 	char *stop[SF_API_MAX_STOP];
 	uint32_t n_stop;
+	/* How the output ends beyond stop (vLLM's fields; llama.cpp's ignore_eos too): neutral
+	 * when not given. */
+	uint32_t *stop_token_ids; /* a token of these ends the output as a stop sequence does
+				   * (checked against the vocabulary later) */
+	uint32_t n_stop_token_ids; /* at most SF_API_MAX_STOP_IDS */
+	bool include_stop_str_in_output; /* the stop's text (or token's) stays in the output */
+	bool ignore_eos;          /* the end-of-generation tokens are never drawn */
+	uint32_t min_tokens;      /* nor before this many tokens, when no stop counts either */
+	bool no_prefix_cache;     /* "cache_prompt": false (llama.cpp's): the prompt neither
+				   * adopts a node's cached pages nor leaves its own */
 	bool logprobs;         /* chat: logprobs true; completions: logprobs >= 0 given */
 	uint32_t top_logprobs; /* chat: top_logprobs; completions: the logprobs number */
 	uint32_t n;            /* 1..SF_API_MAX_N; default 1 */

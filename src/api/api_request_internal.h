@@ -43,6 +43,17 @@ int sf__api_dup(const json_t *v, char **out, struct sf_api_error *e);
 int sf__api_opt_str(const json_t *obj, const char *key, const char *param, char **out,
 		    struct sf_api_error *e);
 
+/* *out = the integer member key within [lo, hi], if given (*given says whether). */
+int sf__api_opt_int(const json_t *root, const char *key, json_int_t lo, json_int_t hi,
+		    const char *want, bool *given, json_int_t *out, struct sf_api_error *e);
+/* *out = the boolean member key, if given. */
+int sf__api_opt_bool(const json_t *root, const char *key, bool *out, struct sf_api_error *e);
+
+/* The fields beyond OpenAI's current ones (api_request_more.c), after max_tokens, n, stop and
+ * logprobs (top_given: chat's top_logprobs was given). */
+int sf__api_parse_more(const json_t *root, struct sf_api_request *r, bool top_given,
+		       struct sf_api_error *e);
+
 /* The chat fields: messages, tools, tool_choice. */
 int sf__api_parse_chat(const json_t *root, struct sf_api_request *r, struct sf_api_error *e);
 

@@ -139,3 +139,30 @@ int sf__api_opt_str(const json_t *obj, const char *key, const char *param, char 
 		return sf__api_type(e, param, "a string", v);
 	return sf__api_dup(v, out, e);
 }
+
+int sf__api_opt_int(const json_t *root, const char *key, json_int_t lo, json_int_t hi,
+		    const char *want, bool *given, json_int_t *out, struct sf_api_error *e)
+{
+	const json_t *v = sf__api_opt(root, key);
+	*given = v != NULL;
+	if (!v)
+		return 0;
+	if (!json_is_integer(v))
+		return sf__api_type(e, key, want, v);
+	json_int_t x = json_integer_value(v);
+	if (x < lo || x > hi)
+		return sf__api_value(e, key, want, v);
+	*out = x;
+	return 0;
+}
+
+int sf__api_opt_bool(const json_t *root, const char *key, bool *out, struct sf_api_error *e)
+{
+	const json_t *v = sf__api_opt(root, key);
+	if (!v)
+		return 0;
+	if (!json_is_boolean(v))
+		return sf__api_type(e, key, "a boolean", v);
+	*out = json_is_true(v);
+	return 0;
+}

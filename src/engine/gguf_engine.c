@@ -180,6 +180,7 @@ static void ge_destroy(void *impl)
 	free(g->tok_file);
 	free(g->toks);
 	free(g->want);
+	free(g->bias);
 	free(g->logits);
 	sf_sampler_free(g->sampler);
 	sf_fwd_free(g->fwd);
@@ -381,6 +382,11 @@ int sf_gguf_engine_new(const struct sf_gguf_engine_config *cfg, struct sf_engine
 	g->eos = sf_tok_eos(g->tok) != SF_TOK_NONE ? sf_tok_eos(g->tok) : sf_tok_eot(g->tok);
 	if (g->eos == SF_TOK_NONE || g->eos >= sf_tok_n_vocab(g->tok))
 		g->eos = 0; /* no end token: generations end by length or stop */
+	else
+		g->eog[g->n_eog++] = g->eos;
+	for (uint32_t t = 0; t < sf_tok_n_vocab(g->tok) && g->n_eog < GE_MAX_EOG; t++)
+		if (t != g->eos && sf_tok_is_eog(g->tok, t))
+			g->eog[g->n_eog++] = t;
 	const struct sf_gguf_engine_config *c = &g->cfg;
 	uint32_t max_tokens = c->chunk > c->batch ? c->chunk : c->batch;
 	if (sf_kv_arena_new(g->model, c->kv_mem, &g->arena) ||
@@ -389,7 +395,8 @@ int sf_gguf_engine_new(const struct sf_gguf_engine_config *cfg, struct sf_engine
 	    sf_sampler_new(sf_tok_n_vocab(g->tok), &g->sampler, err) ||
 	    !(g->logits = malloc((size_t)c->batch * g->model->cfg.n_vocab * sizeof(float))) ||
 	    !(g->toks = calloc(max_tokens, sizeof(*g->toks))) ||
-	    !(g->want = calloc(c->batch, sizeof(*g->want)))) {
+	    !(g->want = calloc(c->batch, sizeof(*g->want))) ||
+	    !(g->bias = malloc((SF_MAX_LOGIT_BIAS + GE_MAX_EOG) * sizeof(*g->bias)))) {
 		ge_destroy(g);
 		return sf_err_set(err, SF_E_NOMEM, "%s: no memory for the engine's buffers", cfg->path);
 	}

@@ -13,6 +13,8 @@
 
 #define GE_MAX_TEMPLATES 16
 
+#define GE_MAX_EOG 64 /* end-of-generation tokens banned for ignore_eos / min_tokens */
+
 struct ge {
 	struct sf_gguf_engine_config cfg; /* defaults filled in; path and name copied */
 	char *path;
@@ -32,6 +34,10 @@ struct ge {
 	struct sf_engine_template templates[GE_MAX_TEMPLATES];
 	size_t n_templates;
 	uint32_t eos;                /* what info.eos says: EOS, else EOT */
+	uint32_t eog[GE_MAX_EOG];    /* the tokens that end a generation (eos among them), which
+				      * ignore_eos and min_tokens ban */
+	uint32_t n_eog;
+	struct sf_logit_bias *bias;  /* a context's logit_bias and those bans, for one draw */
 	struct sf_gguf_tensor *packed; /* n_packed repacked matrices (gguf_pack.c) */
 	size_t n_packed;
 	void *pack_map;              /* their bytes: an anonymous mapping of pack_len */

@@ -122,6 +122,14 @@ void ge_sample(struct ge *g, struct ge_ctx *c, const float *logits, struct sf_en
 {
 	struct sf_sampler_params p;
 	sf_sampler_params_from_wire(&p, &c->sampling);
+	if (sf_sampling_bans_eog(&c->sampling, c->n_gen) && g->n_eog &&
+	    p.n_logit_bias <= SF_MAX_LOGIT_BIAS) {
+		memcpy(g->bias, p.logit_bias, p.n_logit_bias * sizeof(*g->bias));
+		for (uint32_t i = 0; i < g->n_eog; i++)
+			g->bias[p.n_logit_bias + i] = (struct sf_logit_bias){ g->eog[i], SF_SAMPLER_BAN };
+		p.logit_bias = g->bias;
+		p.n_logit_bias += g->n_eog;
+	}
 	struct sf_sampler_input in = { .logits = logits,
 				       .n_vocab = sf_tok_n_vocab(g->tok),
 				       .context = c->tokens,

@@ -31,6 +31,11 @@ void sf_sampler_params_from_wire(struct sf_sampler_params *p, const struct sf_sa
 	p->n_logit_bias = s->n_logit_bias;
 }
 
+bool sf_sampling_bans_eog(const struct sf_sampling *s, size_t n_gen)
+{
+	return s->ignore_eos || n_gen < s->min_tokens;
+}
+
 static int check_penalty(const char *name, float v, struct sf_err *err)
 {
 	if (!(fabsf(v) <= SF_SAMPLER_MAX_PENALTY))

@@ -193,6 +193,8 @@ uint32_t sim_pick(const struct sim_model *m, struct sf_sampler *smp, const float
 		row[t] = -INFINITY;
 	for (int c = 0; c < SIM_NCAND; c++)
 		row[cand_token(c)] = lg[c];
+	if (s && sf_sampling_bans_eog(s, n_gen))
+		row[SF_SIM_EOS] = -INFINITY; /* ignore_eos, min_tokens */
 	struct sf_sampler_params p;
 	if (s)
 		sf_sampler_params_from_wire(&p, s);

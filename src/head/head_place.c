@@ -238,10 +238,10 @@ int sf__head_old_node(struct sf_head *h, const struct head_session *s, uint32_t 
 		      struct sf_err *err)
 {
 	return sf_err_set(err, SF_E_UNSUPPORTED, "node %s runs an older superfluid (protocol %u) "
-			  "that cannot take this session's sampling (min_p, presence_penalty, "
-			  "frequency_penalty, repetition_penalty, repeat_last_n and logit_bias need "
-			  "protocol %u); update it", sf__head_node_name(h, node),
-			  h->nodes[node].version, s->needs_version);
+			  "that cannot take this session's sampling (it needs protocol %u: 4 for "
+			  "min_p, the penalties and logit_bias, 6 for ignore_eos and min_tokens); "
+			  "update it", sf__head_node_name(h, node), h->nodes[node].version,
+			  s->needs_version);
 }
 
 void sf__head_note_stale(struct sf_head *h, uint32_t node, const struct head_session *s)

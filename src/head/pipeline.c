@@ -301,6 +301,13 @@ int sf_pipe_generate(struct sf_pipe *p, const uint32_t *ctx, uint32_t n,
 					  "older superfluid (protocol %u) that draws greedily only, "
 					  "without logprobs; update it", k + 1, p->stages[k].identity[0]
 					  ? p->stages[k].identity : "never up", p->stages[k].version);
+	for (uint32_t k = 0; (s->ignore_eos || s->min_tokens) && k < p->cfg.n_stages; k++)
+		if (p->stages[k].version < 6)
+			return sf_err_set(err, SF_E_UNSUPPORTED, "pipeline stage %u (%s) runs an "
+					  "older superfluid (protocol %u) that cannot take "
+					  "ignore_eos or min_tokens (protocol 6); update it", k + 1,
+					  p->stages[k].identity[0] ? p->stages[k].identity
+					  : "never up", p->stages[k].version);
 	if (!n || !max_new)
 		return sf_err_set(err, SF_E_RANGE, "a pipeline generation needs a context and a "
 				  "budget");

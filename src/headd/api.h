@@ -277,6 +277,9 @@ void headd_gen_free(struct headd_req *q);
 /* Whether session_id is a logged request's (its events go to the log). */
 bool headd_gen_logged(struct headd *d, uint64_t session_id);
 void headd_gen_vocab(struct sf_out_vocab *v, const struct sf_head_tokenizer *t);
+/* q's output decoder (q->vocab, q->r's stops, ends, tools, echo; q->out_seed); -1 when memory
+ * for the echoed prompt is short (the output then ends at once). */
+int headd_out_init(struct headd_req *q);
 /* 64 bits from libsodium's CSPRNG: request ids, the seeds of requests without one. */
 uint64_t headd_gen_rand(struct headd *d);
 /* Deep copies of logprobs into q; 0 or -1 (memory). */

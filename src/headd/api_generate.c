@@ -49,6 +49,33 @@ void headd_gen_vocab(struct sf_out_vocab *v, const struct sf_head_tokenizer *t)
 	};
 }
 
+int headd_out_init(struct headd_req *q)
+{
+	const struct sf_api_request *r = &q->r;
+	sf_out_init(&q->out, &q->vocab, r->kind == SF_API_CHAT, (const char *const *)r->stop,
+		    r->n_stop, r->tools, r->n_tools, q->out_seed);
+	sf_out_set_ends(&q->out, r->stop_token_ids, r->n_stop_token_ids,
+			r->include_stop_str_in_output, r->min_tokens);
+	if (!r->echo)
+		return 0;
+	if (r->prompt)
+		return sf_out_echo(&q->out, r->prompt, strlen(r->prompt));
+	/* Token ids: their text, specials left out as in a reply. */
+	struct sf_str text = { 0 };
+	int rc = 0;
+	for (uint32_t i = 0; i < r->n_prompt_tokens && !rc; i++) {
+		size_t len = 0;
+		const uint8_t *b = sf_tokenizer_is_special(q->tok, r->prompt_tokens[i]) ? NULL
+				   : sf_tokenizer_bytes(q->tok, r->prompt_tokens[i], &len);
+		if (b && len)
+			rc = sf_str_add(&text, b, len);
+	}
+	if (!rc && text.len)
+		rc = sf_out_echo(&q->out, text.p, text.len);
+	sf_str_free(&text);
+	return rc;
+}
+
 /* ---- requests ---- */
 
 uint64_t headd_gen_rand(struct headd *d)
@@ -166,7 +193,7 @@ static int start_generation(struct headd_req *q, const uint32_t *tokens, uint32_
 	}
 	uint32_t base = s ? s->n_content : 0;
 	uint32_t bos = sf_tokenizer_bos(q->tok);
-	if (q->r.kind != SF_API_COMPLETION || base || (n && tokens[0] == bos))
+	if (q->r.kind != SF_API_COMPLETION || q->r.prompt_tokens || base || (n && tokens[0] == bos))
 		bos = SF_TOKEN_NONE;
 	uint32_t lead = bos != SF_TOKEN_NONE;
 	if ((uint64_t)base + lead + n > SF_MAX_TOKENS) {
@@ -250,10 +277,13 @@ static void log_gen(struct headd_req *q)
 		headd_wal_append_rec(d, SF_WALREC_GEN);
 }
 
-/* The first sampling field of r that a version 3 node cannot take, or NULL when none is set. */
+/* The sampling field of r that needs the newest node (protocol 6, else 4), or NULL when none
+ * is set. */
 static const char *v4_sampling_field(const struct sf_api_request *r)
 {
-	return r->n_logit_bias ? "logit_bias"
+	return r->ignore_eos ? "ignore_eos"
+	       : r->min_tokens ? "min_tokens"
+	       : r->n_logit_bias ? "logit_bias"
 	       : r->presence_penalty != 0 ? "presence_penalty"
 	       : r->frequency_penalty != 0 ? "frequency_penalty"
 	       : r->repetition_penalty != 1 ? "repetition_penalty"
@@ -281,6 +311,7 @@ static int sampling_of(struct headd_req *q, struct sf_sampling *smp, struct sf_l
 		.repetition_penalty = rep ? r->repetition_penalty : 0,
 		.repeat_last_n = rep ? r->repeat_last_n : 0,
 		.logit_bias = *bias, .n_logit_bias = r->n_logit_bias,
+		.ignore_eos = r->ignore_eos, .min_tokens = r->min_tokens, /* protocol 6 */
 	};
 	return 0;
 }
@@ -301,7 +332,7 @@ static int start_session(struct headd_req *q)
 		struct sf_head_session_params p = { .model = q->r.model };
 		/* Placed by the pages of its prompt its node may hold already. */
 		uint64_t *prefix = NULL;
-		p.cache_ns = headd_cache_ns(d, q->r.model, q->owner);
+		p.cache_ns = q->r.no_prefix_cache ? 0 : headd_cache_ns(d, q->r.model, q->owner);
 		p.n_prefix = headd_prefix_chain(p.cache_ns, q->content, q->n_content, &prefix);
 		p.prefix = prefix;
 		struct sf_logit_bias *bias;
@@ -402,9 +433,7 @@ static int start_choices(struct headd_req *q)
 		headd_gen_vocab(&c->vocab, c->tok);
 		c->vocab.end_turn = q->vocab.end_turn;
 		c->out_seed = headd_gen_rand(d);
-		sf_out_init(&c->out, &c->vocab, c->r.kind == SF_API_CHAT,
-			    (const char *const *)c->r.stop, c->r.n_stop, c->r.tools, c->r.n_tools,
-			    c->out_seed);
+		(void)headd_out_init(c); /* no memory: the choice's output ends at once */
 		c->chat_format = q->chat_format;
 		c->chat_flags = q->chat_flags;
 		struct sf_api_error ce;
@@ -480,7 +509,22 @@ static int check(struct headd_req *q, struct sf_api_error *e)
 					   "logit_bias", "logit_bias names token %u, past the "
 					   "vocabulary of %.128s (%u tokens)", q->r.logit_bias[i].token,
 					   q->r.model, vocab);
+	for (uint32_t i = 0; i < q->r.n_prompt_tokens; i++)
+		if (q->r.prompt_tokens[i] >= vocab)
+			return sf_api_fail(e, 400, "invalid_request_error", "invalid_value",
+					   "prompt", "prompt holds token %u (at %u), past the "
+					   "vocabulary of %.128s (%u tokens)", q->r.prompt_tokens[i],
+					   i, q->r.model, vocab);
+	for (uint32_t i = 0; i < q->r.n_stop_token_ids; i++)
+		if (q->r.stop_token_ids[i] >= vocab)
+			return sf_api_fail(e, 400, "invalid_request_error", "invalid_value",
+					   "stop_token_ids", "stop_token_ids names token %u, past "
+					   "the vocabulary of %.128s (%u tokens)",
+					   q->r.stop_token_ids[i], q->r.model, vocab);
 	q->max_tokens = q->r.max_tokens ? q->r.max_tokens : d->opts->max_tokens_default;
+	if (q->r.min_tokens > q->max_tokens)
+		return sf_api_bad(e, "min_tokens", "min_tokens (%u) must be at most the %u tokens "
+				  "the generation may have", q->r.min_tokens, q->max_tokens);
 	return 0;
 }
 
@@ -508,8 +552,7 @@ void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct s
 	headd_gen_vocab(&q->vocab, q->tok);
 	q->vocab.end_turn = headd_req_end_turn(q);
 	q->out_seed = headd_gen_rand(d);
-	sf_out_init(&q->out, &q->vocab, kind == SF_API_CHAT, (const char *const *)q->r.stop,
-		    q->r.n_stop, q->r.tools, q->r.n_tools, q->out_seed);
+	(void)headd_out_init(q); /* no memory: the output ends at once */
 	if (d->wal.w && r->body_len <= SF_WALREC_MAX_BODY && (q->body = malloc(r->body_len + 1))) {
 		memcpy(q->body, r->body, r->body_len);
 		q->body_len = (uint32_t)r->body_len;
@@ -547,6 +590,11 @@ void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct s
 	q->next = d->api.reqs;
 	d->api.reqs = q;
 	headd_life_init(&q->life, HL_TOKENIZING);
+	if (q->r.prompt_tokens) { /* token ids: nothing to encode */
+		start_generation(q, q->r.prompt_tokens, q->r.n_prompt_tokens);
+		headd_stream_begin(q);
+		return;
+	}
 	const uint32_t *toks = NULL;
 	uint32_t n = 0;
 	struct sf_err err;

@@ -117,8 +117,7 @@ static struct headd_req *rebuild(struct headd_http *h, const struct sf_wal_sessi
 	q->logged = q->resumed = true;
 	headd_gen_vocab(&q->vocab, q->tok);
 	q->vocab.end_turn = headd_req_end_turn(q);
-	sf_out_init(&q->out, &q->vocab, q->r.kind == SF_API_CHAT, (const char *const *)q->r.stop,
-		    q->r.n_stop, q->r.tools, q->r.n_tools, q->out_seed);
+	(void)headd_out_init(q); /* no memory: the output ends at once */
 	/* The reply's format, as the first run read it: the prompt rendered again. */
 	if (q->r.kind == SF_API_CHAT) {
 		char *text = NULL;

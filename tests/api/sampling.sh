@@ -8,7 +8,8 @@
 #         SentencePiece vocabulary, whose tokenizer adds a BOS): a completions prompt gets the
 #         BOS; logit_bias +100 forces a token and -100 bans one (never drawn, never listed in
 #         top_logprobs); presence, frequency and repetition penalties change the greedy
-#         stream. Needs scripts/llama-ref-fetch's vocabulary files: exit 77 (skipped) without
+#         stream; ignore_eos and min_tokens keep EOS from being drawn. Needs
+#         scripts/llama-ref-fetch's vocabulary files: exit 77 (skipped) without
 #         them, unless CI=true.
 # Usage: sampling.sh sim|gguf NODED HEADD SIM_EXPECT CLI REPO_ROOT   (KEEP=DIR keeps the work)
 set -uo pipefail
@@ -189,5 +190,21 @@ check "neutral values give the plain stream" $r
 complete '"top_k":1,"temperature":1,"seed":9'
 r=0; [ "$(text)" = "$plain" ] || r=1
 check "top_k 1 at temperature 1 is greedy" $r
+
+# ignore_eos and min_tokens (protocol 6) ban the end-of-generation tokens: EOS forced by +100
+# (the SentencePiece vocabulary's </s>, 2) ends at once, but not under ignore_eos (the ban
+# wins over the bias), and only after min_tokens tokens under min_tokens.
+complete '"logit_bias":{"2":100}'
+r=0; [ "$status" = 200 ] && [ "$(j "$work/out" 'd["usage"]["completion_tokens"]')" = 0 ] &&
+	[ "$(j "$work/out" 'd["choices"][0]["finish_reason"]')" = stop ] || r=1
+check "EOS at +100: the generation ends at once" $r
+complete '"logit_bias":{"2":100},"ignore_eos":true'
+r=0; [ "$status" = 200 ] && [ "$(j "$work/out" 'd["usage"]["completion_tokens"]')" = 24 ] &&
+	[ "$(j "$work/out" 'd["choices"][0]["finish_reason"]')" = length ] || r=1
+check "... with ignore_eos: never drawn, 24 tokens" $r
+complete '"logit_bias":{"2":100},"min_tokens":5'
+r=0; [ "$status" = 200 ] && [ "$(j "$work/out" 'd["usage"]["completion_tokens"]')" = 5 ] &&
+	[ "$(j "$work/out" 'd["choices"][0]["finish_reason"]')" = stop ] || r=1
+check "... with min_tokens 5: drawn at the sixth draw, after 5 tokens" $r
 echo "$passes passed, $fails failed"
 [ "$fails" = 0 ]

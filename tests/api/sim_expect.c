@@ -6,6 +6,7 @@
  * Usage: sim_expect [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--seed S]
  *        [--presence-penalty X] [--frequency-penalty X] [--repetition-penalty X]
  *        [--repeat-last-n N] [--logit-bias TOKEN:BIAS]... [--max-tokens N] [--script on]
+ *        [--ignore-eos on] [--min-tokens N]
  * (--script on: as a node with --sim-script on, a sim-reply line's text is the reply) */
 #include <stdbool.h>
 #include <stdio.h>
@@ -52,6 +53,10 @@ int main(int argc, char **argv)
 			smp.seed = strtoull(argv[i + 1], NULL, 10);
 		else if (!strcmp(argv[i], "--max-tokens"))
 			max_new = strtoul(argv[i + 1], NULL, 10);
+		else if (!strcmp(argv[i], "--ignore-eos"))
+			smp.ignore_eos = !strcmp(argv[i + 1], "on");
+		else if (!strcmp(argv[i], "--min-tokens"))
+			smp.min_tokens = (uint32_t)strtoul(argv[i + 1], NULL, 10);
 		else if (!strcmp(argv[i], "--script"))
 			scripted = !strcmp(argv[i + 1], "on");
 		else {

@@ -437,6 +437,69 @@ static void out_of_range_tokens(void **state)
 	sf_out_free(&out);
 }
 
+/* stop_token_ids, include_stop_str_in_output, min_tokens and a completion's echoed prompt. */
+static void further_ends(void **state)
+{
+	/* A stop token ends the output, its text left out, or kept; a special's text never. */
+	const uint32_t ids[] = { 'x', IM_END + 100, OTHER_SPECIAL };
+	sf_out_init(&out, &vocab, false, NULL, 0, NULL, 0, 1);
+	sf_out_set_ends(&out, ids, 3, false, 0);
+	text("ab");
+	assert_true(tok('x'));
+	assert_true(out.stopped_by_text);
+	assert_string_equal(take(), "ab");
+	sf_out_free(&out);
+	sf_out_init(&out, &vocab, false, NULL, 0, NULL, 0, 1);
+	sf_out_set_ends(&out, ids, 3, true, 0);
+	text("ab");
+	assert_true(tok('x'));
+	assert_string_equal(take(), "abx");
+	sf_out_free(&out);
+	sf_out_init(&out, &vocab, true, NULL, 0, NULL, 0, 1);
+	sf_out_set_ends(&out, ids, 3, true, 0);
+	text("ab");
+	assert_true(tok(OTHER_SPECIAL));
+	assert_true(out.stopped_by_text);
+	assert_string_equal(take(), "ab");
+	sf_out_free(&out);
+
+	/* A stop sequence's text kept, across tokens. */
+	const char *stops[] = { "END" };
+	sf_out_init(&out, &vocab, false, stops, 1, NULL, 0, 1);
+	sf_out_set_ends(&out, NULL, 0, true, 0);
+	text("abEN");
+	assert_string_equal(take(), "ab");
+	assert_true(tok('D'));
+	assert_string_equal(take(), "END");
+	assert_string_equal(out.content.p, "abEND");
+	sf_out_free(&out);
+
+	/* Before the min_tokens-th token neither stops: "END" at tokens 2-4 is text, the stop
+	 * token 'x' as the 5th is too; at the 6th both count again. */
+	sf_out_init(&out, &vocab, false, stops, 1, NULL, 0, 1);
+	sf_out_set_ends(&out, ids, 3, false, 6);
+	text("aENDx");
+	assert_false(out.done);
+	assert_true(tok('x'));
+	assert_string_equal(out.content.p, "aENDx");
+	sf_out_free(&out);
+	sf_out_init(&out, &vocab, false, stops, 1, NULL, 0, 1);
+	sf_out_set_ends(&out, NULL, 0, false, 2);
+	text("aEND");
+	assert_true(out.done);
+	assert_string_equal(out.content.p, "a");
+	sf_out_free(&out);
+
+	/* The echoed prompt comes first and is never a stop. */
+	sf_out_init(&out, &vocab, false, stops, 1, NULL, 0, 1);
+	assert_int_equal(sf_out_echo(&out, "Once END ", 9), 0);
+	text("upon");
+	assert_string_equal(take(), "Once END upon");
+	assert_true(tok(T_END));
+	assert_string_equal(out.content.p, "Once END upon");
+	sf_out_free(&out);
+}
+
 /* The reference: all bytes of the non-special tokens, cut at the earliest stop, made valid. */
 static void reference(const uint32_t *t, size_t n, const char *const *stops, uint32_t n_stops,
 		      struct sf_str *want)
@@ -541,6 +604,7 @@ int main(void)
 		cmocka_unit_test(template_formats),
 		cmocka_unit_test(completions_are_all_text),
 		cmocka_unit_test(out_of_range_tokens),
+		cmocka_unit_test(further_ends),
 		cmocka_unit_test(random_streams_match_reference),
 		cmocka_unit_test(strings),
 	};

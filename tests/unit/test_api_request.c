@@ -510,10 +510,10 @@ static void limits(void **state)
 static void completions(void **state)
 {
 	assert_int_equal(parse(SF_API_COMPLETION, "{\"model\":\"m\",\"prompt\":\"Once\","
-				"\"echo\":true,\"logprobs\":0,\"max_tokens\":16}"), 0);
+				"\"logprobs\":0,\"max_tokens\":16}"), 0);
 	assert_int_equal(req.kind, SF_API_COMPLETION);
 	assert_string_equal(req.prompt, "Once");
-	assert_true(req.echo);
+	assert_false(req.echo);
 	assert_true(req.logprobs);
 	assert_int_equal(req.top_logprobs, 0);
 	assert_int_equal(req.max_tokens, 16);
@@ -525,10 +525,23 @@ static void completions(void **state)
 	assert_int_equal(parse(SF_API_COMPLETION, "{\"model\":\"m\",\"prompt\":\"\"}"), 0);
 	assert_false(req.logprobs);
 	refused(SF_API_COMPLETION, "{\"model\":\"m\"}", 400, "prompt", NULL);
-	refused(SF_API_COMPLETION, "{\"model\":\"m\",\"prompt\":[1,2,3]}", 400, "prompt",
-		"token ids");
-	refused(SF_API_COMPLETION, "{\"model\":\"m\",\"prompt\":[[1,2]]}", 400, "prompt",
-		"token ids");
+	/* Token ids, or one array of them. */
+	assert_int_equal(parse(SF_API_COMPLETION, "{\"model\":\"m\",\"prompt\":[1,2,3]}"), 0);
+	assert_null(req.prompt);
+	assert_int_equal(req.n_prompt_tokens, 3);
+	assert_int_equal(req.prompt_tokens[2], 3);
+	assert_int_equal(parse(SF_API_COMPLETION, "{\"model\":\"m\",\"prompt\":[[7,2147483647]]}"),
+			 0);
+	assert_int_equal(req.n_prompt_tokens, 2);
+	assert_int_equal(req.prompt_tokens[1], 2147483647);
+	refused(SF_API_COMPLETION, "{\"model\":\"m\",\"prompt\":[1,\"a\"]}", 400, "prompt[1]",
+		NULL);
+	refused(SF_API_COMPLETION, "{\"model\":\"m\",\"prompt\":[1,-2]}", 400, "prompt[1]",
+		NULL);
+	refused(SF_API_COMPLETION, "{\"model\":\"m\",\"prompt\":[[]]}", 400, "prompt[0]",
+		NULL);
+	refused(SF_API_COMPLETION, "{\"model\":\"m\",\"prompt\":[[1],[2]]}", 400, "prompt",
+		"batches");
 	refused(SF_API_COMPLETION, "{\"model\":\"m\",\"prompt\":[\"a\",\"b\"]}", 400, "prompt",
 		NULL);
 	refused(SF_API_COMPLETION, "{\"model\":\"m\",\"prompt\":[]}", 400, "prompt", NULL);
@@ -543,6 +556,77 @@ static void completions(void **state)
 	/* The chat fields are not read for completions. */
 	assert_int_equal(parse(SF_API_COMPLETION, "{\"model\":\"m\",\"prompt\":\"x\","
 				"\"tools\":5}"), 0);
+}
+
+/* vLLM's and llama.cpp's fields beyond OpenAI's, and OpenAI's legacy ones: each taken as it
+ * works, or refused by name. */
+static void more_fields(void **state)
+{
+#define C(x) "{\"model\":\"m\",\"prompt\":\"x\"," x "}"
+#define CH(x) "{\"model\":\"m\",\"messages\":[" U "]," x "}"
+	assert_int_equal(parse(SF_API_CHAT, CH("\"stop_token_ids\":[7,0,2147483647],"
+				"\"include_stop_str_in_output\":true,\"ignore_eos\":true,"
+				"\"min_tokens\":3,\"max_tokens\":3,\"cache_prompt\":false,"
+				"\"best_of\":2,\"n\":2")), 0);
+	assert_int_equal(req.n_stop_token_ids, 3);
+	assert_int_equal(req.stop_token_ids[0], 7);
+	assert_int_equal(req.stop_token_ids[2], 2147483647);
+	assert_true(req.include_stop_str_in_output);
+	assert_true(req.ignore_eos);
+	assert_int_equal(req.min_tokens, 3);
+	assert_true(req.no_prefix_cache);
+	assert_int_equal(parse(SF_API_CHAT, CH("\"cache_prompt\":true")), 0);
+	assert_false(req.no_prefix_cache);
+	assert_false(req.ignore_eos);
+	assert_int_equal(req.min_tokens, 0);
+	refused(SF_API_CHAT, CH("\"stop_token_ids\":7"), 400, "stop_token_ids", NULL);
+	refused(SF_API_CHAT, CH("\"stop_token_ids\":[1,-1]"), 400, "stop_token_ids[1]", NULL);
+	refused(SF_API_CHAT, CH("\"stop_token_ids\":[\"1\"]"), 400, "stop_token_ids[0]", NULL);
+	char big[2048];
+	int o = snprintf(big, sizeof(big), "{\"model\":\"m\",\"messages\":[" U "],"
+			 "\"stop_token_ids\":[");
+	for (int i = 0; i <= SF_API_MAX_STOP_IDS; i++)
+		o += snprintf(big + o, sizeof(big) - (size_t)o, "%s%d", i ? "," : "", i);
+	snprintf(big + o, sizeof(big) - (size_t)o, "]}");
+	refused(SF_API_CHAT, big, 413, "stop_token_ids", NULL);
+	refused(SF_API_CHAT, CH("\"ignore_eos\":1"), 400, "ignore_eos", NULL);
+	refused(SF_API_CHAT, CH("\"include_stop_str_in_output\":\"yes\""), 400,
+		"include_stop_str_in_output", NULL);
+	refused(SF_API_CHAT, CH("\"min_tokens\":-1"), 400, "min_tokens", NULL);
+	refused(SF_API_CHAT, CH("\"min_tokens\":9,\"max_tokens\":8"), 400, "min_tokens",
+		"at most max_tokens");
+	refused(SF_API_CHAT, CH("\"cache_prompt\":0"), 400, "cache_prompt", NULL);
+	/* best_of: n alone is served, more is refused by name, less is wrong. */
+	refused(SF_API_COMPLETION, C("\"best_of\":3,\"n\":2"), 400, "best_of", "not supported");
+	refused(SF_API_COMPLETION, C("\"best_of\":1,\"n\":2"), 400, "best_of", "at least n");
+	refused(SF_API_COMPLETION, C("\"best_of\":0"), 400, "best_of", NULL);
+	assert_int_equal(parse(SF_API_COMPLETION, C("\"best_of\":1")), 0);
+	/* suffix: fill in the middle is refused; empty is nothing. */
+	refused(SF_API_COMPLETION, C("\"suffix\":\"end\""), 400, "suffix", "not supported");
+	refused(SF_API_COMPLETION, C("\"suffix\":5"), 400, "suffix", NULL);
+	assert_int_equal(parse(SF_API_COMPLETION, C("\"suffix\":\"\"")), 0);
+	/* echo: the prompt first, not with the prompt's logprobs. */
+	assert_int_equal(parse(SF_API_COMPLETION, C("\"echo\":true")), 0);
+	assert_true(req.echo);
+	refused(SF_API_COMPLETION, C("\"echo\":true,\"logprobs\":1"), 400, "echo", "logprobs");
+	refused(SF_API_COMPLETION, C("\"echo\":true,\"n_probs\":2"), 400, "echo", "logprobs");
+	/* n_probs: llama.cpp's name for the completions' logprobs and chat's top_logprobs. */
+	assert_int_equal(parse(SF_API_COMPLETION, C("\"n_probs\":3")), 0);
+	assert_true(req.logprobs);
+	assert_int_equal(req.top_logprobs, 3);
+	assert_int_equal(parse(SF_API_COMPLETION, C("\"n_probs\":3,\"logprobs\":3")), 0);
+	assert_int_equal(parse(SF_API_COMPLETION, C("\"n_probs\":0")), 0);
+	assert_false(req.logprobs);
+	refused(SF_API_COMPLETION, C("\"n_probs\":3,\"logprobs\":2"), 400, "n_probs", NULL);
+	refused(SF_API_COMPLETION, C("\"n_probs\":6"), 400, "n_probs", NULL);
+	assert_int_equal(parse(SF_API_CHAT, CH("\"n_probs\":20")), 0);
+	assert_true(req.logprobs);
+	assert_int_equal(req.top_logprobs, 20);
+	refused(SF_API_CHAT, CH("\"n_probs\":2,\"logprobs\":true,\"top_logprobs\":3"), 400,
+		"n_probs", NULL);
+	refused(SF_API_CHAT, CH("\"n_probs\":21"), 400, "n_probs", NULL);
+#undef C
+#undef CH
 }
 
 static void session_names(void **state)
@@ -627,6 +711,7 @@ int main(void)
 		cmocka_unit_test_teardown(error_strings_are_ascii, teardown),
 		cmocka_unit_test_teardown(limits, teardown),
 		cmocka_unit_test_teardown(completions, teardown),
+		cmocka_unit_test_teardown(more_fields, teardown),
 		cmocka_unit_test(session_names),
 		cmocka_unit_test_teardown(mutations, teardown),
 	};

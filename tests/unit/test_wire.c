@@ -340,10 +340,28 @@ static void fields_added_in_version_4(void **state)
 	assert_non_null(strstr(f->err.msg, "cache_ns"));
 	sf_buf_clear(&f->out);
 	assert_int_equal(sf_encode_session_assign(&f->out, &ns, 6, SF_FRAME_PAYLOAD_MAX, &f->err), 0);
-	assert_int_equal(sf_buf_used(&f->out), SF_FRAME_HDR_LEN + v4_len + 8);
+	/* The sampling's version 6 fields (ignore_eos 1 byte, min_tokens 4), then cache_ns. */
+	assert_int_equal(sf_buf_used(&f->out), SF_FRAME_HDR_LEN + v4_len + 5 + 8);
 	assert_int_equal(sf_msg_decode(SF_MSG_SESSION_ASSIGN, sf_buf_head(&f->out) + SF_FRAME_HDR_LEN,
-				       v4_len + 8, 6, &f->b, &f->d, &f->err), 0);
+				       v4_len + 5 + 8, 6, &f->b, &f->d, &f->err), 0);
 	assert_true(sf_msg_equal(SF_MSG_SESSION_ASSIGN, &ns, &f->d.u));
+	/* ignore_eos and min_tokens: version 6, refused by name on a v5 link. */
+	struct sf_session_assign ie = a;
+	ie.sampling.ignore_eos = true;
+	assert_int_equal(sf_msg_version_needed(SF_MSG_SESSION_ASSIGN, &ie), 6);
+	sf_buf_clear(&f->out);
+	assert_int_equal(sf_encode_session_assign(&f->out, &ie, 5, SF_FRAME_PAYLOAD_MAX, &f->err),
+			 SF_E_VERSION);
+	assert_non_null(strstr(f->err.msg, "ignore_eos"));
+	ie.sampling.ignore_eos = false;
+	ie.sampling.min_tokens = 12;
+	assert_int_equal(sf_msg_version_needed(SF_MSG_SESSION_ASSIGN, &ie), 6);
+	sf_buf_clear(&f->out);
+	assert_int_equal(sf_encode_session_assign(&f->out, &ie, 6, SF_FRAME_PAYLOAD_MAX, &f->err), 0);
+	assert_int_equal(sf_msg_decode(SF_MSG_SESSION_ASSIGN, sf_buf_head(&f->out) + SF_FRAME_HDR_LEN,
+				       sf_buf_used(&f->out) - SF_FRAME_HDR_LEN, 6, &f->b, &f->d,
+				       &f->err), 0);
+	assert_int_equal(f->d.u.session_assign.sampling.min_tokens, 12);
 
 	/* The pairs are bounded: SF_MAX_LOGIT_BIAS both ways. */
 	struct sf_logit_bias *many = calloc(SF_MAX_LOGIT_BIAS + 1, sizeof(*many));
