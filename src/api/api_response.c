@@ -254,23 +254,26 @@ static json_t *completion_logprobs(const struct sf_api_logprobs *lp)
 
 /* ---- models ---- */
 
-static json_t *model_obj(const char *model, uint64_t created, const char *owned_by)
+static json_t *model_obj(const char *model, uint32_t ctx_len, uint64_t created,
+			 const char *owned_by)
 {
 	struct obj b = obj_new();
 	put(&b, "id", str_or_null(model ? model : ""));
 	put(&b, "object", json_string("model"));
 	put(&b, "created", uint_(created));
 	put(&b, "owned_by", str_or_null(owned_by ? owned_by : ""));
+	if (ctx_len)
+		put(&b, "max_model_len", uint_(ctx_len));
 	return obj_end(&b);
 }
 
-char *sf_api_models_json(const char *const *models, uint32_t n, uint64_t created,
-			 const char *owned_by)
+char *sf_api_models_json(const char *const *models, const uint32_t *ctx_lens, uint32_t n,
+			 uint64_t created, const char *owned_by)
 {
 	json_t *data = json_array();
 	bool ok = data != NULL;
 	for (uint32_t i = 0; ok && i < n; i++)
-		ok = push(data, model_obj(models[i], created, owned_by));
+		ok = push(data, model_obj(models[i], ctx_lens ? ctx_lens[i] : 0, created, owned_by));
 	struct obj b = obj_new();
 	put(&b, "object", json_string("list"));
 	put(&b, "data", ok ? data : NULL);
@@ -279,9 +282,10 @@ char *sf_api_models_json(const char *const *models, uint32_t n, uint64_t created
 	return dump(obj_end(&b));
 }
 
-char *sf_api_model_json(const char *model, uint64_t created, const char *owned_by)
+char *sf_api_model_json(const char *model, uint32_t ctx_len, uint64_t created,
+			const char *owned_by)
 {
-	return dump(model_obj(model, created, owned_by));
+	return dump(model_obj(model, ctx_len, created, owned_by));
 }
 
 /* ---- chat ---- */

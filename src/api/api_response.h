@@ -50,11 +50,14 @@ struct sf_api_choice {
 	const struct sf_api_logprobs *logprobs; /* NULL: "logprobs": null */
 };
 
-/* GET /v1/models: {"object":"list","data":[{"id","object":"model","created","owned_by"}]} */
-char *sf_api_models_json(const char *const *models, uint32_t n, uint64_t created,
-			 const char *owned_by);
-/* GET /v1/models/{id} */
-char *sf_api_model_json(const char *model, uint64_t created, const char *owned_by);
+/* GET /v1/models: {"object":"list","data":[{"id","object":"model","created","owned_by",
+ * "max_model_len"}]}: max_model_len (vLLM's name) the model's context length from ctx_lens
+ * (NULL, or 0 for a model: left out). */
+char *sf_api_models_json(const char *const *models, const uint32_t *ctx_lens, uint32_t n,
+			 uint64_t created, const char *owned_by);
+/* GET /v1/models/{id} (ctx_len 0: no max_model_len) */
+char *sf_api_model_json(const char *model, uint32_t ctx_len, uint64_t created,
+			const char *owned_by);
 
 /* POST /v1/chat/completions, not streamed. */
 char *sf_api_chat_json(const struct sf_api_meta *m, const struct sf_api_choice *c, uint32_t n,

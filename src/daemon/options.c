@@ -164,6 +164,26 @@ int sfd_opt_set(const struct sfd_opts_spec *spec, void *opts, const char *name,
 		}
 		*(const char **)field = value;
 		return 0;
+	case SFD_OPT_LIST: {
+		const char *old = *(const char **)field;
+		/* Another value of the same source adds to the list (the file's go first, so a
+		 * command line's first value starts a new list). */
+		bool more = old && (from_file || st->list_cmdline & bit);
+		size_t n = (more ? strlen(old) + 1 : 0) + strlen(value) + 1;
+		char *joined = malloc(n);
+		if (joined)
+			snprintf(joined, n, "%s%s%s", more ? old : "", more ? "," : "", value);
+		const char *kept = joined ? keep(st, joined) : NULL;
+		free(joined);
+		if (!kept) {
+			snprintf(why, why_len, "out of memory");
+			return -1;
+		}
+		if (!from_file)
+			st->list_cmdline |= bit;
+		*(const char **)field = kept;
+		return 0;
+	}
 	case SFD_OPT_CHOICE:
 		for (const char *const *c = d->choices; *c; c++)
 			if (!strcmp(value, *c)) {

@@ -18,6 +18,8 @@ enum sfd_opt_kind {
 	SFD_OPT_IO,      /* auto | uring | epoll (enum sf_io_kind) */
 	SFD_OPT_LOG,     /* error | warn | info | debug (enum sfd_log_level) */
 	SFD_OPT_CHOICE,  /* one of choices (const char *, the table's own string) */
+	SFD_OPT_LIST,    /* non-empty text, given again to add more: the values joined with ','
+			  * (const char *); the command line's replace the file's */
 	SFD_OPT_CONFIG,  /* a config file to read: command line only (const char *) */
 	SFD_OPT_HELP,    /* no value, command line only */
 	SFD_OPT_VERSION, /* no value, command line only */
@@ -35,6 +37,7 @@ struct sfd_opt {
  * strings read from a file. */
 struct sfd_opt_state {
 	uint64_t set_by_cmdline;
+	uint64_t list_cmdline; /* the SFD_OPT_LIST options the command line gave a value yet */
 	char **owned;
 	unsigned n_owned;
 };

@@ -56,6 +56,7 @@ struct headd_http {
 	uint64_t phase_since;
 	uint32_t served;          /* responses ended on it */
 	bool durable_wait;        /* its answer waits for the log (headd_wal_answer_durable) */
+	char cors[400];           /* the CORS header lines of the current answer (api_cors.c) */
 	struct headd_http *next;
 };
 
@@ -265,6 +266,14 @@ void headd_api_head(struct headd_http *h, const struct sf_http_request *r);
 /* Answers r's connection with an error object. */
 void headd_api_send_error(struct headd_http *h, const struct sf_api_error *e);
 void headd_api_send_json(struct headd_http *h, int status, char *json); /* frees json */
+/* A whole answer (extra: header lines or NULL), the request ended. */
+void headd_api_respond(struct headd_http *h, int status, const char *type, const char *body,
+		       size_t len, const char *extra);
+
+/* api_cors.c: --cors-origin. The header lines every answer to r carries (NULL: none; in h).
+ * A preflight (OPTIONS, CORS on) answered: true. */
+const char *headd_cors_headers(struct headd_http *h, const struct sf_http_request *r);
+bool headd_cors_preflight(struct headd_http *h, const struct sf_http_request *r);
 
 /* api_generate.c */
 void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct sf_http_request *r);

@@ -44,6 +44,12 @@ static void respond(struct headd_http *h, int status, const char *type, const ch
 	headd_http_response_done(h);
 }
 
+void headd_api_respond(struct headd_http *h, int status, const char *type, const char *body,
+		       size_t len, const char *extra)
+{
+	respond(h, status, type, body, len, extra);
+}
+
 void headd_api_send_json(struct headd_http *h, int status, char *json)
 {
 	if (!json) {
@@ -159,15 +165,19 @@ static void models(struct headd_http *h, const char *path)
 	struct headd *d = h->d;
 	const char *names[HEADD_MAX_MODELS + 1];
 	uint32_t n = served_models(d, names, sizeof(names) / sizeof(names[0]));
+	uint32_t ctx[HEADD_MAX_MODELS + 1];
+	for (uint32_t i = 0; i < n; i++)
+		ctx[i] = headd_model_ctx_len(d, names[i]);
 	uint64_t created = (uint64_t)time(NULL);
-	if (!strcmp(path, "/v1/models")) {
-		headd_api_send_json(h, 200, sf_api_models_json(names, n, created, "superfluid"));
+	if (!strcmp(path, "/v1/models") || !strcmp(path, "/v1/models/")) {
+		headd_api_send_json(h, 200, sf_api_models_json(names, ctx, n, created, "superfluid"));
 		return;
 	}
 	const char *want = path + strlen("/v1/models/");
 	for (uint32_t i = 0; i < n; i++)
 		if (!strcmp(names[i], want)) {
-			headd_api_send_json(h, 200, sf_api_model_json(want, created, "superfluid"));
+			headd_api_send_json(h, 200, sf_api_model_json(want, ctx[i], created,
+								      "superfluid"));
 			return;
 		}
 	struct sf_api_error e;
@@ -272,6 +282,8 @@ void headd_api_head(struct headd_http *h, const struct sf_http_request *r)
 	enum headd_endpoint ep = endpoint_of(r->path);
 	if (ep == EP_HEALTH || ep == EP_METRICS || !h->d->api.n_keys)
 		return; /* open to all: read on */
+	if (h->d->opts->cors_origin && !strcmp(r->method, "OPTIONS"))
+		return; /* a preflight carries no key: answered with the request */
 	if (ep == EP_OTHER && !strncmp(r->path, "/v1/chat/completions/", 21))
 		ep = EP_CHAT;
 	else if (ep == EP_OTHER && !strncmp(r->path, "/v1/completions/", 16))
@@ -282,6 +294,8 @@ void headd_api_head(struct headd_http *h, const struct sf_http_request *r)
 
 void headd_api_request(struct headd_http *h, const struct sf_http_request *r)
 {
+	if (headd_cors_preflight(h, r))
+		return;
 	enum headd_endpoint ep = endpoint_of(r->path);
 	h->ep = (int)ep;
 	if (ep == EP_HEALTH) {

@@ -40,6 +40,8 @@ struct headd_opts {
 	const char *listen_http;  /* HOST:PORT; default 127.0.0.1:8080 */
 	const char *tls_cert, *tls_key; /* both, or neither: HTTPS */
 	const char *api_keys;     /* a file of bearer keys, or NULL: no keys asked */
+	const char *cors_origin;  /* browser origins answered with CORS headers, joined with ','
+				   * ("*": any); NULL: none (no CORS header, no preflight) */
 	uint32_t http_max_body;   /* bytes of a request body */
 	uint32_t http_max_conns;  /* client connections at once */
 	uint32_t http_body_budget_mb; /* request bodies being received, all connections */
@@ -64,5 +66,9 @@ struct headd_opts {
 
 	struct sfd_opt_state st; /* private: what the command line set, strings from files */
 };
+
+/* Checks a --cors-origin list: each value "*" or an origin, SCHEME://HOST[:PORT] (no path)
+ * of at most 200 bytes. 0, or -1 with a sentence naming the bad value in why. */
+int headd_cors_check(const char *list, char *why, size_t why_len);
 
 #endif

@@ -65,11 +65,17 @@ static char *error_body(void *arg, int status, const char *message, const char *
 	return sf_api_error_json(&e);
 }
 
+static const char *on_headers(void *arg, const struct sf_http_request *r)
+{
+	return headd_cors_headers(arg, r);
+}
+
 static const struct sf_http_conn_ops http_ops = {
 	.on_request = on_request,
 	.on_head = on_head,
 	.write = on_write,
 	.error_body = error_body,
+	.headers = on_headers,
 };
 
 /* After a response ended: close, or take the next pipelined request. A request answered at

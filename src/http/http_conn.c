@@ -100,6 +100,7 @@ static int on_message_begin(http_parser *p)
 	struct sf_http_conn *c = conn_of(p);
 	c->url.len = c->hdrs.len = c->body.len = 0;
 	c->n_headers = 0;
+	c->req.n_headers = 0; /* the last request's are gone */
 	c->head_len = 0;
 	c->in_value = false;
 	c->in_request = true;

@@ -71,6 +71,10 @@ struct sf_http_conn_ops {
 	/* Body for an error this file answers itself (status, one sentence naming what was
 	 * wrong); returns a malloc'd body and sets *content_type, or NULL for text/plain. */
 	char *(*error_body)(void *arg, int status, const char *message, const char **content_type);
+	/* Header lines ("Name: value\r\n") every response to r carries, its errors too (r's
+	 * headers: none when they were not read), or NULL. Valid until the response is written.
+	 * May be NULL. */
+	const char *(*headers)(void *arg, const struct sf_http_request *r);
 };
 
 struct sf_http_conn;

@@ -46,17 +46,24 @@ static int out(struct sf_http_conn *c, const void *p, size_t n)
 	return 0;
 }
 
+/* The owner's header lines for every response (ops.headers), or "". */
+static const char *common(struct sf_http_conn *c)
+{
+	const char *h = c->ops.headers ? c->ops.headers(c->ops.arg, &c->req) : NULL;
+	return h ? h : "";
+}
+
 /* The status line and headers (framing: one header line without its CRLF, or ""); returns
  * the length or -1. */
 static int head(struct sf_http_conn *c, char *buf, size_t cap, int status, const char *type,
-		const char *framing, const char *extra)
+		const char *framing, const char *extra, const char *more)
 {
 	const char *conn = !c->keep_alive ? "Connection: close\r\n"
 			   : c->req.version_minor == 0 ? "Connection: keep-alive\r\n" : "";
-	int n = snprintf(buf, cap, "HTTP/1.1 %d %s\r\nServer: superfluid\r\n%s%s%s%s%s%s%s\r\n",
+	int n = snprintf(buf, cap, "HTTP/1.1 %d %s\r\nServer: superfluid\r\n%s%s%s%s%s%s%s%s\r\n",
 			 status, sf_http_status_text(status), type ? "Content-Type: " : "",
 			 type ? type : "", type ? "\r\n" : "", framing, *framing ? "\r\n" : "",
-			 conn, extra ? extra : "");
+			 conn, extra ? extra : "", more);
 	return n < 0 || (size_t)n >= cap ? -1 : n;
 }
 
@@ -74,13 +81,15 @@ int sf_http__respond(struct sf_http_conn *c, int status, const char *type, const
 	(void)unused;
 	if (!c->busy || c->streaming)
 		return -1;
-	char framing[64];
-	snprintf(framing, sizeof(framing), "Content-Length: %zu", len);
+	char framing[64] = "";
+	if (status != 204 && status != 304) /* those have no body, nor its length */
+		snprintf(framing, sizeof(framing), "Content-Length: %zu", len);
 	char small[1024];
-	size_t extra_len = extra ? strlen(extra) : 0;
+	const char *more = common(c);
+	size_t extra_len = (extra ? strlen(extra) : 0) + strlen(more);
 	size_t cap = 256 + (type ? strlen(type) : 0) + extra_len;
 	char *h = cap <= sizeof(small) ? small : malloc(cap);
-	int n = h ? head(c, h, cap, status, type, framing, extra) : -1;
+	int n = h ? head(c, h, cap, status, type, framing, extra, more) : -1;
 	int rc = -1;
 	if (n >= 0) {
 		size_t blen = c->is_head ? 0 : len;
@@ -118,10 +127,11 @@ int sf_http_stream_begin(struct sf_http_conn *c, int status, const char *content
 	if (!c->chunked)
 		c->keep_alive = false; /* HTTP/1.0: the end of the connection ends the body */
 	const char *framing = c->chunked ? "Transfer-Encoding: chunked" : "";
+	const char *more = common(c);
 	size_t cap = 256 + (content_type ? strlen(content_type) : 0) +
-		     (extra_headers ? strlen(extra_headers) : 0);
+		     (extra_headers ? strlen(extra_headers) : 0) + strlen(more);
 	char *h = malloc(cap);
-	int n = h ? head(c, h, cap, status, content_type, framing, extra_headers) : -1;
+	int n = h ? head(c, h, cap, status, content_type, framing, extra_headers, more) : -1;
 	int rc = n >= 0 ? out(c, h, (size_t)n) : -1;
 	free(h);
 	c->streaming = true;

@@ -110,7 +110,10 @@ static void identity(json_t *v, const char *object, const char *id, bool fp)
 static void models(void **state)
 {
 	const char *names[] = { "sim-1", "sim-2" };
-	json_t *v = parse(sf_api_models_json(names, 2, 123, "superfluid"));
+	const uint32_t ctx[] = { 4096, 0 };
+	json_t *v = parse(sf_api_models_json(names, ctx, 2, 123, "superfluid"));
+	is_int(v, "data.0.max_model_len", 4096);
+	assert_null(json_object_get(json_array_get(json_object_get(v, "data"), 1), "max_model_len"));
 	is_str(v, "object", "list");
 	assert_int_equal(json_array_size(at(v, "data")), 2);
 	is_str(v, "data.1.id", "sim-2");
@@ -118,11 +121,12 @@ static void models(void **state)
 	is_int(v, "data.0.created", 123);
 	is_str(v, "data.0.owned_by", "superfluid");
 	json_decref(v);
-	v = parse(sf_api_models_json(NULL, 0, 123, "superfluid"));
+	v = parse(sf_api_models_json(NULL, NULL, 0, 123, "superfluid"));
 	assert_int_equal(json_array_size(at(v, "data")), 0);
 	json_decref(v);
-	v = parse(sf_api_model_json("sim-1", 5, "x"));
+	v = parse(sf_api_model_json("sim-1", 512, 5, "x"));
 	is_str(v, "id", "sim-1");
+	is_int(v, "max_model_len", 512);
 	is_str(v, "object", "model");
 	json_decref(v);
 }

@@ -37,6 +37,7 @@ static const struct sfd_opt opts[] = {
 	{ "tls-cert", SFD_OPT_STR, F(tls_cert), 0, 0, NULL },
 	{ "tls-key", SFD_OPT_STR, F(tls_key), 0, 0, NULL },
 	{ "api-keys", SFD_OPT_STR, F(api_keys), 0, 0, NULL },
+	{ "cors-origin", SFD_OPT_LIST, F(cors_origin), 0, 0, NULL },
 	{ "http-max-body", SFD_OPT_U32, F(http_max_body), 1024, 1u << 30, NULL },
 	{ "http-max-conns", SFD_OPT_U32, F(http_max_conns), 1, 1000000, NULL },
 	{ "http-body-budget-mb", SFD_OPT_U32, F(http_body_budget_mb), 1, 1u << 20, NULL },
@@ -121,6 +122,10 @@ static const char usage_text[] =
 	"  --api-keys FILE         bearer keys clients must send, one per line (`#` comments),\n"
 	"                          in a file only its owner may read; without it no key is\n"
 	"                          asked for\n"
+	"  --cors-origin ORIGIN    let browser pages of ORIGIN (https://host[:port]) call the\n"
+	"                          API: CORS headers on every answer to them, preflights\n"
+	"                          (OPTIONS) answered without a key; give it again for more\n"
+	"                          origins, or * for any. Without it no CORS header is sent\n"
 	"  --http-max-body N       bytes of a request body at most (default 8388608)\n"
 	"  --http-max-conns N      client connections at once (default 4096); when all are\n"
 	"                          open, the one idle longest is closed for a new one, and\n"
@@ -244,6 +249,9 @@ enum headd_parse_result headd_opts_parse(struct headd_opts *o, int argc, char **
 		return usage_error("--identity: longer than 255 bytes");
 	if (!o->tls_cert != !o->tls_key)
 		return usage_error("--tls-cert and --tls-key go together");
+	char why[300];
+	if (o->cors_origin && headd_cors_check(o->cors_origin, why, sizeof(why)))
+		return usage_error(why);
 	if (o->shards == HEADD_SHARDS_UNSET) /* one per CPU, but one where only one works */
 		o->shards = o->fleet_listen ? 1 : 0;
 	if (o->shards != 1 && o->fleet_listen)
