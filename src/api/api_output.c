@@ -18,7 +18,7 @@ void sf_out_init(struct sf_out *o, const struct sf_out_vocab *vocab, bool chat,
 {
 	*o = (struct sf_out){ .vocab = vocab, .chat = chat, .stops = stops, .n_stops = n_stops,
 			      .tools = tools, .n_tools = n_tools, .id_seed = id_seed,
-			      .channel = CH_CONTENT };
+			      .channel = CH_CONTENT, .stop_index = -1 };
 }
 
 void sf_out_free(struct sf_out *o)
@@ -105,15 +105,17 @@ static void release_hold(struct sf_out *o, size_t n)
 /* The first stop sequence to complete at an end past from in the held bytes: where it starts
  * (the earliest start among those ending at that byte), or -1; *end where it ends. Byte by
  * byte, so the cut is the same whatever the token boundaries. */
-static long stop_match(const struct sf_out *o, size_t from, size_t *end)
+static long stop_match(struct sf_out *o, size_t from, size_t *end)
 {
 	for (*end = from + 1; *end <= o->hold.len; (*end)++) {
 		long best = -1;
 		for (uint32_t i = 0; i < o->n_stops; i++) {
 			size_t k = o->stops[i] ? strlen(o->stops[i]) : 0;
 			if (k && k <= *end && !memcmp(o->hold.p + *end - k, o->stops[i], k) &&
-			    (best < 0 || (long)(*end - k) < best))
+			    (best < 0 || (long)(*end - k) < best)) {
 				best = (long)(*end - k);
+				o->stop_index = (int)i;
+			}
 		}
 		if (best >= 0)
 			return best;
@@ -476,26 +478,36 @@ static void feed_stop_id(struct sf_out *o, uint32_t t)
 	o->stopped_by_text = true;
 }
 
+static void feed_token(struct sf_out *o, uint32_t t);
+
 bool sf_out_feed(struct sf_out *o, const uint32_t *tokens, uint32_t n)
 {
 	for (uint32_t i = 0; i < n && !o->done && !o->ended; i++) {
 		uint32_t t = tokens[i];
 		o->n_tokens++;
-		if (o->n_stop_ids && stop_id(o, t)) {
-			feed_stop_id(o, t);
-			continue;
-		}
-		if (special(o, t) && (!o->parser || is(t, o->vocab->eos) ||
-				      is(t, o->vocab->end_turn))) {
-			feed_special(o, t);
-			continue;
-		}
-		size_t len = 0;
-		const uint8_t *b = o->vocab->bytes(o->vocab->arg, t, &len);
-		if (b && len)
-			feed_bytes(o, b, len);
+		size_t reasoning = o->reasoning.len + o->n_pend[CH_REASONING];
+		feed_token(o, t);
+		if (o->reasoning.len + o->n_pend[CH_REASONING] > reasoning)
+			o->n_reasoning_tokens++;
 	}
 	return o->done;
+}
+
+static void feed_token(struct sf_out *o, uint32_t t)
+{
+	if (o->n_stop_ids && stop_id(o, t)) {
+		feed_stop_id(o, t);
+		return;
+	}
+	if (special(o, t) && (!o->parser || is(t, o->vocab->eos) ||
+			      is(t, o->vocab->end_turn))) {
+		feed_special(o, t);
+		return;
+	}
+	size_t len = 0;
+	const uint8_t *b = o->vocab->bytes(o->vocab->arg, t, &len);
+	if (b && len)
+		feed_bytes(o, b, len);
 }
 
 void sf_out_end(struct sf_out *o)

@@ -64,6 +64,8 @@ struct sf_out {
 	uint32_t n_tokens;     /* tokens fed */
 	bool done;             /* a stop sequence, end of turn or eos was seen */
 	bool stopped_by_text;  /* done by a stop sequence (finish "stop") */
+	int stop_index;        /* which of stops ended it (stopped_by_text), or -1 */
+	uint32_t n_reasoning_tokens; /* tokens whose text went to reasoning */
 	/* private: the channel, the held-back bytes, the tool call being read, each text
 	 * channel's incomplete UTF-8 sequence */
 	int channel;

@@ -339,7 +339,8 @@ int sf_api_parse_request(enum sf_api_kind kind, const uint8_t *body, size_t len,
 			 struct sf_api_request *out, struct sf_api_error *e)
 {
 	memset(out, 0, sizeof(*out));
-	if (kind != SF_API_CHAT && kind != SF_API_COMPLETION)
+	if (kind != SF_API_CHAT && kind != SF_API_COMPLETION && kind != SF_API_RESPONSES &&
+	    kind != SF_API_MESSAGES)
 		return sf_api_fail(e, 500, "server_error", NULL, NULL, "unknown request kind %d",
 				   (int)kind);
 	json_error_t jerr;
@@ -356,8 +357,18 @@ int sf_api_parse_request(enum sf_api_kind kind, const uint8_t *body, size_t len,
 	if (!json_is_object(root))
 		rc = sf_api_fail(e, 400, "invalid_request_error", "invalid_type", NULL,
 				 "the request body must be a JSON object (got an array)");
-	else
+	else if (kind == SF_API_RESPONSES || kind == SF_API_MESSAGES) {
+		/* Its chat request, parsed as the chat endpoint's body. */
+		json_t *chat = NULL;
+		rc = kind == SF_API_RESPONSES ? sf__api_responses_chat(root, out, &chat, e)
+					      : sf__api_messages_chat(root, out, &chat, e);
+		if (!rc)
+			rc = parse_root(SF_API_CHAT, chat, out, e);
+		json_decref(chat);
+	} else {
 		rc = parse_root(kind, root, out, e);
+	}
+	out->wire = kind;
 	json_decref(root);
 	if (rc)
 		sf_api_request_free(out);
@@ -398,6 +409,11 @@ void sf_api_request_free(struct sf_api_request *r)
 	for (uint32_t i = 0; i < r->n_stop; i++)
 		free(r->stop[i]);
 	free(r->stop_token_ids);
+	if (r->resp) {
+		free(r->resp->previous_id);
+		free(r->resp->echo_json);
+		free(r->resp);
+	}
 	free(r->user);
 	free(r->session);
 	free(r->logit_bias);

@@ -27,7 +27,11 @@
 #define SF_API_REPEAT_LAST_N 64    /* repeat_last_n when not given (llama.cpp's) */
 #define SF_API_WHOLE_CONTEXT UINT32_MAX /* repeat_last_n -1: the whole context */
 
-enum sf_api_kind { SF_API_CHAT = 1, SF_API_COMPLETION = 2 };
+/* What a request is. POST /v1/responses (SF_API_RESPONSES) and /v1/messages
+ * (SF_API_MESSAGES) are parsed into chat requests (kind SF_API_CHAT, wire the endpoint's) and
+ * answered in their own shapes. */
+enum sf_api_kind { SF_API_CHAT = 1, SF_API_COMPLETION = 2, SF_API_RESPONSES = 3,
+		   SF_API_MESSAGES = 4 };
 
 enum sf_api_role {
 	SF_ROLE_SYSTEM = 0,
@@ -69,8 +73,17 @@ struct sf_api_logit_bias {
 	float bias;
 };
 
+/* What a POST /v1/responses request asks beyond its chat request. */
+struct sf_api_responses {
+	char *previous_id; /* previous_response_id, or NULL */
+	bool store;        /* store (default true) */
+	char *echo_json;   /* the fields its answer repeats (compact JSON object) */
+};
+
 struct sf_api_request {
 	enum sf_api_kind kind;
+	enum sf_api_kind wire;          /* the endpoint's: kind, SF_API_RESPONSES or SF_API_MESSAGES */
+	struct sf_api_responses *resp;  /* wire SF_API_RESPONSES; else NULL */
 	char *model;
 
 	/* chat */

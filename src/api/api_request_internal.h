@@ -54,6 +54,14 @@ int sf__api_opt_bool(const json_t *root, const char *key, bool *out, struct sf_a
 int sf__api_parse_more(const json_t *root, struct sf_api_request *r, bool top_given,
 		       struct sf_api_error *e);
 
+/* A POST /v1/responses body (api_responses_req.c) or /v1/messages body
+ * (api_messages_req.c) as the body of the chat request it is: *out a new object, r->resp
+ * filled for responses. 0, or -1 with e naming the field of the body given. */
+int sf__api_responses_chat(const json_t *root, struct sf_api_request *r, json_t **out,
+			   struct sf_api_error *e);
+int sf__api_messages_chat(const json_t *root, struct sf_api_request *r, json_t **out,
+			  struct sf_api_error *e);
+
 /* The chat fields: messages, tools, tool_choice. */
 int sf__api_parse_chat(const json_t *root, struct sf_api_request *r, struct sf_api_error *e);
 

@@ -16,6 +16,7 @@
 struct sf_api_usage {
 	uint32_t prompt_tokens, completion_tokens; /* total_tokens is their sum */
 	uint32_t cached_tokens; /* of the prompt's, those the node had (prompt_tokens_details) */
+	uint32_t reasoning_tokens; /* of the completion's, those of its reasoning (Responses) */
 };
 
 /* Generated tokens' log-probabilities, with their text from the vocabulary: "token" is the

@@ -78,6 +78,7 @@ struct headd_named {
 				   * may be the one that ended the turn, dropped at the next turn */
 	/* The key that made it: only requests with that key find it (names are per key). */
 	uint8_t owner[SF_WALREC_OWNER_LEN];
+	char last_id[SF_WALREC_MAX_ID + 1]; /* the request id of its latest turn kept ("") */
 	struct headd_named *next;
 };
 
@@ -93,6 +94,7 @@ struct headd_req {
 	uint64_t t_start, t_first, t_last; /* loop ms: arrival, first token, last token */
 
 	struct headd_named *named; /* or NULL: an unnamed session, closed at the end */
+	struct headd_resp *resp_state; /* a streamed Responses answer's items (api_responses.c) */
 	uint64_t session_id, generation_id;
 	uint64_t ticket;          /* tokenizer ticket while it is tokenizing */
 	uint32_t *content;        /* the content sent for this generation */
@@ -150,7 +152,7 @@ enum headd_http_phase {
 /* The endpoints, as the metrics count them. */
 enum headd_endpoint {
 	EP_CHAT = 0, EP_COMPLETIONS, EP_MODELS, EP_SESSIONS, EP_HEALTH, EP_METRICS, EP_OTHER,
-	EP_TOKENIZE, EP_FLEET, EP_TRANSCRIBE,
+	EP_TOKENIZE, EP_FLEET, EP_TRANSCRIBE, EP_RESPONSES, EP_MESSAGES, EP_EMBEDDINGS,
 	EP_COUNT
 };
 
@@ -269,6 +271,19 @@ void headd_api_send_json(struct headd_http *h, int status, char *json); /* frees
 /* A whole answer (extra: header lines or NULL), the request ended. */
 void headd_api_respond(struct headd_http *h, int status, const char *type, const char *body,
 		       size_t len, const char *extra);
+
+/* api_responses.c: POST /v1/responses (a chat request, wire SF_API_RESPONSES), GET and
+ * DELETE /v1/responses/{id}. headd_responses_named: the request's id and its chain's named
+ * session (store, previous_response_id); 0 or -1 with e. The answer: begin (the stream's
+ * first events), deltas (each turn), end (a stream's last events and its end), whole. */
+int headd_responses_named(struct headd_req *q, struct sf_api_error *e);
+void headd_responses_begin(struct headd_req *q);
+void headd_responses_deltas(struct headd_req *q);
+void headd_responses_end(struct headd_req *q, const struct sf_api_error *fail);
+void headd_responses_whole(struct headd_req *q, const struct sf_api_error *fail);
+void headd_responses_free(struct headd_req *q);
+void headd_responses_get(struct headd_http *h, const char *id, const struct sf_http_request *r);
+void headd_responses_delete(struct headd_http *h, const char *id);
 
 /* api_cors.c: --cors-origin. The header lines every answer to r carries (NULL: none; in h).
  * A preflight (OPTIONS, CORS on) answered: true. */

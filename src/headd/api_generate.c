@@ -131,6 +131,7 @@ void headd_gen_free(struct headd_req *q)
 	if (q->unindexed)
 		d->api.unindexed--;
 	headd_transcribe_free(q);
+	headd_responses_free(q);
 	if (q->named && q->named->busy == q)
 		q->named->busy = NULL;
 	if (!q->borrowed)
@@ -268,7 +269,7 @@ static void log_gen(struct headd_req *q)
 	struct sf_walrec_gen g = {
 		.session_id = q->session_id, .generation_id = q->generation_id,
 		.max_new = q->max_tokens, .logprobs = q->r.logprobs,
-		.top_logprobs = (uint8_t)q->r.top_logprobs, .kind = (uint8_t)q->r.kind,
+		.top_logprobs = (uint8_t)q->r.top_logprobs, .kind = (uint8_t)q->r.wire,
 		.index = q->index, .n_prompt = q->n_content, .created_s = q->created_s,
 		.out_seed = q->out_seed, .body = body_of->body, .body_len = body_of->body_len,
 	};
@@ -541,14 +542,16 @@ void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct s
 	q->t_start = sf_loop_now(d->loop);
 	q->created_s = (uint64_t)time(NULL);
 	memcpy(q->owner, h->owner, sizeof(q->owner));
-	snprintf(q->id, sizeof(q->id), "%s-%016" PRIx64 "%08" PRIx64,
-		 kind == SF_API_CHAT ? "chatcmpl" : "cmpl", headd_gen_rand(d), headd_serial_new(d));
+	snprintf(q->id, sizeof(q->id), "%s%016" PRIx64 "%08" PRIx64,
+		 kind == SF_API_CHAT ? "chatcmpl-" : kind == SF_API_MESSAGES ? "msg_" : "cmpl-",
+		 headd_gen_rand(d), headd_serial_new(d));
 	if (sf_api_parse_request(kind, r->body, r->body_len, &q->r, &e) || check(q, &e) ||
-	    named_for(q, r, &e)) {
+	    (q->r.wire == SF_API_RESPONSES ? headd_responses_named(q, &e) : named_for(q, r, &e))) {
 		headd_gen_free(q);
 		headd_api_send_error(h, &e);
 		return;
 	}
+	kind = q->r.kind; /* Responses and Messages are chat requests from here on */
 	headd_gen_vocab(&q->vocab, q->tok);
 	q->vocab.end_turn = headd_req_end_turn(q);
 	q->out_seed = headd_gen_rand(d);

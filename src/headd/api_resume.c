@@ -226,6 +226,8 @@ void headd_resume(struct headd_http *h, enum sf_api_kind kind, const char *id,
 		headd_api_send_error(h, &e);
 		return;
 	}
+	if (kind == SF_API_RESPONSES)
+		q->r.stream = false; /* GET /v1/responses/{id}: the object, unless ?stream=true */
 	if (query_value(hr->query, "stream", v, sizeof(v)))
 		q->r.stream = !strcmp(v, "true") || !strcmp(v, "1");
 	struct headd_named *n = s->rec.name[0] ? headd_named_find(d, s->rec.name, s->rec.owner)

@@ -32,6 +32,8 @@ static enum headd_endpoint endpoint_of(const char *path)
 		return EP_FLEET;
 	if (!strcmp(path, "/v1/audio/transcriptions"))
 		return EP_TRANSCRIBE;
+	if (!strcmp(path, "/v1/responses") || !strncmp(path, "/v1/responses/", 14))
+		return EP_RESPONSES;
 	return EP_OTHER;
 }
 
@@ -264,6 +266,15 @@ static unsigned owner_of(const struct headd *d, enum headd_endpoint ep,
 	}
 	if (resume_id)
 		return headd_shard_of_request_id(d, resume_id);
+	if (ep == EP_RESPONSES) { /* by the response named: its conversation's shard */
+		char prev[SF_WALREC_MAX_ID + 2];
+		if (r->path[13] == '/' && r->path[14])
+			return headd_shard_of_request_id(d, r->path + 14);
+		if (body_string(r, "previous_response_id", "previous_response_id", prev,
+				sizeof(prev)))
+			return headd_shard_of_request_id(d, prev);
+		return d->shard;
+	}
 	if (ep == EP_SESSIONS && r->path[12] == '/' && r->path[13])
 		return headd_shard_of_name(d, r->path + 13);
 	if (ep != EP_CHAT && ep != EP_COMPLETIONS)
@@ -333,7 +344,8 @@ void headd_api_request(struct headd_http *h, const struct sf_http_request *r)
 		struct sf_api_error e;
 		sf_api_fail(&e, 404, "invalid_request_error", "unknown_url", NULL,
 			    "Unknown request URL: %s %.200s. This head serves /v1/models, "
-			    "/v1/completions, /v1/chat/completions, /v1/audio/transcriptions, "
+			    "/v1/completions, /v1/chat/completions, /v1/responses, "
+			    "/v1/audio/transcriptions, "
 			    "/v1/sessions/{id}, /v1/tokenize, /v1/fleet, /health and /metrics", r->method, r->path);
 		headd_api_send_error(h, &e);
 		return;
@@ -356,6 +368,22 @@ void headd_api_request(struct headd_http *h, const struct sf_http_request *r)
 		}
 		headd_gen_start(h, ep == EP_CHAT ? SF_API_CHAT : SF_API_COMPLETION, r);
 		return;
+	case EP_RESPONSES: {
+		const char *id = r->path[13] == '/' ? r->path + 14 : NULL;
+		if (!id) {
+			if (is(r, "POST"))
+				headd_gen_start(h, SF_API_RESPONSES, r);
+			else
+				not_allowed(h, r, "POST");
+		} else if (is(r, "GET")) {
+			headd_responses_get(h, id, r);
+		} else if (!strcmp(r->method, "DELETE")) {
+			headd_responses_delete(h, id);
+		} else {
+			not_allowed(h, r, "GET, DELETE");
+		}
+		return;
+	}
 	case EP_TOKENIZE:
 		if (!is(r, "POST")) {
 			not_allowed(h, r, "POST");

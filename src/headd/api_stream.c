@@ -16,6 +16,10 @@ static enum headd_endpoint ep_of(const struct headd_req *q)
 {
 	if (q->tokenize_only)
 		return EP_TOKENIZE;
+	if (q->r.wire == SF_API_RESPONSES)
+		return EP_RESPONSES;
+	if (q->r.wire == SF_API_MESSAGES)
+		return EP_MESSAGES;
 	return q->r.kind == SF_API_CHAT ? EP_CHAT : EP_COMPLETIONS;
 }
 
@@ -63,6 +67,8 @@ void headd_stream_begin(struct headd_req *q)
 		return;
 	/* A choice of an n > 1 request streams when its lead does. */
 	headd_life_on(&q->life, HE_STREAM_BEGUN);
+	if (q->r.wire == SF_API_RESPONSES)
+		headd_responses_begin(q);
 	for (uint32_t i = 1; q->lead == q && i < q->n_choice; i++)
 		headd_life_on(&q->choice[i]->life, HE_STREAM_BEGUN);
 }
@@ -97,6 +103,10 @@ static bool new_logprobs(struct headd_req *q, struct sf_api_logprobs *lp)
 /* A stream's new deltas. */
 static void stream_deltas(struct headd_req *q)
 {
+	if (q->r.wire == SF_API_RESPONSES) {
+		headd_responses_deltas(q);
+		return;
+	}
 	struct sf_api_meta m;
 	meta_of(q, &m);
 	size_t clen = 0, rlen = 0;
@@ -135,6 +145,8 @@ static void stream_deltas(struct headd_req *q)
 /* A choice's last chunk: its finish reason. */
 static void last_chunk(struct headd_req *q)
 {
+	if (q->r.wire != q->r.kind)
+		return; /* the endpoint's own end (stream_end) */
 	struct sf_api_meta m;
 	meta_of(q, &m);
 	bool inc = q->r.include_usage;
@@ -151,6 +163,10 @@ static void last_chunk(struct headd_req *q)
  * the error of the request (of any of its choices), or NULL. */
 static void stream_end(struct headd_req *q, const struct sf_api_error *fail)
 {
+	if (q->r.wire == SF_API_RESPONSES) {
+		headd_responses_end(q, fail);
+		return;
+	}
 	struct sf_api_meta m;
 	meta_of(q, &m);
 	struct sf_api_usage u;
@@ -190,6 +206,10 @@ static void choice_of(struct headd_req *q, struct sf_api_choice *c, struct sf_ap
 
 static void whole_response(struct headd_req *q, const struct sf_api_error *fail)
 {
+	if (q->r.wire == SF_API_RESPONSES) {
+		headd_responses_whole(q, fail);
+		return;
+	}
 	if (fail) {
 		headd_api_send_error(q->h, fail);
 		return;
@@ -241,6 +261,7 @@ static void keep_named(struct headd_req *q)
 	headd_named_set_content(s, all, q->n_content + n);
 	free(all);
 	s->turns++;
+	snprintf(s->last_id, sizeof(s->last_id), "%s", q->id);
 	if (q->logged)
 		headd_wal_content(q->d, s->session_id, q->n_content, q->gen, n);
 }

@@ -143,8 +143,9 @@ uint64_t headd_serial_new(struct headd *d)
 
 unsigned headd_shard_of_request_id(const struct headd *d, const char *id)
 {
-	/* <kind>-<16 hex digits of chance><the serial in hex> (api_generate.c) */
-	const char *dash = strchr(id, '-');
+	/* <kind>-<16 hex digits of chance><the serial in hex> (api_generate.c; resp_ the same
+	 * with its chain's digits, api_responses.c) */
+	const char *dash = strpbrk(id, "-_"); /* chatcmpl-, cmpl-, resp_ */
 	if (d->n_shards == 1 || !dash || strlen(dash + 1) <= 16)
 		return d->shard;
 	char *end;

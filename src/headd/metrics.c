@@ -15,7 +15,7 @@ static const double bounds[HEADD_HIST_BUCKETS] = {
 };
 static const char *const ep_names[EP_COUNT] = {
 	"chat_completions", "completions", "models", "sessions", "health", "metrics", "other",
-	"tokenize", "fleet", "audio_transcriptions",
+	"tokenize", "fleet", "audio_transcriptions", "responses", "messages", "embeddings",
 };
 static const char *const class_names[6] = { "2xx", "4xx", "5xx", "401", "429", "other" };
 

@@ -1,7 +1,8 @@
 /* The API's request parser, chat prompt and output decoder on any bytes.
  *
  * Input: [kind and flags] then a request body. The body is parsed as a chat or completions
- * request; what parses is rendered with the simulated engine's templates (chat; flag 2 as a
+ * request (flag 8: a /v1/responses body, 16: a /v1/messages body, both parsed into chat
+ * requests); what parses is rendered with the simulated engine's templates (chat; flag 2 as a
  * later turn), and the body's bytes are also
  * fed as tokens to the output decoder with the request's stops and tools. Checked: parse
  * results agree with the error (status set exactly when refused), the decoder's text is
@@ -14,6 +15,7 @@
 
 #include "api/api_output.h"
 #include "api/api_request.h"
+#include "api/api_responses.h"
 #include "api/chat_prompt.h"
 
 #include <stdlib.h>
@@ -59,6 +61,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	enum sf_api_kind kind = data[0] & 1 ? SF_API_CHAT : SF_API_COMPLETION;
+	if (data[0] & 8)
+		kind = SF_API_RESPONSES;
+	else if (data[0] & 16)
+		kind = SF_API_MESSAGES;
 	struct sf_api_request r;
 	struct sf_api_error e = { 0 };
 	memset(&r, 0, sizeof(r));
@@ -67,6 +73,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_fail("refused without a status and a message");
 	if (!rc && !r.model)
 		fuzz_fail("accepted without a model");
+	if (!rc && r.wire != kind)
+		fuzz_fail("parsed as another endpoint's request");
+	if (!rc && (kind == SF_API_RESPONSES) != (r.resp != NULL))
+		fuzz_fail("a responses request without its fields, or another with them");
+	if (kind == SF_API_RESPONSES || kind == SF_API_MESSAGES)
+		kind = SF_API_CHAT; /* what it was parsed into */
 	if (!rc && kind == SF_API_CHAT) {
 		struct sf_chat_prompt_args a = { .chat_json = r.chat_json, .bos = "<|bos|>",
 						 .eos = "<|eos|>", .generation_prompt = true,
@@ -86,6 +98,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct sf_out o;
 	sf_out_init(&o, &v, kind == SF_API_CHAT, rc ? NULL : (const char *const *)r.stop,
 		    rc ? 0 : r.n_stop, rc ? NULL : r.tools, rc ? 0 : r.n_tools, 1);
+	if (!rc)
+		sf_out_set_ends(&o, r.stop_token_ids, r.n_stop_token_ids,
+				r.include_stop_str_in_output, r.min_tokens);
 	for (size_t i = 1; i < size && !o.done; i++) {
 		uint32_t t = data[i];
 		if ((data[0] & 4) && t >= 0xf8)
@@ -97,6 +112,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!j)
 		fuzz_fail("the decoder's content is not valid UTF-8");
 	json_decref(j);
+	if (!rc && r.resp) { /* the response object of what the decoder made */
+		struct sf_resp_item items[2] = {
+			{ .kind = SF_RESP_REASONING, .text = o.reasoning.p, .len = o.reasoning.len,
+			  .done = true },
+			{ .kind = SF_RESP_MESSAGE, .text = o.content.p, .len = o.content.len },
+		};
+		struct sf_resp_meta m = { .id = "resp_x", .status = "completed", .model = r.model,
+					  .echo_json = r.resp->echo_json,
+					  .previous_id = r.resp->previous_id };
+		struct sf_api_usage u = { 0 };
+		json_t *obj = sf_resp_object(&m, items, 2, &u);
+		if (!obj)
+			fuzz_fail("no response object (its echo does not load?)");
+		json_decref(obj);
+	}
 	sf_out_free(&o);
 	sf_api_request_free(&r);
 	return 0;

@@ -484,6 +484,30 @@ static void make_api(void)
 		 "\"presence_penalty\":0.5,\"frequency_penalty\":-1,\"repetition_penalty\":1.2,"
 		 "\"repeat_last_n\":-1,\"logit_bias\":{\"5\":-100,\"17\":2.5,\"300\":100}}");
 	put_text("broken", 1, "{\"model\":\"sim-1\",\"messages\":[{\"role\":");
+	put_text("more", 1, "{\"model\":\"sim-1\",\"messages\":[{\"role\":\"user\",\"content\":"
+		 "\"x\"}],\"stop\":[\"ab\"],\"stop_token_ids\":[97,10],\"min_tokens\":3,"
+		 "\"include_stop_str_in_output\":true,\"ignore_eos\":true,\"n_probs\":2,"
+		 "\"cache_prompt\":false,\"best_of\":1}");
+	put_text("responses", 8 | 4, "{\"model\":\"sim-1\",\"instructions\":\"be\",\"input\":["
+		 "{\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"w\"}]},"
+		 "{\"type\":\"reasoning\",\"summary\":[],\"content\":[{\"type\":"
+		 "\"reasoning_text\",\"text\":\"r\"}]},{\"type\":\"function_call\",\"call_id\":"
+		 "\"c1\",\"name\":\"f\",\"arguments\":\"{}\"},{\"type\":\"function_call_output\","
+		 "\"call_id\":\"c1\",\"output\":\"ok\"}],\"tools\":[{\"type\":\"function\","
+		 "\"name\":\"f\",\"parameters\":{\"type\":\"object\"}}],\"tool_choice\":{\"type\":"
+		 "\"function\",\"name\":\"f\"},\"max_output_tokens\":9,\"store\":false,"
+		 "\"metadata\":{\"k\":\"v\"},\"reasoning\":{\"effort\":\"low\"},\"text\":"
+		 "{\"format\":{\"type\":\"text\"}},\"previous_response_id\":\"resp_1\"}");
+	put_text("messages", 16 | 4, "{\"model\":\"sim-1\",\"max_tokens\":2000,\"system\":[{"
+		 "\"type\":\"text\",\"text\":\"s\"}],\"messages\":[{\"role\":\"user\","
+		 "\"content\":\"w\"},{\"role\":\"assistant\",\"content\":[{\"type\":\"thinking\","
+		 "\"thinking\":\"t\",\"signature\":\"\"},{\"type\":\"tool_use\",\"id\":\"t1\","
+		 "\"name\":\"f\",\"input\":{\"a\":1}}]},{\"role\":\"user\",\"content\":[{\"type\":"
+		 "\"tool_result\",\"tool_use_id\":\"t1\",\"content\":[{\"type\":\"text\",\"text\":"
+		 "\"ok\"}]},{\"type\":\"text\",\"text\":\"more\"}]}],\"tools\":[{\"name\":\"f\","
+		 "\"input_schema\":{\"type\":\"object\"}}],\"tool_choice\":{\"type\":\"any\"},"
+		 "\"stop_sequences\":[\"zz\"],\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":"
+		 "1024},\"metadata\":{\"user_id\":\"u\"}}");
 }
 
 /* ---- fuzz_multipart: [boundary length | 0x80 header too] boundary, body ---- */
