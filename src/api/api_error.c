@@ -88,3 +88,28 @@ char *sf_api_error_json(const struct sf_api_error *e)
 	json_decref(root);
 	return out;
 }
+
+/* Anthropic's error type for an HTTP status. */
+static const char *anthropic_type(int status)
+{
+	switch (status) {
+	case 401: return "authentication_error";
+	case 403: return "permission_error";
+	case 404: return "not_found_error";
+	case 413: return "request_too_large";
+	case 429: return "rate_limit_error";
+	case 503: return "overloaded_error";
+	default: return status >= 500 ? "api_error" : "invalid_request_error";
+	}
+}
+
+char *sf_api_error_json_anthropic(const struct sf_api_error *e)
+{
+	char clean[sizeof(e->message)];
+	const char *message = utf8_clean(e->message, clean, sizeof(clean));
+	json_t *root = json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "type",
+				 anthropic_type(e->status), "message", message);
+	char *out = root ? json_dumps(root, JSON_COMPACT) : NULL;
+	json_decref(root);
+	return out;
+}

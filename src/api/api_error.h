@@ -22,5 +22,8 @@ int sf_api_bad(struct sf_api_error *e, const char *param, const char *fmt, ...)
 
 /* The error object as JSON text, malloc'd (NULL when out of memory). */
 char *sf_api_error_json(const struct sf_api_error *e);
+/* The same error in Anthropic's shape (POST /v1/messages): {"type": "error", "error":
+ * {"type": its type for the status (authentication_error, not_found_error, ...), "message"}}. */
+char *sf_api_error_json_anthropic(const struct sf_api_error *e);
 
 #endif

@@ -95,6 +95,7 @@ struct headd_req {
 
 	struct headd_named *named; /* or NULL: an unnamed session, closed at the end */
 	struct headd_resp *resp_state; /* a streamed Responses answer's items (api_responses.c) */
+	struct headd_amsg *msg_state;  /* a streamed Messages answer's blocks (api_messages.c) */
 	uint64_t session_id, generation_id;
 	uint64_t ticket;          /* tokenizer ticket while it is tokenizing */
 	uint32_t *content;        /* the content sent for this generation */
@@ -284,6 +285,14 @@ void headd_responses_whole(struct headd_req *q, const struct sf_api_error *fail)
 void headd_responses_free(struct headd_req *q);
 void headd_responses_get(struct headd_http *h, const char *id, const struct sf_http_request *r);
 void headd_responses_delete(struct headd_http *h, const char *id);
+
+/* api_messages.c: POST /v1/messages (a chat request, wire SF_API_MESSAGES) answered in
+ * Anthropic's shapes, as api_responses.c's functions do. */
+void headd_messages_begin(struct headd_req *q);
+void headd_messages_deltas(struct headd_req *q);
+void headd_messages_end(struct headd_req *q, const struct sf_api_error *fail);
+void headd_messages_whole(struct headd_req *q, const struct sf_api_error *fail);
+void headd_messages_free(struct headd_req *q);
 
 /* api_cors.c: --cors-origin. The header lines every answer to r carries (NULL: none; in h).
  * A preflight (OPTIONS, CORS on) answered: true. */

@@ -132,6 +132,7 @@ void headd_gen_free(struct headd_req *q)
 		d->api.unindexed--;
 	headd_transcribe_free(q);
 	headd_responses_free(q);
+	headd_messages_free(q);
 	if (q->named && q->named->busy == q)
 		q->named->busy = NULL;
 	if (!q->borrowed)

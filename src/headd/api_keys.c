@@ -101,15 +101,16 @@ bool headd_keys_check(struct headd_http *h, const struct sf_http_request *r)
 	if (!d->api.n_keys)
 		return true;
 	const char *auth = sf_http_header(r, "authorization");
+	const char *xkey = sf_http_header(r, "x-api-key"); /* Anthropic's clients send it so */
 	struct sf_api_error e;
-	if (!auth || strncasecmp(auth, "Bearer ", 7)) {
+	if ((!auth || strncasecmp(auth, "Bearer ", 7)) && !xkey) {
 		sf_api_fail(&e, 401, "invalid_request_error", "missing_api_key", NULL,
 			    "You didn't provide an API key. Send it in the Authorization header "
-			    "as 'Bearer YOUR_KEY'");
+			    "as 'Bearer YOUR_KEY' (or as x-api-key)");
 		headd_api_send_error(h, &e);
 		return false;
 	}
-	const char *key = auth + 7;
+	const char *key = auth && !strncasecmp(auth, "Bearer ", 7) ? auth + 7 : xkey;
 	while (*key == ' ')
 		key++;
 	uint8_t digest[32];

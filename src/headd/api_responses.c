@@ -15,20 +15,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api_blocks.h"
 #include "api/api_responses.h"
 #include "daemon/log.h"
 
 #define CHAIN_HEX 16
 #define PREFIX "resp_"
-#define MAX_ITEMS (SF_API_MAX_TOOL_CALLS + 8)
-
-/* A streamed response's items so far. */
+/* A streamed response's items so far: the reply's blocks (api_blocks.h). */
 struct headd_resp {
-	struct sf_resp_item items[MAX_ITEMS];
-	size_t from[MAX_ITEMS], to[MAX_ITEMS]; /* reasoning, message: their text in the decoder */
-	uint32_t n;
-	int open;      /* the item being written (its events not closed), or -1 */
-	uint64_t seq;  /* the next event's sequence_number */
+	struct sf_blocks bl;
+	uint64_t seq; /* the next event's sequence_number */
 };
 
 /* The chain a response id names (16 hex digits after "resp_"), into chain; false when it
@@ -138,9 +134,40 @@ static void meta_of(const struct headd_req *q, const char *status,
 	};
 }
 
-static void item_id(struct headd_req *q, const char *kind, uint32_t i, char *out, size_t cap)
+static void item_id(const struct headd_req *q, enum sf_block_kind k, uint32_t i, char *out,
+		    size_t cap)
 {
-	snprintf(out, cap, "%s_%s_%u", kind, q->id + sizeof(PREFIX) - 1, i);
+	snprintf(out, cap, "%s_%s_%u", k == SF_BLOCK_REASONING ? "rs" : k == SF_BLOCK_TEXT ? "msg"
+		 : "fc", q->id + sizeof(PREFIX) - 1, i);
+}
+
+static const enum sf_resp_item_kind item_kind[] = {
+	[SF_BLOCK_REASONING] = SF_RESP_REASONING, [SF_BLOCK_TEXT] = SF_RESP_MESSAGE,
+	[SF_BLOCK_CALL] = SF_RESP_CALL,
+};
+
+/* Block i as an output item. */
+static void item_of(const struct headd_req *q, const struct sf_blocks *bl, uint32_t i,
+		    struct sf_resp_item *it)
+{
+	const struct sf_block *b = &bl->b[i];
+	*it = (struct sf_resp_item){ .kind = item_kind[b->kind], .call = b->call,
+				     .done = b->closed };
+	it->text = sf_block_text(bl, &q->out, i, &it->len);
+	item_id(q, b->kind, i, it->id, sizeof(it->id));
+}
+
+static json_t *object_of(const struct headd_req *q, const struct sf_blocks *bl,
+			 const char *status, const struct sf_api_error *fail, bool with_usage)
+{
+	struct sf_resp_item items[SF_BLOCKS_MAX];
+	for (uint32_t i = 0; i < bl->n; i++)
+		item_of(q, bl, i, &items[i]);
+	struct sf_resp_meta m;
+	meta_of(q, status, fail, &m);
+	struct sf_api_usage u;
+	usage_of(q, &u);
+	return sf_resp_object(&m, items, bl->n, with_usage ? &u : NULL);
 }
 
 void headd_responses_whole(struct headd_req *q, const struct sf_api_error *fail)
@@ -149,31 +176,9 @@ void headd_responses_whole(struct headd_req *q, const struct sf_api_error *fail)
 		headd_api_send_error(q->h, fail);
 		return;
 	}
-	struct sf_resp_item items[MAX_ITEMS];
-	uint32_t n = 0;
-	const struct sf_out *o = &q->out;
-	if (o->reasoning.len) {
-		items[n] = (struct sf_resp_item){ .kind = SF_RESP_REASONING, .text = o->reasoning.p,
-						  .len = o->reasoning.len, .done = true };
-		item_id(q, "rs", n, items[n].id, sizeof(items[n].id));
-		n++;
-	}
-	if (o->content.len || !o->n_calls) {
-		items[n] = (struct sf_resp_item){ .kind = SF_RESP_MESSAGE, .text = o->content.p,
-						  .len = o->content.len, .done = true };
-		item_id(q, "msg", n, items[n].id, sizeof(items[n].id));
-		n++;
-	}
-	for (uint32_t i = 0; i < o->n_calls && n < MAX_ITEMS; i++, n++) {
-		items[n] = (struct sf_resp_item){ .kind = SF_RESP_CALL, .call = &o->calls[i],
-						  .done = true };
-		item_id(q, "fc", n, items[n].id, sizeof(items[n].id));
-	}
-	struct sf_resp_meta m;
-	meta_of(q, NULL, NULL, &m);
-	struct sf_api_usage u;
-	usage_of(q, &u);
-	json_t *obj = sf_resp_object(&m, items, n, &u);
+	struct sf_blocks bl;
+	sf_blocks_whole(&bl, &q->out);
+	json_t *obj = object_of(q, &bl, NULL, NULL, true);
 	char *text = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
 	json_decref(obj);
 	headd_api_send_json(q->h, 200, text);
@@ -193,13 +198,8 @@ static void emit(struct headd_req *q, const char *type, json_t *fields)
 static json_t *response_now(struct headd_req *q, const char *status,
 			    const struct sf_api_error *fail, bool with_usage)
 {
-	struct headd_resp *st = q->resp_state;
-	struct sf_resp_meta m;
-	meta_of(q, status, fail, &m);
-	struct sf_api_usage u;
-	usage_of(q, &u);
-	return json_pack("{s:o}", "response", sf_resp_object(&m, st->items, st->n,
-							     with_usage ? &u : NULL));
+	return json_pack("{s:o}", "response", object_of(q, &q->resp_state->bl, status, fail,
+							with_usage));
 }
 
 void headd_responses_begin(struct headd_req *q)
@@ -207,134 +207,110 @@ void headd_responses_begin(struct headd_req *q)
 	struct headd_resp *st = calloc(1, sizeof(*st));
 	if (!st)
 		return; /* no events: the stream ends bare */
-	st->open = -1;
+	sf_blocks_init(&st->bl);
 	q->resp_state = st;
 	emit(q, "response.created", response_now(q, "in_progress", NULL, false));
 	emit(q, "response.in_progress", response_now(q, "in_progress", NULL, false));
 }
 
-/* The open item's text as far as the decoder has it. */
-static void item_text(struct headd_req *q, uint32_t i)
+static json_t *where(struct headd_req *q, uint32_t i, bool content)
 {
-	struct headd_resp *st = q->resp_state;
-	struct sf_resp_item *it = &st->items[i];
-	const struct sf_str *s = it->kind == SF_RESP_REASONING ? &q->out.reasoning : &q->out.content;
-	if (!it->done)
-		st->to[i] = s->len;
-	it->text = s->p ? s->p + st->from[i] : "";
-	it->len = st->to[i] - st->from[i];
+	char id[48];
+	item_id(q, q->resp_state->bl.b[i].kind, i, id, sizeof(id));
+	return content ? json_pack("{s:s,s:i,s:i}", "item_id", id, "output_index", (int)i,
+				   "content_index", 0)
+		       : json_pack("{s:s,s:i}", "item_id", id, "output_index", (int)i);
 }
 
-static json_t *where(struct headd_req *q, uint32_t i)
+static json_t *item_json(struct headd_req *q, uint32_t i)
 {
-	return json_pack("{s:s,s:i,s:i}", "item_id", q->resp_state->items[i].id, "output_index",
-			 (int)i, "content_index", 0);
+	struct sf_resp_item it;
+	item_of(q, &q->resp_state->bl, i, &it);
+	return sf_resp_item_json(&it);
 }
 
-static void close_open(struct headd_req *q)
+static void on_open(void *arg, uint32_t i)
 {
-	struct headd_resp *st = q->resp_state;
-	if (st->open < 0)
-		return;
-	uint32_t i = (uint32_t)st->open;
-	struct sf_resp_item *it = &st->items[i];
-	item_text(q, i);
-	it->done = true;
-	st->open = -1;
-	json_t *text = json_stringn(it->text ? it->text : "", it->len);
-	if (it->kind == SF_RESP_REASONING) {
-		json_t *f = where(q, i);
-		json_object_set_new(f, "text", text);
-		emit(q, "response.reasoning_text.done", f);
-	} else {
-		json_t *f = where(q, i);
-		json_object_set(f, "text", text);
-		json_object_set_new(f, "logprobs", json_array());
-		emit(q, "response.output_text.done", f);
-		f = where(q, i);
-		json_object_set_new(f, "part", json_pack("{s:s,s:o,s:[],s:[]}", "type", "output_text",
-							 "text", text, "annotations", "logprobs"));
-		emit(q, "response.content_part.done", f);
-	}
-	emit(q, "response.output_item.done", json_pack("{s:i,s:o}", "output_index", (int)i, "item",
-						       sf_resp_item_json(it)));
-}
-
-/* A new item of kind; its text starts at from in its channel. */
-static uint32_t open_item(struct headd_req *q, enum sf_resp_item_kind kind, size_t from)
-{
-	struct headd_resp *st = q->resp_state;
-	close_open(q);
-	uint32_t i = st->n++;
-	struct sf_resp_item *it = &st->items[i];
-	*it = (struct sf_resp_item){ .kind = kind };
-	item_id(q, kind == SF_RESP_REASONING ? "rs" : kind == SF_RESP_MESSAGE ? "msg" : "fc", i,
-		it->id, sizeof(it->id));
-	st->from[i] = st->to[i] = from;
-	item_text(q, i);
+	struct headd_req *q = arg;
+	const struct sf_block *b = &q->resp_state->bl.b[i];
 	emit(q, "response.output_item.added", json_pack("{s:i,s:o}", "output_index", (int)i,
-							"item", sf_resp_item_json(it)));
-	if (kind == SF_RESP_MESSAGE) {
-		json_t *f = where(q, i);
+							"item", item_json(q, i)));
+	if (b->kind == SF_BLOCK_TEXT) {
+		json_t *f = where(q, i, true);
 		json_object_set_new(f, "part", json_pack("{s:s,s:s,s:[],s:[]}", "type",
 							 "output_text", "text", "", "annotations",
 							 "logprobs"));
 		emit(q, "response.content_part.added", f);
+	} else if (b->kind == SF_BLOCK_CALL) {
+		const char *args = b->call->arguments ? b->call->arguments : "{}";
+		json_t *f = where(q, i, false);
+		json_object_set_new(f, "delta", json_string(args));
+		emit(q, "response.function_call_arguments.delta", f);
+		f = where(q, i, false);
+		json_object_set_new(f, "name", json_string(b->call->name ? b->call->name : ""));
+		json_object_set_new(f, "arguments", json_string(args));
+		emit(q, "response.function_call_arguments.done", f);
 	}
-	if (kind != SF_RESP_CALL)
-		st->open = (int)i;
-	return i;
 }
+
+static void on_delta(void *arg, uint32_t i, const char *text, size_t len)
+{
+	struct headd_req *q = arg;
+	json_t *f = where(q, i, true);
+	json_object_set_new(f, "delta", json_stringn(text, len));
+	if (q->resp_state->bl.b[i].kind == SF_BLOCK_TEXT) {
+		json_object_set_new(f, "logprobs", json_array());
+		emit(q, "response.output_text.delta", f);
+	} else {
+		emit(q, "response.reasoning_text.delta", f);
+	}
+}
+
+static void on_close(void *arg, uint32_t i)
+{
+	struct headd_req *q = arg;
+	const struct sf_blocks *bl = &q->resp_state->bl;
+	size_t len;
+	const char *t = sf_block_text(bl, &q->out, i, &len);
+	json_t *text = json_stringn(t, len);
+	if (bl->b[i].kind == SF_BLOCK_REASONING) {
+		json_t *f = where(q, i, true);
+		json_object_set_new(f, "text", text);
+		emit(q, "response.reasoning_text.done", f);
+	} else if (bl->b[i].kind == SF_BLOCK_TEXT) {
+		json_t *f = where(q, i, true);
+		json_object_set(f, "text", text);
+		json_object_set_new(f, "logprobs", json_array());
+		emit(q, "response.output_text.done", f);
+		f = where(q, i, true);
+		json_object_set_new(f, "part", json_pack("{s:s,s:o,s:[],s:[]}", "type", "output_text",
+							 "text", text, "annotations", "logprobs"));
+		emit(q, "response.content_part.done", f);
+	} else {
+		json_decref(text);
+	}
+	emit(q, "response.output_item.done", json_pack("{s:i,s:o}", "output_index", (int)i,
+						       "item", item_json(q, i)));
+}
+
+static const struct sf_blocks_ops ops = { .open = on_open, .delta = on_delta,
+					  .close = on_close };
 
 void headd_responses_deltas(struct headd_req *q)
 {
-	struct headd_resp *st = q->resp_state;
-	if (!st)
+	if (!q->resp_state)
 		return;
-	size_t rl = 0, cl = 0;
-	const char *r = sf_out_take_reasoning(&q->out, &rl);
-	const char *c = sf_out_take_content(&q->out, &cl);
-	if (rl) {
-		if (st->open < 0 || st->items[st->open].kind != SF_RESP_REASONING)
-			open_item(q, SF_RESP_REASONING, (size_t)(r - q->out.reasoning.p));
-		json_t *f = where(q, (uint32_t)st->open);
-		json_object_set_new(f, "delta", json_stringn(r, rl));
-		emit(q, "response.reasoning_text.delta", f);
-	}
-	if (cl) {
-		if (st->open < 0 || st->items[st->open].kind != SF_RESP_MESSAGE)
-			open_item(q, SF_RESP_MESSAGE, (size_t)(c - q->out.content.p));
-		json_t *f = where(q, (uint32_t)st->open);
-		json_object_set_new(f, "delta", json_stringn(c, cl));
-		json_object_set_new(f, "logprobs", json_array());
-		emit(q, "response.output_text.delta", f);
-	}
-	const struct sf_out_tool_call *call;
-	while (st->n < MAX_ITEMS && (call = sf_out_take_call(&q->out))) {
-		uint32_t i = open_item(q, SF_RESP_CALL, 0);
-		struct sf_resp_item *it = &st->items[i];
-		it->call = call;
-		json_t *f = json_pack("{s:s,s:i}", "item_id", it->id, "output_index", (int)i);
-		json_object_set_new(f, "delta", json_string(call->arguments ? call->arguments : "{}"));
-		emit(q, "response.function_call_arguments.delta", f);
-		f = json_pack("{s:s,s:i,s:s,s:s}", "item_id", it->id, "output_index", (int)i,
-			      "name", call->name ? call->name : "", "arguments",
-			      call->arguments ? call->arguments : "{}");
-		emit(q, "response.function_call_arguments.done", f);
-		it->done = true;
-		emit(q, "response.output_item.done", json_pack("{s:i,s:o}", "output_index", (int)i,
-							       "item", sf_resp_item_json(it)));
-	}
+	struct sf_blocks_ops o = ops;
+	o.arg = q;
+	sf_blocks_step(&q->resp_state->bl, &q->out, &o);
 }
 
 void headd_responses_end(struct headd_req *q, const struct sf_api_error *fail)
 {
-	struct headd_resp *st = q->resp_state;
-	if (st && q->h) {
-		headd_responses_deltas(q);
-		if (!fail && !st->n) /* an empty answer is an empty message */
-			open_item(q, SF_RESP_MESSAGE, q->out.content.len);
-		close_open(q);
+	if (q->resp_state && q->h) {
+		struct sf_blocks_ops o = ops;
+		o.arg = q;
+		sf_blocks_end(&q->resp_state->bl, &q->out, !fail, &o);
 		struct sf_resp_meta m;
 		meta_of(q, NULL, fail, &m);
 		const char *type = fail ? "response.failed"

@@ -34,6 +34,8 @@ static enum headd_endpoint endpoint_of(const char *path)
 		return EP_TRANSCRIBE;
 	if (!strcmp(path, "/v1/responses") || !strncmp(path, "/v1/responses/", 14))
 		return EP_RESPONSES;
+	if (!strcmp(path, "/v1/messages"))
+		return EP_MESSAGES;
 	return EP_OTHER;
 }
 
@@ -71,7 +73,8 @@ void headd_api_send_error(struct headd_http *h, const struct sf_api_error *e)
 		extra = "WWW-Authenticate: Bearer realm=\"superfluid\"\r\n";
 	else if (e->status == 503) /* every 503 of the head passes within a second or two */
 		extra = "Retry-After: 1\r\n";
-	char *json = sf_api_error_json(e);
+	/* Anthropic's clients read errors in Anthropic's shape. */
+	char *json = h->ep == EP_MESSAGES ? sf_api_error_json_anthropic(e) : sf_api_error_json(e);
 	if (!json) {
 		headd_api_send_json(h, e->status, NULL);
 		return;
@@ -344,7 +347,7 @@ void headd_api_request(struct headd_http *h, const struct sf_http_request *r)
 		struct sf_api_error e;
 		sf_api_fail(&e, 404, "invalid_request_error", "unknown_url", NULL,
 			    "Unknown request URL: %s %.200s. This head serves /v1/models, "
-			    "/v1/completions, /v1/chat/completions, /v1/responses, "
+			    "/v1/completions, /v1/chat/completions, /v1/responses, /v1/messages, "
 			    "/v1/audio/transcriptions, "
 			    "/v1/sessions/{id}, /v1/tokenize, /v1/fleet, /health and /metrics", r->method, r->path);
 		headd_api_send_error(h, &e);
@@ -384,6 +387,13 @@ void headd_api_request(struct headd_http *h, const struct sf_http_request *r)
 		}
 		return;
 	}
+	case EP_MESSAGES:
+		if (!is(r, "POST")) {
+			not_allowed(h, r, "POST");
+			return;
+		}
+		headd_gen_start(h, SF_API_MESSAGES, r);
+		return;
 	case EP_TOKENIZE:
 		if (!is(r, "POST")) {
 			not_allowed(h, r, "POST");

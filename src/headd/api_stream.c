@@ -69,6 +69,8 @@ void headd_stream_begin(struct headd_req *q)
 	headd_life_on(&q->life, HE_STREAM_BEGUN);
 	if (q->r.wire == SF_API_RESPONSES)
 		headd_responses_begin(q);
+	else if (q->r.wire == SF_API_MESSAGES)
+		headd_messages_begin(q);
 	for (uint32_t i = 1; q->lead == q && i < q->n_choice; i++)
 		headd_life_on(&q->choice[i]->life, HE_STREAM_BEGUN);
 }
@@ -103,8 +105,8 @@ static bool new_logprobs(struct headd_req *q, struct sf_api_logprobs *lp)
 /* A stream's new deltas. */
 static void stream_deltas(struct headd_req *q)
 {
-	if (q->r.wire == SF_API_RESPONSES) {
-		headd_responses_deltas(q);
+	if (q->r.wire == SF_API_RESPONSES || q->r.wire == SF_API_MESSAGES) {
+		(q->r.wire == SF_API_RESPONSES ? headd_responses_deltas : headd_messages_deltas)(q);
 		return;
 	}
 	struct sf_api_meta m;
@@ -163,8 +165,8 @@ static void last_chunk(struct headd_req *q)
  * the error of the request (of any of its choices), or NULL. */
 static void stream_end(struct headd_req *q, const struct sf_api_error *fail)
 {
-	if (q->r.wire == SF_API_RESPONSES) {
-		headd_responses_end(q, fail);
+	if (q->r.wire == SF_API_RESPONSES || q->r.wire == SF_API_MESSAGES) {
+		(q->r.wire == SF_API_RESPONSES ? headd_responses_end : headd_messages_end)(q, fail);
 		return;
 	}
 	struct sf_api_meta m;
@@ -206,8 +208,8 @@ static void choice_of(struct headd_req *q, struct sf_api_choice *c, struct sf_ap
 
 static void whole_response(struct headd_req *q, const struct sf_api_error *fail)
 {
-	if (q->r.wire == SF_API_RESPONSES) {
-		headd_responses_whole(q, fail);
+	if (q->r.wire == SF_API_RESPONSES || q->r.wire == SF_API_MESSAGES) {
+		(q->r.wire == SF_API_RESPONSES ? headd_responses_whole : headd_messages_whole)(q, fail);
 		return;
 	}
 	if (fail) {
