@@ -13,29 +13,58 @@ static inline float h2f(uint16_t h)
 	return sf_f16_to_f32(h);
 }
 
-/* ---- 32-element blocks against Q8_0 activations ---- */
+/* ---- 32-element blocks against Q8_0 (Q8_1) activations ---- */
 
-/* Unpacks block b of a row of type into signed quants w[32]; returns its scale. */
-static float unpack_q32(uint32_t type, const uint8_t *row, int64_t b, int8_t w[32])
+/* Unpacks block b of a row of type into quants w[32] (signed levels; Q4_1 and Q5_1's unsigned
+ * codes); returns its scale, and its min in *m (0 for the types without). */
+static float unpack_q32(uint32_t type, const uint8_t *row, int64_t b, int8_t w[32], float *m)
 {
+	*m = 0.0f;
 	switch (type) {
-	case SF_GGUF_T_Q4_0: {
-		const struct sf__q4_0 *q = (const struct sf__q4_0 *)row + b;
-		for (int j = 0; j < 16; j++) {
-			w[j] = (int8_t)((q->qs[j] & 0xF) - 8);
-			w[j + 16] = (int8_t)((q->qs[j] >> 4) - 8);
+	case SF_GGUF_T_Q4_0:
+	case SF_GGUF_T_Q4_1:
+	case SF_GGUF_T_IQ4_NL:
+	case SF_GGUF_T_MXFP4: {
+		/* sixteen bytes of nibbles: element j low, j + 16 high */
+		const uint8_t *qs;
+		float d;
+		if (type == SF_GGUF_T_Q4_0) {
+			const struct sf__q4_0 *q = (const struct sf__q4_0 *)row + b;
+			qs = q->qs, d = h2f(q->d);
+		} else if (type == SF_GGUF_T_Q4_1) {
+			const struct sf__q4_1 *q = (const struct sf__q4_1 *)row + b;
+			qs = q->qs, d = h2f(q->d), *m = h2f(q->m);
+		} else if (type == SF_GGUF_T_IQ4_NL) {
+			const struct sf__iq4_nl *q = (const struct sf__iq4_nl *)row + b;
+			qs = q->qs, d = h2f(q->d);
+		} else {
+			const struct sf__mxfp4 *q = (const struct sf__mxfp4 *)row + b;
+			qs = q->qs, d = sf__e8m0_half(q->e);
 		}
-		return h2f(q->d);
+		for (int j = 0; j < 32; j++) {
+			const int v = j < 16 ? qs[j] & 0xF : qs[j - 16] >> 4;
+			w[j] = (int8_t)(type == SF_GGUF_T_Q4_0	   ? v - 8
+					: type == SF_GGUF_T_Q4_1   ? v
+					: type == SF_GGUF_T_IQ4_NL ? sf__kvalues_iq4nl[v]
+								   : sf__kvalues_mxfp4[v]);
+		}
+		return d;
 	}
-	case SF_GGUF_T_Q5_0: {
-		const struct sf__q5_0 *q = (const struct sf__q5_0 *)row + b;
+	case SF_GGUF_T_Q5_0:
+	case SF_GGUF_T_Q5_1: {
+		const bool one = type == SF_GGUF_T_Q5_1;
+		const struct sf__q5_0 *q0 = (const struct sf__q5_0 *)row + b;
+		const struct sf__q5_1 *q1 = (const struct sf__q5_1 *)row + b;
+		const uint8_t *qs = one ? q1->qs : q0->qs;
 		uint32_t qh;
-		memcpy(&qh, q->qh, sizeof(qh));
+		memcpy(&qh, one ? q1->qh : q0->qh, sizeof(qh));
 		for (int j = 0; j < 16; j++) {
-			w[j] = (int8_t)(((q->qs[j] & 0xF) | (((qh >> j) & 1) << 4)) - 16);
-			w[j + 16] = (int8_t)(((q->qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4)) - 16);
+			w[j] = (int8_t)(((qs[j] & 0xF) | (((qh >> j) & 1) << 4)) - (one ? 0 : 16));
+			w[j + 16] = (int8_t)(((qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4)) - (one ? 0 : 16));
 		}
-		return h2f(q->d);
+		if (one)
+			*m = h2f(q1->m);
+		return h2f(one ? q1->d : q0->d);
 	}
 	default: {
 		const struct sf__q8_0 *q = (const struct sf__q8_0 *)row + b;
@@ -54,35 +83,45 @@ struct kw {
 	bool packed;
 };
 
-/* Block b of row r, its quants signed in w; returns its scale. */
-static float q32_block(uint32_t type, const struct kw *w, int64_t r, int64_t b, int8_t out[32])
+/* Block b of row r, its quants in w; returns its scale (its min in *m). */
+static float q32_block(uint32_t type, const struct kw *w, int64_t r, int64_t b, int8_t out[32],
+		       float *m)
 {
 	if (!w->packed)
-		return unpack_q32(type, w->W + (size_t)r * w->w_stride, b, out);
+		return unpack_q32(type, w->W + (size_t)r * w->w_stride, b, out, m);
 	struct sf__q8_0 tmp;
 	sf__q80x_get((const struct sf__q8_0x *)w->W + (r / 16) * w->nsb + b, (int)(r % 16), &tmp);
-	return unpack_q32(SF_GGUF_T_Q8_0, (const uint8_t *)&tmp, 0, out);
+	return unpack_q32(SF_GGUF_T_Q8_0, (const uint8_t *)&tmp, 0, out, m);
 }
 
-/* Rows [r0, r1): Y[b * ldy + r]. */
+/* Rows [r0, r1): Y[b * ldy + r]. Q4_1 and Q5_1 take Q8_1 activations: after the block's
+ * product, its min times the activation block's s. */
 static void q32_rows(uint32_t type, const struct kw *w, int64_t r0, int64_t r1, const uint8_t *X,
 		     size_t x_stride, int64_t nb, float *Y, size_t ldy)
 {
+	const bool q81 = type == SF_GGUF_T_Q4_1 || type == SF_GGUF_T_Q5_1;
+	const size_t ab = q81 ? sizeof(struct sf__q8_1) : sizeof(struct sf__q8_0);
 	for (int64_t r = r0; r < r1; r++) {
 		for (int64_t t0 = 0; t0 < nb; t0 += TILE) {
 			const int nt = nb - t0 < TILE ? (int)(nb - t0) : TILE;
 			float acc[TILE][16] = {{0}};
 			for (int64_t b = 0; b < w->nsb; b++) {
 				int8_t q[32];
-				const float dw = q32_block(type, w, r, b, q);
+				float mw;
+				const float dw = q32_block(type, w, r, b, q, &mw);
 				for (int j = 0; j < nt; j++) {
-					const struct sf__q8_0 *a =
-						(const struct sf__q8_0 *)(X + (size_t)(t0 + j) * x_stride) + b;
+					const uint8_t *a = X + (size_t)(t0 + j) * x_stride + (size_t)b * ab;
+					const int8_t *aq = (const int8_t *)(a + (q81 ? 4 : 2));
+					uint16_t da, sa;
+					memcpy(&da, a, 2);
+					memcpy(&sa, a + 2, 2);
 					int32_t s = 0;
 					for (int i = 0; i < 32; i++)
-						s += q[i] * a->qs[i];
-					const float c = dw * h2f(a->d);
+						s += q[i] * aq[i];
+					const float c = dw * h2f(da);
 					acc[j][b & 15] = fmaf(c, (float)s, acc[j][b & 15]);
+					if (q81)
+						acc[j][b & 15] = fmaf(mw, h2f(sa), acc[j][b & 15]);
 				}
 			}
 			for (int j = 0; j < nt; j++)
@@ -105,23 +144,20 @@ static void mx_q8_0(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, const u
 	q32_rows(SF_GGUF_T_Q8_0, &w, r0, r1, X, x_stride, nb, Y, ldy);
 }
 
-static void mm_q4_0(int64_t k, const uint8_t *W, size_t ws, int64_t nr, const uint8_t *X,
-		    size_t xs, int64_t nb, float *Y, size_t ldy)
-{
-	mm_q32(SF_GGUF_T_Q4_0, k, W, ws, nr, X, xs, nb, Y, ldy);
-}
-
-static void mm_q5_0(int64_t k, const uint8_t *W, size_t ws, int64_t nr, const uint8_t *X,
-		    size_t xs, int64_t nb, float *Y, size_t ldy)
-{
-	mm_q32(SF_GGUF_T_Q5_0, k, W, ws, nr, X, xs, nb, Y, ldy);
-}
-
-static void mm_q8_0(int64_t k, const uint8_t *W, size_t ws, int64_t nr, const uint8_t *X,
-		    size_t xs, int64_t nb, float *Y, size_t ldy)
-{
-	mm_q32(SF_GGUF_T_Q8_0, k, W, ws, nr, X, xs, nb, Y, ldy);
-}
+#define MM_Q(name, type)                                                                        \
+	static void name(int64_t k, const uint8_t *W, size_t ws, int64_t nr, const uint8_t *X,  \
+			 size_t xs, int64_t nb, float *Y, size_t ldy)                           \
+	{                                                                                       \
+		mm_q32(type, k, W, ws, nr, X, xs, nb, Y, ldy);                                  \
+	}
+MM_Q(mm_q4_0, SF_GGUF_T_Q4_0)
+MM_Q(mm_q5_0, SF_GGUF_T_Q5_0)
+MM_Q(mm_q8_0, SF_GGUF_T_Q8_0)
+MM_Q(mm_q4_1, SF_GGUF_T_Q4_1)
+MM_Q(mm_q5_1, SF_GGUF_T_Q5_1)
+MM_Q(mm_iq4_nl, SF_GGUF_T_IQ4_NL)
+MM_Q(mm_mxfp4, SF_GGUF_T_MXFP4)
+#undef MM_Q
 
 /* ---- K-quants against Q8_K activations ---- */
 
@@ -224,6 +260,10 @@ const struct sf__kern_set sf__kern_scalar = {
 		[SF_GGUF_T_Q4_0] = mm_q4_0,
 		[SF_GGUF_T_Q5_0] = mm_q5_0,
 		[SF_GGUF_T_Q8_0] = mm_q8_0,
+		[SF_GGUF_T_Q4_1] = mm_q4_1,
+		[SF_GGUF_T_Q5_1] = mm_q5_1,
+		[SF_GGUF_T_IQ4_NL] = mm_iq4_nl,
+		[SF_GGUF_T_MXFP4] = mm_mxfp4,
 		[SF_GGUF_T_Q4_K] = mm_q4_k,
 		[SF_GGUF_T_Q5_K] = mm_q5_k,
 		[SF_GGUF_T_Q6_K] = mm_q6_k,

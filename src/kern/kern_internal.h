@@ -294,6 +294,10 @@ SF__MM(sf__mm_bf16_avx2);
 SF__MM(sf__mm_q4_0_avx2);
 SF__MM(sf__mm_q5_0_avx2);
 SF__MM(sf__mm_q8_0_avx2);
+SF__MM(sf__mm_q4_1_avx2);
+SF__MM(sf__mm_q5_1_avx2);
+SF__MM(sf__mm_iq4_nl_avx2);
+SF__MM(sf__mm_mxfp4_avx2);
 SF__MM(sf__mm_q4_k_avx2);
 SF__MM(sf__mm_q5_k_avx2);
 SF__MM(sf__mm_q2_k_avx2);
@@ -306,6 +310,10 @@ SF__MM(sf__mm_bf16_avx512);
 SF__MM(sf__mm_q4_0_avx512);
 SF__MM(sf__mm_q5_0_avx512);
 SF__MM(sf__mm_q8_0_avx512);
+SF__MM(sf__mm_q4_1_avx512);
+SF__MM(sf__mm_q5_1_avx512);
+SF__MM(sf__mm_iq4_nl_avx512);
+SF__MM(sf__mm_mxfp4_avx512);
 SF__MM(sf__mm_q4_k_avx512);
 SF__MM(sf__mm_q5_k_avx512);
 SF__MM(sf__mm_q2_k_avx512);
@@ -378,6 +386,7 @@ void sf__iq4_levels(const float *x, int sbs, uint16_t *dh, uint8_t *q4, uint16_t
 /* Activation quantization as llama.cpp's CPU backend does it (quant_act.c), and AVX-512 forms
  * giving the same bytes (quant_act_avx512.c). */
 void sf__quantize_act_q8_0(const float *x, void *y, int64_t n);
+void sf__quantize_act_q8_1(const float *x, void *y, int64_t n);
 void sf__quantize_f16_avx512(const float *x, void *y, int64_t n);
 void sf__quantize_q8_k_avx512(const float *x, void *y, int64_t n);
 

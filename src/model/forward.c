@@ -10,7 +10,7 @@
 #include "kern/kern.h"
 #include "model/ops.h"
 
-#define N_ACT 5 /* activation types: F32, F16, BF16, Q8_0, Q8_K */
+#define N_ACT 6 /* activation types: F32, F16, BF16, Q8_0, Q8_K, Q8_1 */
 
 struct sf_fwd {
 	const struct sf_model *m;
@@ -33,6 +33,7 @@ static int act_slot(uint32_t type)
 	case SF_GGUF_T_F16: return 1;
 	case SF_GGUF_T_BF16: return 2;
 	case SF_GGUF_T_Q8_0: return 3;
+	case SF_GGUF_T_Q8_1: return 5;
 	default: return 4; /* Q8_K */
 	}
 }

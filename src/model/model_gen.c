@@ -45,6 +45,8 @@ static const struct {
 	{ "q4_k_m", SF_GGUF_T_Q4_K, 15, true }, { "q5_k", SF_GGUF_T_Q5_K, 16, false },
 	{ "q5_k_m", SF_GGUF_T_Q5_K, 17, true }, { "q3_k", SF_GGUF_T_Q3_K, 11, false },
 	{ "q2_k", SF_GGUF_T_Q2_K, 10, false }, { "iq4_xs", SF_GGUF_T_IQ4_XS, 30, false },
+	{ "q4_1", SF_GGUF_T_Q4_1, 3, false },   { "q5_1", SF_GGUF_T_Q5_1, 9, false },
+	{ "iq4_nl", SF_GGUF_T_IQ4_NL, 25, false }, { "mxfp4", SF_GGUF_T_MXFP4, 38, false },
 };
 
 static uint64_t mix(uint64_t x)
@@ -143,12 +145,16 @@ static uint32_t pick(uint32_t want, bool mix, const char *role, uint32_t il, uin
 		else if ((!strcmp(role, "attn_v") || !strcmp(role, "ffn_down")) && more)
 			t = SF_GGUF_T_Q6_K;
 	}
-	if (cols % 256 && (t == SF_GGUF_T_Q4_K || t == SF_GGUF_T_Q5_K))
+	if (cols % 256 && t == SF_GGUF_T_Q4_K)
 		t = SF_GGUF_T_Q5_0;
+	if (cols % 256 && t == SF_GGUF_T_Q5_K)
+		t = SF_GGUF_T_Q5_1;
 	if (cols % 256 && t == SF_GGUF_T_Q6_K)
 		t = SF_GGUF_T_Q8_0;
-	if (cols % 256 && (t == SF_GGUF_T_Q2_K || t == SF_GGUF_T_Q3_K || t == SF_GGUF_T_IQ4_XS))
+	if (cols % 256 && (t == SF_GGUF_T_Q2_K || t == SF_GGUF_T_Q3_K))
 		t = SF_GGUF_T_Q4_0;
+	if (cols % 256 && t == SF_GGUF_T_IQ4_XS)
+		t = SF_GGUF_T_IQ4_NL;
 	return t;
 }
 
@@ -255,7 +261,8 @@ const char *const sf_model_gen_shapes[] = { "qwen2.5-0.5b", "qwen3-0.6b", "llama
 					    "test-qwen2", "test-qwen3", NULL };
 const char *const sf_model_gen_types[] = { "f32", "f16", "bf16", "q8_0", "q4_0", "q5_0",
 					   "q4_k", "q6_k", "q4_k_m", "q5_k", "q5_k_m", "q3_k",
-					   "q2_k", "iq4_xs", NULL };
+					   "q2_k", "iq4_xs", "q4_1", "q5_1", "iq4_nl", "mxfp4",
+					   NULL };
 
 static int add_rope_freqs(struct maker *mk, const struct shape *s)
 {

@@ -51,7 +51,8 @@ text_qwen3='Water boils at 100 °C at sea level. 水在海平面上的沸点是�
 #   float   F32, F16: kept (F16 for F16 weights); the paths differ in the order of sums and in
 #           the attention's F16/F32 steps only.
 #   bf16    rounded to BF16.
-#   q8_0    Q8_0, Q4_0, Q5_0: quantized to Q8_0 blocks of 32.
+#   q8_0    Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4: quantized to Q8_0 blocks of 32; Q4_1, Q5_1 to
+#           Q8_1 (Q8_0's and d * sum as a half).
 #   q8_k    the K types (Q2_K..Q6_K, IQ4_XS), the Q4_K_M and Q5_K_M mixes: quantized to Q8_K
 #           blocks of 256.
 # A tiny difference upstream flips a rounding, so the rounded classes differ by about what
@@ -62,7 +63,7 @@ tolerance() {
 	case $1 in
 	f32 | f16) echo "--noise-factor 1.5 --floor 0.001 --rms-ceiling 0.004 --max-ceiling 0.02" ;;
 	bf16) echo "--noise-factor 1.5 --floor 0.003 --rms-ceiling 0.012 --max-ceiling 0.06" ;;
-	q8_0 | q4_0 | q5_0)
+	q8_0 | q4_0 | q5_0 | q4_1 | q5_1 | iq4_nl | mxfp4)
 		echo "--noise-factor 1.5 --floor 0.01 --rms-ceiling 0.03 --max-ceiling 0.18" ;;
 	*) echo "--noise-factor 1.5 --floor 0.01 --rms-ceiling 0.04 --max-ceiling 0.24" ;;
 	esac
@@ -76,9 +77,9 @@ for set in "$@"; do
 		# vocabulary of 151,936 rows takes IQ4_XS's quantizer some 20 s on this machine)
 		more=
 		case $set in
-		llama) more="q5_k q3_k q2_k iq4_xs" ;;
-		qwen2) more="q5_k_m q3_k" ;;
-		qwen3) more="q5_k q2_k" ;;
+		llama) more="q5_k q3_k q2_k iq4_xs q4_1 mxfp4" ;;
+		qwen2) more="q5_k_m q3_k q5_1 iq4_nl" ;;
+		qwen3) more="q5_k q2_k q4_1 q5_1" ;;
 		esac
 		for t in f32 f16 bf16 q8_0 q4_0 q5_0 q4_k q6_k q4_k_m $more; do
 			cases+=("test-$set/$t")

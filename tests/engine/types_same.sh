@@ -21,7 +21,8 @@ trap 'rm -rf "$work"' EXIT
 llama_ref_need "$root" "$work"
 
 # Our --type name and llama.cpp's ftype (its LLAMA_FTYPE_MOSTLY_* number) for --pure.
-declare -A pure=([q5_k]=16 [q3_k]=11 [iq4_xs]=30 [q2_k]=10)
+declare -A pure=([q5_k]=16 [q3_k]=11 [iq4_xs]=30 [q2_k]=10 [q4_1]=3 [q5_1]=9 [iq4_nl]=25
+	[mxfp4]=38)
 # llama.cpp's mixes: ftype numbers.
 # (Q2_K_S and the IQ1/IQ2 types need an importance matrix: llama.cpp refuses them without.)
 declare -A mixes=([q5_k_m]=17 [q5_k_s]=16 [q3_k_s]=11 [q3_k_m]=12 [q3_k_l]=13 [q2_k_mix]=10

@@ -45,6 +45,11 @@ static void traits(void **state)
 		{SF_GGUF_T_Q3_K, 256, 110, SF_GGUF_T_Q8_K, true},
 		{SF_GGUF_T_IQ4_XS, 256, 136, SF_GGUF_T_Q8_K, true},
 		{SF_GGUF_T_Q2_K, 256, 84, SF_GGUF_T_Q8_K, true},
+		{SF_GGUF_T_Q4_1, 32, 20, SF_GGUF_T_Q8_1, true},
+		{SF_GGUF_T_Q5_1, 32, 24, SF_GGUF_T_Q8_1, true},
+		{SF_GGUF_T_IQ4_NL, 32, 18, SF_GGUF_T_Q8_0, true},
+		{SF_GGUF_T_MXFP4, 32, 17, SF_GGUF_T_Q8_0, true},
+		{SF_GGUF_T_Q8_1, 32, 36, SF_GGUF_T_Q8_1, false},
 		{SF_GGUF_T_Q8_K, 256, 292, SF_GGUF_T_Q8_K, false},
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
@@ -173,6 +178,11 @@ static void round_trip(void **state)
 		{SF_GGUF_T_Q3_K, 0, 0.2},
 		{SF_GGUF_T_IQ4_XS, 0, 0.1},
 		{SF_GGUF_T_Q2_K, 0, 0.4},
+		{SF_GGUF_T_Q4_1, 1.0 / 15 * 1.02, 0.1},
+		{SF_GGUF_T_Q5_1, 1.0 / 31 * 1.03, 0.05},
+		{SF_GGUF_T_IQ4_NL, 0, 0.1},
+		{SF_GGUF_T_MXFP4, 0, 0.2},
+		{SF_GGUF_T_Q8_1, 0.5 / 127 + 0x1p-8, 0.007}, /* d a half subnormal at 1e-3 */
 		{SF_GGUF_T_Q8_K, 0.5 / 127 * 1.0001, 0.0095},
 	};
 	enum { N = 4096 };

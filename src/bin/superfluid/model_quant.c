@@ -15,10 +15,11 @@ static const char usage_text[] =
 	"usage: superfluid model quantize FILE --type TYPE -o OUT.gguf\n"
 	"\n"
 	"Writes FILE with every matrix (a tensor of two dimensions) converted to TYPE: f32, f16,\n"
-	"bf16, q8_0, q4_0, q5_0, q2_k, q3_k, q4_k, q5_k, q6_k or iq4_xs, as llama.cpp's quantizer\n"
-	"writes them without an importance matrix. Rows that are not whole blocks of TYPE fall\n"
-	"back (q4_k and q5_k to q5_0, q6_k to q8_0, q2_k, q3_k and iq4_xs to q4_0) or stay as\n"
-	"they are. Vectors and metadata are copied, but for general.file_type.\n";
+	"bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs or\n"
+	"mxfp4, as llama.cpp's quantizer writes them without an importance matrix. Rows that are\n"
+	"not whole blocks of TYPE fall back as llama.cpp's do (q4_k to q5_0, q5_k to q5_1, q6_k to\n"
+	"q8_0, q2_k and q3_k to q4_0, iq4_xs to iq4_nl) or stay as they are. Vectors and metadata\n"
+	"are copied, but for general.file_type.\n";
 
 static const struct {
 	const char *name;
@@ -28,8 +29,12 @@ static const struct {
 	{ "bf16", SF_GGUF_T_BF16, 32, SF_GGUF_T_BF16 }, { "q8_0", SF_GGUF_T_Q8_0, 7, SF_GGUF_T_Q8_0 },
 	{ "q4_0", SF_GGUF_T_Q4_0, 2, SF_GGUF_T_Q4_0 }, { "q5_0", SF_GGUF_T_Q5_0, 8, SF_GGUF_T_Q5_0 },
 	{ "q4_k", SF_GGUF_T_Q4_K, 14, SF_GGUF_T_Q5_0 }, { "q6_k", SF_GGUF_T_Q6_K, 18, SF_GGUF_T_Q8_0 },
-	{ "q5_k", SF_GGUF_T_Q5_K, 16, SF_GGUF_T_Q5_0 }, { "q3_k", SF_GGUF_T_Q3_K, 11, SF_GGUF_T_Q4_0 },
-	{ "q2_k", SF_GGUF_T_Q2_K, 10, SF_GGUF_T_Q4_0 }, { "iq4_xs", SF_GGUF_T_IQ4_XS, 30, SF_GGUF_T_Q4_0 },
+	{ "q5_k", SF_GGUF_T_Q5_K, 16, SF_GGUF_T_Q5_1 }, { "q3_k", SF_GGUF_T_Q3_K, 11, SF_GGUF_T_Q4_0 },
+	{ "q2_k", SF_GGUF_T_Q2_K, 10, SF_GGUF_T_Q4_0 },
+	{ "iq4_xs", SF_GGUF_T_IQ4_XS, 30, SF_GGUF_T_IQ4_NL },
+	{ "q4_1", SF_GGUF_T_Q4_1, 3, SF_GGUF_T_Q4_1 },  { "q5_1", SF_GGUF_T_Q5_1, 9, SF_GGUF_T_Q5_1 },
+	{ "iq4_nl", SF_GGUF_T_IQ4_NL, 25, SF_GGUF_T_IQ4_NL },
+	{ "mxfp4", SF_GGUF_T_MXFP4, 38, SF_GGUF_T_MXFP4 },
 };
 
 static bool keep_kv(const char *key, size_t len, void *arg)
