@@ -280,8 +280,9 @@ static int input_items(const json_t *input, struct items *it, struct sf_api_erro
 		else if (!strcmp(t, "reasoning"))
 			rc = item_reasoning(item, pi, it, e);
 		else if (!strcmp(t, "item_reference"))
-			rc = unsupported(e, p, "%s: item_reference is not supported (the head keeps "
-					 "no items by id): send the item itself", p);
+			rc = unsupported(e, p, "%s: an item_reference the head did not resolve (it "
+					 "replaces those it keeps before parsing): send the item itself",
+					 p);
 		else
 			rc = sf_api_fail(e, 400, "invalid_request_error", "unsupported_value", p,
 					 "%s: items of type %.40s are not supported by this server "

@@ -192,6 +192,8 @@ struct headd_api {
 	struct headd_gather *gathers; /* answers waiting on the other shards' parts */
 	struct headd_named *named;
 	uint32_t n_named;
+	struct headd_resp_items *items; /* resp_items.c: recent stored responses' output */
+	uint32_t items_next;
 	uint64_t tok_timer, tok_timer_at;
 	uint64_t next_id;
 	struct sf_http_budget body_budget; /* bytes of bodies being received (this shard's share) */
@@ -285,6 +287,22 @@ void headd_responses_whole(struct headd_req *q, const struct sf_api_error *fail)
 void headd_responses_free(struct headd_req *q);
 void headd_responses_get(struct headd_http *h, const char *id, const struct sf_http_request *r);
 void headd_responses_delete(struct headd_http *h, const char *id);
+
+/* resp_items.c: the output items of the last HEADD_ITEMS_KEPT stored responses of a shard
+ * (each output of at most HEADD_ITEMS_MAX_BYTES), by key, for requests that name one
+ * (item_reference). put: a stored response's output; resolve: a /v1/responses body with its
+ * references replaced by the items (*out NULL: none to replace; 0, or -1 with e: 404 an item
+ * not kept); shard: the shard a /v1/responses request goes to (its id's, its previous
+ * response's, its first item's). */
+#define HEADD_ITEMS_KEPT 256
+#define HEADD_ITEMS_MAX_BYTES (1u << 20)
+void headd_resp_items_put(struct headd *d, const char *resp_id,
+			  const uint8_t owner[static SF_WALREC_OWNER_LEN], const json_t *output);
+void headd_resp_items_free(struct headd *d);
+unsigned headd_resp_items_shard(const struct headd *d, const char *item_id);
+int headd_responses_resolve(struct headd_http *h, const uint8_t *body, size_t len, char **out,
+			    size_t *out_len, struct sf_api_error *e);
+unsigned headd_responses_shard(const struct headd *d, const struct sf_http_request *r);
 
 /* api_messages.c: POST /v1/messages (a chat request, wire SF_API_MESSAGES) answered in
  * Anthropic's shapes, as api_responses.c's functions do. */

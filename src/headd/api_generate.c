@@ -546,8 +546,24 @@ void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct s
 	snprintf(q->id, sizeof(q->id), "%s%016" PRIx64 "%08" PRIx64,
 		 kind == SF_API_CHAT ? "chatcmpl-" : kind == SF_API_MESSAGES ? "msg_" : "cmpl-",
 		 headd_gen_rand(d), headd_serial_new(d));
-	if (sf_api_parse_request(kind, r->body, r->body_len, &q->r, &e) || check(q, &e) ||
+	/* A Responses request's item references become the items (resp_items.c). */
+	char *resolved = NULL;
+	size_t resolved_len = 0;
+	const uint8_t *body = r->body;
+	size_t body_len = r->body_len;
+	if (kind == SF_API_RESPONSES &&
+	    headd_responses_resolve(h, r->body, r->body_len, &resolved, &resolved_len, &e)) {
+		headd_gen_free(q);
+		headd_api_send_error(h, &e);
+		return;
+	}
+	if (resolved) {
+		body = (const uint8_t *)resolved;
+		body_len = resolved_len;
+	}
+	if (sf_api_parse_request(kind, body, body_len, &q->r, &e) || check(q, &e) ||
 	    (q->r.wire == SF_API_RESPONSES ? headd_responses_named(q, &e) : named_for(q, r, &e))) {
+		free(resolved);
 		headd_gen_free(q);
 		headd_api_send_error(h, &e);
 		return;
@@ -557,10 +573,11 @@ void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct s
 	q->vocab.end_turn = headd_req_end_turn(q);
 	q->out_seed = headd_gen_rand(d);
 	(void)headd_out_init(q); /* no memory: the output ends at once */
-	if (d->wal.w && r->body_len <= SF_WALREC_MAX_BODY && (q->body = malloc(r->body_len + 1))) {
-		memcpy(q->body, r->body, r->body_len);
-		q->body_len = (uint32_t)r->body_len;
+	if (d->wal.w && body_len <= SF_WALREC_MAX_BODY && (q->body = malloc(body_len + 1))) {
+		memcpy(q->body, body, body_len);
+		q->body_len = (uint32_t)body_len;
 	}
+	free(resolved);
 
 	/* Chat: the rendered conversation, special tokens parsed; completions: the prompt, plain
 	 * text. */

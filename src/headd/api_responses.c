@@ -179,6 +179,8 @@ void headd_responses_whole(struct headd_req *q, const struct sf_api_error *fail)
 	struct sf_blocks bl;
 	sf_blocks_whole(&bl, &q->out);
 	json_t *obj = object_of(q, &bl, NULL, NULL, true);
+	if (obj && q->named)
+		headd_resp_items_put(q->d, q->id, q->owner, json_object_get(obj, "output"));
 	char *text = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
 	json_decref(obj);
 	headd_api_send_json(q->h, 200, text);
@@ -316,7 +318,12 @@ void headd_responses_end(struct headd_req *q, const struct sf_api_error *fail)
 		const char *type = fail ? "response.failed"
 				   : !strcmp(m.status, "incomplete") ? "response.incomplete"
 				   : "response.completed";
-		emit(q, type, response_now(q, NULL, fail, true));
+		json_t *last = response_now(q, NULL, fail, true);
+		if (last && q->named && !fail)
+			headd_resp_items_put(q->d, q->id, q->owner,
+					     json_object_get(json_object_get(last, "response"),
+							     "output"));
+		emit(q, type, last);
 	}
 	if (q->h)
 		sf_http_stream_end(q->h->http);

@@ -269,15 +269,8 @@ static unsigned owner_of(const struct headd *d, enum headd_endpoint ep,
 	}
 	if (resume_id)
 		return headd_shard_of_request_id(d, resume_id);
-	if (ep == EP_RESPONSES) { /* by the response named: its conversation's shard */
-		char prev[SF_WALREC_MAX_ID + 2];
-		if (r->path[13] == '/' && r->path[14])
-			return headd_shard_of_request_id(d, r->path + 14);
-		if (body_string(r, "previous_response_id", "previous_response_id", prev,
-				sizeof(prev)))
-			return headd_shard_of_request_id(d, prev);
-		return d->shard;
-	}
+	if (ep == EP_RESPONSES) /* by the response named: its conversation's shard */
+		return headd_responses_shard(d, r);
 	if (ep == EP_SESSIONS && r->path[12] == '/' && r->path[13])
 		return headd_shard_of_name(d, r->path + 13);
 	if (ep != EP_CHAT && ep != EP_COMPLETIONS)

@@ -437,6 +437,7 @@ void headd_api_free(struct headd *d)
 	a->m.link_opens = NULL;
 	sf_tok_client_free(a->tok);
 	sf_chat_templates_free(a->templates);
+	headd_resp_items_free(d);
 	headd_pipeline_free(d);
 	sf_tls_ctx_free(a->tls);
 	free(a->keys);

@@ -161,7 +161,6 @@ if mode == "plain":
          "input[0].content[0].type"),
         ({"input": "x", "tools": [{"type": "web_search"}]}, "tools[0].type"),
         ({"input": "x", "text": {"format": {"type": "json_schema"}}}, "text.format"),
-        ({"input": [{"type": "item_reference", "id": "msg_1"}]}, "input[0].type"),
         ({"input": "x", "background": True}, "background"),
         ({"input": "x", "truncation": "auto"}, "truncation"),
         ({"input": "x", "reasoning": {"summary": "auto"}}, "reasoning.summary"),
@@ -194,6 +193,17 @@ if mode == "plain":
     check("... the latest can: a third turn", s == 200 and
           r3["usage"]["input_tokens_details"]["cached_tokens"] >= r2["usage"]["input_tokens"],
           json.dumps(r3)[:300])
+    # An earlier reply named by its item id (what @ai-sdk/openai sends when store is on).
+    ref = {"type": "item_reference", "id": r1["output"][0]["id"]}
+    s, r4 = respond({"model": MODEL, "input": [{"role": "user", "content": "My name is Ada."}, ref,
+                                              {"role": "user", "content": "What is my name?"}],
+                     **SAMPLE})
+    check("item_reference to a stored response's message: the conversation with its text",
+          s == 200 and r4["usage"]["input_tokens"] == c["usage"]["prompt_tokens"] and
+          text_of(r4) == c["choices"][0]["message"]["content"], "%s %s" % (s, json.dumps(r4)[:300]))
+    s, e = respond({"model": MODEL, "input": [{"type": "item_reference", "id": "msg_00_0"}]})
+    check("an item_reference to no kept item: 404 naming input[0].id",
+          s == 404 and e["error"]["param"] == "input[0].id", "%s %s" % (s, e))
     s, r = respond({"model": MODEL, "input": "Forget me.", "store": False, **SAMPLE})
     s2, r4 = respond({"model": MODEL, "input": "x", "previous_response_id": r["id"]})
     check("store false: not continued (404)", s == 200 and r["store"] is False and s2 == 404,
@@ -264,6 +274,10 @@ elif mode == "store":
     s, g = call("GET", "/v1/responses/" + r1["id"], key=k1)
     s2, r = respond({"model": MODEL, "input": "x", "previous_response_id": r1["id"]}, key=k1)
     check("... then GET and continuing it: 404", s == 404 and s2 == 404, "%s %s" % (s, s2))
+    s, r5 = respond({"model": MODEL, "input": "Hello there", **SAMPLE}, key=k1)
+    s, e = respond({"model": MODEL, "input": [{"type": "item_reference",
+                                              "id": r5["output"][0]["id"]}]}, key=k2)
+    check("an item_reference to another key's response: 404", s == 404, "%s %s" % (s, e))
     s, r = respond({"model": MODEL, "input": "Hello", "store": False, **SAMPLE}, key=k1)
     s2, g = call("GET", "/v1/responses/" + r["id"], key=k1)
     check("store false: not fetched again (404)", s == 200 and s2 == 404, "%s %s" % (s2, g))
