@@ -368,12 +368,13 @@ static json_t *delta_json(const struct sf_api_delta *d)
 		put(&b, "content", str_n(d->content, d->content_len));
 	if (d->reasoning)
 		put(&b, "reasoning_content", str_n(d->reasoning, d->reasoning_len));
-	if (d->call) {
+	if (d->n_calls) {
 		json_t *a = json_array();
-		if (!push(a, call_json(d->call, true, d->call_index))) {
-			json_decref(a);
-			a = NULL;
-		}
+		for (uint32_t i = 0; a && i < d->n_calls; i++)
+			if (!push(a, call_json(&d->calls[i], true, d->call_index + i))) {
+				json_decref(a);
+				a = NULL;
+			}
 		put(&b, "tool_calls", a);
 	}
 	return obj_end(&b);

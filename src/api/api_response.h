@@ -74,7 +74,8 @@ struct sf_api_delta {
 	bool role;                     /* the first chunk: "role": "assistant", "content": "" */
 	const char *content; size_t content_len;     /* NULL: absent */
 	const char *reasoning; size_t reasoning_len; /* NULL: absent */
-	const struct sf_out_tool_call *call; uint32_t call_index; /* one whole call, or NULL */
+	/* whole calls (n_calls of them, the first numbered call_index), or none */
+	const struct sf_out_tool_call *calls; uint32_t n_calls, call_index;
 	const char *finish_reason;     /* the last chunk of the choice: delta {} and this */
 	const struct sf_api_logprobs *logprobs; /* of the tokens this chunk carries, or NULL */
 };

@@ -112,6 +112,8 @@ struct headd_req {
 	bool logged;              /* its session and generation are in the log */
 	bool resumed;             /* GET .../{id}: a client following a generation again */
 	bool keep_session;        /* its session is a named one's: not closed at the end */
+	bool rolled_back;         /* its named session's content is back to before the turn in
+				   * the log (the turn failed) */
 	bool unindexed;           /* d->api.reqs_by_session could not take it */
 
 	const struct sf_head_tokenizer *tok;
@@ -321,6 +323,10 @@ bool headd_cors_preflight(struct headd_http *h, const struct sf_http_request *r)
 void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct sf_http_request *r);
 /* The head's events for sessions the API opened (returns false for other sessions). */
 bool headd_gen_event(struct headd *d, const struct sf_head_event *ev);
+/* Before ev, which fails a generation (an error, a FINISH for an error or an expired lease),
+ * goes to the log (headd_wal.c): a named session's turn it fails has its content put back
+ * in the log first, so that the client hears of the failure only once the log has it. */
+void headd_gen_failing(struct headd *d, const struct sf_head_event *ev);
 void headd_gen_tokenized(void *arg, uint64_t ticket, int rc, const uint32_t *tokens,
 			 uint32_t n, const char *msg);
 void headd_gen_client_gone(struct headd_req *q); /* its connection closed */
@@ -369,6 +375,11 @@ void headd_transcribe_tick(struct headd *d);  /* drops requests whose client wen
 /* api_stream.c: what a request's output becomes on the wire */
 void headd_stream_begin(struct headd_req *q); /* a streamed request's headers */
 void headd_stream_flush(struct headd *d); /* once per loop turn: every request's new output */
+/* q's turn of a named session failed: the log took its prompt as the session's content when
+ * it began; back to what the session holds, so that a head restarted from the log does not
+ * take the failed turn as said (seed 3154: the failed turn's prompt kept with an empty reply,
+ * and the turn asked again put it there twice). Once per request; a no-op when unlogged. */
+void headd_named_rollback(struct headd_req *q);
 void headd_stream_finish(struct headd_req *q); /* the whole response or the stream's end */
 
 /* api_sessions.c */

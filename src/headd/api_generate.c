@@ -363,10 +363,6 @@ static int start_session(struct headd_req *q)
 	}
 	if (!rc)
 		rc = sf_head_append(d->head, q->session_id, q->content, q->n_content, now, &err);
-	if (!rc)
-		headd_wal_content(d, q->session_id, s && s->turns ? s->n_content : 0,
-				  q->content + (s && s->turns ? s->n_content : 0),
-				  q->n_content - (s && s->turns ? s->n_content : 0));
 	struct sf_generate_opts opts = { .logprobs = q->r.logprobs,
 					 .top_logprobs = (uint8_t)q->r.top_logprobs };
 	if (!rc) {
@@ -375,6 +371,12 @@ static int start_session(struct headd_req *q)
 		if (rc == SF_E_UNSUPPORTED && strstr(err.msg, "sampling") && v4_sampling_field(&q->r))
 			param = v4_sampling_field(&q->r);
 	}
+	/* The turn's content goes to the log with its generation (log_gen, next), not before:
+	 * a turn refused here leaves the log's content as the session's. */
+	if (!rc)
+		headd_wal_content(d, q->session_id, s && s->turns ? s->n_content : 0,
+				  q->content + (s && s->turns ? s->n_content : 0),
+				  q->n_content - (s && s->turns ? s->n_content : 0));
 	if (rc) {
 		if (rc == SF_E_UNSUPPORTED)
 			sf_api_fail(&e, 400, "invalid_request_error", "unsupported_on_fleet",
@@ -751,6 +753,14 @@ bool headd_gen_event(struct headd *d, const struct sf_head_event *ev)
 	default:
 		return true;
 	}
+}
+
+void headd_gen_failing(struct headd *d, const struct sf_head_event *ev)
+{
+	struct headd_req *q = req_of(d, ev->session_id);
+	if (q && (!ev->generation_id || ev->generation_id == q->generation_id) &&
+	    !headd_life_ended(&q->life))
+		headd_named_rollback(q);
 }
 
 void headd_gen_client_gone(struct headd_req *q)

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "daemon/log.h"
+#include "wal/wal_restore.h"
 
 static bool query_value(const char *query, const char *key, char *out, size_t cap)
 {
@@ -192,6 +193,13 @@ void headd_resume(struct headd_http *h, enum sf_api_kind kind, const char *id,
 	if (live && !live->h) {
 		/* Its client went, so the head is cancelling it (the node has not said it
 		 * stopped yet): nothing more of it will come. */
+		not_found(h, id, "can be followed: it was cancelled when its client went away");
+		return;
+	}
+	if ((g->ended && !g->code && g->reason == SF_FINISH_CANCELLED) ||
+	    sf_wal_gen_abandoned(s, g)) {
+		/* It ended when its client went away (or asked it to end): what the log holds
+		 * is not the answer, and nothing more of it will come (as for a live one). */
 		not_found(h, id, "can be followed: it was cancelled when its client went away");
 		return;
 	}

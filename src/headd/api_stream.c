@@ -25,14 +25,18 @@ static enum headd_endpoint ep_of(const struct headd_req *q)
 
 /* One event. A stream of one choice numbers its events by the tokens they cover, so a
  * client that lost the stream (a head restart) can ask for the rest from there
- * (Last-Event-ID, api_resume.c). */
-static void sse(struct headd_req *q, const char *json)
+ * (Last-Event-ID, api_resume.c): an event with an id carries everything those tokens made
+ * that had not gone out. An event that carries no token's output (a chat's role chunk) has
+ * no id: a client that saw only it has seen none of the tokens (seed 13895: the role chunk
+ * numbered 1 and the connection lost before the first token's chunk, the resume asked
+ * after token 1 and the client never got it). */
+static void sse_event(struct headd_req *q, const char *json, bool numbered)
 {
 	if (!json || !q->h)
 		return;
 	size_t n = strlen(json);
 	char id[32];
-	size_t k = q->lead ? 0 : (size_t)snprintf(id, sizeof(id), "id: %u\n", q->n_gen);
+	size_t k = q->lead || !numbered ? 0 : (size_t)snprintf(id, sizeof(id), "id: %u\n", q->n_gen);
 	char small[4096];
 	size_t total = k + n + 8;
 	char *p = total <= sizeof(small) ? small : malloc(total);
@@ -49,7 +53,7 @@ static void sse(struct headd_req *q, const char *json)
 
 static void sse_free(struct headd_req *q, char *json)
 {
-	sse(q, json);
+	sse_event(q, json, true);
 	free(json);
 }
 
@@ -123,23 +127,26 @@ static void stream_deltas(struct headd_req *q)
 								  has_lp ? &lp : NULL, inc, NULL));
 		return;
 	}
-	if (!q->role_sent && (clen || rlen || has_lp || q->out.n_calls ||
+	if (!q->role_sent && (clen || rlen || has_lp || q->out.n_calls > q->out.calls_taken ||
 				headd_life_ended(&q->life))) {
 		struct sf_api_delta d0 = { .index = q->index, .role = true };
-		sse_free(q, sf_api_chat_chunk_json(&m, &d0, inc, NULL));
+		char *json = sf_api_chat_chunk_json(&m, &d0, inc, NULL);
+		sse_event(q, json, false);
+		free(json);
 		q->role_sent = true;
 	}
-	if (clen || rlen || has_lp) {
+	/* Everything these tokens made in one event, calls too: one id covers it whole. */
+	uint32_t first_call = q->out.calls_taken;
+	const struct sf_out_tool_call *calls = sf_out_take_call(&q->out);
+	while (sf_out_take_call(&q->out))
+		;
+	if (clen || rlen || has_lp || calls) {
 		struct sf_api_delta d = { .index = q->index,
 					  .content = clen ? c : NULL, .content_len = clen,
 					  .reasoning = rlen ? r : NULL, .reasoning_len = rlen,
-					  .logprobs = has_lp ? &lp : NULL };
-		sse_free(q, sf_api_chat_chunk_json(&m, &d, inc, NULL));
-	}
-	const struct sf_out_tool_call *call;
-	while ((call = sf_out_take_call(&q->out))) {
-		struct sf_api_delta d = { .index = q->index, .call = call,
-					  .call_index = q->out.calls_taken - 1 };
+					  .logprobs = has_lp ? &lp : NULL, .calls = calls,
+					  .n_calls = q->out.calls_taken - first_call,
+					  .call_index = first_call };
 		sse_free(q, sf_api_chat_chunk_json(&m, &d, inc, NULL));
 	}
 }
@@ -230,6 +237,15 @@ static void whole_response(struct headd_req *q, const struct sf_api_error *fail)
 	headd_api_send_json(q->h, 200, json);
 }
 
+void headd_named_rollback(struct headd_req *q)
+{
+	struct headd_named *s = q->named;
+	if (!s || s->busy != q || !q->logged || q->rolled_back)
+		return;
+	q->rolled_back = true;
+	headd_wal_content(q->d, s->session_id, s->turns ? s->n_content : 0, NULL, 0);
+}
+
 /* The reply the session's node now holds, kept for the next turn (without the token that
  * ended it: the next turn's rendering closes the turn). */
 static void keep_named(struct headd_req *q)
@@ -247,6 +263,7 @@ static void keep_named(struct headd_req *q)
 		if (q->generation_id)
 			(void)sf_head_cancel(q->d->head, q->session_id, q->generation_id,
 					     sf_loop_now(q->d->loop), &err);
+		headd_named_rollback(q);
 		return;
 	}
 	uint32_t n = q->n_gen;
@@ -269,7 +286,11 @@ static void keep_named(struct headd_req *q)
 }
 
 /* The request is over for the head: its named session keeps the reply, an unnamed one
- * is closed. */
+ * is closed. Written is not received: the answer's last bytes may still be on their way
+ * (in the head's kernel, on the wire) when the head dies, and a reset then loses them. So
+ * the log's CLOSE waits HEADD_WRITTEN_KEEP_MS, and a head restarted meanwhile still has
+ * the generation for the client to fetch (seed 3735: the close logged 1 ms before a crash,
+ * the restarted head answered 404 to a client that had the answer but its end). */
 static void req_over(struct headd_req *q)
 {
 	struct headd *d = q->d;
@@ -279,7 +300,7 @@ static void req_over(struct headd_req *q)
 		struct sf_err err;
 		(void)sf_head_session_close(d->head, q->session_id, false, sf_loop_now(d->loop), &err);
 		if (q->logged)
-			headd_wal_close(d, q->session_id);
+			headd_wal_keep_add(d, q->session_id, HEADD_WRITTEN_KEEP_MS);
 	}
 }
 

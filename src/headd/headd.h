@@ -33,6 +33,9 @@
 #define HEADD_BACKOFF_MIN_MS 100
 #define HEADD_BACKOFF_MAX_MS 10000
 #define HEADD_SHUTDOWN_MS 1500
+/* An unnamed session's answer written whole stays in the log this long before its CLOSE
+ * (the bytes' way to the client; api_stream.c's req_over). */
+#define HEADD_WRITTEN_KEEP_MS 5000
 #define HEADD_LINE_MAX 65536 /* an admin request line at most */
 
 /* One --fleet node and its one link. */
@@ -232,7 +235,8 @@ const char *headd_wal_node_name(const struct headd *d, uint32_t node);
 void headd_wal_orphan_end(struct headd *d, uint64_t sid, uint64_t gid);
 /* Unnamed sessions kept for a client to fetch whose time is up are closed. */
 void headd_wal_keep_sweep(struct headd *d);
-void headd_wal_keep_add(struct headd *d, uint64_t sid);
+/* Session sid's CLOSE record waits keep_ms (its generations stay fetchable meanwhile). */
+void headd_wal_keep_add(struct headd *d, uint64_t sid, uint64_t keep_ms);
 void headd_wal_keep_free(struct headd *d);
 
 /* headd_shard.c: one shard's life on its own thread: start (listeners, links, the log), turns,

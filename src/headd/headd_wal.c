@@ -160,6 +160,10 @@ bool headd_wal_event(struct headd *d, const struct sf_head_event *ev)
 			headd_wal_append_rec(d, SF_WALREC_PLACED);
 		return true;
 	}
+	if (ev->kind == SF_HEAD_EV_ERROR ||
+	    (ev->kind == SF_HEAD_EV_FINISH &&
+	     (ev->reason == SF_FINISH_ERROR || ev->reason == SF_FINISH_EXPIRED)))
+		headd_gen_failing(d, ev); /* may log a record of its own: before the event's */
 	uint8_t type;
 	int rc = sf_wal_event_put(&w->rec, ev, &type);
 	if (rc == SF_E_RANGE)

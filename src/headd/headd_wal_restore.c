@@ -36,13 +36,13 @@ uint32_t headd_wal_node_of(const struct headd *d, const char *name)
 	return SF_HEAD_NO_NODE;
 }
 
-void headd_wal_keep_add(struct headd *d, uint64_t sid)
+void headd_wal_keep_add(struct headd *d, uint64_t sid, uint64_t keep_ms)
 {
 	struct headd_wal_keep *k = calloc(1, sizeof(*k));
 	if (!k)
 		return; /* closed by nothing: it stays until the head's next restart */
 	k->session_id = sid;
-	k->close_at = sf_loop_now(d->loop) + (uint64_t)d->opts->wal_keep_s * 1000;
+	k->close_at = sf_loop_now(d->loop) + keep_ms;
 	k->next = d->wal.keep;
 	d->wal.keep = k;
 }
@@ -108,7 +108,7 @@ void headd_wal_orphan_end(struct headd *d, uint64_t sid, uint64_t gid)
 	if (!g)
 		return;
 	if (!s->rec.name[0]) {
-		headd_wal_keep_add(d, sid);
+		headd_wal_keep_add(d, sid, (uint64_t)d->opts->wal_keep_s * 1000);
 		return;
 	}
 	struct headd_named *n = headd_named_find(d, s->rec.name, s->rec.owner);
@@ -133,8 +133,9 @@ static struct headd_named *restore_named(struct headd *d, const struct sf_wal_se
 	n->created_s = s->rec.created_s;
 	n->opened = true;
 	headd_named_set_content(n, s->content, s->n_content);
+	/* A turn that failed rolled the content back to before its prompt: not a turn. */
 	for (uint32_t i = 0; i < s->n_gens; i++)
-		n->turns += s->gens[i]->ended;
+		n->turns += s->gens[i]->ended && s->gens[i]->rec.n_prompt <= s->n_content;
 	return n;
 }
 
@@ -169,7 +170,7 @@ static int restore_one(struct headd *d, const struct sf_wal_session *s)
 			headd_wal_orphan_end(d, s->rec.session_id, last->rec.generation_id);
 		}
 	} else if (!running || node == SF_HEAD_NO_NODE) {
-		headd_wal_keep_add(d, s->rec.session_id);
+		headd_wal_keep_add(d, s->rec.session_id, (uint64_t)d->opts->wal_keep_s * 1000);
 	}
 	return 0;
 }

@@ -4,10 +4,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+bool sf_wal_gen_abandoned(const struct sf_wal_session *s, const struct sf_wal_gen *g)
+{
+	return !g->ended && g->rec.n_prompt > s->n_content;
+}
+
 const struct sf_wal_gen *sf_wal_session_running(const struct sf_wal_session *s)
 {
 	for (uint32_t i = 0; i < s->n_gens; i++)
-		if (!s->gens[i]->ended)
+		if (!s->gens[i]->ended && !sf_wal_gen_abandoned(s, s->gens[i]))
 			return s->gens[i];
 	return NULL;
 }
@@ -35,6 +40,10 @@ int sf_wal_restore_session(struct sf_head *h, const struct sf_wal_session *s, ui
 			.epoch = g->epoch, .next_seq = g->next_seq, .ended = g->ended,
 			.reason = g->code ? SF_FINISH_ERROR : g->reason,
 		};
+		if (sf_wal_gen_abandoned(s, g)) {
+			gens[i].ended = true;
+			gens[i].reason = SF_FINISH_CANCELLED;
+		}
 		if (moved && g == running) {
 			gens[i].resumed = g->n_tokens;
 			gens[i].epoch = s->epoch;

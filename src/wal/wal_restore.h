@@ -16,7 +16,12 @@
 int sf_wal_restore_session(struct sf_head *h, const struct sf_wal_session *s, uint32_t node,
 			   uint64_t cache_ns, uint64_t now_ms, struct sf_err *err);
 
-/* The generation of s that had not ended, or NULL. */
+/* The generation of s that had not ended, or NULL. One the session gave up is not running. */
 const struct sf_wal_gen *sf_wal_session_running(const struct sf_wal_session *s);
+
+/* Whether g had not ended but its session gave it up: a content record after it took its
+ * prompt back (a named session's turn that failed, the client told so: headd's rollback).
+ * It comes back ended, cancelled, and is not asked of a node again. */
+bool sf_wal_gen_abandoned(const struct sf_wal_session *s, const struct sf_wal_gen *g);
 
 #endif

@@ -85,6 +85,7 @@ struct dsim_req {
 	size_t n_got;
 	char id[96];            /* X-Request-Id / the events' id */
 	uint32_t last_event;    /* the last `id: N` seen (tokens covered) */
+	uint32_t events;        /* events of the answer being read */
 	char finish[32];
 	uint32_t attempts, resumes, breaks;
 	uint64_t last_rx;       /* when the answer last brought bytes (or was asked) */
@@ -136,14 +137,40 @@ enum dsim_scenario_kind {
 	 * that placement is durable but no event of the new run is. The restored head must take
 	 * the node's run at the new epoch as the generation's: the stream ends whole. */
 	DS_NEW_PLACEMENT,
+	/* One unnamed stream: the head writes the whole answer, the client has not read its
+	 * end when the head dies and its connection resets (the bytes on their way lost). The
+	 * restarted head must still hold the generation for the client to fetch (seed 3735:
+	 * the session's CLOSE, logged as the answer was written, made it a 404). */
+	DS_ANSWER_CRASH,
+	/* One chat stream: its connection resets and the head dies once the client has the
+	 * role chunk and no token's text. The rest, asked after the last event id seen, must
+	 * be the whole reply (seed 13895: the role chunk carried id 1 and the resume began
+	 * after the first token). */
+	DS_ROLE_CUT,
+	/* A conversation: its second turn fails (its only node down past --replace-after-ms),
+	 * then the head dies and comes back, and the client asks the turn again. The restored
+	 * session must not hold the failed turn's prompt (seed 3154: it did, and the turn
+	 * asked again was rendered after it twice). */
+	DS_FAILED_TURN,
+	/* One unnamed stream: its connection resets mid-stream (the head, alive, cancels the
+	 * generation: its client went); the client asks for the rest after what it saw. It
+	 * must get it whole or a 404 and ask again, never the cancelled run's end as the
+	 * answer (seed 87: with the log's CLOSE deferred, the resume replayed the cancelled
+	 * generation: 69 of its 76 bytes and a finish). */
+	DS_CUT_RESUME,
 };
 
 struct dsim_scenario {
 	enum dsim_scenario_kind kind;
-	int state;
-	uint64_t epoch0, back_at;
+	int state;                     /* DSIM_SCEN_BACK: the head comes back at back_at;
+					* DSIM_SCEN_DONE: nothing more to strike */
+	uint64_t epoch0, back_at, at;
+	uint32_t breaks0;
 	bool hit;                      /* the head crashed in the state the scenario wants */
 };
+
+#define DSIM_SCEN_BACK 2
+#define DSIM_SCEN_DONE 3
 
 /* What the head's shard 0 logged of its first session, and what its machine holds. */
 struct dsim_wal_view {
@@ -207,6 +234,8 @@ uint64_t dsim_head_gaps(const struct dsim *s);
 uint32_t dsim_node_sessions(const struct dsim *s, uint32_t k);
 void dsim_daemons_free(struct dsim *s);
 bool dsim_head_wal_view(const struct dsim *s, struct dsim_wal_view *v);
+/* Whether any head shard still has a client request it has not answered whole. */
+bool dsim_head_answering(const struct dsim *s);
 /* The head's HTTP address and node k's fleet address. */
 void dsim_head_addr(struct sockaddr_storage *ss, socklen_t *len);
 
@@ -214,6 +243,8 @@ void dsim_head_addr(struct sockaddr_storage *ss, socklen_t *len);
 int dsim_scenario_parse(const char *name, enum dsim_scenario_kind *out);
 /* Sets the fleet's shape and the workload's for the scenario (after the random draws). */
 void dsim_scenario_shape(struct dsim *s);
+/* Shapes the scenario's one request (after the random draws). */
+void dsim_scenario_request(struct dsim *s);
 /* After each turn of the daemons: strikes what the scenario's state calls for. */
 void dsim_scenario_step(struct dsim *s);
 /* When the scenario next needs a look (UINT64_MAX: not before something else happens). */
@@ -221,8 +252,10 @@ uint64_t dsim_scenario_next(const struct dsim *s);
 
 /* dsim_client.c: the clients' requests. */
 void dsim_req_init(struct dsim *s, struct dsim_req *r, uint32_t index);
-/* r again as a plain stream: greedy, max_tokens, asked at start_at, none of the extras. */
-void dsim_req_plain(struct dsim_req *r, uint32_t max_tokens, uint64_t start_at);
+/* r again as a plain stream: greedy, max_tokens, asked at start_at, none of the extras; a
+ * chat when chat, a conversation of n_turns turns when n_turns > 0. */
+void dsim_req_plain(struct dsim_req *r, uint32_t max_tokens, uint64_t start_at, bool chat,
+		    uint32_t n_turns);
 /* Starts, retries and checks r at now; true when it did something. */
 bool dsim_req_poll(struct dsim_req *r, uint64_t now);
 /* The client leaves r's stream now (closes its connection). */

@@ -158,10 +158,14 @@ static void broke_off(struct dsim_req *r, const char *why)
 
 static void check_prefix(struct dsim_req *r, const char *when)
 {
-	if (r->n_got > r->n_want || memcmp(r->got, r->want, r->n_got))
+	if (r->n_got > r->n_want || memcmp(r->got, r->want, r->n_got)) {
+		if (r->s->verbose)
+			fprintf(stderr, "  request %u: got  \"%.*s\"\n  request %u: want \"%.*s\"\n",
+				r->index, (int)r->n_got, r->got, r->index, (int)r->n_want, r->want);
 		dsim_broke(r->s, "request %u (%s%s): %s: %zu bytes that are not the engine's %zu "
 			   "(a token lost, repeated or out of order)", r->index, r->prompt,
 			   r->pipe ? ", pipeline" : "", when, r->n_got, r->n_want);
+	}
 }
 
 /* A conversation's turn is done: the next one after a pause (its prompt after the reply the
@@ -226,6 +230,7 @@ static void answer_over(struct dsim_req *r, int err);
 static int on_event(void *arg, const char *data, size_t len)
 {
 	struct dsim_req *r = arg;
+	r->events++;
 	if (len == 6 && !memcmp(data, "[DONE]", 6)) {
 		finished(r);
 		return 1;
@@ -318,6 +323,7 @@ static void on_headers(struct dsim_req *r)
 		fprintf(stderr, "  [%llu ms] request %u: answered %d\n",
 			(unsigned long long)sf_simnet_now(r->s->world), r->index, r->status);
 	sf_sse_init(&r->sse, on_event, r);
+	r->events = 0;
 	if (r->status == 200 && r->sse.last_id[0] == 0 && r->last_event)
 		snprintf(r->sse.last_id, sizeof(r->sse.last_id), "%u", r->last_event);
 }
@@ -603,11 +609,19 @@ void dsim_req_free(struct dsim_req *r)
 	sf_sse_free(&r->sse);
 }
 
-void dsim_req_plain(struct dsim_req *r, uint32_t max_tokens, uint64_t start_at)
+void dsim_req_plain(struct dsim_req *r, uint32_t max_tokens, uint64_t start_at, bool chat,
+		    uint32_t n_turns)
 {
-	r->conv = r->leave = r->logprobs = r->chat = r->pipe = false;
+	r->conv = r->leave = r->logprobs = r->pipe = false;
+	r->chat = chat;
 	r->name[0] = 0;
 	r->n_turns = r->turn = 0;
+	if (n_turns) {
+		r->conv = true;
+		r->n_turns = n_turns;
+		snprintf(r->name, sizeof(r->name), "conv-%llu-%u", (unsigned long long)r->s->seed,
+			 r->index);
+	}
 	r->n_ctx = 0;
 	r->max_tokens = max_tokens;
 	r->temperature = 0;

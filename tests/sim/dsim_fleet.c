@@ -354,6 +354,14 @@ bool dsim_head_wal_view(const struct dsim *s, struct dsim_wal_view *v)
 	return true;
 }
 
+bool dsim_head_answering(const struct dsim *s)
+{
+	for (unsigned k = 0; dsim_head_up(s) && k < s->head->n; k++)
+		if (s->head->d[k]->api.reqs)
+			return true;
+	return false;
+}
+
 /* Node k's machine's numbers (all 0 while it is down). */
 static struct sf_node_stats node_stats(const struct dsim *s, uint32_t k)
 {

@@ -10,7 +10,9 @@
  *   daemon-sim --seed N [-v]       one seed; -v shows the daemons' logs and the clients' breaks
  *   daemon-sim --seeds A..B        every seed in the range, with a summary
  *   --check-replay                 each seed twice: the same run, event for event
- *   --scenario new-placement       instead of drawn faults, one scripted case (dsim_scenario.c)
+ *   --scenario NAME                instead of drawn faults, one scripted case (dsim_scenario.c:
+ *                                  new-placement, answer-crash, role-cut, failed-turn,
+ *                                  cut-resume)
  *   --planted-bug skip-replay      plant a bug in the head machine: an event replayed after a
  *                                  reconcile is taken as seen and never told (a token lost)
  *   --planted-bug ack-early        plant one in the head's log glue (headd_wal.c): the node
@@ -299,7 +301,7 @@ static void run_seed(uint64_t seed, bool verbose, struct result *res)
 	if (ok && scenario == DS_NONE)
 		dsim_gathers_init(s);
 	if (ok && scenario != DS_NONE)
-		dsim_req_plain(&s->reqs[0], 100, 100);
+		dsim_scenario_request(s);
 	uint64_t ended_at = 0;
 	while (ok && !s->broke[0]) {
 		uint64_t now = sf_simnet_now(s->world);
@@ -312,7 +314,7 @@ static void run_seed(uint64_t seed, bool verbose, struct result *res)
 		bool faults_over = now >= DSIM_FAULT_MS;
 		for (uint32_t i = 0; i < n_faults; i++)
 			faults_over &= faults[i].back;
-		faults_over &= s->scen.kind == DS_NONE || s->scen.state == 3;
+		faults_over &= s->scen.kind == DS_NONE || s->scen.state == DSIM_SCEN_DONE;
 		if (faults_over && all_ended(s)) {
 			if (!ended_at)
 				ended_at = now;
@@ -387,14 +389,14 @@ static void run_seed(uint64_t seed, bool verbose, struct result *res)
 static int usage(void)
 {
 	fprintf(stderr, "usage: daemon-sim --seed N [-v] | --seeds A..B [--check-replay] "
-		"[--planted-bug skip-replay|ack-early|pipe-twice]\n");
+		"[--keep-going] [--planted-bug skip-replay|ack-early|pipe-twice]\n");
 	return 2;
 }
 
 int main(int argc, char **argv)
 {
 	uint64_t first = 0, last = 0;
-	bool verbose = false, replay = false, have = false;
+	bool verbose = false, replay = false, have = false, keep_going = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
 			first = last = strtoull(argv[++i], NULL, 10);
@@ -410,6 +412,8 @@ int main(int argc, char **argv)
 			verbose = true;
 		} else if (!strcmp(argv[i], "--check-replay")) {
 			replay = true;
+		} else if (!strcmp(argv[i], "--keep-going")) {
+			keep_going = true; /* every failing seed told, not only the first */
 		} else if (!strcmp(argv[i], "--scenario") && i + 1 < argc) {
 			if (dsim_scenario_parse(argv[++i], &scenario))
 				return usage();
@@ -440,6 +444,7 @@ int main(int argc, char **argv)
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	uint64_t streams = 0, crashes = 0, resumes = 0, turns = 0, hits = 0, gathers = 0, piped = 0;
+	uint64_t failed = 0;
 	for (uint64_t seed = first; seed <= last; seed++) {
 		struct result a, b;
 		run_seed(seed, verbose, &a);
@@ -458,8 +463,10 @@ int main(int argc, char **argv)
 			       a.broke[0] ? "broke the promise: " : "held", a.broke, a.done, a.conv_turns,
 			       a.left, a.breaks, a.resumes, a.head_crashes, a.node_crashes,
 			       a.resets, (unsigned long long)a.end_ms, (unsigned long long)a.turns);
-		if (a.broke[0])
+		fflush(stdout);
+		if (a.broke[0] && !keep_going)
 			return 1;
+		failed += a.broke[0] != 0;
 		streams += a.done;
 		crashes += a.head_crashes + a.node_crashes;
 		resumes += a.resumes;
@@ -470,6 +477,12 @@ int main(int argc, char **argv)
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	if (failed) {
+		printf("daemon-sim: %llu of seeds %llu..%llu broke the promise\n",
+		       (unsigned long long)failed, (unsigned long long)first,
+		       (unsigned long long)last);
+		return 1;
+	}
 	printf("daemon-sim: seeds %llu..%llu held (%llu requests whole, %llu of them through a "
 	       "pipeline, %llu conversation turns, %llu gathers, %llu crashes, %llu resumes) in "
 	       "%.1f s\n", (unsigned long long)first, (unsigned long long)last,

@@ -252,17 +252,21 @@ static void chat_chunks(void **state)
 	absent(v, "usage");
 	json_decref(v);
 
-	/* A tool call. */
-	struct sf_out_tool_call call = { .id = "call_x", .name = "f", .arguments = "{\"a\":1}" };
-	struct sf_api_delta dc = { .call = &call, .call_index = 1 };
+	/* Tool calls: those a turn made, in one chunk (numbered from the first's index). */
+	struct sf_out_tool_call call[2] = { { .id = "call_x", .name = "f", .arguments = "{\"a\":1}" },
+					    { .id = "call_y", .name = "g", .arguments = "{}" } };
+	struct sf_api_delta dc = { .calls = call, .n_calls = 2, .call_index = 1 };
 	v = parse(sf_api_chat_chunk_json(&meta, &dc, false, NULL));
 	json_t *tc = at(v, "choices.0.delta.tool_calls");
-	assert_int_equal(json_array_size(tc), 1);
+	assert_int_equal(json_array_size(tc), 2);
 	is_int(tc, "0.index", 1);
 	is_str(tc, "0.id", "call_x");
 	is_str(tc, "0.type", "function");
 	is_str(tc, "0.function.name", "f");
 	is_str(tc, "0.function.arguments", "{\"a\":1}");
+	is_int(tc, "1.index", 2);
+	is_str(tc, "1.id", "call_y");
+	is_str(tc, "1.function.name", "g");
 	absent(at(v, "choices.0.delta"), "content");
 	json_decref(v);
 
