@@ -24,10 +24,12 @@ struct sf_jinja_limits {
 	uint32_t max_depth; /* nesting of blocks and expressions, and of macro calls */
 	uint64_t max_steps; /* evaluation steps of one rendering (loop turns, nodes, bytes copied / 64) */
 	size_t max_output;  /* bytes of the rendering, and of any string made on the way */
+	size_t max_bytes;   /* bytes of the values one rendering holds at once (strings, lists,
+			     * dicts, the context's among them) */
 };
 
 /* Fills l with defaults that fit every real template: 256 KiB source, depth 64, 10M steps,
- * 4 MiB output. */
+ * 4 MiB output, 64 MiB of values. */
 void sf_jinja_limits_default(struct sf_jinja_limits *l);
 
 /* Parses src[0..len) (UTF-8) into *out. l NULL means the defaults. Errors: SF_E_TEMPLATE (syntax,

@@ -13,6 +13,7 @@ void sf_jinja_limits_default(struct sf_jinja_limits *l)
 	l->max_depth = 64;
 	l->max_steps = 10 * 1000 * 1000;
 	l->max_output = 4 * 1024 * 1024;
+	l->max_bytes = 64 * 1024 * 1024;
 }
 
 int jj_err(struct jj_ctx *c, int code, const char *fmt, ...)
@@ -174,6 +175,8 @@ int sf_jinja_render(const struct sf_jinja *t, const json_t *context,
 	struct jj_buf buf = { 0 };
 	c.root = &root;
 	c.out = &buf;
+	struct jj_ctx *outer = jj_live_ctx; /* none: renderings do not nest */
+	jj_live_ctx = &c;
 	int rc;
 	if (context) {
 		if ((rc = from_json(&c, context, 0, &root.vars)))
@@ -189,6 +192,7 @@ int sf_jinja_render(const struct sf_jinja *t, const json_t *context,
 		rc = 0;
 	if (root.vars.kind == JV_DICT)
 		jv_unref(root.vars);
+	jj_live_ctx = outer;
 	if (rc) {
 		free(buf.p);
 		if (e && !e->msg[0])

@@ -290,7 +290,15 @@ struct jj_ctx {
 	struct sf_err *e;
 	int rc;                  /* the first error (negative), 0 while none */
 	uint32_t line;           /* the line being evaluated, for messages */
+	size_t live;             /* bytes of the values it holds now (max_bytes) */
 };
+
+/* The rendering that runs on this thread (sf_jinja_render sets it), whose live bytes
+ * jv_unref takes back; NULL outside one. */
+extern _Thread_local struct jj_ctx *jj_live_ctx;
+/* Counts n more bytes of values held; fails past max_bytes (nothing counted then). c may be
+ * NULL (parse time: not counted). */
+int jj_charge(struct jj_ctx *c, size_t n);
 
 /* Records the first error (with the current line) and returns it. */
 int jj_err(struct jj_ctx *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

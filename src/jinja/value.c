@@ -28,6 +28,31 @@ struct jv jv_ref(struct jv v)
 	return v;
 }
 
+_Thread_local struct jj_ctx *jj_live_ctx;
+
+int jj_charge(struct jj_ctx *c, size_t n)
+{
+	if (!c)
+		return 0;
+	if (n > c->lim.max_bytes || c->live > c->lim.max_bytes - n)
+		return jj_err(c, SF_E_LIMIT, "the rendering's values would hold more than max_bytes "
+			      "(%zu bytes)", c->lim.max_bytes);
+	c->live += n;
+	return 0;
+}
+
+/* n bytes of values freed: no longer held by the rendering on this thread. */
+static void uncharge(size_t n)
+{
+	struct jj_ctx *c = jj_live_ctx;
+	if (c)
+		c->live = c->live > n ? c->live - n : 0;
+}
+
+static size_t str_bytes(const struct jstr *s) { return sizeof *s + s->len + 1; }
+static size_t list_bytes(const struct jlist *l) { return sizeof *l + l->cap * sizeof(struct jv); }
+static size_t dict_bytes(const struct jdict *d) { return sizeof *d + 2 * d->cap * sizeof(struct jv); }
+
 /* Drops one reference of obj; true when that was the last. */
 static bool release(void *obj)
 {
@@ -41,13 +66,16 @@ void jv_unref(struct jv v)
 {
 	switch (v.kind) {
 	case JV_STR:
-		if (release(v.s))
+		if (release(v.s)) {
+			uncharge(str_bytes(v.s));
 			free(v.s);
+		}
 		break;
 	case JV_LIST:
 		if (release(v.l)) {
 			for (size_t i = 0; i < v.l->n; i++)
 				jv_unref(v.l->v[i]);
+			uncharge(list_bytes(v.l));
 			free(v.l->v);
 			free(v.l);
 		}
@@ -58,6 +86,7 @@ void jv_unref(struct jv v)
 				jv_unref(v.d->k[i]);
 				jv_unref(v.d->v[i]);
 			}
+			uncharge(dict_bytes(v.d));
 			free(v.d->k);
 			free(v.d->v);
 			free(v.d);
@@ -82,6 +111,13 @@ void jv_unref(struct jv v)
 	}
 }
 
+/* Takes back a charge that came to nothing (the allocation failed). */
+static void uncharge_ctx(struct jj_ctx *c, size_t n)
+{
+	if (c)
+		c->live = c->live > n ? c->live - n : 0;
+}
+
 static int nomem(struct jj_ctx *c)
 {
 	return c ? jj_err(c, SF_E_NOMEM, "out of memory") : -1;
@@ -92,11 +128,13 @@ int jv_str(struct jj_ctx *c, const char *p, size_t len, struct jv *out)
 	if (c && len > c->lim.max_output)
 		return jj_err(c, SF_E_LIMIT, "a string of %zu bytes is over max_output (%zu)", len,
 			      c->lim.max_output);
-	if (c && jj_step(c, len / 64))
+	if (c && (jj_step(c, len / 64) || jj_charge(c, sizeof(struct jstr) + len + 1)))
 		return c->rc;
 	struct jstr *s = malloc(sizeof *s + len + 1);
-	if (!s)
+	if (!s) {
+		uncharge_ctx(c, sizeof *s + len + 1);
 		return nomem(c);
+	}
 	s->refs = 1;
 	s->safe = false;
 	s->len = len;
@@ -109,15 +147,21 @@ int jv_str(struct jj_ctx *c, const char *p, size_t len, struct jv *out)
 
 int jv_list_new(struct jj_ctx *c, size_t cap, bool tuple, struct jv *out)
 {
+	size_t bytes = sizeof(struct jlist) + cap * sizeof(struct jv);
+	if (jj_charge(c, bytes))
+		return c->rc;
 	struct jlist *l = calloc(1, sizeof *l);
-	if (!l)
+	if (!l) {
+		uncharge_ctx(c, bytes);
 		return nomem(c);
+	}
 	l->refs = 1;
 	l->tuple = tuple;
 	if (cap) {
 		l->v = malloc(cap * sizeof *l->v);
 		if (!l->v) {
 			free(l);
+			uncharge_ctx(c, bytes);
 			return nomem(c);
 		}
 		l->cap = cap;
@@ -128,9 +172,14 @@ int jv_list_new(struct jj_ctx *c, size_t cap, bool tuple, struct jv *out)
 
 int jv_dict_new(struct jj_ctx *c, size_t cap, struct jv *out)
 {
+	size_t bytes = sizeof(struct jdict) + 2 * cap * sizeof(struct jv);
+	if (jj_charge(c, bytes))
+		return c->rc;
 	struct jdict *d = calloc(1, sizeof *d);
-	if (!d)
+	if (!d) {
+		uncharge_ctx(c, bytes);
 		return nomem(c);
+	}
 	d->refs = 1;
 	if (cap) {
 		d->k = malloc(cap * sizeof *d->k);
@@ -139,6 +188,7 @@ int jv_dict_new(struct jj_ctx *c, size_t cap, struct jv *out)
 			free(d->k);
 			free(d->v);
 			free(d);
+			uncharge_ctx(c, bytes);
 			return nomem(c);
 		}
 		d->cap = cap;
@@ -185,8 +235,13 @@ int jv_list_push(struct jj_ctx *c, struct jv lv, struct jv v)
 	l->has_ns |= ns;
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 4;
+		if (jj_charge(c, (cap - l->cap) * sizeof *l->v)) {
+			jv_unref(v);
+			return c->rc;
+		}
 		struct jv *nv = realloc(l->v, cap * sizeof *nv);
 		if (!nv) {
+			uncharge_ctx(c, (cap - l->cap) * sizeof *l->v);
 			jv_unref(v);
 			return nomem(c);
 		}
@@ -255,13 +310,17 @@ int jv_dict_set(struct jj_ctx *c, struct jv dv, struct jv k, struct jv v)
 		goto fail;
 	if (d->n == d->cap) {
 		size_t cap = d->cap ? d->cap * 2 : 4;
+		if (jj_charge(c, 2 * (cap - d->cap) * sizeof *d->k))
+			goto fail;
 		struct jv *nk = realloc(d->k, cap * sizeof *nk);
 		if (!nk)
-			goto oom;
+			goto oom_grow;
 		d->k = nk;
 		struct jv *nv = realloc(d->v, cap * sizeof *nv);
-		if (!nv)
-			goto oom;
+		if (!nv) {
+			/* k grew, v did not: keep the count as it was (d->cap holds for both) */
+			goto oom_grow;
+		}
 		d->v = nv;
 		d->cap = cap;
 	}
@@ -269,7 +328,8 @@ int jv_dict_set(struct jj_ctx *c, struct jv dv, struct jv k, struct jv v)
 	d->v[d->n] = v;
 	d->n++;
 	return 0;
-oom:
+oom_grow:
+	uncharge_ctx(c, 2 * ((d->cap ? d->cap * 2 : 4) - d->cap) * sizeof *d->k);
 	jv_unref(k);
 	jv_unref(v);
 	return nomem(c);

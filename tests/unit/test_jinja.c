@@ -336,6 +336,7 @@ static void test_limits(void **state)
 	assert_int_equal(l.max_depth, 64);
 	assert_int_equal(l.max_steps, 10000000);
 	assert_int_equal(l.max_output, 4 * 1024 * 1024);
+	assert_int_equal(l.max_bytes, 64 * 1024 * 1024);
 
 	struct sf_jinja_limits small = l;
 	small.max_source = 8;
@@ -380,7 +381,9 @@ static void test_limits(void **state)
 	expect_error("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", NULL, NULL, SF_E_LIMIT,
 		     "max_depth", NULL);
 	/* Steps: a loop that does not end in time. */
-	expect_error("{% for i in range(100000000) %}{% endfor %}", NULL, NULL, SF_E_LIMIT, "max_steps", NULL);
+	/* A range past the bytes budget is refused before it is made (1.6 GB of items; before
+	 * max_bytes it was made, then the loop ran out of steps). */
+	expect_error("{% for i in range(100000000) %}{% endfor %}", NULL, NULL, SF_E_LIMIT, "max_bytes", NULL);
 	expect_error("{% for i in range(5000) %}{% for j in range(5000) %}{% endfor %}{% endfor %}", NULL,
 		     NULL, SF_E_LIMIT, "max_steps", NULL);
 	/* Output, and strings made on the way. */
@@ -390,6 +393,34 @@ static void test_limits(void **state)
 	expect_error("{{ 'x' * 1000000000 }}", NULL, NULL, SF_E_LIMIT, "max_output", NULL);
 	expect_error("{% set ns = namespace(s='xxxxxxxxxxxxxxxx') %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}{% endfor %}",
 		     NULL, NULL, SF_E_LIMIT, NULL);
+	/* Bytes of values held at once (issue 32: a 144-byte request held the head at 416 MB): a
+	 * string split into millions, a list doubled, a dict grown; each under the steps. The same
+	 * values made and dropped one after another stay within the budget. */
+	expect_error("{{ (' ' * 4000000).split(' ')|length }}", NULL, NULL, SF_E_LIMIT, "max_bytes",
+		     NULL);
+	expect_error("{{ (' ' * 8000000).split(' ')|length }}", NULL, NULL, SF_E_LIMIT, "max_output",
+		     NULL);
+	expect_error("{% set ns = namespace(l=['xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx']) %}"
+		     "{% for i in range(30) %}{% set ns.l = ns.l + ns.l %}{% endfor %}", NULL, NULL,
+		     SF_E_LIMIT, "max_bytes", NULL);
+	struct sf_jinja_limits lean = l;
+	lean.max_bytes = 1 << 20;
+	expect_error("{{ (' ' * 100000).split(' ')|length }}", NULL, &lean, SF_E_LIMIT, "max_bytes",
+		     NULL);
+	assert_int_equal(render("{% for i in range(2000) %}{% set s = ' ' * 100000 %}{% endfor %}ok",
+				"{}", &lean, &out, &e), 0);
+	assert_string_equal(out, "ok");
+	free(out);
+	char big[64 * 1024];
+	memset(big, 'a', sizeof big);
+	memcpy(big, "{\"m\":\"", 6);
+	memcpy(big + sizeof big - 3, "\"}", 3);
+	struct sf_jinja_limits tight = l;
+	tight.max_bytes = 16 * 1024;
+	expect_error("{{ m|length }}", big, &tight, SF_E_LIMIT, "max_bytes", NULL); /* the context */
+	assert_int_equal(render("{{ m|length }}", big, NULL, &out, &e), 0);
+	free(out);
+
 	/* Values nested without end. */
 	expect_error("{% set ns = namespace(l=[]) %}{% for i in range(100000) %}{% set ns.l = [ns.l] %}{% endfor %}",
 		     NULL, NULL, SF_E_LIMIT, "nested deeper", NULL);
