@@ -27,6 +27,10 @@ int sf_chat_prompt(const struct sf_jinja *t, const struct sf_chat_prompt_args *a
 	sf_jinja_limits_default(&lim);
 	if (a->max_output)
 		lim.max_output = a->max_output;
+	if (a->max_bytes)
+		lim.max_bytes = a->max_bytes;
+	if (a->max_steps)
+		lim.max_steps = a->max_steps;
 	char *s = NULL;
 	size_t n = 0;
 	int rc = sf_jinja_render(t, ctx, &lim, a->now, &s, &n, err);

@@ -19,7 +19,9 @@ struct sf_chat_prompt_args {
 	bool generation_prompt; /* add_generation_prompt */
 	bool later;             /* a later turn: only what it adds after the session's reply */
 	int64_t now;            /* seconds since the epoch, for strftime_now */
-	size_t max_output;      /* bytes the text may have */
+	size_t max_output;      /* bytes the text may have (0: the renderer's default) */
+	size_t max_bytes;       /* bytes of values the rendering may hold (0: the default) */
+	uint64_t max_steps;     /* steps it may take (0: the default) */
 };
 
 /* Renders into *out (malloc'd, NUL-terminated, *len bytes). 0, or the renderer's error

@@ -98,6 +98,7 @@ struct headd_req {
 	struct headd_amsg *msg_state;  /* a streamed Messages answer's blocks (api_messages.c) */
 	uint64_t session_id, generation_id;
 	uint64_t ticket;          /* tokenizer ticket while it is tokenizing */
+	uint64_t render_ticket;   /* its render's while its template renders (chat_jobs.c) */
 	uint32_t *content;        /* the content sent for this generation */
 	uint32_t n_content;
 	uint32_t cached;          /* of it, the tokens its node had (kept, or in its prefix
@@ -203,13 +204,63 @@ struct headd_api {
 	struct sf_chat_templates *templates; /* the templates this shard parsed, or NULL */
 	struct sfd_jobs *tok_jobs;  /* tok_load.c: loads models' tokenizers off the loop */
 	struct headd_tok_load *loads, *loads_tail, *load_out; /* waiting; on the thread */
+	struct sfd_jobs *render_jobs; /* chat_jobs.c: renders chat templates off the loop */
+	struct headd_render *renders, *renders_tail, *render_out; /* waiting; on the thread */
+	uint32_t n_renders;         /* waiting and on the thread */
+	uint64_t render_ticket;     /* the last handed out */
+	uint8_t render_last[SF_WALREC_OWNER_LEN]; /* the key of the last render run */
+	struct sf_chat_templates *render_templates; /* parsed by the render thread (only) */
 	struct headd_metrics m;
+};
+
+/* A chat request's rendering as a job that runs on any thread (chat_jobs.c runs it off the
+ * loop): what it needs copied or lent from the request, and what it made. */
+struct headd_render {
+	struct headd_render *next;
+	uint64_t ticket;               /* its request's (headd_req.render_ticket) */
+	uint8_t owner[SF_WALREC_OWNER_LEN]; /* its client's key: renders per key are bounded */
+	struct sf_chat_templates *cache; /* the parsed templates of the thread that runs it */
+	bool own;                      /* the model's template, not the request's */
+	char *src;                     /* the template's text (a copy) */
+	char *chat_json;               /* the request's conversation, lent: given back */
+	char bos[256], eos[256];
+	bool generation_prompt, later;
+	int64_t now;
+	size_t max_bytes;              /* the rendering's budget of bytes (steps: the default) */
+	/* what it made */
+	int rc;
+	bool parse_failed;
+	struct sf_err err;
+	char *text, *close;            /* the prompt; what follows a reply (or NULL) */
+	size_t len, close_len;
 };
 
 /* chat_render.c: q's conversation in its model's chat template (or the one it names or
  * gives), as text to encode with specials parsed; a named session's later turn: what it adds
- * after the session's reply. 0, or -1 with e set (400 what the template refused). */
+ * after the session's reply. headd_chat_render renders on the calling thread (0, or -1 with
+ * e set: 400 what the template refused, 413 a budget it went past); the job form in three
+ * steps: the job from q (0, or -1 with e set: no template, a name the model lacks, one too
+ * big), run (any thread: j->cache's), and its outcome into q (its end-of-turn token, its
+ * reply's format; the text, or -1 with e set). */
 int headd_chat_render(struct headd_req *q, char **text, size_t *len, struct sf_api_error *e);
+int headd_chat_render_job(struct headd_req *q, struct headd_render *j, struct sf_api_error *e);
+void headd_chat_render_run(struct headd_render *j);
+int headd_chat_render_take(struct headd_req *q, struct headd_render *j, char **text, size_t *len,
+			   struct sf_api_error *e);
+void headd_render_free(struct headd_render *j); /* what it holds too; NULL is a no-op */
+
+/* chat_jobs.c: chat requests rendered off the loop, on the shard's render thread (inline at
+ * the next turn on a simulated loop), in order but for one rule: the next is the oldest of
+ * another key than the last one's, when there is one; at most --max-renders-per-key of one
+ * key's and HEADD_RENDERS_MAX in all waiting or running. Queues q's render: 0, or -1 with e
+ * set (429 the key's bound, 503 the shard's, or what the job refused). */
+#define HEADD_RENDERS_MAX 256
+int headd_render_submit(struct headd_req *q, struct sf_api_error *e);
+/* After each turn: each render that ended to its request (api_generate.c's
+ * headd_gen_rendered), or dropped when its request went. */
+void headd_renders_poll(struct headd *d);
+/* Stops the thread (waiting for a render that runs) and drops what waits. */
+void headd_renders_free(struct headd *d);
 /* The end-of-turn token of the template src (the model's default when NULL is not wanted:
  * pass its text): the special its rendering writes first after an assistant's reply (ChatML's
  * <|im_end|>, Llama 3's <|eot_id|>, Mistral's </s>), or SF_TOKEN_NONE. */
@@ -323,6 +374,8 @@ bool headd_cors_preflight(struct headd_http *h, const struct sf_http_request *r)
 void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct sf_http_request *r);
 /* The head's events for sessions the API opened (returns false for other sessions). */
 bool headd_gen_event(struct headd *d, const struct sf_head_event *ev);
+/* q's render j ended (chat_jobs.c): its prompt encoded and generated, or its failure told. */
+void headd_gen_rendered(struct headd_req *q, struct headd_render *j);
 /* Before ev, which fails a generation (an error, a FINISH for an error or an expired lease),
  * goes to the log (headd_wal.c): a named session's turn it fails has its content put back
  * in the log first, so that the client hears of the failure only once the log has it. */

@@ -532,6 +532,39 @@ static int check(struct headd_req *q, struct sf_api_error *e)
 	return 0;
 }
 
+/* q's prompt to its tokenizer: chat (rendered, specials parsed; taken) when given, else the
+ * completion's prompt; the generation starts once it is encoded (here or when a node answers);
+ * then the stream's headers. */
+static void encode(struct headd_req *q, char *chat, size_t chat_len)
+{
+	struct headd *d = q->d;
+	struct sf_api_error e;
+	struct sf_piece plain = { .text = q->r.prompt,
+				  .text_len = q->r.prompt ? (uint32_t)strlen(q->r.prompt) : 0 };
+	unsigned mode = SF_TOKENIZE_PIECES;
+	if (chat)
+		mode = SF_TOKENIZE_ENCODE;
+	else if (!sf_tokenizer_offers_pieces(q->tok))
+		mode = sf_tokenizer_offers_plain(q->tok) ? SF_TOKENIZE_PLAIN : SF_TOKENIZE_ENCODE;
+	const uint32_t *toks = NULL;
+	uint32_t n = 0;
+	struct sf_err err;
+	q->encode_bytes = chat ? chat_len : plain.text_len;
+	int rc = chat ? sf_tok_client_encode(d->api.tok, q->tok_model, mode, chat, chat_len, NULL, 0,
+					     q->t_start, &q->ticket, &toks, &n, &err)
+		      : sf_tok_client_encode(d->api.tok, q->tok_model, mode, plain.text,
+					     plain.text_len, &plain, 1, q->t_start, &q->ticket,
+					     &toks, &n, &err);
+	free(chat);
+	if (rc < 0) {
+		headd_encode_fail(&e, rc, q->encode_bytes, err.msg);
+		req_fail(q, &e);
+	} else if (rc == 1) {
+		start_generation(q, toks, n);
+	}
+	headd_stream_begin(q);
+}
+
 void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct sf_http_request *r)
 {
 	struct headd *d = h->d;
@@ -572,69 +605,55 @@ void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct s
 	}
 	kind = q->r.kind; /* Responses and Messages are chat requests from here on */
 	headd_gen_vocab(&q->vocab, q->tok);
-	q->vocab.end_turn = headd_req_end_turn(q);
 	q->out_seed = headd_gen_rand(d);
-	(void)headd_out_init(q); /* no memory: the output ends at once */
 	if (d->wal.w && body_len <= SF_WALREC_MAX_BODY && (q->body = malloc(body_len + 1))) {
 		memcpy(q->body, body, body_len);
 		q->body_len = (uint32_t)body_len;
 	}
 	free(resolved);
-
-	/* Chat: the rendered conversation, special tokens parsed; completions: the prompt, plain
-	 * text. */
-	char *chat = NULL;
-	size_t chat_len = 0;
-	struct sf_piece plain = { .text = q->r.prompt,
-				  .text_len = q->r.prompt ? (uint32_t)strlen(q->r.prompt) : 0 };
-	unsigned mode = SF_TOKENIZE_PIECES;
-	if (kind == SF_API_CHAT &&
-	    (headd_chat_render(q, &chat, &chat_len, &e) || headd_chat_out(q, &e))) {
-		free(chat);
-		headd_gen_free(q);
-		headd_api_send_error(h, &e);
-		return;
-	}
-	if (kind == SF_API_CHAT && chat_len > SF_MAX_TEXT) {
-		free(chat);
-		sf_api_fail(&e, 413, "invalid_request_error", "context_length_exceeded", "messages",
-			    "the conversation renders to %zu bytes, over the %u one prompt may take; "
-			    "send fewer or shorter messages", chat_len, (unsigned)SF_MAX_TEXT);
-		headd_gen_free(q);
-		headd_api_send_error(h, &e);
-		return;
-	}
-	if (kind == SF_API_CHAT)
-		mode = SF_TOKENIZE_ENCODE;
-	else if (!sf_tokenizer_offers_pieces(q->tok))
-		mode = sf_tokenizer_offers_plain(q->tok) ? SF_TOKENIZE_PLAIN : SF_TOKENIZE_ENCODE;
 	h->req = q;
 	q->h = h;
 	q->next = d->api.reqs;
 	d->api.reqs = q;
 	headd_life_init(&q->life, HL_TOKENIZING);
+	/* Chat: the conversation rendered off the loop (chat_jobs.c), then encoded with special
+	 * tokens parsed (headd_gen_rendered); completions: the prompt, plain text, now. */
+	if (kind == SF_API_CHAT) {
+		if (headd_render_submit(q, &e))
+			req_fail(q, &e); /* answered at the turn, with its status */
+		return;
+	}
+	q->vocab.end_turn = headd_req_end_turn(q);
+	(void)headd_out_init(q); /* no memory: the output ends at once */
 	if (q->r.prompt_tokens) { /* token ids: nothing to encode */
 		start_generation(q, q->r.prompt_tokens, q->r.n_prompt_tokens);
 		headd_stream_begin(q);
 		return;
 	}
-	const uint32_t *toks = NULL;
-	uint32_t n = 0;
-	struct sf_err err;
-	q->encode_bytes = kind == SF_API_CHAT ? chat_len : plain.text_len;
-	int rc = kind == SF_API_CHAT
-		 ? sf_tok_client_encode(d->api.tok, q->tok_model, mode, chat, chat_len, NULL, 0,
-					q->t_start, &q->ticket, &toks, &n, &err)
-		 : sf_tok_client_encode(d->api.tok, q->tok_model, mode, plain.text, plain.text_len,
-					&plain, 1, q->t_start, &q->ticket, &toks, &n, &err);
-	free(chat);
-	if (rc < 0) {
-		headd_encode_fail(&e, rc, q->encode_bytes, err.msg);
-		req_fail(q, &e);
-	} else if (rc == 1) {
-		start_generation(q, toks, n);
+	encode(q, NULL, 0);
+}
+
+void headd_gen_rendered(struct headd_req *q, struct headd_render *j)
+{
+	struct sf_api_error e;
+	char *chat = NULL;
+	size_t chat_len = 0;
+	int rc = headd_chat_render_take(q, j, &chat, &chat_len, &e);
+	(void)headd_out_init(q); /* no memory: the output ends at once */
+	if (!rc)
+		rc = headd_chat_out(q, &e);
+	if (!rc && chat_len > SF_MAX_TEXT) {
+		rc = -1;
+		sf_api_fail(&e, 413, "invalid_request_error", "context_length_exceeded", "messages",
+			    "the conversation renders to %zu bytes, over the %u one prompt may take; "
+			    "send fewer or shorter messages", chat_len, (unsigned)SF_MAX_TEXT);
 	}
-	headd_stream_begin(q);
+	if (rc) {
+		free(chat);
+		req_fail(q, &e); /* answered at the turn, with its status: no stream began */
+		return;
+	}
+	encode(q, chat, chat_len);
 }
 
 /* ---- the head's events ---- */

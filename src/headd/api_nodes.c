@@ -62,6 +62,7 @@ void headd_api_tick(struct headd *d)
 		return;
 	uint64_t now = sf_loop_now(d->loop);
 	headd_tok_loads_poll(d);
+	headd_renders_poll(d);
 	sf_tok_client_tick(a->tok, now);
 	if (a->ops)
 		sf_state_ops_tick(a->ops, now);

@@ -70,45 +70,153 @@ static int render_failed(const struct sf_err *err, bool own, struct sf_api_error
 			   "conversation: %s", own ? "the model's" : "the request's", err->msg);
 }
 
-int headd_chat_render(struct headd_req *q, char **text, size_t *len, struct sf_api_error *e)
+/* The close's budget: what a template writes after an assistant's reply, rendered with no
+ * conversation (a stand-in past only). A real template does it in a few thousand steps. */
+#define CLOSE_STEPS 200000
+#define CLOSE_BYTES (4u << 20)
+#define CLOSE_OUTPUT (64u << 10)
+
+/* The text the template src writes after an assistant's reply (a later turn with no new
+ * message), rendered within the close's small budget; NULL when it cannot be. */
+static char *close_text(struct sf_chat_templates *cache, const char *src, const char *bos,
+			const char *eos, int64_t now, size_t *n)
 {
-	struct headd *d = q->d;
-	*text = NULL;
-	*len = 0;
+	struct sf_err err;
+	const struct sf_jinja *tmpl = sf_chat_templates_get(cache, src, strlen(src), &err);
+	struct sf_chat_prompt_args a = {
+		.chat_json = "{\"messages\":[]}", .bos = bos, .eos = eos, .later = true, .now = now,
+		.max_output = CLOSE_OUTPUT, .max_bytes = CLOSE_BYTES, .max_steps = CLOSE_STEPS,
+	};
+	char *close = NULL;
+	*n = 0;
+	if (!tmpl || sf_chat_prompt(tmpl, &a, &close, n, &err))
+		return NULL;
+	return close;
+}
+
+/* The longest special token the close starts with, or SF_TOKEN_NONE. */
+static uint32_t end_turn_of(const struct sf_head_tokenizer *t, const char *close, size_t n)
+{
+	uint32_t id = SF_TOKEN_NONE;
+	char buf[65];
+	for (size_t k = 1; close && k <= n && k < sizeof(buf); k++) {
+		memcpy(buf, close, k);
+		buf[k] = 0;
+		uint32_t s = sf_tokenizer_special(t, buf);
+		if (s != SF_TOKEN_NONE)
+			id = s;
+	}
+	return id;
+}
+
+int headd_chat_render_job(struct headd_req *q, struct headd_render *j, struct sf_api_error *e)
+{
 	const char *src = template_of(q, e);
 	if (!src)
 		return -1;
-	bool own = !q->r.chat_template || src != q->r.chat_template;
-	struct sf_err err = { 0 };
-	if (!d->api.templates && !(d->api.templates = sf_chat_templates_new()))
-		return sf_api_fail(e, 500, "server_error", NULL, NULL, "the head is out of memory");
-	const struct sf_jinja *tmpl = sf_chat_templates_get(d->api.templates, src, strlen(src), &err);
-	if (!tmpl)
+	size_t n = strlen(src);
+	struct sf_jinja_limits lim;
+	sf_jinja_limits_default(&lim);
+	if (n > lim.max_source) /* refused here, never copied or parsed */
 		return sf_api_fail(e, 400, "invalid_request_error", "unsupported_template",
-				   own ? NULL : "chat_template", "%s chat template cannot be used: %s%s",
-				   own ? "the model's" : "the request's", err.msg,
-				   own ? " (a request may give one in chat_template)" : "");
-	char bos[256], eos[256];
+				   q->r.chat_template && src == q->r.chat_template ? "chat_template"
+										   : NULL,
+				   "the chat template has %zu bytes, over the %zu a template may have",
+				   n, lim.max_source);
+	j->own = !q->r.chat_template || src != q->r.chat_template;
+	j->src = malloc(n + 1);
+	if (!j->src)
+		return sf_api_fail(e, 500, "server_error", NULL, NULL, "the head is out of memory");
+	memcpy(j->src, src, n + 1);
+	j->chat_json = q->r.chat_json; /* lent for the render: given back with the result */
+	q->r.chat_json = NULL;
+	token_text(q->tok, sf_tokenizer_bos(q->tok), j->bos, sizeof(j->bos));
+	token_text(q->tok, sf_tokenizer_eos(q->tok), j->eos, sizeof(j->eos));
+	j->generation_prompt = !q->r.no_generation_prompt;
+	j->later = q->named && q->named->turns > 0;
+	j->now = (int64_t)time(NULL);
+	/* The conversation's own values take about three times its JSON's bytes. */
+	size_t body = j->chat_json ? strlen(j->chat_json) : 0;
+	j->max_bytes = lim.max_bytes + 4 * body;
+	return 0;
+}
+
+void headd_chat_render_run(struct headd_render *j)
+{
+	const struct sf_jinja *tmpl = sf_chat_templates_get(j->cache, j->src, strlen(j->src), &j->err);
+	if (!tmpl) {
+		j->rc = -1;
+		j->parse_failed = true;
+		return;
+	}
 	struct sf_chat_prompt_args a = {
-		.chat_json = q->r.chat_json,
-		.bos = token_text(q->tok, sf_tokenizer_bos(q->tok), bos, sizeof(bos)),
-		.eos = token_text(q->tok, sf_tokenizer_eos(q->tok), eos, sizeof(eos)),
-		.generation_prompt = !q->r.no_generation_prompt,
-		.later = q->named && q->named->turns > 0,
-		.now = (int64_t)time(NULL),
-		.max_output = SF_MAX_TEXT,
+		.chat_json = j->chat_json ? j->chat_json : "{}", .bos = j->bos, .eos = j->eos,
+		.generation_prompt = j->generation_prompt, .later = j->later, .now = j->now,
+		.max_bytes = j->max_bytes,
 	};
-	if (sf_chat_prompt(tmpl, &a, text, len, &err))
-		return render_failed(&err, own, e);
+	j->rc = sf_chat_prompt(tmpl, &a, &j->text, &j->len, &j->err);
+	if (!j->rc)
+		j->close = close_text(j->cache, j->src, j->bos, j->eos, j->now, &j->close_len);
+}
+
+int headd_chat_render_take(struct headd_req *q, struct headd_render *j, char **text, size_t *len,
+			   struct sf_api_error *e)
+{
+	q->r.chat_json = j->chat_json; /* given back */
+	j->chat_json = NULL;
+	*text = NULL;
+	*len = 0;
+	if (j->parse_failed)
+		return sf_api_fail(e, 400, "invalid_request_error", "unsupported_template",
+				   j->own ? NULL : "chat_template", "%s chat template cannot be used: %s%s",
+				   j->own ? "the model's" : "the request's", j->err.msg,
+				   j->own ? " (a request may give one in chat_template)" : "");
+	if (j->rc)
+		return render_failed(&j->err, j->own, e);
+	*text = j->text;
+	*len = j->len;
+	j->text = NULL;
+	q->vocab.end_turn = end_turn_of(q->tok, j->close, j->close_len);
 	/* The reply's format: the template's family, tool calls only when the request has tools
 	 * it lets the model call. */
-	q->chat_format = (int)sf_chat_format_detect(src);
-	q->chat_flags = sf_chat_think_detect(src);
+	q->chat_format = (int)sf_chat_format_detect(j->src);
+	q->chat_flags = sf_chat_think_detect(j->src);
 	if (q->r.n_tools && q->r.tool_choice != SF_TOOL_NONE)
 		q->chat_flags |= SF_CHAT_TOOLS;
 	if (q->chat_flags && sf_chat_prompt_opens_reasoning(*text, *len))
 		q->chat_flags |= SF_CHAT_IN_REASONING;
 	return 0;
+}
+
+void headd_render_free(struct headd_render *j)
+{
+	if (!j)
+		return;
+	free(j->src);
+	free(j->chat_json);
+	free(j->text);
+	free(j->close);
+	free(j);
+}
+
+int headd_chat_render(struct headd_req *q, char **text, size_t *len, struct sf_api_error *e)
+{
+	struct headd *d = q->d;
+	*text = NULL;
+	*len = 0;
+	if (!d->api.templates && !(d->api.templates = sf_chat_templates_new()))
+		return sf_api_fail(e, 500, "server_error", NULL, NULL, "the head is out of memory");
+	struct headd_render *j = calloc(1, sizeof(*j));
+	if (!j)
+		return sf_api_fail(e, 500, "server_error", NULL, NULL, "the head is out of memory");
+	int rc = headd_chat_render_job(q, j, e);
+	if (!rc) {
+		j->cache = d->api.templates;
+		headd_chat_render_run(j);
+		rc = headd_chat_render_take(q, j, text, len, e);
+	}
+	headd_render_free(j);
+	return rc;
 }
 
 int headd_chat_out(struct headd_req *q, struct sf_api_error *e)
@@ -125,32 +233,15 @@ uint32_t headd_chat_end_turn(struct headd *d, const struct sf_head_tokenizer *t,
 {
 	if (!t || !src)
 		return SF_TOKEN_NONE;
-	struct sf_err err;
 	if (!d->api.templates && !(d->api.templates = sf_chat_templates_new()))
 		return SF_TOKEN_NONE;
-	const struct sf_jinja *tmpl = sf_chat_templates_get(d->api.templates, src, strlen(src), &err);
 	char bos[256], eos[256];
-	struct sf_chat_prompt_args a = {
-		.chat_json = "{\"messages\":[]}",
-		.bos = token_text(t, sf_tokenizer_bos(t), bos, sizeof(bos)),
-		.eos = token_text(t, sf_tokenizer_eos(t), eos, sizeof(eos)),
-		.later = true,
-		.now = (int64_t)time(NULL),
-	};
-	char *close = NULL;
 	size_t n = 0;
-	if (!tmpl || sf_chat_prompt(tmpl, &a, &close, &n, &err))
-		return SF_TOKEN_NONE;
-	/* The longest special the close starts with. */
-	uint32_t id = SF_TOKEN_NONE;
-	char buf[65];
-	for (size_t k = 1; k <= n && k < sizeof(buf); k++) {
-		memcpy(buf, close, k);
-		buf[k] = 0;
-		uint32_t s = sf_tokenizer_special(t, buf);
-		if (s != SF_TOKEN_NONE)
-			id = s;
-	}
+	char *close = close_text(d->api.templates, src,
+				 token_text(t, sf_tokenizer_bos(t), bos, sizeof(bos)),
+				 token_text(t, sf_tokenizer_eos(t), eos, sizeof(eos)),
+				 (int64_t)time(NULL), &n);
+	uint32_t id = end_turn_of(t, close, n);
 	free(close);
 	return id;
 }

@@ -433,6 +433,7 @@ void headd_api_free(struct headd *d)
 	}
 	headd_transcribe_fini(d);
 	headd_tok_loads_free(d);
+	headd_renders_free(d);
 	free(a->m.link_opens);
 	a->m.link_opens = NULL;
 	sf_tok_client_free(a->tok);

@@ -14,7 +14,7 @@ shift 3
 . "$(dirname "$0")/lib.sh"
 raw="$(dirname "$0")/hostile_client.py"
 parts=("$@")
-[ ${#parts[@]} = 0 ] && parts=(ids owners statuses halfclose authfirst timeouts handshakes files framing plainhttps backlog)
+[ ${#parts[@]} = 0 ] && parts=(ids owners statuses halfclose authfirst timeouts handshakes files framing plainhttps backlog templates)
 
 # still_chats LABEL [curl options]: a normal chat is answered with the engine's reply.
 still_chats() {
@@ -486,6 +486,79 @@ part_backlog() {
 	qs=$(ss -ltnH "sport = :$p1" | awk '{ print $3 }' | sort -u | tr '\n' ' ')
 	check "backlog: the node's too: $qs" "$([ "$qs" = "$max " ]; echo $?)"
 	still_chats backlog
+	stop_head
+}
+
+# ---- issue 32: templates that run to their budgets, off the head's loop ----
+# One key sends 12 chats at once whose own template is three nested range(1000) loops (each
+# renders to its step budget, about 0.3 s): each is a 413 naming max_steps, or a 429 past the
+# key's bound of renders waiting; meanwhile /health and another tenant's chat are answered
+# before the last of them (the loop is not the one rendering). Then a template whose values
+# would hold hundreds of MB (a 4 MB string split into millions) is a 413 naming max_bytes, an
+# 8 MB one a 413 naming max_output, and the head's peak memory stays far from what it was
+# (416 MB for one such request).
+part_templates() {
+	keys
+	start_head templates "127.0.0.1:$p1" --shards 1 --api-keys "$work/keys" --max-renders-per-key 4 &&
+		base="http://127.0.0.1:$hport" && wait_health
+	python3 - "$hport" "$k1" "$k2" >"$work/tmpl.out" 2>&1 <<'PY'
+import http.client, json, sys, threading, time
+port, k1, k2 = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+loops = "{% for a in range(1000) %}{% for b in range(1000) %}{% for c in range(1000) %}{% endfor %}{% endfor %}{% endfor %}"
+order, lock = [], threading.Lock()
+def ask(label, method, path, body=None, key=k1):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    h = {"Authorization": "Bearer " + key, "Content-Type": "application/json"}
+    c.request(method, path, json.dumps(body) if body else None, h)
+    r = c.getresponse()
+    data = r.read().decode("utf-8", "replace")
+    with lock:
+        order.append((label, r.status, data[:300]))
+def hostile(i):
+    ask("hostile%d" % i, "POST", "/v1/chat/completions",
+        {"model": "sim-1", "messages": [{"role": "user", "content": "x"}], "chat_template": loops})
+ts = [threading.Thread(target=hostile, args=(i,)) for i in range(12)]
+for t in ts: t.start()
+time.sleep(0.05)  # the hostile ones first (no wait is needed for what is checked)
+ask("health", "GET", "/health")
+ask("tenant2", "POST", "/v1/chat/completions",
+    {"model": "sim-1", "messages": [{"role": "user", "content": "still here?"}], "seed": 3, "max_tokens": 8}, key=k2)
+for t in ts: t.join()
+for label, st, data in order:
+    print(label, st, data.replace("\n", " "))
+PY
+	cat "$work/tmpl.out" | cut -c1-200
+	local h413 h429 other
+	h413=$(grep -c '^hostile[0-9]* 413 .*max_steps' "$work/tmpl.out")
+	h429=$(grep -c '^hostile[0-9]* 429 .*too_many_renders' "$work/tmpl.out")
+	other=$(grep '^hostile' "$work/tmpl.out" | grep -vc ' 413 .*max_steps\| 429 .*too_many_renders')
+	check "templates: 12 renders to the step budget: $h413 413 naming max_steps, $h429 429 past the key's bound, $other else" \
+		"$([ "$h413" -ge 1 ] && [ "$h429" -ge 1 ] && [ "$other" = 0 ]; echo $?)"
+	local last_hostile health_at tenant_at
+	last_hostile=$(grep -n '^hostile' "$work/tmpl.out" | tail -1 | cut -d: -f1)
+	health_at=$(grep -n '^health 200' "$work/tmpl.out" | cut -d: -f1)
+	check "templates: /health is answered before the last of them (line ${health_at:-none} of the answers, the last hostile $last_hostile)" \
+		"$([ -n "$health_at" ] && [ "$health_at" -lt "$last_hostile" ]; echo $?)"
+	chat_prompt 'still here?' | want --seed 3 --max-tokens 8
+	tenant_at=$(grep -n '^tenant2 200' "$work/tmpl.out" | cut -d: -f1)
+	check "templates: another tenant's chat is answered, before the last of them (line ${tenant_at:-none}: one key's renders do not all go first)" \
+		"$([ -n "$tenant_at" ] && [ "$tenant_at" -lt "$last_hostile" ] &&
+			grep '^tenant2 200' "$work/tmpl.out" | grep -qF "$(cat "$work/want")"; echo $?)"
+	local a1=(-H "Authorization: Bearer $k1")
+	req POST /v1/chat/completions '{"model":"sim-1","messages":[{"role":"user","content":"x"}],"chat_template":"{{ (\" \" * 4000000).split(\" \")|length }}"}' "${a1[@]}"
+	check "templates: a 4 MB string split into millions is a 413 naming max_bytes ($status)" \
+		"$([ "$status" = 413 ] && grep -q max_bytes "$work/out"; echo $?)"
+	req POST /v1/chat/completions '{"model":"sim-1","messages":[{"role":"user","content":"x"}],"chat_template":"{{ (\" \" * 8000000).split(\" \")|length }}"}' "${a1[@]}"
+	check "templates: an 8 MB string is a 413 naming max_output ($status)" \
+		"$([ "$status" = 413 ] && grep -q max_output "$work/out"; echo $?)"
+	local hwm; hwm=$(awk '/VmHWM/ { print $2 }' "/proc/$hpid/status")
+	if ldd "$headd" 2>/dev/null | grep -q 'libasan\|libtsan'; then
+		echo "note templates: the head's peak memory (${hwm} kB) is not checked in a sanitizer build (its shadow memory and quarantine are most of it)"
+	else
+		check "templates: the head's peak memory stays under 300 MB (${hwm} kB; one such request held 416 MB before)" \
+			"$([ -n "$hwm" ] && [ "$hwm" -lt 307200 ]; echo $?)"
+	fi
+	still_chats templates "${a1[@]}"
 	stop_head
 }
 
