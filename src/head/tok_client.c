@@ -120,6 +120,7 @@ static uint32_t model_get(struct sf_tok_client *tc, const char *name, size_t len
 	memcpy(md->name, name, len);
 	md->fetch_node = TC_NONE;
 	md->rr = TC_NONE;
+	md->tok_node = md->enc_node = TC_NONE;
 	return tc->n_models++;
 }
 
@@ -217,6 +218,8 @@ void sf_tok_client_node_up(struct sf_tok_client *tc, uint32_t node, const struct
 	}
 	if (n->version >= 3)
 		tc__node_came(tc, node);
+	for (uint32_t i = 0; n->version >= 3 && i < n->n_models; i++)
+		tc__probe(tc, n->models[i].model, node);
 	tc__deliver(tc);
 }
 
@@ -266,6 +269,7 @@ static void on_export(struct sf_tok_client *tc, uint32_t node, const struct sf_t
 		snprintf(why, sizeof(why), "node %s's export was refused: %s", who, err.msg);
 	} else {
 		md->tok = t;
+		md->tok_node = node;
 		md->fetch_node = TC_NONE;
 		md->why[0] = 0;
 		snprintf(md->enc_why, sizeof(md->enc_why), "its nodes sent no tokenizer file "
@@ -295,6 +299,8 @@ bool sf_tok_client_on_msg(struct sf_tok_client *tc, uint32_t node, const struct 
 		on_export(tc, node, &m->u.tokenizer_export);
 	else if (m->type == SF_MSG_TOKENIZER_FILE)
 		tc__on_file(tc, node, &m->u.tokenizer_file);
+	else if ((m->u.tokenize_resp.request_id & ((1u << TC_SLOT_BITS) - 1)) == TC_PROBE_SLOT)
+		tc__on_probe(tc, node, &m->u.tokenize_resp);
 	else
 		tc__on_resp(tc, node, &m->u.tokenize_resp);
 	tc__deliver(tc);

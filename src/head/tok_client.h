@@ -57,6 +57,9 @@ struct sf_tok_client_io {
 	 * call): load it off the loop and hand the result to sf_tok_client_encoder. 0 when it
 	 * will; else (or NULL) the model's texts are encoded by nodes. */
 	int (*load)(void *arg, const char *model, const uint8_t *file, size_t len);
+	/* An operator's sentence about the fleet (a node whose tokenizer differs: not used for
+	 * that model), or NULL. */
+	void (*warn)(void *arg, const char *msg);
 };
 
 struct sf_tok_client;

@@ -10,6 +10,7 @@
 #define TC_BUCKETS (2 * SF_TOK_CLIENT_MAX_PENDING) /* a power of two */
 #define TC_SLOT_BITS 16                            /* ids: sequence << 16 | slot */
 #define TC_EXPORT_SLOT 0xffffu                     /* the slot part of an export's id */
+#define TC_PROBE_SLOT 0xfffeu                      /* the slot part of a probe's id */
 
 struct tc_node_model {
 	uint32_t model;     /* index into tc->models */
@@ -17,7 +18,10 @@ struct tc_node_model {
 	bool export_tried;   /* asked for the export in this round (it timed out, or the send
 			      * failed, or the link dropped) */
 	bool export_refused; /* its export was wrong or empty: not asked again on this link */
-	bool lacks;          /* its export said it does not have the model: not used for it */
+	bool lacks;          /* its export said it does not have the model, or its tokenizer
+			      * encodes otherwise than the head's: not used for it */
+	uint64_t probe_id;   /* the probe asked of it (tok_client_local.c), 0 when none waits */
+	bool probed;         /* asked on this link */
 };
 
 struct tc_node {
@@ -33,6 +37,8 @@ struct tc_model {
 	struct sf_head_tokenizer *tok; /* once it arrived, kept */
 	struct sf_tok *enc;            /* loaded from its file: the head encodes (tok_client_local.c) */
 	bool enc_loading;
+	uint32_t tok_node;             /* the node whose export the head took; TC_NONE: none yet */
+	uint32_t enc_node;             /* the node whose file enc was loaded from */
 	char enc_why[256];             /* why there is no enc */
 	uint32_t fetch_node;           /* asked for its export; TC_NONE: not asking */
 	uint64_t fetch_id, fetch_deadline;
@@ -88,8 +94,17 @@ struct sf_tok_client {
 };
 
 /* tok_client_local.c: a TOKENIZER_FILE from a node: loaded by io.load when it is the file of a
- * model's tokenizer that arrived (its digest), unless one is loaded or loading. */
+ * model's tokenizer that arrived (its digest), sent by the node whose export the head took and
+ * that serves the model, unless one is loaded or loading. */
 void tc__on_file(struct sf_tok_client *tc, uint32_t node, const struct sf_tokenizer_file *m);
+/* Once the head encodes a model itself, every other node up that serves it (version 3 and
+ * later) is asked to encode a probe text (node: that one, or TC_NONE for all): one whose
+ * tokens differ from the head's (scores, merges, pre-tokenizer, special handling other than
+ * the head's file says) is not used for the model, and io.warn names it and the node whose
+ * tokenizer the head has. */
+void tc__probe(struct sf_tok_client *tc, uint32_t model, uint32_t node);
+/* A TOKENIZE_RESP to a probe (its id's slot TC_PROBE_SLOT). */
+void tc__on_probe(struct sf_tok_client *tc, uint32_t node, const struct sf_tokenize_resp *m);
 /* The encoding of a request md's encoder takes (1: *tokens, valid until the next call into
  * tc, also cached under key; a negative sf_code with err set), or 0 when it is a node's to
  * make (no encoder, or over SF_TOK_CLIENT_LOCAL_MAX bytes). */

@@ -18,11 +18,96 @@ void tc__on_file(struct sf_tok_client *tc, uint32_t node, const struct sf_tokeni
 	if (!md || !md->tok || md->enc || md->enc_loading ||
 	    m->digest != sf_tokenizer_digest(md->tok))
 		return; /* not of a tokenizer here, or one is loaded or loading */
-	if (!tc->io.load || tc->io.load(tc->io.arg, md->name, m->file, m->file_len))
+	/* Only from the node whose export the head took, while it serves the model with that
+	 * tokenizer (issue 32: any node's file was taken, one that does not serve the model or
+	 * whose scores differ among them). */
+	const struct tc_node_model *nm = tc__node_model(tc, node, i);
+	if (node != md->tok_node || !nm || nm->lacks ||
+	    (nm->digest && nm->digest != sf_tokenizer_digest(md->tok)))
+		return;
+	if (!tc->io.load || tc->io.load(tc->io.arg, md->name, m->file, m->file_len)) {
 		snprintf(md->enc_why, sizeof(md->enc_why), "the head could not load its "
 			 "tokenizer's file from node %s: nodes encode", tc__node_name(tc, node));
-	else
+	} else {
 		md->enc_loading = true;
+		md->enc_node = node;
+	}
+}
+
+/* A text whose encoding depends on what a tokenizer's file holds beyond its tokens' bytes:
+ * merges and scores (long and rare words, numbers, code), the pre-tokenizer (spaces,
+ * punctuation, digits, case, apostrophes, scripts), and special tokens' handling. */
+static const char probe_text[] =
+	"Probe 1: The quick brown fox's 12345 jumps (over) 3.14159 lazy dogs -- isn't it?\n"
+	"  Indented\tcode: for (int i = 0; i < n; i++) { x[i] = y[i] * 2; } // done\n"
+	"Unbelievably, antidisestablishmentarianism & pneumonoultramicroscopic words...\n"
+	"Ünïcödé: naïve café, Straße, Ελληνικά, русский, 日本語のテキスト, 中文, 한국어, "
+	"العربية, हिन्दी, emoji 🙂🚀 and \"quotes\" 'single' `back` URLs https://x.org/a?b=c\n"
+	"WHY'D YOU'VE we'll THEY'RE 1,000,000 0x1F 2024-12-07T10:00:00Z $9.99 100% #tag @user";
+
+void tc__probe(struct sf_tok_client *tc, uint32_t model, uint32_t node)
+{
+	struct tc_model *md = &tc->models[model];
+	if (!md->enc)
+		return;
+	for (uint32_t i = node == TC_NONE ? 0 : node;
+	     i < (node == TC_NONE ? tc->cfg.max_nodes : node + 1); i++) {
+		const struct tc_node *n = &tc->nodes[i];
+		struct tc_node_model *nm = n->up && n->version >= 3 ? tc__node_model(tc, i, model)
+								    : NULL;
+		if (!nm || nm->lacks || nm->probed || i == md->enc_node ||
+		    nm->digest != sf_tokenizer_digest(md->tok))
+			continue;
+		uint64_t id = tc->seq++ << TC_SLOT_BITS | TC_PROBE_SLOT;
+		struct sf_tokenize_req m = { .request_id = id, .model = md->name,
+					     .model_len = (uint32_t)strlen(md->name),
+					     .mode = SF_TOKENIZE_ENCODE, .text = (char *)probe_text,
+					     .text_len = sizeof(probe_text) - 1 };
+		nm->probed = true;
+		if (!tc->io.send(tc->io.arg, i, SF_MSG_TOKENIZE_REQ, &m))
+			nm->probe_id = id;
+	}
+}
+
+void tc__on_probe(struct sf_tok_client *tc, uint32_t node, const struct sf_tokenize_resp *m)
+{
+	struct tc_node *n = &tc->nodes[node];
+	struct tc_node_model *nm = NULL;
+	for (uint32_t i = 0; i < n->n_models && !nm; i++)
+		if (n->models[i].probe_id == m->request_id)
+			nm = &n->models[i];
+	if (!nm)
+		return; /* a late one, from a link before this one */
+	nm->probe_id = 0;
+	struct tc_model *md = &tc->models[nm->model];
+	if (!md->enc || !m->ok)
+		return; /* nothing to compare (a node that cannot encode is told by requests) */
+	size_t cap = 6 * (sizeof(probe_text) - 1) + 2, got = 0;
+	uint32_t *mine = malloc(cap * sizeof(*mine));
+	struct sf_err err;
+	if (!mine || sf_tok_encode(md->enc, probe_text, sizeof(probe_text) - 1, true, false, mine,
+				   cap, &got, &err)) {
+		free(mine);
+		return;
+	}
+	uint32_t at = 0;
+	while (at < got && at < m->n_tokens && m->tokens && mine[at] == m->tokens[at])
+		at++;
+	if (at == got && at == m->n_tokens) {
+		free(mine);
+		return;
+	}
+	nm->lacks = true;
+	char msg[1024];
+	snprintf(msg, sizeof(msg), "node %s's tokenizer for model %s encodes otherwise than node "
+		 "%s's, whose file the head encodes with (a probe text: %u tokens there, %zu here, "
+		 "the first difference at token %u; the tokens' bytes are the same, so its scores, "
+		 "merges, pre-tokenizer or special handling differ): node %s is not used to encode "
+		 "for %s. Serve one model file on every node", n->name, md->name,
+		 tc__node_name(tc, md->enc_node), m->n_tokens, got, at, n->name, md->name);
+	free(mine);
+	if (tc->io.warn)
+		tc->io.warn(tc->io.arg, msg);
 }
 
 void sf_tok_client_encoder(struct sf_tok_client *tc, const char *model, struct sf_tok *enc,
@@ -47,6 +132,7 @@ void sf_tok_client_encoder(struct sf_tok_client *tc, const char *model, struct s
 	} else {
 		md->enc = enc;
 		md->enc_why[0] = 0;
+		tc__probe(tc, m, TC_NONE);
 	}
 }
 

@@ -310,6 +310,9 @@ const char *sf_tokenizer_template(const struct sf_head_tokenizer *t, const char 
 	for (uint32_t i = 0; i < t->n_templates; i++)
 		if (!strcmp(t->templates[i].name, name))
 			return t->templates[i].text;
+	/* A node sends its default template once, as chat_template. */
+	if (!strcmp(name, "default") && t->chat_template[0])
+		return t->chat_template;
 	return NULL;
 }
 

@@ -334,6 +334,12 @@ void headd_http_response_done(struct headd_http *h)
 	h->served++;
 }
 
+static void tok_warn(void *arg, const char *msg)
+{
+	(void)arg;
+	sfd_warn("%s", msg);
+}
+
 int headd_api_start(struct headd *d)
 {
 	struct headd_api *a = &d->api;
@@ -349,7 +355,7 @@ int headd_api_start(struct headd *d)
 	a->m.link_opens = calloc(HEADD_NODE_SLOTS, sizeof(*a->m.link_opens)); /* NULL: not counted */
 	struct sf_tok_client_config tcfg = { .max_nodes = HEADD_NODE_SLOTS };
 	struct sf_tok_client_io tio = { .arg = d, .done = headd_gen_tokenized,
-					.load = headd_tok_load };
+					.load = headd_tok_load, .warn = tok_warn };
 	tio.send = headd_tok_send;
 	if (sf_tok_client_new(&a->tok, &tcfg, &tio, &err)) {
 		sfd_err("%s", err.msg);

@@ -51,10 +51,17 @@ void sf__node_on_tokenizer_export(struct sf_node *n, uint64_t link,
 	for (size_t i = 0; i < n_sp; i++)
 		specials[i] = (struct sf_special){ (char *)sp[i].text, (uint32_t)strlen(sp[i].text),
 						   sp[i].token };
-	for (size_t i = 0; i < n_tp; i++)
-		templates[i] = (struct sf_named_template){ (char *)tp[i].name, (uint32_t)strlen(tp[i].name),
-							   (char *)tp[i].text, (uint32_t)strlen(tp[i].text) };
 	const char *chat = sf_engine_chat_template(n->engine, NULL);
+	/* The default template goes once, as chat_template (a head finds "default" there): sent
+	 * twice, an 8 MiB one (the most a template may have) passed the frame and the model never
+	 * had a tokenizer at the head. */
+	size_t k = 0;
+	for (size_t i = 0; i < n_tp; i++)
+		if (!chat || strcmp(tp[i].name, "default") || strcmp(tp[i].text, chat))
+			templates[k++] = (struct sf_named_template){
+				(char *)tp[i].name, (uint32_t)strlen(tp[i].name), (char *)tp[i].text,
+				(uint32_t)strlen(tp[i].text) };
+	n_tp = k;
 	x.digest = n->info->tokenizer_digest;
 	x.vocab = v;
 	x.n_vocab = vocab;

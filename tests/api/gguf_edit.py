@@ -4,6 +4,8 @@
   gguf_edit.py IN OUT --type TENSOR TYPE    TENSOR stored as ggml type number TYPE (its data
                                             zeros of that type's size), the rest as it was
   gguf_edit.py IN OUT --rename TENSOR NAME  TENSOR named NAME
+  gguf_edit.py IN OUT --drop-merges N      the last N of tokenizer.ggml.merges left out (the
+                                            same tokens, another tokenizer)
 The key/value pairs and the other tensors' bytes are copied unchanged; offsets are laid out
 again at the file's alignment."""
 import struct
@@ -67,6 +69,12 @@ def main():
             align = struct.unpack("<I", raw)[0]
         if what == "--arch" and key == b"general.architecture":
             raw = pack_string(sys.argv[4].encode())
+        if what == "--drop-merges" and key == b"tokenizer.ggml.merges":
+            m = Reader(raw)
+            et, n = m.take("<I"), m.take("<Q")
+            items = [m.value(et) for _ in range(n)]
+            keep = items[:max(0, n - int(sys.argv[4]))]
+            raw = struct.pack("<IQ", et, len(keep)) + b"".join(keep)
         kvs.append((key, t, raw))
     tensors = []
     for _ in range(n_tensors):

@@ -90,6 +90,45 @@ PY
 		[ "$(metric "$hb" superfluid_tokenizer_encoded_here_total)" = 0 ] || r=1
 	check "$vocab: /metrics: head A encoded $(metric "$ha" superfluid_tokenizer_encoded_here_total) texts itself, head B none" $r
 done
+
+# Issue 32: a node that serves the same model with the same tokens' bytes but another
+# tokenizer (its last 20,000 merges left out) is found by the probe text the head has every
+# other node encode once it encodes itself: it is not asked to encode for the model, and the
+# head says so naming both nodes (either may be the one whose file the head took).
+M=$work/qwen2.gguf M2=$work/qwen2-fewer-merges.gguf
+python3 "$(dirname "$0")/gguf_edit.py" "$M" "$M2" --drop-merges 20000 || fail "gguf_edit.py --drop-merges"
+start_gguf_node "same" "$M" --threads 1 --model-name probe-model && pa=$port
+start_gguf_node "other" "$M2" --threads 1 --model-name probe-model && pb=$port
+start_head "probe" "127.0.0.1:$pa,127.0.0.1:$pb" && base="http://127.0.0.1:$hport"
+line=
+for _ in $(seq 600); do line=$(grep "encodes otherwise" "$work/probe.err") && break; sleep 0.05; done
+check "a node whose tokenizer differs (the same tokens, fewer merges) is named with the node whose file the head has: ${line:-no such line}" \
+	"$(echo "$line" | grep -qE "node (same|other)'s tokenizer for model probe-model encodes otherwise than node (other|same)'s, .* is not used to encode for probe-model"; echo $?)"
+r=0; grep -q "encodes its prompts itself" "$work/probe.err" || r=1
+req POST /v1/tokenize '{"model":"probe-model","text":"antidisestablishmentarianism"}'
+[ "$status" = 200 ] || r=1
+check "... and the head encodes the model itself still ($status)" $r
+
+# Issue 32: a model whose chat template is 8 MiB (the most a template may have) is served: its
+# export carries the template once (twice, it passed the 16 MiB frame and every request was a
+# 503 tokenizer_unavailable for ever); its completions are answered, and a chat is a 400 that
+# says the template is over what the head renders.
+python3 - "$work/big.jinja" <<'PY'
+import sys
+t = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+pad = "{#" + "x" * ((8 << 20) - len(t) - 4) + "#}"
+open(sys.argv[1], "w").write(pad + t)
+PY
+B=$work/big-template.gguf
+gguf_make "$B" qwen2 test-qwen2 q8_0 --layers 1 --chat-template "$work/big.jinja"
+start_gguf_node "big" "$B" --threads 1 --model-name big-template && pbig=$port
+start_head "big" "127.0.0.1:$pbig" && base="http://127.0.0.1:$hport"
+for _ in $(seq 600); do req POST /v1/completions '{"model":"big-template","prompt":"hello","max_tokens":2}'; [ "$status" = 200 ] && break; sleep 0.05; done
+check "a model with an 8 MiB chat template: its completions are answered ($status)" "$([ "$status" = 200 ]; echo $?)"
+req POST /v1/chat/completions '{"model":"big-template","messages":[{"role":"user","content":"hi"}],"max_tokens":2}'
+check "... and a chat is a 400 naming the template's size ($status)" \
+	"$([ "$status" = 400 ] && grep -q 'over the 262144 a template may have' "$work/out"; echo $?)"
 kill -TERM "${pids[@]}" 2>/dev/null; sleep 0.3
 echo "$passes passed, $fails failed"
 [ "$fails" = 0 ]

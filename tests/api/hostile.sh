@@ -155,7 +155,7 @@ part_statuses() {
 	status_is "statuses: a 7 MB tokenize is a 413, no Retry-After" 413 request_too_large
 	python3 -c 'import json; print(json.dumps({"model":"sim-1","messages":[{"role":"user","content":"a"*(4<<20)}]}))' >"$work/msg.json"
 	status=$(curl -sS -o "$work/out" -D "$work/hdr" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary @"$work/msg.json" "$base/v1/chat/completions")
-	status_is "statuses: a 4 MB message is a 413, no Retry-After" 413 request_too_large
+	status_is "statuses: a 4 MB message is a 413 (its rendering passes the template's 4 MiB), no Retry-After" 413 context_length_exceeded
 	still_chats statuses
 	stop_head
 }

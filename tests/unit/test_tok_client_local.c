@@ -1,6 +1,7 @@
 /* The head's own encoder (tok_client_local.c) against real node machines on the simulated
  * engine (tok_client_fx.h; the sim engine sends no tokenizer file: files are given here): a
- * TOKENIZER_FILE is loaded only when it is the file of a tokenizer that arrived, once; a load
+ * TOKENIZER_FILE is loaded only when it is the file of a tokenizer that arrived, from the node
+ * whose export the head took, once; a load
  * that failed, or a tokenizer of another digest, leaves the encodings to nodes and says why;
  * while there is no encoder every miss goes to a node. (The encoder's encodings against the
  * nodes', on llama.cpp's vocabularies: tests/api/gguf_tok_local.sh.) */
@@ -60,13 +61,18 @@ static void files_are_loaded_once_and_only_for_their_tokenizer(void **state)
 	assert_int_equal(f->load_len, 64);
 	assert_false(sf_tok_client_encodes(f->tc, "sim-1", &why));
 	assert_string_equal(why, ""); /* loading */
-	file_msg(f, 1, "sim-1", f->info[1].tokenizer_digest); /* the other node's: one at a time */
+	file_msg(f, 0, "sim-1", f->info[0].tokenizer_digest); /* one at a time */
 	assert_int_equal(f->n_loads, 1);
-	/* The load failed: nodes encode, and the next file is loaded. */
+	/* The load failed: nodes encode, and the next file is loaded, but only from the node
+	 * whose export the head took (issue 32: another node's, of the same tokens' bytes but
+	 * perhaps other scores, was taken). */
 	sf_tok_client_encoder(f->tc, "sim-1", NULL, 0, "a bad file");
 	assert_false(sf_tok_client_encodes(f->tc, "sim-1", &why));
 	assert_non_null(strstr(why, "did not load (a bad file)"));
 	file_msg(f, 1, "sim-1", f->info[1].tokenizer_digest);
+	file_msg(f, 2, "sim-1", f->info[2].tokenizer_digest);
+	assert_int_equal(f->n_loads, 1);
+	file_msg(f, 0, "sim-1", f->info[0].tokenizer_digest);
 	assert_int_equal(f->n_loads, 2);
 	/* A tokenizer of another digest is not kept. */
 	struct sf_tok *t = other_tokenizer();

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include <superfluid/gguf.h>
+#include <superfluid/wire_msgs.h>
 
 #include "cli.h"
 #include "cli_args.h"
@@ -35,8 +36,8 @@ static const char usage_text[] =
 	"                 file's): a chat model's template, such as llama.cpp's\n"
 	"                 models/templates/*.jinja\n";
 
-/* The text of a chat template file (at most 1 MiB, no NUL), malloc'd; NULL when it cannot be
- * read (said on stderr). */
+/* The text of a chat template file (at most SF_MAX_TEXT, 8 MiB: the most a node takes; no
+ * NUL), malloc'd; NULL when it cannot be read (said on stderr). */
 static char *read_template(const char *path)
 {
 	FILE *f = fopen(path, "rb");
@@ -45,14 +46,14 @@ static char *read_template(const char *path)
 			strerror(errno));
 		return NULL;
 	}
-	size_t cap = 1u << 20;
+	size_t cap = SF_MAX_TEXT;
 	char *s = malloc(cap + 1);
 	size_t n = s ? fread(s, 1, cap + 1, f) : 0;
 	bool bad = ferror(f) || n > cap || (s && memchr(s, 0, n));
 	fclose(f);
 	if (!s || bad) {
 		fprintf(stderr, "superfluid model make: --chat-template %s: %s\n", path,
-			!s ? "no memory" : n > cap ? "over 1 MiB" : "unreadable or holds a NUL byte");
+			!s ? "no memory" : n > cap ? "over 8 MiB" : "unreadable or holds a NUL byte");
 		free(s);
 		return NULL;
 	}
