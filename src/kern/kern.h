@@ -116,6 +116,13 @@ float sf_kern_dot(uint32_t wtype, int64_t k, const void *w, const void *x);
  * bits in every variant (attention's weighted sum of a cache's values). */
 void sf_kern_axpy_f16(float *y, float a, const uint16_t *v, int64_t n);
 
+/* Attention's weighted sum of values for a group of n_q queries over n positions:
+ * out[q * out_stride + d] += s[q * s_stride + j] * v[j * v_stride + d] for j = 0..n-1 in order
+ * and d < hd, each product rounded, then the sum (never fused): the bits of sf_kern_axpy_f16
+ * called position by position, each value row read once for the group. */
+void sf_kern_attn_v_f16(float *out, size_t out_stride, const float *s, size_t s_stride,
+			uint32_t n_q, const uint16_t *v, size_t v_stride, uint32_t n, uint32_t hd);
+
 /* IEEE half and bfloat16 conversions (round to nearest even; NaN stays NaN). */
 float sf_f16_to_f32(uint16_t h);
 uint16_t sf_f32_to_f16(float f);

@@ -108,8 +108,9 @@ void sf_op_attend(const struct sf_model *m, const struct sf_kv *kv, uint32_t lay
 		sf_kern_matmul(SF_GGUF_T_F16, hd, k, (size_t)kvd * sizeof(uint16_t), 0, np, qh,
 			       (size_t)hd * sizeof(uint16_t), n_q, scores + p0, n_pos);
 	}
+	double sums[SF_MODEL_MAX_HEADS];
 	for (uint32_t b = 0; b < n_q; b++) {
-		float *s = scores + (size_t)b * n_pos, *o = out + (size_t)b * hd;
+		float *s = scores + (size_t)b * n_pos;
 		float mx = -INFINITY;
 		for (uint32_t j = 0; j < n_pos; j++) {
 			s[j] *= m->cfg.attn_scale;
@@ -121,10 +122,18 @@ void sf_op_attend(const struct sf_model *m, const struct sf_kv *kv, uint32_t lay
 			s[j] = sf_op_expf(s[j] - mx);
 			sum += s[j];
 		}
-		memset(o, 0, hd * sizeof(float));
-		for (uint32_t j = 0; j < n_pos; j++)
-			sf_kern_axpy_f16(o, s[j], sf_kv_at(kv, layer, 1, j) + (size_t)kvh * hd, hd);
-		float inv = (float)(1.0 / sum);
+		sums[b] = sum;
+	}
+	/* The weighted values, page by page, each value row read once for the group (the sums
+	 * in position order: the bits one position at a time gives). */
+	memset(out, 0, (size_t)n_q * hd * sizeof(float));
+	for (uint32_t p0 = 0; p0 < n_pos; p0 += SF_KV_PAGE) {
+		uint32_t np = n_pos - p0 < SF_KV_PAGE ? n_pos - p0 : SF_KV_PAGE;
+		sf_kern_attn_v_f16(out, hd, scores + p0, n_pos, n_q,
+				   sf_kv_at(kv, layer, 1, p0) + (size_t)kvh * hd, kvd, np, hd);
+	}
+	for (uint32_t b = 0; b < n_q; b++) {
+		float *o = out + (size_t)b * hd, inv = (float)(1.0 / sums[b]);
 		for (uint32_t d = 0; d < hd; d++)
 			o[d] *= inv;
 	}
