@@ -123,6 +123,16 @@ void sf_kern_axpy_f16(float *y, float a, const uint16_t *v, int64_t n);
 void sf_kern_attn_v_f16(float *out, size_t out_stride, const float *s, size_t s_stride,
 			uint32_t n_q, const uint16_t *v, size_t v_stride, uint32_t n, uint32_t hd);
 
+/* e^x in single precision (relative error under 2e-7), the same bits on every CPU (2^k e^r,
+ * r's Taylor series to r^7, no fused multiply-add; INFINITY past 88.72, 0 below -103.97, NaN
+ * as it came). */
+float sf_kern_expf(float x);
+
+/* A softmax row's numerators in place: s[j] = sf_kern_expf(scale * s[j] - max over the row of
+ * scale * s[j]); returns their sum, added in position order in double. Every variant gives
+ * the same bits. */
+double sf_kern_softmax(float *s, uint32_t n, float scale);
+
 /* IEEE half and bfloat16 conversions (round to nearest even; NaN stays NaN). */
 float sf_f16_to_f32(uint16_t h);
 uint16_t sf_f32_to_f16(float f);

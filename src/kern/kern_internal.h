@@ -407,4 +407,18 @@ static inline int32_t sf__trunc_i32(float v)
 	return (int32_t)v;
 }
 
+/* sf_kern_attn_v_f16 over dimensions [d0, hd) of n_q queries, element by element in the
+ * reference's order (positions ascending): the variants' columns past their vector widths. */
+static inline void sf__attn_v_tail(float *out, size_t out_stride, const float *s,
+				   size_t s_stride, uint32_t n_q, const uint16_t *v,
+				   size_t v_stride, uint32_t n, uint32_t d0, uint32_t hd)
+{
+	for (uint32_t d = d0; d < hd; d++)
+		for (uint32_t j = 0; j < n; j++)
+			for (uint32_t q = 0; q < n_q; q++) {
+				float p = s[q * s_stride + j] * sf_f16_to_f32(v[j * v_stride + d]);
+				out[q * out_stride + d] = out[q * out_stride + d] + p;
+			}
+}
+
 #endif

@@ -8,37 +8,6 @@
 
 #include "kern/kern.h"
 
-float sf_op_expf(float x)
-{
-	/* e^x = 2^k * e^r, k = round(x / ln 2), |r| <= ln 2 / 2; e^r by its Taylor series to r^7. */
-	if (x > 88.72f)
-		return INFINITY;
-	if (x < -103.97f)
-		return 0.0f;
-	if (x != x)
-		return x;
-	/* Rounds to the nearest integer, ties to even (|x / ln 2| < 2^22 here). */
-	const float shift = 12582912.0f; /* 1.5 * 2^23: (v + shift) - shift rounds v */
-	float kf = (x * 1.44269504088896341f + shift) - shift;
-	float r = x - kf * 0.693145751953125f;     /* ln 2, high bits (exact product) */
-	r = r - kf * 1.428606765330187045e-06f;    /* ln 2, low bits */
-	float p = 1.0f / 5040.0f;
-	p = p * r + 1.0f / 720.0f;
-	p = p * r + 1.0f / 120.0f;
-	p = p * r + 1.0f / 24.0f;
-	p = p * r + 1.0f / 6.0f;
-	p = p * r + 0.5f;
-	p = p * r + 1.0f;
-	p = p * r + 1.0f;
-	int k = (int)kf;
-	/* 2^k in two steps so that subnormal results stay right. */
-	int k1 = k / 2, k2 = k - k1;
-	uint32_t b1 = (uint32_t)(k1 + 127) << 23, b2 = (uint32_t)(k2 + 127) << 23;
-	float s1, s2;
-	memcpy(&s1, &b1, 4);
-	memcpy(&s2, &b2, 4);
-	return p * s1 * s2;
-}
 
 void sf_op_rmsnorm(float *y, const float *x, const float *w, uint32_t n, float eps)
 {
@@ -91,7 +60,7 @@ void sf_op_swiglu(float *gate, const float *up, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		float g = gate[i];
-		gate[i] = g / (1.0f + sf_op_expf(-g)) * up[i];
+		gate[i] = g / (1.0f + sf_kern_expf(-g)) * up[i];
 	}
 }
 
@@ -109,21 +78,8 @@ void sf_op_attend(const struct sf_model *m, const struct sf_kv *kv, uint32_t lay
 			       (size_t)hd * sizeof(uint16_t), n_q, scores + p0, n_pos);
 	}
 	double sums[SF_MODEL_MAX_HEADS];
-	for (uint32_t b = 0; b < n_q; b++) {
-		float *s = scores + (size_t)b * n_pos;
-		float mx = -INFINITY;
-		for (uint32_t j = 0; j < n_pos; j++) {
-			s[j] *= m->cfg.attn_scale;
-			if (s[j] > mx)
-				mx = s[j];
-		}
-		double sum = 0;
-		for (uint32_t j = 0; j < n_pos; j++) {
-			s[j] = sf_op_expf(s[j] - mx);
-			sum += s[j];
-		}
-		sums[b] = sum;
-	}
+	for (uint32_t b = 0; b < n_q; b++)
+		sums[b] = sf_kern_softmax(scores + (size_t)b * n_pos, n_pos, m->cfg.attn_scale);
 	/* The weighted values, page by page, each value row read once for the group (the sums
 	 * in position order: the bits one position at a time gives). */
 	memset(out, 0, (size_t)n_q * hd * sizeof(float));

@@ -8,9 +8,6 @@
 
 #include "model/model.h"
 
-/* e^x in single precision (relative error under 2e-7), the same bits on every CPU. */
-float sf_op_expf(float x);
-
 /* y = x / sqrt(mean(x^2) + eps) * w (w may be NULL: no scale), n elements. */
 void sf_op_rmsnorm(float *y, const float *x, const float *w, uint32_t n, float eps);
 

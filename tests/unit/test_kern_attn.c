@@ -1,7 +1,10 @@
-/* Attention's weighted sum of values (sf_kern_attn_v_f16): every variant the CPU has gives
- * the scalar reference's bits, and those are the bits of sf_kern_axpy_f16 called position by
- * position, for group sizes 1 to 8, head dimensions around the vector widths and positions
- * past a page, accumulating onto what the rows held. Says which variants it compared. */
+/* Attention's kernels: the weighted sum of values (sf_kern_attn_v_f16): every variant the CPU
+ * has gives the scalar reference's bits, and those are the bits of sf_kern_axpy_f16 called
+ * position by position, for group sizes 1 to 8, head dimensions around the vector widths and
+ * positions past a page, accumulating onto what the rows held; and a softmax row's numerators
+ * (sf_kern_softmax): every variant the reference's bits, over scores that reach exp's edges
+ * (past its range, subnormal results, NaN, infinities). Says which variants it compared. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -67,10 +70,60 @@ static void variants_give_the_bits_of_axpy(void **state)
 		       compared[isa] ? "compared" : "not on this CPU");
 }
 
+static void softmax_variants_agree(void **state)
+{
+	(void)state;
+	uint64_t seed = 11;
+	enum sf_kisa was = sf_kern_isa();
+	bool compared[SF_KISA_AVX512 + 1] = { false };
+	static float in[300], want[300], got[300];
+	static const float scales[] = { 0.125f, 1.0f, 37.0f };
+	for (uint32_t n = 1; n <= 300; n += n < 40 ? 1 : 37)
+		for (size_t k = 0; k < 3; k++) {
+			for (uint32_t i = 0; i < n; i++)
+				in[i] = val(&seed, 97.0f);
+			if (n > 5) { /* the edges: one far below the rest, a NaN, an infinity */
+				in[sf_test_rand(&seed) % n] = -1e30f;
+				if (k == 1)
+					in[sf_test_rand(&seed) % n] = NAN;
+				if (k == 2)
+					in[sf_test_rand(&seed) % n] = -INFINITY;
+			}
+			double want_sum = 0;
+			for (int isa = SF_KISA_SCALAR; isa <= SF_KISA_AVX512; isa++) {
+				if (!sf_kern_isa_supported(isa))
+					continue;
+				sf_kern_force_isa(isa);
+				float *out = isa == SF_KISA_SCALAR ? want : got;
+				memcpy(out, in, n * sizeof(float));
+				double sum = sf_kern_softmax(out, n, scales[k]);
+				if (isa == SF_KISA_SCALAR) {
+					want_sum = sum;
+				} else if (memcmp(got, want, n * sizeof(float)) ||
+					   memcmp(&sum, &want_sum, sizeof(sum))) {
+					fail_msg("%s: softmax of %u (scale %g) not the reference's bits",
+						 sf_kern_isa_name(isa), n, scales[k]);
+				}
+				compared[isa] = true;
+			}
+			sf_kern_force_isa(was);
+		}
+	/* The exponential itself, every float of a wide sweep, against libm's to 2e-7. */
+	for (float x = -110.0f; x < 90.0f; x += 0.37f) {
+		float e = sf_kern_expf(x), ref = expf(x);
+		if (ref > 1e-30f && fabsf(e - ref) > 2e-7f * ref)
+			fail_msg("expf(%g) = %g, libm %g", x, e, ref);
+	}
+	for (int isa = SF_KISA_SCALAR; isa <= SF_KISA_AVX512; isa++)
+		printf("softmax: %s %s\n", sf_kern_isa_name(isa),
+		       compared[isa] ? "compared" : "not on this CPU");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(variants_give_the_bits_of_axpy),
+		cmocka_unit_test(softmax_variants_agree),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
