@@ -24,6 +24,7 @@
 #define DSIM_MAX_TEXT 4096
 #define DSIM_MAX_CTX 2048   /* a conversation's tokens */
 #define DSIM_MAX_TURNS 4
+#define DSIM_MAX_BODY 16384 /* a request's body: a resend conversation's every turn */
 #define DSIM_FAULT_MS 6000  /* faults and new requests for this long */
 #define DSIM_END_MS 60000   /* then every request must have ended by this time */
 
@@ -60,6 +61,10 @@ struct dsim_req {
 				 * the sim model's ChatML */
 	bool pipe;              /* asks the pipeline's model (sim-1-pipeline): its generation is
 				 * not logged, so a head crash may lose it (asked whole again) */
+	bool resend;            /* a conversation sent whole each turn, in no session (as an
+				 * ordinary OpenAI client sends one): the head places it by the
+				 * prefix its nodes cache (protocol 6) */
+	struct json_t *hist;    /* a resend conversation's messages so far (jansson) */
 	char name[48];
 	uint32_t turn, n_turns;
 	bool deleting;          /* the last turn is done: the session is being deleted */
@@ -205,6 +210,7 @@ struct dsim {
 	/* what happened, for the trace */
 	uint32_t head_crashes, node_crashes, resets, leaves;
 	uint32_t conv_turns;   /* turns of conversations done, each checked */
+	uint32_t resend_turns; /* of those, sent whole in no session (placed by prefix) */
 	uint32_t pipe_done;    /* pipeline requests whole, each checked */
 	uint64_t gaps; /* events a node sent past the one the head expected, every head's */
 	uint64_t turns;

@@ -4,7 +4,9 @@
  * a break: resumed with GET /v1/{chat/,}completions/{id}?after=N when the head keeps a log and
  * the request id is known, else asked whole again. What it must get is the simulated engine's
  * own text for its prompt (sf_sim_expected; a chat's prompt is the sim's ChatML of its
- * message, a conversation's later turn that after the reply closed), exactly. */
+ * message, a conversation's later turn that after the reply closed), exactly. Half of the
+ * chat conversations are sent whole each turn in no session, as ordinary clients send them:
+ * the same prompt, placed by the prefix the nodes cache. */
 #include "dsim.h"
 
 #include <stdarg.h>
@@ -104,15 +106,18 @@ void dsim_req_init(struct dsim *s, struct dsim_req *r, uint32_t index)
 	}
 	r->logprobs = !r->conv && sf_simnet_rand(s->world) % 4 == 0;
 	/* Half the requests are chats, drawn from a stream of their own (so that every other
-	 * draw of the seed stays where it was). */
+	 * draw of the seed stays where it was); of their conversations half are sent whole. */
 	uint64_t chat_rng = (s->seed ^ 0x63686174ULL) + 0x9e3779b97f4a7c15ULL * index;
 	r->chat = dsim_splitmix(&chat_rng) & 1;
+	r->resend = r->chat && r->conv && (dsim_splitmix(&chat_rng) & 1);
+	if (r->resend && !(r->hist = json_array()))
+		dsim_broke(s, "request %u: no memory for its messages", index);
 	/* Where the head runs a pipeline, a third of the requests ask its model (a stream of
 	 * their own too): one turn, no logprobs (a pipeline passes on tokens only). */
 	uint64_t pipe_rng = (s->seed ^ 0x70697065ULL) + 0x9e3779b97f4a7c15ULL * index;
 	if (s->n_stages && dsim_splitmix(&pipe_rng) % 3 == 0) {
 		r->pipe = true;
-		r->conv = r->logprobs = false;
+		r->conv = r->logprobs = r->resend = false;
 		r->n_turns = 0;
 		r->name[0] = 0;
 	}
@@ -174,12 +179,19 @@ static void next_turn(struct dsim_req *r)
 {
 	struct dsim *s = r->s;
 	s->conv_turns++;
+	s->resend_turns += r->resend;
 	if (r->n_ctx + r->n_want_tok > DSIM_MAX_CTX - 64) {
 		r->turn = r->n_turns; /* no room for more: end it here */
 	} else {
 		memcpy(r->ctx + r->n_ctx, r->want_tok, r->n_want_tok * sizeof(uint32_t));
 		r->n_ctx += (uint32_t)r->n_want_tok;
 		r->turn++;
+		if (r->resend) { /* the turn and its reply, for the next turn's messages */
+			json_array_append_new(r->hist, json_pack("{s:s, s:s}", "role", "user",
+								 "content", r->prompt));
+			json_array_append_new(r->hist, json_pack("{s:s, s:s%}", "role", "assistant",
+								 "content", r->got, r->n_got));
+		}
 	}
 	r->st = DR_WAIT;
 	r->retry_at = sf_simnet_now(s->world) + 20 + sf_simnet_rand(s->world) % 300;
@@ -191,7 +203,10 @@ static void next_turn(struct dsim_req *r)
 	r->finish[0] = 0;
 	r->attempts = 0;
 	if (r->turn >= r->n_turns) {
-		r->deleting = true;
+		if (r->resend) /* no session to end */
+			r->st = DR_DONE;
+		else
+			r->deleting = true;
 		return;
 	}
 	draw_prompt(s, r);
@@ -489,6 +504,19 @@ static void on_closed(struct sf_conn *c, int err)
 static const struct sf_conn_ops ops = { .on_recv = on_recv, .on_connected = on_connected,
 					.on_closed = on_closed };
 
+/* A resend conversation's "messages": its turns and replies so far, then this turn's. */
+static void messages_of(struct dsim_req *r, char *out, size_t cap)
+{
+	json_t *all = json_copy(r->hist);
+	json_array_append_new(all, json_pack("{s:s, s:s}", "role", "user", "content", r->prompt));
+	char *text = json_dumps(all, JSON_COMPACT);
+	if (!text || strlen(text) + 16 > cap)
+		dsim_broke(r->s, "request %u: its conversation does not fit a request", r->index);
+	snprintf(out, cap, "\"messages\":%s", text ? text : "[]");
+	free(text);
+	json_decref(all);
+}
+
 static void ask(struct dsim_req *r)
 {
 	struct dsim *s = r->s;
@@ -510,7 +538,7 @@ static void ask(struct dsim_req *r)
 		broke_off(r, err.msg);
 		return;
 	}
-	char req[1024];
+	char req[DSIM_MAX_BODY + 512];
 	int n;
 	if (r->deleting) {
 		n = snprintf(req, sizeof(req), "DELETE /v1/sessions/%s HTTP/1.1\r\nHost: sim\r\n"
@@ -535,9 +563,11 @@ static void ask(struct dsim_req *r)
 		r->n_lp_text = 0;
 		r->n_lp = 0;
 		r->last_event = 0;
-		char body[512];
-		char what[256];
-		if (r->chat)
+		char body[DSIM_MAX_BODY];
+		char what[DSIM_MAX_BODY - 256];
+		if (r->resend) /* the whole conversation, this turn last */
+			messages_of(r, what, sizeof(what));
+		else if (r->chat)
 			snprintf(what, sizeof(what), "\"messages\":[{\"role\":\"user\","
 				 "\"content\":\"%s\"}]", r->prompt);
 		else
@@ -550,7 +580,7 @@ static void ask(struct dsim_req *r)
 				 !r->logprobs ? "" : r->chat ? ",\"logprobs\":true,\"top_logprobs\":2"
 							 : ",\"logprobs\":2");
 		char named[96] = "";
-		if (r->conv)
+		if (r->conv && !r->resend)
 			snprintf(named, sizeof(named), "X-Superfluid-Session: %s\r\n", r->name);
 		n = snprintf(req, sizeof(req), "POST /v1/%scompletions HTTP/1.1\r\nHost: sim\r\n"
 			     "%sContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
@@ -607,6 +637,8 @@ void dsim_req_free(struct dsim_req *r)
 {
 	conn_drop(r);
 	sf_sse_free(&r->sse);
+	json_decref(r->hist);
+	r->hist = NULL;
 }
 
 void dsim_req_plain(struct dsim_req *r, uint32_t max_tokens, uint64_t start_at, bool chat,

@@ -94,6 +94,7 @@ struct result {
 	char broke[512];
 	uint64_t end_ms, turns, digest;
 	uint32_t done, left, head_crashes, node_crashes, resets, resumes, breaks, conv_turns;
+	uint32_t resend_turns;
 	uint32_t gathers, pipe_done;
 	bool hit;
 };
@@ -357,6 +358,7 @@ static void run_seed(uint64_t seed, bool verbose, struct result *res)
 	res->node_crashes = s->node_crashes;
 	res->resets = s->resets;
 	res->conv_turns = s->conv_turns;
+	res->resend_turns = s->resend_turns;
 	res->pipe_done = s->pipe_done;
 	res->hit = s->scen.hit;
 	struct sf_simnet_stats ws;
@@ -444,6 +446,7 @@ int main(int argc, char **argv)
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	uint64_t streams = 0, crashes = 0, resumes = 0, turns = 0, hits = 0, gathers = 0, piped = 0;
+	uint64_t resend = 0;
 	uint64_t failed = 0;
 	for (uint64_t seed = first; seed <= last; seed++) {
 		struct result a, b;
@@ -471,6 +474,7 @@ int main(int argc, char **argv)
 		crashes += a.head_crashes + a.node_crashes;
 		resumes += a.resumes;
 		turns += a.conv_turns;
+		resend += a.resend_turns;
 		gathers += a.gathers;
 		piped += a.pipe_done;
 		hits += a.hit;
@@ -484,9 +488,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("daemon-sim: seeds %llu..%llu held (%llu requests whole, %llu of them through a "
-	       "pipeline, %llu conversation turns, %llu gathers, %llu crashes, %llu resumes) in "
-	       "%.1f s\n", (unsigned long long)first, (unsigned long long)last,
-	       (unsigned long long)streams, (unsigned long long)piped, (unsigned long long)turns,
+	       "pipeline, %llu conversation turns (%llu sent whole, in no session), %llu gathers, "
+	       "%llu crashes, %llu resumes) in %.1f s\n", (unsigned long long)first,
+	       (unsigned long long)last, (unsigned long long)streams, (unsigned long long)piped,
+	       (unsigned long long)turns, (unsigned long long)resend,
 	       (unsigned long long)gathers, (unsigned long long)crashes,
 	       (unsigned long long)resumes, secs);
 	if (scenario != DS_NONE) {
