@@ -30,6 +30,8 @@
 #define SF_HEAD_PREFIX_PENDING_MS 30000 /* a placed prompt's pages count this long unreported */
 #define SF_HEAD_LOAD_TOKENS 256         /* a running generation weighs as much as computing
 					 * this many prompt positions, in placement */
+#define SF_HEAD_BUSY 2                  /* a node running this many generations loses to an
+					 * idle one, whatever it caches */
 
 struct sf_head_config {
 	uint32_t max_nodes;        /* 0: 64 */

@@ -124,11 +124,15 @@ static uint32_t load_of(const struct head_node *n)
  * least, counting the prompt's pages it would compute there (those past the longest prefix of
  * them the node holds) and SF_HEAD_LOAD_TOKENS positions for each generation the node runs, so
  * that a long cached prefix keeps its requests on its node until that node is busy enough that
- * computing the prefix elsewhere is sooner (a hot prefix then lives on a second node too), and
- * a short one weighs little against load. On a tie: the less loaded. */
+ * computing the prefix elsewhere is sooner, and a short one weighs little against load; on a
+ * tie the less loaded. But a node running SF_HEAD_BUSY generations or more loses to an idle
+ * one whatever it caches: a hot prefix is then computed on a second node too, and requests
+ * spread over both (the cost alone would queue them all where the prefix first was). */
 struct pick {
 	uint32_t best, best_match, best_load; /* the cheapest */
 	uint64_t best_cost;
+	uint32_t idle, idle_match;            /* the cheapest of those running nothing */
+	uint64_t idle_cost;
 	uint32_t top_match;                   /* the longest prefix any node holds */
 	uint32_t last;                        /* the node it was on, when it qualifies */
 };
@@ -151,15 +155,22 @@ static void consider(const struct sf_head *h, const struct head_session *s, uint
 		p->best_match = match;
 		p->best_load = load;
 	}
+	if (!load && (p->idle == SF_HEAD_NO_NODE || cost < p->idle_cost)) {
+		p->idle = i;
+		p->idle_cost = cost;
+		p->idle_match = match;
+	}
 }
 
 static uint32_t choose(struct sf_head *h, const struct pick *p)
 {
-	if (p->top_match && p->best_match == p->top_match)
+	bool spread = p->best_load >= SF_HEAD_BUSY && p->idle != SF_HEAD_NO_NODE;
+	uint32_t match = spread ? p->idle_match : p->best_match;
+	if (p->top_match && match == p->top_match)
 		h->stats.prefix_placed++;
 	else if (p->top_match)
 		h->stats.prefix_balanced++;
-	return p->best;
+	return spread ? p->idle : p->best;
 }
 
 uint32_t sf__head_place(struct sf_head *h, const struct head_session *s, uint32_t avoid,
@@ -173,7 +184,7 @@ uint32_t sf__head_place(struct sf_head *h, const struct head_session *s, uint32_
 		n_prefix = sf__head_prefix_of(s, &own);
 		prefix = own;
 	}
-	struct pick pk = { .best = SF_HEAD_NO_NODE, .last = SF_HEAD_NO_NODE };
+	struct pick pk = { .best = SF_HEAD_NO_NODE, .idle = SF_HEAD_NO_NODE, .last = SF_HEAD_NO_NODE };
 	uint64_t until = 0;
 	uint32_t only = fenced_to(h, s->id, &until);
 	if (only != SF_HEAD_NO_NODE && (only == avoid || !h->nodes[only].up)) {

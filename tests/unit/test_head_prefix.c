@@ -1,7 +1,8 @@
 /* Prefix-aware placement (head_place.c, head_prefix.c) against real node machines in memory,
  * whose simulated engines keep the index of pages and report it (protocol 6): a request goes
- * to the node holding the longest prefix of its pages even when another node is idler, until
- * that node's load outweighs computing the prefix elsewhere; the pages of a placed prompt count at once (a
+ * to the node holding the longest prefix of its pages even when another node is less loaded,
+ * until that node's load outweighs computing the prefix elsewhere, or it is busy and another
+ * idle; the pages of a placed prompt count at once (a
  * burst finds them before the report); another namespace shares nothing; a node's link that
  * opens again brings its whole index back, and a node restarted empty loses it; a node of
  * protocol 5 is placed on without prefixes (and gets no cache_ns). */
@@ -72,10 +73,11 @@ static void pages_on(struct sf_fleet_sim *f, uint32_t node, uint64_t want)
 			 (unsigned long long)st.pages, (unsigned long long)want);
 }
 
-/* The node holding the prefix wins over an idle one, until its load outweighs computing the
- * prefix elsewhere: 15 pages cost 960 positions, a running generation 256 (SF_HEAD_LOAD_TOKENS),
- * so four running there send the fifth away. */
-static void longest_prefix_then_balance(void **state)
+/* Where no node is idle, the node holding the prefix wins until its load outweighs computing
+ * the prefix elsewhere: 15 pages cost 960 positions, a running generation 256
+ * (SF_HEAD_LOAD_TOKENS); the pages a placed prompt brings count at once (pending), so the next
+ * one follows it. */
+static void longest_prefix_weighed_against_load(void **state)
 {
 	(void)state;
 	struct sf_fleet_sim *f = fleet(2, 20); /* 20 steps a second: generations stay running */
@@ -83,21 +85,37 @@ static void longest_prefix_then_balance(void **state)
 	sf_fleet_sim_run(f, 1000); /* done; its pages reported */
 	pages_on(f, home, 15);
 	pages_on(f, 1 - home, 0);
-	/* Busy with long generations, the prefix's node still takes the next ones. */
-	assert_int_equal(start(f, 2, 7, 20, 1000), home);
-	assert_int_equal(start(f, 3, 7, 30, 1000), home);
-	assert_int_equal(start(f, 4, 7, 40, 1000), home);
-	assert_int_equal(start(f, 5, 7, 50, 1000), home);
-	/* Four running there, none on the other: the next one goes away, and the pages it brings
-	 * count there at once (pending), so the one after follows it. */
-	assert_int_equal(start(f, 6, 7, 60, 1000), 1 - home);
-	assert_int_equal(start(f, 7, 7, 61, 1000), 1 - home);
+	/* Two long generations of two other namespaces: one on each node (none idle), as the
+	 * second finds nothing of the first's pages in its own namespace. */
+	uint32_t a = start(f, 20, 9, 1, 1000), b = start(f, 21, 10, 2, 1000);
+	assert_int_not_equal(a, b);
+	/* Each node runs one: the prefix's wins, and again at two, three and four running
+	 * (its cost 256 a generation against the other's 960 + 256). */
+	for (uint64_t sid = 2; sid <= 5; sid++)
+		assert_int_equal(start(f, sid, 7, 10 + (uint32_t)sid, 1000), home);
+	/* Five there, one on the other: 1280 against 1216, the other; its prompt's pages count
+	 * there at once, so the one after follows it. */
+	assert_int_equal(start(f, 6, 7, 16, 1000), 1 - home);
+	assert_int_equal(start(f, 7, 7, 17, 1000), 1 - home);
 	struct sf_head_stats hs;
 	sf_head_stats(sf_fleet_sim_head(f), &hs);
 	assert_int_equal(hs.prefix_balanced, 1);
-	assert_true(hs.prefix_placed >= 5);
-	/* Another namespace finds nothing: the least loaded node. */
-	assert_int_equal(start(f, 8, 8, 10, 1000), 1 - home);
+	assert_int_equal(hs.prefix_placed, 5);
+	sf_fleet_sim_free(f);
+}
+
+/* A node running SF_HEAD_BUSY generations loses to an idle one whatever it caches: a hot
+ * prefix is computed on a second node too. */
+static void a_busy_node_loses_to_an_idle_one(void **state)
+{
+	(void)state;
+	struct sf_fleet_sim *f = fleet(2, 20);
+	uint32_t home = start(f, 1, 7, 10, 4);
+	sf_fleet_sim_run(f, 1000);
+	assert_int_equal(start(f, 2, 7, 12, 1000), home);
+	assert_int_equal(start(f, 3, 7, 13, 1000), home); /* one running there: still cheaper */
+	assert_int_equal(start(f, 4, 7, 14, 1000), 1 - home); /* two: the idle one */
+	assert_int_equal(start(f, 5, 7, 15, 1000), 1 - home); /* its pending pages, less load */
 	sf_fleet_sim_free(f);
 }
 
@@ -161,7 +179,8 @@ static void older_nodes_without_prefixes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(longest_prefix_then_balance),
+		cmocka_unit_test(longest_prefix_weighed_against_load),
+		cmocka_unit_test(a_busy_node_loses_to_an_idle_one),
 		cmocka_unit_test(the_view_follows_the_node),
 		cmocka_unit_test(older_nodes_without_prefixes),
 	};
