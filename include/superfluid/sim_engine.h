@@ -86,6 +86,7 @@ enum {
 #define SF_SIM_MAX_CTX SF_MAX_TOKENS
 #define SF_SIM_MAX_BATCH 4096
 #define SF_SIM_STAGE_HDR 24
+#define SF_SIM_EMBED_DIM 64 /* the "embed" state operation's vectors */
 
 /* A zero field takes its default (shown); sf_sim_config_default fills them in. */
 struct sf_sim_config {

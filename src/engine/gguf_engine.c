@@ -310,6 +310,8 @@ static const struct sf_engine_ops ge_ops = {
 	.prefix_cache = ge_prefix_cache,
 	.decode = ge_decode,
 	.stage_forward = ge_stage_forward,
+	.state_op_names = ge_state_op_names,
+	.state_op_step = ge_state_op_step,
 	.tokenizer_file = ge_tokenizer_file,
 };
 
@@ -384,6 +386,14 @@ int sf_gguf_engine_new(const struct sf_gguf_engine_config *cfg, struct sf_engine
 		g->eos = 0; /* no end token: generations end by length or stop */
 	else
 		g->eog[g->n_eog++] = g->eos;
+	/* How embeddings pool (llama.cpp's <arch>.pooling_type; none or 0: mean). */
+	char key[64];
+	uint32_t pool = 0;
+	struct sf_err perr;
+	snprintf(key, sizeof(key), "%s.pooling_type", g->model->cfg.arch_name);
+	if (sf_gguf_get_u32(g->file, key, &pool, &perr) || pool < GE_POOL_MEAN || pool > GE_POOL_LAST)
+		pool = GE_POOL_MEAN;
+	g->pooling = (uint8_t)pool;
 	for (uint32_t t = 0; t < sf_tok_n_vocab(g->tok) && g->n_eog < GE_MAX_EOG; t++)
 		if (t != g->eos && sf_tok_is_eog(g->tok, t))
 			g->eog[g->n_eog++] = t;

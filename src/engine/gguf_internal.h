@@ -13,6 +13,9 @@
 
 #define GE_MAX_TEMPLATES 16
 
+/* How embeddings pool the final-normed hidden states (<arch>.pooling_type). */
+enum ge_pool { GE_POOL_MEAN = 1, GE_POOL_CLS = 2, GE_POOL_LAST = 3 };
+
 #define GE_MAX_EOG 64 /* end-of-generation tokens banned for ignore_eos / min_tokens */
 
 struct ge {
@@ -38,6 +41,7 @@ struct ge {
 				      * ignore_eos and min_tokens ban */
 	uint32_t n_eog;
 	struct sf_logit_bias *bias;  /* a context's logit_bias and those bans, for one draw */
+	uint8_t pooling;             /* enum ge_pool: how "embed" pools (gguf_embed.c) */
 	struct sf_gguf_tensor *packed; /* n_packed repacked matrices (gguf_pack.c) */
 	size_t n_packed;
 	void *pack_map;              /* their bytes: an anonymous mapping of pack_len */
@@ -93,5 +97,11 @@ int ge_stage_forward(void *impl, const struct sf_engine_stage_in *in, uint8_t *h
 		     size_t cap, struct sf_engine_stage_out *out, struct sf_err *err);
 /* Bytes of a stage blob holding n tokens' hidden states. */
 size_t ge_stage_bytes(const struct ge *g, size_t n_tokens);
+
+/* gguf_embed.c: the "embed" state operation (superfluid/embed.h). */
+void ge_state_op_names(void *impl, const char *const **list, size_t *n);
+int ge_state_op_step(void *impl, const struct sf_engine_op_req *req, struct sf_engine_op_step *st,
+		     size_t budget, sf_engine_segment_fn cb, void *cb_arg, uint8_t *result,
+		     size_t cap, struct sf_err *err);
 
 #endif

@@ -1,15 +1,20 @@
-/* The simulated engine's state operations: echo, transcribe, context_hash. Transcribe runs in
+/* The simulated engine's state operations: echo, transcribe, context_hash, embed (one input a
+ * step: the mean of a fixed pseudo-random vector per token, scaled to length 1, so inputs
+ * sharing tokens lie close). Transcribe runs in
  * steps of a bounded number of input bytes (sf_engine_state_op_step): first it sizes the
  * transcript, so nothing streams for a result that cannot be returned, then it streams. */
 #include "sim_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#include <superfluid/embed.h>
 
 #define CHUNK 16        /* input bytes per transcribed segment (not a WAV file) */
 #define CHUNK_MS 1000   /* the time one full segment stands for */
 #define SEG_TEXT_MAX 64 /* four words of up to three syllables, and spaces */
 
-static const char *const names[] = { "echo", "transcribe", "context_hash" };
+static const char *const names[] = { "echo", "transcribe", "context_hash", SF_EMBED_OP };
 
 void sim_state_op_names(void *impl, const char *const **list, size_t *n)
 {
@@ -158,6 +163,74 @@ static int transcribe_step(struct sim *sim, const uint8_t *in, size_t n,
 	return 0;
 }
 
+/* Token t's fixed vector: splitmix64 of (t, j) as values in [-1, 1). */
+static float token_value(uint32_t t, uint32_t j)
+{
+	uint64_t z = ((uint64_t)t << 32 | j) + 0x9e3779b97f4a7c15ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return (float)((double)(z >> 11) / (double)(1ull << 52) - 1.0);
+}
+
+static int embed_step(struct sim *sim, const struct sf_engine_op_req *req,
+		      struct sf_engine_op_step *st, uint8_t *result, size_t cap, struct sf_err *err)
+{
+	uint32_t count, D = SF_SIM_EMBED_DIM;
+	int rc = sf_embed_args_count(req->args, req->args_len, &count, err);
+	if (rc)
+		return rc;
+	if (!st->pos[1]) {
+		size_t need = sf_embed_result_len(count, D);
+		if (need > cap) {
+			st->len = need;
+			return sf_err_set(err, SF_E_LIMIT, "embed: %zu bytes of result, over %zu",
+					  need, cap);
+		}
+		sf_embed_result_head(result, count, D);
+		st->pos[1] = 4;
+		st->len = 8;
+	}
+	uint32_t i = (uint32_t)st->pos[0];
+	if (i < count) {
+		struct sf_embed_input in;
+		size_t at = st->pos[1], n = 0;
+		sf_embed_args_next(req->args, &at, &in);
+		size_t cap_t = in.kind == SF_EMBED_TEXT ? (size_t)in.len + 1 : in.len;
+		uint32_t *t = malloc((cap_t ? cap_t : 1) * sizeof(*t));
+		if (!t)
+			return sf_err_set(err, SF_E_NOMEM, "embed: no memory for an input's tokens");
+		if (in.kind == SF_EMBED_TEXT) {
+			rc = sim_encode(sim, in.text, in.len, true, t, cap_t, &n, err);
+		} else {
+			for (uint32_t k = 0; k < in.len; k++)
+				t[k] = sf_embed_token(&in, k);
+			n = in.len;
+		}
+		if (!rc && !n)
+			rc = sf_err_set(err, SF_E_RANGE, "embed: input %u has no tokens", i);
+		float v[SF_SIM_EMBED_DIM] = { 0 };
+		for (size_t k = 0; !rc && k < n; k++) {
+			if (t[k] >= SF_SIM_VOCAB) {
+				rc = sf_err_set(err, SF_E_RANGE, "embed: input %u: token %u past the "
+						"vocabulary", i, t[k]);
+				break;
+			}
+			for (uint32_t j = 0; j < D; j++)
+				v[j] += token_value(t[k], j) / (float)n;
+		}
+		free(t);
+		if (rc)
+			return rc;
+		sf_embed_result_put(result, D, i, (uint32_t)n, v);
+		st->pos[0] = i + 1;
+		st->pos[1] = at;
+		st->len = sf_embed_result_len(i + 1, D);
+	}
+	st->more = st->pos[0] < count;
+	return 0;
+}
+
 int sim_state_op_step(void *impl, const struct sf_engine_op_req *req,
 		      struct sf_engine_op_step *st, size_t budget, sf_engine_segment_fn cb,
 		      void *cb_arg, uint8_t *result, size_t cap, struct sf_err *err)
@@ -171,6 +244,8 @@ int sim_state_op_step(void *impl, const struct sf_engine_op_req *req,
 		size_t n = req->n_blobs ? req->blobs[0].len : req->args_len;
 		return transcribe_step(sim, in, n, st, budget, cb, cb_arg, result, cap, err);
 	}
+	if (!strcmp(req->op, SF_EMBED_OP))
+		return embed_step(sim, req, st, result, cap, err);
 	if (!strcmp(req->op, "context_hash")) {
 		if (!req->ctx)
 			return sf_err_set(err, SF_E_RANGE, "context_hash needs a session");

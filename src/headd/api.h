@@ -96,6 +96,7 @@ struct headd_req {
 	struct headd_named *named; /* or NULL: an unnamed session, closed at the end */
 	struct headd_resp *resp_state; /* a streamed Responses answer's items (api_responses.c) */
 	struct headd_amsg *msg_state;  /* a streamed Messages answer's blocks (api_messages.c) */
+	struct sf_api_embed_req *emb;  /* POST /v1/embeddings' request (api_embeddings.c) */
 	uint64_t session_id, generation_id;
 	uint64_t ticket;          /* tokenizer ticket while it is tokenizing */
 	uint64_t render_ticket;   /* its render's while its template renders (chat_jobs.c) */
@@ -356,6 +357,17 @@ unsigned headd_resp_items_shard(const struct headd *d, const char *item_id);
 int headd_responses_resolve(struct headd_http *h, const uint8_t *body, size_t len, char **out,
 			    size_t *out_len, struct sf_api_error *e);
 unsigned headd_responses_shard(const struct headd *d, const struct sf_http_request *r);
+
+/* api_embeddings.c: POST /v1/embeddings, run as the "embed" state operation (answer: its end,
+ * from the state operation's done). */
+void headd_embeddings_start(struct headd_http *h, const struct sf_http_request *r);
+void headd_embeddings_answer(struct headd_req *q, int rc, const uint8_t *result, size_t len,
+			     const char *msg);
+void headd_embeddings_free(struct headd_req *q);
+/* api_transcribe.c: q runs call (not a transcription: q->emb answers it) as a transcription
+ * does, its ticket dropped when its client goes. 0, or a negative sf_code with err. */
+int headd_state_op_run(struct headd_req *q, const struct sf_state_op_call *call,
+		       struct sf_err *err);
 
 /* api_messages.c: POST /v1/messages (a chat request, wire SF_API_MESSAGES) answered in
  * Anthropic's shapes, as api_responses.c's functions do. */

@@ -133,6 +133,7 @@ void headd_gen_free(struct headd_req *q)
 	headd_transcribe_free(q);
 	headd_responses_free(q);
 	headd_messages_free(q);
+	headd_embeddings_free(q);
 	if (q->named && q->named->busy == q)
 		q->named->busy = NULL;
 	if (!q->borrowed)

@@ -36,6 +36,8 @@ static enum headd_endpoint endpoint_of(const char *path)
 		return EP_RESPONSES;
 	if (!strcmp(path, "/v1/messages"))
 		return EP_MESSAGES;
+	if (!strcmp(path, "/v1/embeddings"))
+		return EP_EMBEDDINGS;
 	return EP_OTHER;
 }
 
@@ -340,7 +342,7 @@ void headd_api_request(struct headd_http *h, const struct sf_http_request *r)
 		struct sf_api_error e;
 		sf_api_fail(&e, 404, "invalid_request_error", "unknown_url", NULL,
 			    "Unknown request URL: %s %.200s. This head serves /v1/models, "
-			    "/v1/completions, /v1/chat/completions, /v1/responses, /v1/messages, "
+			    "/v1/completions, /v1/chat/completions, /v1/responses, /v1/messages, /v1/embeddings, "
 			    "/v1/audio/transcriptions, "
 			    "/v1/sessions/{id}, /v1/tokenize, /v1/fleet, /health and /metrics", r->method, r->path);
 		headd_api_send_error(h, &e);
@@ -380,6 +382,13 @@ void headd_api_request(struct headd_http *h, const struct sf_http_request *r)
 		}
 		return;
 	}
+	case EP_EMBEDDINGS:
+		if (!is(r, "POST")) {
+			not_allowed(h, r, "POST");
+			return;
+		}
+		headd_embeddings_start(h, r);
+		return;
 	case EP_MESSAGES:
 		if (!is(r, "POST")) {
 			not_allowed(h, r, "POST");

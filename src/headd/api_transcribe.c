@@ -371,6 +371,10 @@ static void tr_done(void *arg, uint64_t ticket, int rc, const uint8_t *result, s
 	struct headd_http *h = q->h;
 	if (!h)
 		return;
+	if (q->emb) { /* not a transcription: an embedding (api_embeddings.c) */
+		headd_embeddings_answer(q, rc, result, len, msg);
+		return;
+	}
 	if (rc) {
 		sfd_info("%s: the transcription failed: %s", q->id, msg ? msg : "?");
 		struct sf_api_error e;
@@ -509,6 +513,26 @@ static int parse_form(struct headd *d, const struct sf_http_request *r, struct h
 	if (bad)
 		return -1;
 	(void)d;
+	return 0;
+}
+
+int headd_state_op_run(struct headd_req *q, const struct sf_state_op_call *call,
+		       struct sf_err *err)
+{
+	struct headd *d = q->d;
+	if (!sf_state_ops_serves(d->api.ops, call->model))
+		return sf_err_set(err, SF_E_RANGE, "no node serving %.128s can run it now",
+				  call->model);
+	struct headd_tr *t = calloc(1, sizeof(*t));
+	if (!t)
+		return sf_err_set(err, SF_E_NOMEM, "the head is out of memory");
+	int rc = sf_state_ops_start(d->api.ops, call, sf_loop_now(d->loop), &t->ticket, err);
+	if (rc) {
+		free(t);
+		return rc;
+	}
+	q->tr = t;
+	headd_life_init(&q->life, HL_TRANSCRIBING);
 	return 0;
 }
 

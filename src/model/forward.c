@@ -304,6 +304,10 @@ static void run(void *arg, unsigned ith, unsigned nth)
 	for (uint64_t o = lo; o < hi; o++)
 		sf_op_rmsnorm(f->xn + o * E, f->x + (size_t)f->outs[o] * E, m->output_norm->data, E,
 			      c->rms_eps);
+	if (!j->logits) { /* embeddings: the final-normed states themselves */
+		memcpy(j->hidden + lo * E, f->xn + lo * E, (size_t)(hi - lo) * E * sizeof(float));
+		return;
+	}
 	quant_rows(j, f->xn, E, E, m->output, j->n_out, lo, hi);
 	sf_pool_barrier(j->pool);
 	matmul(j, m->output, j->n_out, j->logits, c->n_vocab, ith, nth);
@@ -319,7 +323,8 @@ int sf_model_forward(const struct sf_model *m, struct sf_pool *pool, struct sf_f
 	if (sf_pool_threads(pool) > f->max_threads)
 		return sf_err_set(err, SF_E_RANGE, "a pool of %u threads for scratch of %u",
 				  sf_pool_threads(pool), f->max_threads);
-	if (l0 >= l1 || l1 > c->n_layer || (l0 > 0 && !hidden) || (l1 < c->n_layer && !hidden))
+	if (l0 >= l1 || l1 > c->n_layer || (l0 > 0 && !hidden) || (l1 < c->n_layer && !hidden) ||
+	    (!logits && !hidden))
 		return sf_err_set(err, SF_E_RANGE, "layers [%u, %u) of %u", l0, l1, c->n_layer);
 	uint32_t n_out = 0;
 	for (uint32_t t = 0; t < n; t++) {
@@ -342,7 +347,7 @@ int sf_model_forward(const struct sf_model *m, struct sf_pool *pool, struct sf_f
 		if (tk->logits && l1 == c->n_layer)
 			f->outs[n_out++] = t;
 	}
-	if (n_out && !logits)
+	if (n_out && !logits && !hidden)
 		return sf_err_set(err, SF_E_RANGE, "logits wanted with nowhere to put them");
 	struct job j = { m, f, pool, toks, n, l0, l1, n_out, hidden, logits };
 	sf_pool_run(pool, run, &j);

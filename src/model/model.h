@@ -164,8 +164,9 @@ uint32_t sf_fwd_max_tokens(const struct sf_fwd *f);
 
 /* Layers [l0, l1) over n tokens (n <= max_tokens): with l0 == 0 the tokens' embeddings go in,
  * otherwise hidden (n x n_embd floats) does; with l1 == n_layer the logits of the tokens that
- * want them go to logits (one row of n_vocab per such token, in order), otherwise the hidden
- * state goes out to hidden. Writes each token's keys and values into its cache (which must be
+ * want them go to logits (one row of n_vocab per such token, in order), or with logits NULL
+ * their hidden states after the final norm to hidden (one row of n_embd each, in order: what
+ * embeddings pool), otherwise the hidden state goes out to hidden. Writes each token's keys and values into its cache (which must be
  * reserved past pos) and sets kv->n past the highest position computed. */
 int sf_model_forward(const struct sf_model *m, struct sf_pool *pool, struct sf_fwd *f,
 		     const struct sf_fwd_tok *toks, uint32_t n, uint32_t l0, uint32_t l1,

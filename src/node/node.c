@@ -54,7 +54,10 @@ void sf_node_free(struct sf_node *n)
 		return;
 	sf__node_ops_drop(n, 0, true);
 	sf__node_blobs_free(n);
-	/* The daemon waits for a job out before it frees the node: what it held goes now. */
+	/* The daemon waits for a job out before it frees the node: what it held goes now (an
+	 * operation's step: the operation, dropped above while it ran). */
+	if (n->job && n->job->kind == NODE_JOB_OP)
+		sf__node_op_answer(n, n->job);
 	sf__node_job_free(n->job);
 	n->job = NULL;
 	for (uint32_t i = 0; i < n->n_zombies; i++)
@@ -170,8 +173,14 @@ void sf_node_tick(struct sf_node *n, uint64_t now_ms)
 	sf__node_leases(n);
 	sf__node_orphans(n);
 	sf__node_pipes_sweep(n);
-	sf__node_schedule(n);
-	sf__node_ops_step(n);
+	/* A state operation's step and a decode step take turns for the engine. */
+	if (n->ops && n->last_job == NODE_JOB_DECODE) {
+		sf__node_ops_step(n);
+		sf__node_schedule(n);
+	} else {
+		sf__node_schedule(n);
+		sf__node_ops_step(n);
+	}
 	if (n->status_dirty || now_ms >= n->next_status_at)
 		send_status(n);
 	sf__node_flush(n);

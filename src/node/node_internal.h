@@ -72,7 +72,7 @@ struct node_pick {
 	struct sf_engine_ctx *ctx;
 };
 
-enum node_job_kind { NODE_JOB_DECODE = 1, NODE_JOB_STAGE = 2 };
+enum node_job_kind { NODE_JOB_DECODE = 1, NODE_JOB_STAGE = 2, NODE_JOB_OP = 3 };
 
 /* A pipeline stage's kept context (node_pipes.c): one pipe of one link. */
 struct node_pipe {
@@ -84,8 +84,9 @@ struct node_pipe {
 	bool released;  /* let go of while it had jobs: freed after the last */
 };
 
-/* Engine work, run inline or off the node's thread (io->submit): a decode step, or a pipeline
- * stage's forward with copies of its request's inputs. */
+/* Engine work, run inline or off the node's thread (io->submit): a decode step, a pipeline
+ * stage's forward with copies of its request's inputs, or a step of a state operation (its
+ * segments kept in the job and sent when it is back). */
 struct sf_node_job {
 	enum node_job_kind kind;
 	struct sf_engine *engine;
@@ -107,6 +108,11 @@ struct sf_node_job {
 	struct sf_sampling sampling; /* its logit_bias pairs copied into bias */
 	struct sf_logit_bias *bias;
 	struct sf_node_job *next; /* the stage queue */
+	/* op */
+	struct node_op *op;
+	struct sf_engine_op_req op_req;
+	struct sf_segment *segs;  /* what the step streamed (texts copied) */
+	uint32_t n_segs, cap_segs;
 };
 
 /* What goes out on one link at the next flush. */
@@ -145,6 +151,8 @@ struct sf_node {
 	struct node_op *ops; /* state operations running, stepped each tick (node_ops.c) */
 	uint32_t n_ops;
 	bool ops_waiting;    /* the last tick stepped none: each waits for its link to drain */
+	uint8_t last_job;    /* enum node_job_kind of the last job: decode steps and operation
+			      * steps take turns */
 	struct sf_node_job *job;   /* the job out on io->submit, or NULL */
 	struct sf_node_job *stages, *stages_tail; /* stage forwards waiting for the engine */
 	struct sf_engine_ctx **zombies; /* contexts let go of while the job ran: freed after it */
@@ -221,6 +229,11 @@ void sf__node_pipes_free(struct sf_node *n);
 void sf__node_on_state_op(struct sf_node *n, uint64_t link, const struct sf_state_op_req *m);
 /* One step of each running state operation. */
 void sf__node_ops_step(struct sf_node *n);
+/* The job of an operation's step: run it (any thread), free its parts, take it back (the
+ * node's thread: its segments and, when it ended, its answer). */
+void sf__node_op_job_run(struct sf_node_job *job);
+void sf__node_op_job_free(struct sf_node_job *job);
+void sf__node_op_answer(struct sf_node *n, struct sf_node_job *job);
 /* Drops the operations of link (all: every one) without an answer. */
 void sf__node_ops_drop(struct sf_node *n, uint64_t link, bool all);
 /* node_blobs.c: an XFER_* message's file work, queued as a blob job. */

@@ -1,7 +1,7 @@
-/* State operations (STATE_OP_REQ) run in bounded steps, one step of each running operation per
- * node tick: a long transcription streams its segments a slice at a time while the node's
- * loop goes on with heartbeats, other sessions' decode steps and other links' messages
- * between the slices. An operation's blobs are mapped from the store for its life (by a blob
+/* State operations (STATE_OP_REQ) run in bounded steps, each step the engine's job (off the
+ * node's thread, as decode steps are; a decode step and an operation's step take turns): a
+ * long transcription streams its segments a slice at a time, an embedding runs an input a
+ * step, while the node's loop goes on with heartbeats and other links' messages. An operation's blobs are mapped from the store for its life (by a blob
  * job: node_blobs.c), and it steps once they are; it ends with its STATE_OP_RESP, or quietly
  * with its link (the head asks again or fails it). */
 #include "node/node_internal.h"
@@ -20,6 +20,8 @@ struct node_op {
 	bool mapped;              /* its blobs are (the blob job came back) */
 	uint8_t *result;          /* SF_MAX_OPAQUE bytes */
 	struct sf_engine_op_step st;
+	bool running;             /* a step of it is the engine's job */
+	bool dropped;             /* its link closed while it ran: freed when the step is back */
 	struct node_op *next;
 };
 
@@ -129,61 +131,126 @@ void sf__node_on_state_op(struct sf_node *n, uint64_t link, const struct sf_stat
 	}
 }
 
-struct segment_sink {
-	struct sf_node *n;
-	uint64_t link, request_id;
-};
-
-static int send_segment(void *arg, const struct sf_segment *seg)
+/* A step's streamed segment, kept in the job (its text copied) until the job is back. */
+static int keep_segment(void *arg, const struct sf_segment *seg)
 {
-	struct segment_sink *k = arg;
-	struct sf_state_op_segment m = { .request_id = k->request_id, .segment = *seg };
-	return sf__node_send(k->n, k->link, SF_MSG_STATE_OP_SEGMENT, &m);
+	struct sf_node_job *job = arg;
+	if (job->n_segs == job->cap_segs) {
+		uint32_t cap = job->cap_segs ? job->cap_segs * 2 : 8;
+		struct sf_segment *p = realloc(job->segs, cap * sizeof(*p));
+		if (!p)
+			return SF_E_NOMEM;
+		job->segs = p;
+		job->cap_segs = cap;
+	}
+	struct sf_segment *k = &job->segs[job->n_segs];
+	*k = *seg;
+	k->text = malloc((size_t)seg->text_len + 1);
+	if (!k->text)
+		return SF_E_NOMEM;
+	memcpy(k->text, seg->text, seg->text_len);
+	k->text[seg->text_len] = 0;
+	job->n_segs++;
+	return 0;
 }
 
-/* One step of o; true when it ended (answered). */
-static bool op_step(struct sf_node *n, struct node_op *o)
+void sf__node_op_job_run(struct sf_node_job *job)
+{
+	struct node_op *o = job->op;
+	job->rc = sf_engine_state_op_step(job->engine, &job->op_req, &o->st, SF_NODE_OP_STEP_BYTES,
+					  keep_segment, job, o->result, SF_MAX_OPAQUE, &job->err);
+}
+
+void sf__node_op_job_free(struct sf_node_job *job)
+{
+	for (uint32_t i = 0; i < job->n_segs; i++)
+		free(job->segs[i].text);
+	free(job->segs);
+}
+
+/* The step is back: its segments, then its answer when it ended. */
+void sf__node_op_answer(struct sf_node *n, struct sf_node_job *job)
+{
+	struct node_op *o = job->op;
+	o->running = false;
+	if (o->dropped) { /* its link closed while the step ran */
+		op_free(o);
+		return;
+	}
+	for (uint32_t i = 0; i < job->n_segs; i++) {
+		struct sf_state_op_segment m = { .request_id = o->request_id, .segment = job->segs[i] };
+		(void)sf__node_send(n, o->link, SF_MSG_STATE_OP_SEGMENT, &m);
+	}
+	if (!job->rc && o->st.more)
+		return;
+	respond(n, o->link, o->request_id, job->rc, o->result, o->st.len, &job->err);
+	for (struct node_op **pp = &n->ops; *pp; pp = &(*pp)->next)
+		if (*pp == o) {
+			*pp = o->next;
+			n->n_ops--;
+			break;
+		}
+	op_free(o);
+}
+
+/* Starts o's next step as the engine's job (off the node's thread when it can be); false when
+ * it cannot start (memory) and was answered with the error. */
+static bool op_start(struct sf_node *n, struct node_op *o)
 {
 	struct sf_err err = { 0 };
 	struct node_session *s = o->session_id ? sf__node_find(n, o->session_id) : NULL;
-	int rc;
-	if (o->session_id && (!s || !s->ctx)) {
+	struct sf_node_job *job = NULL;
+	int rc = 0;
+	if (o->session_id && (!s || !s->ctx))
 		rc = sf_err_set(&err, SF_E_STATE, "session %llu ended while %s ran on it",
 				(unsigned long long)o->session_id, o->op);
-	} else {
-		struct sf_engine_op_req req = { .op = o->op, .args = o->args, .args_len = o->args_len,
-						.blobs = o->blobs, .n_blobs = o->n_blobs,
-						.ctx = s ? s->ctx : NULL };
-		struct segment_sink sink = { n, o->link, o->request_id };
-		rc = sf_engine_state_op_step(n->engine, &req, &o->st, SF_NODE_OP_STEP_BYTES,
-					     send_segment, &sink, o->result, SF_MAX_OPAQUE, &err);
-		if (!rc && o->st.more)
-			return false;
+	else if (!(job = calloc(1, sizeof(*job))))
+		rc = sf_err_set(&err, SF_E_NOMEM, "no memory for a step of %s", o->op);
+	if (rc) {
+		respond(n, o->link, o->request_id, rc, NULL, 0, &err);
+		return false;
 	}
-	respond(n, o->link, o->request_id, rc, o->result, o->st.len, &err);
+	job->kind = NODE_JOB_OP;
+	job->engine = n->engine;
+	job->op = o;
+	job->op_req = (struct sf_engine_op_req){ .op = o->op, .args = o->args,
+						 .args_len = o->args_len, .blobs = o->blobs,
+						 .n_blobs = o->n_blobs, .ctx = s ? s->ctx : NULL };
+	o->running = true;
+	sf__node_job_start(n, job);
 	return true;
 }
 
 void sf__node_ops_step(struct sf_node *n)
 {
-	bool stepped = false;
 	if (n->job)
-		return; /* the engine is busy off this thread: the job's end ticks again */
-	for (struct node_op **pp = &n->ops; *pp;) {
+		return; /* the engine is busy: the job's end ticks again */
+	bool stepped = false;
+	uint32_t left = n->n_ops; /* each at most one step a tick, also when steps run inline */
+	for (struct node_op **pp = &n->ops; *pp && !n->job && left; left--) {
 		struct node_op *o = *pp;
-		if (!o->mapped ||
+		if (!o->mapped || o->running ||
 		    (n->io.unsent && n->io.unsent(n->io.arg, o->link) > SF_NODE_OP_BACKLOG)) {
 			pp = &o->next; /* its link is behind: the head has not taken what went */
 			continue;
 		}
 		stepped = true;
-		if (!op_step(n, o)) {
-			pp = &o->next;
-			continue;
-		}
+		/* To the end of the list: the operations take turns. */
 		*pp = o->next;
-		n->n_ops--;
-		op_free(o);
+		o->next = NULL;
+		struct node_op **end = pp;
+		while (*end)
+			end = &(*end)->next;
+		*end = o;
+		if (!op_start(n, o)) {
+			for (struct node_op **qq = &n->ops; *qq; qq = &(*qq)->next)
+				if (*qq == o) {
+					*qq = o->next;
+					break;
+				}
+			n->n_ops--;
+			op_free(o);
+		}
 	}
 	n->ops_waiting = n->ops && !stepped;
 }
@@ -198,6 +265,9 @@ void sf__node_ops_drop(struct sf_node *n, uint64_t link, bool all)
 		}
 		*pp = o->next;
 		n->n_ops--;
-		op_free(o);
+		if (o->running)
+			o->dropped = true; /* freed when its step is back */
+		else
+			op_free(o);
 	}
 }

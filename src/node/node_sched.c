@@ -116,6 +116,8 @@ void sf_node_job_run(struct sf_node_job *job)
 {
 	if (job->kind == NODE_JOB_DECODE)
 		job->rc = sf_engine_decode(job->engine, job->steps, job->n, &job->err);
+	else if (job->kind == NODE_JOB_OP)
+		sf__node_op_job_run(job);
 	else
 		job->rc = sf_engine_stage_forward(job->engine, &job->in, job->hidden, job->cap,
 						  &job->out, &job->err);
@@ -131,14 +133,20 @@ void sf__node_job_free(struct sf_node_job *job)
 	free(job->hidden_in);
 	free(job->hidden);
 	free(job->bias);
+	sf__node_op_job_free(job);
 	free(job);
 }
 
 /* The step's results, to the generations still waiting for them. */
 static void apply(struct sf_node *n, struct sf_node_job *job)
 {
+	n->last_job = (uint8_t)job->kind;
 	if (job->kind == NODE_JOB_STAGE) {
 		sf__node_stage_answer(n, job);
+		return;
+	}
+	if (job->kind == NODE_JOB_OP) {
+		sf__node_op_answer(n, job);
 		return;
 	}
 	if (job->rc == 0)
@@ -178,6 +186,8 @@ void sf_node_job_done(struct sf_node *n, struct sf_node_job *job, uint64_t now_m
 
 bool sf__node_ctx_busy(const struct sf_node *n, const struct sf_engine_ctx *ctx)
 {
+	if (ctx && n->job && n->job->kind == NODE_JOB_OP && n->job->op_req.ctx == ctx)
+		return true; /* an operation's step runs on it */
 	for (size_t i = 0; ctx && n->job && i < n->job->n; i++)
 		if (n->job->steps[i].ctx == ctx)
 			return true;

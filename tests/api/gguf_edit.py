@@ -6,6 +6,7 @@
   gguf_edit.py IN OUT --rename TENSOR NAME  TENSOR named NAME
   gguf_edit.py IN OUT --drop-merges N      the last N of tokenizer.ggml.merges left out (the
                                             same tokens, another tokenizer)
+  gguf_edit.py IN OUT --set-u32 KEY VALUE   KEY set to the uint32 VALUE (added when absent)
 The key/value pairs and the other tensors' bytes are copied unchanged; offsets are laid out
 again at the file's alignment."""
 import struct
@@ -75,7 +76,12 @@ def main():
             items = [m.value(et) for _ in range(n)]
             keep = items[:max(0, n - int(sys.argv[4]))]
             raw = struct.pack("<IQ", et, len(keep)) + b"".join(keep)
+        if what == "--set-u32" and key == sys.argv[4].encode():
+            continue  # set below
         kvs.append((key, t, raw))
+    if what == "--set-u32":
+        kvs.append((sys.argv[4].encode(), 4, struct.pack("<I", int(sys.argv[5]))))
+        n_kv = len(kvs)
     tensors = []
     for _ in range(n_tensors):
         name, nd = r.string(), r.take("<I")

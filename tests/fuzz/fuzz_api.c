@@ -2,7 +2,7 @@
  *
  * Input: [kind and flags] then a request body. The body is parsed as a chat or completions
  * request (flag 8: a /v1/responses body, 16: a /v1/messages body, both parsed into chat
- * requests); what parses is rendered with the simulated engine's templates (chat; flag 2 as a
+ * requests; flag 32: a /v1/embeddings body, and the bytes as "embed" arguments); what parses is rendered with the simulated engine's templates (chat; flag 2 as a
  * later turn), and the body's bytes are also
  * fed as tokens to the output decoder with the request's stops and tools. Checked: parse
  * results agree with the error (status set exactly when refused), the decoder's text is
@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 
+#include "api/api_embeddings.h"
 #include "api/api_output.h"
 #include "api/api_request.h"
 #include "api/api_responses.h"
@@ -60,6 +61,37 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
+	if (data[0] & 32) { /* a /v1/embeddings body, and the "embed" operation's codec */
+		struct sf_api_embed_req er;
+		struct sf_api_error ee = { 0 };
+		int erc = sf_api_parse_embeddings(data + 1, size - 1, &er, &ee);
+		if (erc && (ee.status < 400 || !ee.message[0]))
+			fuzz_fail("embeddings refused without a status and a message");
+		uint8_t *args = NULL;
+		size_t alen = 0;
+		struct sf_err err;
+		if (!erc && !sf_embed_args_put(er.inputs, er.n, &args, &alen, &err)) {
+			uint32_t n;
+			if (sf_embed_args_count(args, alen, &n, &err) || n != er.n)
+				fuzz_fail("the embed arguments made do not read back");
+			free(args);
+		}
+		if (!erc)
+			sf_api_embed_req_free(&er);
+		uint32_t n;
+		if (!sf_embed_args_count(data + 1, size - 1, &n, &err)) { /* any bytes as arguments */
+			size_t pos = 4;
+			for (uint32_t i = 0; i < n; i++) {
+				struct sf_embed_input in;
+				sf_embed_args_next(data + 1, &pos, &in);
+				for (uint32_t k = 0; in.kind == SF_EMBED_TOKENS && k < in.len; k++)
+					(void)sf_embed_token(&in, k);
+			}
+			if (pos != size - 1)
+				fuzz_fail("the arguments' walk ended at %zu of %zu", pos, size - 1);
+		}
+		return 0;
+	}
 	enum sf_api_kind kind = data[0] & 1 ? SF_API_CHAT : SF_API_COMPLETION;
 	if (data[0] & 8)
 		kind = SF_API_RESPONSES;

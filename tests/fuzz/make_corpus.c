@@ -498,6 +498,9 @@ static void make_api(void)
 		 "\"function\",\"name\":\"f\"},\"max_output_tokens\":9,\"store\":false,"
 		 "\"metadata\":{\"k\":\"v\"},\"reasoning\":{\"effort\":\"low\"},\"text\":"
 		 "{\"format\":{\"type\":\"text\"}},\"previous_response_id\":\"resp_1\"}");
+	put_text("embeddings", 32, "{\"model\":\"sim-1\",\"input\":[\"a cat\",\"dogs\"],"
+		 "\"encoding_format\":\"base64\",\"dimensions\":8,\"user\":\"u\"}");
+	put_text("embed_ids", 32, "{\"model\":\"sim-1\",\"input\":[[1,2,3],[4]]}");
 	put_text("messages", 16 | 4, "{\"model\":\"sim-1\",\"max_tokens\":2000,\"system\":[{"
 		 "\"type\":\"text\",\"text\":\"s\"}],\"messages\":[{\"role\":\"user\","
 		 "\"content\":\"w\"},{\"role\":\"assistant\",\"content\":[{\"type\":\"thinking\","

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -449,6 +450,64 @@ static int cmd_logits(const struct ref_opts *o, struct llama_model *m)
 	return rc;
 }
 
+/* The pooled embedding of --tokens as llama.cpp's server gives it (--pooling mean, cls or last;
+ * default: the model's), scaled to length 1 (its embd_normalize 2): the values on one line. */
+static int cmd_embed(const struct ref_opts *o, struct llama_model *m)
+{
+	int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(m)), rc = 1;
+	int n_embd = llama_model_n_embd(m);
+	llama_token *ids;
+	long n;
+	struct llama_context *ctx = NULL;
+	struct llama_batch b = {0};
+
+	if (ref_tokens_opt(o, n_vocab, &ids, &n))
+		return 1;
+	struct llama_context_params cp = llama_context_default_params();
+	cp.n_ctx = cp.n_batch = cp.n_ubatch = (uint32_t)n;
+	cp.n_seq_max = 1;
+	cp.n_threads = cp.n_threads_batch = (int32_t)o->threads;
+	cp.embeddings = true;
+	cp.pooling_type = LLAMA_POOLING_TYPE_UNSPECIFIED;
+	if (o->pooling && !strcmp(o->pooling, "mean"))
+		cp.pooling_type = LLAMA_POOLING_TYPE_MEAN;
+	else if (o->pooling && !strcmp(o->pooling, "cls"))
+		cp.pooling_type = LLAMA_POOLING_TYPE_CLS;
+	else if (o->pooling && !strcmp(o->pooling, "last"))
+		cp.pooling_type = LLAMA_POOLING_TYPE_LAST;
+	else if (o->pooling) {
+		free(ids);
+		return ref_fail("--pooling is mean, cls or last, not '%s'", o->pooling);
+	}
+	if (!(ctx = llama_init_from_model(m, cp))) {
+		ref_fail("llama.cpp cannot make an embeddings context of %ld tokens", n);
+		goto out;
+	}
+	b = llama_batch_init((int32_t)n, 0, 1);
+	if (ref_decode(ctx, &b, ids, n, 0, 0, true))
+		goto out;
+	const float *v = llama_get_embeddings_seq(ctx, 0);
+	if (!v) {
+		ref_fail("no pooled embedding (pooling none?)");
+		goto out;
+	}
+	double sum = 0;
+	for (int j = 0; j < n_embd; j++)
+		sum += (double)v[j] * v[j];
+	double scale = sum > 0 ? 1.0 / sqrt(sum) : 1.0;
+	for (int j = 0; j < n_embd; j++)
+		printf("%s%.9g", j ? " " : "", v[j] * scale);
+	printf("\n");
+	rc = 0;
+out:
+	if (b.token)
+		llama_batch_free(b);
+	if (ctx)
+		llama_free(ctx);
+	free(ids);
+	return rc;
+}
+
 static int cmd_greedy(const struct ref_opts *o, struct llama_model *m)
 {
 	const struct llama_vocab *v = llama_model_get_vocab(m);
@@ -614,12 +673,13 @@ static const struct ref_optdef ref_optdefs[] = {
 	OPT("--sep", CMD_TOKENIZE, 's', sep, 0, 0),
 	OPT("--all-modes", CMD_TOKENIZE, 'b', all_modes, 0, 0),
 	OPT("--threads", CMD_LOGITS | CMD_GREEDY | CMD_BENCH | CMD_INFO | CMD_PERPLEXITY |
-	    CMD_QUANTIZE, 'n',
+	    CMD_QUANTIZE | CMD_EMBED, 'n',
 	    threads, 1, 1024),
 	OPT("--ctx", CMD_LOGITS | CMD_GREEDY | CMD_PERPLEXITY, 'n', ctx, 1, 1 << 24),
 	OPT("--ubatch", CMD_LOGITS | CMD_GREEDY | CMD_BENCH | CMD_INFO | CMD_PERPLEXITY, 'n',
 	    ubatch, 1, 1 << 20),
-	OPT("--tokens", CMD_LOGITS | CMD_GREEDY, 's', tokens, 0, 0),
+	OPT("--tokens", CMD_LOGITS | CMD_GREEDY | CMD_EMBED, 's', tokens, 0, 0),
+	OPT("--pooling", CMD_EMBED, 's', pooling, 0, 0),
 	OPT("--out", CMD_LOGITS | CMD_QUANTIZE | CMD_DEQUANT, 's', out, 0, 0),
 	OPT("--ftype", CMD_QUANTIZE, 'n', ftype, 0, 1023),
 	OPT("--pure", CMD_QUANTIZE, 'b', pure, 0, 0),
@@ -653,6 +713,7 @@ static int ref_usage(void)
 	      "  perplexity MODEL --ctx N < text                   tokens=... ppl=P\n"
 	      "  quantize MODEL --ftype N [--pure] --out OUT       llama_model_quantize\n"
 	      "  dequant MODEL --out FILE                          ggml's to_float of each tensor\n"
+	      "  embed MODEL --tokens \"1 2 3\"|- [--pooling mean|cls|last]   the pooled vector\n"
 	      "common: --threads N (default: online CPUs), --ubatch N, --cpu VARIANT, --verbose;\n"
 	      "env: LLAMA_REF_CPU=VARIANT, LLAMA_REF_VERBOSE=1\n", stderr);
 	return 2;
@@ -661,7 +722,7 @@ static int ref_usage(void)
 static int ref_parse(int argc, char **argv, struct ref_opts *o)
 {
 	static const char *cmds[] = {"tokenize", "detok", "logits", "greedy", "bench", "info",
-				     "perplexity", "quantize", "dequant"};
+				     "perplexity", "quantize", "dequant", "embed"};
 
 	if (argc < 3)
 		return ref_usage();
@@ -752,6 +813,8 @@ int main(int argc, char **argv)
 		rc = cmd_bench(&o, m, variant, &log);
 	else if (o.cmd == CMD_PERPLEXITY)
 		rc = cmd_perplexity(&o, m);
+	else if (o.cmd == CMD_EMBED)
+		rc = cmd_embed(&o, m);
 	else
 		rc = cmd_info(&o, m, variant, &log);
 	if (m)

@@ -17,8 +17,8 @@
 enum ref_cmd {
 	CMD_TOKENIZE = 1 << 0, CMD_DETOK = 1 << 1, CMD_LOGITS = 1 << 2,
 	CMD_GREEDY = 1 << 3, CMD_BENCH = 1 << 4, CMD_INFO = 1 << 5, CMD_PERPLEXITY = 1 << 6,
-	CMD_QUANTIZE = 1 << 7, CMD_DEQUANT = 1 << 8,
-	CMD_ALL = (1 << 9) - 1,
+	CMD_QUANTIZE = 1 << 7, CMD_DEQUANT = 1 << 8, CMD_EMBED = 1 << 9,
+	CMD_ALL = (1 << 10) - 1,
 };
 
 struct ref_opts {
@@ -26,7 +26,7 @@ struct ref_opts {
 	const char *model;
 	bool specials, bos, all_modes, incremental, stop, full, verbose, pure;
 	long threads, ctx, ubatch, n, pp, tg, seqs, reps, depth, ftype;
-	const char *tokens, *out, *only, *cpu, *sep, *logits_out, *inc_out;
+	const char *tokens, *out, *only, *cpu, *sep, *logits_out, *inc_out, *pooling;
 	char **ids;          /* detok's ids given as arguments */
 	int n_ids;
 };

@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 
+#include <superfluid/embed.h>
 #include <superfluid/sim_engine.h>
 
 #include "testutil.h"
@@ -514,8 +515,9 @@ static void state_ops_stream_segments_in_order(void **state)
 	const char *const *names;
 	size_t nn;
 	sf_engine_state_op_names(e, &names, &nn);
-	assert_int_equal(nn, 3);
+	assert_int_equal(nn, 4);
 	assert_string_equal(names[1], "transcribe");
+	assert_string_equal(names[3], "embed");
 	sf_engine_free(e);
 	sf_engine_free(e2);
 }
@@ -765,6 +767,67 @@ static void state_ops_transcribe_wav_and_steps(void **state)
 	sf_engine_free(e);
 }
 
+
+/* The "embed" operation: a text and the same as token ids give one vector of length 1, a step
+ * an input; arguments that do not hold together and results past the cap are refused. */
+static void embed_op(void **state)
+{
+	struct sf_sim_config cfg;
+	sf_sim_config_default(&cfg);
+	struct sf_engine *e;
+	struct sf_err err;
+	assert_int_equal(sf_sim_engine_new(&cfg, &e, &err), 0);
+	const uint32_t ids[] = { 'a', ' ', 'c', 'a', 't' };
+	struct sf_embed_input in[3] = {
+		{ .kind = SF_EMBED_TEXT, .text = "a cat", .len = 5 },
+		{ .kind = SF_EMBED_TOKENS, .tokens = ids, .len = 5 },
+		{ .kind = SF_EMBED_TEXT, .text = "dogs", .len = 4 },
+	};
+	uint8_t *args;
+	size_t alen, len;
+	assert_int_equal(sf_embed_args_put(in, 3, &args, &alen, &err), 0);
+	uint32_t n;
+	assert_int_equal(sf_embed_args_count(args, alen, &n, &err), 0);
+	assert_int_equal(n, 3);
+	static uint8_t res[1 << 16];
+	struct sf_engine_op_req req = { .op = "embed", .args = args, .args_len = alen };
+	struct sf_engine_op_step st = { 0 };
+	int steps = 0;
+	do {
+		assert_int_equal(sf_engine_state_op_step(e, &req, &st, 0, NULL, NULL, res, sizeof(res),
+							 &err), 0);
+		steps++;
+	} while (st.more);
+	assert_int_equal(steps, 3);
+	uint32_t dim;
+	assert_int_equal(sf_embed_result_check(res, st.len, &n, &dim, &err), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(dim, SF_SIM_EMBED_DIM);
+	double norm = 0, dot = 0;
+	for (uint32_t j = 0; j < dim; j++) {
+		float a = sf_embed_result_value(res, dim, 0, j), b = sf_embed_result_value(res, dim, 1, j);
+		assert_true(a == b);
+		norm += (double)a * a;
+		dot += (double)a * sf_embed_result_value(res, dim, 2, j);
+	}
+	assert_true(norm > 0.9999 && norm < 1.0001);
+	assert_true(dot < 0.99);
+	assert_int_equal(sf_embed_result_tokens(res, dim, 0), 5);
+	/* The whole result must fit, or nothing is done. */
+	memset(&st, 0, sizeof(st));
+	assert_int_equal(sf_engine_state_op_step(e, &req, &st, 0, NULL, NULL, res, 100, &err),
+			 SF_E_LIMIT);
+	assert_int_equal(st.len, sf_embed_result_len(3, dim));
+	/* Arguments cut short, or with bytes after them. */
+	assert_int_equal(sf_engine_state_op(e, &(struct sf_engine_op_req){ .op = "embed",
+			 .args = args, .args_len = alen - 1 }, NULL, NULL, res, sizeof(res), &len, &err),
+			 SF_E_TRUNCATED);
+	args[0] = 9; /* nine inputs in the bytes of three */
+	assert_int_not_equal(sf_engine_state_op(e, &req, NULL, NULL, res, sizeof(res), &len, &err), 0);
+	free(args);
+	sf_engine_free(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -777,6 +840,7 @@ int main(void)
 		cmocka_unit_test(staged_forward_refuses_mismatched_input),
 		cmocka_unit_test(kept_stages_draw_the_decode_stream),
 		cmocka_unit_test(state_ops_stream_segments_in_order),
+		cmocka_unit_test(embed_op),
 		cmocka_unit_test(state_ops_transcribe_wav_and_steps),
 		cmocka_unit_test(context_length_is_a_hard_limit),
 		cmocka_unit_test(logprobs_are_consistent),
