@@ -102,8 +102,11 @@ int main(int argc, char **argv)
 	}
 	static const uint32_t types[] = {SF_GGUF_T_F32, SF_GGUF_T_F16, SF_GGUF_T_BF16,
 					 SF_GGUF_T_Q8_0, SF_GGUF_T_Q4_0, SF_GGUF_T_Q5_0,
-					 SF_GGUF_T_Q4_K, SF_GGUF_T_Q6_K, SF_KT_Q4_K_X16,
-					 SF_KT_Q6_K_X16, SF_KT_Q8_0_X16};
+					 SF_GGUF_T_Q4_1, SF_GGUF_T_Q5_1, SF_GGUF_T_IQ4_NL,
+					 SF_GGUF_T_MXFP4, SF_GGUF_T_Q2_K, SF_GGUF_T_Q3_K,
+					 SF_GGUF_T_Q4_K, SF_GGUF_T_Q5_K, SF_GGUF_T_Q6_K,
+					 SF_GGUF_T_IQ4_XS, SF_KT_Q4_K_X16, SF_KT_Q6_K_X16,
+					 SF_KT_Q8_0_X16};
 	const int64_t NBMAX = only_nb > 16 ? only_nb : 16;
 	float *xf = malloc((size_t)k * 16 * sizeof(float));
 	for (int64_t i = 0; i < k * 16; i++)

@@ -120,27 +120,41 @@ struct kx {
 	__m256i sc16;    /* int16 lanes 2j, 2j + 1: scale j (for the bsums) */
 };
 
+/* Lane picks of the eight scales (int32) for sc32[z]. */
+static const int32_t kx_pick[4][16] = {
+	{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},
+	{2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
+	{4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5},
+	{6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7},
+};
+
 AI void unpack_kx(struct kx *u, const struct sf__iq4_xs *b)
 {
 	const __m512i tab = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)iq4_codes));
 	const __m256i m4 = _mm256_set1_epi8(0x0F);
-	int16_t sc[16];
-	for (int j = 0; j < 8; j++) {
-		const int ls = ((b->scales_l[j / 2] >> (4 * (j % 2))) & 0xF) |
-			       ((b->scales_h >> (2 * j)) & 3) << 4;
-		sc[2 * j] = sc[2 * j + 1] = (int16_t)(ls - 32);
-	}
-	u->sc16 = _mm256_loadu_si256((const __m256i *)sc);
+	/* scale j: nibble j of scales_l (low four bits), bits 2j of scales_h (high two), - 32 */
+	uint32_t l32;
+	memcpy(&l32, b->scales_l, 4);
+	const __m256i lo = _mm256_and_si256(
+		_mm256_srlv_epi32(_mm256_set1_epi32((int)l32), _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+		_mm256_set1_epi32(0xF));
+	const __m256i hi = _mm256_and_si256(
+		_mm256_srlv_epi32(_mm256_set1_epi32(b->scales_h), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+		_mm256_set1_epi32(3));
+	const __m256i sc8 = _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)),
+					     _mm256_set1_epi32(32));
+	u->sc16 = _mm256_or_si256(_mm256_and_si256(sc8, _mm256_set1_epi32(0xFFFF)),
+				  _mm256_slli_epi32(sc8, 16));
+	const __m512i s = _mm512_castsi256_si512(sc8);
 #pragma GCC unroll 4
 	for (int z = 0; z < 4; z++) {
 		/* sub-blocks 2z, 2z + 1: qs[32z..] low nibbles then high, 16 bytes at a time */
 		const __m256i q = _mm256_loadu_si256((const __m256i *)(b->qs + 32 * z));
-		const __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-		const __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+		const __m256i ql = _mm256_and_si256(q, m4), qh = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+		const __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(ql), qh, 1);
 		/* 128-bit lanes lo0 lo1 hi0 hi1 to lo0 hi0 lo1 hi1 */
 		u->q[z] = _mm512_shuffle_epi8(tab, _mm512_shuffle_i64x2(v, v, _MM_SHUFFLE(3, 1, 2, 0)));
-		u->sc32[z] = _mm512_inserti64x4(_mm512_set1_epi32(sc[4 * z]),
-						_mm256_set1_epi32(sc[4 * z + 2]), 1);
+		u->sc32[z] = _mm512_permutexvar_epi32(_mm512_loadu_si512(kx_pick[z]), s);
 	}
 }
 
