@@ -106,7 +106,7 @@ struct sf_gguf_tensor {
 	uint32_t n_dims;
 	uint64_t ne[SF_GGUF_MAX_DIMS]; /* ne[0]: elements of a row (innermost); unused dims 1 */
 	uint32_t type;                 /* enum sf_gguf_ttype */
-	uint64_t offset;               /* from the start of the file (checked aligned) */
+	uint64_t offset;               /* from the start of its file or part (checked aligned) */
 	uint64_t size;                 /* bytes */
 	const void *data;
 };
@@ -116,7 +116,10 @@ struct sf_gguf;
 /* ---- reading ---- */
 
 /* Maps path read-only and parses it (everything checked; nothing past the map is read).
- * SF_E_IO when it cannot be opened or mapped, SF_E_FORMAT naming the offset otherwise. */
+ * SF_E_IO when it cannot be opened or mapped, SF_E_FORMAT naming the offset otherwise. The
+ * first part of a split model (PREFIX-00001-of-0000N.gguf, metadata split.count N) brings its
+ * other parts, opened beside it and checked the same way: their tensors are in the table (each
+ * tensor's offset is within its own part), a missing or mismatched part is named. */
 int sf_gguf_open(const char *path, struct sf_gguf **out, struct sf_err *err)
 	__attribute__((warn_unused_result));
 
@@ -126,6 +129,16 @@ int sf_gguf_open_mem(const void *data, size_t len, struct sf_gguf **out, struct 
 
 /* Unmaps and frees. NULL is a no-op. */
 void sf_gguf_close(struct sf_gguf *g);
+
+#define SF_GGUF_MAX_SPLITS 256 /* parts of a split model */
+
+/* The files a model was read from: 1, or a split model's N parts. */
+uint32_t sf_gguf_n_parts(const struct sf_gguf *g);
+
+/* Part i's map (i < sf_gguf_n_parts; part 0 is the file opened): its bytes, the start of its
+ * data section and its size. */
+void sf_gguf_part(const struct sf_gguf *g, uint32_t i, const uint8_t **base,
+		  uint64_t *data_offset, uint64_t *size);
 
 /* The file's version (2 or 3), its size, the data section's alignment and start. */
 uint32_t sf_gguf_version(const struct sf_gguf *g);
@@ -187,6 +200,7 @@ struct sf_gguf_writer *sf_gguf_writer_new(void);
 void sf_gguf_writer_free(struct sf_gguf_writer *w);
 
 /* Adds a pair (the key and value are copied). */
+int sf_gguf_set_u16(struct sf_gguf_writer *w, const char *key, uint16_t v);
 int sf_gguf_set_u32(struct sf_gguf_writer *w, const char *key, uint32_t v);
 int sf_gguf_set_i32(struct sf_gguf_writer *w, const char *key, int32_t v);
 int sf_gguf_set_u64(struct sf_gguf_writer *w, const char *key, uint64_t v);

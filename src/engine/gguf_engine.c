@@ -38,29 +38,43 @@ static double mib(uint64_t b)
 	return (double)b / (1 << 20);
 }
 
-/* Reads a byte of every page of the tensors (but the packed ones': gguf_pack.c), so that the
- * first requests do not wait on the disk; says how far it got about once a second. */
+/* Reads a byte of every page of the tensors (but the packed ones': gguf_pack.c), in every
+ * part of a split model, so that the first requests do not wait on the disk; says how far it
+ * got about once a second. */
 static void touch(struct ge *g)
 {
-	const uint8_t *base = sf_gguf_base(g->file);
-	uint64_t start = sf_gguf_data_offset(g->file), size = sf_gguf_file_size(g->file);
-	uint64_t total = size > start ? size - start : 0;
-	long page = sysconf(_SC_PAGESIZE);
-	uintptr_t a = (uintptr_t)(base + start) & ~(uintptr_t)(page - 1);
-	madvise((void *)a, (size_t)(base + size - (const uint8_t *)a), MADV_WILLNEED);
-	say(g, "%s: mapped %.1f MiB (%llu tensors)", g->path, mib(size),
-	    (unsigned long long)sf_gguf_n_tensors(g->file));
+	const uint32_t parts = sf_gguf_n_parts(g->file);
+	const long page = sysconf(_SC_PAGESIZE);
+	uint64_t mapped = 0, total = 0, done = 0;
+	for (uint32_t p = 0; p < parts; p++) {
+		const uint8_t *base;
+		uint64_t start, size;
+		sf_gguf_part(g->file, p, &base, &start, &size);
+		mapped += size;
+		total += size > start ? size - start : 0;
+	}
+	say(g, "%s: mapped %.1f MiB (%llu tensors%s)", g->path, mib(mapped),
+	    (unsigned long long)sf_gguf_n_tensors(g->file), parts > 1 ? " in parts" : "");
 	volatile uint8_t sink = 0;
-	double t0 = now_s(), last = t0;
-	for (uint64_t off = 0; off < total; off += (uint64_t)page) {
-		const uint64_t at = ge_pack_next_touch(g, off);
-		if (at >= off + (uint64_t)page)
+	double last = now_s();
+	for (uint32_t p = 0; p < parts; p++) {
+		const uint8_t *base;
+		uint64_t start, size;
+		sf_gguf_part(g->file, p, &base, &start, &size);
+		if (size <= start)
 			continue;
-		sink ^= base[start + off];
-		if ((off & ((64u << 20) - 1)) == 0 && now_s() - last >= 1.0) {
-			last = now_s();
-			say(g, "%s: touched %.0f%% (%.1f of %.1f MiB)", g->path, 100.0 * off / total,
-			    mib(off), mib(total));
+		uintptr_t a = (uintptr_t)(base + start) & ~(uintptr_t)(page - 1);
+		madvise((void *)a, (size_t)(base + size - (const uint8_t *)a), MADV_WILLNEED);
+		for (uint64_t off = 0; off < size - start; off += (uint64_t)page, done += (uint64_t)page) {
+			const uint64_t at = (uint64_t)(uintptr_t)(base + start + off);
+			if (ge_pack_next_touch(g, at) >= at + (uint64_t)page)
+				continue;
+			sink ^= base[start + off];
+			if ((done & ((64u << 20) - 1)) == 0 && now_s() - last >= 1.0) {
+				last = now_s();
+				say(g, "%s: touched %.0f%% (%.1f of %.1f MiB)", g->path,
+				    100.0 * done / total, mib(done), mib(total));
+			}
 		}
 	}
 	(void)sink;

@@ -46,8 +46,8 @@ struct ge {
 	size_t n_packed;
 	void *pack_map;              /* their bytes: an anonymous mapping of pack_len */
 	size_t pack_len;
-	struct ge_range { uint64_t lo, hi; } *pack_skip; /* their bytes in the file (offsets past
-						      * its data), sorted */
+	struct ge_range { uint64_t lo, hi; } *pack_skip; /* their bytes in the file (addresses in
+						      * the map of its part), sorted */
 	uint8_t *tok_file;           /* the tokenizer's pairs as a file of their own, once asked */
 	size_t tok_file_len;
 };
@@ -71,8 +71,9 @@ static inline struct ge_ctx *ge_ctx(struct sf_engine_ctx *c)
  * at them (the file's pages under them dropped); 0 also when nothing is packed. */
 int ge_pack_weights(struct ge *g, struct sf_err *err);
 void ge_pack_free(struct ge *g);
-/* The first offset at or past off (bytes past the file's data) outside the packed tensors'
- * file bytes (whose pages were dropped: reading them would bring them back). */
+/* The first address at or past off (in the map of a file, or of a split model's part) outside
+ * the packed tensors' file bytes (whose pages were dropped: reading them would bring them
+ * back). */
 uint64_t ge_pack_next_touch(const struct ge *g, uint64_t off);
 
 /* gguf_run.c */

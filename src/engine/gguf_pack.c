@@ -165,12 +165,11 @@ int ge_pack_weights(struct ge *g, struct sf_err *err)
 		off += padded(p->size);
 	}
 	g->n_packed = n;
-	const uint8_t *data = sf_gguf_base(g->file) + sf_gguf_data_offset(g->file);
 	/* The file's pages dropped as they are packed: resident memory never holds much more
 	 * than one copy, even while loading. */
 	for (size_t i = 0; i < n; i++) {
 		pack_tensor(g, from[i], &g->packed[i]);
-		const uint64_t lo = (uint64_t)((const uint8_t *)from[i]->data - data);
+		const uint64_t lo = (uint64_t)(uintptr_t)from[i]->data;
 		g->pack_skip[i] = (struct ge_range){lo, lo + from[i]->size};
 	}
 	qsort(g->pack_skip, n, sizeof(*g->pack_skip), by_lo);

@@ -23,7 +23,17 @@ struct sf_gguf {
 	struct sf_gguf_tensor *tensors;
 	uint64_t n_tensors;
 	struct gguf_index kv_index, tensor_index;
+	/* A split model's parts 2..N (gguf_split.c), whose tensors the table above includes. */
+	struct sf_gguf **more;
+	uint32_t n_more;
 };
+
+/* Maps and parses one file (sf_gguf_open without joining a split model's other parts). */
+int sf__gguf_open_one(const char *path, struct sf_gguf **out, struct sf_err *err);
+
+/* When g (opened from path) is the first part of a split model, opens the other parts beside
+ * it, checks each, and joins their tensors to g's table; a single file is left as it is. */
+int sf__gguf_join_parts(struct sf_gguf *g, const char *path, struct sf_err *err);
 
 /* Bytes of one element of a fixed-size value type; 0 for STRING, ARRAY and unknown types. */
 uint32_t sf__gguf_vtype_size(uint32_t type);

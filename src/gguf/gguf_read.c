@@ -356,7 +356,7 @@ int sf_gguf_open_mem(const void *data, size_t len, struct sf_gguf **out, struct 
 	return 0;
 }
 
-int sf_gguf_open(const char *path, struct sf_gguf **out, struct sf_err *err)
+int sf__gguf_open_one(const char *path, struct sf_gguf **out, struct sf_err *err)
 {
 	*out = NULL;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -392,10 +392,23 @@ int sf_gguf_open(const char *path, struct sf_gguf **out, struct sf_err *err)
 	return 0;
 }
 
+int sf_gguf_open(const char *path, struct sf_gguf **out, struct sf_err *err)
+{
+	int rc = sf__gguf_open_one(path, out, err);
+	if (!rc && (rc = sf__gguf_join_parts(*out, path, err))) {
+		sf_gguf_close(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
 void sf_gguf_close(struct sf_gguf *g)
 {
 	if (!g)
 		return;
+	for (uint32_t i = 0; i < g->n_more; i++)
+		sf_gguf_close(g->more[i]);
+	free(g->more);
 	if (g->mapped)
 		munmap((void *)g->base, g->size);
 	sf__gguf_index_free(&g->kv_index);

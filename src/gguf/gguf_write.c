@@ -99,6 +99,12 @@ int sf_gguf_set_u32(struct sf_gguf_writer *w, const char *key, uint32_t v)
 	return rc ? rc : put_le(w, v, 4);
 }
 
+int sf_gguf_set_u16(struct sf_gguf_writer *w, const char *key, uint16_t v)
+{
+	int rc = put_key(w, key, SF_GGUF_U16);
+	return rc ? rc : put_le(w, v, 2);
+}
+
 int sf_gguf_set_i32(struct sf_gguf_writer *w, const char *key, int32_t v)
 {
 	int rc = put_key(w, key, SF_GGUF_I32);

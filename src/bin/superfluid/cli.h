@@ -47,6 +47,7 @@ int cli_model_run(int argc, char **argv);    /* model_run.c */
 int cli_model_logits(int argc, char **argv); /* model_run.c */
 int cli_model_perplexity(int argc, char **argv); /* model_ppl.c */
 int cli_model_quantize(int argc, char **argv);   /* model_quant.c */
+int cli_model_split(int argc, char **argv);      /* model_split.c */
 
 /* The admin socket forms (admin_generate.c, status.c). */
 int cli_admin_generate(const char *path, const char *model, unsigned long max, const char *prompt);

@@ -16,6 +16,7 @@ static const char usage_text[] =
 	"       superfluid model logits FILE --tokens \"ID ...\" -o OUT\n"
 	"       superfluid model perplexity FILE --text TEXT_FILE [--ctx N]\n"
 	"       superfluid model quantize FILE --type TYPE -o OUT.gguf\n"
+	"       superfluid model split FILE --parts N -o PREFIX\n"
 	"\n"
 	"  make     a GGUF model of random weights in a real model's shape, with a real vocabulary\n"
 	"  info     what a GGUF file holds, and whether superfluid-noded --engine gguf runs it\n"
@@ -24,6 +25,7 @@ static const char usage_text[] =
 	"  logits   the logits of every position of a token sequence, as raw floats\n"
 	"  perplexity  the model's perplexity over a text (as llama-ref perplexity computes it)\n"
 	"  quantize the same model with its matrices in another tensor type\n"
+	"  split    the same model as N files, as llama.cpp's gguf-split writes them\n"
 	"Each command's --help lists its options.\n";
 
 static int info(int argc, char **argv)
@@ -109,6 +111,8 @@ int cli_model(int argc, char **argv)
 		return cli_model_perplexity(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "quantize"))
 		return cli_model_quantize(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "split"))
+		return cli_model_split(argc - 1, argv + 1);
 	fprintf(stderr, "superfluid model: unknown command '%s' (see --help)\n", argv[1]);
 	return CLI_USAGE;
 }
