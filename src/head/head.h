@@ -31,7 +31,8 @@
 #define SF_HEAD_LOAD_TOKENS 256         /* a running generation weighs as much as computing
 					 * this many prompt positions, in placement */
 #define SF_HEAD_BUSY 2                  /* a node running this many generations loses to an
-					 * idle one, whatever it caches */
+					 * idle one, whatever it caches, when its prefix is hot: */
+#define SF_HEAD_HOT 4                   /* requests placed there by that prefix */
 
 struct sf_head_config {
 	uint32_t max_nodes;        /* 0: 64 */

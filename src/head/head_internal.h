@@ -85,6 +85,7 @@ struct node_model {
 struct head_view_entry {
 	uint64_t hash;
 	uint64_t until;
+	uint32_t hits; /* requests placed here whose longest cached prefix ended at this page */
 };
 
 /* A node's view: an open-addressed set of page hashes (head_prefix.c). */
@@ -228,9 +229,12 @@ void sf__head_view_clear(struct head_view *v);
 /* How many of prefix[0..n) node's view holds, from the first on. */
 uint32_t sf__head_view_match(const struct sf_head *h, uint32_t node, const uint64_t *prefix,
 			     uint32_t n_prefix);
-/* A prompt of these pages was placed on node: they count there, pending its report. */
+/* A prompt of these pages was placed on node, its longest cached prefix there match pages:
+ * they count there, pending its report, and that prefix's last page has one more hit. */
 void sf__head_view_placed(struct sf_head *h, uint32_t node, const uint64_t *prefix,
-			  uint32_t n_prefix);
+			  uint32_t n_prefix, uint32_t match);
+/* The hits of node's page hash (0 when its view lacks it). */
+uint32_t sf__head_view_hits(const struct sf_head *h, uint32_t node, uint64_t hash);
 void sf__head_on_prefix(struct sf_head *h, uint32_t node, const struct sf_prefix_cache *m);
 /* The page hashes of s's content (malloc'd into *out; 0 and NULL when none). */
 uint32_t sf__head_prefix_of(const struct head_session *s, uint64_t **out);

@@ -125,9 +125,11 @@ static uint32_t load_of(const struct head_node *n)
  * them the node holds) and SF_HEAD_LOAD_TOKENS positions for each generation the node runs, so
  * that a long cached prefix keeps its requests on its node until that node is busy enough that
  * computing the prefix elsewhere is sooner, and a short one weighs little against load; on a
- * tie the less loaded. But a node running SF_HEAD_BUSY generations or more loses to an idle
- * one whatever it caches: a hot prefix is then computed on a second node too, and requests
- * spread over both (the cost alone would queue them all where the prefix first was). */
+ * tie the less loaded. But when that prefix is hot (SF_HEAD_HOT requests were placed there by
+ * it: a system prompt many users share, not one conversation's history, which each turn
+ * extends) a node running SF_HEAD_BUSY generations or more loses to an idle one: the prefix
+ * is then computed on a second node too, and its requests spread over both (the cost alone
+ * would queue them all where it first was). */
 struct pick {
 	uint32_t best, best_match, best_load; /* the cheapest */
 	uint64_t best_cost;
@@ -135,6 +137,7 @@ struct pick {
 	uint64_t idle_cost;
 	uint32_t top_match;                   /* the longest prefix any node holds */
 	uint32_t last;                        /* the node it was on, when it qualifies */
+	bool hot;                             /* the cheapest's prefix is hot there */
 };
 
 static void consider(const struct sf_head *h, const struct head_session *s, uint32_t i,
@@ -154,6 +157,7 @@ static void consider(const struct sf_head *h, const struct head_session *s, uint
 		p->best_cost = cost;
 		p->best_match = match;
 		p->best_load = load;
+		p->hot = match && sf__head_view_hits(h, i, prefix[match - 1]) >= SF_HEAD_HOT;
 	}
 	if (!load && (p->idle == SF_HEAD_NO_NODE || cost < p->idle_cost)) {
 		p->idle = i;
@@ -164,7 +168,7 @@ static void consider(const struct sf_head *h, const struct head_session *s, uint
 
 static uint32_t choose(struct sf_head *h, const struct pick *p)
 {
-	bool spread = p->best_load >= SF_HEAD_BUSY && p->idle != SF_HEAD_NO_NODE;
+	bool spread = p->hot && p->best_load >= SF_HEAD_BUSY && p->idle != SF_HEAD_NO_NODE;
 	uint32_t match = spread ? p->idle_match : p->best_match;
 	if (p->top_match && match == p->top_match)
 		h->stats.prefix_placed++;
@@ -228,7 +232,8 @@ uint32_t sf__head_place(struct sf_head *h, const struct head_session *s, uint32_
 		/* A session opened again goes back where it was, as any does: its context is there,
 		 * and a REVOKE on its way there must not leave two nodes a lease. */
 		best = pk.last != SF_HEAD_NO_NODE ? pk.last : choose(h, &pk);
-		sf__head_view_placed(h, best, prefix, n_prefix);
+		sf__head_view_placed(h, best, prefix, n_prefix,
+				     n_prefix ? sf__head_view_match(h, best, prefix, n_prefix) : 0);
 	}
 	free(own);
 	if (best != SF_HEAD_NO_NODE)

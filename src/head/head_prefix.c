@@ -58,7 +58,7 @@ static void view_add(struct sf_head *h, struct head_view *v, uint64_t hash, uint
 	}
 	if ((v->n + 1) * 2 > v->cap && !rebuild(v, v->cap ? v->cap * 2 : 1024, h->now))
 		return;
-	v->e[slot(v, hash)] = (struct head_view_entry){ hash, until };
+	v->e[slot(v, hash)] = (struct head_view_entry){ .hash = hash, .until = until };
 	v->n++;
 }
 
@@ -108,13 +108,28 @@ uint32_t sf__head_view_match(const struct sf_head *h, uint32_t node, const uint6
 }
 
 void sf__head_view_placed(struct sf_head *h, uint32_t node, const uint64_t *prefix,
-			  uint32_t n_prefix)
+			  uint32_t n_prefix, uint32_t match)
 {
 	struct head_node *n = &h->nodes[node];
 	if (n->version < 6)
 		return; /* it reports nothing, so nothing is placed by its cache */
 	for (uint32_t i = 0; i < n_prefix; i++)
 		view_add(h, &n->view, prefix[i], h->now + SF_HEAD_PREFIX_PENDING_MS);
+	struct head_view *v = &n->view;
+	if (match && v->cap) {
+		struct head_view_entry *e = &v->e[slot(v, prefix[match - 1])];
+		if (e->hash && e->hits < UINT32_MAX)
+			e->hits++;
+	}
+}
+
+uint32_t sf__head_view_hits(const struct sf_head *h, uint32_t node, uint64_t hash)
+{
+	const struct head_view *v = &h->nodes[node].view;
+	if (!v->cap)
+		return 0;
+	const struct head_view_entry *e = &v->e[slot(v, hash)];
+	return e->hash ? e->hits : 0;
 }
 
 void sf__head_on_prefix(struct sf_head *h, uint32_t node, const struct sf_prefix_cache *m)

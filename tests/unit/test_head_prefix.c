@@ -104,18 +104,27 @@ static void longest_prefix_weighed_against_load(void **state)
 	sf_fleet_sim_free(f);
 }
 
-/* A node running SF_HEAD_BUSY generations loses to an idle one whatever it caches: a hot
- * prefix is computed on a second node too. */
-static void a_busy_node_loses_to_an_idle_one(void **state)
+/* A node running SF_HEAD_BUSY generations loses to an idle one when its prefix is hot (a
+ * prefix SF_HEAD_HOT requests found there: computed on a second node too), not when it is one
+ * conversation's (each turn finds a longer one). */
+static void a_busy_node_loses_to_an_idle_one_for_a_hot_prefix(void **state)
 {
 	(void)state;
 	struct sf_fleet_sim *f = fleet(2, 20);
 	uint32_t home = start(f, 1, 7, 10, 4);
 	sf_fleet_sim_run(f, 1000);
+	/* Not hot yet: two running there, the other idle, still the prefix's node. */
 	assert_int_equal(start(f, 2, 7, 12, 1000), home);
-	assert_int_equal(start(f, 3, 7, 13, 1000), home); /* one running there: still cheaper */
-	assert_int_equal(start(f, 4, 7, 14, 1000), 1 - home); /* two: the idle one */
-	assert_int_equal(start(f, 5, 7, 15, 1000), 1 - home); /* its pending pages, less load */
+	assert_int_equal(start(f, 3, 7, 13, 1000), home);
+	assert_int_equal(start(f, 4, 7, 14, 1000), home);
+	assert_int_equal(start(f, 5, 7, 15, 1000), home);
+	/* Hot (four found it): the next one goes to the idle node, the one after follows it (its
+	 * pending pages, less load). */
+	assert_int_equal(start(f, 6, 7, 16, 1000), 1 - home);
+	assert_int_equal(start(f, 7, 7, 17, 1000), 1 - home);
+	struct sf_head_stats hs;
+	sf_head_stats(sf_fleet_sim_head(f), &hs);
+	assert_int_equal(hs.prefix_balanced, 1);
 	sf_fleet_sim_free(f);
 }
 
@@ -180,7 +189,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(longest_prefix_weighed_against_load),
-		cmocka_unit_test(a_busy_node_loses_to_an_idle_one),
+		cmocka_unit_test(a_busy_node_loses_to_an_idle_one_for_a_hot_prefix),
 		cmocka_unit_test(the_view_follows_the_node),
 		cmocka_unit_test(older_nodes_without_prefixes),
 	};
