@@ -133,6 +133,10 @@ float sf_kern_expf(float x);
  * the same bits. */
 double sf_kern_softmax(float *s, uint32_t n, float scale);
 
+/* SwiGLU in place: gate[i] = gate[i] / (1 + sf_kern_expf(-gate[i])) * up[i], each operation
+ * rounded in that order; every variant gives the same bits. */
+void sf_kern_swiglu(float *gate, const float *up, int64_t n);
+
 /* IEEE half and bfloat16 conversions (round to nearest even; NaN stays NaN). */
 float sf_f16_to_f32(uint16_t h);
 uint16_t sf_f32_to_f16(float f);

@@ -407,6 +407,9 @@ static inline int32_t sf__trunc_i32(float v)
 	return (int32_t)v;
 }
 
+/* sf_kern_swiglu's reference over elements [i, n): the variants' tails. */
+void sf__swiglu_ref(float *gate, const float *up, int64_t i, int64_t n);
+
 /* sf_kern_attn_v_f16 over dimensions [d0, hd) of n_q queries, element by element in the
  * reference's order (positions ascending): the variants' columns past their vector widths. */
 static inline void sf__attn_v_tail(float *out, size_t out_stride, const float *s,

@@ -58,10 +58,7 @@ void sf_op_rope(const struct sf_model *m, float *x, uint32_t n_heads, const floa
 
 void sf_op_swiglu(float *gate, const float *up, uint32_t n)
 {
-	for (uint32_t i = 0; i < n; i++) {
-		float g = gate[i];
-		gate[i] = g / (1.0f + sf_kern_expf(-g)) * up[i];
-	}
+	sf_kern_swiglu(gate, up, n);
 }
 
 void sf_op_attend(const struct sf_model *m, const struct sf_kv *kv, uint32_t layer,

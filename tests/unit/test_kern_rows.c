@@ -1,9 +1,12 @@
-/* Attention's kernels: the weighted sum of values (sf_kern_attn_v_f16): every variant the CPU
+/* The forward pass's row kernels (each against its scalar reference, every variant the CPU
+ * has). Attention's: the weighted sum of values (sf_kern_attn_v_f16): every variant the CPU
  * has gives the scalar reference's bits, and those are the bits of sf_kern_axpy_f16 called
  * position by position, for group sizes 1 to 8, head dimensions around the vector widths and
  * positions past a page, accumulating onto what the rows held; and a softmax row's numerators
  * (sf_kern_softmax): every variant the reference's bits, over scores that reach exp's edges
- * (past its range, subnormal results, NaN, infinities). Says which variants it compared. */
+ * (past its range, subnormal results, NaN, infinities). And SwiGLU (sf_kern_swiglu) over
+ * lengths around the vector widths, NaN and infinities among the gates. Says which variants
+ * it compared. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -119,11 +122,49 @@ static void softmax_variants_agree(void **state)
 		       compared[isa] ? "compared" : "not on this CPU");
 }
 
+static void swiglu_variants_agree(void **state)
+{
+	(void)state;
+	uint64_t seed = 13;
+	enum sf_kisa was = sf_kern_isa();
+	bool compared[SF_KISA_AVX512 + 1] = { false };
+	static float gate[100], up[100], want[100], got[100];
+	for (int64_t n = 1; n <= 100; n++) {
+		for (int64_t i = 0; i < n; i++) {
+			gate[i] = val(&seed, 300.0f);
+			up[i] = val(&seed, 1000.0f);
+		}
+		if (n > 10) {
+			gate[3] = NAN;
+			gate[5] = -NAN;
+			gate[7] = INFINITY;
+			gate[9] = -0.0f;
+		}
+		for (int isa = SF_KISA_SCALAR; isa <= SF_KISA_AVX512; isa++) {
+			if (!sf_kern_isa_supported(isa))
+				continue;
+			sf_kern_force_isa(isa);
+			float *out = isa == SF_KISA_SCALAR ? want : got;
+			memcpy(out, gate, n * sizeof(float));
+			sf_kern_swiglu(out, up, n);
+			if (isa != SF_KISA_SCALAR && memcmp(got, want, n * sizeof(float)))
+				fail_msg("%s: swiglu of %lld not the reference's bits",
+					 sf_kern_isa_name(isa), (long long)n);
+			compared[isa] = true;
+		}
+		sf_kern_force_isa(was);
+	}
+	for (int isa = SF_KISA_SCALAR; isa <= SF_KISA_AVX512; isa++)
+		printf("swiglu: %s %s\n", sf_kern_isa_name(isa),
+		       compared[isa] ? "compared" : "not on this CPU");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(variants_give_the_bits_of_axpy),
 		cmocka_unit_test(softmax_variants_agree),
+		cmocka_unit_test(swiglu_variants_agree),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
