@@ -54,7 +54,7 @@ static int parse_model(const json_t *root, struct sf_api_request *r, struct sf_a
 }
 
 /* Token ids as a prompt: an array of integers, each a token id. */
-static int parse_prompt_ids(const json_t *v, const char *param, struct sf_api_request *r,
+static int parse_prompt_ids(const json_t *v, const char *param, struct sf_api_prompt *out,
 			    struct sf_api_error *e)
 {
 	size_t n = json_array_size(v);
@@ -62,7 +62,7 @@ static int parse_prompt_ids(const json_t *v, const char *param, struct sf_api_re
 		return sf_api_bad(e, param, "%s must hold at least one token id", param);
 	if (n > SF_API_MAX_PROMPT_TOKENS)
 		return sf__api_too_many(e, param, "token ids", n, SF_API_MAX_PROMPT_TOKENS);
-	if (!(r->prompt_tokens = malloc(n * sizeof(*r->prompt_tokens))))
+	if (!(out->tokens = malloc(n * sizeof(*out->tokens))))
 		return sf__api_nomem(e);
 	for (size_t i = 0; i < n; i++) {
 		const json_t *t = json_array_get(v, i);
@@ -71,36 +71,60 @@ static int parse_prompt_ids(const json_t *v, const char *param, struct sf_api_re
 		if (!json_is_integer(t) || json_integer_value(t) < 0 ||
 		    json_integer_value(t) > INT32_MAX)
 			return sf__api_value(e, p, "a token id from 0 to 2147483647", t);
-		r->prompt_tokens[i] = (uint32_t)json_integer_value(t);
+		out->tokens[i] = (uint32_t)json_integer_value(t);
 	}
-	r->n_prompt_tokens = (uint32_t)n;
+	out->n_tokens = (uint32_t)n;
 	return 0;
 }
 
-/* prompt: a string, token ids, or an array holding one of them. */
+/* One prompt of an array of them: a string, or an array of token ids. */
+static int parse_one_prompt(const json_t *v, const char *param, struct sf_api_prompt *out,
+			    struct sf_api_error *e)
+{
+	if (json_is_string(v))
+		return sf__api_dup(v, &out->text, e);
+	if (json_is_array(v))
+		return parse_prompt_ids(v, param, out, e);
+	return sf__api_type(e, param, "a string or an array of token ids", v);
+}
+
+/* prompt: a string, token ids, or an array of strings or of arrays of token ids (several
+ * prompts, each its own n choices). */
 static int parse_prompt(const json_t *root, struct sf_api_request *r, struct sf_api_error *e)
 {
 	const json_t *v = json_object_get(root, "prompt");
 	if (!v)
 		return sf__api_missing(e, "prompt");
+	size_t n = json_is_array(v) && !json_is_integer(json_array_get(v, 0)) ? json_array_size(v)
+										: 1;
+	if (!json_is_string(v) && !json_is_array(v))
+		return sf__api_type(e, "prompt", "a string, an array of token ids, or an array of "
+				    "strings or of arrays of token ids", v);
+	if (!n)
+		return sf_api_bad(e, "prompt", "prompt must hold at least one prompt");
+	if (n > SF_API_MAX_CHOICES)
+		return sf__api_too_many(e, "prompt", "prompts", n, SF_API_MAX_CHOICES);
+	if (!(r->prompts = calloc(n, sizeof(*r->prompts))))
+		return sf__api_nomem(e);
+	r->n_prompts = (uint32_t)n;
+	int rc = 0;
 	if (json_is_string(v))
-		return sf__api_dup(v, &r->prompt, e);
-	if (!json_is_array(v))
-		return sf__api_type(e, "prompt", "a string, an array of token ids, or an array "
-				    "holding one of them", v);
-	const json_t *first = json_array_get(v, 0);
-	if (first && json_is_integer(first))
-		return parse_prompt_ids(v, "prompt", r, e);
-	if (json_array_size(v) != 1)
-		return sf_api_fail(e, 400, "invalid_request_error", "unsupported_value", "prompt",
-				   "prompt must be one prompt (got an array of %zu): batches of "
-				   "prompts are not supported; send one request per prompt",
-				   json_array_size(v));
-	if (json_is_array(first))
-		return parse_prompt_ids(first, "prompt[0]", r, e);
-	if (!json_is_string(first))
-		return sf__api_type(e, "prompt[0]", "a string or an array of token ids", first);
-	return sf__api_dup(first, &r->prompt, e);
+		rc = sf__api_dup(v, &r->prompts[0].text, e);
+	else if (n == 1 && json_is_integer(json_array_get(v, 0)))
+		rc = parse_prompt_ids(v, "prompt", &r->prompts[0], e);
+	for (size_t i = 0; !rc && json_is_array(v) && !json_is_integer(json_array_get(v, 0)) &&
+			   i < n; i++) {
+		char p[SF__API_PARAM_MAX];
+		sf__api_path(p, "prompt[%zu]", i);
+		rc = parse_one_prompt(json_array_get(v, i), p, &r->prompts[i], e);
+	}
+	if (rc)
+		return rc;
+	/* The first prompt is the request's prompt (the prompts' own copies). */
+	r->prompt = r->prompts[0].text;
+	r->prompt_tokens = r->prompts[0].tokens;
+	r->n_prompt_tokens = r->prompts[0].n_tokens;
+	return 0;
 }
 
 static int parse_stream(const json_t *root, struct sf_api_request *r, struct sf_api_error *e)
@@ -327,6 +351,11 @@ static int parse_root(enum sf_api_kind kind, const json_t *root, struct sf_api_r
 	    parse_logprobs(root, r, &top_given, e) || sf__api_parse_more(root, r, top_given, e) ||
 	    parse_ignored(root, e))
 		return -1;
+	if (r->n_prompts > 1 && (uint64_t)r->n_prompts * r->n > SF_API_MAX_CHOICES)
+		return sf_api_fail(e, 413, "invalid_request_error", "too_many_choices", "n",
+				   "%u prompts of n = %u choices make %u, past the %d one request "
+				   "may ask for", r->n_prompts, r->n, r->n_prompts * r->n,
+				   SF_API_MAX_CHOICES);
 	if (sf__api_opt_str(root, "user", "user", &r->user, e) ||
 	    sf__api_opt_str(root, "session", "session", &r->session, e))
 		return -1;
@@ -404,8 +433,11 @@ void sf_api_request_free(struct sf_api_request *r)
 	free(r->chat_json);
 	free(r->chat_template);
 	free(r->model);
-	free(r->prompt);
-	free(r->prompt_tokens);
+	for (uint32_t i = 0; i < r->n_prompts; i++) {
+		free(r->prompts[i].text);
+		free(r->prompts[i].tokens);
+	}
+	free(r->prompts);
 	for (uint32_t i = 0; i < r->n_stop; i++)
 		free(r->stop[i]);
 	free(r->stop_token_ids);

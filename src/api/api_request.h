@@ -18,7 +18,8 @@
 #define SF_API_MAX_STOP_BYTES 256
 #define SF_API_MAX_STOP_IDS 64     /* stop_token_ids */
 #define SF_API_MAX_PROMPT_TOKENS (1u << 20) /* token ids of a completion's prompt */
-#define SF_API_MAX_N 8             /* choices of one request */
+#define SF_API_MAX_N 8             /* choices of one prompt (n) */
+#define SF_API_MAX_CHOICES 64      /* choices of one request: its prompts x n */
 #define SF_API_MAX_TOP_LOGPROBS 20 /* chat; completions allow 0..5 */
 #define SF_API_MAX_SESSION_ID 128  /* bytes of a session name */
 #define SF_API_MAX_LOGIT_BIAS 300  /* logit_bias entries, as OpenAI */
@@ -73,6 +74,13 @@ struct sf_api_logit_bias {
 	float bias;
 };
 
+/* One prompt of a completions request: text, or token ids. */
+struct sf_api_prompt {
+	char *text;
+	uint32_t *tokens;
+	uint32_t n_tokens;
+};
+
 /* What a POST /v1/responses request asks beyond its chat request. */
 struct sf_api_responses {
 	char *previous_id; /* previous_response_id, or NULL */
@@ -101,11 +109,14 @@ struct sf_api_request {
 			      * or a template's text; NULL: the model's own */
 	bool no_generation_prompt; /* "add_generation_prompt": false */
 
-	/* completions: one prompt, a string (an array holding one string is taken too) or token
-	 * ids (an array of them, or an array holding one such array): used as given, no BOS */
+	/* completions: a prompt, a string or token ids (used as given, no BOS); prompt is the
+	 * first of prompts (an array of strings, or of arrays of ids, gives several: each its own
+	 * n choices, prompts x n at most SF_API_MAX_CHOICES) */
 	char *prompt;              /* NULL: prompt_tokens */
 	uint32_t *prompt_tokens;   /* checked against the vocabulary later */
 	uint32_t n_prompt_tokens;  /* 1..SF_API_MAX_PROMPT_TOKENS */
+	struct sf_api_prompt *prompts; /* every prompt, [0] the one above; n_prompts >= 1 */
+	uint32_t n_prompts;
 	bool echo;   /* the prompt's text first in the output (not with logprobs) */
 
 	bool stream;

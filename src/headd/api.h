@@ -129,7 +129,8 @@ struct headd_req {
 	/* n > 1: each choice runs as a request of its own, in its own session; the first (the
 	 * lead) answers the client for all of them. */
 	struct headd_req *lead;   /* the first choice (itself for it); NULL when n is 1 */
-	struct headd_req *choice[SF_API_MAX_N]; /* the lead's: every choice, [0] itself */
+	struct headd_req *choice[SF_API_MAX_CHOICES]; /* the lead's: every choice, [0] itself */
+	const struct sf_api_prompt *prompt; /* a completion's prompt (of r.prompts), or NULL */
 	uint32_t n_choice, index;
 	bool borrowed;            /* r belongs to the lead: not freed with this choice */
 	bool tokenize_only;       /* POST /v1/tokenize: answer the encoding, generate nothing */

@@ -56,17 +56,18 @@ int headd_out_init(struct headd_req *q)
 		    r->n_stop, r->tools, r->n_tools, q->out_seed);
 	sf_out_set_ends(&q->out, r->stop_token_ids, r->n_stop_token_ids,
 			r->include_stop_str_in_output, r->min_tokens);
-	if (!r->echo)
+	const struct sf_api_prompt *p = q->prompt;
+	if (!r->echo || !p)
 		return 0;
-	if (r->prompt)
-		return sf_out_echo(&q->out, r->prompt, strlen(r->prompt));
+	if (p->text)
+		return sf_out_echo(&q->out, p->text, strlen(p->text));
 	/* Token ids: their text, specials left out as in a reply. */
 	struct sf_str text = { 0 };
 	int rc = 0;
-	for (uint32_t i = 0; i < r->n_prompt_tokens && !rc; i++) {
+	for (uint32_t i = 0; i < p->n_tokens && !rc; i++) {
 		size_t len = 0;
-		const uint8_t *b = sf_tokenizer_is_special(q->tok, r->prompt_tokens[i]) ? NULL
-				   : sf_tokenizer_bytes(q->tok, r->prompt_tokens[i], &len);
+		const uint8_t *b = sf_tokenizer_is_special(q->tok, p->tokens[i]) ? NULL
+				   : sf_tokenizer_bytes(q->tok, p->tokens[i], &len);
 		if (b && len)
 			rc = sf_str_add(&text, b, len);
 	}
@@ -196,7 +197,8 @@ static int start_generation(struct headd_req *q, const uint32_t *tokens, uint32_
 	}
 	uint32_t base = s ? s->n_content : 0;
 	uint32_t bos = sf_tokenizer_bos(q->tok);
-	if (q->r.kind != SF_API_COMPLETION || q->r.prompt_tokens || base || (n && tokens[0] == bos))
+	if (q->r.kind != SF_API_COMPLETION || (q->prompt && q->prompt->tokens) || base ||
+	    (n && tokens[0] == bos))
 		bos = SF_TOKEN_NONE;
 	uint32_t lead = bos != SF_TOKEN_NONE;
 	if ((uint64_t)base + lead + n > SF_MAX_TOKENS) {
@@ -231,7 +233,8 @@ static int start_generation(struct headd_req *q, const uint32_t *tokens, uint32_
 
 	if (q->pipeline ? start_pipeline(q) : start_session(q))
 		return -1;
-	return q->r.n > 1 ? start_choices(q) : 0;
+	/* The lead of several choices (n, prompts) starts the others; a choice starts only its own. */
+	return !q->lead && (q->r.n > 1 || q->r.n_prompts > 1) ? start_choices(q) : 0;
 }
 
 /* Starts q's generation on the pipeline's stages, with its sampling (choice i: seed + i). */
@@ -403,25 +406,58 @@ static int start_session(struct headd_req *q)
 	return 0;
 }
 
-/* n > 1: choices 1..n-1 as requests of their own on the same content, answered by q. A
- * choice that cannot start fails, and with it the answer, once the others have ended. */
+/* Choice c's own prompt (another prompt of a completions request): encoded now when the head
+ * can, else when a node answers (headd_gen_tokenized), then its generation starts. */
+static void encode_choice(struct headd_req *c)
+{
+	struct headd *d = c->d;
+	const struct sf_api_prompt *p = c->prompt;
+	if (p->tokens) {
+		start_generation(c, p->tokens, p->n_tokens);
+		return;
+	}
+	struct sf_piece plain = { .text = p->text, .text_len = (uint32_t)strlen(p->text) };
+	unsigned mode = sf_tokenizer_offers_pieces(c->tok) ? SF_TOKENIZE_PIECES
+			: sf_tokenizer_offers_plain(c->tok) ? SF_TOKENIZE_PLAIN : SF_TOKENIZE_ENCODE;
+	const uint32_t *toks = NULL;
+	uint32_t n = 0;
+	struct sf_err err;
+	c->encode_bytes = plain.text_len;
+	int rc = sf_tok_client_encode(d->api.tok, c->tok_model, mode, plain.text, plain.text_len,
+				      &plain, 1, c->t_start, &c->ticket, &toks, &n, &err);
+	if (rc < 0) {
+		struct sf_api_error e;
+		headd_encode_fail(&e, rc, c->encode_bytes, err.msg);
+		req_fail(c, &e);
+	} else if (rc == 1) {
+		start_generation(c, toks, n);
+	}
+}
+
+/* Several choices (n > 1, or several prompts): choices 1.. as requests of their own, answered
+ * by q: choice i runs prompt i / n (on q's content when it is q's prompt, else encoded for it).
+ * A choice that cannot start fails, and with it the answer, once the others have ended. */
 static int start_choices(struct headd_req *q)
 {
 	struct headd *d = q->d;
+	uint32_t prompts = q->r.n_prompts > 1 ? q->r.n_prompts : 1, total = prompts * q->r.n;
 	q->lead = q;
 	q->choice[0] = q;
 	q->n_choice = 1;
-	for (uint32_t i = 1; i < q->r.n; i++) {
+	for (uint32_t i = 1; i < total && i < SF_API_MAX_CHOICES; i++) {
+		bool own = i / q->r.n > 0; /* another prompt: encoded for this choice */
 		struct headd_req *c = calloc(1, sizeof(*c));
-		uint32_t *content = c ? malloc(((size_t)q->n_content + 1) * sizeof(uint32_t)) : NULL;
-		if (!content) {
+		uint32_t *content = c && !own ? malloc(((size_t)q->n_content + 1) * sizeof(uint32_t))
+				    : NULL;
+		if (!c || (!own && !content)) {
 			free(c);
 			struct sf_api_error e;
 			sf_api_fail(&e, 500, "server_error", NULL, NULL, "the head is out of memory");
 			req_fail(q, &e);
 			return -1;
 		}
-		memcpy(content, q->content, (size_t)q->n_content * sizeof(uint32_t));
+		if (content)
+			memcpy(content, q->content, (size_t)q->n_content * sizeof(uint32_t));
 		c->d = d;
 		c->h = q->h;
 		c->r = q->r;
@@ -431,7 +467,8 @@ static int start_choices(struct headd_req *q)
 		c->created_s = q->created_s;
 		c->t_start = q->t_start;
 		c->content = content;
-		c->n_content = q->n_content;
+		c->n_content = content ? q->n_content : 0;
+		c->prompt = q->prompt && q->r.n_prompts > 1 ? &q->r.prompts[i / q->r.n] : q->prompt;
 		c->max_tokens = q->max_tokens;
 		c->tok = q->tok;
 		c->tok_model = q->tok_model;
@@ -449,10 +486,13 @@ static int start_choices(struct headd_req *q)
 		q->choice[q->n_choice++] = c;
 		c->next = d->api.reqs;
 		d->api.reqs = c;
-		headd_life_init(&c->life, HL_RUNNING);
+		headd_life_init(&c->life, own ? HL_TOKENIZING : HL_RUNNING);
 		c->life.streaming = q->life.streaming;
 		/* A failure is the choice's end: see headd_stream_finish. */
-		(void)(c->pipeline ? start_pipeline(c) : start_session(c));
+		if (own)
+			encode_choice(c);
+		else
+			(void)(c->pipeline ? start_pipeline(c) : start_session(c));
 	}
 	return 0;
 }
@@ -464,9 +504,10 @@ static int named_for(struct headd_req *q, const struct sf_http_request *hr, stru
 	const char *name = hdr ? hdr : q->r.session;
 	if (!name)
 		return 0;
-	if (q->r.n > 1)
-		return sf_api_bad(e, "n", "a named session holds one conversation: ask for n = 1 "
-				  "with a session, or leave the session out for %u choices", q->r.n);
+	if (q->r.n > 1 || q->r.n_prompts > 1)
+		return sf_api_bad(e, q->r.n > 1 ? "n" : "prompt", "a named session holds one "
+				  "conversation: ask for one prompt and n = 1 with a session, or "
+				  "leave the session out for several choices");
 	if (q->pipeline)
 		return sf_api_fail(e, 400, "invalid_request_error", "unsupported_on_fleet",
 				   hdr ? "X-Superfluid-Session" : "session", "%s runs over pipeline "
@@ -514,12 +555,13 @@ static int check(struct headd_req *q, struct sf_api_error *e)
 					   "logit_bias", "logit_bias names token %u, past the "
 					   "vocabulary of %.128s (%u tokens)", q->r.logit_bias[i].token,
 					   q->r.model, vocab);
-	for (uint32_t i = 0; i < q->r.n_prompt_tokens; i++)
-		if (q->r.prompt_tokens[i] >= vocab)
-			return sf_api_fail(e, 400, "invalid_request_error", "invalid_value",
-					   "prompt", "prompt holds token %u (at %u), past the "
-					   "vocabulary of %.128s (%u tokens)", q->r.prompt_tokens[i],
-					   i, q->r.model, vocab);
+	for (uint32_t p = 0; p < q->r.n_prompts; p++)
+		for (uint32_t i = 0; i < q->r.prompts[p].n_tokens; i++)
+			if (q->r.prompts[p].tokens[i] >= vocab)
+				return sf_api_fail(e, 400, "invalid_request_error", "invalid_value",
+						   "prompt", "prompt holds token %u (at %u), past the "
+						   "vocabulary of %.128s (%u tokens)",
+						   q->r.prompts[p].tokens[i], i, q->r.model, vocab);
 	for (uint32_t i = 0; i < q->r.n_stop_token_ids; i++)
 		if (q->r.stop_token_ids[i] >= vocab)
 			return sf_api_fail(e, 400, "invalid_request_error", "invalid_value",
@@ -540,8 +582,8 @@ static void encode(struct headd_req *q, char *chat, size_t chat_len)
 {
 	struct headd *d = q->d;
 	struct sf_api_error e;
-	struct sf_piece plain = { .text = q->r.prompt,
-				  .text_len = q->r.prompt ? (uint32_t)strlen(q->r.prompt) : 0 };
+	char *prompt = q->prompt ? q->prompt->text : NULL;
+	struct sf_piece plain = { .text = prompt, .text_len = prompt ? (uint32_t)strlen(prompt) : 0 };
 	unsigned mode = SF_TOKENIZE_PIECES;
 	if (chat)
 		mode = SF_TOKENIZE_ENCODE;
@@ -605,6 +647,7 @@ void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct s
 		return;
 	}
 	kind = q->r.kind; /* Responses and Messages are chat requests from here on */
+	q->prompt = q->r.n_prompts ? &q->r.prompts[0] : NULL;
 	headd_gen_vocab(&q->vocab, q->tok);
 	q->out_seed = headd_gen_rand(d);
 	if (d->wal.w && body_len <= SF_WALREC_MAX_BODY && (q->body = malloc(body_len + 1))) {
@@ -626,8 +669,8 @@ void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct s
 	}
 	q->vocab.end_turn = headd_req_end_turn(q);
 	(void)headd_out_init(q); /* no memory: the output ends at once */
-	if (q->r.prompt_tokens) { /* token ids: nothing to encode */
-		start_generation(q, q->r.prompt_tokens, q->r.n_prompt_tokens);
+	if (q->prompt && q->prompt->tokens) { /* token ids: nothing to encode */
+		start_generation(q, q->prompt->tokens, q->prompt->n_tokens);
 		headd_stream_begin(q);
 		return;
 	}
@@ -788,6 +831,10 @@ void headd_gen_client_gone(struct headd_req *q)
 	for (uint32_t i = 1; q->lead == q && i < q->n_choice; i++)
 		headd_gen_client_gone(q->choice[i]);
 	q->h = NULL;
+	/* A choice still encoding its own prompt ends (failed) as a choice, so its lead answers
+	 * once the others have ended, rather than being released beneath it. */
+	if (q->lead && q->lead != q && q->life.phase == HL_TOKENIZING)
+		headd_life_on(&q->life, HE_FAILED);
 	if (headd_life_on(&q->life, HE_CLIENT_GONE) & HA_GONE) {
 		q->d->api.m.client_gone++;
 		sfd_info("%s: the client went away; generation cancelled", q->id);

@@ -90,8 +90,14 @@ static void usage_of(const struct headd_req *q, struct sf_api_usage *u)
 	u->prompt_tokens = q->n_content;
 	u->cached_tokens = q->cached < q->n_content ? q->cached : q->n_content;
 	u->completion_tokens = q->n_gen;
-	for (uint32_t i = 1; q->lead == q && i < q->n_choice; i++)
-		u->completion_tokens += q->choice[i]->n_gen;
+	for (uint32_t i = 1; q->lead == q && i < q->n_choice; i++) {
+		const struct headd_req *c = q->choice[i];
+		u->completion_tokens += c->n_gen;
+		if (q->r.n_prompts > 1 && i % q->r.n == 0) { /* another prompt's first choice */
+			u->prompt_tokens += c->n_content;
+			u->cached_tokens += c->cached < c->n_content ? c->cached : c->n_content;
+		}
+	}
 }
 
 /* The logprobs received and not sent yet (at most those of the tokens kept). */
@@ -227,8 +233,8 @@ static void whole_response(struct headd_req *q, const struct sf_api_error *fail)
 	meta_of(q, &m);
 	struct sf_api_usage u;
 	usage_of(q, &u);
-	struct sf_api_choice c[SF_API_MAX_N];
-	struct sf_api_logprobs lp[SF_API_MAX_N];
+	struct sf_api_choice c[SF_API_MAX_CHOICES];
+	struct sf_api_logprobs lp[SF_API_MAX_CHOICES];
 	uint32_t n = q->lead ? q->n_choice : 1;
 	for (uint32_t i = 0; i < n; i++)
 		choice_of(q->lead ? q->choice[i] : q, &c[i], &lp[i]);

@@ -5,7 +5,7 @@
 # token banned, protocol 6; a fleet of protocol 5 nodes refuses them by name), stop_token_ids
 # and include_stop_str_in_output (whole and streamed, chat and completions), stops not counted
 # before min_tokens, echo, n_probs, best_of, suffix, cache_prompt (false: no cached pages used),
-# prompts as token ids.
+# prompts as token ids, several prompts in one request.
 # Usage: fields.sh NODED HEADD SIM_EXPECT   (KEEP=DIR keeps the work)
 set -uo pipefail
 noded=$1 headd=$2 expect=$3
@@ -126,6 +126,58 @@ check "... as an array holding one array of them" $r
 req POST /v1/completions '{"model":"sim-1","prompt":[65,264],"max_tokens":2}'
 r=0; [ "$status" = 400 ] && err_is prompt invalid_value && grep -q 'token 264 (at 1)' "$work/out" || r=1
 check "a prompt token past the vocabulary: 400 naming prompt" $r
+
+# Several prompts in one request (OpenAI's and vLLM's): n choices per prompt, prompt i's
+# choices at i*n.., each the engine's reply to its prompt at seed + index; usage counts each
+# prompt once and every choice's tokens.
+Q='The fleet of nodes'
+req POST /v1/completions "{\"model\":\"sim-1\",\"prompt\":[\"$P\",\"$Q\"],\"max_tokens\":25,\"seed\":5,\"n\":2}"
+cp "$work/out" "$work/multi"
+r=0; [ "$status" = 200 ] && [ "$(j "$work/multi" 'len(d["choices"])')" = 4 ] || r=1
+total=0
+for i in 0 1 2 3; do
+	if [ $i -lt 2 ]; then printf '%s' "$P"; else printf '%s' "$Q"; fi | want --seed $((5 + i)) --max-tokens 25
+	[ "$(j "$work/multi" "d['choices'][$i]['index']")" = $i ] &&
+		[ "$(j "$work/multi" "d['choices'][$i]['text']")" = "$(cat "$work/want")" ] || r=1
+	total=$((total + $(cut -d' ' -f2 "$work/want.meta")))
+done
+[ "$(j "$work/multi" 'd["usage"]["completion_tokens"], d["usage"]["prompt_tokens"]')" = "($total, $((${#P} + ${#Q})))" ] || r=1
+check "two prompts, n = 2: choices 0-1 the first's replies, 2-3 the second's; usage counts both prompts" $r
+req POST /v1/completions "{\"model\":\"sim-1\",\"prompt\":[\"$P\",\"$Q\"],\"max_tokens\":25,\"seed\":5,\"n\":2,\"stream\":true}"
+r=0; [ "$status" = 200 ] || r=1
+for i in 0 1 2 3; do
+	got=$(python3 -S -c 'import json,sys
+t=""
+for l in open(sys.argv[1]):
+    if l.startswith("data: {"):
+        for c in json.loads(l[6:])["choices"]:
+            if c["index"] == int(sys.argv[2]): t += c["text"]
+sys.stdout.write(t)' "$work/out" $i)
+	[ "$got" = "$(j "$work/multi" "d['choices'][$i]['text']")" ] || r=1
+done
+check "... streamed: each index's text the same" $r
+req POST /v1/completions "{\"model\":\"sim-1\",\"prompt\":[\"$P\",\"$Q\"],\"temperature\":0,\"max_tokens\":10,\"echo\":true}"
+printf '%s' "$Q" | want --temperature 0 --max-tokens 10
+r=0; [ "$status" = 200 ] && [ "$(j "$work/out" 'd["choices"][1]["text"]')" = "$Q$(cat "$work/want")" ] &&
+	[ "$(j "$work/out" 'd["choices"][0]["text"].startswith(d["choices"][0]["text"][:0] + "'"$P"'")')" = True ] || r=1
+check "echo with two prompts: each choice starts with its own prompt" $r
+qids=$(python3 -S -c 'import sys; print(",".join(str(b) for b in sys.argv[1].encode()))' "$Q")
+req POST /v1/completions "{\"model\":\"sim-1\",\"prompt\":[[$ids],[$qids]],\"temperature\":0,\"max_tokens\":10}"
+r=0; [ "$status" = 200 ] && [ "$(j "$work/out" 'd["choices"][1]["text"]')" = "$(cat "$work/want")" ] &&
+	[ "$(j "$work/out" 'd["usage"]["prompt_tokens"]')" = $((${#P} + ${#Q})) ] || r=1
+check "two prompts of token ids: the texts' replies" $r
+req POST /v1/completions '{"model":"sim-1","prompt":["a","b","c","d","e","f","g","h","i"],"max_tokens":2,"n":8}'
+r=0; [ "$status" = 413 ] && [ "$(j "$work/out" 'd["error"]["param"]')" = n ] || r=1
+check "nine prompts with n = 8: 413 naming n (64 choices at most)" $r
+req POST /v1/completions '{"model":"sim-1","prompt":["a","b","c","d","e","f","g","h"],"max_tokens":2,"n":8}'
+r=0; [ "$status" = 200 ] && [ "$(j "$work/out" 'sorted(c["index"] for c in d["choices"]) == list(range(64))')" = True ] || r=1
+check "eight prompts with n = 8: 64 choices" $r
+req POST /v1/completions "{\"model\":\"sim-1\",\"prompt\":[\"$P\",\"$Q\"],\"max_tokens\":2,\"session\":\"s1\"}"
+r=0; [ "$status" = 400 ] && [ "$(j "$work/out" 'd["error"]["param"]')" = prompt ] || r=1
+check "two prompts in a named session: 400 naming prompt" $r
+req POST /v1/completions "{\"model\":\"sim-1\",\"prompt\":[\"$P\",[65,264]],\"max_tokens\":2}"
+r=0; [ "$status" = 400 ] && err_is prompt invalid_value || r=1
+check "a second prompt's token past the vocabulary: 400 naming prompt" $r
 
 # cache_prompt: a long prompt again finds its pages, unless cache_prompt is false.
 long=$(python3 -S -c 'print(" ".join("word%d" % i for i in range(60)))')

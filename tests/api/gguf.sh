@@ -2,11 +2,11 @@
 # A fleet serving a real GGUF model: two superfluid-noded --model FILE (a random-weight qwen2
 # made here with llama.cpp's qwen2 vocabulary) and a superfluid-headd on loopback. Completions,
 # greedy and seeded, whole and streamed, through HTTP and the CLI, equal what the engine
-# computes here alone (superfluid model run), text and token counts; n = 2 choices are the
-# engine's at seed + i; requests land on both nodes; a chat is the engine's reply to the
-# model's own template (the vocabulary file's). A llama (SentencePiece vocabulary, no template:
-# a chat is a 400 no_chat_template, or answered with chat_template given) and a qwen3 model as
-# well, greedy and seeded.
+# computes here alone (superfluid model run), text and token counts; several prompts in one
+# request a choice each; n = 2 choices are the engine's at seed + i; requests land on both
+# nodes; a chat is the engine's reply to the model's own template (the vocabulary file's). A
+# llama (SentencePiece vocabulary, no template: a chat is a 400 no_chat_template, or answered
+# with chat_template given) and a qwen3 model as well, greedy and seeded.
 # Usage: gguf.sh NODED HEADD CLI SOURCE_DIR   (exit 77: no llama.cpp vocabulary; KEEP=DIR)
 set -uo pipefail
 noded=$1 headd=$2 cli=$3 src=$4
@@ -62,7 +62,17 @@ for k in "${!prompts[@]}"; do
 	same "  ... streamed, the same text" "$work/got"
 	"$cli" generate "${H[@]}" --temperature 0 --max-tokens 24 "$p" >"$work/got" 2>"$work/err"
 	same "  ... superfluid generate, the same text" "$work/got"
+	cp "$work/want" "$work/want$k"
 done
+# The three prompts in one request: a choice each, each prompt's greedy text.
+pj=$(python3 -c 'import json,sys; print(json.dumps(sys.argv[1:]))' "${prompts[@]}")
+completion "\"prompt\":$pj,\"max_tokens\":24,\"temperature\":0"
+r=0; [ "$status" = 200 ] || r=1
+for k in "${!prompts[@]}"; do
+	jw "$work/got" "$work/out" "d['choices'][$k]['text']"
+	cmp -s "$work/got" "$work/want$k" || r=1
+done
+check "the three prompts in one request: choice k the engine's greedy text for prompt k" $r
 
 # ---- seeded, temperature > 0 ----
 p='Once upon a time'

@@ -540,10 +540,27 @@ static void completions(void **state)
 		NULL);
 	refused(SF_API_COMPLETION, "{\"model\":\"m\",\"prompt\":[[]]}", 400, "prompt[0]",
 		NULL);
-	refused(SF_API_COMPLETION, "{\"model\":\"m\",\"prompt\":[[1],[2]]}", 400, "prompt",
-		"batches");
-	refused(SF_API_COMPLETION, "{\"model\":\"m\",\"prompt\":[\"a\",\"b\"]}", 400, "prompt",
+	/* Several prompts: strings, or arrays of ids; prompts x n bounded. */
+	assert_int_equal(parse(SF_API_COMPLETION, "{\"model\":\"m\",\"prompt\":[[1],[2,3]],\"n\":2}"),
+			 0);
+	assert_int_equal(req.n_prompts, 2);
+	assert_int_equal(req.prompts[1].n_tokens, 2);
+	assert_int_equal(req.prompt_tokens[0], 1);
+	assert_int_equal(parse(SF_API_COMPLETION, "{\"model\":\"m\",\"prompt\":[\"a\",\"b\",\"c\"]}"),
+			 0);
+	assert_int_equal(req.n_prompts, 3);
+	assert_string_equal(req.prompts[2].text, "c");
+	assert_string_equal(req.prompt, "a");
+	refused(SF_API_COMPLETION, "{\"model\":\"m\",\"prompt\":[\"a\",5]}", 400, "prompt[1]",
 		NULL);
+	refused(SF_API_COMPLETION, "{\"model\":\"m\",\"prompt\":[\"a\",[]]}", 400, "prompt[1]",
+		NULL);
+	char many[1024];
+	int o = snprintf(many, sizeof(many), "{\"model\":\"m\",\"n\":8,\"prompt\":[");
+	for (int i = 0; i < 9; i++)
+		o += snprintf(many + o, sizeof(many) - (size_t)o, "%s\"p\"", i ? "," : "");
+	snprintf(many + o, sizeof(many) - (size_t)o, "]}");
+	refused(SF_API_COMPLETION, many, 413, "n", "past the 64");
 	refused(SF_API_COMPLETION, "{\"model\":\"m\",\"prompt\":[]}", 400, "prompt", NULL);
 	refused(SF_API_COMPLETION, "{\"model\":\"m\",\"prompt\":[true]}", 400, "prompt[0]", NULL);
 	refused(SF_API_COMPLETION, "{\"model\":\"m\",\"prompt\":5}", 400, "prompt", NULL);
