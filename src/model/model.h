@@ -68,6 +68,7 @@ struct sf_model {
 	struct sf_layer_w *layers;
 	float rope_theta_scale;     /* base^(-2 / n_rot): each pair's angle over the previous's */
 	uint64_t weight_bytes;      /* bytes of every weight read for one token (the decode limit) */
+	uint8_t *bound;             /* while loading: which of the file's tensors are bound */
 };
 
 /* Reads the configuration and binds the weights of a GGUF file: SF_E_MODEL naming the

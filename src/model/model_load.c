@@ -8,14 +8,16 @@
 #include <string.h>
 
 #include "kern/kern.h"
+#include "model/model_internal.h"
 
 static const struct {
 	const char *name;
 	enum sf_arch arch;
+	unsigned computes; /* SF_COMPUTES_* */
 } arches[] = {
-	{ "llama", SF_ARCH_LLAMA },
-	{ "qwen2", SF_ARCH_QWEN2 },
-	{ "qwen3", SF_ARCH_QWEN3 },
+	{ "llama", SF_ARCH_LLAMA, 0 },
+	{ "qwen2", SF_ARCH_QWEN2, 0 },
+	{ "qwen3", SF_ARCH_QWEN3, 0 },
 };
 
 /* "<arch>.<suffix>" */
@@ -64,7 +66,8 @@ static int opt_f32(const struct sf_gguf *g, const struct sf_model_config *c, con
 	return 0;
 }
 
-static int read_config(const struct sf_gguf *g, struct sf_model_config *c, struct sf_err *err)
+static int read_config(const struct sf_gguf *g, struct sf_model_config *c, unsigned *computes,
+		       struct sf_err *err)
 {
 	struct sf_gguf_str a;
 	int rc = sf_gguf_get_str(g, "general.architecture", &a, err);
@@ -80,10 +83,15 @@ static int read_config(const struct sf_gguf *g, struct sf_model_config *c, struc
 		for (size_t j = 0; j < n; j++)
 			name[j] = a.ptr[j] >= 0x20 && a.ptr[j] < 0x7f ? a.ptr[j] : '?';
 		name[n] = 0;
+		char list[256] = "";
+		for (size_t j = 0; j < sizeof(arches) / sizeof(arches[0]); j++)
+			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+				 j ? ", " : "", arches[j].name);
 		return sf_err_set(err, SF_E_MODEL, "architecture '%s' is not one this engine runs "
-				  "(llama, qwen2, qwen3)", name);
+				  "(%s)", name, list);
 	}
 	c->arch = arches[i].arch;
+	*computes = arches[i].computes;
 	snprintf(c->arch_name, sizeof(c->arch_name), "%s", arches[i].name);
 
 	if ((rc = need_u32(g, c, "embedding_length", 8, SF_MODEL_MAX_EMBD, &c->n_embd, err)) ||
@@ -120,19 +128,32 @@ static int read_config(const struct sf_gguf *g, struct sf_model_config *c, struc
 				  (double)c->rms_eps, (double)c->rope_base);
 	if (c->attn_scale == 0.0f)
 		c->attn_scale = 1.0f / sqrtf((float)c->head_dim);
+	/* rope.scaling.type: none, or linear (also when absent, as llama.cpp reads it): the
+	 * positions divided by rope.scaling.factor (or the older rope.scale_linear). */
 	c->rope_freq_scale = 1.0f;
-	struct sf_gguf_str st;
-	if (!sf_gguf_get_str(g, akey(c, "rope.scaling.type"), &st, NULL) &&
-	    !sf_gguf_str_eq(st, "none")) {
-		if (!sf_gguf_str_eq(st, "linear"))
-			return sf_err_set(err, SF_E_MODEL, "rope scaling '%.*s' is not supported "
-					  "(none, linear)", (int)(st.len > 16 ? 16 : st.len), st.ptr);
-		float f;
-		if ((rc = opt_f32(g, c, "rope.scaling.factor", 1.0f, &f, err)))
+	struct sf_gguf_str st = { "linear", 6 };
+	const char *tk = akey(c, "rope.scaling.type");
+	if (sf_gguf_find(g, tk) && sf_gguf_get_str(g, tk, &st, err))
+		return err->code = SF_E_MODEL;
+	if (!sf_gguf_str_eq(st, "none")) {
+		if (!sf_gguf_str_eq(st, "linear")) {
+			char name[24];
+			size_t n = st.len < sizeof(name) - 1 ? st.len : sizeof(name) - 1;
+			for (size_t j = 0; j < n; j++)
+				name[j] = st.ptr[j] >= 0x20 && st.ptr[j] < 0x7f ? st.ptr[j] : '?';
+			name[n] = 0;
+			return sf_err_set(err, SF_E_MODEL, "%s = %s: rope scaling this engine does "
+					  "not compute (none, linear)", tk, name);
+		}
+		float f = 0;
+		if ((rc = opt_f32(g, c, "rope.scaling.factor", 0.0f, &f, err)))
 			return rc;
-		if (!(f >= 1 && f <= 1024))
-			return sf_err_set(err, SF_E_MODEL, "rope scaling factor %g", (double)f);
-		c->rope_freq_scale = 1.0f / f;
+		if (f == 0 && (rc = opt_f32(g, c, "rope.scale_linear", 0.0f, &f, err)))
+			return rc;
+		if (f != 0 && !(f >= 1 && f <= 1024))
+			return sf_err_set(err, SF_E_MODEL, "rope scaling factor %g is outside [1, 1024]",
+					  (double)f);
+		c->rope_freq_scale = f == 0 ? 1.0f : 1.0f / f;
 	}
 	c->rope_neox = c->arch != SF_ARCH_LLAMA;
 	return 0;
@@ -144,6 +165,8 @@ static int find(const struct sf_model *m, const char *name, bool required,
 	*out = sf_gguf_tensor(m->file, name);
 	if (!*out && required)
 		return sf_err_set(err, SF_E_MODEL, "tensor %s is missing", name);
+	if (*out)
+		m->bound[*out - sf_gguf_tensor_at(m->file, 0)] = 1;
 	return 0;
 }
 
@@ -273,11 +296,22 @@ int sf_model_load(const struct sf_gguf *file, struct sf_model **out, struct sf_e
 	if (!m)
 		return sf_err_set(err, SF_E_NOMEM, "no memory for a model");
 	m->file = file;
-	int rc = read_config(file, &m->cfg, err);
+	unsigned computes = 0;
+	uint64_t nt = sf_gguf_n_tensors(file);
+	int rc = read_config(file, &m->cfg, &computes, err);
+	if (!rc)
+		rc = sf__model_refuse_keys(file, &m->cfg, computes, err);
+	if (!rc && !(m->bound = calloc(nt ? nt : 1, 1)))
+		rc = sf_err_set(err, SF_E_NOMEM, "no memory for %llu tensors",
+				(unsigned long long)nt);
 	if (!rc)
 		rc = bind(m, err);
 	if (!rc)
+		rc = sf__model_refuse_tensors(m, m->bound, err);
+	if (!rc)
 		rc = rope_check(m, err);
+	free(m->bound);
+	m->bound = NULL;
 	if (rc) {
 		sf_model_free(m);
 		return rc;

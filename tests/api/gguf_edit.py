@@ -7,6 +7,11 @@
   gguf_edit.py IN OUT --drop-merges N      the last N of tokenizer.ggml.merges left out (the
                                             same tokens, another tokenizer)
   gguf_edit.py IN OUT --set-u32 KEY VALUE   KEY set to the uint32 VALUE (added when absent)
+  gguf_edit.py IN OUT --set-f32 KEY VALUE   KEY set to the float32 VALUE (added when absent)
+  gguf_edit.py IN OUT --set-bool KEY 0|1    KEY set to the bool VALUE (added when absent)
+  gguf_edit.py IN OUT --set-str KEY VALUE   KEY set to the string VALUE (added when absent)
+  gguf_edit.py IN OUT --set-u32-arr KEY N V KEY set to an array of N uint32 V (added when absent)
+  gguf_edit.py IN OUT --copy TENSOR NAME    a copy of TENSOR added as NAME
 The key/value pairs and the other tensors' bytes are copied unchanged; offsets are laid out
 again at the file's alignment."""
 import struct
@@ -76,11 +81,18 @@ def main():
             items = [m.value(et) for _ in range(n)]
             keep = items[:max(0, n - int(sys.argv[4]))]
             raw = struct.pack("<IQ", et, len(keep)) + b"".join(keep)
-        if what == "--set-u32" and key == sys.argv[4].encode():
+        if what.startswith("--set-") and key == sys.argv[4].encode():
             continue  # set below
         kvs.append((key, t, raw))
-    if what == "--set-u32":
-        kvs.append((sys.argv[4].encode(), 4, struct.pack("<I", int(sys.argv[5]))))
+    if what.startswith("--set-"):
+        k, v = sys.argv[4].encode(), sys.argv[5]
+        kvs.append({"--set-u32": lambda: (k, 4, struct.pack("<I", int(v))),
+                    "--set-f32": lambda: (k, 6, struct.pack("<f", float(v))),
+                    "--set-bool": lambda: (k, 7, struct.pack("<B", int(v))),
+                    "--set-str": lambda: (k, 8, pack_string(v.encode())),
+                    "--set-u32-arr": lambda: (k, 9, struct.pack("<IQ", 4, int(v)) +
+                                              struct.pack("<I", int(sys.argv[6])) * int(v)),
+                    }[what]())
         n_kv = len(kvs)
     tensors = []
     for _ in range(n_tensors):
@@ -88,6 +100,12 @@ def main():
         dims = [r.take("<Q") for _ in range(nd)]
         tensors.append([name, dims, r.take("<I"), r.take("<Q")])
     base = (r.p + align - 1) // align * align
+    if what == "--copy":
+        src_t = [x for x in tensors if x[0].decode() == sys.argv[4]]
+        if not src_t:
+            sys.exit("no tensor named " + sys.argv[4])
+        tensors.append([sys.argv[5].encode()] + src_t[0][1:])
+        n_tensors += 1
     found = False
     out_info, blobs, at = [], [], 0
     for i, (name, dims, t, off) in enumerate(tensors):

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Model files the GGUF engine cannot run are refused when superfluid-noded starts: exit status
 # 2 and one line on stderr naming why (a file cut short: the byte offsets; an architecture it
-# does not run; a tensor type it does not compute; a tensor missing; not a GGUF file; no
-# file), and superfluid model info says the same reason with the same status (and that a good
+# does not run; metadata asking for arithmetic it does not compute (sliding windows,
+# soft-capping, experts, rope scalings, ...); a tensor it would not read; a tensor type it
+# does not compute; a tensor missing; not a GGUF file; no file), and superfluid model info says the same reason with the same status (and that a good
 # file runs).
 # Usage: gguf_refuse.sh NODED CLI SOURCE_DIR   (exit 77: no llama.cpp vocabulary; KEEP=DIR)
 set -uo pipefail
@@ -50,6 +51,43 @@ for t in "16 IQ2_XXS" "19 IQ1_S" "34 TQ1_0" "28 F64"; do
 	edit "$M" "$work/type-$2.gguf" --type blk.1.ffn_down.weight "$1"
 	refused "a $2 tensor" "$work/type-$2.gguf" \
 		"tensor blk.1.ffn_down.weight is of type $2, which this engine does not compute"
+done
+# Metadata that changes the arithmetic in a way the architecture does not compute here, and
+# tensors the forward pass would not read: each refused by name, never run without it.
+# key NAME EDIT... PATTERN
+key() {
+	local name=$1 pattern=${*: -1}
+	edit "$M" "$work/key.gguf" "${@:2:$#-2}"
+	refused "$name" "$work/key.gguf" "$pattern"
+}
+key "a sliding window" --set-u32 qwen2.attention.sliding_window 4096 \
+	"qwen2.attention.sliding_window = 4096: sliding-window attention, which this engine does not compute for architecture 'qwen2'"
+key "a sliding-window pattern" --set-u32-arr qwen2.attention.sliding_window_pattern 2 1 \
+	"qwen2.attention.sliding_window_pattern = 1 \(an element\): sliding-window attention"
+key "attention logit soft-capping" --set-f32 qwen2.attn_logit_softcapping 50 \
+	"qwen2.attn_logit_softcapping = 50: attention logit soft-capping, which this engine does not compute"
+key "final logit soft-capping" --set-f32 qwen2.final_logit_softcapping 30 \
+	"qwen2.final_logit_softcapping = 30: final logit soft-capping"
+key "experts with dense tensors" --set-u32 qwen2.expert_count 8 \
+	"qwen2.expert_count = 8: a mixture of experts, which this engine does not compute for architecture 'qwen2'"
+key "a rope attention factor" --set-f32 qwen2.rope.scaling.attn_factor 0.5 \
+	"qwen2.rope.scaling.attn_factor = 0.5: a rope attention factor"
+key "non-causal attention" --set-bool qwen2.attention.causal 0 \
+	"qwen2.attention.causal = 0: non-causal attention"
+key "multi-token prediction layers" --set-u32 qwen2.nextn_predict_layers 1 \
+	"qwen2.nextn_predict_layers = 1: multi-token prediction layers"
+key "scaled logits" --set-f32 qwen2.logit_scale 0.125 "qwen2.logit_scale = 0.125: scaled logits"
+key "rope scaling it does not compute" --set-str qwen2.rope.scaling.type longrope \
+	"qwen2.rope.scaling.type = longrope: rope scaling this engine does not compute \(none, linear\)"
+key "heads per layer" --set-u32-arr qwen2.attention.head_count 2 4 \
+	"'qwen2.attention.head_count' is an array, not a single value"
+for t in "blk.0.post_attention_norm.weight blk.0.attn_norm.weight" \
+	"blk.1.attn_qkv.weight blk.1.attn_q.weight" "blk.0.ffn_up.bias blk.0.ffn_norm.weight" \
+	"blk.1.ffn_down.bias blk.1.ffn_norm.weight" "blk.0.ffn_gate_inp.weight blk.0.attn_norm.weight" \
+	"blk.0.ffn_gate_exps.weight blk.0.ffn_gate.weight" "blk.0.attn_sinks.weight blk.0.attn_norm.weight"; do
+	set -- $t
+	key "a tensor it would not read: $1" --copy "$2" "$1" \
+		"tensor $1 is not one this engine computes for architecture 'qwen2' \(refused rather than run without it\)"
 done
 edit "$M" "$work/missing.gguf" --rename blk.1.attn_q.weight blk.1.attn_qq.weight
 refused "a tensor missing" "$work/missing.gguf" "tensor blk.1.attn_q.weight is missing"

@@ -1,0 +1,26 @@
+/* Shared by the model loader's files (src/model/model_*.c): what an architecture computes and
+ * the refusals of what it does not. */
+#ifndef SF_MODEL_MODEL_INTERNAL_H
+#define SF_MODEL_MODEL_INTERNAL_H
+
+#include "model/model.h"
+
+/* Features an architecture computes here (the keys asking for others are refused). */
+enum {
+	SF_COMPUTES_SWA = 1,
+	SF_COMPUTES_ATTN_SOFTCAP = 2,
+	SF_COMPUTES_FINAL_SOFTCAP = 4,
+	SF_COMPUTES_MOE = 8,
+};
+
+/* SF_E_MODEL naming the first "<arch>.*" key of g that asks for arithmetic the architecture
+ * (c->arch_name, computing `computes`) does not compute: a sliding window, soft-capping,
+ * experts, scales; 0 when there is none. */
+int sf__model_refuse_keys(const struct sf_gguf *g, const struct sf_model_config *c,
+			  unsigned computes, struct sf_err *err);
+
+/* SF_E_MODEL naming the first tensor of m's file not bound (bound[i]: tensor i is read by the
+ * forward pass); 0 when every one is. */
+int sf__model_refuse_tensors(const struct sf_model *m, const uint8_t *bound, struct sf_err *err);
+
+#endif
