@@ -134,6 +134,8 @@ struct headd_req {
 	uint32_t n_choice, index;
 	bool borrowed;            /* r belongs to the lead: not freed with this choice */
 	bool tokenize_only;       /* POST /v1/tokenize: answer the encoding, generate nothing */
+	bool count_only;          /* count_tokens, input_tokens: answer the prompt's size only */
+	uint32_t count_base;      /* count_only: the tokens its conversation holds already */
 	bool pipeline;            /* runs on --pipeline, not in a session of the head machine */
 	const char *tok_model;    /* the model whose tokenizer encodes it (the stages' for a
 				   * pipeline, else r.model) */
@@ -385,6 +387,10 @@ bool headd_cors_preflight(struct headd_http *h, const struct sf_http_request *r)
 
 /* api_generate.c */
 void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct sf_http_request *r);
+/* POST /v1/messages/count_tokens (kind SF_API_MESSAGES), /v1/responses/input_tokens
+ * (SF_API_RESPONSES): the request's prompt rendered and encoded as for a generation, its size
+ * answered; nothing generated, no conversation made or taken. */
+void headd_gen_count(struct headd_http *h, enum sf_api_kind kind, const struct sf_http_request *r);
 /* The head's events for sessions the API opened (returns false for other sessions). */
 bool headd_gen_event(struct headd *d, const struct sf_head_event *ev);
 /* q's render j ended (chat_jobs.c): its prompt encoded and generated, or its failure told. */

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
+
 #include <sodium.h>
 
 #include "daemon/log.h"
@@ -178,6 +180,21 @@ void headd_gen_tokenized(void *arg, uint64_t ticket, int rc, const uint32_t *tok
 		start_generation(q, tokens, n);
 }
 
+/* A count request's answer: the prompt's tokens (its conversation's before them included). */
+static void count_answer(struct headd_req *q, uint64_t n)
+{
+	headd_life_on(&q->life, HE_ANSWERED);
+	if (!q->h)
+		return;
+	char text[96];
+	if (q->r.wire == SF_API_RESPONSES)
+		snprintf(text, sizeof(text), "{\"object\":\"response.input_tokens\","
+			 "\"input_tokens\":%" PRIu64 "}", n);
+	else
+		snprintf(text, sizeof(text), "{\"input_tokens\":%" PRIu64 "}", n);
+	headd_api_send_json(q->h, 200, strdup(text));
+}
+
 /* Content = the named session's content so far + the new tokens; then the session is
  * opened (the first time) and the generation asked for. A completions prompt that starts the
  * content gets the model's BOS first when its tokenizer adds one (has_bos: llama.cpp's
@@ -201,6 +218,10 @@ static int start_generation(struct headd_req *q, const uint32_t *tokens, uint32_
 	    (n && tokens[0] == bos))
 		bos = SF_TOKEN_NONE;
 	uint32_t lead = bos != SF_TOKEN_NONE;
+	if (q->count_only) {
+		count_answer(q, (uint64_t)q->count_base + lead + n);
+		return 0;
+	}
 	if ((uint64_t)base + lead + n > SF_MAX_TOKENS) {
 		sf_api_fail(&e, 400, "invalid_request_error", "context_length_exceeded", "messages",
 			    "the conversation holds %" PRIu64 " tokens, past the %u a session may "
@@ -517,6 +538,16 @@ static int named_for(struct headd_req *q, const struct sf_http_request *hr, stru
 	if (sf_api_check_session_name(name, hdr ? "X-Superfluid-Session" : "session", e))
 		return -1;
 	struct headd_named *s = headd_named_find(d, name, q->owner);
+	if (q->count_only) {
+		/* Counted on what the session holds now (none yet: 0); it is not taken or made. */
+		if (s && strcmp(s->model, q->r.model))
+			return sf_api_fail(e, 400, "invalid_request_error", "invalid_value", "model",
+					   "session %s runs model %s, not %.128s", s->name, s->model,
+					   q->r.model);
+		q->count_base = s ? s->n_content : 0;
+		q->named = s; /* for its render only: let go of once that is submitted */
+		return 0;
+	}
 	if (s) {
 		if (strcmp(s->model, q->r.model))
 			return sf_api_fail(e, 400, "invalid_request_error", "invalid_value", "model",
@@ -608,7 +639,9 @@ static void encode(struct headd_req *q, char *chat, size_t chat_len)
 	headd_stream_begin(q);
 }
 
-void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct sf_http_request *r)
+/* A request of the kind, its body (r's, or made from it): generated, or counted only. */
+static void gen_start(struct headd_http *h, enum sf_api_kind kind, const struct sf_http_request *r,
+		      const uint8_t *body, size_t body_len, bool count)
 {
 	struct headd *d = h->d;
 	struct headd_req *q = calloc(1, sizeof(*q));
@@ -627,10 +660,9 @@ void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct s
 	/* A Responses request's item references become the items (resp_items.c). */
 	char *resolved = NULL;
 	size_t resolved_len = 0;
-	const uint8_t *body = r->body;
-	size_t body_len = r->body_len;
+	q->count_only = count;
 	if (kind == SF_API_RESPONSES &&
-	    headd_responses_resolve(h, r->body, r->body_len, &resolved, &resolved_len, &e)) {
+	    headd_responses_resolve(h, body, body_len, &resolved, &resolved_len, &e)) {
 		headd_gen_free(q);
 		headd_api_send_error(h, &e);
 		return;
@@ -650,7 +682,7 @@ void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct s
 	q->prompt = q->r.n_prompts ? &q->r.prompts[0] : NULL;
 	headd_gen_vocab(&q->vocab, q->tok);
 	q->out_seed = headd_gen_rand(d);
-	if (d->wal.w && body_len <= SF_WALREC_MAX_BODY && (q->body = malloc(body_len + 1))) {
+	if (d->wal.w && !count && body_len <= SF_WALREC_MAX_BODY && (q->body = malloc(body_len + 1))) {
 		memcpy(q->body, body, body_len);
 		q->body_len = (uint32_t)body_len;
 	}
@@ -665,6 +697,8 @@ void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct s
 	if (kind == SF_API_CHAT) {
 		if (headd_render_submit(q, &e))
 			req_fail(q, &e); /* answered at the turn, with its status */
+		if (count)
+			q->named = NULL; /* lent for the render's choice of turns only */
 		return;
 	}
 	q->vocab.end_turn = headd_req_end_turn(q);
@@ -675,6 +709,31 @@ void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct s
 		return;
 	}
 	encode(q, NULL, 0);
+}
+
+void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct sf_http_request *r)
+{
+	gen_start(h, kind, r, r->body, r->body_len, false);
+}
+
+void headd_gen_count(struct headd_http *h, enum sf_api_kind kind, const struct sf_http_request *r)
+{
+	/* The body as its generation's, streaming nothing (Messages: max_tokens, which a count
+	 * does not take, given the most); a body not a JSON object goes as it is, to be refused. */
+	json_t *root = json_loadb(r->body ? (const char *)r->body : "", r->body_len, 0, NULL);
+	char *text = NULL;
+	if (json_is_object(root)) {
+		json_object_del(root, "stream");
+		if (kind == SF_API_MESSAGES && !json_object_get(root, "max_tokens"))
+			json_object_set_new(root, "max_tokens", json_integer(1048576));
+		text = json_dumps(root, JSON_COMPACT);
+	}
+	json_decref(root);
+	if (text)
+		gen_start(h, kind, r, (const uint8_t *)text, strlen(text), true);
+	else
+		gen_start(h, kind, r, r->body, r->body_len, true);
+	free(text);
 }
 
 void headd_gen_rendered(struct headd_req *q, struct headd_render *j)

@@ -81,7 +81,7 @@ int headd_responses_named(struct headd_req *q, struct sf_api_error *e)
 			return sf_api_fail(e, 400, "invalid_request_error", "invalid_value", "model",
 					   "previous response %.64s ran model %s, not %.128s",
 					   o->previous_id, s->model, q->r.model);
-		if (s->busy || s->restoring)
+		if ((s->busy && !q->count_only) || s->restoring)
 			return sf_api_fail(e, 409, "invalid_request_error", "conversation_busy", NULL,
 					   "the conversation of %.64s is still generating a response; "
 					   "wait for it", o->previous_id);
@@ -95,13 +95,17 @@ int headd_responses_named(struct headd_req *q, struct sf_api_error *e)
 	} else {
 		snprintf(chain, sizeof(chain), "%016" PRIx64, headd_gen_rand(d));
 		name_of(chain, name, sizeof(name));
-		if (o->store && !(s = headd_named_new(d, name, q->r.model, q->owner, 0, e)))
+		if (o->store && !q->count_only &&
+		    !(s = headd_named_new(d, name, q->r.model, q->owner, 0, e)))
 			return -1;
 	}
 	/* The serial after the chain routes GET and follow-ups to this shard
 	 * (headd_shard_of_request_id). */
 	snprintf(q->id, sizeof(q->id), PREFIX "%s%" PRIx64, chain, headd_serial_new(d));
-	if (s) {
+	if (s && q->count_only) { /* counted on it, for its render only: not taken */
+		q->count_base = s->n_content;
+		q->named = s;
+	} else if (s) {
 		s->busy = q;
 		s->used_ms = sf_loop_now(d->loop);
 		q->named = s;

@@ -34,7 +34,7 @@ static enum headd_endpoint endpoint_of(const char *path)
 		return EP_TRANSCRIBE;
 	if (!strcmp(path, "/v1/responses") || !strncmp(path, "/v1/responses/", 14))
 		return EP_RESPONSES;
-	if (!strcmp(path, "/v1/messages"))
+	if (!strcmp(path, "/v1/messages") || !strcmp(path, "/v1/messages/count_tokens"))
 		return EP_MESSAGES;
 	if (!strcmp(path, "/v1/embeddings"))
 		return EP_EMBEDDINGS;
@@ -368,11 +368,13 @@ void headd_api_request(struct headd_http *h, const struct sf_http_request *r)
 		return;
 	case EP_RESPONSES: {
 		const char *id = r->path[13] == '/' ? r->path + 14 : NULL;
-		if (!id) {
-			if (is(r, "POST"))
-				headd_gen_start(h, SF_API_RESPONSES, r);
-			else
+		if (!id || !strcmp(id, "input_tokens")) {
+			if (!is(r, "POST"))
 				not_allowed(h, r, "POST");
+			else if (id)
+				headd_gen_count(h, SF_API_RESPONSES, r);
+			else
+				headd_gen_start(h, SF_API_RESPONSES, r);
 		} else if (is(r, "GET")) {
 			headd_responses_get(h, id, r);
 		} else if (!strcmp(r->method, "DELETE")) {
@@ -394,7 +396,10 @@ void headd_api_request(struct headd_http *h, const struct sf_http_request *r)
 			not_allowed(h, r, "POST");
 			return;
 		}
-		headd_gen_start(h, SF_API_MESSAGES, r);
+		if (!strcmp(r->path, "/v1/messages/count_tokens"))
+			headd_gen_count(h, SF_API_MESSAGES, r);
+		else
+			headd_gen_start(h, SF_API_MESSAGES, r);
 		return;
 	case EP_TOKENIZE:
 		if (!is(r, "POST")) {

@@ -136,7 +136,8 @@ unsigned headd_responses_shard(const struct headd *d, const struct sf_http_reque
 {
 	if (d->n_shards == 1)
 		return d->shard;
-	if (r->path[13] == '/' && r->path[14]) /* GET, DELETE /v1/responses/{id} */
+	if (r->path[13] == '/' && r->path[14] && strcmp(r->path + 14, "input_tokens"))
+		/* GET, DELETE /v1/responses/{id} */
 		return headd_shard_of_request_id(d, r->path + 14);
 	static const char prev[] = "previous_response_id", ref[] = "item_reference";
 	if (!r->body_len || (!memmem(r->body, r->body_len, prev, sizeof(prev) - 1) &&

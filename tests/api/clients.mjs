@@ -93,6 +93,12 @@ await check("openai: responses, a tool round trip over previous_response_id", as
 		input: [{ type: "function_call_output", call_id: call.call_id, output: say("Sunny in Paris.") }] });
 	return same([JSON.parse(call.arguments), r2.output_text], [{ city: "Paris" }, "Sunny in Paris."]);
 });
+await check("openai: responses.inputTokens.count, the response's input tokens", async () => {
+	const input = "Hi\n" + say("Counted.");
+	const n = await oa.responses.inputTokens.count({ model, input });
+	const r = await oa.responses.create({ model, input });
+	return same([n.object, n.input_tokens], ["response.input_tokens", r.usage.input_tokens]);
+});
 await check("openai: embeddings (float and base64, the same vectors)", async () => {
 	const f = await oa.embeddings.create({ model: embedModel, input: ["a cat", "a dog"], encoding_format: "float" });
 	const b = await oa.embeddings.create({ model: embedModel, input: ["a cat", "a dog"] }); // the SDK asks base64

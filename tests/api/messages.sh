@@ -2,9 +2,9 @@
 # api.messages: POST /v1/messages (Anthropic's Messages API) through a head with keys and
 # simulated nodes (messages_client.py holds the checks): the chat completion's prompt and
 # reply for the same conversation, whole and as Anthropic's stream events in order,
-# stop_sequence, max_tokens, errors in Anthropic's shape (x-api-key); with Qwen3's template
-# (llama.cpp's bundle, scripted replies): thinking and tool_use blocks, their deltas, a
-# tool_result continuing.
+# stop_sequence, max_tokens, errors in Anthropic's shape (x-api-key), count_tokens; with
+# Qwen3's template (llama.cpp's bundle, scripted replies): thinking and tool_use blocks, their
+# deltas, a tool_result continuing, count_tokens with tools.
 # Usage: messages.sh NODED HEADD SOURCE_DIR   (KEEP=DIR keeps the work)
 set -uo pipefail
 noded=$1 headd=$2 src=$3 expect=/bin/false

@@ -3,7 +3,8 @@
 whole and streamed beside the chat completion of the same conversation (the same prompt and
 reply), its stream events in order, stop_reason and stop_sequence, errors in Anthropic's shape
 (with keys as x-api-key); with Qwen3's template and scripted replies: thinking and tool_use
-blocks, their stream deltas, a tool_result continuing the conversation.
+blocks, their stream deltas, a tool_result continuing the conversation; count_tokens giving
+the messages' input tokens.
 
   messages_client.py PORT MODE KEY
 MODE: plain (the simulated engine's ChatML), qwen3 (Qwen3's template, --sim-script on).
@@ -124,6 +125,27 @@ if mode == "plain":
         check("%s: %d %s" % (json.dumps(body)[:60], status, etype),
               s == status and e.get("type") == "error" and e["error"]["type"] == etype and
               frag in e["error"]["message"], "%s %s" % (s, json.dumps(e)[:300]))
+    # count_tokens: the prompt's tokens, as the message's usage gives them; nothing generated.
+    s, n = call("/v1/messages/count_tokens", {"model": MODEL, "system": "Be brief.",
+                "messages": [{"role": "user", "content": "Hello there"}]})
+    check("count_tokens: the message's input tokens (no max_tokens needed)",
+          s == 200 and n == {"input_tokens": u["input_tokens"] + u["cache_read_input_tokens"]},
+          "%s %s / %s" % (s, n, u))
+    s, n2 = call("/v1/messages/count_tokens", {"model": MODEL, "system": "Be brief.", "stream": True,
+                 "max_tokens": 5, "messages": [{"role": "user", "content": "Hello there"}]})
+    check("count_tokens with stream and max_tokens: the same count, as JSON", s == 200 and n2 == n,
+          "%s %s" % (s, n2))
+    for body, status, frag in [
+        ({"model": MODEL, "messages": []}, 400, "messages"),
+        ({"model": "nope", "messages": [{"role": "user", "content": "x"}]}, 404, "nope"),
+    ]:
+        s, e = call("/v1/messages/count_tokens", body)
+        check("count_tokens %s: %d in Anthropic's shape" % (json.dumps(body)[:50], status),
+              s == status and e.get("type") == "error" and frag in e["error"]["message"],
+              "%s %s" % (s, json.dumps(e)[:300]))
+    s, e = call("/v1/messages/count_tokens", {"model": MODEL, "messages": [
+        {"role": "user", "content": "x"}]}, headers={"x-api-key": "wrong"})
+    check("count_tokens with a wrong x-api-key: 401", s == 401, "%s %s" % (s, e))
     s, e = msg({"max_tokens": 5, "messages": [{"role": "user", "content": "x"}]},
                headers={"x-api-key": "wrong"})
     check("a wrong x-api-key: 401 authentication_error", s == 401 and
@@ -143,6 +165,11 @@ elif mode == "qwen3":
           kinds == ["thinking", "tool_use"] and m["content"][0]["thinking"] == "I should look." and
           tu[0]["name"] == "get_weather" and tu[0]["input"] == {"city": "Paris"} and
           m["stop_reason"] == "tool_use", "%s %s" % (s, json.dumps(m)[:400]))
+    s, n = call("/v1/messages/count_tokens", {"model": MODEL, "tools": tools,
+                "messages": [{"role": "user", "content": say(markup)}]})
+    check("count_tokens with tools: the message's input tokens (the tools' text counted)",
+          s == 200 and n["input_tokens"] == m["usage"]["input_tokens"] +
+          m["usage"]["cache_read_input_tokens"], "%s %s / %s" % (s, n, m.get("usage")))
     s, evs = msg({"max_tokens": 400, "tools": tools, "stream": True,
                   "messages": [{"role": "user", "content": say(markup)}]}, stream=True)
     deltas = [d["delta"] for n, d in evs if n == "content_block_delta"]

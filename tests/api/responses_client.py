@@ -118,6 +118,7 @@ if mode == "plain":
           r["usage"]["output_tokens"] == c["usage"]["completion_tokens"] and
           r["usage"]["total_tokens"] == r["usage"]["input_tokens"] + r["usage"]["output_tokens"],
           "%s %s / %s" % (s, json.dumps(r)[:300], json.dumps(c)[:200]))
+    first_in = r["usage"]["input_tokens"]
     check("its fields: status, model, store, echoed parameters",
           r.get("status") in ("completed", "incomplete") and r["model"] == MODEL and
           r["store"] is True and r["max_output_tokens"] == 40 and r["temperature"] == 0 and
@@ -174,8 +175,22 @@ if mode == "plain":
               s in (400, 404) and got == param, "%s %s" % (s, json.dumps(r)[:200]))
     # previous_response_id: the stored response's conversation continues on its node.
     s, r1 = respond({"model": MODEL, "input": "My name is Ada.", **SAMPLE})
+    # input_tokens: the follow-up's prompt counted before it runs, the conversation included;
+    # the count neither takes the conversation nor stores anything.
+    s, cnt = call("POST", "/v1/responses/input_tokens",
+                  {"model": MODEL, "input": "What is my name?", "previous_response_id": r1["id"]})
+    s0, cnt0 = call("POST", "/v1/responses/input_tokens", {"model": MODEL, "input": "Hello there",
+                                                           "stream": True})
     s, r2 = respond({"model": MODEL, "input": "What is my name?", "previous_response_id": r1["id"],
                      **SAMPLE})
+    check("input_tokens: the follow-up's input tokens, counted before it on the stored "
+          "conversation; a first turn's its own",
+          s == 200 and cnt.get("object") == "response.input_tokens" and
+          cnt.get("input_tokens") == r2["usage"]["input_tokens"] and s0 == 200 and
+          cnt0 == {"object": "response.input_tokens", "input_tokens": first_in},
+          "%s %s / %s; %s %s" % (s, cnt, r2.get("usage"), s0, cnt0))
+    sg, e = call("GET", "/v1/responses/input_tokens")
+    check("GET /v1/responses/input_tokens: 405", sg == 405, "%s %s" % (sg, e))
     s3, c = chat([{"role": "user", "content": "My name is Ada."},
                   {"role": "assistant", "content": text_of(r1)},
                   {"role": "user", "content": "What is my name?"}], temperature=0, max_tokens=40)
