@@ -644,7 +644,9 @@ void dsim_req_free(struct dsim_req *r)
 void dsim_req_plain(struct dsim_req *r, uint32_t max_tokens, uint64_t start_at, bool chat,
 		    uint32_t n_turns)
 {
-	r->conv = r->leave = r->logprobs = r->pipe = false;
+	r->conv = r->leave = r->logprobs = r->pipe = r->resend = false;
+	json_decref(r->hist); /* a scenario's conversation goes in its session */
+	r->hist = NULL;
 	r->chat = chat;
 	r->name[0] = 0;
 	r->n_turns = r->turn = 0;
