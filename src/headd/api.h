@@ -345,16 +345,19 @@ void headd_responses_free(struct headd_req *q);
 void headd_responses_get(struct headd_http *h, const char *id, const struct sf_http_request *r);
 void headd_responses_delete(struct headd_http *h, const char *id);
 
-/* resp_items.c: the output items of the last HEADD_ITEMS_KEPT stored responses of a shard
- * (each output of at most HEADD_ITEMS_MAX_BYTES), by key, for requests that name one
- * (item_reference). put: a stored response's output; resolve: a /v1/responses body with its
+/* resp_items.c: the last HEADD_ITEMS_KEPT stored responses of a shard (each object of at most
+ * HEADD_ITEMS_MAX_BYTES), by key, for requests that name an output item (item_reference) and
+ * for GET. put: a stored response's object; object: the kept one's JSON (NULL: not kept);
+ * resolve: a /v1/responses body with its
  * references replaced by the items (*out NULL: none to replace; 0, or -1 with e: 404 an item
  * not kept); shard: the shard a /v1/responses request goes to (its id's, its previous
  * response's, its first item's). */
 #define HEADD_ITEMS_KEPT 256
 #define HEADD_ITEMS_MAX_BYTES (1u << 20)
 void headd_resp_items_put(struct headd *d, const char *resp_id,
-			  const uint8_t owner[static SF_WALREC_OWNER_LEN], const json_t *output);
+			  const uint8_t owner[static SF_WALREC_OWNER_LEN], const json_t *resp);
+const char *headd_resp_items_object(const struct headd *d, const char *resp_id,
+				    const uint8_t owner[static SF_WALREC_OWNER_LEN]);
 void headd_resp_items_free(struct headd *d);
 unsigned headd_resp_items_shard(const struct headd *d, const char *item_id);
 int headd_responses_resolve(struct headd_http *h, const uint8_t *body, size_t len, char **out,

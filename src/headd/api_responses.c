@@ -132,7 +132,7 @@ static void meta_of(const struct headd_req *q, const char *status,
 	*m = (struct sf_resp_meta){
 		.id = q->id, .created_at = q->created_s, .model = q->r.model,
 		.status = status ? status : fail ? "failed" : length ? "incomplete" : "completed",
-		.incomplete_reason = !fail && length ? "max_output_tokens" : NULL,
+		.incomplete_reason = !status && !fail && length ? "max_output_tokens" : NULL,
 		.error = fail, .echo_json = q->r.resp->echo_json,
 		.previous_id = q->r.resp->previous_id, .store = q->r.resp->store,
 	};
@@ -184,7 +184,7 @@ void headd_responses_whole(struct headd_req *q, const struct sf_api_error *fail)
 	sf_blocks_whole(&bl, &q->out);
 	json_t *obj = object_of(q, &bl, NULL, NULL, true);
 	if (obj && q->named)
-		headd_resp_items_put(q->d, q->id, q->owner, json_object_get(obj, "output"));
+		headd_resp_items_put(q->d, q->id, q->owner, obj);
 	char *text = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
 	json_decref(obj);
 	headd_api_send_json(q->h, 200, text);
@@ -239,8 +239,15 @@ static void on_open(void *arg, uint32_t i)
 {
 	struct headd_req *q = arg;
 	const struct sf_block *b = &q->resp_state->bl.b[i];
+	/* As it begins: in progress, nothing in it yet (what it holds comes as its deltas, even
+	 * where the block already holds more: a replay from the log, a first delta). */
+	struct sf_resp_item it;
+	item_of(q, &q->resp_state->bl, i, &it);
+	it.done = false;
+	it.text = "";
+	it.len = 0;
 	emit(q, "response.output_item.added", json_pack("{s:i,s:o}", "output_index", (int)i,
-							"item", item_json(q, i)));
+							"item", sf_resp_item_json(&it)));
 	if (b->kind == SF_BLOCK_TEXT) {
 		json_t *f = where(q, i, true);
 		json_object_set_new(f, "part", json_pack("{s:s,s:s,s:[],s:[]}", "type",
@@ -325,8 +332,7 @@ void headd_responses_end(struct headd_req *q, const struct sf_api_error *fail)
 		json_t *last = response_now(q, NULL, fail, true);
 		if (last && q->named && !fail)
 			headd_resp_items_put(q->d, q->id, q->owner,
-					     json_object_get(json_object_get(last, "response"),
-							     "output"));
+					     json_object_get(last, "response"));
 		emit(q, type, last);
 	}
 	if (q->h)
@@ -349,6 +355,18 @@ static void not_found(struct headd_http *h, const char *id, const char *why)
 	headd_api_send_error(h, &e);
 }
 
+/* ?stream=true (or 1) in a query. */
+static bool stream_asked(const char *query)
+{
+	for (const char *p = query; p && *p; p = strchr(p, '&') ? strchr(p, '&') + 1 : NULL)
+		if (!strncmp(p, "stream=true", 11) || !strncmp(p, "stream=1", 8)) {
+			char end = p[!strncmp(p, "stream=1", 8) ? 8 : 11];
+			if (!end || end == '&')
+				return true;
+		}
+	return false;
+}
+
 void headd_responses_get(struct headd_http *h, const char *id, const struct sf_http_request *r)
 {
 	char chain[CHAIN_HEX + 1], name[SF_API_MAX_SESSION_ID + 1];
@@ -361,6 +379,13 @@ void headd_responses_get(struct headd_http *h, const char *id, const struct sf_h
 	if (!headd_named_find(h->d, name, h->owner)) {
 		not_found(h, id, "is stored here (it was not stored, its conversation was deleted "
 			  "or idle past --session-idle-s, or another key made it)");
+		return;
+	}
+	/* Whole, and one of the shard's last stored: as it was answered; else from the log. */
+	const char *kept = headd_resp_items_object(h->d, id, h->owner);
+	if (kept && !stream_asked(r->query)) {
+		char *text = strdup(kept);
+		headd_api_send_json(h, 200, text);
 		return;
 	}
 	headd_resume(h, SF_API_RESPONSES, id, r);

@@ -1,7 +1,8 @@
-/* The output items of recent stored responses, so that a request may name one by id
+/* Recent stored responses, so that a request may name an output item by id
  * (`{"type": "item_reference", "id": "msg_..."}`, what @ai-sdk/openai sends for an earlier
- * reply when store is on): each shard keeps the output of its last HEADD_ITEMS_KEPT stored
- * responses (a response's output of at most HEADD_ITEMS_MAX_BYTES), by key, until it restarts.
+ * reply when store is on) and GET /v1/responses/{id} answers without a log: each shard keeps
+ * its last HEADD_ITEMS_KEPT stored responses (each response object of at most
+ * HEADD_ITEMS_MAX_BYTES), by key, until it restarts.
  * A request's references are replaced by the items before it is parsed, so what the log keeps
  * is the request as it ran. */
 #include "headd.h"
@@ -15,13 +16,13 @@
 struct headd_resp_items {
 	char id[SF_WALREC_MAX_ID + 1];      /* the response's */
 	uint8_t owner[SF_WALREC_OWNER_LEN];
-	char *output;                       /* its output array, compact JSON */
+	char *resp;                         /* the response object, compact JSON */
 };
 
 void headd_resp_items_put(struct headd *d, const char *resp_id,
-			  const uint8_t owner[static SF_WALREC_OWNER_LEN], const json_t *output)
+			  const uint8_t owner[static SF_WALREC_OWNER_LEN], const json_t *resp)
 {
-	char *text = json_dumps(output, JSON_COMPACT);
+	char *text = json_dumps(resp, JSON_COMPACT);
 	if (!text || strlen(text) > HEADD_ITEMS_MAX_BYTES) {
 		free(text);
 		return;
@@ -32,16 +33,35 @@ void headd_resp_items_put(struct headd *d, const char *resp_id,
 		return;
 	}
 	struct headd_resp_items *it = &a->items[a->items_next++ % HEADD_ITEMS_KEPT];
-	free(it->output);
+	free(it->resp);
 	snprintf(it->id, sizeof(it->id), "%s", resp_id);
 	memcpy(it->owner, owner, sizeof(it->owner));
-	it->output = text;
+	it->resp = text;
+}
+
+/* The kept response resp_id of owner, or NULL. */
+static const struct headd_resp_items *kept(const struct headd *d, const char *resp_id,
+					   const uint8_t owner[static SF_WALREC_OWNER_LEN])
+{
+	for (uint32_t i = 0; d->api.items && i < HEADD_ITEMS_KEPT; i++) {
+		const struct headd_resp_items *it = &d->api.items[i];
+		if (it->resp && !strcmp(it->id, resp_id) && headd_owner_is(it->owner, owner))
+			return it;
+	}
+	return NULL;
+}
+
+const char *headd_resp_items_object(const struct headd *d, const char *resp_id,
+				    const uint8_t owner[static SF_WALREC_OWNER_LEN])
+{
+	const struct headd_resp_items *it = kept(d, resp_id, owner);
+	return it ? it->resp : NULL;
 }
 
 void headd_resp_items_free(struct headd *d)
 {
 	for (uint32_t i = 0; d->api.items && i < HEADD_ITEMS_KEPT; i++)
-		free(d->api.items[i].output);
+		free(d->api.items[i].resp);
 	free(d->api.items);
 	d->api.items = NULL;
 }
@@ -74,18 +94,16 @@ static json_t *find(struct headd *d, const char *item_id,
 	unsigned index;
 	if (!item_of(item_id, resp, sizeof(resp), &index))
 		return NULL;
-	for (uint32_t i = 0; d->api.items && i < HEADD_ITEMS_KEPT; i++) {
-		const struct headd_resp_items *it = &d->api.items[i];
-		if (!it->output || strcmp(it->id, resp) || !headd_owner_is(it->owner, owner))
-			continue;
-		json_t *out = json_loads(it->output, 0, NULL);
-		json_t *item = json_incref(json_array_get(out, index));
-		json_decref(out);
-		const char *id = json_string_value(json_object_get(item, "id"));
-		if (id && !strcmp(id, item_id))
-			return item;
-		json_decref(item);
-	}
+	const struct headd_resp_items *it = kept(d, resp, owner);
+	if (!it)
+		return NULL;
+	json_t *obj = json_loads(it->resp, 0, NULL);
+	json_t *item = json_incref(json_array_get(json_object_get(obj, "output"), index));
+	json_decref(obj);
+	const char *id = json_string_value(json_object_get(item, "id"));
+	if (id && !strcmp(id, item_id))
+		return item;
+	json_decref(item);
 	return NULL;
 }
 

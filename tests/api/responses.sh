@@ -3,7 +3,7 @@
 # simulated nodes (responses_client.py holds the checks): the chat completion's prompt and
 # reply for the same conversation, whole and as typed stream events in order, 400s naming
 # what it does not do, previous_response_id continuing the node's context (only the latest),
-# POST /v1/responses/input_tokens counting a follow-up before it runs;
+# POST /v1/responses/input_tokens counting a follow-up before it runs, GET without a log;
 # with Qwen3's template (llama.cpp's bundle, scripted replies): reasoning and function_call
 # items, their stream events, function_call_output continuing; with --wal-dir and two keys:
 # GET and DELETE by the key that made it, store false kept nowhere; and a stored response

@@ -79,11 +79,21 @@ def stream_text(evs):
 
 
 def event_order_ok(evs):
-    """created, in_progress first; completed (or incomplete) last; sequence numbers 0.. in
-    order; every item added before its deltas and done after them."""
+    """created, in_progress first (in progress, no incomplete_details yet); completed (or
+    incomplete) last; sequence numbers 0.. in order; every item added (in progress, holding
+    nothing yet: what it holds comes as deltas) before its deltas and done after them."""
     names = [n for n, _ in evs]
     if names[:2] != ["response.created", "response.in_progress"]:
         return "starts with %s" % names[:2]
+    for _, d in evs[:2]:
+        if d["response"]["status"] != "in_progress" or d["response"]["incomplete_details"]:
+            return "%s: %s" % (d["type"], d["response"])
+    for n, d in evs:
+        it = d.get("item", {})
+        if n == "response.output_item.added" and (
+                it["status"] != "in_progress" or it.get("arguments") or
+                any(c.get("text") for c in it.get("content", []))):
+            return "an item added with content: %s" % it
     if names[-1] not in ("response.completed", "response.incomplete"):
         return "ends with %s" % names[-1]
     if [d["sequence_number"] for _, d in evs] != list(range(len(evs))):
@@ -208,6 +218,14 @@ if mode == "plain":
     check("... the latest can: a third turn", s == 200 and
           r3["usage"]["input_tokens_details"]["cached_tokens"] >= r2["usage"]["input_tokens"],
           json.dumps(r3)[:300])
+    # GET without a log: the shard's last stored responses, as they were answered.
+    s, g = call("GET", "/v1/responses/" + r2["id"])
+    s2, g2 = call("GET", "/v1/responses/" + r1["id"] + "?stream=false")
+    check("GET /v1/responses/{id} without a log: the response as answered (an earlier one too)",
+          s == 200 and g == r2 and s2 == 200 and g2 == r1, "%s %s" % (s, json.dumps(g)[:300]))
+    s, g = call("GET", "/v1/responses/" + r2["id"] + "?stream=true")
+    check("... streamed again without a log: 404 (the events come from the log)", s == 404,
+          "%s %s" % (s, json.dumps(g)[:300]))
     # An earlier reply named by its item id (what @ai-sdk/openai sends when store is on).
     ref = {"type": "item_reference", "id": r1["output"][0]["id"]}
     s, r4 = respond({"model": MODEL, "input": [{"role": "user", "content": "My name is Ada."}, ref,
@@ -279,6 +297,10 @@ elif mode == "store":
     s, g = call("GET", "/v1/responses/" + r1["id"], key=k1)
     check("GET /v1/responses/{id}: the same response", s == 200 and g["id"] == r1["id"] and
           text_of(g) == text_of(r1) and g["usage"] == r1["usage"], "%s %s" % (s, json.dumps(g)[:300]))
+    s, g = call("GET", "/v1/responses/" + r1["id"] + "?stream=true", key=k1, stream=True)
+    done = [d for n, d in g if n in ("response.completed", "response.incomplete")] if s == 200 else []
+    check("GET ?stream=true: its events again from the log, the same response last",
+          s == 200 and done and text_of(done[0]["response"]) == text_of(r1), "%s %s" % (s, g))
     s, g = call("GET", "/v1/responses/" + r1["id"], key=k2)
     check("... another key: 404", s == 404, "%s %s" % (s, g))
     s, d = call("DELETE", "/v1/responses/" + r1["id"], key=k2)
