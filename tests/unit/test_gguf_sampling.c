@@ -30,7 +30,7 @@
 static const uint32_t prompt[N_PROMPT] = { 11, 42, 7, 42, 99, 3 };
 
 struct fx {
-	char vocab_path[128], path[128];
+	char path[128];
 	struct sf_engine *e;
 	/* The same file, apart from the engine, for the reference logits. */
 	struct sf_gguf *file;
@@ -46,18 +46,9 @@ static int setup(void **state)
 	struct fx *f = calloc(1, sizeof(*f));
 	*state = f;
 	struct sf_err err;
-	snprintf(f->vocab_path, sizeof(f->vocab_path), "/tmp/sf_test_gguf_sampling_vocab_%d.gguf",
-		 (int)getpid());
-	snprintf(f->path, sizeof(f->path), "/tmp/sf_test_gguf_sampling_%d.gguf", (int)getpid());
-	assert_int_equal(sf_test_write_vocab(f->vocab_path, N_VOCAB), 0);
-	struct sf_gguf *vocab;
-	assert_int_equal(sf_gguf_open(f->vocab_path, &vocab, &err), 0);
-	struct sf_model_gen gen = { .shape = "test-qwen2", .type = "f32", .layers = 2, .seed = 11,
-				    .vocab = vocab };
 	f->pool = sf_pool_new(1);
-	if (sf_model_gen_write(&gen, f->path, f->pool, NULL, &err))
-		fail_msg("%s", err.msg);
-	sf_gguf_close(vocab);
+	assert_int_equal(sf_test_make_model("gguf_sampling", N_VOCAB, "test-qwen2", 2, 11, f->pool,
+					    f->path, sizeof(f->path)), 0);
 	struct sf_gguf_engine_config cfg = { .path = f->path, .threads = 1, .ctx_len = 128,
 					     .batch = 4 };
 	if (sf_gguf_engine_new(&cfg, &f->e, &err))
@@ -82,7 +73,6 @@ static int teardown(void **state)
 	sf_engine_free(f->e);
 	sf_pool_free(f->pool);
 	unlink(f->path);
-	unlink(f->vocab_path);
 	free(f);
 	return 0;
 }

@@ -274,7 +274,7 @@ static void too_many_changes_ask_for_the_list(void **state)
 /* ---- the engines ---- */
 
 struct fx {
-	char vocab_path[128], path[128];
+	char path[128];
 	struct sf_pool *pool;
 	struct sf_engine *e;   /* unbounded context memory */
 };
@@ -294,19 +294,9 @@ static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	*state = f;
-	struct sf_err err;
-	snprintf(f->vocab_path, sizeof(f->vocab_path), "/tmp/sf_test_prefix_vocab_%d.gguf",
-		 (int)getpid());
-	snprintf(f->path, sizeof(f->path), "/tmp/sf_test_prefix_%d.gguf", (int)getpid());
-	assert_int_equal(sf_test_write_vocab(f->vocab_path, N_VOCAB), 0);
-	struct sf_gguf *vocab;
-	assert_int_equal(sf_gguf_open(f->vocab_path, &vocab, &err), 0);
-	struct sf_model_gen gen = { .shape = "test-qwen2", .type = "f32", .layers = 2, .seed = 5,
-				    .vocab = vocab };
 	f->pool = sf_pool_new(1);
-	if (sf_model_gen_write(&gen, f->path, f->pool, NULL, &err))
-		fail_msg("%s", err.msg);
-	sf_gguf_close(vocab);
+	assert_int_equal(sf_test_make_model("prefix", N_VOCAB, "test-qwen2", 2, 5, f->pool, f->path,
+					    sizeof(f->path)), 0);
 	f->e = gguf_engine(f, 0);
 	return 0;
 }
@@ -317,7 +307,6 @@ static int teardown(void **state)
 	sf_engine_free(f->e);
 	sf_pool_free(f->pool);
 	unlink(f->path);
-	unlink(f->vocab_path);
 	free(f);
 	return 0;
 }

@@ -3,9 +3,12 @@
 #include <superfluid/engine.h>
 #include <superfluid/gguf.h>
 
+#include "model/model.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int hexval(char c)
 {
@@ -141,5 +144,27 @@ int sf_test_write_vocab(const char *path, unsigned n)
 		sf_gguf_writer_free(w);
 	free(names);
 	free(toks);
+	return rc;
+}
+
+int sf_test_make_model(const char *tag, unsigned n_vocab, const char *shape, uint32_t layers,
+		       uint64_t seed, struct sf_pool *pool, char *path, size_t cap)
+{
+	char vocab_path[128];
+	snprintf(vocab_path, sizeof(vocab_path), "/tmp/sf_test_%s_vocab_%d.gguf", tag, (int)getpid());
+	snprintf(path, cap, "/tmp/sf_test_%s_%d.gguf", tag, (int)getpid());
+	struct sf_gguf *vocab = NULL;
+	struct sf_err err = { 0 };
+	int rc = sf_test_write_vocab(vocab_path, n_vocab) ? -1 : 0;
+	if (!rc && sf_gguf_open(vocab_path, &vocab, &err))
+		rc = -1;
+	struct sf_model_gen gen = { .shape = shape, .type = "f32", .layers = layers, .seed = seed,
+				    .vocab = vocab };
+	if (!rc && sf_model_gen_write(&gen, path, pool, NULL, &err))
+		rc = -1;
+	if (rc)
+		fprintf(stderr, "sf_test_make_model %s: %s\n", tag, err.msg[0] ? err.msg : "vocabulary");
+	sf_gguf_close(vocab);
+	unlink(vocab_path);
 	return rc;
 }

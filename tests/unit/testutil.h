@@ -29,4 +29,11 @@ int sf_test_kept_stream(struct sf_engine *e, const uint32_t *cuts, uint32_t n_cu
  * path: the tokenizer the random-weight models of the engine tests take. 0, or -1. */
 int sf_test_write_vocab(const char *path, unsigned n);
 
+struct sf_pool;
+/* A random-weight F32 model of shape (layers, seed) over sf_test_write_vocab's vocabulary of
+ * n_vocab tokens, written to /tmp/sf_test_<tag>_<pid>.gguf, its path in path (cap bytes);
+ * pool quantizes. 0, or -1 with the reason printed. */
+int sf_test_make_model(const char *tag, unsigned n_vocab, const char *shape, uint32_t layers,
+		       uint64_t seed, struct sf_pool *pool, char *path, size_t cap);
+
 #endif
