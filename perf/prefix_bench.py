@@ -7,9 +7,9 @@ Arguments: WORKLOAD BASE_URL MODEL SEED, then the workload's own:
   chat   [--named]               10 turns: a 480-token system prompt, 60-word user turns,
                                  24-token replies; time to first token of each turn. --named
                                  sends only each turn's new message, in a superfluid session.
-  shared USERS CONC [--alone]   USERS users over the same 2,000-token system prompt,
-                                 each with its own 50-token question, CONC at a time (--alone:
-                                 the questions without the system prompt); each one's TTFT.
+  shared USERS CONC             USERS users over the same 2,000-token system prompt, each
+                                 with its own 50-token question, CONC at a time, in rounds
+                                 alternating with as many questions sent alone; each one's TTFT.
   agent                          8 tool steps over a growing 3,000-token context; wall time.
   fleet  CONVS TURNS CONC        CONVS conversations of TURNS turns, interleaved, CONC at
                                  a time (the simulated engine's nodes); per-request usage.
@@ -138,32 +138,42 @@ def chat(base, seed, named):
     return {"workload": "chat", "named": named, "turns": turns}
 
 
-def shared(base, seed, users, conc, alone):
+def shared(base, seed, users, conc):
+    """USERS questions after the shared system prompt and USERS alone, in alternating rounds of
+    2 * CONC of a kind (CONC at a time), so that both kinds see the same machine: it is shared,
+    and its load moves from minute to minute."""
     rng = random.Random(seed)
     srv = Server(base)
     system = text(rng, 1940)  # about 2,000 tokens
-    questions = [text(rng, 38) + "?" for _ in range(users)]  # about 50 tokens each
-    out = [None] * users
+    questions = [text(rng, 38) + "?" for _ in range(2 * users)]  # about 50 tokens each
+    out = {False: [], True: []}  # by alone
     lock = threading.Lock()
-    nxt = [0]
-
-    def worker():
-        while True:
-            with lock:
-                i = nxt[0]
-                nxt[0] += 1
-            if i >= users:
-                return
-            msgs = [{"role": "user", "content": questions[i]}]
-            if not alone:
-                msgs.insert(0, {"role": "system", "content": system})
-            ttft, total, _, usage = srv.chat(msgs, 4)
-            out[i] = {"ttft": ttft, "prompt_tokens": (usage or {}).get("prompt_tokens"),
-                      "cached_tokens": cached_of(usage)}
-
     t0 = time.monotonic()
-    run_threads(worker, conc)
-    return {"workload": "shared", "alone": alone, "users": out,
+    done = 0
+    while done < users:
+        for alone in (False, True):
+            batch = list(range(done, min(done + 2 * conc, users)))
+            nxt = [0]
+
+            def worker():
+                while True:
+                    with lock:
+                        if nxt[0] >= len(batch):
+                            return
+                        i = batch[nxt[0]]
+                        nxt[0] += 1
+                    msgs = [{"role": "user", "content": questions[2 * i + alone]}]
+                    if not alone:
+                        msgs.insert(0, {"role": "system", "content": system})
+                    ttft, total, _, usage = srv.chat(msgs, 4)
+                    with lock:
+                        out[alone].append({"ttft": ttft,
+                                           "prompt_tokens": (usage or {}).get("prompt_tokens"),
+                                           "cached_tokens": cached_of(usage)})
+
+            run_threads(worker, conc)
+        done += 2 * conc
+    return {"workload": "shared", "users": out[False], "alone_users": out[True],
             "wall": time.monotonic() - t0}
 
 
@@ -258,7 +268,7 @@ def main(argv):
     if what == "chat":
         r = chat(base, seed, "--named" in rest)
     elif what == "shared":
-        r = shared(base, seed, int(rest[0]), int(rest[1]), "--alone" in rest)
+        r = shared(base, seed, int(rest[0]), int(rest[1]))
     elif what == "agent":
         r = agent(base, seed)
     elif what == "fleet":
