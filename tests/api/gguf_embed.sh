@@ -5,8 +5,9 @@
 # Q8_0, pooled as the file says (no pooling_type: mean; qwen3.pooling_type 3: the last token,
 # as Qwen3-Embedding's files say; 2: the first); token ids and text (the node encodes it as
 # llama.cpp's server does: the same tokens, usage.prompt_tokens their count); several inputs
-# in one request (each its own vector), base64 the same values, dimensions the first values
-# scaled again, and a token past the vocabulary a 400.
+# in one request (each its own vector; 40 run together by the node, each the vector it has
+# alone), base64 the same values, dimensions the first values scaled again, and a token past
+# the vocabulary a 400 naming its input.
 # Usage: gguf_embed.sh NODED HEADD CLI REPO_ROOT   (exit 77: no llama.cpp, unless CI=true)
 set -uo pipefail
 noded=$1 headd=$2 cli=$3 root=$4 expect=/bin/false
@@ -92,6 +93,44 @@ n = math.sqrt(sum(x * x for x in v[0][:16]))
 assert len(s) == 16 and all(abs(x - y / n) < 1e-5 for x, y in zip(s, v[0])), "dimensions"
 EOF
 check "three inputs, base64 the same floats, dimensions 16 the first values scaled again" $r
+# Many inputs in one request, run together by the node (the inputs whose tokens fit one forward
+# call in one step, a long one alone in chunks): each the vector it has alone.
+python3 -S - >"$work/many.json" <<'EOF'
+import json
+words = "the old keeper climbed stairs every evening to light a lamp for ships at sea".split()
+inputs = [" ".join(words[:1 + i % len(words)]) * (1 + i // 12) for i in range(40)]
+inputs[17] = " ".join(words * 20)  # longer than a forward call takes
+print(json.dumps({"model": "random-test-qwen3-f32", "input": inputs, "encoding_format": "float"}))
+EOF
+t0=$(date +%s.%N)
+status=$(curl -sS -o "$work/many.out" -w '%{http_code}' -H 'Content-Type: application/json' \
+	--data-binary @"$work/many.json" "$base/v1/embeddings")
+t1=$(date +%s.%N)
+r=0; [ "$status" = 200 ] || r=1
+: >"$work/alone.out"
+for k in $(seq 0 39); do
+	python3 -S -c 'import json,sys; d=json.load(open(sys.argv[1])); d["input"]=d["input"][int(sys.argv[2])]; print(json.dumps(d))' \
+		"$work/many.json" "$k" >"$work/one.json"
+	curl -sS -H 'Content-Type: application/json' --data-binary @"$work/one.json" "$base/v1/embeddings" >>"$work/alone.out"
+	echo >>"$work/alone.out"
+done
+t2=$(date +%s.%N)
+[ $r = 0 ] && python3 - "$work/many.out" "$work/alone.out" <<'EOF' || r=1
+import json, sys
+many = json.load(open(sys.argv[1]))
+alone = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
+assert len(many["data"]) == 40 == len(alone)
+worst = max(abs(x - y) for m, a in zip(many["data"], alone)
+            for x, y in zip(m["embedding"], a["data"][0]["embedding"]))
+assert many["usage"]["prompt_tokens"] == sum(a["usage"]["prompt_tokens"] for a in alone)
+print("     | max |diff| %.3g against each alone" % worst)
+assert worst < 1e-4, worst
+EOF
+python3 -S -c 'import sys; print("     | 40 inputs in one request %.2f s, one request each %.2f s" % (float(sys.argv[2]) - float(sys.argv[1]), float(sys.argv[3]) - float(sys.argv[2])))' "$t0" "$t1" "$t2"
+check "40 inputs in one request (one longer than a forward call): each its vector alone" $r
+req POST /v1/embeddings "{\"model\":\"$model\",\"input\":[\"a cat\",[1,2,999999],\"a dog\"]}"
+r=0; [ "$status" = 400 ] && grep -q 'input 1.*past the vocabulary' "$work/out" || r=1
+check "a token past the vocabulary in the second input: 400 naming input 1" $r
 req POST /v1/embeddings "{\"model\":\"$model\",\"input\":[[1,2,999999]]}"
 r=0; [ "$status" = 400 ] && grep -q 'past the vocabulary' "$work/out" || r=1
 check "a token past the vocabulary: 400 saying so" $r
