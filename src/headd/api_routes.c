@@ -275,11 +275,13 @@ static unsigned owner_of(const struct headd *d, enum headd_endpoint ep,
 		return headd_responses_shard(d, r);
 	if (ep == EP_SESSIONS && r->path[12] == '/' && r->path[13])
 		return headd_shard_of_name(d, r->path + 13);
-	if (ep != EP_CHAT && ep != EP_COMPLETIONS)
+	if (ep != EP_CHAT && ep != EP_COMPLETIONS && ep != EP_MESSAGES)
 		return d->shard;
 	const char *named = sf_http_header(r, "x-superfluid-session");
 	if (named && *named)
 		return headd_shard_of_name(d, named);
+	if (ep == EP_MESSAGES) /* a session by the header only: Anthropic's body has no field */
+		return d->shard;
 	char session[SF_API_MAX_SESSION_ID + 2]; /* one more: a name too long stays too long */
 	if (body_string(r, "session", "\"session\"", session, sizeof(session)) && *session)
 		return headd_shard_of_name(d, session);

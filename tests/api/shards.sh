@@ -78,6 +78,18 @@ for s in ada bob cyd dee eve fay; do
 	[ "$status" = 200 ] && [ "$(j "$work/out" 'd["turns"]')" = 2 ] || { r=1; echo "     | $s: $(head -c 300 "$work/out")"; }
 done
 check "6 named sessions (header and body), two turns each, every turn on its owner shard" $r
+# Messages (Anthropic's) with X-Superfluid-Session: routed to the owner shard as chat is.
+r=0
+for s in gus hal ivy jon kim lou; do
+	req POST /v1/messages "{\"model\":\"sim-1\",\"max_tokens\":12,\"messages\":[{\"role\":\"user\",\"content\":\"I am $s.\"}]}" -H "X-Superfluid-Session: m-$s"
+	[ "$status" = 200 ] || { r=1; echo "     | $s turn 1: $status"; }
+	t1=$(j "$work/out" '"".join(b["text"] for b in d["content"] if b["type"] == "text")')
+	req POST /v1/messages "{\"model\":\"sim-1\",\"max_tokens\":12,\"messages\":[{\"role\":\"user\",\"content\":\"I am $s.\"},{\"role\":\"assistant\",\"content\":$(python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$t1")},{\"role\":\"user\",\"content\":\"Again.\"}]}" -H "X-Superfluid-Session: m-$s"
+	[ "$status" = 200 ] || { r=1; echo "     | $s turn 2: $status $(head -c 300 "$work/out")"; }
+	req GET "/v1/sessions/m-$s"
+	[ "$status" = 200 ] && [ "$(j "$work/out" 'd["turns"]')" = 2 ] || { r=1; echo "     | $s: $(head -c 300 "$work/out")"; }
+done
+check "6 named sessions over /v1/messages (the header), two turns each, on their owner shards" $r
 req DELETE /v1/sessions/eve
 r=0; [ "$status" = 200 ] || r=1
 req GET /v1/sessions/eve
