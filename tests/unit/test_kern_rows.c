@@ -37,7 +37,7 @@ static void variants_give_the_bits_of_axpy(void **state)
 	uint64_t seed = 7;
 	enum sf_kisa was = sf_kern_isa();
 	bool compared[SF_KISA_AVX512 + 1] = { false };
-	static uint16_t v[MAX_N * MAX_HD];
+	static uint16_t v[MAX_N * (MAX_HD + 3)]; /* rows hd + 3 apart */
 	static float s[MAX_Q * MAX_N], init[MAX_Q * MAX_HD], want[MAX_Q * MAX_HD],
 		got[MAX_Q * MAX_HD];
 	for (size_t h = 0; h < sizeof(hds) / sizeof(hds[0]); h++)
