@@ -192,9 +192,12 @@ static void qkv_finish(struct job *j, uint32_t il, uint32_t t)
 			sf_op_rmsnorm(k + h * hd, k + h * hd, l->k_norm->data, hd, c->rms_eps);
 	}
 	float cs[SF_MODEL_MAX_HEAD_DIM];
-	sf_op_rope_table(m, j->toks[t].pos, cs);
+	sf_op_rope_table(m, c->swa[il], j->toks[t].pos, cs);
 	sf_op_rope(m, q, c->n_head, cs);
 	sf_op_rope(m, k, c->n_head_kv, cs);
+	if (c->q_prescale) /* Gemma: the queries scaled before they are rounded */
+		for (uint32_t i = 0; i < qd; i++)
+			q[i] *= c->attn_scale;
 	sf_kern_quantize_act(SF_GGUF_T_F16, q, f->qh + (size_t)t * qd, qd);
 	const struct sf_fwd_tok *tk = &j->toks[t];
 	sf_kern_quantize_act(SF_GGUF_T_F16, k, sf_kv_at(tk->kv, il, 0, tk->pos), kvd);
@@ -237,7 +240,10 @@ static void layer(struct job *j, uint32_t il, unsigned ith, unsigned nth)
 	for (uint64_t it = alo; it < ahi; it++) {
 		uint32_t t = (uint32_t)(it / c->n_head_kv), g = (uint32_t)(it % c->n_head_kv);
 		size_t q0 = (size_t)t * qd + (size_t)g * group * hd;
-		sf_op_attend(m, j->toks[t].kv, il, g, f->qh + q0, group, j->toks[t].pos + 1,
+		uint32_t to = j->toks[t].pos + 1, from = 0;
+		if (c->swa[il] && to > c->n_swa) /* the window: keys at pos - n_swa + 1 .. pos */
+			from = to - c->n_swa;
+		sf_op_attend(m, j->toks[t].kv, il, g, f->qh + q0, group, from, to,
 			     f->scores + (size_t)ith * group * f->max_ctx, f->att + q0);
 	}
 	sf_pool_barrier(p);
@@ -246,11 +252,14 @@ static void layer(struct job *j, uint32_t il, unsigned ith, unsigned nth)
 	matmul(j, l->wo, n, f->tmp, E, ith, nth);
 	sf_pool_barrier(p);
 
-	/* Feed-forward: norm, gate and up, SwiGLU, down. */
+	/* Feed-forward: norm, gate and up, SwiGLU or GeGLU, down (each output normed first where
+	 * the model has post-norms). */
 	for (uint64_t t = lo; t < hi; t++) {
 		float *x = f->x + t * E, *d = f->tmp + t * E;
 		if (l->bo)
 			add(d, l->bo->data, E);
+		if (l->attn_post_norm)
+			sf_op_rmsnorm(d, d, l->attn_post_norm->data, E, c->rms_eps);
 		add(x, d, E);
 		sf_op_rmsnorm(f->xn + t * E, x, l->ffn_norm->data, E, c->rms_eps);
 	}
@@ -261,14 +270,22 @@ static void layer(struct job *j, uint32_t il, unsigned ith, unsigned nth)
 	matmul(j, l->ffn_gate, n, f->gate, F, ith, nth);
 	matmul(j, l->ffn_up, n, f->up, F, ith, nth);
 	sf_pool_barrier(p);
-	for (uint64_t t = lo; t < hi; t++)
-		sf_op_swiglu(f->gate + t * F, f->up + t * F, F);
+	for (uint64_t t = lo; t < hi; t++) {
+		if (c->act == SF_ACT_GELU)
+			sf_op_geglu(f->gate + t * F, f->up + t * F, F);
+		else
+			sf_op_swiglu(f->gate + t * F, f->up + t * F, F);
+	}
 	quant_rows(j, f->gate, F, F, l->ffn_down, n, lo, hi);
 	sf_pool_barrier(p);
 	matmul(j, l->ffn_down, n, f->tmp, E, ith, nth);
 	sf_pool_barrier(p);
-	for (uint64_t t = lo; t < hi; t++)
+	for (uint64_t t = lo; t < hi; t++) {
+		if (l->ffn_post_norm)
+			sf_op_rmsnorm(f->tmp + t * E, f->tmp + t * E, l->ffn_post_norm->data, E,
+				      c->rms_eps);
 		add(f->x + t * E, f->tmp + t * E, E);
+	}
 	sf_pool_barrier(p);
 }
 
@@ -285,8 +302,12 @@ static void run(void *arg, unsigned ith, unsigned nth)
 		if (j->l0 == 0) {
 			const struct sf_gguf_tensor *te = m->tok_embd;
 			size_t row = sf_kt_row_bytes(te->type, E);
+			float *x = f->x + t * E;
 			sf_kt(te->type)->dequantize((const uint8_t *)te->data + row * j->toks[t].token,
-						    f->x + t * E, E);
+						    x, E);
+			if (c->embd_scale) /* Gemma */
+				for (uint32_t i = 0; i < E; i++)
+					x[i] *= c->embd_scale;
 		} else {
 			memcpy(f->x + t * E, j->hidden + t * E, E * sizeof(float));
 		}
@@ -311,6 +332,11 @@ static void run(void *arg, unsigned ith, unsigned nth)
 	quant_rows(j, f->xn, E, E, m->output, j->n_out, lo, hi);
 	sf_pool_barrier(j->pool);
 	matmul(j, m->output, j->n_out, j->logits, c->n_vocab, ith, nth);
+	if (c->final_softcap > 0) { /* Gemma 2: cap * tanh(logit / cap), element by element */
+		sf_pool_barrier(j->pool);
+		sf_pool_split((uint64_t)j->n_out * c->n_vocab, ith, nth, 1, &lo, &hi);
+		sf_op_softcap(j->logits + lo, (uint32_t)(hi - lo), c->final_softcap, 1.0f);
+	}
 }
 
 int sf_model_forward(const struct sf_model *m, struct sf_pool *pool, struct sf_fwd *f,

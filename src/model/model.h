@@ -29,9 +29,18 @@
 #define SF_MODEL_MAX_FF (1u << 20)
 
 enum sf_arch {
-	SF_ARCH_LLAMA = 0, /* Llama 2 / 3.x, TinyLlama, SmolLM, Mistral 7B */
-	SF_ARCH_QWEN2 = 1, /* QKV bias, NEOX rope */
-	SF_ARCH_QWEN3 = 2, /* q/k RMSNorm, key_length apart from the embedding width */
+	SF_ARCH_LLAMA = 0,  /* Llama 2 / 3.x, TinyLlama, SmolLM, Mistral 7B */
+	SF_ARCH_QWEN2 = 1,  /* QKV bias, NEOX rope */
+	SF_ARCH_QWEN3 = 2,  /* q/k RMSNorm, key_length apart from the embedding width */
+	SF_ARCH_GEMMA = 3,  /* embeddings scaled by sqrt(n_embd), GeGLU, queries pre-scaled */
+	SF_ARCH_GEMMA2 = 4, /* + post-norms, sliding window every other layer, soft-capping */
+	SF_ARCH_GEMMA3 = 5, /* + q/k RMSNorm, five local layers to one global, own rope base */
+};
+
+/* The feed-forward's gate activation. */
+enum sf_act {
+	SF_ACT_SILU = 0, /* SwiGLU */
+	SF_ACT_GELU = 1, /* GeGLU: tanh GELU as ggml computes it (its F16 table) */
 };
 
 struct sf_model_config {
@@ -49,7 +58,19 @@ struct sf_model_config {
 	float rope_base;
 	float rope_freq_scale; /* 1 / the linear scaling factor */
 	bool rope_neox;        /* rotate (i, i + n_rot/2) instead of (2i, 2i + 1) */
-	float attn_scale;      /* 1 / sqrt(head_dim) unless the file says */
+	float attn_scale;      /* 1 / sqrt(head_dim) unless the file (or the family's rule) says */
+	bool q_prescale;       /* queries times attn_scale before they are rounded to F16 and the
+				* scores unscaled (Gemma), instead of the scores scaled */
+	float embd_scale;      /* the embeddings times it (Gemma: sqrt(n_embd)); 0: as they are */
+	float attn_softcap;    /* scores = cap * tanh(scores / cap) before the softmax; 0: none */
+	float final_softcap;   /* the logits likewise; 0: none */
+	enum sf_act act;
+	bool post_norms;       /* RMS norms of the attention's and the FFN's outputs (Gemma 2/3) */
+	uint32_t n_swa;        /* the window of the sliding-window layers: a query at p sees keys
+				* at p - n_swa + 1 .. p (0: no such layers) */
+	float rope_base_swa;   /* their rope: base and linear scale */
+	float rope_freq_scale_swa;
+	uint8_t swa[SF_MODEL_MAX_LAYERS]; /* which layers have the window */
 };
 
 /* One layer's tensors (NULL: absent and optional). */
@@ -58,6 +79,7 @@ struct sf_layer_w {
 	const struct sf_gguf_tensor *bq, *bk, *bv, *bo;  /* qwen2's biases; llama's optional bo */
 	const struct sf_gguf_tensor *q_norm, *k_norm;    /* qwen3 */
 	const struct sf_gguf_tensor *ffn_norm, *ffn_gate, *ffn_up, *ffn_down;
+	const struct sf_gguf_tensor *attn_post_norm, *ffn_post_norm; /* Gemma 2/3 */
 };
 
 struct sf_model {
@@ -67,6 +89,7 @@ struct sf_model {
 	const float *rope_freqs;    /* n_rot / 2 frequency divisors (Llama 3.x), or NULL */
 	struct sf_layer_w *layers;
 	float rope_theta_scale;     /* base^(-2 / n_rot): each pair's angle over the previous's */
+	float rope_theta_scale_swa; /* the same of the sliding-window layers' base */
 	uint64_t weight_bytes;      /* bytes of every weight read for one token (the decode limit) */
 	uint8_t *bound;             /* while loading: which of the file's tensors are bound */
 };

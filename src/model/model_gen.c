@@ -16,18 +16,39 @@ struct shape {
 	uint32_t n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_ctx;
 	float rope_base, eps;
 	bool tied, llama3_rope;
+	/* Gemma 2/3 (0: the key is not written): the sliding window, its layer period
+	 * (attention.sliding_window_pattern), the window layers' rope base, the soft-caps, a
+	 * linear rope scaling factor. */
+	uint32_t n_swa, swa_period;
+	float rope_base_swa, attn_cap, final_cap, rope_linear;
 };
 
+#define PLAIN 0, 0, 0, 0, 0, 0 /* no Gemma keys */
+
 static const struct shape shapes[] = {
-	{ "qwen2.5-0.5b", "qwen2", 896, 24, 14, 2, 64, 4864, 32768, 1e6f, 1e-6f, true, false },
-	{ "qwen3-0.6b", "qwen3", 1024, 28, 16, 8, 128, 3072, 40960, 1e6f, 1e-6f, true, false },
-	{ "llama-3.2-1b", "llama", 2048, 16, 32, 8, 64, 8192, 131072, 5e5f, 1e-5f, true, true },
-	{ "tinyllama-1.1b", "llama", 2048, 22, 32, 4, 64, 5632, 2048, 1e4f, 1e-5f, false, false },
-	{ "smollm2-135m", "llama", 576, 30, 9, 3, 64, 1536, 8192, 1e5f, 1e-5f, true, false },
+	{ "qwen2.5-0.5b", "qwen2", 896, 24, 14, 2, 64, 4864, 32768, 1e6f, 1e-6f, true, false, PLAIN },
+	{ "qwen3-0.6b", "qwen3", 1024, 28, 16, 8, 128, 3072, 40960, 1e6f, 1e-6f, true, false, PLAIN },
+	{ "llama-3.2-1b", "llama", 2048, 16, 32, 8, 64, 8192, 131072, 5e5f, 1e-5f, true, true, PLAIN },
+	{ "tinyllama-1.1b", "llama", 2048, 22, 32, 4, 64, 5632, 2048, 1e4f, 1e-5f, false, false, PLAIN },
+	{ "smollm2-135m", "llama", 576, 30, 9, 3, 64, 1536, 8192, 1e5f, 1e-5f, true, false, PLAIN },
 	/* Small shapes for tests: rows of whole K-quant blocks. */
-	{ "test-llama", "llama", 256, 2, 4, 2, 64, 512, 4096, 1e4f, 1e-5f, false, false },
-	{ "test-qwen2", "qwen2", 256, 2, 4, 2, 64, 512, 4096, 1e6f, 1e-6f, true, false },
-	{ "test-qwen3", "qwen3", 256, 2, 4, 2, 128, 512, 4096, 1e6f, 1e-6f, true, false },
+	{ "test-llama", "llama", 256, 2, 4, 2, 64, 512, 4096, 1e4f, 1e-5f, false, false, PLAIN },
+	{ "test-qwen2", "qwen2", 256, 2, 4, 2, 64, 512, 4096, 1e6f, 1e-6f, true, false, PLAIN },
+	{ "test-qwen3", "qwen3", 256, 2, 4, 2, 128, 512, 4096, 1e6f, 1e-6f, true, false, PLAIN },
+	{ "gemma-2-2b", "gemma2", 2304, 26, 8, 4, 256, 9216, 8192, 1e4f, 1e-6f, true, false,
+	  4096, 0, 0, 50.0f, 30.0f, 0 },
+	{ "gemma3-1b", "gemma3", 1152, 26, 4, 1, 256, 6912, 32768, 1e6f, 1e-6f, true, false,
+	  512, 0, 0, 0, 0, 0 },
+	{ "gemma3-4b", "gemma3", 2560, 34, 8, 4, 256, 10240, 131072, 1e6f, 1e-6f, true, false,
+	  1024, 0, 0, 0, 0, 8.0f },
+	/* Gemma test shapes: windows of 40 (crossed by a prompt and its stream, not a page's
+	 * multiple), soft-caps that bite (random scores spread about 1, logits about 4), the
+	 * global layers' rope scaled and the local ones' not. */
+	{ "test-gemma", "gemma", 256, 2, 4, 1, 64, 512, 8192, 1e4f, 1e-6f, true, false, PLAIN },
+	{ "test-gemma2", "gemma2", 256, 4, 4, 2, 64, 512, 8192, 1e4f, 1e-6f, true, false,
+	  40, 0, 0, 2.5f, 12.0f, 0 },
+	{ "test-gemma3", "gemma3", 256, 3, 4, 2, 64, 512, 32768, 1e6f, 1e-6f, true, false,
+	  40, 3, 1e4f, 0, 0, 4.0f },
 };
 
 /* The --type choices: one type for every matrix, or a mix (llama.cpp's *_M: its base type,
@@ -210,6 +231,21 @@ static int write_meta(struct maker *mk, const struct shape *s, uint32_t n_layer,
 	}
 	if (!strcmp(s->arch, "llama"))
 		rc = rc ? rc : sf_gguf_set_u32(w, KEY("rope.dimension_count"), s->head_dim);
+	if (s->n_swa)
+		rc = rc ? rc : sf_gguf_set_u32(w, KEY("attention.sliding_window"), s->n_swa);
+	if (s->swa_period)
+		rc = rc ? rc : sf_gguf_set_u32(w, KEY("attention.sliding_window_pattern"),
+					       s->swa_period);
+	if (s->rope_base_swa)
+		rc = rc ? rc : sf_gguf_set_f32(w, KEY("rope.freq_base_swa"), s->rope_base_swa);
+	if (s->attn_cap)
+		rc = rc ? rc : sf_gguf_set_f32(w, KEY("attn_logit_softcapping"), s->attn_cap);
+	if (s->final_cap)
+		rc = rc ? rc : sf_gguf_set_f32(w, KEY("final_logit_softcapping"), s->final_cap);
+	if (s->rope_linear) {
+		rc = rc ? rc : sf_gguf_set_str(w, KEY("rope.scaling.type"), "linear", 6);
+		rc = rc ? rc : sf_gguf_set_f32(w, KEY("rope.scaling.factor"), s->rope_linear);
+	}
 #undef KEY
 	rc = rc ? rc : sf_gguf_copy_kv(w, vocab, keep_tokenizer, (void *)mk->chat_template);
 	if (mk->chat_template)
@@ -242,14 +278,19 @@ static int make_layer(struct maker *mk, const struct shape *s, uint32_t il, uint
 		T("", "attn_k.bias", SF_GGUF_T_F32, kv, 1, 0, 0.1f);
 		T("", "attn_v.bias", SF_GGUF_T_F32, kv, 1, 0, 0.1f);
 	}
-	if (!strcmp(s->arch, "qwen3")) {
+	if (!strcmp(s->arch, "qwen3") || !strcmp(s->arch, "gemma3")) {
 		T("", "attn_q_norm.weight", SF_GGUF_T_F32, s->head_dim, 1, 1.0f, 0.1f);
 		T("", "attn_k_norm.weight", SF_GGUF_T_F32, s->head_dim, 1, 1.0f, 0.1f);
 	}
+	bool post = !strcmp(s->arch, "gemma2") || !strcmp(s->arch, "gemma3");
+	if (post)
+		T("", "post_attention_norm.weight", SF_GGUF_T_F32, E, 1, 1.0f, 0.1f);
 	T("", "ffn_norm.weight", SF_GGUF_T_F32, E, 1, 1.0f, 0.1f);
 	M("ffn_gate", "ffn_gate.weight", E, F, aE);
 	M("ffn_up", "ffn_up.weight", E, F, aE);
 	M("ffn_down", "ffn_down.weight", F, E, aF);
+	if (post)
+		T("", "post_ffw_norm.weight", SF_GGUF_T_F32, E, 1, 1.0f, 0.1f);
 #undef M
 #undef T
 	return rc;
@@ -257,8 +298,10 @@ static int make_layer(struct maker *mk, const struct shape *s, uint32_t il, uint
 
 
 const char *const sf_model_gen_shapes[] = { "qwen2.5-0.5b", "qwen3-0.6b", "llama-3.2-1b",
-					    "tinyllama-1.1b", "smollm2-135m", "test-llama",
-					    "test-qwen2", "test-qwen3", NULL };
+					    "tinyllama-1.1b", "smollm2-135m", "gemma-2-2b",
+					    "gemma3-1b", "gemma3-4b", "test-llama", "test-qwen2",
+					    "test-qwen3", "test-gemma", "test-gemma2", "test-gemma3",
+					    NULL };
 const char *const sf_model_gen_types[] = { "f32", "f16", "bf16", "q8_0", "q4_0", "q5_0",
 					   "q4_k", "q6_k", "q4_k_m", "q5_k", "q5_k_m", "q3_k",
 					   "q2_k", "iq4_xs", "q4_1", "q5_1", "iq4_nl", "mxfp4",

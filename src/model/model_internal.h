@@ -13,6 +13,13 @@ enum {
 	SF_COMPUTES_MOE = 8,
 };
 
+/* Gemma, Gemma 2 or Gemma 3. */
+bool sf__arch_is_gemma(enum sf_arch a);
+
+/* Finds, checks and binds m's weights (m->cfg read; m->bound marks each tensor bound):
+ * SF_E_MODEL naming a missing or misshapen tensor or a type the kernels do not compute. */
+int sf__model_bind(struct sf_model *m, struct sf_err *err);
+
 /* SF_E_MODEL naming the first "<arch>.*" key of g that asks for arithmetic the architecture
  * (c->arch_name, computing `computes`) does not compute: a sliding window, soft-capping,
  * experts, scales; 0 when there is none. */

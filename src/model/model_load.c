@@ -18,7 +18,16 @@ static const struct {
 	{ "llama", SF_ARCH_LLAMA, 0 },
 	{ "qwen2", SF_ARCH_QWEN2, 0 },
 	{ "qwen3", SF_ARCH_QWEN3, 0 },
+	{ "gemma", SF_ARCH_GEMMA, 0 },
+	{ "gemma2", SF_ARCH_GEMMA2,
+	  SF_COMPUTES_SWA | SF_COMPUTES_ATTN_SOFTCAP | SF_COMPUTES_FINAL_SOFTCAP },
+	{ "gemma3", SF_ARCH_GEMMA3, SF_COMPUTES_SWA | SF_COMPUTES_FINAL_SOFTCAP },
 };
+
+bool sf__arch_is_gemma(enum sf_arch a)
+{
+	return a == SF_ARCH_GEMMA || a == SF_ARCH_GEMMA2 || a == SF_ARCH_GEMMA3;
+}
 
 /* "<arch>.<suffix>" */
 static const char *akey(const struct sf_model_config *c, const char *suffix)
@@ -63,6 +72,83 @@ static int opt_f32(const struct sf_gguf *g, const struct sf_model_config *c, con
 		return rc == SF_E_TYPE ? (err->code = SF_E_MODEL) : rc;
 	if (!isfinite(*out))
 		return sf_err_set(err, SF_E_MODEL, "%s is not a finite number", k);
+	return 0;
+}
+
+/* The layers with a sliding window: <arch>.attention.sliding_window_pattern as one bool a layer,
+ * or a period n (every layer but each n-th has one; 0: all), else the family's period. */
+static int read_swa_layers(const struct sf_gguf *g, struct sf_model_config *c, uint32_t period,
+			   struct sf_err *err)
+{
+	const char *k = akey(c, "attention.sliding_window_pattern");
+	const struct sf_gguf_kv *kv = sf_gguf_find(g, k);
+	if (kv && kv->type == SF_GGUF_ARRAY) {
+		if (kv->n != c->n_layer || kv->elem_type == SF_GGUF_STRING)
+			return sf_err_set(err, SF_E_MODEL, "%s has %llu elements for %u layers", k,
+					  (unsigned long long)kv->n, c->n_layer);
+		for (uint32_t il = 0; il < c->n_layer; il++)
+			c->swa[il] = sf_gguf_arr_i64(kv, il) != 0;
+		return 0;
+	}
+	int rc = opt_u32(g, c, "attention.sliding_window_pattern", period, 0, SF_MODEL_MAX_LAYERS,
+			 &period, err);
+	if (rc)
+		return rc;
+	for (uint32_t il = 0; il < c->n_layer; il++)
+		c->swa[il] = period == 0 || il % period < period - 1;
+	return 0;
+}
+
+/* A soft-capping value: absent dflt, 0 none, else positive. */
+static int read_cap(const struct sf_gguf *g, struct sf_model_config *c, const char *suffix,
+		    float dflt, float *out, struct sf_err *err)
+{
+	int rc = opt_f32(g, c, suffix, dflt, out, err);
+	if (!rc && *out < 0)
+		rc = sf_err_set(err, SF_E_MODEL, "%s = %g is negative", akey(c, suffix), (double)*out);
+	return rc;
+}
+
+/* Gemma, Gemma 2, Gemma 3 (llama.cpp's gemma*.cpp): embeddings scaled by sqrt(n_embd), GeGLU,
+ * queries scaled by 1/sqrt(head_dim) (1/sqrt(n_embd / n_head) for the 27B models, 46 and 62
+ * layers) before the attention; Gemma 2/3 add post-norms and sliding-window layers (Gemma 2
+ * every other one with the global rope, 4096 unless the file says; Gemma 3 five of six when the
+ * file has a window, with rope.freq_base_swa, 10000 unless the file says, unscaled), Gemma 2
+ * soft-caps scores (50) and logits (30), Gemma 3 logits when the file says. */
+static int read_gemma(const struct sf_gguf *g, struct sf_model_config *c, struct sf_err *err)
+{
+	int rc;
+	c->embd_scale = sqrtf((float)c->n_embd);
+	c->act = SF_ACT_GELU;
+	c->q_prescale = true;
+	bool big = (c->arch == SF_ARCH_GEMMA2 && c->n_layer == 46) ||
+		   (c->arch == SF_ARCH_GEMMA3 && c->n_layer == 62);
+	c->attn_scale = big ? 1.0f / sqrtf((float)(c->n_embd / c->n_head))
+			    : 1.0f / sqrtf((float)c->head_dim);
+	if (c->arch == SF_ARCH_GEMMA)
+		return 0;
+	c->post_norms = true;
+	if (c->arch == SF_ARCH_GEMMA2) {
+		if ((rc = opt_u32(g, c, "attention.sliding_window", 4096, 0, 1u << 24, &c->n_swa,
+				  err)) ||
+		    (rc = read_cap(g, c, "attn_logit_softcapping", 50.0f, &c->attn_softcap, err)) ||
+		    (rc = read_cap(g, c, "final_logit_softcapping", 30.0f, &c->final_softcap, err)) ||
+		    (rc = opt_f32(g, c, "rope.freq_base_swa", c->rope_base, &c->rope_base_swa, err)))
+			return rc;
+		if (c->n_swa && (rc = read_swa_layers(g, c, 2, err)))
+			return rc;
+	} else {
+		if ((rc = opt_u32(g, c, "attention.sliding_window", 0, 0, 1u << 24, &c->n_swa, err)) ||
+		    (rc = read_cap(g, c, "final_logit_softcapping", 0.0f, &c->final_softcap, err)) ||
+		    (rc = opt_f32(g, c, "rope.freq_base_swa", 10000.0f, &c->rope_base_swa, err)))
+			return rc;
+		c->rope_freq_scale_swa = 1.0f;
+		if (c->n_swa && (rc = read_swa_layers(g, c, 6, err)))
+			return rc;
+	}
+	if (!(c->rope_base_swa > 1))
+		return sf_err_set(err, SF_E_MODEL, "%s = %g is out of range",
+				  akey(c, "rope.freq_base_swa"), (double)c->rope_base_swa);
 	return 0;
 }
 
@@ -156,124 +242,9 @@ static int read_config(const struct sf_gguf *g, struct sf_model_config *c, unsig
 		c->rope_freq_scale = f == 0 ? 1.0f : 1.0f / f;
 	}
 	c->rope_neox = c->arch != SF_ARCH_LLAMA;
-	return 0;
-}
-
-static int find(const struct sf_model *m, const char *name, bool required,
-		const struct sf_gguf_tensor **out, struct sf_err *err)
-{
-	*out = sf_gguf_tensor(m->file, name);
-	if (!*out && required)
-		return sf_err_set(err, SF_E_MODEL, "tensor %s is missing", name);
-	if (*out)
-		m->bound[*out - sf_gguf_tensor_at(m->file, 0)] = 1;
-	return 0;
-}
-
-/* A vector of n floats (norm weights, biases, rope factors). */
-static int vec(const struct sf_model *m, const char *name, bool required, uint64_t n,
-	       const struct sf_gguf_tensor **out, struct sf_err *err)
-{
-	int rc = find(m, name, required, out, err);
-	if (rc || !*out)
-		return rc;
-	const struct sf_gguf_tensor *t = *out;
-	if (t->type != SF_GGUF_T_F32)
-		return sf_err_set(err, SF_E_MODEL, "tensor %s is %s; it must be F32", name,
-				  sf_gguf_type_name(t->type));
-	if (t->ne[0] != n || t->ne[1] * t->ne[2] * t->ne[3] != 1)
-		return sf_err_set(err, SF_E_MODEL, "tensor %s has %llu x %llu elements, not %llu",
-				  name, (unsigned long long)t->ne[0], (unsigned long long)t->ne[1],
-				  (unsigned long long)n);
-	if ((uintptr_t)t->data % sizeof(float))
-		return sf_err_set(err, SF_E_MODEL, "tensor %s is not aligned for floats", name);
-	return 0;
-}
-
-/* A matrix of rows x cols (cols elements a row) in a type the kernels compute. */
-static int mat(struct sf_model *m, const char *name, bool required, uint64_t cols,
-	       uint64_t rows, const struct sf_gguf_tensor **out, struct sf_err *err)
-{
-	int rc = find(m, name, required, out, err);
-	if (rc || !*out)
-		return rc;
-	const struct sf_gguf_tensor *t = *out;
-	const struct sf_kt *kt = sf_kt(t->type);
-	if (!kt || !kt->weight)
-		return sf_err_set(err, SF_E_MODEL, "tensor %s is of type %s, which this engine does "
-				  "not compute (docs/ENGINE.md lists those it does)", name,
-				  sf_gguf_type_name(t->type) ? sf_gguf_type_name(t->type) : "?");
-	if (t->ne[0] != cols || t->ne[1] != rows || t->ne[2] * t->ne[3] != 1)
-		return sf_err_set(err, SF_E_MODEL, "tensor %s is %llu x %llu, not %llu x %llu", name,
-				  (unsigned long long)t->ne[0], (unsigned long long)t->ne[1],
-				  (unsigned long long)cols, (unsigned long long)rows);
-	return 0;
-}
-
-static int bind_layer(struct sf_model *m, uint32_t il, struct sf_err *err)
-{
-	const struct sf_model_config *c = &m->cfg;
-	struct sf_layer_w *l = &m->layers[il];
-	uint64_t q = (uint64_t)c->n_head * c->head_dim, kv = (uint64_t)c->n_head_kv * c->head_dim;
-	bool qwen2 = c->arch == SF_ARCH_QWEN2, qwen3 = c->arch == SF_ARCH_QWEN3;
-	char n[16][64];
-	const char *names[] = { "attn_norm.weight", "attn_q.weight", "attn_k.weight",
-				"attn_v.weight", "attn_output.weight", "attn_q.bias", "attn_k.bias",
-				"attn_v.bias", "attn_output.bias", "attn_q_norm.weight",
-				"attn_k_norm.weight", "ffn_norm.weight", "ffn_gate.weight",
-				"ffn_up.weight", "ffn_down.weight" };
-	for (int i = 0; i < 15; i++)
-		snprintf(n[i], sizeof(n[i]), "blk.%u.%s", il, names[i]);
-	int rc;
-	if ((rc = vec(m, n[0], true, c->n_embd, &l->attn_norm, err)) ||
-	    (rc = mat(m, n[1], true, c->n_embd, q, &l->wq, err)) ||
-	    (rc = mat(m, n[2], true, c->n_embd, kv, &l->wk, err)) ||
-	    (rc = mat(m, n[3], true, c->n_embd, kv, &l->wv, err)) ||
-	    (rc = mat(m, n[4], true, q, c->n_embd, &l->wo, err)) ||
-	    (rc = vec(m, n[5], qwen2, q, &l->bq, err)) ||
-	    (rc = vec(m, n[6], qwen2, kv, &l->bk, err)) ||
-	    (rc = vec(m, n[7], qwen2, kv, &l->bv, err)) ||
-	    (rc = vec(m, n[8], false, c->n_embd, &l->bo, err)) ||
-	    (rc = vec(m, n[9], qwen3, c->head_dim, &l->q_norm, err)) ||
-	    (rc = vec(m, n[10], qwen3, c->head_dim, &l->k_norm, err)) ||
-	    (rc = vec(m, n[11], true, c->n_embd, &l->ffn_norm, err)) ||
-	    (rc = mat(m, n[12], true, c->n_embd, c->n_ff, &l->ffn_gate, err)) ||
-	    (rc = mat(m, n[13], true, c->n_embd, c->n_ff, &l->ffn_up, err)) ||
-	    (rc = mat(m, n[14], true, c->n_ff, c->n_embd, &l->ffn_down, err)))
-		return rc;
-	m->weight_bytes += l->wq->size + l->wk->size + l->wv->size + l->wo->size +
-			   l->ffn_gate->size + l->ffn_up->size + l->ffn_down->size;
-	return 0;
-}
-
-static int bind(struct sf_model *m, struct sf_err *err)
-{
-	struct sf_model_config *c = &m->cfg;
-	const struct sf_gguf_tensor *t = sf_gguf_tensor(m->file, "token_embd.weight");
-	if (!t)
-		return sf_err_set(err, SF_E_MODEL, "tensor token_embd.weight is missing");
-	if (t->ne[1] < 2 || t->ne[1] > (1u << 21))
-		return sf_err_set(err, SF_E_MODEL, "token_embd.weight has %llu rows",
-				  (unsigned long long)t->ne[1]);
-	c->n_vocab = (uint32_t)t->ne[1];
-	int rc = mat(m, "token_embd.weight", true, c->n_embd, c->n_vocab, &m->tok_embd, err);
-	if (rc || (rc = vec(m, "output_norm.weight", true, c->n_embd, &m->output_norm, err)) ||
-	    (rc = mat(m, "output.weight", false, c->n_embd, c->n_vocab, &m->output, err)))
-		return rc;
-	if (!m->output)
-		m->output = m->tok_embd; /* tied embeddings */
-	m->weight_bytes = m->output->size;
-	const struct sf_gguf_tensor *rf;
-	if ((rc = vec(m, "rope_freqs.weight", false, c->n_rot / 2, &rf, err)))
-		return rc;
-	m->rope_freqs = rf ? rf->data : NULL;
-	m->layers = calloc(c->n_layer, sizeof(*m->layers));
-	if (!m->layers)
-		return sf_err_set(err, SF_E_NOMEM, "no memory for %u layers", c->n_layer);
-	for (uint32_t il = 0; il < c->n_layer; il++)
-		if ((rc = bind_layer(m, il, err)))
-			return rc;
-	return 0;
+	c->rope_base_swa = c->rope_base;
+	c->rope_freq_scale_swa = c->rope_freq_scale;
+	return sf__arch_is_gemma(c->arch) ? read_gemma(g, c, err) : 0;
 }
 
 /* The rope's factors must be usable divisors. */
@@ -281,6 +252,7 @@ static int rope_check(struct sf_model *m, struct sf_err *err)
 {
 	const struct sf_model_config *c = &m->cfg;
 	m->rope_theta_scale = (float)pow((double)c->rope_base, -2.0 / (double)c->n_rot);
+	m->rope_theta_scale_swa = (float)pow((double)c->rope_base_swa, -2.0 / (double)c->n_rot);
 	for (uint32_t i = 0; m->rope_freqs && i < c->n_rot / 2; i++) {
 		float ff = m->rope_freqs[i];
 		if (!(ff > 0) || !isfinite(ff))
@@ -305,7 +277,7 @@ int sf_model_load(const struct sf_gguf *file, struct sf_model **out, struct sf_e
 		rc = sf_err_set(err, SF_E_NOMEM, "no memory for %llu tensors",
 				(unsigned long long)nt);
 	if (!rc)
-		rc = bind(m, err);
+		rc = sf__model_bind(m, err);
 	if (!rc)
 		rc = sf__model_refuse_tensors(m, m->bound, err);
 	if (!rc)

@@ -4,6 +4,7 @@
 #include "model/ops.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "kern/kern.h"
@@ -24,19 +25,23 @@ void sf_op_rmsnorm(float *y, const float *x, const float *w, uint32_t n, float e
 			y[i] = x[i] * scale;
 }
 
-void sf_op_rope_table(const struct sf_model *m, uint32_t pos, float *cs)
+void sf_op_rope_table(const struct sf_model *m, bool swa, uint32_t pos, float *cs)
 {
 	/* Pair i turns by pos * base^(-2i/n_rot), grown as a running product the way ggml's rope
 	 * cache grows it, over the pair's frequency factor, times the linear scale; cos and sin in
-	 * double precision, then rounded. */
+	 * double precision, then rounded. The sliding-window layers have a base and scale of their
+	 * own (Gemma 2/3) and no frequency factors. */
 	uint32_t half = m->cfg.n_rot / 2;
 	float theta = (float)pos;
+	float step = swa ? m->rope_theta_scale_swa : m->rope_theta_scale;
+	float scale = swa ? m->cfg.rope_freq_scale_swa : m->cfg.rope_freq_scale;
+	const float *ff = swa ? NULL : m->rope_freqs;
 	for (uint32_t i = 0; i < half; i++) {
-		float t = m->rope_freqs ? theta / m->rope_freqs[i] : theta;
-		t = m->cfg.rope_freq_scale * t;
+		float t = ff ? theta / ff[i] : theta;
+		t = scale * t;
 		cs[2 * i] = (float)cos((double)t);
 		cs[2 * i + 1] = (float)sin((double)t);
-		theta *= m->rope_theta_scale;
+		theta *= step;
 	}
 }
 
@@ -61,28 +66,103 @@ void sf_op_swiglu(float *gate, const float *up, uint32_t n)
 	sf_kern_swiglu(gate, up, n);
 }
 
-void sf_op_attend(const struct sf_model *m, const struct sf_kv *kv, uint32_t layer,
-		  uint32_t kvh, const uint16_t *qh, uint32_t n_q, uint32_t n_pos, float *scores,
-		  float *out)
+float sf_op_tanhf(float x)
 {
-	uint32_t hd = m->cfg.head_dim, kvd = m->cfg.n_head_kv * hd;
+	/* Odd: tanh(-x) = -tanh(x). Below 0.55 its Taylor series to x^21 in double (the next
+	 * term under 1e-10 of the value); above, 1 - 2 / (e^2x + 1) in double from our e^2x
+	 * (its 2e-7 error moves the result under 1.3 float ulps there, less further out); from 9
+	 * on tanh rounds to 1. */
+	float a = fabsf(x);
+	double r;
+	if (!(a == a))
+		return x;
+	if (a < 0.55f) {
+		static const double c[] = { 1.0, -1.0 / 3, 2.0 / 15, -17.0 / 315, 62.0 / 2835,
+					    -1382.0 / 155925, 21844.0 / 6081075,
+					    -929569.0 / 638512875, 6404582.0 / 10854718875.0,
+					    -443861162.0 / 1856156927625.0,
+					    18888466084.0 / 194896477400625.0 };
+		double d = (double)a, d2 = d * d, p = c[10];
+		for (int i = 9; i >= 0; i--)
+			p = p * d2 + c[i];
+		r = d * p;
+	} else if (a < 9.0f) {
+		r = 1.0 - 2.0 / ((double)sf_kern_expf(2.0f * a) + 1.0);
+	} else {
+		r = 1.0;
+	}
+	float t = (float)r;
+	return x < 0 ? -t : t;
+}
+
+/* ggml's GELU of each half float (its table: the input rounded to F16, GELU's tanh form in
+ * float, the result rounded to F16), made once with our tanh. */
+static uint16_t gelu_table[1 << 16];
+static pthread_once_t gelu_once = PTHREAD_ONCE_INIT;
+
+static void gelu_init(void)
+{
+	const float a = 0.044715f, s = 0.79788456080286535587989211986876f;
+	for (uint32_t i = 0; i < (1u << 16); i++) {
+		float x = sf_f16_to_f32((uint16_t)i);
+		float y = 0.5f * x * (1.0f + sf_op_tanhf(s * x * (1.0f + a * x * x)));
+		gelu_table[i] = sf_f32_to_f16(y);
+	}
+}
+
+void sf_op_geglu(float *gate, const float *up, uint32_t n)
+{
+	pthread_once(&gelu_once, gelu_init);
+	for (uint32_t i = 0; i < n; i++) {
+		float g = gate[i];
+		if (g <= -10.0f)
+			gate[i] = 0.0f;
+		else if (g >= 10.0f)
+			gate[i] = g * up[i];
+		else
+			gate[i] = sf_f16_to_f32(gelu_table[sf_f32_to_f16(g)]) * up[i];
+	}
+}
+
+void sf_op_softcap(float *x, uint32_t n, float cap, float scale)
+{
+	float s = scale / cap;
+	for (uint32_t i = 0; i < n; i++)
+		x[i] = cap * sf_op_tanhf(x[i] * s);
+}
+
+void sf_op_attend(const struct sf_model *m, const struct sf_kv *kv, uint32_t layer,
+		  uint32_t kvh, const uint16_t *qh, uint32_t n_q, uint32_t from, uint32_t to,
+		  float *scores, float *out)
+{
+	uint32_t hd = m->cfg.head_dim, kvd = m->cfg.n_head_kv * hd, n = to - from;
 	/* Scores of the group's queries against each page's keys: one multi-row product per
 	 * page (each key row read once for the whole group), each score its own dot product. */
-	for (uint32_t p0 = 0; p0 < n_pos; p0 += SF_KV_PAGE) {
-		uint32_t np = n_pos - p0 < SF_KV_PAGE ? n_pos - p0 : SF_KV_PAGE;
+	for (uint32_t p0 = from; p0 < to; p0 = (p0 / SF_KV_PAGE + 1) * SF_KV_PAGE) {
+		uint32_t end = (p0 / SF_KV_PAGE + 1) * SF_KV_PAGE, np = (end < to ? end : to) - p0;
 		const uint16_t *k = sf_kv_at(kv, layer, 0, p0) + (size_t)kvh * hd;
 		sf_kern_matmul(SF_GGUF_T_F16, hd, k, (size_t)kvd * sizeof(uint16_t), 0, np, qh,
-			       (size_t)hd * sizeof(uint16_t), n_q, scores + p0, n_pos);
+			       (size_t)hd * sizeof(uint16_t), n_q, scores + (p0 - from), n);
 	}
+	/* Scaled (unless the queries were), soft-capped as ggml's flash attention caps them
+	 * (cap * tanh(s * (scale / cap))), then the softmax's numerators. */
+	float scale = m->cfg.q_prescale ? 1.0f : m->cfg.attn_scale;
 	double sums[SF_MODEL_MAX_HEADS];
-	for (uint32_t b = 0; b < n_q; b++)
-		sums[b] = sf_kern_softmax(scores + (size_t)b * n_pos, n_pos, m->cfg.attn_scale);
+	for (uint32_t b = 0; b < n_q; b++) {
+		float *s = scores + (size_t)b * n;
+		if (m->cfg.attn_softcap > 0) {
+			sf_op_softcap(s, n, m->cfg.attn_softcap, scale);
+			sums[b] = sf_kern_softmax(s, n, 1.0f);
+		} else {
+			sums[b] = sf_kern_softmax(s, n, scale);
+		}
+	}
 	/* The weighted values, page by page, each value row read once for the group (the sums
 	 * in position order: the bits one position at a time gives). */
 	memset(out, 0, (size_t)n_q * hd * sizeof(float));
-	for (uint32_t p0 = 0; p0 < n_pos; p0 += SF_KV_PAGE) {
-		uint32_t np = n_pos - p0 < SF_KV_PAGE ? n_pos - p0 : SF_KV_PAGE;
-		sf_kern_attn_v_f16(out, hd, scores + p0, n_pos, n_q,
+	for (uint32_t p0 = from; p0 < to; p0 = (p0 / SF_KV_PAGE + 1) * SF_KV_PAGE) {
+		uint32_t end = (p0 / SF_KV_PAGE + 1) * SF_KV_PAGE, np = (end < to ? end : to) - p0;
+		sf_kern_attn_v_f16(out, hd, scores + (p0 - from), n, n_q,
 				   sf_kv_at(kv, layer, 1, p0) + (size_t)kvh * hd, kvd, np, hd);
 	}
 	for (uint32_t b = 0; b < n_q; b++) {

@@ -4,6 +4,7 @@
 #ifndef SF_MODEL_OPS_H
 #define SF_MODEL_OPS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "model/model.h"
@@ -12,8 +13,8 @@
 void sf_op_rmsnorm(float *y, const float *x, const float *w, uint32_t n, float eps);
 
 /* The angles' cosines and sines of position pos: cs[2i] = cos, cs[2i+1] = sin for the
- * n_rot / 2 pairs of a head. */
-void sf_op_rope_table(const struct sf_model *m, uint32_t pos, float *cs);
+ * n_rot / 2 pairs of a head, with the rope of the sliding-window layers when swa. */
+void sf_op_rope_table(const struct sf_model *m, bool swa, uint32_t pos, float *cs);
 
 /* Rotates the first n_rot dimensions of each of n_heads heads of x (head_dim apart). */
 void sf_op_rope(const struct sf_model *m, float *x, uint32_t n_heads, const float *cs);
@@ -21,12 +22,24 @@ void sf_op_rope(const struct sf_model *m, float *x, uint32_t n_heads, const floa
 /* gate[i] = silu(gate[i]) * up[i]. */
 void sf_op_swiglu(float *gate, const float *up, uint32_t n);
 
+/* gate[i] = gelu(gate[i]) * up[i], GELU's tanh form as ggml's CPU backend computes it: 0 at
+ * -10 and below, the input itself from 10 on, else its table of every half float (the input
+ * rounded to F16, the GELU rounded to F16). */
+void sf_op_geglu(float *gate, const float *up, uint32_t n);
+
+/* tanh in single precision, within 1.3 ulps, the same bits on every CPU (our e^x). */
+float sf_op_tanhf(float x);
+
+/* x[i] = cap * tanh(x[i] * (scale / cap)): soft-capping (Gemma 2's scores and logits). */
+void sf_op_softcap(float *x, uint32_t n, float cap, float scale);
+
 /* For each of the n_q query heads sharing key/value head kvh (their queries qh, rounded to half
- * floats, head_dim apart): out (head_dim floats each, head_dim apart) = softmax(scale * q . k_j)
- * . v_j over positions j in [0, n_pos) of layer's cache. scores holds n_q x n_pos floats of
+ * floats, head_dim apart): out (head_dim floats each, head_dim apart) = softmax(s_j) . v_j over
+ * positions j in [from, to) of layer's cache, s_j = scale * q . k_j, soft-capped when the model
+ * caps (scale 1 when the queries were scaled). scores holds n_q x (to - from) floats of
  * scratch. Each score is its own dot product: nothing depends on n_q. */
 void sf_op_attend(const struct sf_model *m, const struct sf_kv *kv, uint32_t layer,
-		  uint32_t kvh, const uint16_t *qh, uint32_t n_q, uint32_t n_pos, float *scores,
-		  float *out);
+		  uint32_t kvh, const uint16_t *qh, uint32_t n_q, uint32_t from, uint32_t to,
+		  float *scores, float *out);
 
 #endif

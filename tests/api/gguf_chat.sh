@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Chat with real models' own templates: random-weight GGUF files carrying Qwen2.5's and Llama
-# 3.2's chat templates (llama.cpp's models/templates, by superfluid model make --chat-template),
-# one node each behind a head. The official openai npm client's chat with tools
-# (tests/chat/conversations/tools.json) at temperature 0 reaches the node as exactly the
+# Chat with real models' own templates: random-weight GGUF files carrying Qwen2.5's, Llama
+# 3.2's and Gemma 2's chat templates (llama.cpp's models/templates, by superfluid model make
+# --chat-template; Gemma's on a Gemma 3 shape with a Gemma-3-like vocabulary), one node each
+# behind a head. The official openai npm client's chat with tools
+# (tests/chat/conversations/tools.json; Gemma: user, model, user turns, its template takes no
+# system message nor tools) at temperature 0 reaches the node as exactly the
 # tokens of python3-jinja2's rendering (tests/chat/hf_render.py, as apply_chat_template)
 # encoded by llama.cpp (llama-ref tokenize --specials): usage.prompt_tokens is their count and
 # the reply is the engine's own greedy continuation of them (superfluid model run --tokens).
@@ -73,13 +75,26 @@ PY
 chat() { node "$npm_dir/chat_client.mjs" "$base/v1" "$2" "$1" >"$work/out" 2>"$work/client.err"; }
 
 export SF_JINJA_NOW=$(date +%s) # strftime_now: the day the head renders in too
-for fam in qwen2.5 llama-3.2; do
+# Gemma's vocabulary: a Gemma-3-like SentencePiece one from the bundle's Gemma 4 pieces
+# (tests/engine/gemma_vocab.py: <start_of_turn> and <end_of_turn> at Gemma 3's ids).
+python3 "$src/tests/engine/gemma_vocab.py" "$LLAMA_SRC/models/ggml-vocab-gemma-4.gguf" \
+	"$work/ggml-vocab-gemma.gguf" || { fail "gemma_vocab.py"; exit 1; }
+for fam in gemma-3 qwen2.5 llama-3.2; do
+	conv=$src/tests/chat/conversations/tools.json
 	case $fam in
 	qwen2.5) vocab=qwen2 shape=test-qwen2 tmpl=$tmpl_dir/Qwen-Qwen2.5-7B-Instruct.jinja ;;
 	llama-3.2) vocab=llama-bpe shape=test-llama tmpl=$tmpl_dir/meta-llama-Llama-3.2-3B-Instruct.jinja ;;
+	# Gemma 2's template (the bundle's), which takes no system message and no tools: a
+	# conversation of user, model, user turns
+	gemma-3) vocab=gemma shape=test-gemma3 tmpl=$tmpl_dir/google-gemma-2-2b-it.jinja
+		python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["messages"]=d["messages"][:3]; print(json.dumps(d))' \
+			"$src/tests/chat/conversations/multiturn_no_prompt.json" >"$work/gemma-conv.json"
+		conv=$work/gemma-conv.json ;;
 	esac
 	V=$LLAMA_SRC/models/ggml-vocab-$vocab.gguf M=$work/$fam.gguf
-	gguf_make "$M" "$vocab" "$shape" q8_0 --chat-template "$tmpl"
+	[ $vocab = gemma ] && V=$work/ggml-vocab-gemma.gguf
+	"$cli" model make --shape "$shape" --type q8_0 --vocab "$V" --chat-template "$tmpl" -o "$M" \
+		>"$work/make.out" 2>&1 || { fail "$fam: model make"; sed 's/^/     | /' "$work/make.out"; exit 1; }
 	model=random-$shape-q8_0
 	start_gguf_node "n-$fam" "$M" --threads 1 && p=$port
 	start_head "head-$fam" "127.0.0.1:$p"
@@ -96,13 +111,13 @@ for fam in qwen2.5 llama-3.2; do
 	chat "$work/req1.json" "$model"
 	r=0
 	[ "$(j "$work/out" 'd["usage"]["prompt_tokens"]')" = "$(wc -w <"$work/p1.ids")" ] || r=1
-	check "$fam: the openai client's chat with tools reaches the node as the $(wc -w <"$work/p1.ids") tokens of jinja2's rendering" $r
+	check "$fam: the openai client's chat$([ $fam = gemma-3 ] || echo ' with tools') reaches the node as the $(wc -w <"$work/p1.ids") tokens of jinja2's rendering" $r
 	jw "$work/got" "$work/out" 'd["choices"][0]["message"]["content"] or ""'
 	r=0; cmp -s "$work/got" "$work/want" || r=1
 	check "  ... its reply is the engine's greedy continuation of those tokens" $r
 
 	# Turn 2 of a named session: the reply's tokens, then the template's close and the new turn.
-	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(json.dumps({"messages": d["messages"], "tools": d["tools"], "temperature": 0, "max_tokens": int(sys.argv[2]), "session": "s-'"$fam"'"}))' \
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); x={"messages": d["messages"], "tools": d.get("tools"), "temperature": 0, "max_tokens": int(sys.argv[2]), "session": "s-'"$fam"'"}; print(json.dumps({k: v for k, v in x.items() if v is not None}))' \
 		"$work/req1.json" "$N" >"$work/s1.json"
 	chat "$work/s1.json" "$model"
 	reply_ids=$(SF_MODEL_QUIET=1 "$cli" model run "$M" --threads 1 --tokens "$ids" --n "$N" --ids |

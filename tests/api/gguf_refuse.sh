@@ -45,7 +45,7 @@ head -c 7 "$M" >"$work/cut-magic.gguf"
 refused "cut short after 7 bytes" "$work/cut-magic.gguf" "7 bytes: too short for a GGUF file"
 edit "$M" "$work/arch.gguf" --arch gpt-j
 refused "an architecture it does not run" "$work/arch.gguf" \
-	"architecture 'gpt-j' is not one this engine runs \(llama, qwen2, qwen3\)"
+	"architecture 'gpt-j' is not one this engine runs \(llama, qwen2, qwen3, gemma, gemma2, gemma3\)"
 for t in "16 IQ2_XXS" "19 IQ1_S" "34 TQ1_0" "28 F64"; do
 	set -- $t
 	edit "$M" "$work/type-$2.gguf" --type blk.1.ffn_down.weight "$1"
@@ -89,6 +89,19 @@ for t in "blk.0.post_attention_norm.weight blk.0.attn_norm.weight" \
 	key "a tensor it would not read: $1" --copy "$2" "$1" \
 		"tensor $1 is not one this engine computes for architecture 'qwen2' \(refused rather than run without it\)"
 done
+# What one family computes is not another's: Gemma 3 has no score soft-capping (Gemma 2 has).
+gguf_make "$work/g3.gguf" llama-spm test-gemma3 q4_0
+edit "$work/g3.gguf" "$work/key.gguf" --set-f32 gemma3.attn_logit_softcapping 50
+refused "Gemma 3 with score soft-capping" "$work/key.gguf" \
+	"gemma3.attn_logit_softcapping = 50: attention logit soft-capping, which this engine does not compute for architecture 'gemma3'"
+edit "$work/g3.gguf" "$work/key.gguf" --copy token_embd.weight output.weight
+"$cli" model info "$work/key.gguf" >"$work/out" 2>&1
+r=$?; [ "$r" = 0 ] || r=1
+check "Gemma 3 with an output matrix of its own runs" $r
+gguf_make "$work/g2.gguf" llama-spm test-gemma2 q4_0
+edit "$work/g2.gguf" "$work/key.gguf" --copy token_embd.weight output.weight
+refused "Gemma 2 with an output matrix (its output is its embeddings, as llama.cpp computes it)" \
+	"$work/key.gguf" "tensor output.weight is not one this engine computes for architecture 'gemma2'"
 edit "$M" "$work/missing.gguf" --rename blk.1.attn_q.weight blk.1.attn_qq.weight
 refused "a tensor missing" "$work/missing.gguf" "tensor blk.1.attn_q.weight is missing"
 printf 'This text is not a model.\n' >"$work/text.gguf"

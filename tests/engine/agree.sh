@@ -12,6 +12,8 @@
 #     for the float types, its agreement length reported for the others.
 # Usage: agree.sh SUPERFLUID LOGITS_CMP REPO_ROOT WORKDIR SET...
 #   SET: llama, qwen2, qwen3 (the small test shape of that architecture in every type);
+#   gemma, gemma2, gemma3 (their test shapes in the float types, Q8_0 and others spread, and
+#   a file of llama.cpp's own quantizer: TYPE llama.T); gemma3-1b, gemma-2-2b (2 layers);
 #   qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b (that model at full width, 2 layers, in Q8_0 and
 #   Q4_K_M, and F16 for Llama-3.2-1B); real (those three); or one case SHAPE/TYPE[/LAYERS].
 # Exit 0 all agree, 1 a case did not, 77 skipped: llama.cpp could not be fetched (under CI=true
@@ -44,6 +46,10 @@ text_qwen2='def fibonacci(n):
         a, b = b, a + b
     return a'
 text_qwen3='Water boils at 100 °C at sea level. 水在海平面上的沸点是一百摄氏度。Why does it boil at a lower temperature in the mountains?'
+text_gemma='<start_of_turn>user
+Translate to French: "The train leaves at 7:45 from platform 3, so we should be there by 7:30."<end_of_turn>
+<start_of_turn>model
+'
 
 # The tolerance of each class of types, all distances over the row's std (the figures they
 # come from: docs/ENGINE_AGREEMENT.md). The class is what llama.cpp does to the activations
@@ -72,6 +78,18 @@ tolerance() {
 cases=()
 for set in "$@"; do
 	case $set in
+	gemma | gemma2 | gemma3)
+		# the float types and one of each activation class, then the others spread
+		more=
+		case $set in
+		gemma) more="q4_0 q6_k iq4_nl" ;;
+		gemma2) more="bf16 q5_0 q4_k_m q3_k llama.q8_0" ;;
+		gemma3) more="q4_k q5_k_m q2_k mxfp4 llama.q4_k_m" ;;
+		esac
+		for t in f32 f16 q8_0 $more; do
+			cases+=("test-$set/$t")
+		done ;;
+	gemma-2-2b | gemma3-1b) cases+=("$set/q8_0/2" "$set/q4_k_m/2") ;;
 	llama | qwen2 | qwen3)
 		# every type on each architecture, and the newer types spread over them (a tied
 		# vocabulary of 151,936 rows takes IQ4_XS's quantizer some 20 s on this machine)
@@ -114,6 +132,8 @@ run_case() {
 	layers=
 	[ "$rest" != "$type" ] && layers=${rest#*/}
 	case $shape in
+	test-gemma*) arch=gemma vocab=llama-spm ;;
+	gemma*) arch=gemma vocab=gemma ;;
 	test-llama) arch=llama vocab=llama-spm ;;
 	llama-*) arch=llama vocab=llama-bpe ;;
 	test-qwen2 | qwen2*) arch=qwen2 vocab=qwen2 ;;
@@ -122,12 +142,32 @@ run_case() {
 	esac
 	local name="$shape/$type${layers:+/${layers}L}" m=$work/m.gguf t0=$SECONDS
 	vocab=$models/ggml-vocab-$vocab.gguf
+	if [ "${vocab##*-}" = gemma.gguf ]; then
+		# a Gemma-3-like SentencePiece vocabulary from the bundle's Gemma 4 pieces
+		vocab=$work/vocab-gemma.gguf
+		[ -f "$vocab" ] || python3 "$root/tests/engine/gemma_vocab.py" \
+			"$models/ggml-vocab-gemma-4.gguf" "$vocab" >"$work/err" 2>&1 ||
+			{ echo "FAIL $1: gemma_vocab.py: $(tail -1 "$work/err")"; return 1; }
+	fi
 	eval "text=\$text_$arch"
 	rm -f "$work"/*.f32 "$m"
-	if ! "$sf" model make --shape "$shape" --type "$type" --vocab "$vocab" \
+	# TYPE llama.T: the file written by llama.cpp's own quantizer (llama_model_quantize, what
+	# llama-quantize runs) from our F32 one, so that our reader meets a file we did not write
+	local make_type=$type lt=
+	if [ "${type#llama.}" != "$type" ]; then
+		lt=${type#llama.} make_type=f32
+		declare -A ftypes=([q8_0]=7 [q4_0]=2 [q4_k_m]=15 [q5_k_m]=17 [q6_k]=18)
+		[ -n "${ftypes[$lt]:-}" ] || { echo "FAIL $name: no llama.cpp file type for $lt"; return 1; }
+	fi
+	if ! "$sf" model make --shape "$shape" --type "$make_type" --vocab "$vocab" \
 		${layers:+--layers "$layers"} -o "$m" >"$work/make.out" 2>&1; then
 		echo "FAIL $name: model make: $(tail -1 "$work/make.out")"
 		return 1
+	fi
+	if [ -n "$lt" ]; then
+		"$LLAMA_REF" quantize "$m" --ftype "${ftypes[$lt]}" --out "$m.q" --threads 2 \
+			>/dev/null 2>"$work/err" && mv "$m.q" "$m" ||
+			{ echo "FAIL $name: llama-ref quantize: $(tail -1 "$work/err")"; return 1; }
 	fi
 	local t_make=$((SECONDS - t0)) prompt stream ours seq n_prompt
 	# The prompt, tokenized once per vocabulary and text; the stream and both logits files
@@ -160,7 +200,8 @@ run_case() {
 	local rc=0 verbose=
 	[ "${SF_AGREE_VERBOSE:-}" = 1 ] && verbose=-v
 	"$cmp" --vocab "$n_vocab" "$work/ours.f32" "$work/ref.f32" "$work/inc.f32" --name "$name" \
-		--stream "$n_prompt" "$seq" --margin auto $(tolerance "$type") $verbose >"$work/cmp.out"
+		--stream "$n_prompt" "$seq" --margin auto $(tolerance "${type#llama.}") $verbose \
+		>"$work/cmp.out"
 	rc=$?
 	[ $rc -le 1 ] || { echo "FAIL $name: logits_cmp exited $rc"; cat "$work/cmp.out"; return 1; }
 

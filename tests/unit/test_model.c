@@ -18,7 +18,9 @@
 #include "kern/kern.h"
 #include "model/model.h"
 
-#define N_TOK 20
+#define N_TOK_MAX 80
+static int N_TOK = 20; /* positions each run computes (the Gemma tests: past a window) */
+static uint32_t N_LAYERS = 2; /* of the invariance tests' models (0: the shape's) */
 #define N_VOCAB 300
 
 static char vocab_path[128];
@@ -98,7 +100,7 @@ static float *run(struct loaded *l, int step, bool crowd, unsigned threads)
 	assert_int_equal(sf_kv_reserve(&b, N_TOK, &err), 0);
 	float *out = malloc((size_t)N_TOK * V * sizeof(float));
 	float *tmp = malloc((size_t)2 * N_TOK * V * sizeof(float));
-	struct sf_fwd_tok toks[2 * N_TOK];
+	struct sf_fwd_tok toks[2 * N_TOK_MAX];
 	for (int at = 0; at < N_TOK; at += step) {
 		int n = 0, k = at + step > N_TOK ? N_TOK - at : step;
 		for (int i = 0; i < k; i++) {
@@ -150,7 +152,7 @@ static float *staged(struct loaded *l, uint32_t split, int step)
 			 sf_kv_arena_page_bytes(l->arena) * ((N_TOK + SF_KV_PAGE - 1) / SF_KV_PAGE));
 	float *hidden = malloc((size_t)N_TOK * E * sizeof(float));
 	float *out = malloc((size_t)N_TOK * V * sizeof(float));
-	struct sf_fwd_tok toks[N_TOK];
+	struct sf_fwd_tok toks[N_TOK_MAX];
 	for (int at = 0; at < N_TOK; at += step) {
 		int k = at + step > N_TOK ? N_TOK - at : step;
 		for (int i = 0; i < k; i++)
@@ -184,7 +186,7 @@ static void same(const float *a, const float *b, size_t n, const char *what)
 static void invariance(const char *shape, const char *type)
 {
 	struct loaded l;
-	make(&l, shape, type, 2);
+	make(&l, shape, type, N_LAYERS);
 	size_t n = (size_t)N_TOK * l.m->cfg.n_vocab;
 	float *ref = run(&l, N_TOK, false, 1);
 	bool finite = true;
@@ -225,6 +227,20 @@ static void invariance(const char *shape, const char *type)
 	unload(&l);
 }
 
+/* Gemma: 80 positions, past the test shapes' windows of 40 and a page of 64 (a window that
+ * starts inside one page and ends in the next), soft-capping, GeGLU, post-norms, two ropes. */
+static void gemma(const char *shape, const char *type)
+{
+	N_TOK = 80;
+	N_LAYERS = 0;
+	invariance(shape, type);
+	N_TOK = 20;
+	N_LAYERS = 2;
+}
+
+static void test_gemma2_q8_0(void **state) { gemma("test-gemma2", "q8_0"); }
+static void test_gemma3_q4_k(void **state) { gemma("test-gemma3", "q4_k"); }
+static void test_gemma_f16(void **state) { gemma("test-gemma", "f16"); }
 static void test_llama_f16(void **state) { invariance("test-llama", "f16"); }
 static void test_llama_q4_0(void **state) { invariance("test-llama", "q4_0"); }
 static void test_qwen2_q8_0(void **state) { invariance("test-qwen2", "q8_0"); }
@@ -339,7 +355,8 @@ int main(void)
 		cmocka_unit_test(test_qwen2_q8_0),   cmocka_unit_test(test_qwen2_q5_0),
 		cmocka_unit_test(test_qwen3_q4_k_m), cmocka_unit_test(test_qwen3_bf16),
 		cmocka_unit_test(test_llama_q6_k),   cmocka_unit_test(test_kv_arena_bound),
-		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_refusals),     cmocka_unit_test(test_gemma2_q8_0),
+		cmocka_unit_test(test_gemma3_q4_k),  cmocka_unit_test(test_gemma_f16),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	unlink(vocab_path);

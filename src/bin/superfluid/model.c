@@ -69,6 +69,16 @@ static int info(int argc, char **argv)
 		       c->n_ff, c->n_vocab, c->n_ctx_train, (double)c->rope_base,
 		       m->rope_freqs ? " with frequency factors" : "",
 		       m->output == m->tok_embd ? ", tied embeddings" : "");
+		if (c->n_swa) {
+			uint32_t n = 0;
+			for (uint32_t il = 0; il < c->n_layer; il++)
+				n += c->swa[il];
+			printf("sliding window: %u positions in %u of %u layers (rope base %g)\n",
+			       c->n_swa, n, c->n_layer, (double)c->rope_base_swa);
+		}
+		if (c->attn_softcap > 0 || c->final_softcap > 0)
+			printf("soft-capping: scores %g, logits %g (0: none)\n",
+			       (double)c->attn_softcap, (double)c->final_softcap);
 		printf("weights read per token: %.1f MiB; keys and values: %llu bytes per token\n",
 		       (double)m->weight_bytes / (1 << 20),
 		       (unsigned long long)sf_model_kv_bytes_per_token(m));

@@ -1,0 +1,134 @@
+/* Binding a model's weights: each tensor its architecture reads found by name and checked for
+ * shape and type before the forward pass may read it (model_internal.h). */
+#include "model/model_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kern/kern.h"
+
+static int find(const struct sf_model *m, const char *name, bool required,
+		const struct sf_gguf_tensor **out, struct sf_err *err)
+{
+	*out = sf_gguf_tensor(m->file, name);
+	if (!*out && required)
+		return sf_err_set(err, SF_E_MODEL, "tensor %s is missing", name);
+	if (*out)
+		m->bound[*out - sf_gguf_tensor_at(m->file, 0)] = 1;
+	return 0;
+}
+
+/* A vector of n floats (norm weights, biases, rope factors). */
+static int vec(const struct sf_model *m, const char *name, bool required, uint64_t n,
+	       const struct sf_gguf_tensor **out, struct sf_err *err)
+{
+	int rc = find(m, name, required, out, err);
+	if (rc || !*out)
+		return rc;
+	const struct sf_gguf_tensor *t = *out;
+	if (t->type != SF_GGUF_T_F32)
+		return sf_err_set(err, SF_E_MODEL, "tensor %s is %s; it must be F32", name,
+				  sf_gguf_type_name(t->type));
+	if (t->ne[0] != n || t->ne[1] * t->ne[2] * t->ne[3] != 1)
+		return sf_err_set(err, SF_E_MODEL, "tensor %s has %llu x %llu elements, not %llu",
+				  name, (unsigned long long)t->ne[0], (unsigned long long)t->ne[1],
+				  (unsigned long long)n);
+	if ((uintptr_t)t->data % sizeof(float))
+		return sf_err_set(err, SF_E_MODEL, "tensor %s is not aligned for floats", name);
+	return 0;
+}
+
+/* A matrix of rows x cols (cols elements a row) in a type the kernels compute. */
+static int mat(const struct sf_model *m, const char *name, bool required, uint64_t cols,
+	       uint64_t rows, const struct sf_gguf_tensor **out, struct sf_err *err)
+{
+	int rc = find(m, name, required, out, err);
+	if (rc || !*out)
+		return rc;
+	const struct sf_gguf_tensor *t = *out;
+	const struct sf_kt *kt = sf_kt(t->type);
+	if (!kt || !kt->weight)
+		return sf_err_set(err, SF_E_MODEL, "tensor %s is of type %s, which this engine does "
+				  "not compute (docs/ENGINE.md lists those it does)", name,
+				  sf_gguf_type_name(t->type) ? sf_gguf_type_name(t->type) : "?");
+	if (t->ne[0] != cols || t->ne[1] != rows || t->ne[2] * t->ne[3] != 1)
+		return sf_err_set(err, SF_E_MODEL, "tensor %s is %llu x %llu, not %llu x %llu", name,
+				  (unsigned long long)t->ne[0], (unsigned long long)t->ne[1],
+				  (unsigned long long)cols, (unsigned long long)rows);
+	return 0;
+}
+
+static int bind_layer(struct sf_model *m, uint32_t il, struct sf_err *err)
+{
+	const struct sf_model_config *c = &m->cfg;
+	struct sf_layer_w *l = &m->layers[il];
+	uint64_t q = (uint64_t)c->n_head * c->head_dim, kv = (uint64_t)c->n_head_kv * c->head_dim;
+	bool qwen2 = c->arch == SF_ARCH_QWEN2;
+	bool qk_norm = c->arch == SF_ARCH_QWEN3 || c->arch == SF_ARCH_GEMMA3;
+	bool bo = c->arch == SF_ARCH_LLAMA || c->arch == SF_ARCH_QWEN2 || c->arch == SF_ARCH_QWEN3;
+	char n[17][64];
+	const char *names[] = { "attn_norm.weight", "attn_q.weight", "attn_k.weight",
+				"attn_v.weight", "attn_output.weight", "attn_q.bias", "attn_k.bias",
+				"attn_v.bias", "attn_output.bias", "attn_q_norm.weight",
+				"attn_k_norm.weight", "ffn_norm.weight", "ffn_gate.weight",
+				"ffn_up.weight", "ffn_down.weight", "post_attention_norm.weight",
+				"post_ffw_norm.weight" };
+	for (int i = 0; i < 17; i++)
+		snprintf(n[i], sizeof(n[i]), "blk.%u.%s", il, names[i]);
+	int rc;
+	if ((rc = vec(m, n[0], true, c->n_embd, &l->attn_norm, err)) ||
+	    (rc = mat(m, n[1], true, c->n_embd, q, &l->wq, err)) ||
+	    (rc = mat(m, n[2], true, c->n_embd, kv, &l->wk, err)) ||
+	    (rc = mat(m, n[3], true, c->n_embd, kv, &l->wv, err)) ||
+	    (rc = mat(m, n[4], true, q, c->n_embd, &l->wo, err)) ||
+	    (qwen2 && (rc = vec(m, n[5], true, q, &l->bq, err))) ||
+	    (qwen2 && (rc = vec(m, n[6], true, kv, &l->bk, err))) ||
+	    (qwen2 && (rc = vec(m, n[7], true, kv, &l->bv, err))) ||
+	    (bo && (rc = vec(m, n[8], false, c->n_embd, &l->bo, err))) ||
+	    (qk_norm && (rc = vec(m, n[9], true, c->head_dim, &l->q_norm, err))) ||
+	    (qk_norm && (rc = vec(m, n[10], true, c->head_dim, &l->k_norm, err))) ||
+	    (rc = vec(m, n[11], true, c->n_embd, &l->ffn_norm, err)) ||
+	    (rc = mat(m, n[12], true, c->n_embd, c->n_ff, &l->ffn_gate, err)) ||
+	    (rc = mat(m, n[13], true, c->n_embd, c->n_ff, &l->ffn_up, err)) ||
+	    (rc = mat(m, n[14], true, c->n_ff, c->n_embd, &l->ffn_down, err)) ||
+	    (c->post_norms && (rc = vec(m, n[15], true, c->n_embd, &l->attn_post_norm, err))) ||
+	    (c->post_norms && (rc = vec(m, n[16], true, c->n_embd, &l->ffn_post_norm, err))))
+		return rc;
+	m->weight_bytes += l->wq->size + l->wk->size + l->wv->size + l->wo->size +
+			   l->ffn_gate->size + l->ffn_up->size + l->ffn_down->size;
+	return 0;
+}
+
+int sf__model_bind(struct sf_model *m, struct sf_err *err)
+{
+	struct sf_model_config *c = &m->cfg;
+	const struct sf_gguf_tensor *t = sf_gguf_tensor(m->file, "token_embd.weight");
+	if (!t)
+		return sf_err_set(err, SF_E_MODEL, "tensor token_embd.weight is missing");
+	if (t->ne[1] < 2 || t->ne[1] > (1u << 21))
+		return sf_err_set(err, SF_E_MODEL, "token_embd.weight has %llu rows",
+				  (unsigned long long)t->ne[1]);
+	c->n_vocab = (uint32_t)t->ne[1];
+	/* Gemma and Gemma 2 always tie the output to the embeddings (an output.weight is not
+	 * theirs: refused as llama.cpp refuses it). */
+	bool untied = c->arch != SF_ARCH_GEMMA && c->arch != SF_ARCH_GEMMA2;
+	int rc = mat(m, "token_embd.weight", true, c->n_embd, c->n_vocab, &m->tok_embd, err);
+	if (rc || (rc = vec(m, "output_norm.weight", true, c->n_embd, &m->output_norm, err)) ||
+	    (untied && (rc = mat(m, "output.weight", false, c->n_embd, c->n_vocab, &m->output, err))))
+		return rc;
+	if (!m->output)
+		m->output = m->tok_embd; /* tied embeddings */
+	m->weight_bytes = m->output->size;
+	const struct sf_gguf_tensor *rf = NULL;
+	if (!sf__arch_is_gemma(c->arch) &&
+	    (rc = vec(m, "rope_freqs.weight", false, c->n_rot / 2, &rf, err)))
+		return rc;
+	m->rope_freqs = rf ? rf->data : NULL;
+	m->layers = calloc(c->n_layer, sizeof(*m->layers));
+	if (!m->layers)
+		return sf_err_set(err, SF_E_NOMEM, "no memory for %u layers", c->n_layer);
+	for (uint32_t il = 0; il < c->n_layer; il++)
+		if ((rc = bind_layer(m, il, err)))
+			return rc;
+	return 0;
+}
