@@ -22,16 +22,28 @@
 static const struct sf_gguf_tensor **slot(struct sf_layer_w *l, int i)
 {
 	const struct sf_gguf_tensor **s[] = {&l->wq, &l->wk, &l->wv, &l->wo,
-					     &l->ffn_gate, &l->ffn_up, &l->ffn_down};
+					     &l->ffn_gate, &l->ffn_up, &l->ffn_down,
+					     &l->ffn_gate_exps, &l->ffn_up_exps, &l->ffn_down_exps};
 	return i < (int)(sizeof(s) / sizeof(s[0])) ? s[i] : NULL;
 }
 
 /* Whether t is packed: a 2-D matrix of a type with a packed form, rows of whole blocks, in
- * whole slabs or enough of them that the last one's padding costs under 1/16 of the bytes. */
+ * whole slabs or enough of them that the last one's padding costs under 1/16 of the bytes; or
+ * experts' matrices stacked (3-D) whose rows each are whole slabs, so that expert e's rows
+ * start at slab e * rows / 16 (moe.c reads them there). */
 static bool packable(const struct sf_gguf_tensor *t)
 {
-	return t && t->n_dims == 2 && (t->ne[1] % SF_KT_X16_ROWS == 0 || t->ne[1] >= 256) &&
-	       sf_kern_packed_bytes(t->type, (int64_t)t->ne[0], (int64_t)t->ne[1]) > 0;
+	if (!t || sf_kern_packed_bytes(t->type, (int64_t)t->ne[0], (int64_t)t->ne[1]) == 0)
+		return false;
+	if (t->n_dims == 3)
+		return t->ne[1] % SF_KT_X16_ROWS == 0;
+	return t->n_dims == 2 && (t->ne[1] % SF_KT_X16_ROWS == 0 || t->ne[1] >= 256);
+}
+
+/* Rows of t (every expert's, stacked). */
+static int64_t rows_of(const struct sf_gguf_tensor *t)
+{
+	return (int64_t)(t->ne[1] * t->ne[2]);
 }
 
 static size_t padded(size_t n)
@@ -78,7 +90,7 @@ static void advise(const uint8_t *p, uint64_t n, int advice)
 static void pack_tensor(struct ge *g, const struct sf_gguf_tensor *from,
 			const struct sf_gguf_tensor *to)
 {
-	const int64_t rows = (int64_t)from->ne[1];
+	const int64_t rows = rows_of(from);
 	const size_t rb = sf_kt_row_bytes(from->type, (int64_t)from->ne[0]);
 	int64_t step = (int64_t)(CHUNK_BYTES / rb) / SF_KT_X16_ROWS * SF_KT_X16_ROWS;
 	step = step < SF_KT_X16_ROWS ? SF_KT_X16_ROWS : step;
@@ -123,7 +135,7 @@ int ge_pack_weights(struct ge *g, struct sf_err *err)
 		return 0;
 	struct sf_model *m = g->model;
 	const uint32_t nl = m->cfg.n_layer;
-	const size_t cap = (size_t)nl * 7 + 1;
+	const size_t cap = (size_t)nl * 10 + 1;
 	const struct sf_gguf_tensor **from = calloc(cap, sizeof(*from));
 	g->packed = calloc(cap, sizeof(*g->packed));
 	g->pack_skip = calloc(cap, sizeof(*g->pack_skip));
@@ -142,7 +154,7 @@ int ge_pack_weights(struct ge *g, struct sf_err *err)
 		from[n++] = m->output;
 	for (size_t i = 0; i < n; i++)
 		bytes += padded(sf_kern_packed_bytes(from[i]->type, (int64_t)from[i]->ne[0],
-						     (int64_t)from[i]->ne[1]));
+						     rows_of(from[i])));
 	if (!n) {
 		free(from);
 		return 0;
@@ -161,7 +173,7 @@ int ge_pack_weights(struct ge *g, struct sf_err *err)
 		*p = *from[i];
 		p->type = sf_kern_packed_type(from[i]->type);
 		p->data = (uint8_t *)map + off;
-		p->size = sf_kern_packed_bytes(from[i]->type, (int64_t)p->ne[0], (int64_t)p->ne[1]);
+		p->size = sf_kern_packed_bytes(from[i]->type, (int64_t)p->ne[0], rows_of(p));
 		off += padded(p->size);
 	}
 	g->n_packed = n;

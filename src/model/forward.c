@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kern/kern.h"
+#include "model/moe.h"
 #include "model/ops.h"
 
 #define N_ACT 6 /* activation types: F32, F16, BF16, Q8_0, Q8_K, Q8_1 */
@@ -24,6 +25,7 @@ struct sf_fwd {
 	size_t xq_bytes;    /* bytes of one slot */
 	float *scores;      /* max_threads x max_ctx */
 	uint32_t *outs;     /* tokens whose logits are wanted */
+	struct sf_moe *moe; /* the expert FFNs' scratch (models with experts) */
 };
 
 static int act_slot(uint32_t type)
@@ -45,7 +47,7 @@ static uint32_t act_type(const struct sf_gguf_tensor *w)
 
 static void *buf(size_t n, bool *ok)
 {
-	void *p = aligned_alloc(64, (n + 63) / 64 * 64);
+	void *p = aligned_alloc(64, n ? (n + 63) / 64 * 64 : 64);
 	if (!p)
 		*ok = false;
 	return p;
@@ -90,7 +92,8 @@ int sf_fwd_new(const struct sf_model *m, uint32_t max_tokens, uint32_t max_ctx,
 		const struct sf_gguf_tensor *ws[] = { l->wq, l->wk, l->wv, l->wo,
 						      l->ffn_gate, l->ffn_up, l->ffn_down };
 		for (size_t i = 0; i < sizeof(ws) / sizeof(ws[0]); i++)
-			used[act_slot(act_type(ws[i]))] = true;
+			if (ws[i]) /* the dense FFN's are NULL in a layer of experts */
+				used[act_slot(act_type(ws[i]))] = true;
 	}
 	used[act_slot(SF_GGUF_T_F16)] = true; /* the queries against the cache */
 	for (int s = 0; s < N_ACT; s++)
@@ -100,6 +103,11 @@ int sf_fwd_new(const struct sf_model *m, uint32_t max_tokens, uint32_t max_ctx,
 		sf_fwd_free(f);
 		return sf_err_set(err, SF_E_NOMEM, "no memory for forward scratch of %u tokens",
 				  f->max_tokens);
+	}
+	int rc = sf_moe_new(m, f->max_tokens, &f->moe, err);
+	if (rc) {
+		sf_fwd_free(f);
+		return rc;
 	}
 	*out = f;
 	return 0;
@@ -123,6 +131,7 @@ void sf_fwd_free(struct sf_fwd *f)
 	free(f->outs);
 	for (int s = 0; s < N_ACT; s++)
 		free(f->xq[s]);
+	sf_moe_free(f->moe);
 	free(f);
 }
 
@@ -263,23 +272,27 @@ static void layer(struct job *j, uint32_t il, unsigned ith, unsigned nth)
 		add(x, d, E);
 		sf_op_rmsnorm(f->xn + t * E, x, l->ffn_norm->data, E, c->rms_eps);
 	}
-	quant_rows(j, f->xn, E, E, l->ffn_gate, n, lo, hi);
-	if (act_type(l->ffn_up) != act_type(l->ffn_gate))
-		quant_rows(j, f->xn, E, E, l->ffn_up, n, lo, hi);
-	sf_pool_barrier(p);
-	matmul(j, l->ffn_gate, n, f->gate, F, ith, nth);
-	matmul(j, l->ffn_up, n, f->up, F, ith, nth);
-	sf_pool_barrier(p);
-	for (uint64_t t = lo; t < hi; t++) {
-		if (c->act == SF_ACT_GELU)
-			sf_op_geglu(f->gate + t * F, f->up + t * F, F);
-		else
-			sf_op_swiglu(f->gate + t * F, f->up + t * F, F);
+	if (l->ffn_gate_inp) {
+		sf_moe_ffn(m, il, f->moe, p, f->xn, f->tmp, n, ith, nth);
+	} else {
+		quant_rows(j, f->xn, E, E, l->ffn_gate, n, lo, hi);
+		if (act_type(l->ffn_up) != act_type(l->ffn_gate))
+			quant_rows(j, f->xn, E, E, l->ffn_up, n, lo, hi);
+		sf_pool_barrier(p);
+		matmul(j, l->ffn_gate, n, f->gate, F, ith, nth);
+		matmul(j, l->ffn_up, n, f->up, F, ith, nth);
+		sf_pool_barrier(p);
+		for (uint64_t t = lo; t < hi; t++) {
+			if (c->act == SF_ACT_GELU)
+				sf_op_geglu(f->gate + t * F, f->up + t * F, F);
+			else
+				sf_op_swiglu(f->gate + t * F, f->up + t * F, F);
+		}
+		quant_rows(j, f->gate, F, F, l->ffn_down, n, lo, hi);
+		sf_pool_barrier(p);
+		matmul(j, l->ffn_down, n, f->tmp, E, ith, nth);
+		sf_pool_barrier(p);
 	}
-	quant_rows(j, f->gate, F, F, l->ffn_down, n, lo, hi);
-	sf_pool_barrier(p);
-	matmul(j, l->ffn_down, n, f->tmp, E, ith, nth);
-	sf_pool_barrier(p);
 	for (uint64_t t = lo; t < hi; t++) {
 		if (l->ffn_post_norm)
 			sf_op_rmsnorm(f->tmp + t * E, f->tmp + t * E, l->ffn_post_norm->data, E,

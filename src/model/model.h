@@ -27,6 +27,8 @@
 #define SF_MODEL_MAX_HEADS 1024
 #define SF_MODEL_MAX_HEAD_DIM 1024
 #define SF_MODEL_MAX_FF (1u << 20)
+#define SF_MODEL_MAX_EXPERTS 512
+#define SF_MODEL_MAX_EXPERTS_USED 64
 
 enum sf_arch {
 	SF_ARCH_LLAMA = 0,  /* Llama 2 / 3.x, TinyLlama, SmolLM, Mistral 7B */
@@ -35,6 +37,7 @@ enum sf_arch {
 	SF_ARCH_GEMMA = 3,  /* embeddings scaled by sqrt(n_embd), GeGLU, queries pre-scaled */
 	SF_ARCH_GEMMA2 = 4, /* + post-norms, sliding window every other layer, soft-capping */
 	SF_ARCH_GEMMA3 = 5, /* + q/k RMSNorm, five local layers to one global, own rope base */
+	SF_ARCH_QWEN3MOE = 6, /* Qwen3's attention, a mixture of experts in every layer */
 };
 
 /* The feed-forward's gate activation. */
@@ -56,7 +59,10 @@ struct sf_model_config {
 	uint32_t n_ctx_train;
 	float rms_eps;
 	float rope_base;
-	float rope_freq_scale; /* 1 / the linear scaling factor */
+	float rope_freq_scale; /* 1 / the linear (or YaRN) scaling factor */
+	bool rope_yarn;        /* YaRN: each pair's angle between the scaled and the unscaled one
+				* by its wavelength, cos and sin times 1 + 0.1 ln(factor) */
+	uint32_t yarn_orig_ctx; /* YaRN: the context the model was trained with before */
 	bool rope_neox;        /* rotate (i, i + n_rot/2) instead of (2i, 2i + 1) */
 	float attn_scale;      /* 1 / sqrt(head_dim) unless the file (or the family's rule) says */
 	bool q_prescale;       /* queries times attn_scale before they are rounded to F16 and the
@@ -71,6 +77,10 @@ struct sf_model_config {
 	float rope_base_swa;   /* their rope: base and linear scale */
 	float rope_freq_scale_swa;
 	uint8_t swa[SF_MODEL_MAX_LAYERS]; /* which layers have the window */
+	uint32_t n_expert;     /* experts of each layer's FFN (0: a dense FFN) */
+	uint32_t n_expert_used; /* chosen for each token */
+	uint32_t n_ff_exp;     /* an expert's feed-forward width */
+	bool expert_norm;      /* the chosen experts' weights divided by their sum */
 };
 
 /* One layer's tensors (NULL: absent and optional). */
@@ -80,6 +90,9 @@ struct sf_layer_w {
 	const struct sf_gguf_tensor *q_norm, *k_norm;    /* qwen3 */
 	const struct sf_gguf_tensor *ffn_norm, *ffn_gate, *ffn_up, *ffn_down;
 	const struct sf_gguf_tensor *attn_post_norm, *ffn_post_norm; /* Gemma 2/3 */
+	/* A mixture of experts (ffn_gate/up/down NULL): the router (n_embd x n_expert) and the
+	 * experts' matrices, expert e's rows after e x rows of the ones before */
+	const struct sf_gguf_tensor *ffn_gate_inp, *ffn_gate_exps, *ffn_up_exps, *ffn_down_exps;
 };
 
 struct sf_model {
@@ -90,6 +103,9 @@ struct sf_model {
 	struct sf_layer_w *layers;
 	float rope_theta_scale;     /* base^(-2 / n_rot): each pair's angle over the previous's */
 	float rope_theta_scale_swa; /* the same of the sliding-window layers' base */
+	float yarn_corr[2][2];      /* YaRN: the pairs [lo, hi] ramped between, of the global
+				     * rope [0] and the sliding-window layers' [1] */
+	float yarn_mscale[2];       /* YaRN: their cos and sin times it */
 	uint64_t weight_bytes;      /* bytes of every weight read for one token (the decode limit) */
 	uint8_t *bound;             /* while loading: which of the file's tensors are bound */
 };

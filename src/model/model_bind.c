@@ -38,9 +38,10 @@ static int vec(const struct sf_model *m, const char *name, bool required, uint64
 	return 0;
 }
 
-/* A matrix of rows x cols (cols elements a row) in a type the kernels compute. */
-static int mat(const struct sf_model *m, const char *name, bool required, uint64_t cols,
-	       uint64_t rows, const struct sf_gguf_tensor **out, struct sf_err *err)
+/* A matrix of rows x cols (cols elements a row), or n of them stacked (experts: n > 1), in a
+ * type the kernels compute. */
+static int mat_n(const struct sf_model *m, const char *name, bool required, uint64_t cols,
+		 uint64_t rows, uint64_t n, const struct sf_gguf_tensor **out, struct sf_err *err)
 {
 	int rc = find(m, name, required, out, err);
 	if (rc || !*out)
@@ -51,10 +52,44 @@ static int mat(const struct sf_model *m, const char *name, bool required, uint64
 		return sf_err_set(err, SF_E_MODEL, "tensor %s is of type %s, which this engine does "
 				  "not compute (docs/ENGINE.md lists those it does)", name,
 				  sf_gguf_type_name(t->type) ? sf_gguf_type_name(t->type) : "?");
-	if (t->ne[0] != cols || t->ne[1] != rows || t->ne[2] * t->ne[3] != 1)
-		return sf_err_set(err, SF_E_MODEL, "tensor %s is %llu x %llu, not %llu x %llu", name,
-				  (unsigned long long)t->ne[0], (unsigned long long)t->ne[1],
-				  (unsigned long long)cols, (unsigned long long)rows);
+	if (t->ne[0] != cols || t->ne[1] != rows || t->ne[2] != n || t->ne[3] != 1)
+		return sf_err_set(err, SF_E_MODEL, "tensor %s is %llu x %llu x %llu, not %llu x %llu "
+				  "x %llu", name, (unsigned long long)t->ne[0],
+				  (unsigned long long)t->ne[1], (unsigned long long)t->ne[2],
+				  (unsigned long long)cols, (unsigned long long)rows,
+				  (unsigned long long)n);
+	return 0;
+}
+
+static int mat(const struct sf_model *m, const char *name, bool required, uint64_t cols,
+	       uint64_t rows, const struct sf_gguf_tensor **out, struct sf_err *err)
+{
+	return mat_n(m, name, required, cols, rows, 1, out, err);
+}
+
+/* A layer's mixture of experts: the router and the experts' gate, up and down. */
+static int bind_experts(struct sf_model *m, uint32_t il, struct sf_err *err)
+{
+	const struct sf_model_config *c = &m->cfg;
+	struct sf_layer_w *l = &m->layers[il];
+	char n[4][64];
+	const char *names[] = { "ffn_gate_inp.weight", "ffn_gate_exps.weight",
+				"ffn_up_exps.weight", "ffn_down_exps.weight" };
+	for (int i = 0; i < 4; i++)
+		snprintf(n[i], sizeof(n[i]), "blk.%u.%s", il, names[i]);
+	int rc;
+	if ((rc = mat(m, n[0], true, c->n_embd, c->n_expert, &l->ffn_gate_inp, err)) ||
+	    (rc = mat_n(m, n[1], true, c->n_embd, c->n_ff_exp, c->n_expert, &l->ffn_gate_exps,
+			err)) ||
+	    (rc = mat_n(m, n[2], true, c->n_embd, c->n_ff_exp, c->n_expert, &l->ffn_up_exps,
+			err)) ||
+	    (rc = mat_n(m, n[3], true, c->n_ff_exp, c->n_embd, c->n_expert, &l->ffn_down_exps,
+			err)))
+		return rc;
+	/* read per token: the router and the chosen experts' share */
+	m->weight_bytes += l->ffn_gate_inp->size +
+			   (l->ffn_gate_exps->size + l->ffn_up_exps->size + l->ffn_down_exps->size) /
+				   c->n_expert * c->n_expert_used;
 	return 0;
 }
 
@@ -64,8 +99,11 @@ static int bind_layer(struct sf_model *m, uint32_t il, struct sf_err *err)
 	struct sf_layer_w *l = &m->layers[il];
 	uint64_t q = (uint64_t)c->n_head * c->head_dim, kv = (uint64_t)c->n_head_kv * c->head_dim;
 	bool qwen2 = c->arch == SF_ARCH_QWEN2;
-	bool qk_norm = c->arch == SF_ARCH_QWEN3 || c->arch == SF_ARCH_GEMMA3;
-	bool bo = c->arch == SF_ARCH_LLAMA || c->arch == SF_ARCH_QWEN2 || c->arch == SF_ARCH_QWEN3;
+	bool qk_norm = c->arch == SF_ARCH_QWEN3 || c->arch == SF_ARCH_GEMMA3 ||
+		       c->arch == SF_ARCH_QWEN3MOE;
+	bool bo = c->arch == SF_ARCH_LLAMA || c->arch == SF_ARCH_QWEN2 || c->arch == SF_ARCH_QWEN3 ||
+		  c->arch == SF_ARCH_QWEN3MOE;
+	bool dense = !c->n_expert;
 	char n[17][64];
 	const char *names[] = { "attn_norm.weight", "attn_q.weight", "attn_k.weight",
 				"attn_v.weight", "attn_output.weight", "attn_q.bias", "attn_k.bias",
@@ -88,14 +126,16 @@ static int bind_layer(struct sf_model *m, uint32_t il, struct sf_err *err)
 	    (qk_norm && (rc = vec(m, n[9], true, c->head_dim, &l->q_norm, err))) ||
 	    (qk_norm && (rc = vec(m, n[10], true, c->head_dim, &l->k_norm, err))) ||
 	    (rc = vec(m, n[11], true, c->n_embd, &l->ffn_norm, err)) ||
-	    (rc = mat(m, n[12], true, c->n_embd, c->n_ff, &l->ffn_gate, err)) ||
-	    (rc = mat(m, n[13], true, c->n_embd, c->n_ff, &l->ffn_up, err)) ||
-	    (rc = mat(m, n[14], true, c->n_ff, c->n_embd, &l->ffn_down, err)) ||
+	    (dense && (rc = mat(m, n[12], true, c->n_embd, c->n_ff, &l->ffn_gate, err))) ||
+	    (dense && (rc = mat(m, n[13], true, c->n_embd, c->n_ff, &l->ffn_up, err))) ||
+	    (dense && (rc = mat(m, n[14], true, c->n_ff, c->n_embd, &l->ffn_down, err))) ||
+	    (!dense && (rc = bind_experts(m, il, err))) ||
 	    (c->post_norms && (rc = vec(m, n[15], true, c->n_embd, &l->attn_post_norm, err))) ||
 	    (c->post_norms && (rc = vec(m, n[16], true, c->n_embd, &l->ffn_post_norm, err))))
 		return rc;
-	m->weight_bytes += l->wq->size + l->wk->size + l->wv->size + l->wo->size +
-			   l->ffn_gate->size + l->ffn_up->size + l->ffn_down->size;
+	m->weight_bytes += l->wq->size + l->wk->size + l->wv->size + l->wo->size;
+	if (dense)
+		m->weight_bytes += l->ffn_gate->size + l->ffn_up->size + l->ffn_down->size;
 	return 0;
 }
 

@@ -21,9 +21,13 @@ struct shape {
 	 * linear rope scaling factor. */
 	uint32_t n_swa, swa_period;
 	float rope_base_swa, attn_cap, final_cap, rope_linear;
+	/* A mixture of experts (0: a dense FFN): experts, chosen per token, an expert's width. */
+	uint32_t n_expert, n_expert_used, n_ff_exp;
+	bool yarn; /* rope_linear is a YaRN factor over an original context of n_ctx / it */
 };
 
-#define PLAIN 0, 0, 0, 0, 0, 0 /* no Gemma keys */
+#define PLAIN 0, 0, 0, 0, 0, 0, 0, 0, 0, false /* no Gemma keys, no experts, no YaRN */
+#define DENSE 0, 0, 0, false /* no experts, no YaRN */
 
 static const struct shape shapes[] = {
 	{ "qwen2.5-0.5b", "qwen2", 896, 24, 14, 2, 64, 4864, 32768, 1e6f, 1e-6f, true, false, PLAIN },
@@ -36,19 +40,32 @@ static const struct shape shapes[] = {
 	{ "test-qwen2", "qwen2", 256, 2, 4, 2, 64, 512, 4096, 1e6f, 1e-6f, true, false, PLAIN },
 	{ "test-qwen3", "qwen3", 256, 2, 4, 2, 128, 512, 4096, 1e6f, 1e-6f, true, false, PLAIN },
 	{ "gemma-2-2b", "gemma2", 2304, 26, 8, 4, 256, 9216, 8192, 1e4f, 1e-6f, true, false,
-	  4096, 0, 0, 50.0f, 30.0f, 0 },
+	  4096, 0, 0, 50.0f, 30.0f, 0, DENSE },
 	{ "gemma3-1b", "gemma3", 1152, 26, 4, 1, 256, 6912, 32768, 1e6f, 1e-6f, true, false,
-	  512, 0, 0, 0, 0, 0 },
+	  512, 0, 0, 0, 0, 0, DENSE },
 	{ "gemma3-4b", "gemma3", 2560, 34, 8, 4, 256, 10240, 131072, 1e6f, 1e-6f, true, false,
-	  1024, 0, 0, 0, 0, 8.0f },
+	  1024, 0, 0, 0, 0, 8.0f, DENSE },
 	/* Gemma test shapes: windows of 40 (crossed by a prompt and its stream, not a page's
 	 * multiple), soft-caps that bite (random scores spread about 1, logits about 4), the
 	 * global layers' rope scaled and the local ones' not. */
 	{ "test-gemma", "gemma", 256, 2, 4, 1, 64, 512, 8192, 1e4f, 1e-6f, true, false, PLAIN },
 	{ "test-gemma2", "gemma2", 256, 4, 4, 2, 64, 512, 8192, 1e4f, 1e-6f, true, false,
-	  40, 0, 0, 2.5f, 12.0f, 0 },
+	  40, 0, 0, 2.5f, 12.0f, 0, DENSE },
 	{ "test-gemma3", "gemma3", 256, 3, 4, 2, 64, 512, 32768, 1e6f, 1e-6f, true, false,
-	  40, 3, 1e4f, 0, 0, 4.0f },
+	  40, 3, 1e4f, 0, 0, 4.0f, DENSE },
+	/* Mixtures of experts: Qwen3-30B-A3B (128 experts, 8 a token, 768 wide; untied),
+	 * Mixtral 8x7B (llama, 8 experts, 2 a token), and small test shapes of both. */
+	{ "qwen3-30b-a3b", "qwen3moe", 2048, 48, 32, 4, 128, 6144, 40960, 1e6f, 1e-6f, false,
+	  false, 0, 0, 0, 0, 0, 0, 128, 8, 768, false },
+	{ "mixtral-8x7b", "llama", 4096, 32, 32, 8, 128, 14336, 32768, 1e6f, 1e-5f, false, false,
+	  0, 0, 0, 0, 0, 0, 8, 2, 14336, false },
+	/* Qwen3 with YaRN (DeepSeek-R1-0528-Qwen3-8B's scaling: 4 over 32,768), small */
+	{ "test-qwen3-yarn", "qwen3", 256, 2, 4, 2, 128, 512, 131072, 1e6f, 1e-6f, true, false,
+	  0, 0, 0, 0, 0, 4.0f, 0, 0, 0, true },
+	{ "test-qwen3moe", "qwen3moe", 256, 2, 4, 2, 64, 1024, 4096, 1e6f, 1e-6f, false, false,
+	  0, 0, 0, 0, 0, 0, 16, 4, 256, false },
+	{ "test-mixtral", "llama", 256, 2, 4, 2, 64, 256, 4096, 1e6f, 1e-5f, false, false,
+	  0, 0, 0, 0, 0, 0, 8, 2, 256, false },
 };
 
 /* The --type choices: one type for every matrix, or a mix (llama.cpp's *_M: its base type,
@@ -131,10 +148,11 @@ struct maker {
 	struct sf_err *err;
 };
 
-static int add(struct maker *mk, const char *name, uint32_t type, uint64_t cols, uint64_t rows,
-	       float center, float a)
+/* A tensor of n matrices of rows x cols (n 1: a matrix, rows 1 too: a vector). */
+static int add_n(struct maker *mk, const char *name, uint32_t type, uint64_t cols,
+		 uint64_t rows, uint64_t n, float center, float a)
 {
-	size_t size = sf_kt_row_bytes(type, (int64_t)cols) * rows;
+	size_t size = sf_kt_row_bytes(type, (int64_t)cols) * rows * n;
 	uint8_t *out = malloc(size ? size : 1);
 	void **b = realloc(mk->bufs, (mk->n_bufs + 1) * sizeof(*b));
 	if (!out || !b) {
@@ -143,13 +161,19 @@ static int add(struct maker *mk, const char *name, uint32_t type, uint64_t cols,
 	}
 	mk->bufs = b;
 	mk->bufs[mk->n_bufs++] = out;
-	struct tensor_job j = { mk->seed ^ name_hash(name), type, cols, rows, center, a, out };
+	struct tensor_job j = { mk->seed ^ name_hash(name), type, cols, rows * n, center, a, out };
 	sf_pool_run(mk->pool, make_rows, &j);
-	uint64_t ne[2] = { cols, rows };
-	if (sf_gguf_add_tensor(mk->w, name, type, rows == 1 ? 1 : 2, ne, out, size))
+	uint64_t ne[3] = { cols, rows, n };
+	if (sf_gguf_add_tensor(mk->w, name, type, n > 1 ? 3 : rows == 1 ? 1 : 2, ne, out, size))
 		return sf_err_set(mk->err, SF_E_RANGE, "cannot add %s", name);
 	mk->bytes += size;
 	return 0;
+}
+
+static int add(struct maker *mk, const char *name, uint32_t type, uint64_t cols, uint64_t rows,
+	       float center, float a)
+{
+	return add_n(mk, name, type, cols, rows, 1, center, a);
 }
 
 /* A matrix's type: the asked one, or the mix's choice (mix: want is its base type); K types
@@ -242,9 +266,20 @@ static int write_meta(struct maker *mk, const struct shape *s, uint32_t n_layer,
 		rc = rc ? rc : sf_gguf_set_f32(w, KEY("attn_logit_softcapping"), s->attn_cap);
 	if (s->final_cap)
 		rc = rc ? rc : sf_gguf_set_f32(w, KEY("final_logit_softcapping"), s->final_cap);
+	if (s->n_expert) {
+		rc = rc ? rc : sf_gguf_set_u32(w, KEY("expert_count"), s->n_expert);
+		rc = rc ? rc : sf_gguf_set_u32(w, KEY("expert_used_count"), s->n_expert_used);
+		if (strcmp(s->arch, "llama"))
+			rc = rc ? rc : sf_gguf_set_u32(w, KEY("expert_feed_forward_length"),
+						       s->n_ff_exp);
+	}
 	if (s->rope_linear) {
-		rc = rc ? rc : sf_gguf_set_str(w, KEY("rope.scaling.type"), "linear", 6);
+		rc = rc ? rc : sf_gguf_set_str(w, KEY("rope.scaling.type"), s->yarn ? "yarn" : "linear",
+					       s->yarn ? 4 : 6);
 		rc = rc ? rc : sf_gguf_set_f32(w, KEY("rope.scaling.factor"), s->rope_linear);
+		if (s->yarn)
+			rc = rc ? rc : sf_gguf_set_u32(w, KEY("rope.scaling.original_context_length"),
+						       (uint32_t)((float)s->n_ctx / s->rope_linear));
 	}
 #undef KEY
 	rc = rc ? rc : sf_gguf_copy_kv(w, vocab, keep_tokenizer, (void *)mk->chat_template);
@@ -278,7 +313,7 @@ static int make_layer(struct maker *mk, const struct shape *s, uint32_t il, uint
 		T("", "attn_k.bias", SF_GGUF_T_F32, kv, 1, 0, 0.1f);
 		T("", "attn_v.bias", SF_GGUF_T_F32, kv, 1, 0, 0.1f);
 	}
-	if (!strcmp(s->arch, "qwen3") || !strcmp(s->arch, "gemma3")) {
+	if (!strcmp(s->arch, "qwen3") || !strcmp(s->arch, "gemma3") || !strcmp(s->arch, "qwen3moe")) {
 		T("", "attn_q_norm.weight", SF_GGUF_T_F32, s->head_dim, 1, 1.0f, 0.1f);
 		T("", "attn_k_norm.weight", SF_GGUF_T_F32, s->head_dim, 1, 1.0f, 0.1f);
 	}
@@ -286,9 +321,23 @@ static int make_layer(struct maker *mk, const struct shape *s, uint32_t il, uint
 	if (post)
 		T("", "post_attention_norm.weight", SF_GGUF_T_F32, E, 1, 1.0f, 0.1f);
 	T("", "ffn_norm.weight", SF_GGUF_T_F32, E, 1, 1.0f, 0.1f);
-	M("ffn_gate", "ffn_gate.weight", E, F, aE);
-	M("ffn_up", "ffn_up.weight", E, F, aE);
-	M("ffn_down", "ffn_down.weight", F, E, aF);
+	if (s->n_expert) {
+		/* the router in F32, as llama.cpp's quantizer leaves it; the experts stacked */
+		uint64_t X = s->n_expert, FX = s->n_ff_exp;
+		float aX = sqrtf(3.0f / (float)FX);
+		T("", "ffn_gate_inp.weight", SF_GGUF_T_F32, E, X, 0, aE);
+#define X3(role, suffix, cols, rows, a)                                                      \
+	(snprintf(n, sizeof(n), "blk.%u.%s", il, suffix),                                   \
+	 rc = rc ? rc : add_n(mk, n, pick(want, mix, role, il, n_layer, cols), cols, rows, X, 0, a))
+		X3("ffn_gate", "ffn_gate_exps.weight", E, FX, aE);
+		X3("ffn_up", "ffn_up_exps.weight", E, FX, aE);
+		X3("ffn_down", "ffn_down_exps.weight", FX, E, aX);
+#undef X3
+	} else {
+		M("ffn_gate", "ffn_gate.weight", E, F, aE);
+		M("ffn_up", "ffn_up.weight", E, F, aE);
+		M("ffn_down", "ffn_down.weight", F, E, aF);
+	}
 	if (post)
 		T("", "post_ffw_norm.weight", SF_GGUF_T_F32, E, 1, 1.0f, 0.1f);
 #undef M
@@ -301,7 +350,8 @@ const char *const sf_model_gen_shapes[] = { "qwen2.5-0.5b", "qwen3-0.6b", "llama
 					    "tinyllama-1.1b", "smollm2-135m", "gemma-2-2b",
 					    "gemma3-1b", "gemma3-4b", "test-llama", "test-qwen2",
 					    "test-qwen3", "test-gemma", "test-gemma2", "test-gemma3",
-					    NULL };
+					    "qwen3-30b-a3b", "mixtral-8x7b", "test-qwen3moe",
+					    "test-mixtral", "test-qwen3-yarn", NULL };
 const char *const sf_model_gen_types[] = { "f32", "f16", "bf16", "q8_0", "q4_0", "q5_0",
 					   "q4_k", "q6_k", "q4_k_m", "q5_k", "q5_k_m", "q3_k",
 					   "q2_k", "iq4_xs", "q4_1", "q5_1", "iq4_nl", "mxfp4",

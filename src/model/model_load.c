@@ -15,9 +15,10 @@ static const struct {
 	enum sf_arch arch;
 	unsigned computes; /* SF_COMPUTES_* */
 } arches[] = {
-	{ "llama", SF_ARCH_LLAMA, 0 },
+	{ "llama", SF_ARCH_LLAMA, SF_COMPUTES_MOE },
 	{ "qwen2", SF_ARCH_QWEN2, 0 },
 	{ "qwen3", SF_ARCH_QWEN3, 0 },
+	{ "qwen3moe", SF_ARCH_QWEN3MOE, SF_COMPUTES_MOE },
 	{ "gemma", SF_ARCH_GEMMA, 0 },
 	{ "gemma2", SF_ARCH_GEMMA2,
 	  SF_COMPUTES_SWA | SF_COMPUTES_ATTN_SOFTCAP | SF_COMPUTES_FINAL_SOFTCAP },
@@ -152,6 +153,35 @@ static int read_gemma(const struct sf_gguf *g, struct sf_model_config *c, struct
 	return 0;
 }
 
+/* A mixture of experts (Mixtral as llama, Qwen3-MoE): expert_count (required by qwen3moe),
+ * expert_used_count of them for each token, expert_feed_forward_length wide (Mixtral: the
+ * feed-forward width; Qwen3-MoE: the key, else the width over the experts used), their weights
+ * normalised (both families, as llama.cpp computes them). */
+static int read_experts(const struct sf_gguf *g, struct sf_model_config *c, struct sf_err *err)
+{
+	int rc;
+	if ((rc = opt_u32(g, c, "expert_count", 0, 0, SF_MODEL_MAX_EXPERTS, &c->n_expert, err)))
+		return rc;
+	if (!c->n_expert)
+		return c->arch == SF_ARCH_QWEN3MOE
+			       ? sf_err_set(err, SF_E_MODEL, "the file has no %s",
+					    akey(c, "expert_count"))
+			       : 0;
+	uint32_t top = c->n_expert < SF_MODEL_MAX_EXPERTS_USED ? c->n_expert
+								: SF_MODEL_MAX_EXPERTS_USED;
+	if ((rc = need_u32(g, c, "expert_used_count", 1, top, &c->n_expert_used, err)))
+		return rc;
+	uint32_t dflt = c->arch == SF_ARCH_QWEN3MOE ? c->n_ff / c->n_expert_used : c->n_ff;
+	if ((rc = opt_u32(g, c, "expert_feed_forward_length", dflt, 0, SF_MODEL_MAX_FF,
+			  &c->n_ff_exp, err)))
+		return rc;
+	if (!c->n_ff_exp)
+		return sf_err_set(err, SF_E_MODEL, "the file has no %s",
+				  akey(c, "expert_feed_forward_length"));
+	c->expert_norm = true;
+	return 0;
+}
+
 static int read_config(const struct sf_gguf *g, struct sf_model_config *c, unsigned *computes,
 		       struct sf_err *err)
 {
@@ -182,7 +212,7 @@ static int read_config(const struct sf_gguf *g, struct sf_model_config *c, unsig
 
 	if ((rc = need_u32(g, c, "embedding_length", 8, SF_MODEL_MAX_EMBD, &c->n_embd, err)) ||
 	    (rc = need_u32(g, c, "block_count", 1, SF_MODEL_MAX_LAYERS, &c->n_layer, err)) ||
-	    (rc = need_u32(g, c, "feed_forward_length", 1, SF_MODEL_MAX_FF, &c->n_ff, err)) ||
+	    (rc = opt_u32(g, c, "feed_forward_length", 0, 0, SF_MODEL_MAX_FF, &c->n_ff, err)) ||
 	    (rc = need_u32(g, c, "attention.head_count", 1, SF_MODEL_MAX_HEADS, &c->n_head, err)) ||
 	    (rc = opt_u32(g, c, "attention.head_count_kv", c->n_head, 1, c->n_head, &c->n_head_kv,
 			  err)) ||
@@ -222,14 +252,15 @@ static int read_config(const struct sf_gguf *g, struct sf_model_config *c, unsig
 	if (sf_gguf_find(g, tk) && sf_gguf_get_str(g, tk, &st, err))
 		return err->code = SF_E_MODEL;
 	if (!sf_gguf_str_eq(st, "none")) {
-		if (!sf_gguf_str_eq(st, "linear")) {
+		bool yarn = sf_gguf_str_eq(st, "yarn");
+		if (!sf_gguf_str_eq(st, "linear") && !yarn) {
 			char name[24];
 			size_t n = st.len < sizeof(name) - 1 ? st.len : sizeof(name) - 1;
 			for (size_t j = 0; j < n; j++)
 				name[j] = st.ptr[j] >= 0x20 && st.ptr[j] < 0x7f ? st.ptr[j] : '?';
 			name[n] = 0;
 			return sf_err_set(err, SF_E_MODEL, "%s = %s: rope scaling this engine does "
-					  "not compute (none, linear)", tk, name);
+					  "not compute (none, linear, yarn)", tk, name);
 		}
 		float f = 0;
 		if ((rc = opt_f32(g, c, "rope.scaling.factor", 0.0f, &f, err)))
@@ -240,8 +271,20 @@ static int read_config(const struct sf_gguf *g, struct sf_model_config *c, unsig
 			return sf_err_set(err, SF_E_MODEL, "rope scaling factor %g is outside [1, 1024]",
 					  (double)f);
 		c->rope_freq_scale = f == 0 ? 1.0f : 1.0f / f;
+		/* YaRN with llama.cpp's defaults (beta fast 32, slow 1, extrapolation 1, attention
+		 * factor 1: the files of these architectures cannot set them) from the context
+		 * trained before the scaling */
+		c->rope_yarn = yarn;
+		if (yarn && (rc = opt_u32(g, c, "rope.scaling.original_context_length",
+					  c->n_ctx_train, 1, 1u << 24, &c->yarn_orig_ctx, err)))
+			return rc;
 	}
 	c->rope_neox = c->arch != SF_ARCH_LLAMA;
+	if ((*computes & SF_COMPUTES_MOE) && (rc = read_experts(g, c, err)))
+		return rc;
+	if (!c->n_expert && !c->n_ff &&
+	    (rc = need_u32(g, c, "feed_forward_length", 1, SF_MODEL_MAX_FF, &c->n_ff, err)))
+		return rc;
 	c->rope_base_swa = c->rope_base;
 	c->rope_freq_scale_swa = c->rope_freq_scale;
 	return sf__arch_is_gemma(c->arch) ? read_gemma(g, c, err) : 0;
@@ -253,6 +296,22 @@ static int rope_check(struct sf_model *m, struct sf_err *err)
 	const struct sf_model_config *c = &m->cfg;
 	m->rope_theta_scale = (float)pow((double)c->rope_base, -2.0 / (double)c->n_rot);
 	m->rope_theta_scale_swa = (float)pow((double)c->rope_base_swa, -2.0 / (double)c->n_rot);
+	if (c->rope_yarn) {
+		/* ggml's rope_yarn_corr_dims and the magnitude its rope_yarn scales by */
+		const float base[2] = { c->rope_base, c->rope_base_swa };
+		const float scale[2] = { c->rope_freq_scale, c->rope_freq_scale_swa };
+		const double beta[2] = { 32.0, 1.0 }, pi = 3.14159265358979323846;
+		for (int r = 0; r < 2; r++) {
+			double d[2];
+			for (int b = 0; b < 2; b++)
+				d[b] = c->n_rot * log(c->yarn_orig_ctx / (beta[b] * 2 * pi)) /
+				       (2 * log((double)base[r]));
+			double lo = floor(d[0]), hi = ceil(d[1]);
+			m->yarn_corr[r][0] = (float)(lo > 0 ? lo : 0);
+			m->yarn_corr[r][1] = (float)(hi < c->n_rot - 1 ? hi : c->n_rot - 1);
+			m->yarn_mscale[r] = 1.0f + 0.1f * (float)log((double)(1.0f / scale[r]));
+		}
+	}
 	for (uint32_t i = 0; m->rope_freqs && i < c->n_rot / 2; i++) {
 		float ff = m->rope_freqs[i];
 		if (!(ff > 0) || !isfinite(ff))

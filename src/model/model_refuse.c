@@ -4,6 +4,7 @@
  * or extra norms would load and answer wrong, silently. */
 #include "model/model_internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -25,6 +26,9 @@ static const struct {
 	{ "expert_count", "a mixture of experts", SF_COMPUTES_MOE, NONZERO },
 	{ "expert_used_count", "a mixture of experts", SF_COMPUTES_MOE, NONZERO },
 	{ "expert_shared_count", "shared experts", 0, NONZERO },
+	{ "expert_weights_scale", "scaled expert weights", 0, NOT_ONE },
+	{ "expert_gating_func", "an expert gating other than the softmax", 0, NOT_ONE },
+	{ "expert_shared_feed_forward_length", "shared experts", 0, NONZERO },
 	{ "expert_group_count", "expert groups", 0, NONZERO },
 	{ "interleave_moe_layer_step", "interleaved expert layers", 0, NONZERO },
 	{ "nextn_predict_layers", "multi-token prediction layers", 0, NONZERO },
@@ -60,9 +64,49 @@ static bool active(const struct sf_gguf_kv *kv, enum when when, double *v)
 	return false;
 }
 
+/* YaRN's settings that no architecture here computes other than at their defaults (ggml's:
+ * extrapolation mix 1 (-1: unset), attention factor 1, ramp from 32 to 1 rotations, no log
+ * multiplier); a value other than these (or than 0 where 0 is the default) is refused. */
+static const struct {
+	const char *suffix;
+	float dflt, unset;
+} yarn_keys[] = {
+	{ "rope.scaling.yarn_ext_factor", 1.0f, -1.0f },
+	{ "rope.scaling.yarn_attn_factor", 1.0f, 1.0f },
+	{ "rope.scaling.yarn_beta_fast", 32.0f, 32.0f },
+	{ "rope.scaling.yarn_beta_slow", 1.0f, 1.0f },
+	{ "rope.scaling.yarn_log_multiplier", 0.0f, 0.0f },
+};
+
+static int refuse_yarn_keys(const struct sf_gguf *g, const struct sf_model_config *c,
+			    struct sf_err *err)
+{
+	for (size_t i = 0; i < sizeof(yarn_keys) / sizeof(yarn_keys[0]); i++) {
+		char k[128];
+		snprintf(k, sizeof(k), "%s.%s", c->arch_name, yarn_keys[i].suffix);
+		const struct sf_gguf_kv *kv = sf_gguf_find(g, k);
+		if (!kv)
+			continue;
+		struct sf_gguf_kv a = *kv;
+		a.elem_type = kv->type;
+		a.n = 1;
+		float v = kv->type == SF_GGUF_ARRAY || kv->type == SF_GGUF_STRING
+				  ? NAN
+				  : sf_gguf_arr_f32(&a, 0);
+		if (v != yarn_keys[i].dflt && v != yarn_keys[i].unset)
+			return sf_err_set(err, SF_E_MODEL, "%s = %g: a YaRN setting other than its "
+					  "default (%g), which this engine does not compute", k,
+					  (double)v, (double)yarn_keys[i].dflt);
+	}
+	return 0;
+}
+
 int sf__model_refuse_keys(const struct sf_gguf *g, const struct sf_model_config *c,
 			  unsigned computes, struct sf_err *err)
 {
+	int rc = refuse_yarn_keys(g, c, err);
+	if (rc)
+		return rc;
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		if (keys[i].need & computes)
 			continue;

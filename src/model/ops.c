@@ -36,6 +36,22 @@ void sf_op_rope_table(const struct sf_model *m, bool swa, uint32_t pos, float *c
 	float step = swa ? m->rope_theta_scale_swa : m->rope_theta_scale;
 	float scale = swa ? m->cfg.rope_freq_scale_swa : m->cfg.rope_freq_scale;
 	const float *ff = swa ? NULL : m->rope_freqs;
+	if (m->cfg.rope_yarn) {
+		/* YaRN (ggml's rope_yarn): pair i's angle mixed from the scaled one and the
+		 * unscaled one by a ramp over the pairs [lo, hi], cos and sin times the magnitude */
+		const float *corr = m->yarn_corr[swa], ms = m->yarn_mscale[swa];
+		float span = corr[1] - corr[0] > 0.001f ? corr[1] - corr[0] : 0.001f;
+		for (uint32_t i = 0; i < half; i++) {
+			float ex = ff ? theta / ff[i] : theta, in = scale * ex;
+			float y = ((float)i - corr[0]) / span;
+			float mix = 1 - (y < 0 ? 0 : y > 1 ? 1 : y);
+			float t = in * (1 - mix) + ex * mix;
+			cs[2 * i] = (float)cos((double)t) * ms;
+			cs[2 * i + 1] = (float)sin((double)t) * ms;
+			theta *= step;
+		}
+		return;
+	}
 	for (uint32_t i = 0; i < half; i++) {
 		float t = ff ? theta / ff[i] : theta;
 		t = scale * t;

@@ -45,7 +45,7 @@ head -c 7 "$M" >"$work/cut-magic.gguf"
 refused "cut short after 7 bytes" "$work/cut-magic.gguf" "7 bytes: too short for a GGUF file"
 edit "$M" "$work/arch.gguf" --arch gpt-j
 refused "an architecture it does not run" "$work/arch.gguf" \
-	"architecture 'gpt-j' is not one this engine runs \(llama, qwen2, qwen3, gemma, gemma2, gemma3\)"
+	"architecture 'gpt-j' is not one this engine runs \(llama, qwen2, qwen3, qwen3moe, gemma, gemma2, gemma3\)"
 for t in "16 IQ2_XXS" "19 IQ1_S" "34 TQ1_0" "28 F64"; do
 	set -- $t
 	edit "$M" "$work/type-$2.gguf" --type blk.1.ffn_down.weight "$1"
@@ -78,7 +78,7 @@ key "multi-token prediction layers" --set-u32 qwen2.nextn_predict_layers 1 \
 	"qwen2.nextn_predict_layers = 1: multi-token prediction layers"
 key "scaled logits" --set-f32 qwen2.logit_scale 0.125 "qwen2.logit_scale = 0.125: scaled logits"
 key "rope scaling it does not compute" --set-str qwen2.rope.scaling.type longrope \
-	"qwen2.rope.scaling.type = longrope: rope scaling this engine does not compute \(none, linear\)"
+	"qwen2.rope.scaling.type = longrope: rope scaling this engine does not compute \(none, linear, yarn\)"
 key "heads per layer" --set-u32-arr qwen2.attention.head_count 2 4 \
 	"'qwen2.attention.head_count' is an array, not a single value"
 for t in "blk.0.post_attention_norm.weight blk.0.attn_norm.weight" \
@@ -89,6 +89,31 @@ for t in "blk.0.post_attention_norm.weight blk.0.attn_norm.weight" \
 	key "a tensor it would not read: $1" --copy "$2" "$1" \
 		"tensor $1 is not one this engine computes for architecture 'qwen2' \(refused rather than run without it\)"
 done
+# Mixtral is llama with experts: a llama file saying it has experts must have them.
+gguf_make "$work/l.gguf" llama-spm test-llama q4_0
+edit "$work/l.gguf" "$work/l2.gguf" --set-u32 llama.expert_count 8
+edit "$work/l2.gguf" "$work/key.gguf" --set-u32 llama.expert_used_count 2
+refused "llama with expert_count and dense tensors" "$work/key.gguf" \
+	"tensor blk.0.ffn_gate_inp.weight is missing"
+edit "$work/l.gguf" "$work/key.gguf" --set-f32 llama.expert_weights_scale 2.5
+refused "scaled expert weights" "$work/key.gguf" \
+	"llama.expert_weights_scale = 2.5: scaled expert weights, which this engine does not compute"
+# Qwen3-MoE: shared experts (Qwen2-MoE's) are not computed; experts of another width refused.
+gguf_make "$work/q3m.gguf" qwen2 test-qwen3moe q4_0
+"$cli" model info "$work/q3m.gguf" >"$work/out" 2>&1
+r=$?; [ "$r" = 0 ] && grep -q "experts: 4 of 16 a token" "$work/out" || r=1
+check "model info: a Qwen3-MoE file runs, its experts named" $r
+edit "$work/q3m.gguf" "$work/key.gguf" --copy blk.0.ffn_gate_inp.weight blk.0.ffn_gate_inp_shexp.weight
+refused "Qwen3-MoE with a shared expert's tensor" "$work/key.gguf" \
+	"tensor blk.0.ffn_gate_inp_shexp.weight is not one this engine computes for architecture 'qwen3moe'"
+edit "$work/q3m.gguf" "$work/key.gguf" --set-u32 qwen3moe.expert_feed_forward_length 512
+refused "Qwen3-MoE experts not as wide as the file says" "$work/key.gguf" \
+	"tensor blk.0.ffn_gate_exps.weight is 256 x 256 x 16, not 256 x 512 x 16"
+edit "$M" "$work/key.gguf" --set-str qwen2.rope.scaling.type yarn
+edit "$work/key.gguf" "$work/key2.gguf" --set-f32 qwen2.rope.scaling.factor 4
+edit "$work/key2.gguf" "$work/key.gguf" --set-f32 qwen2.rope.scaling.yarn_beta_fast 64
+refused "a YaRN setting other than its default" "$work/key.gguf" \
+	"qwen2.rope.scaling.yarn_beta_fast = 64: a YaRN setting other than its default \(32\)"
 # What one family computes is not another's: Gemma 3 has no score soft-capping (Gemma 2 has).
 gguf_make "$work/g3.gguf" llama-spm test-gemma3 q4_0
 edit "$work/g3.gguf" "$work/key.gguf" --set-f32 gemma3.attn_logit_softcapping 50

@@ -22,6 +22,12 @@
  *   The summary names the stream's first token that is not our argmax (first_miss, counted
  *   from the stream's start; our own greedy stream leaves llama.cpp's there) and REF's margin
  *   at it. --margin auto: twice the largest |NOISE - REF| (at least ten times --floor).
+ * --parted (mixtures of experts): a row past a row ceiling (its rms over twice --rms-ceiling
+ * or a logit over --max-ceiling) is one where a token's choice of experts parted from
+ * llama.cpp's on a near tie of the router (a step, not a drift: llama.cpp's two paths part so
+ * too), counted for ours and for the noise apart: ours may part on at most
+ * max(rows / 16, 2 x the noise's) rows; the mean rms checks, the automatic margin and the
+ * teacher forcing then take the rows neither parted on (each side's mean over its own).
  * A zero ceiling or factor leaves its check out. -v prints a line per row; the last line of
  * the output is always the summary: NAME key=value ... verdict=ok|FAIL.
  * Exit status: 0 within the tolerance, 1 not, 2 bad usage or unreadable files. */
@@ -43,13 +49,14 @@ struct opts {
 	const char *ours, *ref, *noise, *name, *stream;
 	unsigned long from;
 	double noise_factor, floor, rms_ceiling, max_ceiling, margin;
-	bool margin_auto, verbose;
+	bool margin_auto, verbose, parted;
 };
 
 /* One row's figures. */
 struct row_stat {
 	double std, rms, max, margin, noise_rms, noise_max;
 	uint32_t top_ours, top_ref;
+	bool parted, noise_parted; /* --parted: past a row ceiling */
 };
 
 /* The whole comparison's figures and verdict. */
@@ -59,13 +66,16 @@ struct summary {
 	unsigned long tf_checked, tf_agree, tf_skipped, tf_ref_wrong;
 	long first_miss;          /* the stream's first token not our argmax (-1: none) */
 	double first_miss_margin; /* llama.cpp's margin there */
+	uint32_t first_miss_ref;  /* llama.cpp's batch argmax there */
+	unsigned long parted, noise_parted, tf_parted; /* --parted: rows past a row ceiling */
+	unsigned long rows_kept, noise_kept; /* the rows each mean is over */
 };
 
 static void usage(void)
 {
 	fputs("usage: logits_cmp --vocab V OURS REF [NOISE] [--name S] [--stream P IDS]\n"
 	      "                  [--noise-factor K] [--floor F] [--rms-ceiling C]\n"
-	      "                  [--max-ceiling M] [--margin B|auto] [-v]\n",
+	      "                  [--max-ceiling M] [--margin B|auto] [--parted] [-v]\n",
 	      stderr);
 }
 
@@ -128,6 +138,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			i += 2;
 		} else if (!strcmp(a, "-v")) {
 			o->verbose = true;
+		} else if (!strcmp(a, "--parted")) {
+			o->parted = true;
 		} else if (a[0] == '-' && a[1]) {
 			return -1;
 		} else if (pos == 0) {
@@ -265,6 +277,11 @@ static void stream_check(const struct opts *o, const struct row_stat *r, unsigne
 	if (r->top_ours != next && s->first_miss < 0) {
 		s->first_miss = (long)(i + 1 - o->from);
 		s->first_miss_margin = r->margin;
+		s->first_miss_ref = r->top_ref;
+	}
+	if (r->parted || r->noise_parted) {
+		s->tf_parted++;
+		return;
 	}
 	if (r->margin <= o->margin) {
 		s->tf_skipped++;
@@ -287,8 +304,16 @@ static void stream_check(const struct opts *o, const struct row_stat *r, unsigne
 
 static void verdict(const struct opts *o, struct summary *s)
 {
-	double n = (double)s->rows;
-	double rms = s->rms_sum / n, noise = s->noise_rms_sum / n;
+	double rms = s->rms_sum / (double)(s->rows_kept ? s->rows_kept : 1);
+	double noise = s->noise_rms_sum / (double)(s->noise_kept ? s->noise_kept : 1);
+	if (o->parted) {
+		unsigned long most = s->rows / 16 > 2 * s->noise_parted ? s->rows / 16
+									: 2 * s->noise_parted;
+		if (s->parted > most)
+			fail(s, o->name, "%lu rows parted from llama.cpp's (past a row ceiling), over "
+			     "%lu (llama.cpp's own paths part on %lu)", s->parted, most,
+			     s->noise_parted);
+	}
 	if (o->noise && o->noise_factor > 0) {
 		double bound = fmax(o->noise_factor * noise, o->floor);
 		if (rms > bound)
@@ -297,10 +322,10 @@ static void verdict(const struct opts *o, struct summary *s)
 	}
 	if (o->rms_ceiling > 0 && rms > o->rms_ceiling)
 		fail(s, o->name, "mean rms %.5f over the ceiling %.5f", rms, o->rms_ceiling);
-	if (o->rms_ceiling > 0 && s->rms_max > 2 * o->rms_ceiling)
+	if (o->rms_ceiling > 0 && s->rms_max > 2 * o->rms_ceiling && !o->parted)
 		fail(s, o->name, "a row's rms %.5f over twice the ceiling %.5f", s->rms_max,
 		     o->rms_ceiling);
-	if (o->max_ceiling > 0 && s->max_max > o->max_ceiling)
+	if (o->max_ceiling > 0 && s->max_max > o->max_ceiling && !o->parted)
 		fail(s, o->name, "a logit %.5f std away, over the ceiling %.5f", s->max_max,
 		     o->max_ceiling);
 	printf("%s rows=%lu rms_mean=%.6f rms_max=%.6f max=%.6f", o->name, s->rows, rms,
@@ -309,11 +334,16 @@ static void verdict(const struct opts *o, struct summary *s)
 		printf(" noise_rms_mean=%.6f noise_rms_max=%.6f noise_max=%.6f", noise,
 		       s->noise_rms_max, s->noise_max_max);
 	printf(" argmax_same=%lu/%lu", s->argmax_same, s->rows);
+	if (o->parted)
+		printf(" parted=%lu noise_parted=%lu", s->parted, s->noise_parted);
 	if (o->stream) {
 		printf(" tf_checked=%lu tf_agree=%lu tf_below_bound=%lu margin_bound=%.4f", s->tf_checked,
 		       s->tf_agree, s->tf_skipped, o->margin);
+		if (o->parted)
+			printf(" tf_parted=%lu", s->tf_parted);
 		if (s->first_miss >= 0)
-			printf(" first_miss=%ld margin_at_miss=%.4f", s->first_miss, s->first_miss_margin);
+			printf(" first_miss=%ld margin_at_miss=%.4f ref_at_miss=%u", s->first_miss,
+			       s->first_miss_margin, s->first_miss_ref);
 		else
 			printf(" first_miss=none");
 	}
@@ -376,12 +406,28 @@ int main(int argc, char **argv)
 		goto out;
 
 	struct summary s = { .first_miss = -1 };
+	double kept_noise_max = 0; /* the largest noise of the rows the noise did not part on */
 	for (unsigned long i = 0; i < n; i++) {
-		const struct row_stat *r = &rows[i];
+		struct row_stat *r = &rows[i];
+		if (o.parted) {
+			r->parted = (o.rms_ceiling > 0 && r->rms > 2 * o.rms_ceiling) ||
+				    (o.max_ceiling > 0 && r->max > o.max_ceiling);
+			r->noise_parted = fn && ((o.rms_ceiling > 0 && r->noise_rms > 2 * o.rms_ceiling) ||
+						 (o.max_ceiling > 0 && r->noise_max > o.max_ceiling));
+		}
 		s.rows++;
+		s.parted += r->parted;
+		s.noise_parted += r->noise_parted;
 		s.argmax_same += r->top_ours == r->top_ref;
-		s.rms_sum += r->rms;
-		s.noise_rms_sum += r->noise_rms;
+		if (!r->parted) {
+			s.rows_kept++;
+			s.rms_sum += r->rms;
+		}
+		if (!r->noise_parted) {
+			s.noise_kept++;
+			s.noise_rms_sum += r->noise_rms;
+			kept_noise_max = fmax(kept_noise_max, r->noise_max);
+		}
 		s.rms_max = fmax(s.rms_max, r->rms);
 		s.max_max = fmax(s.max_max, r->max);
 		s.noise_rms_max = fmax(s.noise_rms_max, r->noise_rms);
@@ -389,9 +435,9 @@ int main(int argc, char **argv)
 	}
 	/* Where llama.cpp's two paths cannot disagree on the argmax: a margin over twice the
 	 * largest distance between them (at least ten times the floor, the same bound for a
-	 * max of about five times the RMS). */
+	 * max of about five times the RMS); --parted: of the rows they did not part on. */
 	if (o.margin_auto)
-		o.margin = 2 * fmax(s.noise_max_max, 5 * o.floor);
+		o.margin = 2 * fmax(kept_noise_max, 5 * o.floor);
 	if (o.verbose)
 		printf("%5s %10s %9s %9s %9s %9s %8s %8s %s\n", "row", "std", "rms", "max",
 		       "noise_rms", "noise_max", "margin", "top_ref", "top_ours");

@@ -54,6 +54,16 @@ high = [list(row) for row in ref]
 high[2][20], high[2][21] = high[2][21], high[2][20]
 write("swap_high", high)
 write("short", ref[:7])
+# A mixture of experts' routing parting on a row: a step of 0.5 std in that row alone.
+def part(rows, at):
+    g = random.Random(11)
+    out = [list(row) for row in rows]
+    for r in at:
+        out[r] = [x + g.gauss(0, 0.5 * std(ref[r])) for x in out[r]]
+    return out
+write("part_one", part(noisy(0.024, 2), [4]))
+write("part_all", part(noisy(0.024, 2), range(N)))
+write("noise_part", part(noisy(0.02, 1), [5]))
 EOF
 # The stream: 3 prompt ids, then each row's top-1 is the next id (row i predicts id i + 1).
 stream="1 2 3"
@@ -99,6 +109,22 @@ expect 0 "" same $tol --stream 3 "$stream" --margin auto
 grep -q "first_miss=none " "$work/out" && ok "same: no miss" || fail "same: $(tail -1 "$work/out")"
 grep -q "margin_bound=0.1[0-9]* " "$work/out" && ok "--margin auto: twice the noise's largest" ||
 	fail "--margin auto: $(tail -1 "$work/out")"
+# --parted: rows past a row ceiling counted, at most max(rows / 16, 2 x the noise's).
+parted() { "$cmp" --vocab 1000 "$work/$1" "$work/ref" "$work/noise_part" --name "$1" $tol "${@:2}" >"$work/out" 2>&1; }
+parted part_one --parted
+[ $? = 0 ] && grep -q "parted=1 noise_parted=1 .*verdict=ok" "$work/out" &&
+	ok "--parted: one row parted where llama.cpp's own paths part on one" ||
+	fail "--parted part_one: $(tail -1 "$work/out")"
+parted part_one --parted --stream 3 "$stream" --margin auto
+[ $? = 0 ] && grep -q "margin_bound=0.1[0-9]* tf_parted=2 " "$work/out" &&
+	ok "--parted: the margin from the rows neither parted on, those rows not teacher-forced" ||
+	fail "--parted part_one --stream: $(tail -1 "$work/out")"
+parted part_one
+[ $? = 1 ] && grep -q "^FAIL part_one: a row's rms" "$work/out" && ok "without --parted it fails" ||
+	fail "part_one without --parted: $(tail -1 "$work/out")"
+parted part_all --parted
+[ $? = 1 ] && grep -q "^FAIL part_all: 8 rows parted from llama.cpp's (past a row ceiling), over 2" \
+	"$work/out" && ok "--parted: every row parted fails" || fail "--parted part_all: $(head -1 "$work/out")"
 # llama.cpp's own argmax must be its stream's where the margin is over the bound.
 bad=${stream% *}
 expect 1 "the bound is too small" same $tol --stream 3 "$bad 61" --margin 0.001

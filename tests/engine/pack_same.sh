@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Packed weights change nothing but speed: for random-weight models whose matrices the engine
-# packs at load (Q4_K, Q6_K, the Q4_K_M mix, Q8_0; src/engine/gguf_pack.c), a prompt's prefill
+# packs at load (Q4_K, Q6_K, the Q4_K_M mix, Q8_0, a mixture of experts' stacked matrices too;
+# src/engine/gguf_pack.c), a prompt's prefill
 # and 24 decode steps (superfluid model run) give the same token ids as the file's layout
 # (SF_ENGINE_PACK=0), greedy and with seeded draws (which follow every bit of the
 # probabilities: near-flat on random weights), at 1 and 2 threads; the load says it packed.
@@ -16,7 +17,7 @@ trap 'rm -rf "$work"' EXIT
 llama_ref_need "$root" "$work"
 fails=0
 toks="1 450 2030 3578 29884 13 29871 306 626 263 1243 310 278 4799 1788 29889 29871"
-for shape in test-llama test-qwen3; do
+for shape in test-llama test-qwen3 test-qwen3moe; do
 	case $shape in
 	test-llama) vocab=llama-spm ;;
 	*) vocab=qwen2 ;;

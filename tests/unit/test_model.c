@@ -241,6 +241,11 @@ static void gemma(const char *shape, const char *type)
 static void test_gemma2_q8_0(void **state) { gemma("test-gemma2", "q8_0"); }
 static void test_gemma3_q4_k(void **state) { gemma("test-gemma3", "q4_k"); }
 static void test_gemma_f16(void **state) { gemma("test-gemma", "f16"); }
+/* Mixtures of experts: tokens beside others choose other experts, so a token's rows go to its
+ * experts' products with different companions at each batch shape. */
+static void test_qwen3moe_q4_k_m(void **state) { invariance("test-qwen3moe", "q4_k_m"); }
+static void test_mixtral_q8_0(void **state) { invariance("test-mixtral", "q8_0"); }
+static void test_qwen3_yarn_f16(void **state) { invariance("test-qwen3-yarn", "f16"); }
 static void test_llama_f16(void **state) { invariance("test-llama", "f16"); }
 static void test_llama_q4_0(void **state) { invariance("test-llama", "q4_0"); }
 static void test_qwen2_q8_0(void **state) { invariance("test-qwen2", "q8_0"); }
@@ -357,6 +362,8 @@ int main(void)
 		cmocka_unit_test(test_llama_q6_k),   cmocka_unit_test(test_kv_arena_bound),
 		cmocka_unit_test(test_refusals),     cmocka_unit_test(test_gemma2_q8_0),
 		cmocka_unit_test(test_gemma3_q4_k),  cmocka_unit_test(test_gemma_f16),
+		cmocka_unit_test(test_qwen3moe_q4_k_m), cmocka_unit_test(test_mixtral_q8_0),
+		cmocka_unit_test(test_qwen3_yarn_f16),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	unlink(vocab_path);

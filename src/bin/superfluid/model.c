@@ -79,6 +79,15 @@ static int info(int argc, char **argv)
 		if (c->attn_softcap > 0 || c->final_softcap > 0)
 			printf("soft-capping: scores %g, logits %g (0: none)\n",
 			       (double)c->attn_softcap, (double)c->final_softcap);
+		if (c->n_expert)
+			printf("experts: %u of %u a token, each %u wide, their weights normalised: "
+			       "%s\n", c->n_expert_used, c->n_expert, c->n_ff_exp,
+			       c->expert_norm ? "yes" : "no");
+		if (c->rope_yarn)
+			printf("rope scaling: YaRN, factor %g over a context of %u\n",
+			       (double)(1.0f / c->rope_freq_scale), c->yarn_orig_ctx);
+		else if (c->rope_freq_scale != 1.0f)
+			printf("rope scaling: linear, factor %g\n", (double)(1.0f / c->rope_freq_scale));
 		printf("weights read per token: %.1f MiB; keys and values: %llu bytes per token\n",
 		       (double)m->weight_bytes / (1 << 20),
 		       (unsigned long long)sf_model_kv_bytes_per_token(m));
