@@ -566,6 +566,29 @@ static int named_for(struct headd_req *q, const struct sf_http_request *hr, stru
 	return 0;
 }
 
+/* With keys, one key's generations running (waiting for their prompts or on the fleet) are
+ * bounded: past --max-generations-per-key a 429 that names its own count and the limit only
+ * (--max-fleet-sessions bounds them all). */
+static int running_for_key(struct headd_req *q, struct sf_api_error *e)
+{
+	struct headd *d = q->d;
+	if (!d->api.n_keys)
+		return 0;
+	uint32_t mine = 0;
+	for (const struct headd_req *k = d->api.reqs; k; k = k->next)
+		mine += !k->tokenize_only && k->life.phase != HL_DONE &&
+			headd_owner_is(k->owner, q->owner);
+	if (mine < d->opts->max_generations_per_key)
+		return 0;
+	char lim[128];
+	return sf_api_fail(e, 429, "rate_limit_error", "too_many_generations", NULL,
+			   "this key runs %u generations, as many as one key may at once (%s); "
+			   "send more as they end", mine,
+			   headd_limit_text(d, lim, sizeof(lim), "--max-generations-per-key",
+					    headd_proc_given(d)->max_generations_per_key,
+					    d->opts->max_generations_per_key));
+}
+
 /* What the request asked for, checked against what this fleet can do. */
 static int check(struct headd_req *q, struct sf_api_error *e)
 {
@@ -603,7 +626,7 @@ static int check(struct headd_req *q, struct sf_api_error *e)
 	if (q->r.min_tokens > q->max_tokens)
 		return sf_api_bad(e, "min_tokens", "min_tokens (%u) must be at most the %u tokens "
 				  "the generation may have", q->r.min_tokens, q->max_tokens);
-	return 0;
+	return running_for_key(q, e);
 }
 
 /* q's prompt to its tokenizer: chat (rendered, specials parsed; taken) when given, else the

@@ -26,14 +26,30 @@ struct headd_named *headd_named_new(struct headd *d, const char *name, const cha
 				    const uint8_t owner[static SF_WALREC_OWNER_LEN],
 				    uint64_t session_id, struct sf_api_error *e)
 {
-	if (d->api.n_named >= d->opts->max_sessions) {
-		char lim[128];
+	/* With keys, each is a tenant: one may keep at most its share, and what it is told names
+	 * its own count and the limits, never how many the others keep (issue 32: the 429 said
+	 * how many sessions the head held, and one key could take them all). */
+	char lim[128];
+	uint32_t mine = 0;
+	for (const struct headd_named *s = d->api.named; d->api.n_keys && s; s = s->next)
+		mine += headd_owner_is(s->owner, owner);
+	if (d->api.n_keys && mine >= d->opts->max_sessions_per_key) {
 		sf_api_fail(e, 429, "rate_limit_error", "too_many_sessions", NULL,
-			    "the head keeps %u named sessions already (%s); end one with DELETE "
-			    "/v1/sessions/{id}", d->api.n_named,
+			    "this key keeps %u named sessions, as many as one key may (%s); end one "
+			    "with DELETE /v1/sessions/{id}", mine,
+			    headd_limit_text(d, lim, sizeof(lim), "--max-sessions-per-key",
+					     headd_proc_given(d)->max_sessions_per_key,
+					     d->opts->max_sessions_per_key));
+		return NULL;
+	}
+	if (d->api.n_named >= d->opts->max_sessions) {
+		sf_api_fail(e, 429, "rate_limit_error", "too_many_sessions", NULL,
+			    "the head keeps as many named sessions as it may (%s)%s; end one with "
+			    "DELETE /v1/sessions/{id}, or try again later",
 			    headd_limit_text(d, lim, sizeof(lim), "--max-sessions",
 					     headd_proc_given(d)->max_sessions,
-					     d->opts->max_sessions));
+					     d->opts->max_sessions),
+			    d->api.n_keys ? ", all keys together" : "");
 		return NULL;
 	}
 	struct headd_named *s = calloc(1, sizeof(*s));

@@ -54,6 +54,8 @@ struct headd_opts {
 	uint32_t max_tokens_default; /* a request's max_tokens when it gives none */
 	uint32_t max_sessions;    /* named sessions (X-Superfluid-Session) kept */
 	uint32_t max_renders_per_key; /* a key's chat renders waiting or running on a shard */
+	uint32_t max_sessions_per_key; /* a key's named sessions (with --api-keys) */
+	uint32_t max_generations_per_key; /* a key's generations running (with --api-keys) */
 	uint32_t max_fleet_sessions; /* sessions the head holds at once, named or not */
 	uint32_t session_idle_s;  /* a named session unused this long is ended */
 	const char *prefix_cache; /* key | shared | off: whose requests share cached prefixes */

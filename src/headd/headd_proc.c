@@ -182,6 +182,8 @@ static int shard_opts(struct headd_proc *p, const struct headd_opts *o, unsigned
 	so->http_max_conns = (o->http_max_conns + n - 1) / n;
 	so->http_body_budget_mb = (o->http_body_budget_mb + n - 1) / n;
 	so->max_sessions = (o->max_sessions + n - 1) / n;
+	so->max_sessions_per_key = (o->max_sessions_per_key + n - 1) / n;
+	so->max_generations_per_key = (o->max_generations_per_key + n - 1) / n;
 	if (k == 0 && !o->admin_socket && !p->solo)
 		so->admin_socket = p->admin_path; /* made by headd_proc_main */
 	if (k > 0) {

@@ -14,7 +14,7 @@ shift 3
 . "$(dirname "$0")/lib.sh"
 raw="$(dirname "$0")/hostile_client.py"
 parts=("$@")
-[ ${#parts[@]} = 0 ] && parts=(ids owners statuses halfclose authfirst timeouts handshakes files framing plainhttps backlog templates)
+[ ${#parts[@]} = 0 ] && parts=(ids owners statuses halfclose authfirst timeouts handshakes files framing plainhttps backlog templates tenants)
 
 # still_chats LABEL [curl options]: a normal chat is answered with the engine's reply.
 still_chats() {
@@ -559,6 +559,46 @@ PY
 			"$([ -n "$hwm" ] && [ "$hwm" -lt 307200 ]; echo $?)"
 	fi
 	still_chats templates "${a1[@]}"
+	stop_head
+}
+
+# ---- issue 32: one key cannot take every named session or generation, and a 429 says only
+# its own count and the limits ----
+part_tenants() {
+	keys
+	start_node slow2 --sim-tokens-per-s 25 && local ps=$port
+	start_head tenants "127.0.0.1:$ps" --shards 1 --api-keys "$work/keys" --max-sessions 3 \
+		--max-sessions-per-key 2 --max-generations-per-key 2 && base="http://127.0.0.1:$hport" && wait_health
+	local a1=(-H "Authorization: Bearer $k1") a2=(-H "Authorization: Bearer $k2") s
+	local chat='{"model":"sim-1","messages":[{"role":"user","content":"hi"}],"max_tokens":2}'
+	for s in s1 s2; do req POST /v1/chat/completions "$chat" "${a1[@]}" -H "X-Superfluid-Session: $s"; done
+	req POST /v1/chat/completions "$chat" "${a1[@]}" -H 'X-Superfluid-Session: s3'
+	check "tenants: key 1's third named session is a 429 naming its own 2 and the per-key limit ($status)" \
+		"$([ "$status" = 429 ] && grep -q 'this key keeps 2 named sessions.*--max-sessions-per-key 2' "$work/out"; echo $?)"
+	req POST /v1/chat/completions "$chat" "${a2[@]}" -H 'X-Superfluid-Session: t1'
+	check "tenants: key 2 still opens one ($status)" "$([ "$status" = 200 ]; echo $?)"
+	req POST /v1/chat/completions "$chat" "${a2[@]}" -H 'X-Superfluid-Session: t2'
+	check "tenants: the head's own bound (--max-sessions 3) is a 429 that counts no one's sessions ($status: $(head -c 200 "$work/out"))" \
+		"$([ "$status" = 429 ] && grep -q 'as many named sessions as it may (--max-sessions 3), all keys together' "$work/out" &&
+			! grep -qE 'keeps [0-9]|[0-9]+ named sessions' "$work/out"; echo $?)"
+	for s in s1 s2; do req DELETE "/v1/sessions/$s" "" "${a1[@]}"; done
+	req DELETE /v1/sessions/t1 "" "${a2[@]}"
+	# Two long generations of key 1 (100 tokens at 25 a second): a third is a 429; key 2's runs.
+	local long='{"model":"sim-1","prompt":"a story","max_tokens":100,"stream":true}' i cp=()
+	for i in 1 2; do
+		curl -sSN -o "$work/long$i" "${a1[@]}" -H 'Content-Type: application/json' --data-binary "$long" "$base/v1/completions" &
+		cp+=($!)
+	done
+	for _ in $(seq 200); do [ -s "$work/long1" ] && [ -s "$work/long2" ] && break; sleep 0.05; done
+	req POST /v1/completions '{"model":"sim-1","prompt":"one more","max_tokens":2}' "${a1[@]}"
+	check "tenants: key 1's third generation at once is a 429 naming its own 2 ($status)" \
+		"$([ "$status" = 429 ] && grep -q 'this key runs 2 generations.*--max-generations-per-key 2' "$work/out"; echo $?)"
+	req POST /v1/completions '{"model":"sim-1","prompt":"mine","max_tokens":2}' "${a2[@]}"
+	check "tenants: key 2's runs meanwhile ($status)" "$([ "$status" = 200 ]; echo $?)"
+	wait "${cp[@]}"
+	req POST /v1/completions '{"model":"sim-1","prompt":"one more","max_tokens":2}' "${a1[@]}"
+	check "tenants: key 1's next, once its two ended, runs ($status)" "$([ "$status" = 200 ]; echo $?)"
+	still_chats tenants "${a1[@]}"
 	stop_head
 }
 

@@ -50,6 +50,8 @@ static const struct sfd_opt opts[] = {
 	{ "max-tokens-default", SFD_OPT_U32, F(max_tokens_default), 1, 1u << 20, NULL },
 	{ "max-sessions", SFD_OPT_U32, F(max_sessions), 1, 4096, NULL },
 	{ "max-renders-per-key", SFD_OPT_U32, F(max_renders_per_key), 1, 256, NULL },
+	{ "max-sessions-per-key", SFD_OPT_U32, F(max_sessions_per_key), 1, 4096, NULL },
+	{ "max-generations-per-key", SFD_OPT_U32, F(max_generations_per_key), 1, 1u << 24, NULL },
 	{ "max-fleet-sessions", SFD_OPT_U32, F(max_fleet_sessions), 16, 1u << 24, NULL },
 	{ "session-idle-s", SFD_OPT_U32, F(session_idle_s), 1, 30u * 86400, NULL },
 	{ "prefix-cache", SFD_OPT_CHOICE, F(prefix_cache), 0, 0, prefix_modes },
@@ -154,6 +156,10 @@ static const char usage_text[] =
 	"  --max-sessions N        named sessions (X-Superfluid-Session) kept (default 1024)\n"
 	"  --max-renders-per-key N chat requests of one key waiting for their templates to render\n"
 	"                          on a head shard; more are a 429 (default 16)\n"
+	"  --max-sessions-per-key N  named sessions one API key may keep, with --api-keys\n"
+	"                          (default 256; --max-sessions bounds them all)\n"
+	"  --max-generations-per-key N  generations one API key may run at once, with --api-keys\n"
+	"                          (default 1024; --max-fleet-sessions bounds them all)\n"
 	"  --max-fleet-sessions N  sessions the head holds at once, each request's included: past\n"
 	"                          it a request is refused with 503 (default 65536; about 2 KiB\n"
 	"                          each)\n"
@@ -226,6 +232,8 @@ enum headd_parse_result headd_opts_parse(struct headd_opts *o, int argc, char **
 	o->max_tokens_default = 4096;
 	o->max_sessions = 1024;
 	o->max_renders_per_key = 16;
+	o->max_sessions_per_key = 256;
+	o->max_generations_per_key = 1024;
 	o->max_fleet_sessions = 65536;
 	o->session_idle_s = 3600;
 	o->wal_sync = "always";
