@@ -35,6 +35,11 @@ struct sf_gguf_engine_config {
 int sf_gguf_engine_new(const struct sf_gguf_engine_config *cfg, struct sf_engine **out,
 		       struct sf_err *err);
 
+/* The checks sf_gguf_engine_new makes of the file (name: --model-name, or NULL), without
+ * binding or touching the weights: 0 when the engine runs it, else its error as the node
+ * would say it (superfluid model info's verdict). */
+int sf_gguf_engine_check(const char *path, const char *name, struct sf_err *err);
+
 /* Bytes of weights read for one token (the decode memory-bandwidth limit's numerator). */
 uint64_t sf_gguf_engine_weight_bytes(struct sf_engine *e);
 

@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static struct sf_loop *wake_loop;
 static atomic_int stop_flag, hup_flag;
@@ -75,4 +76,30 @@ int sfd_signals_wait(int ms)
 	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
 	int sig = sigtimedwait(&set, NULL, &ts);
 	return sig > 0 ? sig : 0;
+}
+
+static char sigbus_line[1024];
+static size_t sigbus_len;
+
+static void on_sigbus(int sig)
+{
+	if (sigbus_len)
+		(void)!write(2, sigbus_line, sigbus_len);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+void sfd_sigbus_says(const char *said)
+{
+	size_t n = strlen(said);
+	if (n > sizeof(sigbus_line) - 2)
+		n = sizeof(sigbus_line) - 2;
+	memcpy(sigbus_line, said, n);
+	sigbus_line[n] = '\n';
+	sigbus_len = n + 1;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sigbus;
+	sigemptyset(&sa.sa_mask);
+	(void)sigaction(SIGBUS, &sa, NULL);
 }

@@ -22,4 +22,9 @@ int sfd_signals_block(void);
 /* Waits up to ms for one of the blocked signals; returns it, or 0 when none came. */
 int sfd_signals_wait(int ms);
 
+/* A file the process maps (a model's weights) that is cut short or replaced while mapped
+ * makes the next read of its bytes a SIGBUS: said is written to stderr first (one line, cut to
+ * 1 KiB), then the signal ends the process as it would have. The last call's line counts. */
+void sfd_sigbus_says(const char *said);
+
 #endif

@@ -357,15 +357,11 @@ static int settle_config(struct ge *g, struct sf_err *err)
 	return 0;
 }
 
-int sf_gguf_engine_new(const struct sf_gguf_engine_config *cfg, struct sf_engine **out,
-		       struct sf_err *err)
+/* The file's checks (the model, the tokenizer, their agreement, the name, templates and
+ * specials), with g->cfg set: 0, or the code with err naming the file. */
+static int ge_open_checked(struct ge *g, struct sf_err *err)
 {
-	*out = NULL;
-	double t0 = now_s();
-	struct ge *g = calloc(1, sizeof(*g));
-	if (!g)
-		return sf_err_set(err, SF_E_NOMEM, "no memory for an engine");
-	g->cfg = *cfg;
+	const struct sf_gguf_engine_config *cfg = &g->cfg;
 	g->path = strdup(cfg->path ? cfg->path : "");
 	int rc = g->path ? 0 : sf_err_set(err, SF_E_NOMEM, "no memory");
 	if (!rc)
@@ -385,6 +381,30 @@ int sf_gguf_engine_new(const struct sf_gguf_engine_config *cfg, struct sf_engine
 		rc = load_templates(g, err);
 	if (!rc)
 		rc = load_specials(g, err);
+	return rc;
+}
+
+int sf_gguf_engine_check(const char *path, const char *name, struct sf_err *err)
+{
+	struct ge *g = calloc(1, sizeof(*g));
+	if (!g)
+		return sf_err_set(err, SF_E_NOMEM, "no memory for an engine");
+	g->cfg = (struct sf_gguf_engine_config){ .path = path, .name = name };
+	int rc = ge_open_checked(g, err);
+	ge_destroy(g);
+	return rc;
+}
+
+int sf_gguf_engine_new(const struct sf_gguf_engine_config *cfg, struct sf_engine **out,
+		       struct sf_err *err)
+{
+	*out = NULL;
+	double t0 = now_s();
+	struct ge *g = calloc(1, sizeof(*g));
+	if (!g)
+		return sf_err_set(err, SF_E_NOMEM, "no memory for an engine");
+	g->cfg = *cfg;
+	int rc = ge_open_checked(g, err);
 	if (rc) {
 		ge_destroy(g);
 		return rc;

@@ -359,7 +359,9 @@ int sf_gguf_open_mem(const void *data, size_t len, struct sf_gguf **out, struct 
 int sf__gguf_open_one(const char *path, struct sf_gguf **out, struct sf_err *err)
 {
 	*out = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO (or a device) named as the file opens at once and is refused as not
+	 * a regular file, rather than holding the caller in open() until a writer comes. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return sf_err_set(err, SF_E_IO, "%s: cannot open: %s", path, strerror(errno));
 	struct stat st;

@@ -507,7 +507,7 @@ static int parse_form(struct headd *d, const struct sf_http_request *r, struct h
 		if (strlen(buf) >= sizeof(t->language))
 			return sf_api_bad(e, "language", "language must be a language code (ISO-639-1, "
 					  "such as en)");
-		snprintf(t->language, sizeof(t->language), "%s", buf);
+		memcpy(t->language, buf, strlen(buf) + 1); /* fits: checked above */
 	}
 	(void)field(parts, *np, "prompt", buf, sizeof(buf), e, &bad); /* accepted, not used */
 	if (bad)

@@ -45,8 +45,8 @@ static int need_u32(const struct sf_gguf *g, const struct sf_model_config *c, co
 	int rc = sf_gguf_get_u32(g, k, out, err);
 	if (rc == SF_E_NOT_FOUND)
 		return sf_err_set(err, SF_E_MODEL, "the file has no %s", k);
-	if (rc)
-		return rc == SF_E_TYPE ? (err->code = SF_E_MODEL) : rc;
+	if (rc) /* the wrong type, or a number past 32 bits: a file the engine refuses */
+		return rc == SF_E_TYPE || rc == SF_E_RANGE ? (err->code = SF_E_MODEL) : rc;
 	if (*out < lo || *out > hi)
 		return sf_err_set(err, SF_E_MODEL, "%s = %u is outside [%u, %u]", k, *out, lo, hi);
 	return 0;
@@ -70,7 +70,7 @@ static int opt_f32(const struct sf_gguf *g, const struct sf_model_config *c, con
 		return 0;
 	int rc = sf_gguf_get_f32(g, k, out, err);
 	if (rc)
-		return rc == SF_E_TYPE ? (err->code = SF_E_MODEL) : rc;
+		return rc == SF_E_TYPE || rc == SF_E_RANGE ? (err->code = SF_E_MODEL) : rc;
 	if (!isfinite(*out))
 		return sf_err_set(err, SF_E_MODEL, "%s is not a finite number", k);
 	return 0;

@@ -12,6 +12,7 @@
 
 #include "daemon/log.h"
 #include "daemon/paths.h"
+#include "daemon/signals.h"
 #include "engine_setup.h"
 #include "job_thread.h"
 #include "relay.h"
@@ -26,6 +27,14 @@ static int start_engine(struct noded *d)
 	if (rc) {
 		sfd_err_whole("--engine %s: %s", d->opts->engine, err.msg);
 		return rc == SF_E_RANGE ? EXIT_USAGE : EXIT_RUNTIME;
+	}
+	if (d->opts->model && d->shard == 0) {
+		char said[768];
+		snprintf(said, sizeof(said), "superfluid-noded: error: the model file %.512s was cut "
+			 "short or changed while the node served it (reading its mapped bytes gave "
+			 "SIGBUS); the node stops. Replace a served model by a new file (rename it "
+			 "into place), never by writing over it", d->opts->model);
+		sfd_sigbus_says(said);
 	}
 	/* No --blob-dir: blobs/ in the state directory (daemon/paths.h), made at the first blob. */
 	char dir[SFD_PATH_MAX], from[96], why[512], said[160];

@@ -10,6 +10,8 @@
   gguf_edit.py IN OUT --set-f32 KEY VALUE   KEY set to the float32 VALUE (added when absent)
   gguf_edit.py IN OUT --set-bool KEY 0|1    KEY set to the bool VALUE (added when absent)
   gguf_edit.py IN OUT --set-str KEY VALUE   KEY set to the string VALUE (added when absent)
+  gguf_edit.py IN OUT --set-str-esc KEY V   the same, V's backslash escapes undone (\\x00: NUL)
+  gguf_edit.py IN OUT --set-u64 KEY VALUE   KEY set to the uint64 VALUE (added when absent)
   gguf_edit.py IN OUT --set-u32-arr KEY N V KEY set to an array of N uint32 V (added when absent)
   gguf_edit.py IN OUT --copy TENSOR NAME    a copy of TENSOR added as NAME
 The key/value pairs and the other tensors' bytes are copied unchanged; offsets are laid out
@@ -90,6 +92,9 @@ def main():
                     "--set-f32": lambda: (k, 6, struct.pack("<f", float(v))),
                     "--set-bool": lambda: (k, 7, struct.pack("<B", int(v))),
                     "--set-str": lambda: (k, 8, pack_string(v.encode())),
+                    "--set-str-esc": lambda: (k, 8, pack_string(
+                        v.encode().decode("unicode_escape").encode("latin-1"))),
+                    "--set-u64": lambda: (k, 10, struct.pack("<Q", int(v))),
                     "--set-u32-arr": lambda: (k, 9, struct.pack("<IQ", 4, int(v)) +
                                               struct.pack("<I", int(sys.argv[6])) * int(v)),
                     }[what]())

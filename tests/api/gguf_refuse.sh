@@ -5,10 +5,14 @@
 # soft-capping, experts, rope scalings, ...); a tensor it would not read; a tensor type it
 # does not compute; a tensor missing; not a GGUF file; no file), and superfluid model info says the same reason with the same status (and that a good
 # file runs).
-# Usage: gguf_refuse.sh NODED CLI SOURCE_DIR   (exit 77: no llama.cpp vocabulary; KEEP=DIR)
+# Also (issue 32): a FIFO named as the model is refused at once (it held the node in open(),
+# deaf to SIGTERM), a context length past 32 bits is a refused file (exit 2, not 1), and a
+# served file cut short makes the node stop with a sentence naming the file (it died of a bare
+# SIGBUS).
+# Usage: gguf_refuse.sh NODED CLI SOURCE_DIR HEADD   (exit 77: no llama.cpp vocabulary; KEEP=DIR)
 set -uo pipefail
 noded=$1 cli=$2 src=$3
-headd=
+headd=${4:-}
 . "$(dirname "$0")/lib.sh"
 gguf_vocab "$src"
 edit() { python3 "$(dirname "$0")/gguf_edit.py" "$@" || { fail "gguf_edit.py $*"; exit 1; }; }
@@ -132,6 +136,33 @@ refused "a tensor missing" "$work/missing.gguf" "tensor blk.1.attn_q.weight is m
 printf 'This text is not a model.\n' >"$work/text.gguf"
 refused "not a GGUF file" "$work/text.gguf" "not a GGUF file"
 refused "no file" "$work/none.gguf" "cannot open: No such file or directory"
+mkfifo "$work/fifo.gguf"
+refused "a FIFO" "$work/fifo.gguf" "not a regular file"
+edit "$M" "$work/ctx64.gguf" --set-u64 qwen2.context_length 18446744073709551615
+refused "a context length past 32 bits" "$work/ctx64.gguf" "'qwen2.context_length' is out of range"
+
+# A file model info used to say runs, which the node refuses (its verdict is now the engine's
+# own checks): a chat template holding a NUL byte.
+edit "$M" "$work/nul.gguf" --set-str-esc tokenizer.chat_template '{{ messages }}\x00'
+refused "a chat template holding a NUL byte" "$work/nul.gguf" "chat template tokenizer.chat_template is over [0-9]+ bytes or holds a NUL"
+
+# A served file cut short: the next request's read of it stops the node, which says why.
+if [ -n "$headd" ]; then
+	cp "$M" "$work/served.gguf"
+	start_gguf_node served "$work/served.gguf" --threads 1 && sp=$port snpid=$npid
+	start_head cut "127.0.0.1:$sp" && base="http://127.0.0.1:$hport"
+	model=
+	for _ in $(seq 400); do req GET /v1/models; model=$(j "$work/out" 'd["data"][0]["id"] if d["data"] else ""'); [ -n "$model" ] && break; sleep 0.05; done
+	req POST /v1/completions "{\"model\":\"$model\",\"prompt\":\"hello\",\"max_tokens\":2}"
+	check "a served file: answered before it is cut ($status)" "$([ "$status" = 200 ]; echo $?)"
+	truncate -s 100000 "$work/served.gguf"
+	curl -sS -m 5 -o /dev/null -H 'Content-Type: application/json' \
+		--data-binary "{\"model\":\"$model\",\"prompt\":\"hello again\",\"max_tokens\":2}" "$base/v1/completions" 2>/dev/null
+	wait "$snpid" 2>/dev/null; nrc=$?
+	line=$(grep 'was cut short or changed while the node served it' "$work/served.err")
+	check "a served file cut short: the node stops ($nrc, SIGBUS) saying so: ${line:-no such line}" \
+		"$([ "$nrc" = 135 ] && echo "$line" | grep -qF "the model file $work/served.gguf"; echo $?)"
+fi
 
 echo "$passes passed, $fails failed"
 [ "$fails" = 0 ]

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include <superfluid/gguf.h>
+#include <superfluid/gguf_engine.h>
 #include <superfluid/tokenizer.h>
 
 #include "cli.h"
@@ -102,6 +103,10 @@ static int info(int argc, char **argv)
 		       sf_tok_n_vocab(tok), (int)sf_tok_bos(tok), (int)sf_tok_eos(tok),
 		       (int)sf_tok_eot(tok), sf_tok_add_bos(tok) ? "yes" : "no");
 	printf("chat template: %s\n", sf_gguf_find(g, "tokenizer.chat_template") ? "yes" : "none");
+	/* The verdict is the engine's own checks (issue 32: a file the node refuses, here said to
+	 * run): its name, templates, specials, the tokenizer against the embeddings. */
+	if (!rc)
+		rc = sf_gguf_engine_check(argv[1], NULL, &err);
 	if (rc)
 		printf("the GGUF engine cannot run it: %s\n", err.msg);
 	else
