@@ -150,7 +150,15 @@ void sf_head_link_down(struct sf_head *h, uint32_t node, uint64_t link_id,
 		return;
 	n->up = false;
 	n->down_since = now_ms;
-	n->next_move_at = now_ms + h->cfg.replace_after_ms;
+	/* A link that ended (the node closed it, or it was reset) rather than fell silent says
+	 * the node's process, or its host, is gone: nothing it held is worth waiting for (issue
+	 * 32: a SIGKILLed node held its clients 30 s). Its sessions move at once to nodes with
+	 * room; those no node can take wait --replace-after-ms as after a silence, and leased
+	 * ones their lease as ever. A live node that comes back finds them moved: the epoch
+	 * fences it. */
+	n->gone = why && (why->code == SF_E_CLOSED || why->code == SF_E_TRUNCATED ||
+			  why->code == SF_E_IO);
+	n->next_move_at = n->gone ? now_ms : now_ms + h->cfg.replace_after_ms;
 	n->acks_due = 0;
 	n->n_marks = 0;
 	n->broken = 0;
@@ -158,11 +166,18 @@ void sf_head_link_down(struct sf_head *h, uint32_t node, uint64_t link_id,
 	h->stats.nodes_up--;
 	for (struct head_session *s = n->sessions; s; s = s->node_next)
 		s->awaiting = false;
-	sf__head_error(h, node, 0, 0, why ? why->code : SF_E_CLOSED,
-		       "node %s: link %llu closed (%s); its %u sessions wait for it, and move to "
-		       "another node after %u ms", sf__head_node_name(h, node),
-		       (unsigned long long)link_id, why ? why->msg : "closed", n->n_sessions,
-		       h->cfg.replace_after_ms);
+	if (n->gone)
+		sf__head_error(h, node, 0, 0, why->code,
+			       "node %s: link %llu closed (%s); its %u sessions move now to nodes "
+			       "with room (the rest wait for it up to %u ms)",
+			       sf__head_node_name(h, node), (unsigned long long)link_id, why->msg,
+			       n->n_sessions, h->cfg.replace_after_ms);
+	else
+		sf__head_error(h, node, 0, 0, why ? why->code : SF_E_CLOSED,
+			       "node %s: link %llu closed (%s); its %u sessions wait for it, and "
+			       "move to another node after %u ms", sf__head_node_name(h, node),
+			       (unsigned long long)link_id, why ? why->msg : "closed",
+			       n->n_sessions, h->cfg.replace_after_ms);
 	n->link_id = 0;
 }
 

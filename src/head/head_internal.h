@@ -114,6 +114,9 @@ struct head_node {
 	struct head_session *sessions; /* placed here */
 	uint32_t n_sessions;
 	uint64_t down_since, next_move_at;
+	bool gone;         /* its last link ended by a close or a reset (not silence): its
+			    * process is taken for gone, its sessions move at once where there
+			    * is room */
 	uint32_t acks_due; /* RECONCILE frames not answered yet */
 	uint64_t reconcile_by;
 	int broken;        /* a send failed: the link is dropped at the next tick */

@@ -322,7 +322,10 @@ void sf__head_move_all(struct sf_head *h, uint32_t node)
 {
 	struct head_node *n = &h->nodes[node];
 	struct head_session *s = n->sessions;
-	uint64_t retry = h->now + h->cfg.replace_after_ms;
+	/* A node gone (head.c): at once, where there is room; the rest at the usual time. */
+	uint64_t usual = n->down_since + h->cfg.replace_after_ms;
+	bool early = n->gone && h->now < usual;
+	uint64_t retry = early ? usual : h->now + h->cfg.replace_after_ms;
 	while (s) {
 		struct head_session *next = s->node_next;
 		uint64_t free_at = sf__head_lease_free_at(h, s);
@@ -336,7 +339,7 @@ void sf__head_move_all(struct sf_head *h, uint32_t node)
 		uint32_t to = sf__head_place(h, s, node, &err);
 		if (to != SF_HEAD_NO_NODE) {
 			sf__head_move(h, s, to);
-		} else if (!s->move_reported) {
+		} else if (!early && !s->move_reported) {
 			s->move_reported = true;
 			sf__head_error(h, node, s->id, 0, err.code,
 				       "session %llu: node %s has been down for %llu ms and no other "

@@ -100,6 +100,7 @@ struct headd_req {
 	uint64_t session_id, generation_id;
 	uint64_t ticket;          /* tokenizer ticket while it is tokenizing */
 	uint64_t render_ticket;   /* its render's while its template renders (chat_jobs.c) */
+	uint64_t sse_at;          /* loop ms its stream last had bytes (keep-alives) */
 	uint32_t *content;        /* the content sent for this generation */
 	uint32_t n_content;
 	uint32_t cached;          /* of it, the tokens its node had (kept, or in its prefix
@@ -174,6 +175,7 @@ struct headd_metrics {
 	uint64_t requests[EP_COUNT][6];  /* [endpoint][status class: 2xx, 4xx, 5xx, 401, 429, other] */
 	uint64_t prompt_tokens, completion_tokens;
 	uint64_t streams_cut;     /* slow clients whose stream was ended */
+	uint64_t keepalives;      /* SSE comments sent to streams silent HEADD_SSE_KEEPALIVE_MS */
 	uint64_t client_gone;     /* generations cancelled because the client left */
 	uint64_t *link_opens;     /* per node slot (HEADD_NODE_SLOTS), or NULL without memory */
 	uint32_t http_conns;

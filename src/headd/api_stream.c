@@ -46,6 +46,7 @@ static void sse_event(struct headd_req *q, const char *json, bool numbered)
 		memcpy(p + k + 6, json, n);
 		memcpy(p + k + 6 + n, "\n\n", 2);
 		sf_http_stream_write(q->h->http, p, total);
+		q->sse_at = sf_loop_now(q->d->loop);
 		if (p != small)
 			free(p);
 	}
@@ -71,6 +72,7 @@ void headd_stream_begin(struct headd_req *q)
 		return;
 	/* A choice of an n > 1 request streams when its lead does. */
 	headd_life_on(&q->life, HE_STREAM_BEGUN);
+	q->sse_at = sf_loop_now(q->d->loop);
 	if (q->r.wire == SF_API_RESPONSES)
 		headd_responses_begin(q);
 	else if (q->r.wire == SF_API_MESSAGES)
@@ -384,10 +386,24 @@ static void cut(struct headd_req *q)
 	headd_http_response_done(h);
 }
 
+/* A stream silent for HEADD_SSE_KEEPALIVE_MS gets a comment (its client's parser skips it;
+ * no id: it covers no token). */
+static void keep_alive(struct headd_req *q, uint64_t now)
+{
+	if (!q->h || !q->life.streaming || q->life.cut || q->life.phase >= HL_WAITING ||
+	    (q->lead && q->lead != q) || now - q->sse_at < HEADD_SSE_KEEPALIVE_MS)
+		return;
+	static const char comment[] = ": keep-alive\n\n";
+	sf_http_stream_write(q->h->http, comment, sizeof(comment) - 1);
+	q->sse_at = now;
+	q->d->api.m.keepalives++;
+}
+
 void headd_stream_flush(struct headd *d)
 {
 	uint64_t now = sf_loop_now(d->loop);
 	for (struct headd_req *q = d->api.reqs; q; q = q->next) {
+		keep_alive(q, now);
 		unsigned act = headd_life_on(&q->life, HE_TURN);
 		if (act & HA_RELEASE) /* the client left before its prompt was encoded */
 			keep_named(q);

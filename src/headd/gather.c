@@ -91,6 +91,7 @@ static void part_add(struct headd_part *a, const struct headd_part *b)
 	m->prompt_tokens += b->m.prompt_tokens;
 	m->completion_tokens += b->m.completion_tokens;
 	m->streams_cut += b->m.streams_cut;
+	m->keepalives += b->m.keepalives;
 	m->client_gone += b->m.client_gone;
 	m->http_conns += b->m.http_conns;
 	for (int k = 0; k < HP_COUNT; k++)

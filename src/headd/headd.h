@@ -36,6 +36,9 @@
 /* An unnamed session's answer written whole stays in the log this long before its CLOSE
  * (the bytes' way to the client; api_stream.c's req_over). */
 #define HEADD_WRITTEN_KEEP_MS 5000
+/* A stream that has had no bytes this long gets an SSE comment (": keep-alive"), so that a
+ * client or proxy waiting on a re-placement (a node gone) does not time it out. */
+#define HEADD_SSE_KEEPALIVE_MS 5000
 #define HEADD_LINE_MAX 65536 /* an admin request line at most */
 
 /* One --fleet node and its one link. */

@@ -254,6 +254,9 @@ void headd_metrics_page(struct headd_http *h, const struct headd_part *sum)
 	counter(&pg, "superfluid_streams_cut_total",
 		"Streams ended because the client read too slowly (--stream-buffer).",
 		m->streams_cut);
+	counter(&pg, "superfluid_sse_keepalives_total",
+		"SSE comments sent to streams that had no bytes for 5 s (a node gone, a stream "
+		"waiting for another).", m->keepalives);
 	counter(&pg, "superfluid_client_gone_total",
 		"Generations cancelled because their client went away.", m->client_gone);
 	gauge(&pg, "superfluid_http_connections", "Client connections open.", m->http_conns);

@@ -24,7 +24,8 @@ struct gen_ref {
 
 static struct sf_fleet_sim *fleet(uint32_t n_nodes, uint32_t replace_after_ms)
 {
-	struct sf_fleet_sim_config cfg = { .n_nodes = n_nodes };
+	struct sf_fleet_sim_config cfg = { .n_nodes = n_nodes, .silence_ms = 300,
+					   .heartbeat_ms = 100 };
 	cfg.head.replace_after_ms = replace_after_ms;
 	cfg.redial_after_ms = 20;
 	struct sf_fleet_sim *f;
@@ -258,8 +259,9 @@ static void restarted_node(void **state)
 	sf_fleet_sim_free(f);
 }
 
-/* A node down past the limit: its sessions move, with their content; what had not reached
- * the caller runs there. When it comes back it is told to let them go. */
+/* A node silent past the limit (its link half-open: noticed by silence): its sessions move,
+ * with their content; what had not reached the caller runs there. When it comes back it is
+ * told to let them go. */
 static void down_past_the_limit(void **state)
 {
 	struct sf_fleet_sim *f = fleet(2, 500);
@@ -277,10 +279,10 @@ static void down_past_the_limit(void **state)
 	assert_int_equal(node_stats(f, 0).sessions, 2);
 	for (uint64_t sid = 0; sid < 4; sid++)
 		gid[sid] = generate(f, sid + 1, 50, 0);
-	sf_fleet_sim_drop(f, 0);
+	sf_fleet_sim_half_open(f, 0);
 	sf_fleet_sim_run(f, 200);
 	assert_int_equal(sf_head_session_node(sf_fleet_sim_head(f), 1), 0); /* still waiting */
-	sf_fleet_sim_run(f, 400);
+	sf_fleet_sim_run(f, 2000);
 	for (uint64_t sid = 0; sid < 4; sid++) {
 		assert_int_equal(sf_head_session_node(sf_fleet_sim_head(f), sid + 1), 1);
 		struct gen_ref g = { sid + 1, gid[sid], 0 };
@@ -294,6 +296,54 @@ static void down_past_the_limit(void **state)
 	assert_int_equal(sf_fleet_sim_connect(f, 0), 0);
 	sf_fleet_sim_run(f, 2);
 	assert_int_equal(node_stats(f, 0).sessions, 0);
+	sf_fleet_sim_free(f);
+}
+
+/* A node whose link ended (closed or reset: its process is taken for gone, issue 32) loses
+ * its sessions at once to a node with room, not after the limit; the streams come whole. With
+ * no node that has room they wait for it as after a silence, and no error is told early. */
+static void gone_moves_at_once(void **state)
+{
+	struct sf_fleet_sim *f = fleet(2, 30000);
+	uint32_t ctx[4][64], n[4];
+	uint64_t gid[4];
+	for (uint64_t sid = 0; sid < 4; sid++) {
+		open_session(f, sid + 1, 0);
+		char prompt[32];
+		snprintf(prompt, sizeof(prompt), "<user> q%llu\n", (unsigned long long)sid);
+		n[sid] = text(prompt, ctx[sid]);
+		append(f, sid + 1, ctx[sid], n[sid]);
+	}
+	sf_fleet_sim_run(f, 2);
+	assert_int_equal(sf_head_session_node(sf_fleet_sim_head(f), 1), 0);
+	for (uint64_t sid = 0; sid < 4; sid++)
+		gid[sid] = generate(f, sid + 1, 50, 0);
+	sf_fleet_sim_drop(f, 0);
+	sf_fleet_sim_run(f, 5); /* far under --replace-after-ms (30 s) */
+	for (uint64_t sid = 0; sid < 4; sid++)
+		assert_int_equal(sf_head_session_node(sf_fleet_sim_head(f), sid + 1), 1);
+	for (uint64_t sid = 0; sid < 4; sid++) {
+		struct gen_ref g = { sid + 1, gid[sid], 0 };
+		assert_true(sf_fleet_sim_run_until(f, ended, &g, 2000));
+		expect_stream(f, sid + 1, gid[sid], ctx[sid], n[sid], 50);
+	}
+	assert_int_equal(head_stats(f).moved, 2);
+	sf_fleet_sim_free(f);
+
+	/* One node: nowhere to go; the session waits (no error yet) and goes on when it is back. */
+	f = fleet(1, 30000);
+	open_session(f, 1, 0);
+	n[0] = text("<user> alone\n", ctx[0]);
+	append(f, 1, ctx[0], n[0]);
+	sf_fleet_sim_run(f, 2);
+	gid[0] = generate(f, 1, 50, 0);
+	sf_fleet_sim_drop(f, 0);
+	sf_fleet_sim_run(f, 1000);
+	assert_int_equal(sf_head_session_node(sf_fleet_sim_head(f), 1), 0);
+	assert_int_equal(sf_fleet_sim_connect(f, 0), 0);
+	struct gen_ref g = { 1, gid[0], 0 };
+	assert_true(sf_fleet_sim_run_until(f, ended, &g, 2000));
+	expect_stream(f, 1, gid[0], ctx[0], n[0], 50);
 	sf_fleet_sim_free(f);
 }
 
@@ -418,6 +468,7 @@ int main(void)
 		cmocka_unit_test(lost_commands_go_again),
 		cmocka_unit_test(restarted_node),
 		cmocka_unit_test(down_past_the_limit),
+		cmocka_unit_test(gone_moves_at_once),
 		cmocka_unit_test(wall_budget_and_grace),
 		cmocka_unit_test(lost_cancel_goes_again),
 		cmocka_unit_test(cuts_at_random),
