@@ -19,9 +19,9 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void say(const struct ge *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define say ge_say
 
-static void say(const struct ge *g, const char *fmt, ...)
+void ge_say(const struct ge *g, const char *fmt, ...)
 {
 	if (!g->cfg.progress)
 		return;

@@ -69,6 +69,8 @@ static inline struct ge_ctx *ge_ctx(struct sf_engine_ctx *c)
 
 /* gguf_pack.c: repacks the weights the kernels have a packed form for and points the model
  * at them (the file's pages under them dropped); 0 also when nothing is packed. */
+/* A line for the node's log (cfg.progress; nothing without one). */
+void ge_say(const struct ge *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int ge_pack_weights(struct ge *g, struct sf_err *err);
 void ge_pack_free(struct ge *g);
 /* The first address at or past off (in the map of a file, or of a split model's part) outside

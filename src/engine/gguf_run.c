@@ -141,6 +141,10 @@ void ge_sample(struct ge *g, struct ge_ctx *c, const float *logits, struct sf_en
 	bool lp = st->logprobs || st->top_logprobs;
 	if (sf_sampler_sample(g->sampler, &p, &in, &res, lp ? &st->lp : NULL, st->top_logprobs,
 			      &err)) {
+		/* Said in the node's log (issue 32: a model of NaN weights ended every generation
+		 * with an error and nothing said why). */
+		ge_say(g, "%s: a generation ends in an error after %u tokens: %s", g->path, c->n_gen,
+		       err.msg);
 		st->rc = SF_E_RANGE;
 		return;
 	}

@@ -883,7 +883,7 @@ bool headd_gen_event(struct headd *d, const struct sf_head_event *ev)
 		if (ev->reason == SF_FINISH_ERROR || ev->reason == SF_FINISH_EXPIRED) {
 			sf_api_fail(&e, 500, "server_error", NULL, NULL,
 				    ev->reason == SF_FINISH_EXPIRED ? "the session's lease ran out"
-				    : "the node could not finish the generation");
+				    : "the node could not finish the generation (its log says why)");
 			req_fail(q, &e);
 		}
 		q->finish_reason = finish_reason(q, ev->reason);

@@ -42,16 +42,22 @@ for fam in qwen2.5 qwen3 llama-3.2 mistral-nemo r1-distill gemma-2; do
 	hp=$hpid
 	base="http://127.0.0.1:$hport"
 	wait_health || { fail "$fam: the head never became healthy"; continue; }
-	python3 "$here/chat_formats.py" cases "$fam" >"$work/cases-$fam.json"
+	python3 "$here/chat_formats.py" cases "$fam" >"$work/cases-$fam.json" ||
+		{ fail "$fam: chat_formats.py cases failed"; continue; }
 	if ! node "$npm_dir/chat_formats.mjs" "$base/v1" sim-1 "$work/cases-$fam.json" \
 		>"$work/got-$fam.json" 2>"$work/client.err"; then
 		fail "$fam: the client failed: $(tail -3 "$work/client.err")"
 	else
 		out=$(python3 "$here/chat_formats.py" check "$fam" "$work/got-$fam.json")
+		crc=$?
 		echo "$out"
 		passes=$((passes + $(grep -c '^ok ' <<<"$out")))
 		fails=$((fails + $(grep -c '^FAIL ' <<<"$out")))
 		[ -n "$out" ] || fail "$fam: no checks ran"
+		# The checker's own verdict counts too (issue 32: a crash of it, or a FAIL it did
+		# not print as a line, went unseen).
+		[ "$crc" = 0 ] || [ "$(grep -c '^FAIL ' <<<"$out")" != 0 ] ||
+			fail "$fam: the checker exited $crc without a FAIL line"
 	fi
 	kill "$hp" "$np" 2>/dev/null
 	wait "$hp" "$np" 2>/dev/null

@@ -14,6 +14,8 @@
   gguf_edit.py IN OUT --set-u64 KEY VALUE   KEY set to the uint64 VALUE (added when absent)
   gguf_edit.py IN OUT --set-u32-arr KEY N V KEY set to an array of N uint32 V (added when absent)
   gguf_edit.py IN OUT --copy TENSOR NAME    a copy of TENSOR added as NAME
+  gguf_edit.py IN OUT --fill TENSOR BYTE    TENSOR's data every byte BYTE (0xff: an F32
+                                            tensor all NaN)
 The key/value pairs and the other tensors' bytes are copied unchanged; offsets are laid out
 again at the file's alignment."""
 import struct
@@ -122,6 +124,8 @@ def main():
         blob = data[base + off:base + off + size]
         if what == "--rename" and name.decode() == sys.argv[4]:
             name, found = sys.argv[5].encode(), True
+        if what == "--fill" and name.decode() == sys.argv[4]:
+            blob, found = bytes([int(sys.argv[5], 0)]) * len(blob), True
         if what == "--type" and name.decode() == sys.argv[4]:
             t = int(sys.argv[5])
             blk, nb = SIZES[t]
@@ -132,7 +136,7 @@ def main():
         blobs.append(blob)
         at += len(blob)
         at = (at + align - 1) // align * align
-    if what in ("--type", "--rename") and not found:
+    if what in ("--type", "--rename", "--fill") and not found:
         sys.exit("no tensor named " + sys.argv[4])
     head = b"GGUF" + struct.pack("<IQQ", version, n_tensors, n_kv)
     head += b"".join(pack_string(k) + struct.pack("<I", t) + raw for k, t, raw in kvs)

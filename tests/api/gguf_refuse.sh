@@ -162,6 +162,20 @@ if [ -n "$headd" ]; then
 	line=$(grep 'was cut short or changed while the node served it' "$work/served.err")
 	check "a served file cut short: the node stops ($nrc, SIGBUS) saying so: ${line:-no such line}" \
 		"$([ "$nrc" = 135 ] && echo "$line" | grep -qF "the model file $work/served.gguf"; echo $?)"
+	stop_head() { kill -TERM "$hpid" 2>/dev/null; wait "$hpid" 2>/dev/null; }
+	stop_head
+	# Weights of NaN: each generation ends in an error the node's log says (it said nothing).
+	gguf_make "$work/f32.gguf" qwen2 test-qwen2 f32 --layers 1
+	edit "$work/f32.gguf" "$work/nan.gguf" --fill token_embd.weight 0xff # tied: the output too
+	start_gguf_node nan "$work/nan.gguf" --threads 1 && np=$port
+	start_head nanh "127.0.0.1:$np" && base="http://127.0.0.1:$hport"
+	model=
+	for _ in $(seq 400); do req GET /v1/models; model=$(j "$work/out" 'd["data"][0]["id"] if d["data"] else ""'); [ -n "$model" ] && break; sleep 0.05; done
+	req POST /v1/completions "{\"model\":\"$model\",\"prompt\":\"hello\",\"max_tokens\":2}"
+	line=$(grep 'a generation ends in an error' "$work/nan.err")
+	check "weights of NaN: the request fails ($status) and the node's log says why: ${line:-nothing}" \
+		"$([ "$status" = 500 ] && echo "$line" | grep -q 'every logit is NaN' && grep -q "its log says why" "$work/out"; echo $?)"
+	stop_head
 fi
 
 echo "$passes passed, $fails failed"

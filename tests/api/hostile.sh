@@ -301,7 +301,10 @@ PY
 	local refused secs; read -r refused secs <"$work/refused.out"
 	local lines; lines=$(( $(grep -c 'turned away an HTTP client' "$work/full.err") - lines0 ))
 	check "timeouts: with none idle, 40 new connections are turned away ($refused)" "$([ "$refused" = 40 ]; echo $?)"
-	check "timeouts: ... logged $lines times in about $secs s, at most once a second" "$([ "$lines" -ge 1 ] && [ "$lines" -le $((secs + 1)) ]; echo $?)"
+	# Counted, not timed: the log says it, and far less than once a refusal (its lines are
+	# one a second at most; the unit test of the rate, test_log, checks that on its clock).
+	check "timeouts: ... logged $lines times for $refused refusals (at least once, at most a quarter of them; about $secs s)" \
+		"$([ "$lines" -ge 1 ] && [ $((lines * 4)) -le "$refused" ]; echo $?)"
 	m=$(metric 'superfluid_http_refused_total{limit="max_conns"}')
 	check "timeouts: ... and counted in /metrics ($m)" "$([ "${m:-0}" -ge 40 ]; echo $?)"
 	still_chats full
@@ -346,10 +349,10 @@ part_handshakes() {
 	kill -TERM "$flood" 2>/dev/null; wait "$flood" 2>/dev/null
 	local ms=$(( (${EPOCHREALTIME//[!0-9]/} - t0) / 1000 ))
 	local lines=$(( $(wc -l <"$work/locked.err") - lines0 ))
-	# (before: ~100,000 lines in 14 s) The bound: 2 a second begun, and 6 for the head's own
-	# links (34 for 14 s, where it was 40).
-	check "handshakes: the node logged $lines lines in the $((ms / 1000)).$((ms % 1000 / 100)) s flood (at most about one a second)" \
-		"$([ "$lines" -le $(( (ms + 999) / 1000 * 2 + 6 )) ]; echo $?)"
+	# (before: ~100,000 lines in 14 s) Counted, not timed: a tenth of the 1,100 connections
+	# at most (the rate itself: test_log, on its own clock).
+	check "handshakes: the node logged $lines lines for the 1,100 connections of the $((ms / 1000)).$((ms % 1000 / 100)) s flood (at most 110)" \
+		"$([ "$lines" -le 110 ]; echo $?)"
 	stop_head
 	# A node whose links are all open says so, and the head's message says the node was busy.
 	start_node full1 --shards 1 --max-links 1 && local pf=$port

@@ -3,8 +3,9 @@
 # conversation of tests/chat/conversations/ by our renderer (jinja_render) and by Python's
 # jinja2 set up as transformers' apply_chat_template (hf_render.py), compared byte for byte.
 # Where Python raises (raise_exception, or a template error), ours must fail too. Prints per
-# template "ok", "DIFF" (with the first difference) or "unsupported: <feature>", then the count
-# that match. Fails if a template of the families the engine runs does not match, if fewer than
+# template "ok", "DIFF" (with the first difference), "unsupported: <feature>" or "refused" (both
+# refused every conversation: nothing rendered to compare, not a match), then the count that
+# match. Fails if a template of the families the engine runs does not match, if fewer than
 # 64 match, or if jinja_render crashes.
 # Usage: templates.sh JINJA_RENDER SOURCE_DIR
 set -u
@@ -79,12 +80,16 @@ for t in "${templates[@]}"; do
 		fi
 		rendered=$((rendered + 1))
 	done
+	# A template both refuse on every conversation agrees on nothing rendered: not a match
+	# (issue 32: such a template was counted as agreeing).
+	[ "$verdict" = ok ] && [ "$rendered" = 0 ] && verdict=refused note="both refused all ${#convs[@]} conversations"
 	result[$name]=$verdict
 	case $verdict in
 	ok)
 		matched=$((matched + 1))
 		echo "ok   $name ($rendered rendered alike, $raised refused by both)" ;;
 	unsupported) echo "unsupported: $note  [$name]" ;;
+	refused) echo "refused $name: $note (not counted as a match)" ;;
 	*) echo "$verdict $name: $note" ;;
 	esac
 done

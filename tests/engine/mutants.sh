@@ -5,6 +5,7 @@
 # on two cores, plus a first build of the copy; then one file is recompiled per mutant);
 # docs/ENGINE_AGREEMENT.md reports its last run.
 # Usage: mutants.sh [NAME...]   (default: every mutant; SF_MUTANTS_DIR: where the copy is built)
+#        mutants.sh --check      (each edit still applies; no build: ctest's engine.mutants_apply)
 # Exit 0 every mutant caught, 1 a mutant passed (or could not be applied: its source changed).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -20,16 +21,35 @@ mutants=(
 	"norm-scaled-2pct|src/model/ops.c|float scale = 1.0f / sqrtf(mean + eps);|float scale = 1.02f / sqrtf(mean + eps);|test-llama/f32 test-qwen2/q8_0 test-qwen3/q4_k_m"
 	"norm-eps-ignored|src/model/ops.c|float scale = 1.0f / sqrtf(mean + eps);|float scale = 1.0f / sqrtf(mean);|test-llama/f32"
 	"gate-up-swapped|src/model/forward.c|sf_op_swiglu(f->gate + t * F, f->up + t * F, F);|{ float *g_ = f->gate + t * F, *u_ = f->up + t * F; for (uint32_t i_ = 0; i_ < F; i_++) { float s_ = g_[i_]; g_[i_] = u_[i_]; u_[i_] = s_; } sf_op_swiglu(g_, u_, F); }|test-llama/q8_0 test-qwen2/f16 test-qwen3/q6_k"
-	"gqa-heads-interleaved|src/model/ops.c|uint32_t kvh = h / (m->cfg.n_head / m->cfg.n_head_kv);|uint32_t kvh = h % m->cfg.n_head_kv;|test-llama/f16 test-qwen2/q4_0 test-qwen3/bf16"
-	"attn-scale-10pct|src/model/ops.c|* m->cfg.attn_scale;|* m->cfg.attn_scale * 1.1f;|test-llama/f32 test-qwen2/q5_0 test-qwen3/q8_0"
-	"causal-mask-off-by-one|src/model/forward.c|j->toks[t].pos + 1, f->scores|j->toks[t].pos + (j->toks[t].pos == 0), f->scores|test-llama/f32 test-qwen2/q8_0"
+	"gqa-group-stride|src/model/forward.c|(size_t)g * group * hd;|(size_t)g * hd;|test-llama/f16 test-qwen2/q4_0 test-qwen3/bf16"
+	"attn-scale-10pct|src/model/ops.c|n_pos, m->cfg.attn_scale);|n_pos, m->cfg.attn_scale * 1.1f);|test-llama/f32 test-qwen2/q5_0 test-qwen3/q8_0"
+	"causal-mask-off-by-one|src/model/forward.c|group, j->toks[t].pos + 1,|group, j->toks[t].pos + (j->toks[t].pos == 0),|test-llama/f32 test-qwen2/q8_0"
 	"rope-freqs-ignored|src/model/ops.c|float t = m->rope_freqs ? theta / m->rope_freqs[i] : theta;|float t = theta;|llama-3.2-1b/f16/2 ~llama-3.2-1b/q8_0/2"
 	"v-cache-bf16|src/model/forward.c|sf_kern_quantize_act(SF_GGUF_T_F16, v, sf_kv_at(tk->kv, il, 1, tk->pos), kvd);|{ uint16_t *vh_ = sf_kv_at(tk->kv, il, 1, tk->pos); for (uint32_t i_ = 0; i_ < kvd; i_++) { float r_; uint32_t u_; memcpy(&u_, v + i_, 4); u_ &= 0xffff0000u; memcpy(&r_, &u_, 4); v[i_] = r_; } sf_kern_quantize_act(SF_GGUF_T_F16, v, vh_, kvd); }|test-llama/f32 test-qwen3/f16 ~test-qwen2/q8_0"
 	# Formats, in the AVX-512 kernels (those a CPU with AVX-512 runs; elsewhere these two
 	# change nothing that runs and are reported missed).
-	"q5_0-fifth-bit-dropped|src/kern/dot_q_avx512.c|_mm512_set1_epi8(0x10)));|_mm512_set1_epi8(0x00)));|test-llama/q5_0 test-qwen2/q5_0"
+	"q5_0-fifth-bit-dropped|src/kern/dot_q_avx512.c|const __m512i k10 = _mm512_set1_epi8(0x10);|const __m512i k10 = _mm512_set1_epi8(0x00);|test-llama/q5_0 test-qwen2/q5_0"
 	"q4_k-scale-high-bits-dropped|src/kern/dot_k_avx512.c|(((w[0] >> 6) & 0x03030303) << 4)|0|test-llama/q4_k test-qwen3/q4_k_m"
 )
+
+# --check: only that every edit still applies (its TEXT occurs once in its FILE), with no build:
+# ctest runs it (engine.mutants_apply), so an edit the source outgrew fails at once.
+if [ "${1:-}" = --check ]; then
+	bad=0
+	for spec in "${mutants[@]}"; do
+		IFS='|' read -r name file text _ _ <<<"$spec"
+		n=$(python3 -c 'import sys; print(open(sys.argv[1]).read().count(sys.argv[2]))' "$root/$file" "$text" 2>/dev/null)
+		if [ "$n" = 1 ]; then
+			echo "ok   $name: its edit applies to $file"
+		else
+			echo "FAIL $name: its text occurs ${n:-no} times in $file (once wanted): update the mutant"
+			bad=$((bad + 1))
+		fi
+	done
+	echo "${#mutants[@]} mutants, $bad whose edit no longer applies"
+	[ "$bad" = 0 ]
+	exit
+fi
 
 want=("$@")
 picked() {
