@@ -114,6 +114,11 @@ struct headd_req {
 	size_t encode_bytes;      /* the text sent to be encoded (for the error if it cannot be) */
 	bool logged;              /* its session and generation are in the log */
 	bool resumed;             /* GET .../{id}: a client following a generation again */
+	bool following;           /* such a follow's template renders (api_resume.c) */
+	bool follow_named;        /* its client said how far it got in Last-Event-ID */
+	int8_t follow_stream;     /* ?stream=: 1 true, -1 false, 0 as the request asked */
+	uint8_t follow_kind;      /* the endpoint's (enum sf_api_kind) */
+	uint32_t follow_after;    /* the tokens its client has */
 	bool keep_session;        /* its session is a named one's: not closed at the end */
 	bool rolled_back;         /* its named session's content is back to before the turn in
 				   * the log (the turn failed) */
@@ -243,12 +248,10 @@ struct headd_render {
 
 /* chat_render.c: q's conversation in its model's chat template (or the one it names or
  * gives), as text to encode with specials parsed; a named session's later turn: what it adds
- * after the session's reply. headd_chat_render renders on the calling thread (0, or -1 with
- * e set: 400 what the template refused, 413 a budget it went past); the job form in three
- * steps: the job from q (0, or -1 with e set: no template, a name the model lacks, one too
- * big), run (any thread: j->cache's), and its outcome into q (its end-of-turn token, its
- * reply's format; the text, or -1 with e set). */
-int headd_chat_render(struct headd_req *q, char **text, size_t *len, struct sf_api_error *e);
+ * after the session's reply. A job in three steps: the job from q (0, or -1 with e set: no
+ * template, a name the model lacks, one too big), run (any thread: j->cache's), and its
+ * outcome into q (its end-of-turn token, its reply's format; the text, or -1 with e set: 400
+ * what the template refused, 413 a budget it went past). chat_jobs.c runs them off the loop. */
 int headd_chat_render_job(struct headd_req *q, struct headd_render *j, struct sf_api_error *e);
 void headd_chat_render_run(struct headd_render *j);
 int headd_chat_render_take(struct headd_req *q, struct headd_render *j, char **text, size_t *len,
@@ -423,6 +426,9 @@ int headd_gen_keep_logprobs(struct headd_req *q, const struct sf_logprob *v, uin
  * the log (after a head restart), whole or streamed from Last-Event-ID on. */
 void headd_resume(struct headd_http *h, enum sf_api_kind kind, const char *id,
 		  const struct sf_http_request *r);
+/* q's render j ended (chat_jobs.c) while q follows a generation again: its reply's format
+ * taken, the log asked again, the rest sent (or the error answered at the turn). */
+void headd_resume_rendered(struct headd_req *q, struct headd_render *j);
 
 /* api_tokenize.c: POST /v1/tokenize */
 /* The error for a text of bytes the fleet did not encode (rc: the tokenizer client's code):

@@ -30,7 +30,10 @@ static void finish(struct headd *d, struct headd_render *j)
 			q = k;
 	if (q) {
 		q->render_ticket = 0;
-		headd_gen_rendered(q, j);
+		if (q->following)
+			headd_resume_rendered(q, j);
+		else
+			headd_gen_rendered(q, j);
 	}
 	headd_render_free(j);
 }

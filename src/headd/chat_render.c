@@ -199,26 +199,6 @@ void headd_render_free(struct headd_render *j)
 	free(j);
 }
 
-int headd_chat_render(struct headd_req *q, char **text, size_t *len, struct sf_api_error *e)
-{
-	struct headd *d = q->d;
-	*text = NULL;
-	*len = 0;
-	if (!d->api.templates && !(d->api.templates = sf_chat_templates_new()))
-		return sf_api_fail(e, 500, "server_error", NULL, NULL, "the head is out of memory");
-	struct headd_render *j = calloc(1, sizeof(*j));
-	if (!j)
-		return sf_api_fail(e, 500, "server_error", NULL, NULL, "the head is out of memory");
-	int rc = headd_chat_render_job(q, j, e);
-	if (!rc) {
-		j->cache = d->api.templates;
-		headd_chat_render_run(j);
-		rc = headd_chat_render_take(q, j, text, len, e);
-	}
-	headd_render_free(j);
-	return rc;
-}
-
 int headd_chat_out(struct headd_req *q, struct sf_api_error *e)
 {
 	if (q->r.kind != SF_API_CHAT ||

@@ -499,10 +499,15 @@ part_backlog() {
 # before the last of them (the loop is not the one rendering). Then a template whose values
 # would hold hundreds of MB (a 4 MB string split into millions) is a 413 naming max_bytes, an
 # 8 MB one a 413 naming max_output, and the head's peak memory stays far from what it was
-# (416 MB for one such request).
+# (416 MB for one such request). A generation followed again (GET .../{id}) renders its
+# prompt again to read its reply's format: 8 follows at once of one whose template takes a
+# good part of its budget are each the generation's text, a 429 past the key's bound or a 409
+# while another connection is sent it, and
+# /health is answered before the last of them (they render off the loop too).
 part_templates() {
 	keys
-	start_head templates "127.0.0.1:$p1" --shards 1 --api-keys "$work/keys" --max-renders-per-key 4 &&
+	start_head templates "127.0.0.1:$p1" --shards 1 --api-keys "$work/keys" --max-renders-per-key 4 \
+		--wal-dir "$work/wal-templates" &&
 		base="http://127.0.0.1:$hport" && wait_health
 	python3 - "$hport" "$k1" "$k2" >"$work/tmpl.out" 2>&1 <<'PY'
 import http.client, json, sys, threading, time
@@ -547,6 +552,49 @@ PY
 	check "templates: another tenant's chat is answered, before the last of them (line ${tenant_at:-none}: one key's renders do not all go first)" \
 		"$([ -n "$tenant_at" ] && [ "$tenant_at" -lt "$last_hostile" ] &&
 			grep '^tenant2 200' "$work/tmpl.out" | grep -qF "$(cat "$work/want")"; echo $?)"
+	python3 - "$hport" "$k1" >"$work/follow.out" 2>&1 <<'PY'
+import http.client, json, sys, threading, time
+port, k1 = int(sys.argv[1]), sys.argv[2]
+slow = ("{% for a in range(110) %}{% for b in range(110) %}{% for c in range(110) %}{% endfor %}"
+        "{% endfor %}{% endfor %}{% for m in messages %}{{ m['content'] }}{% endfor %}")
+def ask(method, path, body=None):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    h = {"Authorization": "Bearer " + k1, "Content-Type": "application/json"}
+    c.request(method, path, json.dumps(body) if body else None, h)
+    r = c.getresponse()
+    return r.status, r.read().decode("utf-8", "replace")
+st, data = ask("POST", "/v1/chat/completions", {"model": "sim-1", "seed": 5, "max_tokens": 8,
+    "messages": [{"role": "user", "content": "follow me"}], "chat_template": slow})
+print("first", st, data.replace("\n", " ")[:300])
+gid, text = json.loads(data)["id"], json.loads(data)["choices"][0]["message"]["content"]
+order, lock = [], threading.Lock()
+def follow(i):
+    st, data = ask("GET", "/v1/chat/completions/" + gid + "?stream=false")
+    same = st == 200 and json.loads(data)["choices"][0]["message"]["content"] == text
+    with lock:
+        order.append(("follow%d" % i, st, "same" if same else data.replace("\n", " ")[:600]))
+ts = [threading.Thread(target=follow, args=(i,)) for i in range(8)]
+for t in ts: t.start()
+time.sleep(0.05)
+st, _ = ask("GET", "/health")
+with lock:
+    order.append(("health", st, ""))
+for t in ts: t.join()
+for label, st, data in order:
+    print(label, st, data)
+PY
+	cut -c1-200 "$work/follow.out"
+	local fsame f429 f409 fother fhealth flast
+	fsame=$(grep -c '^follow[0-9]* 200 same' "$work/follow.out")
+	f429=$(grep -c '^follow[0-9]* 429 .*too_many_renders' "$work/follow.out")
+	f409=$(grep -c '^follow[0-9]* 409 .*session_busy' "$work/follow.out")
+	fother=$(grep '^follow' "$work/follow.out" | grep -vc ' 200 same\| 429 .*too_many_renders\| 409 .*session_busy')
+	check "templates: 8 follows at once of a slow template's generation: $fsame its text, $f429 429 past the key's bound, $f409 409 while another is sent it, $fother else" \
+		"$([ "$fsame" -ge 1 ] && [ "$fother" = 0 ] && grep -q '^first 200' "$work/follow.out"; echo $?)"
+	flast=$(grep -n '^follow' "$work/follow.out" | tail -1 | cut -d: -f1)
+	fhealth=$(grep -n '^health 200' "$work/follow.out" | cut -d: -f1)
+	check "templates: /health is answered before the last follow (line ${fhealth:-none}, the last follow ${flast:-none})" \
+		"$([ -n "$fhealth" ] && [ -n "$flast" ] && [ "$fhealth" -lt "$flast" ]; echo $?)"
 	local a1=(-H "Authorization: Bearer $k1")
 	req POST /v1/chat/completions '{"model":"sim-1","messages":[{"role":"user","content":"x"}],"chat_template":"{{ (\" \" * 4000000).split(\" \")|length }}"}' "${a1[@]}"
 	check "templates: a 4 MB string split into millions is a 413 naming max_bytes ($status)" \

@@ -23,7 +23,11 @@ fi
 j() { python3 -S -c "import json,sys; d=json.load(open(sys.argv[1])); print(($2))" "$1" 2>/dev/null; }
 
 # NODED_SHARDS=N runs every node with --shards N.
+# Each start empties its log first: the job's own redirection happens after the fork, and a
+# restart under the same name whose wait read first found the last run's port (or the head's
+# "client API on" of the process before).
 start_node() { # name [more options]: sets $port and $npid
+	: >"$work/$1.err"
 	"$noded" --listen 127.0.0.1:0 --blob-dir "$work/blobs-$1" --identity "$1" \
 		${NODED_SHARDS:+--shards "$NODED_SHARDS"} "${@:2}" 2>"$work/$1.err" &
 	npid=$!; pids+=("$npid")
@@ -36,6 +40,7 @@ start_node() { # name [more options]: sets $port and $npid
 }
 # HEADD_SHARDS=N runs every head with --shards N (the *.shards tests).
 start_head() { # log name, fleet, [more options]: sets $hport (the HTTP port) and $hpid
+	: >"$work/$1.err"
 	"$headd" --fleet "$2" --admin-socket "$work/$1.sock" --listen-http 127.0.0.1:0 \
 		${HEADD_SHARDS:+--shards "$HEADD_SHARDS"} "${@:3}" \
 		2>"$work/$1.err" &
@@ -111,6 +116,7 @@ gguf_make() {
 # start_gguf_node NAME MODEL [options]: start_node with --model MODEL, waiting up to 60 s for
 # the model to load (a loaded machine); sets $port and $npid.
 start_gguf_node() {
+	: >"$work/$1.err"
 	"$noded" --listen 127.0.0.1:0 --blob-dir "$work/blobs-$1" --identity "$1" --model "$2" \
 		${NODED_SHARDS:+--shards "$NODED_SHARDS"} "${@:3}" 2>"$work/$1.err" &
 	npid=$!; pids+=("$npid")

@@ -62,20 +62,21 @@ check "an 80 MiB WAV file ($(cut -d' ' -f1 "$work/want.big.meta") segments): sen
 # ---- a long transcription beside a streamed chat on the same node ----
 # (a chat first, so the head has the node's tokenizer before the one that is timed)
 req POST /v1/chat/completions '{"model":"sim-1","messages":[{"role":"user","content":"hi"}],"max_tokens":1}'
-head -c $((6 << 20)) /dev/urandom >"$work/long.bin"
+head -c $((15 << 19)) /dev/urandom >"$work/long.bin"
 "$transcribe" <"$work/long.bin" >"$work/want.long" 2>"$work/want.long.meta"
-chat_prompt 'Tell me about the fleet.' | want --seed 7 --max-tokens 40
+chat_prompt 'Tell me about the fleet.' | want --seed 7 --max-tokens 16
 lsha=$(sha256sum "$work/long.bin" | cut -d' ' -f1)
 t0=$(now)
 curl -sSN -o "$work/tr.sse" -F "file=@$work/long.bin" -F model=sim-1 -F stream=true \
 	"$base/v1/audio/transcriptions" &
 trpid=$!
-# The chat starts once the node has the file (it is transcribing it), and takes some 0.8 s
-# at 50 tokens/s.
+# The chat starts once the node has the file (it is transcribing it), and takes some 0.3 s
+# at 50 tokens/s; the transcription of 7.5 MiB (near its 8 MiB bound) some 1.3 s, so the
+# chat ends while it streams.
 for _ in $(seq 400); do [ -e "$work/blobs-n1/$lsha" ] && break; sleep 0.01; done
 t1=$(now)
 curl -sSN -H 'Content-Type: application/json' -o "$work/chat.sse" --data-binary \
-	'{"model":"sim-1","messages":[{"role":"user","content":"Tell me about the fleet."}],"seed":7,"max_tokens":40,"stream":true}' \
+	'{"model":"sim-1","messages":[{"role":"user","content":"Tell me about the fleet."}],"seed":7,"max_tokens":16,"stream":true}' \
 	"$base/v1/chat/completions"
 grep -q 'transcript.text.done' "$work/tr.sse" && during=no || during=yes
 chat_s=$(since "$t1")

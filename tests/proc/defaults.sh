@@ -54,7 +54,10 @@ as_cmd() {
 		HOME="$home" TMPDIR="$tmp" USER="$user" LOGNAME="$user" "${vars[@]}" "$@")
 }
 as() { as_cmd "$@"; "${cmd[@]}"; }
-as_bg() { local e=$1; shift; as_cmd "$@"; "${cmd[@]}" 2>"$e" & bgpid=$!; pids+=("$bgpid"); }
+# ERRFILE is emptied here, before the program starts: the background job's own redirection
+# happens after the fork, and a wait_for that reads first saw the last part's lines (the head
+# "up" before it was, then no admin socket yet: seen under load).
+as_bg() { local e=$1; shift; as_cmd "$@"; : >"$e"; "${cmd[@]}" 2>>"$e" & bgpid=$!; pids+=("$bgpid"); }
 # wait_for FILE TEXT [PID]: TEXT in FILE within 10 s (while PID lives).
 wait_for() {
 	for _ in $(seq 200); do

@@ -22,6 +22,7 @@ sock="$work/headd.sock"
 
 # Starts a node on a free port: sets $port and $npid.
 start_node() { # name [more options]
+	: >"$work/$1.err" # emptied before: a restart's wait read the last run's port
 	"$noded" --listen 127.0.0.1:0 --blob-dir "$work/blobs-$1" --auth-file "$work/tok" \
 		--identity "$1" "${@:2}" 2>"$work/$1.err" &
 	npid=$!; pids+=("$npid")
