@@ -22,9 +22,9 @@ mutants=(
 	"norm-eps-ignored|src/model/ops.c|float scale = 1.0f / sqrtf(mean + eps);|float scale = 1.0f / sqrtf(mean);|test-llama/f32"
 	"gate-up-swapped|src/model/forward.c|sf_op_swiglu(f->gate + t * F, f->up + t * F, F);|{ float *g_ = f->gate + t * F, *u_ = f->up + t * F; for (uint32_t i_ = 0; i_ < F; i_++) { float s_ = g_[i_]; g_[i_] = u_[i_]; u_[i_] = s_; } sf_op_swiglu(g_, u_, F); }|test-llama/q8_0 test-qwen2/f16 test-qwen3/q6_k"
 	"gqa-group-stride|src/model/forward.c|(size_t)g * group * hd;|(size_t)g * hd;|test-llama/f16 test-qwen2/q4_0 test-qwen3/bf16"
-	"attn-scale-10pct|src/model/ops.c|n_pos, m->cfg.attn_scale);|n_pos, m->cfg.attn_scale * 1.1f);|test-llama/f32 test-qwen2/q5_0 test-qwen3/q8_0"
-	"causal-mask-off-by-one|src/model/forward.c|group, j->toks[t].pos + 1,|group, j->toks[t].pos + (j->toks[t].pos == 0),|test-llama/f32 test-qwen2/q8_0"
-	"rope-freqs-ignored|src/model/ops.c|float t = m->rope_freqs ? theta / m->rope_freqs[i] : theta;|float t = theta;|llama-3.2-1b/f16/2 ~llama-3.2-1b/q8_0/2"
+	"attn-scale-10pct|src/model/ops.c|float scale = m->cfg.q_prescale ? 1.0f : m->cfg.attn_scale;|float scale = m->cfg.q_prescale ? 1.0f : m->cfg.attn_scale * 1.1f;|test-llama/f32 test-qwen2/q5_0 test-qwen3/q8_0"
+	"causal-mask-off-by-one|src/model/forward.c|uint32_t to = j->toks[t].pos + 1, from = 0;|uint32_t to = j->toks[t].pos + (j->toks[t].pos == 0), from = 0;|test-llama/f32 test-qwen2/q8_0"
+	"rope-freqs-ignored|src/model/ops.c|const float *ff = swa ? NULL : m->rope_freqs;|const float *ff = NULL;|llama-3.2-1b/f16/2 ~llama-3.2-1b/q8_0/2"
 	"v-cache-bf16|src/model/forward.c|sf_kern_quantize_act(SF_GGUF_T_F16, v, sf_kv_at(tk->kv, il, 1, tk->pos), kvd);|{ uint16_t *vh_ = sf_kv_at(tk->kv, il, 1, tk->pos); for (uint32_t i_ = 0; i_ < kvd; i_++) { float r_; uint32_t u_; memcpy(&u_, v + i_, 4); u_ &= 0xffff0000u; memcpy(&r_, &u_, 4); v[i_] = r_; } sf_kern_quantize_act(SF_GGUF_T_F16, v, vh_, kvd); }|test-llama/f32 test-qwen3/f16 ~test-qwen2/q8_0"
 	# Formats, in the AVX-512 kernels (those a CPU with AVX-512 runs; elsewhere these two
 	# change nothing that runs and are reported missed).
