@@ -200,10 +200,12 @@ static void qkv_finish(struct job *j, uint32_t il, uint32_t t)
 		for (uint32_t h = 0; h < c->n_head_kv; h++)
 			sf_op_rmsnorm(k + h * hd, k + h * hd, l->k_norm->data, hd, c->rms_eps);
 	}
-	float cs[SF_MODEL_MAX_HEAD_DIM];
-	sf_op_rope_table(m, c->swa[il], j->toks[t].pos, cs);
-	sf_op_rope(m, q, c->n_head, cs);
-	sf_op_rope(m, k, c->n_head_kv, cs);
+	if (!c->no_rope_step || (il + 1) % c->no_rope_step) {
+		float cs[SF_MODEL_MAX_HEAD_DIM];
+		sf_op_rope_table(m, c->swa[il], j->toks[t].pos, cs);
+		sf_op_rope(m, q, c->n_head, cs);
+		sf_op_rope(m, k, c->n_head_kv, cs);
+	}
 	if (c->q_prescale) /* Gemma: the queries scaled before they are rounded */
 		for (uint32_t i = 0; i < qd; i++)
 			q[i] *= c->attn_scale;

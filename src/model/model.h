@@ -38,6 +38,7 @@ enum sf_arch {
 	SF_ARCH_GEMMA2 = 4, /* + post-norms, sliding window every other layer, soft-capping */
 	SF_ARCH_GEMMA3 = 5, /* + q/k RMSNorm, five local layers to one global, own rope base */
 	SF_ARCH_QWEN3MOE = 6, /* Qwen3's attention, a mixture of experts in every layer */
+	SF_ARCH_SMOLLM3 = 7, /* Llama's, without rope on every fourth layer */
 };
 
 /* The feed-forward's gate activation. */
@@ -72,6 +73,7 @@ struct sf_model_config {
 	float final_softcap;   /* the logits likewise; 0: none */
 	enum sf_act act;
 	bool post_norms;       /* RMS norms of the attention's and the FFN's outputs (Gemma 2/3) */
+	uint32_t no_rope_step; /* layers il with (il + 1) % it == 0 have no rope (0: all have) */
 	uint32_t n_swa;        /* the window of the sliding-window layers: a query at p sees keys
 				* at p - n_swa + 1 .. p (0: no such layers) */
 	float rope_base_swa;   /* their rope: base and linear scale */

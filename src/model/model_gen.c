@@ -35,9 +35,13 @@ static const struct shape shapes[] = {
 	{ "llama-3.2-1b", "llama", 2048, 16, 32, 8, 64, 8192, 131072, 5e5f, 1e-5f, true, true, PLAIN },
 	{ "tinyllama-1.1b", "llama", 2048, 22, 32, 4, 64, 5632, 2048, 1e4f, 1e-5f, false, false, PLAIN },
 	{ "smollm2-135m", "llama", 576, 30, 9, 3, 64, 1536, 8192, 1e5f, 1e-5f, true, false, PLAIN },
+	{ "smollm3-3b", "smollm3", 2048, 36, 16, 4, 128, 11008, 65536, 5e6f, 1e-6f, true, false,
+	  PLAIN },
 	/* Small shapes for tests: rows of whole K-quant blocks. */
 	{ "test-llama", "llama", 256, 2, 4, 2, 64, 512, 4096, 1e4f, 1e-5f, false, false, PLAIN },
 	{ "test-qwen2", "qwen2", 256, 2, 4, 2, 64, 512, 4096, 1e6f, 1e-6f, true, false, PLAIN },
+	/* SmolLM3: layer 3 of 4 without rope */
+	{ "test-smollm3", "smollm3", 256, 4, 4, 2, 64, 512, 4096, 1e4f, 1e-6f, false, false, PLAIN },
 	{ "test-qwen3", "qwen3", 256, 2, 4, 2, 128, 512, 4096, 1e6f, 1e-6f, true, false, PLAIN },
 	{ "gemma-2-2b", "gemma2", 2304, 26, 8, 4, 256, 9216, 8192, 1e4f, 1e-6f, true, false,
 	  4096, 0, 0, 50.0f, 30.0f, 0, DENSE },
@@ -351,7 +355,8 @@ const char *const sf_model_gen_shapes[] = { "qwen2.5-0.5b", "qwen3-0.6b", "llama
 					    "gemma3-1b", "gemma3-4b", "test-llama", "test-qwen2",
 					    "test-qwen3", "test-gemma", "test-gemma2", "test-gemma3",
 					    "qwen3-30b-a3b", "mixtral-8x7b", "test-qwen3moe",
-					    "test-mixtral", "test-qwen3-yarn", NULL };
+					    "test-mixtral", "test-qwen3-yarn", "smollm3-3b",
+					    "test-smollm3", NULL };
 const char *const sf_model_gen_types[] = { "f32", "f16", "bf16", "q8_0", "q4_0", "q5_0",
 					   "q4_k", "q6_k", "q4_k_m", "q5_k", "q5_k_m", "q3_k",
 					   "q2_k", "iq4_xs", "q4_1", "q5_1", "iq4_nl", "mxfp4",

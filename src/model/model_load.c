@@ -19,6 +19,7 @@ static const struct {
 	{ "qwen2", SF_ARCH_QWEN2, 0 },
 	{ "qwen3", SF_ARCH_QWEN3, 0 },
 	{ "qwen3moe", SF_ARCH_QWEN3MOE, SF_COMPUTES_MOE },
+	{ "smollm3", SF_ARCH_SMOLLM3, 0 },
 	{ "gemma", SF_ARCH_GEMMA, 0 },
 	{ "gemma2", SF_ARCH_GEMMA2,
 	  SF_COMPUTES_SWA | SF_COMPUTES_ATTN_SOFTCAP | SF_COMPUTES_FINAL_SOFTCAP },
@@ -279,7 +280,8 @@ static int read_config(const struct sf_gguf *g, struct sf_model_config *c, unsig
 					  c->n_ctx_train, 1, 1u << 24, &c->yarn_orig_ctx, err)))
 			return rc;
 	}
-	c->rope_neox = c->arch != SF_ARCH_LLAMA;
+	c->rope_neox = c->arch != SF_ARCH_LLAMA && c->arch != SF_ARCH_SMOLLM3;
+	c->no_rope_step = c->arch == SF_ARCH_SMOLLM3 ? 4 : 0; /* as llama.cpp fixes it */
 	if ((*computes & SF_COMPUTES_MOE) && (rc = read_experts(g, c, err)))
 		return rc;
 	if (!c->n_expert && !c->n_ff &&

@@ -16,6 +16,7 @@
 #   a file of llama.cpp's own quantizer: TYPE llama.T); gemma3-1b, gemma-2-2b (2 layers);
 #   qwen3moe, mixtral (mixtures of experts: their test shapes likewise, judged with
 #   logits_cmp --parted); qwen3-30b-a3b (one layer at full width); yarn (test-qwen3-yarn);
+#   smollm3 (test-smollm3 in five types, SmolLM3-3B's width with 4 layers);
 #   qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b (that model at full width, 2 layers, in Q8_0 and
 #   Q4_K_M, and F16 for Llama-3.2-1B); real (those three); or one case SHAPE/TYPE[/LAYERS].
 # Exit 0 all agree, 1 a case did not, 77 skipped: llama.cpp could not be fetched (under CI=true
@@ -103,6 +104,12 @@ for set in "$@"; do
 		done ;;
 	# Qwen3-30B-A3B at full width (128 experts of 768, 8 a token), one layer
 	qwen3-30b-a3b) cases+=("$set/q4_k_m/1" "$set/q8_0/1") ;;
+	# SmolLM3: no rope on layer 3 (of 4); at SmolLM3-3B's width, 4 layers
+	smollm3)
+		for t in f32 f16 q8_0 q4_k_m q6_k; do
+			cases+=("test-smollm3/$t")
+		done
+		cases+=("smollm3-3b/q8_0/4") ;;
 	# YaRN (factor 4 over 32,768, as DeepSeek-R1-0528-Qwen3-8B's) on the Qwen3 test shape
 	yarn)
 		for t in f32 f16 q8_0 q4_k_m; do
@@ -155,6 +162,7 @@ run_case() {
 	test-qwen3moe | qwen3-30b*) arch=qwen3 vocab=qwen2 ;;
 	gemma*) arch=gemma vocab=gemma ;;
 	test-llama) arch=llama vocab=llama-spm ;;
+	test-smollm3 | smollm3*) arch=llama vocab=llama-bpe ;;
 	llama-*) arch=llama vocab=llama-bpe ;;
 	test-qwen2 | qwen2*) arch=qwen2 vocab=qwen2 ;;
 	test-qwen3 | test-qwen3-yarn | qwen3*) arch=qwen3 vocab=qwen2 ;;
