@@ -194,7 +194,10 @@ static void qkv_finish(struct job *j, uint32_t il, uint32_t t)
 		add(k, l->bk->data, kvd);
 		add(v, l->bv->data, kvd);
 	}
-	if (l->q_norm) {
+	if (l->q_norm && c->qk_norm_whole) {
+		sf_op_rmsnorm(q, q, l->q_norm->data, qd, c->rms_eps);
+		sf_op_rmsnorm(k, k, l->k_norm->data, kvd, c->rms_eps);
+	} else if (l->q_norm) {
 		for (uint32_t h = 0; h < c->n_head; h++)
 			sf_op_rmsnorm(q + h * hd, q + h * hd, l->q_norm->data, hd, c->rms_eps);
 		for (uint32_t h = 0; h < c->n_head_kv; h++)
@@ -228,8 +231,12 @@ static void layer(struct job *j, uint32_t il, unsigned ith, unsigned nth)
 	sf_pool_split(n, ith, nth, 1, &lo, &hi);
 
 	/* Attention: norm, q/k/v, rope and the cache, softmax over the cache, output. */
-	for (uint64_t t = lo; t < hi; t++)
-		sf_op_rmsnorm(f->xn + t * E, f->x + t * E, l->attn_norm->data, E, c->rms_eps);
+	for (uint64_t t = lo; t < hi; t++) {
+		if (l->attn_norm)
+			sf_op_rmsnorm(f->xn + t * E, f->x + t * E, l->attn_norm->data, E, c->rms_eps);
+		else /* OLMo 2: the layer's input as it is */
+			memcpy(f->xn + t * E, f->x + t * E, E * sizeof(float));
+	}
 	quant_rows(j, f->xn, E, E, l->wq, n, lo, hi);
 	if (act_type(l->wk) != act_type(l->wq))
 		quant_rows(j, f->xn, E, E, l->wk, n, lo, hi);
@@ -272,7 +279,10 @@ static void layer(struct job *j, uint32_t il, unsigned ith, unsigned nth)
 		if (l->attn_post_norm)
 			sf_op_rmsnorm(d, d, l->attn_post_norm->data, E, c->rms_eps);
 		add(x, d, E);
-		sf_op_rmsnorm(f->xn + t * E, x, l->ffn_norm->data, E, c->rms_eps);
+		if (l->ffn_norm)
+			sf_op_rmsnorm(f->xn + t * E, x, l->ffn_norm->data, E, c->rms_eps);
+		else
+			memcpy(f->xn + t * E, x, E * sizeof(float));
 	}
 	if (l->ffn_gate_inp) {
 		sf_moe_ffn(m, il, f->moe, p, f->xn, f->tmp, n, ith, nth);

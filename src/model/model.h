@@ -39,6 +39,7 @@ enum sf_arch {
 	SF_ARCH_GEMMA3 = 5, /* + q/k RMSNorm, five local layers to one global, own rope base */
 	SF_ARCH_QWEN3MOE = 6, /* Qwen3's attention, a mixture of experts in every layer */
 	SF_ARCH_SMOLLM3 = 7, /* Llama's, without rope on every fourth layer */
+	SF_ARCH_OLMO2 = 8,  /* no pre-norms: post-norms, q/k RMSNorm over all heads together */
 };
 
 /* The feed-forward's gate activation. */
@@ -72,7 +73,10 @@ struct sf_model_config {
 	float attn_softcap;    /* scores = cap * tanh(scores / cap) before the softmax; 0: none */
 	float final_softcap;   /* the logits likewise; 0: none */
 	enum sf_act act;
-	bool post_norms;       /* RMS norms of the attention's and the FFN's outputs (Gemma 2/3) */
+	bool post_norms;       /* RMS norms of the attention's and the FFN's outputs (Gemma 2/3,
+				* OLMo 2) */
+	bool no_pre_norms;     /* no RMS norm before the attention or the FFN (OLMo 2) */
+	bool qk_norm_whole;    /* q (k) RMS-normed as one vector of all its heads (OLMo 2) */
 	uint32_t no_rope_step; /* layers il with (il + 1) % it == 0 have no rope (0: all have) */
 	uint32_t n_swa;        /* the window of the sliding-window layers: a query at p sees keys
 				* at p - n_swa + 1 .. p (0: no such layers) */

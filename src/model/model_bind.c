@@ -100,7 +100,10 @@ static int bind_layer(struct sf_model *m, uint32_t il, struct sf_err *err)
 	uint64_t q = (uint64_t)c->n_head * c->head_dim, kv = (uint64_t)c->n_head_kv * c->head_dim;
 	bool qwen2 = c->arch == SF_ARCH_QWEN2;
 	bool qk_norm = c->arch == SF_ARCH_QWEN3 || c->arch == SF_ARCH_GEMMA3 ||
-		       c->arch == SF_ARCH_QWEN3MOE;
+		       c->arch == SF_ARCH_QWEN3MOE || c->arch == SF_ARCH_OLMO2;
+	bool pre = !c->no_pre_norms;
+	/* q/k norms per head, or (OLMo 2) over all the heads together */
+	uint64_t qn = c->qk_norm_whole ? q : c->head_dim, kn = c->qk_norm_whole ? kv : c->head_dim;
 	bool bo = c->arch == SF_ARCH_LLAMA || c->arch == SF_ARCH_QWEN2 || c->arch == SF_ARCH_QWEN3 ||
 		  c->arch == SF_ARCH_QWEN3MOE;
 	bool dense = !c->n_expert;
@@ -114,7 +117,7 @@ static int bind_layer(struct sf_model *m, uint32_t il, struct sf_err *err)
 	for (int i = 0; i < 17; i++)
 		snprintf(n[i], sizeof(n[i]), "blk.%u.%s", il, names[i]);
 	int rc;
-	if ((rc = vec(m, n[0], true, c->n_embd, &l->attn_norm, err)) ||
+	if ((pre && (rc = vec(m, n[0], true, c->n_embd, &l->attn_norm, err))) ||
 	    (rc = mat(m, n[1], true, c->n_embd, q, &l->wq, err)) ||
 	    (rc = mat(m, n[2], true, c->n_embd, kv, &l->wk, err)) ||
 	    (rc = mat(m, n[3], true, c->n_embd, kv, &l->wv, err)) ||
@@ -123,9 +126,9 @@ static int bind_layer(struct sf_model *m, uint32_t il, struct sf_err *err)
 	    (qwen2 && (rc = vec(m, n[6], true, kv, &l->bk, err))) ||
 	    (qwen2 && (rc = vec(m, n[7], true, kv, &l->bv, err))) ||
 	    (bo && (rc = vec(m, n[8], false, c->n_embd, &l->bo, err))) ||
-	    (qk_norm && (rc = vec(m, n[9], true, c->head_dim, &l->q_norm, err))) ||
-	    (qk_norm && (rc = vec(m, n[10], true, c->head_dim, &l->k_norm, err))) ||
-	    (rc = vec(m, n[11], true, c->n_embd, &l->ffn_norm, err)) ||
+	    (qk_norm && (rc = vec(m, n[9], true, qn, &l->q_norm, err))) ||
+	    (qk_norm && (rc = vec(m, n[10], true, kn, &l->k_norm, err))) ||
+	    (pre && (rc = vec(m, n[11], true, c->n_embd, &l->ffn_norm, err))) ||
 	    (dense && (rc = mat(m, n[12], true, c->n_embd, c->n_ff, &l->ffn_gate, err))) ||
 	    (dense && (rc = mat(m, n[13], true, c->n_embd, c->n_ff, &l->ffn_up, err))) ||
 	    (dense && (rc = mat(m, n[14], true, c->n_ff, c->n_embd, &l->ffn_down, err))) ||

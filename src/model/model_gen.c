@@ -35,11 +35,15 @@ static const struct shape shapes[] = {
 	{ "llama-3.2-1b", "llama", 2048, 16, 32, 8, 64, 8192, 131072, 5e5f, 1e-5f, true, true, PLAIN },
 	{ "tinyllama-1.1b", "llama", 2048, 22, 32, 4, 64, 5632, 2048, 1e4f, 1e-5f, false, false, PLAIN },
 	{ "smollm2-135m", "llama", 576, 30, 9, 3, 64, 1536, 8192, 1e5f, 1e-5f, true, false, PLAIN },
+	{ "olmo2-1b", "olmo2", 2048, 16, 16, 16, 128, 8192, 4096, 5e5f, 1e-6f, false, false,
+	  PLAIN },
 	{ "smollm3-3b", "smollm3", 2048, 36, 16, 4, 128, 11008, 65536, 5e6f, 1e-6f, true, false,
 	  PLAIN },
 	/* Small shapes for tests: rows of whole K-quant blocks. */
 	{ "test-llama", "llama", 256, 2, 4, 2, 64, 512, 4096, 1e4f, 1e-5f, false, false, PLAIN },
 	{ "test-qwen2", "qwen2", 256, 2, 4, 2, 64, 512, 4096, 1e6f, 1e-6f, true, false, PLAIN },
+	/* OLMo 2: post-norms only, q/k norms over all heads (OLMo-2-0425-1B: 16 heads, untied) */
+	{ "test-olmo2", "olmo2", 256, 2, 4, 2, 64, 512, 4096, 5e5f, 1e-6f, false, false, PLAIN },
 	/* SmolLM3: layer 3 of 4 without rope */
 	{ "test-smollm3", "smollm3", 256, 4, 4, 2, 64, 512, 4096, 1e4f, 1e-6f, false, false, PLAIN },
 	{ "test-qwen3", "qwen3", 256, 2, 4, 2, 128, 512, 4096, 1e6f, 1e-6f, true, false, PLAIN },
@@ -307,7 +311,9 @@ static int make_layer(struct maker *mk, const struct shape *s, uint32_t il, uint
 	(snprintf(n, sizeof(n), "blk.%u.%s", il, suffix),                                   \
 	 rc = rc ? rc : add(mk, n, type, cols, rows, center, a))
 #define M(role, suffix, cols, rows, a) T(role, suffix, pick(want, mix, role, il, n_layer, cols), cols, rows, 0, a)
-	T("", "attn_norm.weight", SF_GGUF_T_F32, E, 1, 1.0f, 0.1f);
+	bool olmo2 = !strcmp(s->arch, "olmo2"); /* no pre-norms; q/k norms over all heads */
+	if (!olmo2)
+		T("", "attn_norm.weight", SF_GGUF_T_F32, E, 1, 1.0f, 0.1f);
 	M("attn_q", "attn_q.weight", E, q, aE);
 	M("attn_k", "attn_k.weight", E, kv, aE);
 	M("attn_v", "attn_v.weight", E, kv, aE);
@@ -317,14 +323,16 @@ static int make_layer(struct maker *mk, const struct shape *s, uint32_t il, uint
 		T("", "attn_k.bias", SF_GGUF_T_F32, kv, 1, 0, 0.1f);
 		T("", "attn_v.bias", SF_GGUF_T_F32, kv, 1, 0, 0.1f);
 	}
-	if (!strcmp(s->arch, "qwen3") || !strcmp(s->arch, "gemma3") || !strcmp(s->arch, "qwen3moe")) {
-		T("", "attn_q_norm.weight", SF_GGUF_T_F32, s->head_dim, 1, 1.0f, 0.1f);
-		T("", "attn_k_norm.weight", SF_GGUF_T_F32, s->head_dim, 1, 1.0f, 0.1f);
+	if (!strcmp(s->arch, "qwen3") || !strcmp(s->arch, "gemma3") || !strcmp(s->arch, "qwen3moe") ||
+	    olmo2) {
+		T("", "attn_q_norm.weight", SF_GGUF_T_F32, olmo2 ? q : s->head_dim, 1, 1.0f, 0.1f);
+		T("", "attn_k_norm.weight", SF_GGUF_T_F32, olmo2 ? kv : s->head_dim, 1, 1.0f, 0.1f);
 	}
-	bool post = !strcmp(s->arch, "gemma2") || !strcmp(s->arch, "gemma3");
+	bool post = !strcmp(s->arch, "gemma2") || !strcmp(s->arch, "gemma3") || olmo2;
 	if (post)
 		T("", "post_attention_norm.weight", SF_GGUF_T_F32, E, 1, 1.0f, 0.1f);
-	T("", "ffn_norm.weight", SF_GGUF_T_F32, E, 1, 1.0f, 0.1f);
+	if (!olmo2)
+		T("", "ffn_norm.weight", SF_GGUF_T_F32, E, 1, 1.0f, 0.1f);
 	if (s->n_expert) {
 		/* the router in F32, as llama.cpp's quantizer leaves it; the experts stacked */
 		uint64_t X = s->n_expert, FX = s->n_ff_exp;
@@ -356,7 +364,7 @@ const char *const sf_model_gen_shapes[] = { "qwen2.5-0.5b", "qwen3-0.6b", "llama
 					    "test-qwen3", "test-gemma", "test-gemma2", "test-gemma3",
 					    "qwen3-30b-a3b", "mixtral-8x7b", "test-qwen3moe",
 					    "test-mixtral", "test-qwen3-yarn", "smollm3-3b",
-					    "test-smollm3", NULL };
+					    "test-smollm3", "olmo2-1b", "test-olmo2", NULL };
 const char *const sf_model_gen_types[] = { "f32", "f16", "bf16", "q8_0", "q4_0", "q5_0",
 					   "q4_k", "q6_k", "q4_k_m", "q5_k", "q5_k_m", "q3_k",
 					   "q2_k", "iq4_xs", "q4_1", "q5_1", "iq4_nl", "mxfp4",

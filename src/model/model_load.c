@@ -20,6 +20,7 @@ static const struct {
 	{ "qwen3", SF_ARCH_QWEN3, 0 },
 	{ "qwen3moe", SF_ARCH_QWEN3MOE, SF_COMPUTES_MOE },
 	{ "smollm3", SF_ARCH_SMOLLM3, 0 },
+	{ "olmo2", SF_ARCH_OLMO2, 0 },
 	{ "gemma", SF_ARCH_GEMMA, 0 },
 	{ "gemma2", SF_ARCH_GEMMA2,
 	  SF_COMPUTES_SWA | SF_COMPUTES_ATTN_SOFTCAP | SF_COMPUTES_FINAL_SOFTCAP },
@@ -282,6 +283,8 @@ static int read_config(const struct sf_gguf *g, struct sf_model_config *c, unsig
 	}
 	c->rope_neox = c->arch != SF_ARCH_LLAMA && c->arch != SF_ARCH_SMOLLM3;
 	c->no_rope_step = c->arch == SF_ARCH_SMOLLM3 ? 4 : 0; /* as llama.cpp fixes it */
+	if (c->arch == SF_ARCH_OLMO2)
+		c->post_norms = c->no_pre_norms = c->qk_norm_whole = true;
 	if ((*computes & SF_COMPUTES_MOE) && (rc = read_experts(g, c, err)))
 		return rc;
 	if (!c->n_expert && !c->n_ff &&

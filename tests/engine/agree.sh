@@ -16,7 +16,7 @@
 #   a file of llama.cpp's own quantizer: TYPE llama.T); gemma3-1b, gemma-2-2b (2 layers);
 #   qwen3moe, mixtral (mixtures of experts: their test shapes likewise, judged with
 #   logits_cmp --parted); qwen3-30b-a3b (one layer at full width); yarn (test-qwen3-yarn);
-#   smollm3 (test-smollm3 in five types, SmolLM3-3B's width with 4 layers);
+#   smollm3 (test-smollm3 in five types, SmolLM3-3B's width with 4 layers); olmo2 (likewise);
 #   qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b (that model at full width, 2 layers, in Q8_0 and
 #   Q4_K_M, and F16 for Llama-3.2-1B); real (those three); or one case SHAPE/TYPE[/LAYERS].
 # Exit 0 all agree, 1 a case did not, 77 skipped: llama.cpp could not be fetched (under CI=true
@@ -110,6 +110,12 @@ for set in "$@"; do
 			cases+=("test-smollm3/$t")
 		done
 		cases+=("smollm3-3b/q8_0/4") ;;
+	# OLMo 2: post-norms only, q/k norms over all heads; at OLMo-2-1B's width, 2 layers
+	olmo2)
+		for t in f32 f16 q8_0 q4_k_m q5_0; do
+			cases+=("test-olmo2/$t")
+		done
+		cases+=("olmo2-1b/q8_0/2") ;;
 	# YaRN (factor 4 over 32,768, as DeepSeek-R1-0528-Qwen3-8B's) on the Qwen3 test shape
 	yarn)
 		for t in f32 f16 q8_0 q4_k_m; do
@@ -162,7 +168,7 @@ run_case() {
 	test-qwen3moe | qwen3-30b*) arch=qwen3 vocab=qwen2 ;;
 	gemma*) arch=gemma vocab=gemma ;;
 	test-llama) arch=llama vocab=llama-spm ;;
-	test-smollm3 | smollm3*) arch=llama vocab=llama-bpe ;;
+	test-smollm3 | smollm3* | test-olmo2 | olmo2*) arch=llama vocab=llama-bpe ;;
 	llama-*) arch=llama vocab=llama-bpe ;;
 	test-qwen2 | qwen2*) arch=qwen2 vocab=qwen2 ;;
 	test-qwen3 | test-qwen3-yarn | qwen3*) arch=qwen3 vocab=qwen2 ;;
