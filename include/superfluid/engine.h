@@ -66,6 +66,8 @@ struct sf_engine_step {
 	struct sf_engine_ctx *ctx;  /* in */
 	bool logprobs;              /* in: fill lp */
 	uint32_t top_logprobs;      /* in: alternatives wanted in lp.top, 0..SF_MAX_TOP_LOGPROBS */
+	uint32_t generated;         /* in: how many of ctx's last tokens this generation made (in
+				     * this run and those it continues): a grammar reads them */
 	int rc;                     /* out: 0, or why this context got no token (SF_E_LIMIT: full) */
 	uint32_t token;             /* out: the next token, already appended to ctx */
 	bool eog;                   /* out: the token ends a generation (an end-of-turn token

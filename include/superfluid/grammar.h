@@ -35,8 +35,9 @@
 #include <stdint.h>
 
 #include <superfluid/err.h>
+#include <superfluid/wire.h>
 
-#define SF_GRAMMAR_MAX_TEXT (1u << 20)    /* bytes of grammar text (also the wire's limit) */
+#define SF_GRAMMAR_MAX_TEXT SF_MAX_GRAMMAR /* bytes of grammar text (the wire's limit) */
 #define SF_GRAMMAR_MAX_RULES 8192         /* rules, counted after groups became their own */
 #define SF_GRAMMAR_MAX_STATES (1u << 20)  /* automaton states of all rules together */
 #define SF_GRAMMAR_MAX_REPEAT 10000       /* m and n of {m,n} */
@@ -142,5 +143,26 @@ void sf_grammar_cache_free(struct sf_grammar_cache *c);
  * sf_grammar_compile. */
 int sf_grammar_cache_get(struct sf_grammar_cache *c, const char *text, size_t len,
 			 struct sf_grammar **out, struct sf_err *err);
+
+/* ---- an engine's side ---- */
+
+/* What an engine needs for grammars: its vocabulary's trie (made on first use from fn, which
+ * must stay valid), compiled grammars by text (a cache of cap), and one mask row. Used by the
+ * engine's thread. */
+struct sf_grammar_host;
+
+int sf_grammar_host_new(uint32_t n_vocab, sf_gtok_fn fn, void *arg, uint32_t cap,
+			struct sf_grammar_host **out, struct sf_err *err);
+
+/* Frees a host (the matchers it made are the contexts' to free). NULL is a no-op. */
+void sf_grammar_host_free(struct sf_grammar_host *h);
+
+/* The mask for the next token of a generation under the grammar text[0..len) whose tokens so
+ * far are gen[0..n_gen): *m is the context's matcher (made here, or made again for another
+ * grammar). 0 with *mask (n_vocab bits, valid until the next call); SF_E_RANGE when the tokens
+ * break the grammar (or the text does not compile), SF_E_LIMIT / SF_E_NOMEM past a bound. */
+int sf_grammar_host_mask(struct sf_grammar_host *h, struct sf_gmatch **m, const char *text,
+			 size_t len, const uint32_t *gen, size_t n_gen, const uint64_t **mask,
+			 struct sf_err *err);
 
 #endif

@@ -22,7 +22,8 @@
  *        then presence and frequency (OpenAI): with c = the times t occurs among the tokens
  *          this generation produced, logit -= c * frequency_penalty + (c > 0) * presence_penalty;
  *   3. logit_bias: each (token, bias) pair adds bias; a bias of exactly -100 bans the token
- *      (logit -inf);
+ *      (logit -inf); then, under a grammar (allow), every token outside its mask is banned
+ *      too (superfluid/grammar.h computes the mask from the tokens generated so far);
  *   --- logprobs are read here: log-softmax over the whole vocabulary of these logits ---
  *   4. top_k: keep the k first candidates in the order above;
  *   5. top_p: of those, keep the shortest prefix whose probability (softmax of the step-3 logits
@@ -80,6 +81,8 @@ struct sf_sampler_params {
 	uint32_t repeat_last_n;  /* 0: off */
 	const struct sf_logit_bias *logit_bias; /* n_logit_bias pairs; a token may appear twice */
 	size_t n_logit_bias;     /* at most SF_SAMPLER_MAX_BIAS */
+	const uint64_t *allow;   /* NULL, or n_vocab bits (64-bit words, bit t of word t / 64):
+				  * only these tokens may be drawn (a grammar's mask) */
 };
 
 /* What to sample from. */

@@ -42,6 +42,7 @@
 #define SF_MAX_OPAQUE (8u << 20)    /* state operation arguments and results, hidden state */
 #define SF_MAX_QOS 3
 #define SF_MAX_PREFIX_HASHES 65536  /* page hashes in one PREFIX_CACHE list */
+#define SF_MAX_GRAMMAR (1u << 20)   /* a session's grammar (GBNF text, superfluid/grammar.h) */
 
 /* Token event kinds (sf_token_event.kind). */
 enum { SF_EVENT_TOKENS = 0, SF_EVENT_LOGPROBS = 1, SF_EVENT_FINISH = 2 };
@@ -87,7 +88,8 @@ enum { SF_STAGE_HIDDEN = 0, SF_STAGE_TOKEN = 1, SF_STAGE_ERROR = 2,
 /* The sampler's parameters (superfluid/sampler.h says what each does). Version 4 added all but
  * the first four; each is 0 when off (repetition_penalty 0 means 1, no penalty). Version 6:
  * ignore_eos (the end-of-generation tokens are never drawn: llama.cpp's and vLLM's ignore_eos)
- * and min_tokens (nor before a generation drew that many: vLLM's). */
+ * and min_tokens (nor before a generation drew that many: vLLM's), grammar (GBNF text: each
+ * draw only takes a token that continues a valid output, superfluid/grammar.h; "" none). */
 #define SF_FIELDS_sampling(F, W, T)                                                          \
 	F(T, F32, temperature, 0, 0)                                                         \
 	F(T, F32, top_p, 0, 0)                                                               \
@@ -100,7 +102,8 @@ enum { SF_STAGE_HIDDEN = 0, SF_STAGE_TOKEN = 1, SF_STAGE_ERROR = 2,
 	W(T, since, 4, U32, repeat_last_n, 0, 0)                                             \
 	W(T, since, 4, ARR, logit_bias, logit_bias, SF_MAX_LOGIT_BIAS)                     \
 	W(T, since, 6, BOOL, ignore_eos, 0, 0)                                               \
-	W(T, since, 6, U32, min_tokens, 0, 0)
+	W(T, since, 6, U32, min_tokens, 0, 0)                                                \
+	W(T, since, 6, STR, grammar, SF_MAX_GRAMMAR, 0)
 
 #define SF_FIELDS_span(F, W, T)                                                              \
 	F(T, U32, start, 0, 0)                                                               \
@@ -317,13 +320,16 @@ enum { SF_STAGE_HIDDEN = 0, SF_STAGE_TOKEN = 1, SF_STAGE_ERROR = 2,
 	F(T, ARR, stops, stop, SF_MAX_STOPS)                                                 \
 	F(T, ARR, blobs, blob_ref, SF_MAX_BLOB_REFS)
 
+/* Version 6: resumed, the tokens at the end of the session's content that this generation
+ * made in an earlier run (a run the head continues after a failure): its grammar reads them. */
 #define SF_FIELDS_generate(F, W, T)                                                          \
 	F(T, U64, command_id, 0, 0)                                                          \
 	F(T, U64, session_id, 0, 0)                                                          \
 	F(T, U64, epoch, 0, 0)                                                               \
 	F(T, U64, generation_id, 0, 0)                                                       \
 	F(T, U32, max_new_tokens, 0, 0)                                                      \
-	F(T, U32, max_wall_ms, 0, 0)
+	F(T, U32, max_wall_ms, 0, 0)                                                         \
+	W(T, since, 6, U32, resumed, 0, 0)
 
 #define SF_FIELDS_cancel(F, W, T)                                                            \
 	F(T, U64, command_id, 0, 0)                                                          \

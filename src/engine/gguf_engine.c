@@ -181,6 +181,21 @@ static int load_specials(struct ge *g, struct sf_err *err)
 	return 0;
 }
 
+/* What a token is to a grammar: the end-of-generation tokens end it, control and unknown
+ * tokens are never allowed, the others are their decoded bytes (user-defined tokens such as
+ * "<tool_call>" or "</think>" are text). */
+static int ge_gtok(void *arg, uint32_t t, const uint8_t **bytes, size_t *len)
+{
+	struct ge *g = arg;
+	*bytes = sf_tok_token_bytes(g->tok, t, len);
+	if (t == g->eos || sf_tok_is_eog(g->tok, t))
+		return SF_GTOK_END;
+	uint32_t a = sf_tok_token_attr(g->tok, t);
+	if (!*bytes || (a & (SF_TOK_ATTR_CONTROL | SF_TOK_ATTR_UNKNOWN | SF_TOK_ATTR_UNUSED)))
+		return SF_GTOK_NEVER;
+	return SF_GTOK_TEXT;
+}
+
 static void ge_destroy(void *impl)
 {
 	struct ge *g = impl;
@@ -196,6 +211,7 @@ static void ge_destroy(void *impl)
 	free(g->want);
 	free(g->bias);
 	free(g->logits);
+	sf_grammar_host_free(g->grammar);
 	sf_sampler_free(g->sampler);
 	sf_fwd_free(g->fwd);
 	sf_pool_free(g->pool);
@@ -437,6 +453,7 @@ int sf_gguf_engine_new(const struct sf_gguf_engine_config *cfg, struct sf_engine
 	    !(g->pool = sf_pool_new(c->threads)) ||
 	    sf_fwd_new(g->model, max_tokens, c->ctx_len, c->threads, &g->fwd, err) ||
 	    sf_sampler_new(sf_tok_n_vocab(g->tok), &g->sampler, err) ||
+	    sf_grammar_host_new(sf_tok_n_vocab(g->tok), ge_gtok, g, GE_GRAMMARS, &g->grammar, err) ||
 	    !(g->logits = malloc((size_t)c->batch * g->model->cfg.n_vocab * sizeof(float))) ||
 	    !(g->toks = calloc(max_tokens, sizeof(*g->toks))) ||
 	    !(g->want = calloc(c->batch, sizeof(*g->want))) ||

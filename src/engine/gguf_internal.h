@@ -6,6 +6,7 @@
 #include <superfluid/engine.h>
 #include <superfluid/gguf.h>
 #include <superfluid/gguf_engine.h>
+#include <superfluid/grammar.h>
 #include <superfluid/sampler.h>
 #include <superfluid/tokenizer.h>
 
@@ -17,6 +18,7 @@
 enum ge_pool { GE_POOL_MEAN = 1, GE_POOL_CLS = 2, GE_POOL_LAST = 3 };
 
 #define GE_MAX_EOG 64 /* end-of-generation tokens banned for ignore_eos / min_tokens */
+#define GE_GRAMMARS 16 /* compiled grammars kept (with their mask caches) for later sessions */
 
 struct ge {
 	struct sf_gguf_engine_config cfg; /* defaults filled in; path and name copied */
@@ -29,6 +31,7 @@ struct ge {
 	struct sf_fwd *fwd;          /* chunk tokens a call */
 	struct sf_kv_arena *arena;
 	struct sf_sampler *sampler;
+	struct sf_grammar_host *grammar; /* the vocabulary's trie and compiled grammars */
 	float *logits;               /* batch rows of n_vocab */
 	struct sf_fwd_tok *toks;     /* chunk entries */
 	int64_t *want;               /* batch entries: a step's pending tokens per context */
@@ -59,7 +62,8 @@ struct ge_ctx {
 	uint32_t n, cap;
 	uint32_t n_gen;              /* tokens decode steps appended since the last prefill */
 	uint32_t reused;             /* positions the last prefill adopted (prefix reuse) */
-	struct sf_sampling sampling;
+	struct sf_sampling sampling; /* its logit_bias and grammar copied behind the context */
+	struct sf_gmatch *gm;        /* under a grammar: where its generation is in it */
 };
 
 static inline struct ge_ctx *ge_ctx(struct sf_engine_ctx *c)

@@ -16,10 +16,12 @@ int ge_ctx_new(void *impl, const struct sf_sampling *s, struct sf_engine_ctx **o
 	int rc = sf_sampler_check(&p, sf_tok_n_vocab(g->tok), err);
 	if (rc)
 		return rc;
-	/* The logit_bias pairs are copied behind the context, in the same block (freed with it):
-	 * the caller's go away after the call. */
+	/* The logit_bias pairs and the grammar are copied behind the context, in the same block
+	 * (freed with it): the caller's go away after the call. The grammar is compiled by the
+	 * first draw (on the engine's thread, from its cache). */
 	size_t bias = (size_t)s->n_logit_bias * sizeof(*s->logit_bias);
-	struct ge_ctx *c = calloc(1, sizeof(*c) + bias);
+	size_t gl = s->grammar ? s->grammar_len : 0;
+	struct ge_ctx *c = calloc(1, sizeof(*c) + bias + gl + 1);
 	if (!c)
 		return sf_err_set(err, SF_E_NOMEM, "no memory for a context");
 	sf_kv_init(&c->kv, g->arena);
@@ -27,6 +29,10 @@ int ge_ctx_new(void *impl, const struct sf_sampling *s, struct sf_engine_ctx **o
 	c->sampling.logit_bias = bias ? (struct sf_logit_bias *)(c + 1) : NULL;
 	if (bias)
 		memcpy(c->sampling.logit_bias, s->logit_bias, bias);
+	c->sampling.grammar = gl ? (char *)(c + 1) + bias : NULL;
+	c->sampling.grammar_len = (uint32_t)gl;
+	if (gl)
+		memcpy(c->sampling.grammar, s->grammar, gl);
 	*out = (struct sf_engine_ctx *)c;
 	return 0;
 }
@@ -36,6 +42,7 @@ void ge_ctx_free(void *impl, struct sf_engine_ctx *ctx)
 	struct ge_ctx *c = ge_ctx(ctx);
 	sf_kv_retire(&c->kv, c->tokens); /* its last partial page kept for a later turn */
 	sf_kv_fini(&c->kv);
+	sf_gmatch_free(c->gm);
 	free(c->tokens);
 	free(c);
 }
@@ -122,9 +129,23 @@ void ge_sample(struct ge *g, struct ge_ctx *c, const float *logits, struct sf_en
 {
 	struct sf_sampler_params p;
 	sf_sampler_params_from_wire(&p, &c->sampling);
-	if (sf_sampling_bans_eog(&c->sampling, c->n_gen) && g->n_eog &&
+	if (c->sampling.grammar_len) {
+		/* The grammar's state follows from the generation's tokens (earlier runs' too). */
+		uint32_t gen = st->generated < c->n ? st->generated : c->n;
+		struct sf_err e;
+		if (sf_grammar_host_mask(g->grammar, &c->gm, c->sampling.grammar,
+					 c->sampling.grammar_len, c->tokens + c->n - gen, gen, &p.allow,
+					 &e)) {
+			st->rc = e.code;
+			return;
+		}
+	}
+	/* A grammar that can only end now ends, whatever ignore_eos or min_tokens say. */
+	bool done = p.allow && sf_gmatch_done(c->gm);
+	if (!done && sf_sampling_bans_eog(&c->sampling, c->n_gen) && g->n_eog &&
 	    p.n_logit_bias <= SF_MAX_LOGIT_BIAS) {
-		memcpy(g->bias, p.logit_bias, p.n_logit_bias * sizeof(*g->bias));
+		if (p.n_logit_bias) /* none: logit_bias is NULL, which memcpy may not take */
+			memcpy(g->bias, p.logit_bias, p.n_logit_bias * sizeof(*g->bias));
 		for (uint32_t i = 0; i < g->n_eog; i++)
 			g->bias[p.n_logit_bias + i] = (struct sf_logit_bias){ g->eog[i], SF_SAMPLER_BAN };
 		p.logit_bias = g->bias;

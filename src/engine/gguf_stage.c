@@ -84,6 +84,9 @@ static int draw(struct ge *g, const struct sf_engine_stage_in *in, struct ge_ctx
 		d.sampling = *in->sampling;
 	else
 		memset(&d.sampling, 0, sizeof(d.sampling));
+	d.sampling.grammar = NULL; /* stages draw without one (the node refuses a grammar) */
+	d.sampling.grammar_len = 0;
+	d.gm = NULL;
 	d.n_gen = in->ctx ? in->n_generated : 0;
 	struct sf_engine_step st = { .logprobs = in->logprobs, .top_logprobs = in->top_logprobs };
 	ge_sample(g, &d, g->logits, &st);

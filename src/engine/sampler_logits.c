@@ -174,11 +174,25 @@ static float copy_safe(const struct sf_sampler *s, float *w, const float *logits
 		       : copy_safe_base(w, logits, n, argmax, n_finite);
 }
 
+/* Step 3's grammar: every token whose bit in allow is clear gets -inf. */
+static void ban_outside(float *w, const uint64_t *allow, uint32_t n)
+{
+	for (uint32_t k = 0; k < n; k += 64) {
+		uint64_t bits = allow[k / 64];
+		uint32_t m = n - k < 64 ? n - k : 64;
+		if (bits == ~0ull && m == 64)
+			continue;
+		for (uint32_t j = 0; j < m; j++)
+			if (!(bits >> j & 1))
+				w[k + j] = -INFINITY;
+	}
+}
+
 float sf__sampler_logits(struct sf_sampler *s, const struct sf_sampler_params *p,
 			 const struct sf_sampler_input *in, uint32_t *argmax, uint32_t *n_finite)
 {
 	float max = copy_safe(s, s->w, in->logits, in->n_vocab, argmax, n_finite);
-	if (!window_len(p, in) && !generated_len(p, in) && !p->n_logit_bias)
+	if (!window_len(p, in) && !generated_len(p, in) && !p->n_logit_bias && !p->allow)
 		return max;
 	penalties(s, p, in);
 	for (size_t i = 0; i < p->n_logit_bias; i++) { /* step 3 */
@@ -186,5 +200,7 @@ float sf__sampler_logits(struct sf_sampler *s, const struct sf_sampler_params *p
 		float *x = &s->w[b->token];
 		*x = b->bias == SF_SAMPLER_BAN ? -INFINITY : settle(*x + b->bias);
 	}
+	if (p->allow)
+		ban_outside(s->w, p->allow, in->n_vocab);
 	return copy_safe(s, s->w, s->w, in->n_vocab, argmax, n_finite); /* the maximum again */
 }

@@ -55,11 +55,38 @@ int sim_config_resolve(const struct sf_sim_config *in, struct sf_sim_config *out
 	return 0;
 }
 
+/* What a token is to a grammar: bytes are text, <|eos|> ends, the tool-call and think
+ * markers are text (as a model's user-defined tokens are), the other specials never. */
+static int sim_gtok(void *arg, uint32_t t, const uint8_t **bytes, size_t *len)
+{
+	struct sim *sim = arg;
+	static const char *const text[] = {
+		[SF_SIM_TOOL_CALL - 256] = "<|tool_call|>", [SF_SIM_TOOL_CALL_END - 256] = "<|/tool_call|>",
+		[SF_SIM_THINK - 256] = "<|think|>", [SF_SIM_THINK_END - 256] = "<|/think|>",
+	};
+	*bytes = NULL;
+	*len = 0;
+	if (t < 256) {
+		*bytes = &sim->bytes[t];
+		*len = 1;
+		return SF_GTOK_TEXT;
+	}
+	if (t == SF_SIM_EOS)
+		return SF_GTOK_END;
+	if (t - 256 < sizeof(text) / sizeof(text[0]) && text[t - 256]) {
+		*bytes = (const uint8_t *)text[t - 256];
+		*len = strlen(text[t - 256]);
+		return SF_GTOK_TEXT;
+	}
+	return SF_GTOK_NEVER;
+}
+
 static void sim_destroy(void *impl)
 {
 	struct sim *sim = impl;
 	sim_model_fini(&sim->m);
 	sf_sampler_free(sim->sampler);
+	sf_grammar_host_free(sim->grammar);
 	sf_prefix_cache_free(sim->pc);
 	free(sim->chat_template);
 	free(sim);
@@ -134,11 +161,16 @@ static int grow(struct sim *sim, struct sim_ctx *c, size_t want, struct sf_err *
 static int sim_ctx_new(void *impl, const struct sf_sampling *s, struct sf_engine_ctx **out,
 		       struct sf_err *err)
 {
-	struct sim_ctx *c = calloc(1, sizeof(*c));
+	size_t gl = s->grammar ? s->grammar_len : 0;
+	struct sim_ctx *c = calloc(1, sizeof(*c) + gl + 1);
 	if (!c)
 		return sf_err_set(err, SF_E_NOMEM, "no memory for a context");
 	sim_state_init(&c->st);
 	c->s = *s;
+	c->s.grammar = gl ? (char *)(c + 1) : NULL;
+	c->s.grammar_len = (uint32_t)gl;
+	if (gl)
+		memcpy(c->s.grammar, s->grammar, gl);
 	*out = (struct sf_engine_ctx *)c;
 	return 0;
 }
@@ -148,6 +180,7 @@ static void sim_ctx_free(void *impl, struct sf_engine_ctx *ctx)
 	struct sim_ctx *c = sim_ctx(ctx);
 	mem_give(impl, c->len);
 	sim_share_ctx_free(impl, c);
+	sf_gmatch_free(c->gm);
 	free(c->tokens);
 	free(c);
 }
@@ -236,8 +269,19 @@ static int sim_decode(void *impl, struct sf_engine_step *steps, size_t n, struct
 					.token = st->token, .n_top = st->top_logprobs ? 1 : 0,
 					.top = { { .token = st->token } } };
 		} else {
+			const uint64_t *allow = NULL;
+			if (c->s.grammar_len) {
+				uint32_t gen = st->generated < c->len ? st->generated : c->len;
+				if ((st->rc = sf_grammar_host_mask(sim->grammar, &c->gm, c->s.grammar,
+								   c->s.grammar_len,
+								   c->tokens + c->len - gen, gen,
+								   &allow, err))) {
+					mem_give(sim, 1);
+					continue;
+				}
+			}
 			st->token = sim_next(&sim->m, sim->sampler, &c->st, &c->s, c->tokens, c->len,
-					     c->n_gen, lp ? &st->lp : NULL, st->top_logprobs);
+					     c->n_gen, lp ? &st->lp : NULL, st->top_logprobs, allow);
 		}
 		c->tokens[c->len++] = st->token;
 		c->n_gen++;
@@ -301,7 +345,7 @@ static int sim_stage_forward(void *impl, const struct sf_engine_stage_in *in,
 		bool lp = in->logprobs || in->top_logprobs;
 		out->token = sim_pick(&sim->m, sim->sampler, h, run, last, in->sampling, ids, pos,
 				      c ? in->n_generated : 0, lp ? &out->lp : NULL,
-				      in->top_logprobs);
+				      in->top_logprobs, NULL);
 		return 0;
 	}
 	size_t need = sim_stage_bytes(&sim->m);
@@ -367,6 +411,10 @@ int sf_sim_engine_new(const struct sf_sim_config *cfg, struct sf_engine **out,
 		rc = sim_model_init(&sim->m, &sim->cfg, err);
 	if (!rc)
 		rc = sf_sampler_new(SF_SIM_VOCAB, &sim->sampler, err);
+	for (int i = 0; i < 256; i++)
+		sim->bytes[i] = (uint8_t)i;
+	if (!rc)
+		rc = sf_grammar_host_new(SF_SIM_VOCAB, sim_gtok, sim, 16, &sim->grammar, err);
 	if (!rc && sim_share_init(sim))
 		rc = sf_err_set(err, SF_E_NOMEM, "no memory for a sim engine's prefix index");
 	if (rc) {

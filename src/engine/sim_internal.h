@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <superfluid/grammar.h>
 #include <superfluid/sim_engine.h>
 
 struct sf_sampler;
@@ -35,7 +36,9 @@ struct sim_state {
 
 struct sim_ctx {
 	struct sim_state st;
-	struct sf_sampling s;
+	struct sf_sampling s;     /* its grammar copied into grammar (logit_bias: the caller's) */
+	char *grammar;
+	struct sf_gmatch *gm;     /* under a grammar: where its generation is in it */
 	uint32_t n_gen; /* tokens decode steps appended since the last prefill */
 	uint32_t *tokens;
 	uint32_t len;
@@ -56,6 +59,8 @@ struct sim {
 	struct sf_engine_template templates[2];
 	uint64_t mem_used;          /* contexts' tokens; cached pages no context holds apart */
 	struct sf_sampler *sampler; /* the one every engine uses */
+	struct sf_grammar_host *grammar; /* its vocabulary's trie and compiled grammars */
+	uint8_t bytes[256];         /* byte b's token: b (what sim_gtok points at) */
 	struct sf_prefix_cache *pc; /* pages by content (sim_share.c) */
 };
 
@@ -82,13 +87,16 @@ void sim_state_push(struct sim_state *st, uint32_t token);
 void sim_embed(const struct sim_model *m, const struct sim_state *st, float *h);
 void sim_layers(const struct sim_model *m, float *h, uint32_t start, uint32_t end);
 /* The next token from the last layer's h: the shared sampler's draw at position n_ctx (ctx,
- * when not NULL, the n_ctx tokens before it, the last n_gen of them generated). */
+ * when not NULL, the n_ctx tokens before it, the last n_gen of them generated), among the
+ * tokens of allow when not NULL (a grammar's mask: the tokens it allows that are no
+ * candidates of the model get a floor logit, so that one is always left). */
 uint32_t sim_pick(const struct sim_model *m, struct sf_sampler *smp, const float *h,
 		  uint32_t run, uint32_t last, const struct sf_sampling *s, const uint32_t *ctx,
-		  size_t n_ctx, size_t n_gen, struct sf_engine_logprob *lp, uint32_t n_top);
+		  size_t n_ctx, size_t n_gen, struct sf_engine_logprob *lp, uint32_t n_top,
+		  const uint64_t *allow);
 uint32_t sim_next(const struct sim_model *m, struct sf_sampler *smp, const struct sim_state *st,
 		  const struct sf_sampling *s, const uint32_t *ctx, size_t n_ctx, size_t n_gen,
-		  struct sf_engine_logprob *lp, uint32_t n_top);
+		  struct sf_engine_logprob *lp, uint32_t n_top, const uint64_t *allow);
 size_t sim_stage_bytes(const struct sim_model *m);
 void sim_hidden_pack(const struct sim_model *m, const float *h, uint32_t layer,
 		     uint32_t run, uint32_t last, uint32_t pos, uint8_t *out);

@@ -19,6 +19,7 @@
 #define HASH0 0x243f6a8885a308d3ull
 #define WGAIN 3.0f   /* layer gain: above 1, so contexts stay apart through the stack */
 #define NOISE 2.0f   /* weight of the hidden state's projection against the prior */
+#define GRAMMAR_FLOOR (-30.0f) /* under a grammar, the logit of a token the model never offers */
 #define PRIOR_W 0.75 /* weight of the letter prior (log frequency) */
 #define EOS_BASE -17.0
 #define EOS_SLOPE 2.2
@@ -185,16 +186,21 @@ __attribute__((noinline)) static void logits_of(const struct sim_model *m, const
  * (seed, position), its logprobs are the log-softmax of the candidates' logits. */
 uint32_t sim_pick(const struct sim_model *m, struct sf_sampler *smp, const float *h,
 		  uint32_t run, uint32_t last, const struct sf_sampling *s, const uint32_t *ctx,
-		  size_t n_ctx, size_t n_gen, struct sf_engine_logprob *lp, uint32_t n_top)
+		  size_t n_ctx, size_t n_gen, struct sf_engine_logprob *lp, uint32_t n_top,
+		  const uint64_t *allow)
 {
 	float lg[SIM_NCAND], row[SF_SIM_VOCAB];
 	logits_of(m, h, run, last, lg);
 	for (int t = 0; t < SF_SIM_VOCAB; t++)
-		row[t] = -INFINITY;
+		row[t] = allow ? GRAMMAR_FLOOR : -INFINITY;
 	for (int c = 0; c < SIM_NCAND; c++)
 		row[cand_token(c)] = lg[c];
-	if (s && sf_sampling_bans_eog(s, n_gen))
-		row[SF_SIM_EOS] = -INFINITY; /* ignore_eos, min_tokens */
+	bool only_end = allow && allow[SF_SIM_EOS / 64] >> (SF_SIM_EOS % 64) & 1;
+	for (int t = 0; only_end && t < SF_SIM_VOCAB; t++)
+		if (t != SF_SIM_EOS && (allow[t / 64] >> (t % 64) & 1))
+			only_end = false;
+	if (s && sf_sampling_bans_eog(s, n_gen) && !only_end)
+		row[SF_SIM_EOS] = -INFINITY; /* ignore_eos, min_tokens (not past a grammar's end) */
 	struct sf_sampler_params p;
 	if (s)
 		sf_sampler_params_from_wire(&p, s);
@@ -202,6 +208,7 @@ uint32_t sim_pick(const struct sim_model *m, struct sf_sampler *smp, const float
 		sf_sampler_params_default(&p);
 	if (!s || s->temperature < 1e-5f)
 		p.temperature = 0; /* greedy, as the simulated engine has always taken it */
+	p.allow = allow;
 	struct sf_sampler_input in = { .logits = row, .n_vocab = SF_SIM_VOCAB,
 				       .context = ctx, .n_context = ctx ? n_ctx : 0,
 				       .n_generated = ctx ? n_gen : 0, .position = n_ctx };
@@ -214,12 +221,12 @@ uint32_t sim_pick(const struct sim_model *m, struct sf_sampler *smp, const float
 
 uint32_t sim_next(const struct sim_model *m, struct sf_sampler *smp, const struct sim_state *st,
 		  const struct sf_sampling *s, const uint32_t *ctx, size_t n_ctx, size_t n_gen,
-		  struct sf_engine_logprob *lp, uint32_t n_top)
+		  struct sf_engine_logprob *lp, uint32_t n_top, const uint64_t *allow)
 {
 	float h[SF_SIM_MAX_HIDDEN];
 	sim_embed(m, st, h);
 	sim_layers(m, h, 0, m->n_layers);
-	return sim_pick(m, smp, h, st->run, st->last, s, ctx, n_ctx, n_gen, lp, n_top);
+	return sim_pick(m, smp, h, st->run, st->last, s, ctx, n_ctx, n_gen, lp, n_top, allow);
 }
 
 /* ---- the hidden blob between stages ---- */
@@ -325,7 +332,7 @@ int sf_sim_expected(const struct sf_sim_config *cfg, const struct sf_sampling *s
 	for (uint32_t i = 0; i < max_new_tokens && len < c.ctx_len; i++) {
 		uint32_t t;
 		if (!c.scripted || !sim_script_next(all, len, n, &t))
-			t = sim_next(&m, smp, &st, s, all, len, n, NULL, 0);
+			t = sim_next(&m, smp, &st, s, all, len, n, NULL, 0, NULL);
 		if (t == SF_SIM_EOS) {
 			*finish_reason = SF_FINISH_STOP;
 			break;

@@ -121,7 +121,9 @@ static int send_generate(struct sf_head *h, struct head_session *s, struct head_
 	uint32_t max_new = g->max_new ? g->max_new - g->resumed : 0;
 	struct sf_generate m = { .command_id = sf__head_next_id(h), .session_id = s->id,
 				 .epoch = s->epoch, .generation_id = g->id,
-				 .max_new_tokens = max_new, .max_wall_ms = g->max_wall_ms };
+				 .max_new_tokens = max_new, .max_wall_ms = g->max_wall_ms,
+				 /* Older nodes know no earlier runs (nor grammars that read them). */
+				 .resumed = n->version >= 6 ? g->resumed : 0 };
 	if ((rc = sf__head_send(h, s->node, SF_MSG_GENERATE, &m)))
 		return rc;
 	if (probe) {

@@ -47,8 +47,9 @@ struct head_session {
 	char model[SF_MAX_NAME + 1];
 	char codec[SF_MAX_NAME + 1];
 	uint8_t qos;
-	struct sf_sampling sampling; /* logit_bias points at bias */
+	struct sf_sampling sampling; /* logit_bias points at bias, grammar at grammar */
 	struct sf_logit_bias *bias;  /* owned */
+	char *grammar;               /* owned */
 	uint32_t needs_version;      /* the protocol version its ASSIGN needs (sampling) */
 	uint32_t lease_ms;
 	uint64_t lease_sent_at;    /* the last ASSIGN or granted renewal sent to its node */

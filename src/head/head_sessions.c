@@ -53,6 +53,7 @@ void sf__head_remove(struct sf_head *h, struct head_session *s)
 		sf__head_gen_clear(&s->gens[i]);
 	free(s->content);
 	free(s->bias);
+	free(s->grammar);
 	struct head_session **pp = &h->buckets[bucket_of(h, s->id)];
 	while (*pp != s)
 		pp = &(*pp)->next;
@@ -74,10 +75,25 @@ int sf__head_keep_sampling(struct head_session *s, const struct sf_sampling *smp
 				  (unsigned long long)s->id);
 	if (bytes)
 		memcpy(bias, smp->logit_bias, bytes);
+	char *grammar = NULL;
+	if (smp->grammar && smp->grammar_len) {
+		if (smp->grammar_len > SF_MAX_GRAMMAR || !(grammar = malloc(smp->grammar_len + 1))) {
+			free(bias);
+			return sf_err_set(err, smp->grammar_len > SF_MAX_GRAMMAR ? SF_E_LIMIT : SF_E_NOMEM,
+					  "session %llu: no room for its grammar of %u bytes",
+					  (unsigned long long)s->id, smp->grammar_len);
+		}
+		memcpy(grammar, smp->grammar, smp->grammar_len);
+		grammar[smp->grammar_len] = 0;
+	}
 	free(s->bias);
+	free(s->grammar);
 	s->bias = bias;
+	s->grammar = grammar;
 	s->sampling = *smp;
 	s->sampling.logit_bias = bias;
+	s->sampling.grammar = grammar;
+	s->sampling.grammar_len = grammar ? smp->grammar_len : 0;
 	struct sf_session_assign a = { .sampling = s->sampling };
 	s->needs_version = sf_msg_version_needed(SF_MSG_SESSION_ASSIGN, &a);
 	return 0;

@@ -308,6 +308,10 @@ int sf_pipe_generate(struct sf_pipe *p, const uint32_t *ctx, uint32_t n,
 					  "ignore_eos or min_tokens (protocol 6); update it", k + 1,
 					  p->stages[k].identity[0] ? p->stages[k].identity
 					  : "never up", p->stages[k].version);
+	if (s->grammar_len)
+		return sf_err_set(err, SF_E_UNSUPPORTED, "a pipeline draws without a grammar "
+				  "(response_format, a forced tool call): serve the model on one node "
+				  "for structured output");
 	if (!n || !max_new)
 		return sf_err_set(err, SF_E_RANGE, "a pipeline generation needs a context and a "
 				  "budget");

@@ -338,6 +338,7 @@ void sf__node_on_generate(struct sf_node *n, uint64_t link, const struct sf_gene
 	g->epoch = s->epoch;
 	g->max_new = m->max_new_tokens;
 	g->max_wall_ms = m->max_wall_ms;
+	g->resumed = m->resumed < s->n_content ? m->resumed : s->n_content;
 	g->started_ms = n->now;
 	g->running = true;
 	g->last_step = n->step_turn;

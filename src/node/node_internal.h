@@ -27,6 +27,7 @@ struct node_gen {
 	uint32_t max_new, max_wall_ms;
 	uint64_t started_ms;
 	uint32_t produced;
+	uint32_t resumed;   /* tokens at the content's end it made in earlier runs (GENERATE) */
 	uint64_t next_seq;
 	bool running, finished;
 	bool logprobs;
@@ -46,8 +47,9 @@ struct node_session {
 	uint64_t cache_ns;           /* its context's prefix namespace (0: shares nothing) */
 	uint32_t kept, appended;     /* the last append: positions its context kept, and all */
 	bool use_due;                /* that append's cost is told with the prompt's first token */
-	struct sf_sampling sampling; /* logit_bias points at bias */
+	struct sf_sampling sampling; /* logit_bias points at bias, grammar at grammar */
 	struct sf_logit_bias *bias;  /* owned */
+	char *grammar;               /* owned */
 	uint32_t lease_ms;
 	uint64_t lease_expires; /* 0: no lease */
 	bool renew_asked, expired;

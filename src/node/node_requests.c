@@ -171,6 +171,11 @@ void sf__node_on_stage_forward(struct sf_node *n, uint64_t link, const struct sf
 			return;
 		}
 	}
+	if (m->sampling.grammar_len) {
+		stage_refuse(n, link, m->request_id,
+			     (char *)"a pipeline stage draws without a grammar (sampling.grammar)");
+		return;
+	}
 	struct sf_node_job *job = calloc(1, sizeof(*job));
 	size_t cap = n->info->stage_bytes ? n->info->stage_bytes : 4096;
 	size_t bias = (size_t)m->sampling.n_logit_bias * sizeof(*m->sampling.logit_bias);

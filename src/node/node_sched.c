@@ -247,6 +247,7 @@ void sf__node_schedule(struct sf_node *n)
 		job->steps[i].ctx = c.picks[i].s->ctx;
 		job->steps[i].logprobs = c.picks[i].g->logprobs;
 		job->steps[i].top_logprobs = c.picks[i].g->top_logprobs;
+		job->steps[i].generated = c.picks[i].g->resumed + c.picks[i].g->produced;
 		job->picks[i] = (struct node_pick){ c.picks[i].s->id, c.picks[i].g->id,
 						    c.picks[i].s->ctx };
 		c.picks[i].g->last_step = n->step_turn + 1; /* round-robin while it runs, too */

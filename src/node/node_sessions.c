@@ -74,16 +74,30 @@ void sf__node_session_clear(struct sf_node *n, struct node_session *s)
 int sf__node_keep_sampling(struct node_session *s, const struct sf_sampling *m)
 {
 	struct sf_logit_bias *bias = NULL;
+	char *grammar = NULL;
 	if (m->n_logit_bias) {
 		bias = malloc((size_t)m->n_logit_bias * sizeof(*bias));
 		if (!bias)
 			return SF_E_NOMEM;
 		memcpy(bias, m->logit_bias, (size_t)m->n_logit_bias * sizeof(*bias));
 	}
+	if (m->grammar_len && m->grammar) {
+		grammar = malloc((size_t)m->grammar_len + 1);
+		if (!grammar) {
+			free(bias);
+			return SF_E_NOMEM;
+		}
+		memcpy(grammar, m->grammar, m->grammar_len);
+		grammar[m->grammar_len] = 0;
+	}
 	free(s->bias);
+	free(s->grammar);
 	s->bias = bias;
+	s->grammar = grammar;
 	s->sampling = *m;
 	s->sampling.logit_bias = bias;
+	s->sampling.grammar = grammar;
+	s->sampling.grammar_len = grammar ? m->grammar_len : 0;
 	return 0;
 }
 
@@ -91,6 +105,7 @@ void sf__node_remove(struct sf_node *n, struct node_session *s)
 {
 	sf__node_session_clear(n, s);
 	free(s->bias);
+	free(s->grammar);
 	struct node_session **pp = &n->buckets[bucket_of(n, s->id)];
 	while (*pp != s)
 		pp = &(*pp)->next;

@@ -122,5 +122,7 @@ void make_jinja(void);
 void make_node(void);
 /* fuzz_head's seeds (corpus_head.c). */
 void make_head(void);
+/* fuzz_grammar's seeds (corpus_grammar.c). */
+void make_grammar(void);
 
 #endif

@@ -706,6 +706,7 @@ static const struct {
 	{ "fuzz_jinja", make_jinja },
 	{ "fuzz_node", make_node },
 	{ "fuzz_head", make_head },
+	{ "fuzz_grammar", make_grammar },
 };
 
 int main(int argc, char **argv)

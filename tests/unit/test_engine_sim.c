@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -828,6 +829,70 @@ static void embed_op(void **state)
 	sf_engine_free(e);
 }
 
+
+/* Under a grammar every token continues it and the end comes where it may; a run continued on
+ * another context from the prompt and the first tokens (generated says how many) draws the
+ * same rest: the grammar's state follows from the tokens. */
+static void grammar_constrains_and_follows_the_tokens(void **state)
+{
+	struct sf_engine *e = engine_seeded(5);
+	char gbnf[] = "root ::= \"{\\\"n\\\": \" [1-9] [0-9]{0,3} \", \\\"w\\\": \\\"\" [a-z ]{1,12} \"\\\"}\"\n";
+	struct sf_sampling s = { .temperature = 0.8f, .seed = 42, .grammar = gbnf,
+				 .grammar_len = (uint32_t)strlen(gbnf) };
+	uint32_t prompt[MAXT], out[64];
+	size_t np = encode(e, prompts[0], prompt);
+	for (uint64_t seed = 1; seed <= 12; seed++) {
+		s.seed = seed;
+		struct sf_engine_ctx *c = ctx_with(e, &s, prompt, np);
+		size_t n = 0;
+		bool ended = false;
+		while (n < 40) {
+			struct sf_engine_step st = { .ctx = c, .generated = (uint32_t)n };
+			assert_int_equal(sf_engine_decode(e, &st, 1, NULL), 0);
+			assert_int_equal(st.rc, 0);
+			if (st.token == SF_SIM_EOS) {
+				ended = true;
+				break;
+			}
+			assert_true(st.token < 256);
+			out[n++] = st.token;
+		}
+		assert_true(ended);
+		char text[64];
+		for (size_t i = 0; i < n; i++)
+			text[i] = (char)out[i];
+		text[n] = 0;
+		unsigned num;
+		char word[16];
+		if (sscanf(text, "{\"n\": %u, \"w\": \"%12[a-z ]\"}", &num, word) != 2 || num == 0)
+			fail_msg("seed %llu: %s", (unsigned long long)seed, text);
+		/* Continued elsewhere after k tokens: the same rest. */
+		size_t k = n / 2;
+		uint32_t both[MAXT + 64];
+		memcpy(both, prompt, np * sizeof(uint32_t));
+		memcpy(both + np, out, k * sizeof(uint32_t));
+		struct sf_engine_ctx *c2 = ctx_with(e, &s, both, np + k);
+		for (size_t i = k; i <= n; i++) {
+			struct sf_engine_step st = { .ctx = c2, .generated = (uint32_t)i };
+			assert_int_equal(sf_engine_decode(e, &st, 1, NULL), 0);
+			assert_int_equal(st.rc, 0);
+			assert_int_equal(st.token, i < n ? out[i] : SF_SIM_EOS);
+		}
+		sf_engine_ctx_free(e, c);
+		sf_engine_ctx_free(e, c2);
+	}
+	/* A grammar that does not compile fails the step, not the process. */
+	char bad[] = "root ::= nope\n";
+	s.grammar = bad;
+	s.grammar_len = (uint32_t)strlen(bad);
+	struct sf_engine_ctx *c = ctx_with(e, &s, prompt, np);
+	struct sf_engine_step st = { .ctx = c };
+	assert_int_equal(sf_engine_decode(e, &st, 1, NULL), 0);
+	assert_int_equal(st.rc, SF_E_RANGE);
+	sf_engine_ctx_free(e, c);
+	sf_engine_free(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -847,6 +912,7 @@ int main(void)
 		cmocka_unit_test(decode_refuses_bad_batches),
 		cmocka_unit_test(truncate_rewinds_and_memory_is_bounded),
 		cmocka_unit_test(timing_model_follows_the_config),
+		cmocka_unit_test(grammar_constrains_and_follows_the_tokens),
 	};
 	return cmocka_run_group_tests_name("engine_sim", tests, NULL, NULL);
 }

@@ -252,6 +252,55 @@ static void logit_bias_bans_and_forces(void **state)
 	assert_non_null(strstr(err.msg, "presence_penalty"));
 }
 
+
+/* Under a grammar, each greedy token is the best of those the grammar allows where the
+ * generation is (reference logits, the allowed set by position); a context continued from the
+ * prompt and the first tokens (generated says how many are the generation's) draws the same
+ * rest. */
+static void grammar_draws_the_best_allowed_token(void **state)
+{
+	struct fx *f = *state;
+	struct sf_err err;
+	char gbnf[] = "root ::= \"t1\" (\"t5\" | \"t7\"){3} \"t9\" (\"t1\" | \"t5\")*\n";
+	struct sf_sampling s = { .temperature = 0, .ignore_eos = true, .grammar = gbnf,
+				 .grammar_len = (uint32_t)strlen(gbnf) };
+	static const uint32_t sets[4][2] = { { 1, 1 }, { 5, 7 }, { 9, 9 }, { 1, 5 } };
+	uint32_t ctx[N_PROMPT + N_GEN], out[N_GEN];
+	memcpy(ctx, prompt, sizeof(prompt));
+	struct sf_engine_ctx *c;
+	assert_int_equal(sf_engine_ctx_new(f->e, &s, &c, &err), 0);
+	assert_int_equal(sf_engine_prefill(f->e, c, prompt, N_PROMPT, &err), 0);
+	for (uint32_t i = 0; i < N_GEN; i++) {
+		struct sf_engine_step st = { .ctx = c, .generated = i };
+		do {
+			st.more = false;
+			assert_int_equal(sf_engine_decode(f->e, &st, 1, &err), 0);
+			assert_int_equal(st.rc, 0);
+		} while (st.more);
+		const uint32_t *set = sets[i == 0 ? 0 : i < 4 ? 1 : i == 4 ? 2 : 3];
+		logits_after(f, ctx, N_PROMPT + i);
+		uint32_t want = f->logits[set[1]] > f->logits[set[0]] ? set[1] : set[0];
+		if (st.token != want)
+			fail_msg("token %u: drew %u, the best allowed is %u", i, st.token, want);
+		ctx[N_PROMPT + i] = out[i] = st.token;
+	}
+	sf_engine_ctx_free(f->e, c);
+	/* Continued after 2 tokens on a fresh context. */
+	struct sf_engine_ctx *c2;
+	assert_int_equal(sf_engine_ctx_new(f->e, &s, &c2, &err), 0);
+	assert_int_equal(sf_engine_prefill(f->e, c2, ctx, N_PROMPT + 2, &err), 0);
+	for (uint32_t i = 2; i < 8; i++) {
+		struct sf_engine_step st = { .ctx = c2, .generated = i };
+		do {
+			st.more = false;
+			assert_int_equal(sf_engine_decode(f->e, &st, 1, &err), 0);
+			assert_int_equal(st.rc, 0);
+		} while (st.more);
+		assert_int_equal(st.token, out[i]);
+	}
+	sf_engine_ctx_free(f->e, c2);
+}
+
 static void kept_stages_draw_the_decode_stream(void **state)
 {
 	struct fx *f = *state;
@@ -328,6 +377,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(penalties_change_the_greedy_stream),
 		cmocka_unit_test(logit_bias_bans_and_forces),
+		cmocka_unit_test(grammar_draws_the_best_allowed_token),
 		cmocka_unit_test(kept_stages_draw_the_decode_stream),
 		cmocka_unit_test(kept_stages_refuse_what_they_cannot_continue),
 	};

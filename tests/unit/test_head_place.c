@@ -300,8 +300,8 @@ static void whole_sampling_needs_version_4(void **state)
 	assert_int_equal(open_session(f, 9, "sim-1", &smp, &err), SF_E_UNSUPPORTED);
 	assert_string_equal(err.msg, "node node-0 runs an older superfluid (protocol 3) that "
 				     "cannot take this session's sampling (it needs protocol 4: 4 "
-				     "for min_p, the penalties and logit_bias, 6 for ignore_eos and "
-				     "min_tokens); update it");
+				     "for min_p, the penalties and logit_bias, 6 for ignore_eos, "
+				     "min_tokens and grammar); update it");
 	struct sf_sampling plain = { .temperature = 0.7f, .top_p = 0.9f, .top_k = 5, .seed = 5 };
 	assert_int_equal(open_session(f, 9, "sim-1", &plain, &err), 0);
 	sf_fleet_sim_free(f);

@@ -340,10 +340,11 @@ static void fields_added_in_version_4(void **state)
 	assert_non_null(strstr(f->err.msg, "cache_ns"));
 	sf_buf_clear(&f->out);
 	assert_int_equal(sf_encode_session_assign(&f->out, &ns, 6, SF_FRAME_PAYLOAD_MAX, &f->err), 0);
-	/* The sampling's version 6 fields (ignore_eos 1 byte, min_tokens 4), then cache_ns. */
-	assert_int_equal(sf_buf_used(&f->out), SF_FRAME_HDR_LEN + v4_len + 5 + 8);
+	/* The sampling's version 6 fields (ignore_eos 1 byte, min_tokens 4, grammar 4 + its
+	 * bytes), then cache_ns. */
+	assert_int_equal(sf_buf_used(&f->out), SF_FRAME_HDR_LEN + v4_len + 9 + 8);
 	assert_int_equal(sf_msg_decode(SF_MSG_SESSION_ASSIGN, sf_buf_head(&f->out) + SF_FRAME_HDR_LEN,
-				       v4_len + 5 + 8, 6, &f->b, &f->d, &f->err), 0);
+				       v4_len + 9 + 8, 6, &f->b, &f->d, &f->err), 0);
 	assert_true(sf_msg_equal(SF_MSG_SESSION_ASSIGN, &ns, &f->d.u));
 	/* ignore_eos and min_tokens: version 6, refused by name on a v5 link. */
 	struct sf_session_assign ie = a;
@@ -362,6 +363,39 @@ static void fields_added_in_version_4(void **state)
 				       sf_buf_used(&f->out) - SF_FRAME_HDR_LEN, 6, &f->b, &f->d,
 				       &f->err), 0);
 	assert_int_equal(f->d.u.session_assign.sampling.min_tokens, 12);
+	/* The grammar: version 6 text, refused by name on a v5 link, bounded. */
+	struct sf_session_assign gr = a;
+	char gbnf[] = "root ::= \"x\"";
+	gr.sampling.grammar = gbnf;
+	gr.sampling.grammar_len = (uint32_t)strlen(gbnf);
+	assert_int_equal(sf_msg_version_needed(SF_MSG_SESSION_ASSIGN, &gr), 6);
+	sf_buf_clear(&f->out);
+	assert_int_equal(sf_encode_session_assign(&f->out, &gr, 5, SF_FRAME_PAYLOAD_MAX, &f->err),
+			 SF_E_VERSION);
+	assert_non_null(strstr(f->err.msg, "grammar"));
+	sf_buf_clear(&f->out);
+	assert_int_equal(sf_encode_session_assign(&f->out, &gr, 6, SF_FRAME_PAYLOAD_MAX, &f->err), 0);
+	assert_int_equal(sf_msg_decode(SF_MSG_SESSION_ASSIGN, sf_buf_head(&f->out) + SF_FRAME_HDR_LEN,
+				       sf_buf_used(&f->out) - SF_FRAME_HDR_LEN, 6, &f->b, &f->d,
+				       &f->err), 0);
+	assert_true(sf_msg_equal(SF_MSG_SESSION_ASSIGN, &gr, &f->d.u));
+	assert_string_equal(f->d.u.session_assign.sampling.grammar, gbnf);
+	char *huge = malloc(SF_MAX_GRAMMAR + 2);
+	memset(huge, 'x', SF_MAX_GRAMMAR + 1);
+	huge[SF_MAX_GRAMMAR + 1] = 0;
+	gr.sampling.grammar = huge;
+	gr.sampling.grammar_len = SF_MAX_GRAMMAR + 1;
+	sf_buf_clear(&f->out);
+	assert_int_equal(sf_encode_session_assign(&f->out, &gr, 6, 1u << 24, &f->err), SF_E_LIMIT);
+	free(huge);
+	/* GENERATE's resumed: version 6. */
+	struct sf_generate gen = { .command_id = 1, .session_id = 2, .epoch = 3,
+				   .generation_id = 4, .max_new_tokens = 5, .resumed = 7 };
+	assert_int_equal(sf_msg_version_needed(SF_MSG_GENERATE, &gen), 6);
+	sf_buf_clear(&f->out);
+	assert_int_equal(sf_encode_generate(&f->out, &gen, 5, SF_FRAME_PAYLOAD_MAX, &f->err),
+			 SF_E_VERSION);
+	assert_non_null(strstr(f->err.msg, "resumed"));
 
 	/* The pairs are bounded: SF_MAX_LOGIT_BIAS both ways. */
 	struct sf_logit_bias *many = calloc(SF_MAX_LOGIT_BIAS + 1, sizeof(*many));
