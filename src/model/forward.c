@@ -180,6 +180,12 @@ static void add(float *y, const float *b, uint32_t n)
 		y[i] += b[i];
 }
 
+static void scale(float *y, float s, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		y[i] *= s;
+}
+
 /* Biases, q/k norms and rope for token t, then its keys and values into its cache. */
 static void qkv_finish(struct job *j, uint32_t il, uint32_t t)
 {
@@ -278,6 +284,8 @@ static void layer(struct job *j, uint32_t il, unsigned ith, unsigned nth)
 			add(d, l->bo->data, E);
 		if (l->attn_post_norm)
 			sf_op_rmsnorm(d, d, l->attn_post_norm->data, E, c->rms_eps);
+		if (c->residual_scale) /* Granite */
+			scale(d, c->residual_scale, E);
 		add(x, d, E);
 		if (l->ffn_norm)
 			sf_op_rmsnorm(f->xn + t * E, x, l->ffn_norm->data, E, c->rms_eps);
@@ -309,6 +317,8 @@ static void layer(struct job *j, uint32_t il, unsigned ith, unsigned nth)
 		if (l->ffn_post_norm)
 			sf_op_rmsnorm(f->tmp + t * E, f->tmp + t * E, l->ffn_post_norm->data, E,
 				      c->rms_eps);
+		if (c->residual_scale)
+			scale(f->tmp + t * E, c->residual_scale, E);
 		add(f->x + t * E, f->tmp + t * E, E);
 	}
 	sf_pool_barrier(p);
@@ -330,7 +340,7 @@ static void run(void *arg, unsigned ith, unsigned nth)
 			float *x = f->x + t * E;
 			sf_kt(te->type)->dequantize((const uint8_t *)te->data + row * j->toks[t].token,
 						    x, E);
-			if (c->embd_scale) /* Gemma */
+			if (c->embd_scale) /* Gemma, Granite */
 				for (uint32_t i = 0; i < E; i++)
 					x[i] *= c->embd_scale;
 		} else {
@@ -361,6 +371,11 @@ static void run(void *arg, unsigned ith, unsigned nth)
 		sf_pool_barrier(j->pool);
 		sf_pool_split((uint64_t)j->n_out * c->n_vocab, ith, nth, 1, &lo, &hi);
 		sf_op_softcap(j->logits + lo, (uint32_t)(hi - lo), c->final_softcap, 1.0f);
+	}
+	if (c->logit_scale) { /* Granite: times 1 / the scale, as ggml_scale by it */
+		sf_pool_barrier(j->pool);
+		sf_pool_split((uint64_t)j->n_out * c->n_vocab, ith, nth, 1, &lo, &hi);
+		scale(j->logits + lo, 1.0f / c->logit_scale, (uint32_t)(hi - lo));
 	}
 }
 

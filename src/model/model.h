@@ -40,6 +40,7 @@ enum sf_arch {
 	SF_ARCH_QWEN3MOE = 6, /* Qwen3's attention, a mixture of experts in every layer */
 	SF_ARCH_SMOLLM3 = 7, /* Llama's, without rope on every fourth layer */
 	SF_ARCH_OLMO2 = 8,  /* no pre-norms: post-norms, q/k RMSNorm over all heads together */
+	SF_ARCH_GRANITE = 9, /* Llama's, with embedding, residual and logit multipliers */
 };
 
 /* The feed-forward's gate activation. */
@@ -70,6 +71,9 @@ struct sf_model_config {
 	bool q_prescale;       /* queries times attn_scale before they are rounded to F16 and the
 				* scores unscaled (Gemma), instead of the scores scaled */
 	float embd_scale;      /* the embeddings times it (Gemma: sqrt(n_embd)); 0: as they are */
+	float residual_scale;  /* each layer's attention and FFN outputs times it before they are
+				* added (Granite); 0: as they are */
+	float logit_scale;     /* the logits divided by it (Granite); 0: as they are */
 	float attn_softcap;    /* scores = cap * tanh(scores / cap) before the softmax; 0: none */
 	float final_softcap;   /* the logits likewise; 0: none */
 	enum sf_act act;

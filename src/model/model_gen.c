@@ -37,6 +37,8 @@ static const struct shape shapes[] = {
 	{ "smollm2-135m", "llama", 576, 30, 9, 3, 64, 1536, 8192, 1e5f, 1e-5f, true, false, PLAIN },
 	{ "olmo2-1b", "olmo2", 2048, 16, 16, 16, 128, 8192, 4096, 5e5f, 1e-6f, false, false,
 	  PLAIN },
+	{ "granite-3.3-2b", "granite", 2048, 40, 32, 8, 64, 8192, 131072, 1e7f, 1e-5f, true, false,
+	  PLAIN },
 	{ "smollm3-3b", "smollm3", 2048, 36, 16, 4, 128, 11008, 65536, 5e6f, 1e-6f, true, false,
 	  PLAIN },
 	/* Small shapes for tests: rows of whole K-quant blocks. */
@@ -44,6 +46,8 @@ static const struct shape shapes[] = {
 	{ "test-qwen2", "qwen2", 256, 2, 4, 2, 64, 512, 4096, 1e6f, 1e-6f, true, false, PLAIN },
 	/* OLMo 2: post-norms only, q/k norms over all heads (OLMo-2-0425-1B: 16 heads, untied) */
 	{ "test-olmo2", "olmo2", 256, 2, 4, 2, 64, 512, 4096, 5e5f, 1e-6f, false, false, PLAIN },
+	/* Granite: Llama's with multipliers (granite_scales) */
+	{ "test-granite", "granite", 256, 2, 4, 2, 64, 512, 4096, 1e4f, 1e-5f, false, false, PLAIN },
 	/* SmolLM3: layer 3 of 4 without rope */
 	{ "test-smollm3", "smollm3", 256, 4, 4, 2, 64, 512, 4096, 1e4f, 1e-6f, false, false, PLAIN },
 	{ "test-qwen3", "qwen3", 256, 2, 4, 2, 128, 512, 4096, 1e6f, 1e-6f, true, false, PLAIN },
@@ -238,6 +242,30 @@ static void llama3_factors(const struct shape *s, float *out)
 	}
 }
 
+/* Granite's multipliers by shape: embeddings, residuals, attention scores, logits (divided). */
+static const struct {
+	const char *shape;
+	float embd, resid, attn, logit;
+} granite_scales[] = {
+	{ "granite-3.3-2b", 12.0f, 0.22f, 0.015625f, 8.0f },
+	{ "test-granite", 12.0f, 0.22f, 0.03f, 8.0f }, /* a score scale not 1/sqrt(64) */
+};
+
+static int write_granite(struct maker *mk, const struct shape *s)
+{
+	for (size_t i = 0; i < sizeof(granite_scales) / sizeof(granite_scales[0]); i++) {
+		if (strcmp(granite_scales[i].shape, s->name))
+			continue;
+		struct sf_gguf_writer *w = mk->w;
+		int rc = sf_gguf_set_f32(w, "granite.embedding_scale", granite_scales[i].embd);
+		rc = rc ? rc : sf_gguf_set_f32(w, "granite.residual_scale", granite_scales[i].resid);
+		rc = rc ? rc : sf_gguf_set_f32(w, "granite.attention.scale", granite_scales[i].attn);
+		rc = rc ? rc : sf_gguf_set_f32(w, "granite.logit_scale", granite_scales[i].logit);
+		return rc;
+	}
+	return -1;
+}
+
 static int write_meta(struct maker *mk, const struct shape *s, uint32_t n_layer, uint32_t ctx,
 		      uint32_t ftype, const char *type_name, const struct sf_gguf *vocab)
 {
@@ -263,6 +291,8 @@ static int write_meta(struct maker *mk, const struct shape *s, uint32_t n_layer,
 	}
 	if (!strcmp(s->arch, "llama"))
 		rc = rc ? rc : sf_gguf_set_u32(w, KEY("rope.dimension_count"), s->head_dim);
+	if (!strcmp(s->arch, "granite"))
+		rc = rc ? rc : write_granite(mk, s);
 	if (s->n_swa)
 		rc = rc ? rc : sf_gguf_set_u32(w, KEY("attention.sliding_window"), s->n_swa);
 	if (s->swa_period)
@@ -364,7 +394,8 @@ const char *const sf_model_gen_shapes[] = { "qwen2.5-0.5b", "qwen3-0.6b", "llama
 					    "test-qwen3", "test-gemma", "test-gemma2", "test-gemma3",
 					    "qwen3-30b-a3b", "mixtral-8x7b", "test-qwen3moe",
 					    "test-mixtral", "test-qwen3-yarn", "smollm3-3b",
-					    "test-smollm3", "olmo2-1b", "test-olmo2", NULL };
+					    "test-smollm3", "olmo2-1b", "test-olmo2", "granite-3.3-2b",
+					    "test-granite", NULL };
 const char *const sf_model_gen_types[] = { "f32", "f16", "bf16", "q8_0", "q4_0", "q5_0",
 					   "q4_k", "q6_k", "q4_k_m", "q5_k", "q5_k_m", "q3_k",
 					   "q2_k", "iq4_xs", "q4_1", "q5_1", "iq4_nl", "mxfp4",

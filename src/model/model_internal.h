@@ -11,6 +11,7 @@ enum {
 	SF_COMPUTES_ATTN_SOFTCAP = 2,
 	SF_COMPUTES_FINAL_SOFTCAP = 4,
 	SF_COMPUTES_MOE = 8,
+	SF_COMPUTES_SCALES = 16, /* embedding, residual and logit scales (Granite) */
 };
 
 /* Gemma, Gemma 2 or Gemma 3. */

@@ -21,6 +21,7 @@ static const struct {
 	{ "qwen3moe", SF_ARCH_QWEN3MOE, SF_COMPUTES_MOE },
 	{ "smollm3", SF_ARCH_SMOLLM3, 0 },
 	{ "olmo2", SF_ARCH_OLMO2, 0 },
+	{ "granite", SF_ARCH_GRANITE, SF_COMPUTES_SCALES },
 	{ "gemma", SF_ARCH_GEMMA, 0 },
 	{ "gemma2", SF_ARCH_GEMMA2,
 	  SF_COMPUTES_SWA | SF_COMPUTES_ATTN_SOFTCAP | SF_COMPUTES_FINAL_SOFTCAP },
@@ -184,6 +185,31 @@ static int read_experts(const struct sf_gguf *g, struct sf_model_config *c, stru
 	return 0;
 }
 
+/* Granite's multipliers (0 or absent: none; the logits' is required, as llama.cpp reads it)
+ * and its rope switch (rope.scaling.finetuned false: no rope, which is refused). */
+static int read_granite(const struct sf_gguf *g, struct sf_model_config *c, struct sf_err *err)
+{
+	int rc;
+	if ((rc = opt_f32(g, c, "embedding_scale", 0.0f, &c->embd_scale, err)) ||
+	    (rc = opt_f32(g, c, "residual_scale", 0.0f, &c->residual_scale, err)) ||
+	    (rc = opt_f32(g, c, "logit_scale", 0.0f, &c->logit_scale, err)))
+		return rc;
+	if (!(c->logit_scale > 0) || !isfinite(c->logit_scale) || !isfinite(c->embd_scale) ||
+	    !isfinite(c->residual_scale))
+		return sf_err_set(err, SF_E_MODEL, "%s = %g: Granite's logits are divided by a "
+				  "positive scale (the embedding and residual ones finite)",
+				  akey(c, "logit_scale"), (double)c->logit_scale);
+	char k[128];
+	snprintf(k, sizeof(k), "%s", akey(c, "rope.scaling.finetuned"));
+	bool roped = true;
+	if (sf_gguf_find(g, k) && sf_gguf_get_bool(g, k, &roped, err))
+		return err->code = SF_E_MODEL;
+	if (!roped)
+		return sf_err_set(err, SF_E_MODEL, "%s = false: layers without rope, which this "
+				  "engine does not compute for architecture 'granite'", k);
+	return 0;
+}
+
 static int read_config(const struct sf_gguf *g, struct sf_model_config *c, unsigned *computes,
 		       struct sf_err *err)
 {
@@ -281,10 +307,15 @@ static int read_config(const struct sf_gguf *g, struct sf_model_config *c, unsig
 					  c->n_ctx_train, 1, 1u << 24, &c->yarn_orig_ctx, err)))
 			return rc;
 	}
-	c->rope_neox = c->arch != SF_ARCH_LLAMA && c->arch != SF_ARCH_SMOLLM3;
+	/* rope on adjacent pairs (llama.cpp's LLAMA_ROPE_TYPE_NORM) or on halves (NEOX) */
+	bool adjacent = c->arch == SF_ARCH_LLAMA || c->arch == SF_ARCH_SMOLLM3 ||
+			c->arch == SF_ARCH_GRANITE;
+	c->rope_neox = !adjacent;
 	c->no_rope_step = c->arch == SF_ARCH_SMOLLM3 ? 4 : 0; /* as llama.cpp fixes it */
 	if (c->arch == SF_ARCH_OLMO2)
 		c->post_norms = c->no_pre_norms = c->qk_norm_whole = true;
+	if (c->arch == SF_ARCH_GRANITE && (rc = read_granite(g, c, err)))
+		return rc;
 	if ((*computes & SF_COMPUTES_MOE) && (rc = read_experts(g, c, err)))
 		return rc;
 	if (!c->n_expert && !c->n_ff &&

@@ -49,7 +49,7 @@ head -c 7 "$M" >"$work/cut-magic.gguf"
 refused "cut short after 7 bytes" "$work/cut-magic.gguf" "7 bytes: too short for a GGUF file"
 edit "$M" "$work/arch.gguf" --arch gpt-j
 refused "an architecture it does not run" "$work/arch.gguf" \
-	"architecture 'gpt-j' is not one this engine runs \(llama, qwen2, qwen3, qwen3moe, smollm3, olmo2, gemma, gemma2, gemma3\)"
+	"architecture 'gpt-j' is not one this engine runs \(llama, qwen2, qwen3, qwen3moe, smollm3, olmo2, granite, gemma, gemma2, gemma3\)"
 for t in "16 IQ2_XXS" "19 IQ1_S" "34 TQ1_0" "28 F64"; do
 	set -- $t
 	edit "$M" "$work/type-$2.gguf" --type blk.1.ffn_down.weight "$1"
@@ -118,6 +118,12 @@ edit "$work/key.gguf" "$work/key2.gguf" --set-f32 qwen2.rope.scaling.factor 4
 edit "$work/key2.gguf" "$work/key.gguf" --set-f32 qwen2.rope.scaling.yarn_beta_fast 64
 refused "a YaRN setting other than its default" "$work/key.gguf" \
 	"qwen2.rope.scaling.yarn_beta_fast = 64: a YaRN setting other than its default \(32\)"
+# Granite computes its multipliers (qwen2's logit_scale is refused above) but not layers
+# without rope.
+gguf_make "$work/gr.gguf" refact test-granite q4_0
+edit "$work/gr.gguf" "$work/key.gguf" --set-bool granite.rope.scaling.finetuned 0
+refused "Granite without rope" "$work/key.gguf" \
+	"granite.rope.scaling.finetuned = false: layers without rope, which this engine does not compute for architecture 'granite'"
 # What one family computes is not another's: Gemma 3 has no score soft-capping (Gemma 2 has).
 gguf_make "$work/g3.gguf" llama-spm test-gemma3 q4_0
 edit "$work/g3.gguf" "$work/key.gguf" --set-f32 gemma3.attn_logit_softcapping 50

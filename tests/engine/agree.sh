@@ -16,7 +16,8 @@
 #   a file of llama.cpp's own quantizer: TYPE llama.T); gemma3-1b, gemma-2-2b (2 layers);
 #   qwen3moe, mixtral (mixtures of experts: their test shapes likewise, judged with
 #   logits_cmp --parted); qwen3-30b-a3b (one layer at full width); yarn (test-qwen3-yarn);
-#   smollm3 (test-smollm3 in five types, SmolLM3-3B's width with 4 layers); olmo2 (likewise);
+#   smollm3 (test-smollm3 in five types, SmolLM3-3B's width with 4 layers); olmo2, granite
+#   (likewise, 2 layers);
 #   qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b (that model at full width, 2 layers, in Q8_0 and
 #   Q4_K_M, and F16 for Llama-3.2-1B); real (those three); or one case SHAPE/TYPE[/LAYERS].
 # Exit 0 all agree, 1 a case did not, 77 skipped: llama.cpp could not be fetched (under CI=true
@@ -116,6 +117,13 @@ for set in "$@"; do
 			cases+=("test-olmo2/$t")
 		done
 		cases+=("olmo2-1b/q8_0/2") ;;
+	# Granite: multipliers of the embeddings, residuals, scores and logits; at
+	# Granite-3.3-2B's width, 2 layers
+	granite)
+		for t in f32 f16 q8_0 q4_k_m q4_0; do
+			cases+=("test-granite/$t")
+		done
+		cases+=("granite-3.3-2b/q8_0/2") ;;
 	# YaRN (factor 4 over 32,768, as DeepSeek-R1-0528-Qwen3-8B's) on the Qwen3 test shape
 	yarn)
 		for t in f32 f16 q8_0 q4_k_m; do
@@ -169,6 +177,7 @@ run_case() {
 	gemma*) arch=gemma vocab=gemma ;;
 	test-llama) arch=llama vocab=llama-spm ;;
 	test-smollm3 | smollm3* | test-olmo2 | olmo2*) arch=llama vocab=llama-bpe ;;
+	test-granite | granite*) arch=llama vocab=refact ;;
 	llama-*) arch=llama vocab=llama-bpe ;;
 	test-qwen2 | qwen2*) arch=qwen2 vocab=qwen2 ;;
 	test-qwen3 | test-qwen3-yarn | qwen3*) arch=qwen3 vocab=qwen2 ;;
