@@ -72,6 +72,10 @@ void sf_grammar_unref(struct sf_grammar *g);
 /* A 64-bit digest of the text g was compiled from. */
 uint64_t sf_grammar_digest(const struct sf_grammar *g);
 
+/* A 64-bit digest of text[0..len), as sf_grammar_digest gives the grammar compiled from it
+ * (but never 0: 0 is 1), without compiling it. */
+uint64_t sf_grammar_text_digest(const char *text, size_t len);
+
 /* Automaton states and rules of g (sizes, for tests and logs). */
 void sf_grammar_size(const struct sf_grammar *g, uint32_t *n_states, uint32_t *n_rules);
 

@@ -19,7 +19,7 @@ static const char *const passed[] = {
 	"model", "temperature", "top_p", "top_k", "min_p", "seed", "presence_penalty",
 	"frequency_penalty", "repetition_penalty", "repeat_penalty", "repeat_last_n", "logit_bias",
 	"stop_token_ids", "include_stop_str_in_output", "ignore_eos", "min_tokens", "cache_prompt",
-	"chat_template", "stream", NULL,
+	"chat_template", "stream", "grammar", "json_schema", "structured_outputs", NULL,
 };
 
 static int unsupported(struct sf_api_error *e, const char *param, const char *what)

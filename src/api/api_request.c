@@ -311,24 +311,6 @@ static int parse_logprobs(const json_t *root, struct sf_api_request *r, bool *to
 /* Fields taken and ignored, still checked so that a mistake is not silently passed over. */
 static int parse_ignored(const json_t *root, struct sf_api_error *e)
 {
-	const json_t *rf = sf__api_opt(root, "response_format");
-	if (rf) {
-		if (!json_is_object(rf))
-			return sf__api_type(e, "response_format", "an object like {\"type\": \"text\"}",
-					    rf);
-		const json_t *type = json_object_get(rf, "type");
-		if (!type)
-			return sf__api_missing(e, "response_format.type");
-		if (!json_is_string(type))
-			return sf__api_type(e, "response_format.type", "a string", type);
-		const char *s = json_string_value(type);
-		if (!strcmp(s, "json_object") || !strcmp(s, "json_schema"))
-			return sf_api_fail(e, 400, "invalid_request_error", "unsupported_value",
-					   "response_format.type", "response_format %s is not "
-					   "supported by this server yet; only \"text\"", s);
-		if (strcmp(s, "text"))
-			return sf__api_value(e, "response_format.type", "\"text\"", type);
-	}
 	if (opt_type(root, "parallel_tool_calls", JSON_TRUE, "a boolean", e) ||
 	    opt_type(root, "store", JSON_TRUE, "a boolean", e) ||
 	    opt_type(root, "metadata", JSON_OBJECT, "an object", e) ||
@@ -349,7 +331,7 @@ static int parse_root(enum sf_api_kind kind, const json_t *root, struct sf_api_r
 	if (parse_stream(root, r, e) || parse_max_tokens(root, r, e) ||
 	    parse_sampling(root, r, e) || parse_stop(root, r, e) ||
 	    parse_logprobs(root, r, &top_given, e) || sf__api_parse_more(root, r, top_given, e) ||
-	    parse_ignored(root, e))
+	    parse_ignored(root, e) || sf__api_parse_structured(root, r, e))
 		return -1;
 	if (r->n_prompts > 1 && (uint64_t)r->n_prompts * r->n > SF_API_MAX_CHOICES)
 		return sf_api_fail(e, 413, "invalid_request_error", "too_many_choices", "n",
@@ -389,12 +371,14 @@ int sf_api_parse_request(enum sf_api_kind kind, const uint8_t *body, size_t len,
 	else if (kind == SF_API_RESPONSES || kind == SF_API_MESSAGES) {
 		/* Its chat request, parsed as the chat endpoint's body. */
 		json_t *chat = NULL;
+		out->wire = kind; /* its fields are named as that endpoint's */
 		rc = kind == SF_API_RESPONSES ? sf__api_responses_chat(root, out, &chat, e)
 					      : sf__api_messages_chat(root, out, &chat, e);
 		if (!rc)
 			rc = parse_root(SF_API_CHAT, chat, out, e);
 		json_decref(chat);
 	} else {
+		out->wire = kind;
 		rc = parse_root(kind, root, out, e);
 	}
 	out->wire = kind;
@@ -448,6 +432,7 @@ void sf_api_request_free(struct sf_api_request *r)
 	}
 	free(r->user);
 	free(r->session);
+	free(r->grammar);
 	free(r->logit_bias);
 	memset(r, 0, sizeof(*r));
 }

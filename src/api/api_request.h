@@ -156,6 +156,11 @@ struct sf_api_request {
 	uint32_t n;            /* 1..SF_API_MAX_N; default 1 */
 	char *user;            /* or NULL */
 	char *session;         /* the "session" body field, or NULL */
+	/* Structured outputs (api_request_structured.c): GBNF text the output must match, from
+	 * response_format, grammar, json_schema, structured_outputs or guided_*; NULL: none.
+	 * grammar_param names the field it came from (a static string). */
+	char *grammar;
+	const char *grammar_param;
 };
 
 /* Parses body as a request of kind. Returns 0, or -1 with e set (400, or 413 past a limit; 500

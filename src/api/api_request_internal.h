@@ -62,6 +62,11 @@ int sf__api_responses_chat(const json_t *root, struct sf_api_request *r, json_t 
 int sf__api_messages_chat(const json_t *root, struct sf_api_request *r, json_t **out,
 			  struct sf_api_error *e);
 
+/* The fields that constrain the output (api_request_structured.c): r->grammar compiled from
+ * the one given, checked to compile; r->wire must be set (Responses names text.format). */
+int sf__api_parse_structured(const json_t *root, struct sf_api_request *r,
+			     struct sf_api_error *e);
+
 /* The chat fields: messages, tools, tool_choice. */
 int sf__api_parse_chat(const json_t *root, struct sf_api_request *r, struct sf_api_error *e);
 

@@ -2,9 +2,10 @@
  * instructions a system message first; input a user message, or its items as messages
  * (message, function_call: an assistant's tool call, function_call_output: a tool's result,
  * reasoning: the next assistant message's reasoning_content); function tools; tool_choice;
- * max_output_tokens; text.format text; reasoning.effort a template variable (as vLLM gives
+ * max_output_tokens; text.format (text, json_object, json_schema: structured outputs, as the
+ * chat's response_format); reasoning.effort a template variable (as vLLM gives
  * it); the sampling fields and the extensions the chat endpoint takes as they are. What it
- * cannot honour (built-in tools, images, item references, background, json formats, ...) is a
+ * cannot honour (built-in tools, images, item references, background, ...) is a
  * 400 naming it. store, previous_response_id and what the answer repeats go to r->resp. */
 #include "api/api_request_internal.h"
 
@@ -21,7 +22,8 @@ static const char *const passed[] = {
 	"model", "temperature", "top_p", "top_k", "min_p", "seed", "presence_penalty",
 	"frequency_penalty", "repetition_penalty", "repeat_penalty", "repeat_last_n", "logit_bias",
 	"stop", "stop_token_ids", "include_stop_str_in_output", "ignore_eos", "min_tokens",
-	"cache_prompt", "chat_template", "stream", "user", NULL,
+	"cache_prompt", "chat_template", "stream", "user", "grammar", "json_schema",
+	"structured_outputs", NULL,
 };
 
 /* Fields of OpenAI's this server does not do, refused by name when set (not null, false). */
@@ -353,7 +355,8 @@ static int tool_choice_of(const json_t *tc, json_t *chat, struct sf_api_error *e
 	return !v || json_object_set_new(chat, "tool_choice", v) ? sf__api_nomem(e) : 0;
 }
 
-/* text.format: only text; reasoning: effort as the template's reasoning_effort. */
+/* text.format: text, json_object or json_schema (the chat's response_format, named as
+ * text.format); reasoning: effort as the template's reasoning_effort. */
 static int formats_of(const json_t *root, json_t *chat, struct sf_api_error *e)
 {
 	const json_t *text = sf__api_opt(root, "text");
@@ -362,11 +365,8 @@ static int formats_of(const json_t *root, json_t *chat, struct sf_api_error *e)
 			return sf__api_type(e, "text", "an object like {\"format\": {\"type\": "
 					    "\"text\"}}", text);
 		const json_t *f = sf__api_opt(text, "format");
-		const json_t *ft = f ? json_object_get(f, "type") : NULL;
-		if (f && (!json_is_string(ft) || strcmp(json_string_value(ft), "text")))
-			return unsupported(e, "text.format", "text.format %s is not supported by "
-					   "this server yet; only {\"type\": \"text\"}",
-					   json_is_string(ft) ? json_string_value(ft) : "of that shape");
+		if (f && json_object_set(chat, "response_format", (json_t *)f))
+			return sf__api_nomem(e);
 		if (sf__api_opt(text, "verbosity"))
 			return unsupported(e, "text.verbosity", "%s is not supported by this server",
 					   "text.verbosity");

@@ -502,3 +502,9 @@ void sf_grammar_size(const struct sf_grammar *g, uint32_t *n_states, uint32_t *n
 	*n_states = g->n_states;
 	*n_rules = g->n_rules;
 }
+
+uint64_t sf_grammar_text_digest(const char *text, size_t len)
+{
+	uint64_t d = gr_digest(text, len);
+	return d ? d : 1;
+}

@@ -74,6 +74,8 @@ struct headd_named {
 	uint64_t restoring;       /* a generation from before a head restart runs on it (no
 				   * request follows it yet): busy too */
 	bool opened;              /* placed on a node at least once */
+	uint64_t grammar;         /* its first turn's structured output (sf_grammar_text_digest),
+				   * which its node's sampling keeps; 0: none */
 	bool tail_unsure;         /* restored before its model's tokenizer came: its last token
 				   * may be the one that ended the turn, dropped at the next turn */
 	/* The key that made it: only requests with that key find it (names are per key). */

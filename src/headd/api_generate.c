@@ -15,6 +15,8 @@
 
 #include <sodium.h>
 
+#include <superfluid/grammar.h>
+
 #include "daemon/log.h"
 
 /* ---- the model's vocabulary for the output decoder ---- */
@@ -271,7 +273,8 @@ static int start_pipeline(struct headd_req *q)
 		sf_api_fail(&e, 500, "server_error", NULL, NULL, "the head is out of memory");
 	} else if (rc == SF_E_UNSUPPORTED) {
 		sf_api_fail(&e, 400, "invalid_request_error", "unsupported_on_fleet",
-			    q->r.logprobs ? "logprobs" : "temperature", "%s", err.msg);
+			    q->r.grammar ? q->r.grammar_param : q->r.logprobs ? "logprobs"
+			    : "temperature", "%s", err.msg);
 	} else if (rc) {
 		sf_api_fail(&e, 503, "service_unavailable", "no_capacity", NULL,
 			    "the pipeline cannot take the generation now: %s", err.msg);
@@ -308,7 +311,8 @@ static void log_gen(struct headd_req *q)
  * is set. */
 static const char *v4_sampling_field(const struct sf_api_request *r)
 {
-	return r->ignore_eos ? "ignore_eos"
+	return r->grammar ? r->grammar_param
+	       : r->ignore_eos ? "ignore_eos"
 	       : r->min_tokens ? "min_tokens"
 	       : r->n_logit_bias ? "logit_bias"
 	       : r->presence_penalty != 0 ? "presence_penalty"
@@ -339,6 +343,7 @@ static int sampling_of(struct headd_req *q, struct sf_sampling *smp, struct sf_l
 		.repeat_last_n = rep ? r->repeat_last_n : 0,
 		.logit_bias = *bias, .n_logit_bias = r->n_logit_bias,
 		.ignore_eos = r->ignore_eos, .min_tokens = r->min_tokens, /* protocol 6 */
+		.grammar = r->grammar, .grammar_len = r->grammar ? (uint32_t)strlen(r->grammar) : 0,
 	};
 	return 0;
 }
@@ -377,8 +382,11 @@ static int start_session(struct headd_req *q)
 		free(prefix);
 		if (rc == SF_E_UNSUPPORTED && v4_sampling_field(&q->r))
 			param = v4_sampling_field(&q->r);
-		if (!rc && s)
+		if (!rc && s) {
 			s->opened = true;
+			s->grammar = q->r.grammar ? sf_grammar_text_digest(q->r.grammar,
+									   strlen(q->r.grammar)) : 0;
+		}
 		if (rc && q->logged)
 			headd_wal_close(d, q->session_id);
 	} else {
@@ -553,6 +561,13 @@ static int named_for(struct headd_req *q, const struct sf_http_request *hr, stru
 			return sf_api_fail(e, 400, "invalid_request_error", "invalid_value", "model",
 					   "session %s runs model %s, not %.128s; start another "
 					   "session for another model", s->name, s->model, q->r.model);
+		uint64_t gd = q->r.grammar ? sf_grammar_text_digest(q->r.grammar,
+								     strlen(q->r.grammar)) : 0;
+		if (s->opened && gd != s->grammar)
+			return sf_api_bad(e, q->r.grammar ? q->r.grammar_param : "session",
+					  "session %s keeps the structured output of its first turn "
+					  "(%s), as it keeps its sampling: start another session for "
+					  "another one", s->name, s->grammar ? "a grammar" : "none");
 		if (s->busy || s->restoring)
 			return sf_api_fail(e, 409, "invalid_request_error", "session_busy", NULL,
 					   "session %s is still generating an answer; wait for it, "

@@ -6,7 +6,8 @@
  * later turn), and the body's bytes are also
  * fed as tokens to the output decoder with the request's stops and tools. Checked: parse
  * results agree with the error (status set exactly when refused), the decoder's text is
- * valid UTF-8 that jansson takes. */
+ * valid UTF-8 that jansson takes; a structured output (schemas, regexes, grammars compiled to
+ * GBNF) names its field. */
 #include "fuzz_common.h"
 
 #include <string.h>
@@ -109,6 +110,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_fail("parsed as another endpoint's request");
 	if (!rc && (kind == SF_API_RESPONSES) != (r.resp != NULL))
 		fuzz_fail("a responses request without its fields, or another with them");
+	if (!rc && (r.grammar != NULL) != (r.grammar_param != NULL))
+		fuzz_fail("a structured output without the field it came from, or the reverse");
 	if (kind == SF_API_RESPONSES || kind == SF_API_MESSAGES)
 		kind = SF_API_CHAT; /* what it was parsed into */
 	if (!rc && kind == SF_API_CHAT) {

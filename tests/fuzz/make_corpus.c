@@ -498,6 +498,24 @@ static void make_api(void)
 		 "\"function\",\"name\":\"f\"},\"max_output_tokens\":9,\"store\":false,"
 		 "\"metadata\":{\"k\":\"v\"},\"reasoning\":{\"effort\":\"low\"},\"text\":"
 		 "{\"format\":{\"type\":\"text\"}},\"previous_response_id\":\"resp_1\"}");
+	put_text("schema", 1, "{\"model\":\"sim-1\",\"messages\":[{\"role\":\"user\","
+		 "\"content\":\"x\"}],\"response_format\":{\"type\":\"json_schema\","
+		 "\"json_schema\":{\"name\":\"p\",\"schema\":{\"type\":\"object\",\"properties\":"
+		 "{\"a\":{\"type\":\"integer\",\"minimum\":-5,\"maximum\":120},\"b\":{\"type\":"
+		 "[\"string\",\"null\"],\"maxLength\":4},\"c\":{\"enum\":[1,\"x\",null]},\"d\":"
+		 "{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/t\"},\"maxItems\":2},\"e\":"
+		 "{\"type\":\"string\",\"pattern\":\"^[a-f]\\\\d{2}(x|y)*$\"},\"f\":{\"type\":"
+		 "\"string\",\"format\":\"date-time\"},\"g\":{\"type\":\"number\",\"minimum\":"
+		 "0.5,\"exclusiveMaximum\":9},\"h\":{\"anyOf\":[{\"const\":true},{\"type\":"
+		 "\"object\",\"additionalProperties\":{\"type\":\"boolean\"}}]}},\"required\":"
+		 "[\"a\",\"c\"],\"additionalProperties\":false,\"$defs\":{\"t\":{\"type\":"
+		 "\"object\",\"properties\":{\"k\":{\"$ref\":\"#/$defs/t\"}}}}}}}}");
+	put_text("structured", 0, "{\"model\":\"sim-1\",\"prompt\":\"p\",\"structured_outputs\":"
+		 "{\"regex\":\"(ab|[^c-e\\\\s]){2,5}\\\\.\\\\u00e9?\"}}");
+	put_text("choice", 0, "{\"model\":\"sim-1\",\"prompt\":\"p\",\"guided_choice\":"
+		 "[\"yes\",\"n\\\"o\"]}");
+	put_text("gbnf", 8 | 4, "{\"model\":\"sim-1\",\"input\":\"w\",\"grammar\":"
+		 "\"root ::= a+ b?\\na ::= [x-z] | \\\"q\\\"\\nb ::= \\\"!\\\"{1,3}\\n\"}");
 	put_text("embeddings", 32, "{\"model\":\"sim-1\",\"input\":[\"a cat\",\"dogs\"],"
 		 "\"encoding_format\":\"base64\",\"dimensions\":8,\"user\":\"u\"}");
 	put_text("embed_ids", 32, "{\"model\":\"sim-1\",\"input\":[[1,2,3],[4]]}");

@@ -306,8 +306,8 @@ static void field_refusals(void **state)
 	refused(SF_API_CHAT, F("\"presence_penalty\":\"x\""), 400, "presence_penalty", NULL);
 	refused(SF_API_CHAT, F("\"logit_bias\":[]"), 400, "logit_bias", NULL);
 	refused(SF_API_CHAT, F("\"logit_bias\":{\"1\":101}"), 400, "logit_bias.1", NULL);
-	refused(SF_API_CHAT, F("\"response_format\":{\"type\":\"json_object\"}"), 400,
-		"response_format.type", "not supported");
+	refused(SF_API_CHAT, F("\"response_format\":{\"type\":\"json_schema\"}"), 400,
+		"response_format.json_schema", NULL);
 	refused(SF_API_CHAT, F("\"response_format\":{\"type\":\"xml\"}"), 400,
 		"response_format.type", NULL);
 	refused(SF_API_CHAT, F("\"response_format\":\"text\""), 400, "response_format", NULL);

@@ -1,0 +1,53 @@
+/* Structured outputs at the head: JSON Schemas and regular expressions compiled to GBNF text
+ * (the grammar language of superfluid/grammar.h), which the node's sampler then enforces.
+ *
+ * A schema's grammar produces compact JSON (at most one space around , and :) that validates
+ * against the schema; where the schema allows more than the grammar writes (keys beyond
+ * "properties", strings that merely contain a pattern, exclusive bounds of non-integers), the
+ * grammar writes a valid subset. What it cannot keep to is refused by keyword: oneOf, not,
+ * if/then/else, uniqueItems, multipleOf (but 1 on integers), minProperties, patternProperties,
+ * dependentRequired / dependentSchemas, contains, $ref outside the document, unknown formats,
+ * and any keyword it does not know. Taken: type (one or a list), enum, const, anyOf, allOf of
+ * one, $ref to "#", "#/$defs/..." or "#/definitions/..." (recursion allowed), properties,
+ * required, additionalProperties (false, true or a schema), items, prefixItems, minItems,
+ * maxItems, minLength, maxLength, pattern, format (date, time, date-time, uuid, email, ipv4,
+ * hostname), minimum, maximum, exclusiveMinimum, exclusiveMaximum; annotations are ignored.
+ *
+ * Regular expressions (a schema's pattern, vLLM's structured_outputs.regex): literals, escapes
+ * (\d \w \s and their negations, \n \t \r \f \v \. and other punctuation, \uHHHH, \xHH),
+ * classes with ranges and ^, ".", groups ((...), (?:...), (?<name>...)), |, and * + ? {m}
+ * {m,} {m,n} (lazy forms taken as greedy); ^ and $ only at the ends. The whole output matches
+ * (a pattern is taken as anchored, a subset of what an unanchored one allows). Refused: back
+ * references, lookaround, anchors or \b inside. */
+#ifndef SF_API_SCHEMA_GBNF_H
+#define SF_API_SCHEMA_GBNF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include <superfluid/buf.h>
+
+#include "api/api_error.h"
+
+#define SF_SCHEMA_MAX_DEPTH 64    /* schemas inside schemas */
+#define SF_SCHEMA_MAX_RULES 4096  /* rules a schema compiles to */
+#define SF_SCHEMA_MAX_INT 999999999999999LL /* integers written have at most 15 digits */
+
+/* Appends to out the GBNF expression for the regular expression re[0..n); json: the text is
+ * inside a JSON string (so " \ and control characters are left out of classes and written
+ * escaped as literals). 0, or -1 with why (a sentence, cap bytes). */
+int sf_regex_gbnf(const char *re, size_t n, bool json, struct sf_buf *out, char *why,
+		  size_t cap);
+
+/* GBNF text (malloc'd, NUL-terminated, into *out) whose root is a JSON value valid against
+ * schema. 0, or -1 with e set: a 400 whose param is param + the keyword's path in the schema
+ * ("response_format.json_schema.schema.properties.age.multipleOf"), 413 past a limit. */
+int sf_schema_gbnf(const json_t *schema, const char *param, char **out, struct sf_api_error *e);
+
+/* GBNF text (malloc'd into *out) of any JSON object (response_format json_object). -1: no
+ * memory. */
+int sf_json_object_gbnf(char **out);
+
+#endif

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# api.gguf_structured: structured outputs on the GGUF engine. A random-weight qwen2 (llama.cpp's
+# 151k-token vocabulary) behind a head: chat with response_format json_schema, 200 seeded
+# samples (25 requests of n = 8) all parse and validate against the schema (objects, required,
+# additionalProperties false, enums, const, integer and number bounds, bounded strings and
+# arrays, a pattern, formats, anyOf, $ref), checked by the validator here (structured_check.py,
+# independent of the head's compiler); json_object, the Responses API's text.format,
+# completions with llama.cpp's json_schema and grammar fields and vLLM's structured_outputs
+# (choice, regex); a streamed sample equals the whole one; a named session keeps its first
+# turn's schema (another one is a 400); a schema keyword that cannot be
+# enforced, and a grammar that does not compile, are 400s naming the field; a fleet of protocol
+# 5 nodes refuses a schema with 400 unsupported_on_fleet naming response_format.
+# Usage: gguf_structured.sh NODED HEADD CLI SOURCE_DIR   (exit 77: no llama.cpp vocabulary)
+set -uo pipefail
+noded=$1 headd=$2 cli=$3 src=$4
+. "$(dirname "$0")/lib.sh"
+unset SUPERFLUID_HEAD SUPERFLUID_API_KEY
+gguf_vocab "$src"
+here=$(cd "$(dirname "$0")" && pwd)
+
+M=$work/qwen2.gguf
+gguf_make "$M" qwen2 test-qwen2 q8_0
+model=random-test-qwen2-q8_0
+start_gguf_node n1 "$M" --threads 1 && p1=$port
+start_head head "127.0.0.1:$p1"
+base="http://127.0.0.1:$hport"
+nodes_up 1
+check "a node on a GGUF model is up at the head" $?
+
+err_is() { [ "$(j "$work/out" 'd["error"]["param"], d["error"]["code"]')" = "('$1', '$2')" ]; }
+
+cat >"$work/schema.json" <<'EOF'
+{"type": "object",
+ "properties": {
+  "name": {"type": "string", "minLength": 1, "maxLength": 10},
+  "age": {"type": "integer", "minimum": 18, "maximum": 99},
+  "role": {"enum": ["admin", "user", "guest"]},
+  "score": {"type": "number", "minimum": -1, "maximum": 1},
+  "tags": {"type": "array", "items": {"type": "string", "maxLength": 4}, "minItems": 1, "maxItems": 3},
+  "code": {"type": "string", "pattern": "^[A-Z]{3}-\\d{2}$"},
+  "id": {"type": "string", "format": "uuid"},
+  "when": {"type": "string", "format": "date"},
+  "kind": {"const": "person"},
+  "pet": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/pet"}]},
+  "note": {"type": "string", "maxLength": 3},
+  "ok": {"type": "boolean"}
+ },
+ "required": ["name", "age", "role", "score", "tags", "code", "id", "when", "kind", "pet"],
+ "additionalProperties": false,
+ "$defs": {"pet": {"type": "object", "properties": {"legs": {"type": "integer", "minimum": 0,
+   "maximum": 8}, "sound": {"enum": ["woof", "meow"]}}, "required": ["legs", "sound"],
+   "additionalProperties": false}}}
+EOF
+schema=$(python3 -S -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))))' "$work/schema.json")
+rf="{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"person\",\"strict\":true,\"schema\":$schema}}"
+msgs='[{"role":"user","content":"Describe a person as JSON."}]'
+
+# 200 seeded samples: 25 requests of n = 8 at seeds 1, 9, 17, ... (choice i at seed + i).
+: >"$work/samples"
+bad=0
+for k in $(seq 0 24); do
+	req POST /v1/chat/completions "{\"model\":\"$model\",\"messages\":$msgs,\"n\":8,\"seed\":$((1 + 8 * k)),\"temperature\":1,\"max_tokens\":400,\"response_format\":$rf}"
+	if [ "$status" != 200 ]; then bad=1; cp "$work/out" "$work/bad.json"; break; fi
+	python3 -S -c 'import json,sys
+d = json.load(open(sys.argv[1]))
+for c in d["choices"]:
+    print(json.dumps({"text": c["message"]["content"], "finish": c["finish_reason"]}))' "$work/out" >>"$work/samples"
+done
+r=0; [ "$bad" = 0 ] || { r=1; cat "$work/bad.json"; }
+check "25 chat requests of n = 8 with a json_schema response_format: 200 each" $r
+python3 "$here/structured_check.py" "$work/schema.json" "$work/samples" >"$work/check.out" 2>&1
+r=$?
+sed 's/^/     | /' "$work/check.out" | tail -4
+check "200 seeded samples all parse and validate against the schema (finish stop)" $r
+first=$(head -1 "$work/samples" | python3 -S -c 'import json,sys; print(json.load(sys.stdin)["text"])')
+
+# A streamed sample is the whole one (seed 1, choice 0).
+curl -sSN -H 'Content-Type: application/json' --data-binary \
+	"{\"model\":\"$model\",\"messages\":$msgs,\"seed\":1,\"temperature\":1,\"max_tokens\":400,\"stream\":true,\"response_format\":$rf}" \
+	"$base/v1/chat/completions" >"$work/sse"
+got=$(python3 -S -c 'import json,sys
+t = ""
+for line in open(sys.argv[1], encoding="utf-8"):
+    if line.startswith("data: {"):
+        for c in json.loads(line[6:])["choices"]:
+            t += c["delta"].get("content") or ""
+print(t)' "$work/sse")
+r=0; [ -n "$first" ] && [ "$got" = "$first" ] || r=1
+check "streamed, the seed's sample is the whole one" $r
+
+# json_object: any JSON object. A random model's strings rarely end, so its quote and closing
+# brace are favoured (logit_bias; their ids from POST /v1/tokenize).
+tok() { req POST /v1/tokenize "{\"model\":\"$model\",\"text\":\"$1\"}"; j "$work/out" 'd["tokens"][0]'; }
+q=$(tok '\"') cb=$(tok '}')
+req POST /v1/chat/completions "{\"model\":\"$model\",\"messages\":$msgs,\"seed\":3,\"max_tokens\":300,\"logit_bias\":{\"$q\":30,\"$cb\":30},\"response_format\":{\"type\":\"json_object\"}}"
+r=0; [ "$status" = 200 ] && [ "$(j "$work/out" 'd["choices"][0]["finish_reason"]')" = stop ] &&
+	j "$work/out" 'd["choices"][0]["message"]["content"]' >"$work/obj" &&
+	python3 -S -c 'import json,sys; d = json.load(open(sys.argv[1])); assert isinstance(d, dict)' "$work/obj" || r=1
+check "response_format json_object: a JSON object ($(head -c 60 "$work/obj"))" $r
+
+# Responses: text.format json_schema.
+small='{"type":"object","properties":{"n":{"type":"integer","minimum":1,"maximum":5},"w":{"enum":["x","y"]}},"required":["n","w"],"additionalProperties":false}'
+req POST /v1/responses "{\"model\":\"$model\",\"input\":\"hi\",\"seed\":4,\"max_output_tokens\":100,\"text\":{\"format\":{\"type\":\"json_schema\",\"name\":\"s\",\"schema\":$small}}}"
+r=0; [ "$status" = 200 ] && python3 -S -c 'import json,sys
+d = json.load(open(sys.argv[1]))
+t = json.loads(d["output"][-1]["content"][0]["text"])
+assert set(t) == {"n", "w"} and 1 <= t["n"] <= 5 and type(t["n"]) is int and t["w"] in ("x", "y")' "$work/out" || r=1
+check "POST /v1/responses with text.format json_schema: the output validates" $r
+
+# Completions: llama.cpp's json_schema and grammar, vLLM's structured_outputs.
+req POST /v1/completions "{\"model\":\"$model\",\"prompt\":\"x\",\"seed\":5,\"max_tokens\":100,\"json_schema\":$small}"
+r=0; [ "$status" = 200 ] && python3 -S -c 'import json,sys
+t = json.loads(json.load(open(sys.argv[1]))["choices"][0]["text"])
+assert set(t) == {"n", "w"}' "$work/out" || r=1
+check "completions with llama.cpp's json_schema: the text validates" $r
+req POST /v1/completions "{\"model\":\"$model\",\"prompt\":\"x\",\"seed\":6,\"max_tokens\":60,\"grammar\":\"root ::= [a-c]{2,5} \\\"!\\\"\"}"
+r=0; [ "$status" = 200 ] && j "$work/out" 'd["choices"][0]["text"]' | grep -qxE '[a-c]{2,5}!' || r=1
+check "completions with a GBNF grammar: $(j "$work/out" 'd["choices"][0]["text"]')" $r
+req POST /v1/completions "{\"model\":\"$model\",\"prompt\":\"x\",\"seed\":7,\"max_tokens\":20,\"n\":4,\"structured_outputs\":{\"choice\":[\"red\",\"green\",\"blue\"]}}"
+r=0; [ "$status" = 200 ] && python3 -S -c 'import json,sys
+d = json.load(open(sys.argv[1]))
+assert len(d["choices"]) == 4 and all(c["text"] in ("red", "green", "blue") and c["finish_reason"] == "stop" for c in d["choices"])' "$work/out" || r=1
+check "structured_outputs.choice, n = 4: each one of the choices" $r
+req POST /v1/completions "{\"model\":\"$model\",\"prompt\":\"x\",\"seed\":8,\"max_tokens\":40,\"structured_outputs\":{\"regex\":\"[0-9]{3}-(ab|cd)\"}}"
+r=0; [ "$status" = 200 ] && j "$work/out" 'd["choices"][0]["text"]' | grep -qxE '[0-9]{3}-(ab|cd)' || r=1
+check "structured_outputs.regex: $(j "$work/out" 'd["choices"][0]["text"]')" $r
+
+# A named session keeps its first turn's structured output, as it keeps its sampling.
+turn() { req POST /v1/chat/completions "{\"model\":\"$model\",\"session\":\"s1\",\"messages\":[{\"role\":\"user\",\"content\":\"$1\"}],\"seed\":9,\"max_tokens\":60$2}"; }
+turn one ",\"json_schema\":$small"
+r=0; [ "$status" = 200 ] && j "$work/out" 'd["choices"][0]["message"]["content"]' | python3 -S -c 'import json,sys; assert set(json.load(sys.stdin)) == {"n", "w"}' || r=1
+turn two ",\"json_schema\":$small"
+[ "$status" = 200 ] && j "$work/out" 'd["choices"][0]["message"]["content"]' | python3 -S -c 'import json,sys; assert set(json.load(sys.stdin)) == {"n", "w"}' || r=1
+turn three ",\"grammar\":\"root ::= [a-z]+\""
+[ "$status" = 400 ] && err_is grammar invalid_value || r=1
+turn four ""
+[ "$status" = 400 ] && err_is session invalid_value || r=1
+check "a named session: its first turn's schema again served, another grammar or none a 400" $r
+
+# Refusals by name.
+req POST /v1/chat/completions "{\"model\":\"$model\",\"messages\":$msgs,\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\",\"schema\":{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"array\",\"uniqueItems\":true}}}}}}"
+r=0; [ "$status" = 400 ] && err_is response_format.json_schema.schema.properties.a.uniqueItems unsupported_schema || r=1
+check "a keyword that cannot be enforced: 400 naming it" $r
+req POST /v1/completions "{\"model\":\"$model\",\"prompt\":\"x\",\"grammar\":\"root ::= undefined\"}"
+r=0; [ "$status" = 400 ] && err_is grammar invalid_grammar && grep -q undefined "$work/out" || r=1
+check "a grammar that does not compile: 400 naming grammar" $r
+
+# A fleet of protocol 5 nodes cannot take a grammar.
+start_gguf_node n5 "$M" --threads 1 --version-max 5 && p5=$port
+start_head old "127.0.0.1:$p5"
+base="http://127.0.0.1:$hport"
+nodes_up 1
+req POST /v1/chat/completions "{\"model\":\"$model\",\"messages\":$msgs,\"max_tokens\":5,\"response_format\":$rf}"
+r=0; [ "$status" = 400 ] && err_is response_format unsupported_on_fleet &&
+	grep -q 'node n5 runs an older superfluid (protocol 5)' "$work/out" || r=1
+check "response_format on protocol 5 nodes: 400 unsupported_on_fleet naming the node" $r
+req POST /v1/chat/completions "{\"model\":\"$model\",\"messages\":$msgs,\"max_tokens\":5}"
+r=0; [ "$status" = 200 ] || r=1
+check "  ... plain chat still served there" $r
+echo "$passes passed, $fails failed"
+[ "$fails" = 0 ]

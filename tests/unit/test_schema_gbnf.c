@@ -1,0 +1,357 @@
+/* JSON Schemas and regular expressions compiled to GBNF (api/schema_gbnf.h), and the request
+ * fields that carry them (api_request_structured.c): each grammar takes the documents valid
+ * against its schema that it means to write, and no invalid one; integer ranges exactly; what
+ * cannot be enforced is a 400 naming the keyword. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include <superfluid/grammar.h>
+
+#include "api/api_request.h"
+#include "api/schema_gbnf.h"
+
+static struct sf_grammar *compile_text(const char *gbnf)
+{
+	struct sf_grammar *g;
+	struct sf_err err = { 0 };
+	if (sf_grammar_compile(gbnf, strlen(gbnf), &g, &err))
+		fail_msg("does not compile: %s\n%s", err.msg, gbnf);
+	return g;
+}
+
+static bool takes(struct sf_grammar *g, const char *text)
+{
+	struct sf_gmatch *m;
+	struct sf_err err = { 0 };
+	assert_int_equal(sf_gmatch_new(g, &m, &err), 0);
+	bool ok = !sf_gmatch_bytes(m, (const uint8_t *)text, strlen(text), &err) &&
+		  sf_gmatch_can_end(m);
+	sf_gmatch_free(m);
+	return ok;
+}
+
+static struct sf_grammar *schema(const char *json)
+{
+	json_error_t je;
+	json_t *s = json_loads(json, 0, &je);
+	if (!s)
+		fail_msg("bad test schema: %s", je.text);
+	char *gbnf;
+	struct sf_api_error e;
+	if (sf_schema_gbnf(s, "s", &gbnf, &e))
+		fail_msg("refused: %s (%s)", e.message, e.param);
+	json_decref(s);
+	struct sf_grammar *g = compile_text(gbnf);
+	free(gbnf);
+	return g;
+}
+
+static void check(struct sf_grammar *g, const char *const *yes, const char *const *no)
+{
+	for (; yes && *yes; yes++)
+		if (!takes(g, *yes))
+			fail_msg("refused a valid document: %s", *yes);
+	for (; no && *no; no++)
+		if (takes(g, *no))
+			fail_msg("took an invalid document: %s", *no);
+}
+
+static void objects_required_optional(void **state)
+{
+	struct sf_grammar *g = schema(
+		"{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"maxLength\":5},"
+		"\"age\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":130},"
+		"\"tags\":{\"type\":\"array\",\"items\":{\"enum\":[\"a\",\"b\"]},\"maxItems\":2},"
+		"\"ok\":{\"type\":\"boolean\"}},"
+		"\"required\":[\"name\",\"age\"],\"additionalProperties\":false}");
+	const char *yes[] = { "{\"name\":\"ann\",\"age\":7}", "{ \"name\": \"\", \"age\": 130 }",
+			      "{\"name\":\"a\\\"b\",\"age\":0,\"tags\":[\"a\",\"b\"],\"ok\":true}",
+			      "{\"name\":\"x\",\"age\":1,\"ok\":false}",
+			      "{\"name\":\"x\",\"age\":1,\"tags\":[]}", NULL };
+	const char *no[] = { "{\"age\":7}", "{\"name\":\"ann\"}", "{\"name\":\"toolong\",\"age\":1}",
+			     "{\"name\":\"x\",\"age\":131}", "{\"name\":\"x\",\"age\":-1}",
+			     "{\"name\":\"x\",\"age\":01}", "{\"name\":\"x\",\"age\":1,\"z\":1}",
+			     "{\"name\":\"x\",\"age\":1,\"tags\":[\"a\",\"b\",\"a\"]}",
+			     "{\"name\":\"x\",\"age\":1,\"tags\":[\"c\"]}",
+			     "{\"name\":\"x\",\"age\":1,}", "{\"name\":\"x\" \"age\":1}", NULL };
+	check(g, yes, no);
+	sf_grammar_unref(g);
+
+	/* Only optional ones: any subset in order, commas between. */
+	g = schema("{\"properties\":{\"a\":{\"const\":1},\"b\":{\"const\":2},\"c\":{\"const\":3}}}");
+	const char *yes2[] = { "{}", "{\"a\":1}", "{\"b\":2}", "{\"c\":3}", "{\"a\":1,\"c\":3}",
+			       "{\"b\":2,\"c\":3}", "{\"a\":1,\"b\":2,\"c\":3}", NULL };
+	const char *no2[] = { "{,\"a\":1}", "{\"a\":1,}", "{\"a\":1\"b\":2}", "{\"a\":2}",
+			      "{\"c\":3,\"a\":1}", NULL };
+	check(g, yes2, no2);
+	sf_grammar_unref(g);
+}
+
+static void arrays_anyof_refs(void **state)
+{
+	struct sf_grammar *g = schema("{\"type\":\"array\",\"items\":{\"type\":\"number\"},"
+				      "\"minItems\":2,\"maxItems\":3}");
+	const char *yes[] = { "[1,2]", "[1.5, -2e3, 0]", "[ 0,0 ]", NULL };
+	const char *no[] = { "[]", "[1]", "[1,2,3,4]", "[1,\"a\"]", "[1,,2]", NULL };
+	check(g, yes, no);
+	sf_grammar_unref(g);
+
+	g = schema("{\"anyOf\":[{\"type\":\"null\"},{\"type\":\"string\",\"enum\":[\"x\"]}]}");
+	const char *yes2[] = { "null", "\"x\"", NULL };
+	const char *no2[] = { "\"y\"", "nul", "0", NULL };
+	check(g, yes2, no2);
+	sf_grammar_unref(g);
+
+	/* A recursive tree through $defs, and "#". */
+	g = schema("{\"$defs\":{\"node\":{\"type\":\"object\",\"properties\":{\"v\":{\"type\":"
+		   "\"integer\"},\"kids\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/node\"}}},"
+		   "\"required\":[\"v\"],\"additionalProperties\":false}},\"$ref\":\"#/$defs/node\"}");
+	const char *yes3[] = { "{\"v\":1}", "{\"v\":1,\"kids\":[{\"v\":2},{\"v\":3,\"kids\":[]}]}",
+			       NULL };
+	const char *no3[] = { "{\"v\":1,\"kids\":[{}]}", "{\"kids\":[]}", NULL };
+	check(g, yes3, no3);
+	sf_grammar_unref(g);
+
+	g = schema("{\"type\":[\"integer\",\"null\"]}");
+	const char *yes4[] = { "5", "null", "-0", NULL };
+	const char *no4[] = { "5.5", "\"5\"", NULL };
+	check(g, yes4, no4);
+	sf_grammar_unref(g);
+
+	g = schema("{\"type\":\"array\",\"prefixItems\":[{\"type\":\"string\"},{\"type\":\"boolean\"}]}");
+	const char *yes5[] = { "[\"a\",true]", NULL };
+	const char *no5[] = { "[\"a\"]", "[true,\"a\"]", NULL };
+	check(g, yes5, no5);
+	sf_grammar_unref(g);
+}
+
+static void strings_formats_patterns(void **state)
+{
+	struct sf_grammar *g = schema("{\"type\":\"string\",\"format\":\"date-time\"}");
+	const char *yes[] = { "\"2024-02-28T23:59:01Z\"", "\"1999-12-01T00:00:00.5+05:30\"", NULL };
+	const char *no[] = { "\"2024-13-01T00:00:00Z\"", "\"2024-02-28\"", "\"x\"", NULL };
+	check(g, yes, no);
+	sf_grammar_unref(g);
+
+	g = schema("{\"type\":\"string\",\"format\":\"date\"}");
+	const char *yes1[] = { "\"2024-02-28\"", "\"1000-12-01\"", NULL };
+	const char *no1[] = { "\"0000-01-01\"", "\"2024-02-30\"", "\"2024-00-10\"", NULL };
+	check(g, yes1, no1);
+	sf_grammar_unref(g);
+
+	g = schema("{\"type\":\"string\",\"format\":\"uuid\"}");
+	const char *yes2[] = { "\"123e4567-e89b-12d3-a456-426614174000\"", NULL };
+	const char *no2[] = { "\"123e4567e89b12d3a456426614174000\"", NULL };
+	check(g, yes2, no2);
+	sf_grammar_unref(g);
+
+	g = schema("{\"type\":\"string\",\"pattern\":\"^[A-Z]{2}-\\\\d{3}(x|yz)?$\"}");
+	const char *yes3[] = { "\"AB-123\"", "\"QQ-000x\"", "\"ZZ-999yz\"", NULL };
+	const char *no3[] = { "\"AB-12\"", "\"ab-123\"", "\"AB-123y\"", "AB-123", NULL };
+	check(g, yes3, no3);
+	sf_grammar_unref(g);
+
+	/* In a JSON string a pattern's quote is written escaped; "." never writes a raw one. */
+	g = schema("{\"type\":\"string\",\"pattern\":\"a\\\".\"}");
+	const char *yes4[] = { "\"a\\\"b\"", NULL };
+	const char *no4[] = { "\"a\"b\"", "\"a\\\"\"\"", "\"a\\\"\\n\"", NULL };
+	check(g, yes4, no4);
+	sf_grammar_unref(g);
+
+	g = schema("{\"type\":\"string\",\"minLength\":2,\"maxLength\":3}");
+	const char *yes5[] = { "\"ab\"", "\"\\u00e9\\n\"", "\"abc\"", NULL };
+	const char *no5[] = { "\"a\"", "\"abcd\"", NULL };
+	check(g, yes5, no5);
+	sf_grammar_unref(g);
+}
+
+/* Every integer near the bounds is taken exactly when it is within them. */
+static void integer_ranges_exact(void **state)
+{
+	static const long long ranges[][2] = { { 0, 0 }, { 0, 9 }, { 3, 7 }, { 7, 123 },
+					       { -45, 45 }, { -1000, -999 }, { 99, 1001 },
+					       { -7, -3 }, { 120, 1209 }, { 0, 100000 } };
+	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++) {
+		char js[160];
+		snprintf(js, sizeof(js), "{\"type\":\"integer\",\"minimum\":%lld,\"maximum\":%lld}",
+			 ranges[i][0], ranges[i][1]);
+		struct sf_grammar *g = schema(js);
+		long long span = ranges[i][1] - ranges[i][0];
+		long long step = span > 3000 ? 37 : 1;
+		for (long long x = ranges[i][0] - 60; x <= ranges[i][1] + 60; x += step) {
+			char t[32];
+			snprintf(t, sizeof(t), "%lld", x);
+			bool in = x >= ranges[i][0] && x <= ranges[i][1];
+			if (takes(g, t) != in)
+				fail_msg("[%lld, %lld]: %lld %s", ranges[i][0], ranges[i][1], x,
+					 in ? "refused" : "taken");
+		}
+		sf_grammar_unref(g);
+	}
+	/* Exclusive bounds and a lower bound alone; numbers within integer bounds. */
+	struct sf_grammar *g = schema("{\"type\":\"integer\",\"exclusiveMinimum\":5}");
+	const char *yes[] = { "6", "123456789", NULL };
+	const char *no[] = { "5", "-6", "0", NULL };
+	check(g, yes, no);
+	sf_grammar_unref(g);
+	g = schema("{\"type\":\"number\",\"minimum\":-2,\"maximum\":3}");
+	const char *yes2[] = { "-2", "-1.5", "0", "2.999", "3", "0.25", NULL };
+	const char *no2[] = { "-2.5", "3.1", "4", "-3", "1e2", NULL };
+	check(g, yes2, no2);
+	sf_grammar_unref(g);
+}
+
+static void refused_by_keyword(void **state)
+{
+	static const struct {
+		const char *schema, *param;
+	} bad[] = {
+		{ "{\"oneOf\":[{\"type\":\"string\"}]}", "s.oneOf" },
+		{ "{\"type\":\"array\",\"uniqueItems\":true}", "s.uniqueItems" },
+		{ "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"number\",\"multipleOf\":3}}}",
+		  "s.properties.n.multipleOf" },
+		{ "{\"type\":\"string\",\"format\":\"ipv6\"}", "s.format" },
+		{ "{\"type\":\"string\",\"pattern\":\"(?=a)\"}", "s.pattern" },
+		{ "{\"type\":\"string\",\"pattern\":\"(a)\\\\1\"}", "s.pattern" },
+		{ "{\"$ref\":\"http://x/y\"}", "s.$ref" },
+		{ "{\"$ref\":\"#/$defs/none\"}", "s.$ref" },
+		{ "{\"type\":\"object\",\"patternProperties\":{}}", "s.patternProperties" },
+		{ "{\"type\":\"integer\",\"minimum\":5,\"maximum\":4}", "s.minimum" },
+		{ "{\"type\":\"thing\"}", "s.type" },
+		{ "{\"items\":{\"not\":{}}}", "s.items.not" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_t *s = json_loads(bad[i].schema, 0, NULL);
+		assert_non_null(s);
+		char *gbnf = NULL;
+		struct sf_api_error e;
+		assert_int_equal(sf_schema_gbnf(s, "s", &gbnf, &e), -1);
+		assert_null(gbnf);
+		assert_int_equal(e.status, 400);
+		if (strcmp(e.param, bad[i].param))
+			fail_msg("%s: param %s, want %s (%s)", bad[i].schema, e.param, bad[i].param,
+				 e.message);
+		json_decref(s);
+	}
+}
+
+static void regex_top_level(void **state)
+{
+	struct sf_buf b;
+	sf_buf_init(&b, 1u << 16);
+	char why[160];
+	const char *re = "(cat|dog)s? [0-9]{2,}\\.\\w+";
+	assert_int_equal(sf_buf_append(&b, "root ::= ", 9), 0);
+	assert_int_equal(sf_regex_gbnf(re, strlen(re), false, &b, why, sizeof(why)), 0);
+	assert_int_equal(sf_buf_append(&b, "\n", 2), 0);
+	struct sf_grammar *g = compile_text((const char *)sf_buf_head(&b));
+	const char *yes[] = { "cat 12.x", "dogs 999.a_1", NULL };
+	const char *no[] = { "cat 1.x", "cats 12.", "bird 12.x", NULL };
+	check(g, yes, no);
+	sf_grammar_unref(g);
+	sf_buf_free(&b);
+}
+
+static struct sf_api_request parse_ok(enum sf_api_kind kind, const char *body)
+{
+	struct sf_api_request r;
+	struct sf_api_error e;
+	if (sf_api_parse_request(kind, (const uint8_t *)body, strlen(body), &r, &e))
+		fail_msg("refused %s: %s (%s)", body, e.message, e.param);
+	return r;
+}
+
+static void request_fields(void **state)
+{
+	struct sf_api_request r = parse_ok(SF_API_CHAT,
+		"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+		"\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\","
+		"\"schema\":{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"boolean\"}},"
+		"\"required\":[\"a\"]},\"strict\":true}}}");
+	assert_non_null(r.grammar);
+	assert_string_equal(r.grammar_param, "response_format");
+	struct sf_grammar *g = compile_text(r.grammar);
+	assert_true(takes(g, "{\"a\":true}"));
+	assert_false(takes(g, "{}"));
+	sf_grammar_unref(g);
+	sf_api_request_free(&r);
+
+	r = parse_ok(SF_API_COMPLETION, "{\"model\":\"m\",\"prompt\":\"p\",\"structured_outputs\":"
+		     "{\"choice\":[\"yes\",\"no\"]}}");
+	assert_string_equal(r.grammar_param, "structured_outputs");
+	g = compile_text(r.grammar);
+	assert_true(takes(g, "yes"));
+	assert_false(takes(g, "maybe"));
+	sf_grammar_unref(g);
+	sf_api_request_free(&r);
+
+	r = parse_ok(SF_API_RESPONSES, "{\"model\":\"m\",\"input\":\"hi\",\"text\":{\"format\":"
+		     "{\"type\":\"json_schema\",\"name\":\"x\",\"schema\":{\"enum\":[1,2]}}}}");
+	assert_string_equal(r.grammar_param, "text.format");
+	g = compile_text(r.grammar);
+	assert_true(takes(g, "2"));
+	assert_false(takes(g, "3"));
+	sf_grammar_unref(g);
+	sf_api_request_free(&r);
+
+	r = parse_ok(SF_API_CHAT, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":"
+		     "\"hi\"}],\"response_format\":{\"type\":\"text\"},\"grammar\":\"root ::= "
+		     "[a-c]+\"}");
+	assert_string_equal(r.grammar_param, "grammar");
+	sf_api_request_free(&r);
+
+	r = parse_ok(SF_API_CHAT, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":"
+		     "\"hi\"}],\"response_format\":{\"type\":\"json_object\"}}");
+	g = compile_text(r.grammar);
+	assert_true(takes(g, "{\"k\": [1, {\"z\": null}]}"));
+	assert_false(takes(g, "[1]"));
+	sf_grammar_unref(g);
+	sf_api_request_free(&r);
+
+	static const struct {
+		const char *body, *param;
+	} bad[] = {
+		{ "\"grammar\":\"root ::= nope\"", "grammar" },
+		{ "\"grammar\":\"root ::= [a]\",\"json_schema\":{}", "json_schema" },
+		{ "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":"
+		  "{\"oneOf\":[]}}}", "response_format.json_schema.schema.oneOf" },
+		{ "\"response_format\":{\"type\":\"xml\"}", "response_format.type" },
+		{ "\"structured_outputs\":{\"regex\":\"a(?!b)\"}", "structured_outputs.regex" },
+		{ "\"structured_outputs\":{\"regex\":\"a\",\"choice\":[\"b\"]}",
+		  "structured_outputs.choice" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char body[512];
+		snprintf(body, sizeof(body), "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+			 "\"content\":\"hi\"}],%s}", bad[i].body);
+		struct sf_api_error e;
+		assert_int_equal(sf_api_parse_request(SF_API_CHAT, (const uint8_t *)body,
+						      strlen(body), &r, &e), -1);
+		assert_int_equal(e.status, 400);
+		if (strcmp(e.param, bad[i].param))
+			fail_msg("%s: param %s, want %s (%s)", bad[i].body, e.param, bad[i].param,
+				 e.message);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(objects_required_optional),
+		cmocka_unit_test(arrays_anyof_refs),
+		cmocka_unit_test(strings_formats_patterns),
+		cmocka_unit_test(integer_ranges_exact),
+		cmocka_unit_test(refused_by_keyword),
+		cmocka_unit_test(regex_top_level),
+		cmocka_unit_test(request_fields),
+	};
+	return cmocka_run_group_tests_name("schema_gbnf", tests, NULL, NULL);
+}
