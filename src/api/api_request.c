@@ -308,11 +308,15 @@ static int parse_logprobs(const json_t *root, struct sf_api_request *r, bool *to
 	return 0;
 }
 
-/* Fields taken and ignored, still checked so that a mistake is not silently passed over. */
-static int parse_ignored(const json_t *root, struct sf_api_error *e)
+/* Fields taken and ignored (but parallel_tool_calls, which a forced tool call reads), still
+ * checked so that a mistake is not silently passed over. */
+static int parse_ignored(const json_t *root, struct sf_api_request *r, struct sf_api_error *e)
 {
-	if (opt_type(root, "parallel_tool_calls", JSON_TRUE, "a boolean", e) ||
-	    opt_type(root, "store", JSON_TRUE, "a boolean", e) ||
+	const json_t *ptc = sf__api_opt(root, "parallel_tool_calls");
+	if (ptc && !json_is_boolean(ptc))
+		return sf__api_type(e, "parallel_tool_calls", "a boolean", ptc);
+	r->no_parallel_tool_calls = ptc && json_is_false(ptc);
+	if (opt_type(root, "store", JSON_TRUE, "a boolean", e) ||
 	    opt_type(root, "metadata", JSON_OBJECT, "an object", e) ||
 	    opt_type(root, "service_tier", JSON_STRING, "a string", e))
 		return -1;
@@ -331,7 +335,7 @@ static int parse_root(enum sf_api_kind kind, const json_t *root, struct sf_api_r
 	if (parse_stream(root, r, e) || parse_max_tokens(root, r, e) ||
 	    parse_sampling(root, r, e) || parse_stop(root, r, e) ||
 	    parse_logprobs(root, r, &top_given, e) || sf__api_parse_more(root, r, top_given, e) ||
-	    parse_ignored(root, e) || sf__api_parse_structured(root, r, e))
+	    parse_ignored(root, r, e) || sf__api_parse_structured(root, r, e))
 		return -1;
 	if (r->n_prompts > 1 && (uint64_t)r->n_prompts * r->n > SF_API_MAX_CHOICES)
 		return sf_api_fail(e, 413, "invalid_request_error", "too_many_choices", "n",

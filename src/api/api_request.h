@@ -101,6 +101,7 @@ struct sf_api_request {
 	uint32_t n_tools;
 	enum sf_api_tool_choice tool_choice; /* default: AUTO with tools, NONE without */
 	char *tool_choice_name; /* SF_TOOL_NAMED */
+	bool no_parallel_tool_calls; /* parallel_tool_calls: false (one call at most) */
 	/* What a chat template renders, as the client gave it: compact JSON text of an object
 	 * holding "messages", and "tools" and "chat_template_kwargs" when given (chat_context.h
 	 * makes the template's context of it). */

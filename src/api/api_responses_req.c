@@ -23,7 +23,7 @@ static const char *const passed[] = {
 	"frequency_penalty", "repetition_penalty", "repeat_penalty", "repeat_last_n", "logit_bias",
 	"stop", "stop_token_ids", "include_stop_str_in_output", "ignore_eos", "min_tokens",
 	"cache_prompt", "chat_template", "stream", "user", "grammar", "json_schema",
-	"structured_outputs", NULL,
+	"structured_outputs", "parallel_tool_calls", NULL,
 };
 
 /* Fields of OpenAI's this server does not do, refused by name when set (not null, false). */

@@ -810,30 +810,45 @@ static int compile(struct sc *c, const json_t *s, uint32_t *rule)
 	return rc || c->failed ? -1 : 0;
 }
 
-int sf_schema_gbnf(const json_t *schema, const char *param, char **out, struct sf_api_error *e)
+int sf_schemas_gbnf(const json_t *const *schemas, const char *const *params, size_t n,
+		    struct sf_buf *out, uint32_t *roots, struct sf_api_error *e)
 {
-	*out = NULL;
 	struct sc *c = calloc(1, sizeof(*c));
 	if (!c)
 		return sf__api_nomem(e);
 	sf_buf_init(&c->rules, SF_GRAMMAR_MAX_TEXT);
-	c->root = schema;
 	c->e = e;
-	sf__api_path(c->path, "%s", param);
-	uint32_t root;
-	int rc = put(c, &c->rules, base_rules) || compile(c, schema, &root);
-	if (!rc)
-		rc = putf(c, &c->rules, "root ::= s%u\n", root) ||
-		     app(c, &c->rules, "", 1); /* the NUL */
-	if (!rc) {
-		*out = malloc(sf_buf_used(&c->rules));
-		if (*out)
-			memcpy(*out, sf_buf_head(&c->rules), sf_buf_used(&c->rules));
-		else
-			rc = sf__api_nomem(e);
+	int rc = put(c, &c->rules, base_rules);
+	for (size_t i = 0; i < n && !rc; i++) {
+		c->root = schemas[i];
+		sf__api_path(c->path, "%s", params[i]);
+		rc = compile(c, schemas[i], &roots[i]);
 	}
+	if (!rc && sf_buf_append(out, sf_buf_head(&c->rules), sf_buf_used(&c->rules)))
+		rc = sf_api_fail(e, 413, "invalid_request_error", "too_large", params[0],
+				 "%s: the grammar grows past %u bytes", params[0],
+				 (unsigned)SF_GRAMMAR_MAX_TEXT);
 	sf_buf_free(&c->rules);
 	free(c);
+	return rc ? -1 : 0;
+}
+
+int sf_schema_gbnf(const json_t *schema, const char *param, char **out, struct sf_api_error *e)
+{
+	*out = NULL;
+	struct sf_buf b;
+	sf_buf_init(&b, SF_GRAMMAR_MAX_TEXT + 64);
+	uint32_t root;
+	char line[48];
+	int rc = sf_schemas_gbnf(&schema, &param, 1, &b, &root, e);
+	if (!rc) {
+		snprintf(line, sizeof(line), "root ::= s%u\n", root);
+		if (sf_buf_append(&b, line, strlen(line) + 1) || !(*out = malloc(sf_buf_used(&b))))
+			rc = sf__api_nomem(e);
+		else
+			memcpy(*out, sf_buf_head(&b), sf_buf_used(&b));
+	}
+	sf_buf_free(&b);
 	return rc ? -1 : 0;
 }
 

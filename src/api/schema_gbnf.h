@@ -46,6 +46,25 @@ int sf_regex_gbnf(const char *re, size_t n, bool json, struct sf_buf *out, char 
  * ("response_format.json_schema.schema.properties.age.multipleOf"), 413 past a limit. */
 int sf_schema_gbnf(const json_t *schema, const char *param, char **out, struct sf_api_error *e);
 
+/* Several schemas into one grammar: appends to out the fixed rules and each schema's rules,
+ * roots[i] the number N of schema i's rule "sN" (no root rule: the caller writes one). params
+ * name each schema for errors. 0, or -1 with e set as sf_schema_gbnf. */
+int sf_schemas_gbnf(const json_t *const *schemas, const char *const *params, size_t n,
+		    struct sf_buf *out, uint32_t *roots, struct sf_api_error *e);
+
+struct sf_api_request;
+
+/* The grammar of a reply that is only tool calls, for tool_choice "required" or a named
+ * function (else *out is NULL): in the model's format (format: enum sf_chat_format of
+ * api/chat_parse.h; HERMES "<tool_call>\n{"name": N, "arguments": A}\n</tool_call>", LLAMA3
+ * {"name": N, "parameters": A}; other formats: NULL, not enforced), after the reasoning block
+ * its flags say the template has (SF_CHAT_THINK...: "<think>...</think>", or the reply
+ * starting inside it), one call when r->no_parallel_tool_calls, else up to 16; each call's
+ * arguments valid against its tool's parameters (a schema that cannot be enforced: any JSON
+ * object). 0, or -1 with e set (413: too large). */
+int sf_tool_call_gbnf(const struct sf_api_request *r, int format, unsigned flags, char **out,
+		      struct sf_api_error *e);
+
 /* GBNF text (malloc'd into *out) of any JSON object (response_format json_object). -1: no
  * memory. */
 int sf_json_object_gbnf(char **out);

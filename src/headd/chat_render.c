@@ -12,6 +12,7 @@
 #include "api/chat_parse.h"
 #include "api/chat_prompt.h"
 #include "api/chat_templates.h"
+#include "api/schema_gbnf.h"
 
 /* The template q renders with, or NULL with e set. */
 static const char *template_of(struct headd_req *q, struct sf_api_error *e)
@@ -185,6 +186,19 @@ int headd_chat_render_take(struct headd_req *q, struct headd_render *j, char **t
 		q->chat_flags |= SF_CHAT_TOOLS;
 	if (q->chat_flags && sf_chat_prompt_opens_reasoning(*text, *len))
 		q->chat_flags |= SF_CHAT_IN_REASONING;
+	/* A forced tool call (tool_choice required or named): a grammar of the model's own call
+	 * format, unless the request constrains its output otherwise. */
+	char *g = NULL;
+	if (q->r.n_tools && !q->r.grammar &&
+	    sf_tool_call_gbnf(&q->r, q->chat_format, q->chat_flags, &g, e)) {
+		free(*text);
+		*text = NULL;
+		return -1;
+	}
+	if (g) {
+		q->r.grammar = g;
+		q->r.grammar_param = "tool_choice";
+	}
 	return 0;
 }
 

@@ -7,7 +7,8 @@
 # independent of the head's compiler); json_object, the Responses API's text.format,
 # completions with llama.cpp's json_schema and grammar fields and vLLM's structured_outputs
 # (choice, regex); a streamed sample equals the whole one; a named session keeps its first
-# turn's schema (another one is a 400); a schema keyword that cannot be
+# turn's schema (another one is a 400); tool_choice required and a named function (with
+# parallel_tool_calls false) give only valid calls in the model's own format (Qwen2.5's); a schema keyword that cannot be
 # enforced, and a grammar that does not compile, are 400s naming the field; a fleet of protocol
 # 5 nodes refuses a schema with 400 unsupported_on_fleet naming response_format.
 # Usage: gguf_structured.sh NODED HEADD CLI SOURCE_DIR   (exit 77: no llama.cpp vocabulary)
@@ -136,6 +137,36 @@ turn three ",\"grammar\":\"root ::= [a-z]+\""
 turn four ""
 [ "$status" = 400 ] && err_is session invalid_value || r=1
 check "a named session: its first turn's schema again served, another grammar or none a 400" $r
+
+# Forced tool calls in the model's format (Qwen2.5's template: hermes <tool_call> blocks):
+# tool_choice "required" gives tool calls only, each to a tool with valid arguments; a named
+# function with parallel_tool_calls false gives exactly one call to it.
+tmpl=$(python3 -S -c 'import json,sys; print(json.dumps(open(sys.argv[1]).read()))' "$LLAMA_SRC/models/templates/Qwen-Qwen2.5-7B-Instruct.jinja")
+tools='[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"enum":["Oslo","Rome"]},"days":{"type":"integer","minimum":1,"maximum":7}},"required":["city","days"],"additionalProperties":false}}},{"type":"function","function":{"name":"noop","parameters":{"type":"object","properties":{},"additionalProperties":false}}}]'
+calls_ok() { # WANT_NAME WANT_COUNT (0: any count of one or more)
+	python3 -S -c 'import json,sys
+d = json.load(open(sys.argv[1]))
+for c in d["choices"]:
+    m = c["message"]
+    assert c["finish_reason"] == "tool_calls", c["finish_reason"]
+    assert not (m.get("content") or "").strip(), m.get("content")
+    calls = m["tool_calls"]
+    assert len(calls) >= 1 and (sys.argv[3] == "0" or len(calls) == int(sys.argv[3])), len(calls)
+    for t in calls:
+        f = t["function"]
+        a = json.loads(f["arguments"])
+        assert sys.argv[2] in ("", f["name"]), f["name"]
+        if f["name"] == "get_weather":
+            assert set(a) == {"city", "days"} and a["city"] in ("Oslo", "Rome") and 1 <= a["days"] <= 7, a
+        else:
+            assert f["name"] == "noop" and a == {}, (f["name"], a)' "$work/out" "$1" "$2"
+}
+req POST /v1/chat/completions "{\"model\":\"$model\",\"chat_template\":$tmpl,\"messages\":$msgs,\"tools\":$tools,\"tool_choice\":\"required\",\"n\":4,\"seed\":11,\"max_tokens\":800}"
+r=0; [ "$status" = 200 ] && calls_ok "" 0 || r=1
+check "tool_choice required (n = 4): tool calls only, each valid, finish_reason tool_calls" $r
+req POST /v1/chat/completions "{\"model\":\"$model\",\"chat_template\":$tmpl,\"messages\":$msgs,\"tools\":$tools,\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}},\"parallel_tool_calls\":false,\"n\":4,\"seed\":12,\"max_tokens\":200}"
+r=0; [ "$status" = 200 ] && calls_ok get_weather 1 || r=1
+check "a named function with parallel_tool_calls false: one call to it, valid arguments" $r
 
 # Refusals by name.
 req POST /v1/chat/completions "{\"model\":\"$model\",\"messages\":$msgs,\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\",\"schema\":{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"array\",\"uniqueItems\":true}}}}}}"

@@ -16,6 +16,7 @@
 #include <superfluid/grammar.h>
 
 #include "api/api_request.h"
+#include "api/chat_parse.h"
 #include "api/schema_gbnf.h"
 
 static struct sf_grammar *compile_text(const char *gbnf)
@@ -342,6 +343,103 @@ static void request_fields(void **state)
 	}
 }
 
+/* A chat with two tools, tool_choice and the rest given by %s. */
+#define BODY_FMT "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":" \
+"\"w\"}],\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get\"," \
+"\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":{\"enum\":[\"Oslo\"," \
+"\"Rome\"]}},\"required\":[\"city\"],\"additionalProperties\":false}}},{\"type\":" \
+"\"function\",\"function\":{\"name\":\"odd\",\"parameters\":{\"type\":\"object\"," \
+"\"properties\":{\"n\":{\"type\":\"integer\",\"multipleOf\":2}}}}}],%s}"
+
+/* tool_choice required / named: only calls in the model's format, arguments by schema. */
+static void forced_tool_calls(void **state)
+{
+
+	char body[1024];
+	snprintf(body, sizeof(body), BODY_FMT, "\"tool_choice\":\"required\"");
+	struct sf_api_request r = parse_ok(SF_API_CHAT, body);
+	char *gbnf;
+	struct sf_api_error e;
+	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_HERMES, 0, &gbnf, &e), 0);
+	struct sf_grammar *g = compile_text(gbnf);
+	const char *yes[] = {
+		"<tool_call>\n{\"name\": \"get\", \"arguments\": {\"city\":\"Oslo\"}}\n</tool_call>",
+		"<tool_call>\n{\"name\": \"odd\", \"arguments\": {\"n\": 3}}\n</tool_call>\n"
+		"<tool_call>\n{\"name\": \"get\", \"arguments\": {\"city\": \"Rome\"}}\n</tool_call>",
+		NULL };
+	const char *no[] = {
+		"hello",
+		"<tool_call>\n{\"name\": \"get\", \"arguments\": {\"city\":\"Paris\"}}\n</tool_call>",
+		"<tool_call>\n{\"name\": \"put\", \"arguments\": {}}\n</tool_call>",
+		"<tool_call>\n{\"name\": \"get\", \"arguments\": {\"city\":\"Oslo\"}}\n</tool_call> ok",
+		"<think>hm</think><tool_call>\n{\"name\": \"odd\", \"arguments\": {}}\n</tool_call>",
+		NULL };
+	check(g, yes, no);
+	sf_grammar_unref(g);
+	free(gbnf);
+	/* The reasoning first (the template has it), or the reply starting inside it. */
+	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_HERMES, SF_CHAT_THINK, &gbnf, &e), 0);
+	g = compile_text(gbnf);
+	const char *yes2[] = {
+		"<think>a < b </thin</think>\n<tool_call>\n{\"name\": \"odd\", \"arguments\": {}}\n</tool_call>",
+		"<think><</think><tool_call>\n{\"name\": \"odd\", \"arguments\": {}}\n</tool_call>",
+		"<think>x </thi</think>\n\n<tool_call>\n{\"name\": \"odd\", \"arguments\": {}}\n</tool_call>",
+		"<tool_call>\n{\"name\": \"odd\", \"arguments\": {}}\n</tool_call>", NULL };
+	const char *no2[] = { "<think>x</think>",
+		"<think>a</think>b</think><tool_call>\n{\"name\": \"odd\", \"arguments\": {}}\n</tool_call>",
+		NULL };
+	check(g, yes2, no2);
+	sf_grammar_unref(g);
+	free(gbnf);
+	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_HERMES,
+					   SF_CHAT_THINK | SF_CHAT_IN_REASONING, &gbnf, &e), 0);
+	g = compile_text(gbnf);
+	const char *yes3[] = {
+		"so</think>\n\n<tool_call>\n{\"name\": \"odd\", \"arguments\": {}}\n</tool_call>", NULL };
+	const char *no3[] = {
+		"<tool_call>\n{\"name\": \"odd\", \"arguments\": {}}\n</tool_call>", NULL };
+	check(g, yes3, no3);
+	sf_grammar_unref(g);
+	free(gbnf);
+	/* Llama 3: the bare object with "parameters". Other formats: not enforced. */
+	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_LLAMA3, 0, &gbnf, &e), 0);
+	g = compile_text(gbnf);
+	const char *yes4[] = { "{\"name\": \"get\", \"parameters\": {\"city\":\"Rome\"}}", NULL };
+	const char *no4[] = { "{\"name\": \"get\", \"arguments\": {\"city\":\"Rome\"}}", NULL };
+	check(g, yes4, no4);
+	sf_grammar_unref(g);
+	free(gbnf);
+	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_MISTRAL, 0, &gbnf, &e), 0);
+	assert_null(gbnf);
+	sf_api_request_free(&r);
+
+	/* Named, and one call only. */
+	snprintf(body, sizeof(body), BODY_FMT, "\"tool_choice\":{\"type\":\"function\","
+		 "\"function\":{\"name\":\"get\"}},\"parallel_tool_calls\":false");
+	r = parse_ok(SF_API_CHAT, body);
+	assert_true(r.no_parallel_tool_calls);
+	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_HERMES, 0, &gbnf, &e), 0);
+	g = compile_text(gbnf);
+	const char *yes5[] = {
+		"<tool_call>\n{\"name\": \"get\", \"arguments\": {\"city\":\"Oslo\"}}\n</tool_call>",
+		NULL };
+	const char *no5[] = {
+		"<tool_call>\n{\"name\": \"odd\", \"arguments\": {}}\n</tool_call>",
+		"<tool_call>\n{\"name\": \"get\", \"arguments\": {\"city\":\"Oslo\"}}\n</tool_call>\n"
+		"<tool_call>\n{\"name\": \"get\", \"arguments\": {\"city\":\"Oslo\"}}\n</tool_call>",
+		NULL };
+	check(g, yes5, no5);
+	sf_grammar_unref(g);
+	free(gbnf);
+	sf_api_request_free(&r);
+	/* tool_choice auto: nothing forced. */
+	snprintf(body, sizeof(body), BODY_FMT, "\"tool_choice\":\"auto\"");
+	r = parse_ok(SF_API_CHAT, body);
+	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_HERMES, 0, &gbnf, &e), 0);
+	assert_null(gbnf);
+	sf_api_request_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -352,6 +450,7 @@ int main(void)
 		cmocka_unit_test(refused_by_keyword),
 		cmocka_unit_test(regex_top_level),
 		cmocka_unit_test(request_fields),
+		cmocka_unit_test(forced_tool_calls),
 	};
 	return cmocka_run_group_tests_name("schema_gbnf", tests, NULL, NULL);
 }

@@ -1,0 +1,176 @@
+/* Forced tool calls: the grammar of a reply that is nothing but tool calls in the model's own
+ * format (schema_gbnf.h, sf_tool_call_gbnf), each call's arguments constrained by its tool's
+ * parameter schema (a schema that cannot be enforced: any JSON object), after the reasoning
+ * block when the template has one. */
+#include "api/schema_gbnf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <superfluid/grammar.h>
+
+#include "api/api_request_internal.h"
+#include "api/chat_parse.h"
+
+static int app(struct sf_buf *b, const char *s) { return sf_buf_append(b, s, strlen(s)); }
+
+/* GBNF literal of s. */
+static int lit(struct sf_buf *b, const char *s)
+{
+	int rc = app(b, "\"");
+	for (; *s && !rc; s++) {
+		char esc[8];
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			snprintf(esc, sizeof(esc), "\\%c", ch);
+		else if (ch < 0x20 || ch == 0x7f)
+			snprintf(esc, sizeof(esc), "\\x%02x", ch);
+		else
+			esc[0] = (char)ch, esc[1] = 0;
+		rc = app(b, esc);
+	}
+	return rc || app(b, "\"");
+}
+
+/* rule name ::= any text in which closer occurs only at its end, closer included. With c0 the
+ * closer's first byte (which must not occur again in it) and r the rest: text without c0,
+ * then pieces c0 S where S holds no c0 and does not start with r, then c0 r. S is "", or r's
+ * first k bytes then a byte that is neither r[k] nor c0 then any without c0, or a proper
+ * prefix of r: the rules name_k (finite nesting, no recursion). */
+static int text_until(struct sf_buf *b, const char *name, const char *closer)
+{
+	char t[160];
+	size_t n = strlen(closer);
+	unsigned c0 = (unsigned char)closer[0];
+	snprintf(t, sizeof(t), "%s ::= [^\\x%02x]* (\"\\x%02x\" %s_0)* ", name, c0, c0, name);
+	int rc = app(b, t) || lit(b, closer) || app(b, "\n");
+	for (size_t k = 0; k + 1 < n && !rc; k++) {
+		unsigned rk = (unsigned char)closer[k + 1];
+		snprintf(t, sizeof(t), "%s_%zu ::= \"\" | [^\\x%02x\\x%02x] [^\\x%02x]*", name, k, c0,
+			 rk, c0);
+		rc = app(b, t);
+		if (!rc && k + 2 < n) {
+			snprintf(t, sizeof(t), " | \"\\x%02x\" %s_%zu", rk, name, k + 1);
+			rc = app(b, t);
+		}
+		rc = rc || app(b, "\n");
+	}
+	return rc;
+}
+
+int sf_tool_call_gbnf(const struct sf_api_request *r, int format, unsigned flags, char **out,
+		      struct sf_api_error *e)
+{
+	*out = NULL;
+	if (format != SF_CHAT_FORMAT_HERMES && format != SF_CHAT_FORMAT_LLAMA3)
+		return 0;
+	if (r->tool_choice != SF_TOOL_REQUIRED && r->tool_choice != SF_TOOL_NAMED)
+		return 0;
+	uint32_t n = r->n_tools;
+	const json_t **schemas = calloc(n + 1, sizeof(*schemas));
+	const char **params = calloc(n + 1, sizeof(*params));
+	char (*pbuf)[SF__API_PARAM_MAX] = calloc(n + 1, sizeof(*pbuf));
+	uint32_t *roots = calloc(n + 1, sizeof(*roots)), *which = calloc(n + 1, sizeof(*which));
+	json_t **parsed = calloc(n + 1, sizeof(*parsed));
+	struct sf_buf b;
+	sf_buf_init(&b, SF_GRAMMAR_MAX_TEXT);
+	int rc = !schemas || !params || !pbuf || !roots || !which || !parsed;
+	/* The tools it may call, and which of their schemas can be enforced (checked alone). */
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < n && !rc; i++) {
+		if (r->tool_choice == SF_TOOL_NAMED && strcmp(r->tools[i].name, r->tool_choice_name))
+			continue;
+		which[k] = i;
+		parsed[k] = json_loads(r->tools[i].parameters ? r->tools[i].parameters : "{}", 0,
+				       NULL);
+		sf__api_path(pbuf[k], "tools[%u].function.parameters", i);
+		params[k] = pbuf[k];
+		char *alone = NULL;
+		struct sf_api_error ignored;
+		if (parsed[k] && json_is_object(parsed[k]) && json_object_size(parsed[k]) &&
+		    !sf_schema_gbnf(parsed[k], params[k], &alone, &ignored))
+			schemas[k] = parsed[k];
+		free(alone);
+		k++;
+	}
+	/* Their rules, those that cannot be enforced left out (any object). */
+	const json_t **sub = calloc(k + 1, sizeof(*sub));
+	const char **subp = calloc(k + 1, sizeof(*subp));
+	uint32_t *subr = calloc(k + 1, sizeof(*subr)), ns = 0;
+	rc = rc || !sub || !subp || !subr;
+	for (uint32_t i = 0; i < k && !rc; i++)
+		if (schemas[i]) {
+			sub[ns] = schemas[i];
+			subp[ns++] = params[i];
+		}
+	if (!rc && ns)
+		rc = sf_schemas_gbnf(sub, subp, ns, &b, subr, e) ? -1 : 0;
+	else if (!rc)
+		rc = sf_schemas_gbnf(NULL, NULL, 0, &b, NULL, e) ? -1 : 0;
+	if (rc == -1)
+		goto out;
+	/* call ::= one alternative per tool: its name, its arguments. */
+	bool hermes = format == SF_CHAT_FORMAT_HERMES;
+	rc = app(&b, "call ::= ");
+	for (uint32_t i = 0, j = 0; i < k && !rc; i++) {
+		char head[SF_CHAT_NAME_MAX + 64], args[32];
+		json_t *name = json_string(r->tools[which[i]].name);
+		char *nj = name ? json_dumps(name, JSON_ENCODE_ANY) : NULL;
+		json_decref(name);
+		if (!nj) {
+			rc = 1;
+			break;
+		}
+		snprintf(head, sizeof(head), "{\"name\": %s, \"%s\": ", nj,
+			 hermes ? "arguments" : "parameters");
+		free(nj);
+		if (schemas[i])
+			snprintf(args, sizeof(args), "s%u", subr[j++]);
+		else
+			snprintf(args, sizeof(args), "jobj");
+		rc = (i && app(&b, " | ")) || app(&b, "(") || lit(&b, head) || app(&b, " ") ||
+		     app(&b, args) || app(&b, " \"}\")");
+	}
+	rc = rc || app(&b, "\n");
+	/* The reasoning first, where the template has it. */
+	const char *open = NULL, *close = NULL;
+	if (flags & SF_CHAT_THINK_BRACKETS)
+		open = "[THINK]", close = "[/THINK]";
+	else if (flags & (SF_CHAT_THINK | SF_CHAT_IN_REASONING))
+		open = "<think>", close = "</think>";
+	if (!rc && close)
+		rc = text_until(&b, "reasoning", close);
+	rc = rc || app(&b, "lead ::= ");
+	if (!rc && close && (flags & SF_CHAT_IN_REASONING))
+		rc = app(&b, "reasoning [ \\n]{0,4}");
+	else if (!rc && close)
+		rc = lit(&b, open) || app(&b, " reasoning [ \\n]{0,4} | \"\"");
+	else
+		rc = rc || app(&b, "\"\"");
+	rc = rc || app(&b, "\n");
+	/* Hermes: <tool_call> blocks; Llama 3: bare objects. One, or several when parallel. */
+	if (hermes)
+		rc = rc || app(&b, "block ::= \"<tool_call>\\n\" call \"\\n</tool_call>\"\n");
+	else
+		rc = rc || app(&b, "block ::= call\n");
+	rc = rc || app(&b, r->no_parallel_tool_calls ? "root ::= lead block\n"
+				: "root ::= lead block (\"\\n\"{1,2} block){0,15}\n");
+	if (!rc && !(*out = malloc(sf_buf_used(&b) + 1)))
+		rc = 1;
+	if (!rc) {
+		memcpy(*out, sf_buf_head(&b), sf_buf_used(&b));
+		(*out)[sf_buf_used(&b)] = 0;
+	}
+out:
+	if (rc == 1)
+		rc = sf_api_fail(e, 413, "invalid_request_error", "too_large", "tools", "the tools' "
+				 "grammar for tool_choice grows past %u bytes",
+				 (unsigned)SF_GRAMMAR_MAX_TEXT);
+	for (uint32_t i = 0; parsed && i < k; i++)
+		json_decref(parsed[i]);
+	free(parsed), free(schemas), free(params), free(pbuf), free(roots), free(which);
+	free(sub), free(subp), free(subr);
+	sf_buf_free(&b);
+	return rc ? -1 : 0;
+}
