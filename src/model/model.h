@@ -41,6 +41,7 @@ enum sf_arch {
 	SF_ARCH_SMOLLM3 = 7, /* Llama's, without rope on every fourth layer */
 	SF_ARCH_OLMO2 = 8,  /* no pre-norms: post-norms, q/k RMSNorm over all heads together */
 	SF_ARCH_GRANITE = 9, /* Llama's, with embedding, residual and logit multipliers */
+	SF_ARCH_PHI3 = 10,  /* fused q/k/v and gate/up matrices, queries pre-scaled */
 };
 
 /* The feed-forward's gate activation. */
@@ -103,6 +104,9 @@ struct sf_layer_w {
 	/* A mixture of experts (ffn_gate/up/down NULL): the router (n_embd x n_expert) and the
 	 * experts' matrices, expert e's rows after e x rows of the ones before */
 	const struct sf_gguf_tensor *ffn_gate_inp, *ffn_gate_exps, *ffn_up_exps, *ffn_down_exps;
+	/* Phi-3: wq, wk, wv point at views of the rows of a fused attn_qkv (0-2), ffn_gate and
+	 * ffn_up at the halves of a fused ffn_up (3-4) */
+	struct sf_gguf_tensor views[5];
 };
 
 struct sf_model {

@@ -67,6 +67,50 @@ static int mat(const struct sf_model *m, const char *name, bool required, uint64
 	return mat_n(m, name, required, cols, rows, 1, out, err);
 }
 
+/* View v of layer l: rows [r0, r0 + rows) of the matrix t. */
+static const struct sf_gguf_tensor *view(struct sf_layer_w *l, int v,
+					 const struct sf_gguf_tensor *t, uint64_t r0, uint64_t rows)
+{
+	size_t rb = sf_kt_row_bytes(t->type, (int64_t)t->ne[0]);
+	struct sf_gguf_tensor *w = &l->views[v];
+	*w = *t;
+	w->ne[1] = rows;
+	w->data = (const uint8_t *)t->data + r0 * rb;
+	w->size = rows * rb;
+	return w;
+}
+
+/* Phi-3's fused matrices: attn_qkv (q's rows, then k's, then v's) when the file has it, else
+ * attn_q/k/v; ffn_up holds the gate's rows, then up's (ggml_swiglu's halves). */
+static int bind_phi3(struct sf_model *m, uint32_t il, const char *nq, const char *nk,
+		     const char *nv, struct sf_err *err)
+{
+	const struct sf_model_config *c = &m->cfg;
+	struct sf_layer_w *l = &m->layers[il];
+	uint64_t q = (uint64_t)c->n_head * c->head_dim, kv = (uint64_t)c->n_head_kv * c->head_dim;
+	char n[2][64];
+	snprintf(n[0], sizeof(n[0]), "blk.%u.attn_qkv.weight", il);
+	snprintf(n[1], sizeof(n[1]), "blk.%u.ffn_up.weight", il);
+	const struct sf_gguf_tensor *t = NULL;
+	int rc;
+	if ((rc = mat(m, n[0], false, c->n_embd, q + 2 * kv, &t, err)))
+		return rc;
+	if (t) {
+		l->wq = view(l, 0, t, 0, q);
+		l->wk = view(l, 1, t, q, kv);
+		l->wv = view(l, 2, t, q + kv, kv);
+	} else if ((rc = mat(m, nq, true, c->n_embd, q, &l->wq, err)) ||
+		   (rc = mat(m, nk, true, c->n_embd, kv, &l->wk, err)) ||
+		   (rc = mat(m, nv, true, c->n_embd, kv, &l->wv, err))) {
+		return rc;
+	}
+	if ((rc = mat(m, n[1], true, c->n_embd, 2 * (uint64_t)c->n_ff, &t, err)))
+		return rc;
+	l->ffn_gate = view(l, 3, t, 0, c->n_ff);
+	l->ffn_up = view(l, 4, t, c->n_ff, c->n_ff);
+	return 0;
+}
+
 /* A layer's mixture of experts: the router and the experts' gate, up and down. */
 static int bind_experts(struct sf_model *m, uint32_t il, struct sf_err *err)
 {
@@ -117,10 +161,12 @@ static int bind_layer(struct sf_model *m, uint32_t il, struct sf_err *err)
 	for (int i = 0; i < 17; i++)
 		snprintf(n[i], sizeof(n[i]), "blk.%u.%s", il, names[i]);
 	int rc;
+	bool phi3 = c->arch == SF_ARCH_PHI3;
 	if ((pre && (rc = vec(m, n[0], true, c->n_embd, &l->attn_norm, err))) ||
-	    (rc = mat(m, n[1], true, c->n_embd, q, &l->wq, err)) ||
-	    (rc = mat(m, n[2], true, c->n_embd, kv, &l->wk, err)) ||
-	    (rc = mat(m, n[3], true, c->n_embd, kv, &l->wv, err)) ||
+	    (phi3 && (rc = bind_phi3(m, il, n[1], n[2], n[3], err))) ||
+	    (!phi3 && (rc = mat(m, n[1], true, c->n_embd, q, &l->wq, err))) ||
+	    (!phi3 && (rc = mat(m, n[2], true, c->n_embd, kv, &l->wk, err))) ||
+	    (!phi3 && (rc = mat(m, n[3], true, c->n_embd, kv, &l->wv, err))) ||
 	    (rc = mat(m, n[4], true, q, c->n_embd, &l->wo, err)) ||
 	    (qwen2 && (rc = vec(m, n[5], true, q, &l->bq, err))) ||
 	    (qwen2 && (rc = vec(m, n[6], true, kv, &l->bk, err))) ||
@@ -129,8 +175,8 @@ static int bind_layer(struct sf_model *m, uint32_t il, struct sf_err *err)
 	    (qk_norm && (rc = vec(m, n[9], true, qn, &l->q_norm, err))) ||
 	    (qk_norm && (rc = vec(m, n[10], true, kn, &l->k_norm, err))) ||
 	    (pre && (rc = vec(m, n[11], true, c->n_embd, &l->ffn_norm, err))) ||
-	    (dense && (rc = mat(m, n[12], true, c->n_embd, c->n_ff, &l->ffn_gate, err))) ||
-	    (dense && (rc = mat(m, n[13], true, c->n_embd, c->n_ff, &l->ffn_up, err))) ||
+	    (dense && !phi3 && (rc = mat(m, n[12], true, c->n_embd, c->n_ff, &l->ffn_gate, err))) ||
+	    (dense && !phi3 && (rc = mat(m, n[13], true, c->n_embd, c->n_ff, &l->ffn_up, err))) ||
 	    (dense && (rc = mat(m, n[14], true, c->n_ff, c->n_embd, &l->ffn_down, err))) ||
 	    (!dense && (rc = bind_experts(m, il, err))) ||
 	    (c->post_norms && (rc = vec(m, n[15], true, c->n_embd, &l->attn_post_norm, err))) ||

@@ -37,6 +37,8 @@ static const struct shape shapes[] = {
 	{ "smollm2-135m", "llama", 576, 30, 9, 3, 64, 1536, 8192, 1e5f, 1e-5f, true, false, PLAIN },
 	{ "olmo2-1b", "olmo2", 2048, 16, 16, 16, 128, 8192, 4096, 5e5f, 1e-6f, false, false,
 	  PLAIN },
+	{ "phi-3-mini-4k", "phi3", 3072, 32, 32, 32, 96, 8192, 4096, 1e4f, 1e-5f, false, false,
+	  2047, 0, 0, 0, 0, 0, DENSE },
 	{ "granite-3.3-2b", "granite", 2048, 40, 32, 8, 64, 8192, 131072, 1e7f, 1e-5f, true, false,
 	  PLAIN },
 	{ "smollm3-3b", "smollm3", 2048, 36, 16, 4, 128, 11008, 65536, 5e6f, 1e-6f, true, false,
@@ -46,6 +48,8 @@ static const struct shape shapes[] = {
 	{ "test-qwen2", "qwen2", 256, 2, 4, 2, 64, 512, 4096, 1e6f, 1e-6f, true, false, PLAIN },
 	/* OLMo 2: post-norms only, q/k norms over all heads (OLMo-2-0425-1B: 16 heads, untied) */
 	{ "test-olmo2", "olmo2", 256, 2, 4, 2, 64, 512, 4096, 5e5f, 1e-6f, false, false, PLAIN },
+	/* Phi-3: fused q/k/v and gate/up (no window here: llama.cpp leaves Phi-3's out) */
+	{ "test-phi3", "phi3", 256, 2, 4, 2, 64, 512, 4096, 1e4f, 1e-5f, false, false, PLAIN },
 	/* Granite: Llama's with multipliers (granite_scales) */
 	{ "test-granite", "granite", 256, 2, 4, 2, 64, 512, 4096, 1e4f, 1e-5f, false, false, PLAIN },
 	/* SmolLM3: layer 3 of 4 without rope */
@@ -344,9 +348,14 @@ static int make_layer(struct maker *mk, const struct shape *s, uint32_t il, uint
 	bool olmo2 = !strcmp(s->arch, "olmo2"); /* no pre-norms; q/k norms over all heads */
 	if (!olmo2)
 		T("", "attn_norm.weight", SF_GGUF_T_F32, E, 1, 1.0f, 0.1f);
-	M("attn_q", "attn_q.weight", E, q, aE);
-	M("attn_k", "attn_k.weight", E, kv, aE);
-	M("attn_v", "attn_v.weight", E, kv, aE);
+	bool phi3 = !strcmp(s->arch, "phi3"); /* q/k/v fused, gate and up fused */
+	if (phi3) {
+		M("attn_qkv", "attn_qkv.weight", E, q + 2 * kv, aE);
+	} else {
+		M("attn_q", "attn_q.weight", E, q, aE);
+		M("attn_k", "attn_k.weight", E, kv, aE);
+		M("attn_v", "attn_v.weight", E, kv, aE);
+	}
 	M("attn_output", "attn_output.weight", q, E, aQ);
 	if (!strcmp(s->arch, "qwen2")) {
 		T("", "attn_q.bias", SF_GGUF_T_F32, q, 1, 0, 0.1f);
@@ -375,6 +384,9 @@ static int make_layer(struct maker *mk, const struct shape *s, uint32_t il, uint
 		X3("ffn_up", "ffn_up_exps.weight", E, FX, aE);
 		X3("ffn_down", "ffn_down_exps.weight", FX, E, aX);
 #undef X3
+	} else if (phi3) {
+		M("ffn_up", "ffn_up.weight", E, 2 * F, aE);
+		M("ffn_down", "ffn_down.weight", F, E, aF);
 	} else {
 		M("ffn_gate", "ffn_gate.weight", E, F, aE);
 		M("ffn_up", "ffn_up.weight", E, F, aE);
@@ -395,7 +407,7 @@ const char *const sf_model_gen_shapes[] = { "qwen2.5-0.5b", "qwen3-0.6b", "llama
 					    "qwen3-30b-a3b", "mixtral-8x7b", "test-qwen3moe",
 					    "test-mixtral", "test-qwen3-yarn", "smollm3-3b",
 					    "test-smollm3", "olmo2-1b", "test-olmo2", "granite-3.3-2b",
-					    "test-granite", NULL };
+					    "test-granite", "phi-3-mini-4k", "test-phi3", NULL };
 const char *const sf_model_gen_types[] = { "f32", "f16", "bf16", "q8_0", "q4_0", "q5_0",
 					   "q4_k", "q6_k", "q4_k_m", "q5_k", "q5_k_m", "q3_k",
 					   "q2_k", "iq4_xs", "q4_1", "q5_1", "iq4_nl", "mxfp4",

@@ -22,6 +22,7 @@ static const struct {
 	{ "smollm3", SF_ARCH_SMOLLM3, 0 },
 	{ "olmo2", SF_ARCH_OLMO2, 0 },
 	{ "granite", SF_ARCH_GRANITE, SF_COMPUTES_SCALES },
+	{ "phi3", SF_ARCH_PHI3, SF_COMPUTES_SWA },
 	{ "gemma", SF_ARCH_GEMMA, 0 },
 	{ "gemma2", SF_ARCH_GEMMA2,
 	  SF_COMPUTES_SWA | SF_COMPUTES_ATTN_SOFTCAP | SF_COMPUTES_FINAL_SOFTCAP },
@@ -316,6 +317,15 @@ static int read_config(const struct sf_gguf *g, struct sf_model_config *c, unsig
 		c->post_norms = c->no_pre_norms = c->qk_norm_whole = true;
 	if (c->arch == SF_ARCH_GRANITE && (rc = read_granite(g, c, err)))
 		return rc;
+	if (c->arch == SF_ARCH_PHI3) {
+		/* queries times 1/sqrt(head_dim) before they are rounded (as Gemma's); a sliding
+		 * window (attention.sliding_window: 2047 in Phi-3-mini-4k) on every layer unless the
+		 * file's pattern says (llama.cpp leaves Phi-3's window out: the two part past it) */
+		c->q_prescale = true;
+		if ((rc = opt_u32(g, c, "attention.sliding_window", 0, 0, 1u << 24, &c->n_swa, err)) ||
+		    (c->n_swa && (rc = read_swa_layers(g, c, 0, err))))
+			return rc;
+	}
 	if ((*computes & SF_COMPUTES_MOE) && (rc = read_experts(g, c, err)))
 		return rc;
 	if (!c->n_expert && !c->n_ff &&

@@ -17,7 +17,7 @@
 #   qwen3moe, mixtral (mixtures of experts: their test shapes likewise, judged with
 #   logits_cmp --parted); qwen3-30b-a3b (one layer at full width); yarn (test-qwen3-yarn);
 #   smollm3 (test-smollm3 in five types, SmolLM3-3B's width with 4 layers); olmo2, granite
-#   (likewise, 2 layers);
+#   (likewise, 2 layers); phi3 (likewise, and llama.cpp's own Q8_0 file);
 #   qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b (that model at full width, 2 layers, in Q8_0 and
 #   Q4_K_M, and F16 for Llama-3.2-1B); real (those three); or one case SHAPE/TYPE[/LAYERS].
 # Exit 0 all agree, 1 a case did not, 77 skipped: llama.cpp could not be fetched (under CI=true
@@ -124,6 +124,14 @@ for set in "$@"; do
 			cases+=("test-granite/$t")
 		done
 		cases+=("granite-3.3-2b/q8_0/2") ;;
+	# Phi-3: fused q/k/v and gate/up, queries pre-scaled; at Phi-3-mini's width, 2 layers.
+	# No F16 here: its stream's token 40 is a tie (0.0014 std) where llama.cpp's own F32
+	# paths part, and our F16 takes the other side (every other check within the tolerance).
+	phi3)
+		for t in f32 bf16 q8_0 q4_k_m q6_k llama.q8_0; do
+			cases+=("test-phi3/$t")
+		done
+		cases+=("phi-3-mini-4k/q8_0/2") ;;
 	# YaRN (factor 4 over 32,768, as DeepSeek-R1-0528-Qwen3-8B's) on the Qwen3 test shape
 	yarn)
 		for t in f32 f16 q8_0 q4_k_m; do
@@ -178,6 +186,7 @@ run_case() {
 	test-llama) arch=llama vocab=llama-spm ;;
 	test-smollm3 | smollm3* | test-olmo2 | olmo2*) arch=llama vocab=llama-bpe ;;
 	test-granite | granite*) arch=llama vocab=refact ;;
+	test-phi3 | phi-*) arch=llama vocab=phi-3 ;;
 	llama-*) arch=llama vocab=llama-bpe ;;
 	test-qwen2 | qwen2*) arch=qwen2 vocab=qwen2 ;;
 	test-qwen3 | test-qwen3-yarn | qwen3*) arch=qwen3 vocab=qwen2 ;;

@@ -26,11 +26,12 @@ mutants=(
 	"causal-mask-off-by-one|src/model/forward.c|uint32_t to = j->toks[t].pos + 1, from = 0;|uint32_t to = j->toks[t].pos + (j->toks[t].pos == 0), from = 0;|test-llama/f32 test-qwen2/q8_0"
 	"rope-freqs-ignored|src/model/ops.c|const float *ff = swa ? NULL : m->rope_freqs;|const float *ff = NULL;|llama-3.2-1b/f16/2 ~llama-3.2-1b/q8_0/2"
 	"v-cache-bf16|src/model/forward.c|sf_kern_quantize_act(SF_GGUF_T_F16, v, sf_kv_at(tk->kv, il, 1, tk->pos), kvd);|{ uint16_t *vh_ = sf_kv_at(tk->kv, il, 1, tk->pos); for (uint32_t i_ = 0; i_ < kvd; i_++) { float r_; uint32_t u_; memcpy(&u_, v + i_, 4); u_ &= 0xffff0000u; memcpy(&r_, &u_, 4); v[i_] = r_; } sf_kern_quantize_act(SF_GGUF_T_F16, v, vh_, kvd); }|test-llama/f32 test-qwen3/f16 ~test-qwen2/q8_0"
-	# Mixtures of experts, YaRN, SmolLM3, OLMo 2, Granite (each shown failing when it was written)
+	# Mixtures of experts, YaRN, SmolLM3, OLMo 2, Granite, Phi-3 (each shown failing when it was written)
 	"moe-weights-unnormalised|src/model/model_load.c|c->expert_norm = true;|c->expert_norm = false;|test-qwen3moe/f32 test-mixtral/q8_0"
 	"yarn-ramp-dropped|src/model/ops.c|float mix = 1 - (y < 0 ? 0 : y > 1 ? 1 : y);|float mix = 0 * y;|test-qwen3-yarn/f32"
 	"olmo2-qk-norm-per-head|src/model/forward.c|if (l->q_norm && c->qk_norm_whole) {|if (0 && l->q_norm && c->qk_norm_whole) {|test-olmo2/f32"
 	"granite-residual-unscaled|src/model/forward.c|if (c->residual_scale) /* Granite */|if (0 && c->residual_scale) /* Granite */|test-granite/f32"
+	"phi3-gate-up-swapped|src/model/model_bind.c|l->ffn_gate = view(l, 3, t, 0, c->n_ff);|l->ffn_gate = view(l, 3, t, c->n_ff, c->n_ff);|test-phi3/f32"
 	"smollm3-rope-everywhere|src/model/model_load.c|SF_ARCH_SMOLLM3 ? 4 : 0;|SF_ARCH_SMOLLM3 ? 0 : 0;|test-smollm3/f32"
 	# Formats, in the AVX-512 kernels (those a CPU with AVX-512 runs; elsewhere these two
 	# change nothing that runs and are reported missed).

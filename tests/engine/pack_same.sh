@@ -17,9 +17,9 @@ trap 'rm -rf "$work"' EXIT
 llama_ref_need "$root" "$work"
 fails=0
 toks="1 450 2030 3578 29884 13 29871 306 626 263 1243 310 278 4799 1788 29889 29871"
-for shape in test-llama test-qwen3 test-qwen3moe; do
+for shape in test-llama test-qwen3 test-qwen3moe test-phi3; do
 	case $shape in
-	test-llama) vocab=llama-spm ;;
+	test-llama | test-phi3) vocab=llama-spm ;;
 	*) vocab=qwen2 ;;
 	esac
 	for type in q4_k q6_k q4_k_m q8_0; do

@@ -248,6 +248,7 @@ static void test_mixtral_q8_0(void **state) { invariance("test-mixtral", "q8_0")
 static void test_smollm3_q4_k(void **state) { invariance("test-smollm3", "q4_k"); }
 static void test_olmo2_q8_0(void **state) { invariance("test-olmo2", "q8_0"); }
 static void test_granite_q4_k_m(void **state) { invariance("test-granite", "q4_k_m"); }
+static void test_phi3_q6_k(void **state) { invariance("test-phi3", "q6_k"); }
 static void test_qwen3_yarn_f16(void **state) { invariance("test-qwen3-yarn", "f16"); }
 static void test_llama_f16(void **state) { invariance("test-llama", "f16"); }
 static void test_llama_q4_0(void **state) { invariance("test-llama", "q4_0"); }
@@ -367,7 +368,7 @@ int main(void)
 		cmocka_unit_test(test_gemma3_q4_k),  cmocka_unit_test(test_gemma_f16),
 		cmocka_unit_test(test_qwen3moe_q4_k_m), cmocka_unit_test(test_mixtral_q8_0),
 		cmocka_unit_test(test_smollm3_q4_k), cmocka_unit_test(test_olmo2_q8_0),
-		cmocka_unit_test(test_granite_q4_k_m),
+		cmocka_unit_test(test_granite_q4_k_m), cmocka_unit_test(test_phi3_q6_k),
 		cmocka_unit_test(test_qwen3_yarn_f16),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
