@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Chat with real models' own templates: random-weight GGUF files carrying Qwen2.5's, Llama
-# 3.2's and Gemma 2's chat templates (llama.cpp's models/templates, by superfluid model make
-# --chat-template; Gemma's on a Gemma 3 shape with a Gemma-3-like vocabulary), one node each
-# behind a head. The official openai npm client's chat with tools
-# (tests/chat/conversations/tools.json; Gemma: user, model, user turns, its template takes no
-# system message nor tools) at temperature 0 reaches the node as exactly the
+# 3.2's, Gemma 2's, Qwen3's (on a Qwen3-MoE shape), Phi-3.5's and Granite 3.3's chat templates
+# (llama.cpp's models/templates, by superfluid model make --chat-template; Gemma's on a Gemma 3
+# shape with a Gemma-3-like vocabulary), one node each behind a head. The official openai npm
+# client's chat with tools (tests/chat/conversations/tools.json; Gemma: user, model, user
+# turns, its template takes no system message nor tools; Qwen3-MoE and Phi-3.5: a conversation
+# without tools) at temperature 0 reaches the node as exactly the
 # tokens of python3-jinja2's rendering (tests/chat/hf_render.py, as apply_chat_template)
 # encoded by llama.cpp (llama-ref tokenize --specials): usage.prompt_tokens is their count and
 # the reply is the engine's own greedy continuation of them (superfluid model run --tokens).
@@ -79,7 +80,7 @@ export SF_JINJA_NOW=$(date +%s) # strftime_now: the day the head renders in too
 # (tests/engine/gemma_vocab.py: <start_of_turn> and <end_of_turn> at Gemma 3's ids).
 python3 "$src/tests/engine/gemma_vocab.py" "$LLAMA_SRC/models/ggml-vocab-gemma-4.gguf" \
 	"$work/ggml-vocab-gemma.gguf" || { fail "gemma_vocab.py"; exit 1; }
-for fam in gemma-3 qwen2.5 llama-3.2; do
+for fam in gemma-3 qwen2.5 qwen3-moe phi-3.5 granite-3.3 llama-3.2; do # llama-3.2 last: its head is asked after
 	conv=$src/tests/chat/conversations/tools.json
 	case $fam in
 	qwen2.5) vocab=qwen2 shape=test-qwen2 tmpl=$tmpl_dir/Qwen-Qwen2.5-7B-Instruct.jinja ;;
@@ -90,6 +91,12 @@ for fam in gemma-3 qwen2.5 llama-3.2; do
 		python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["messages"]=d["messages"][:3]; print(json.dumps(d))' \
 			"$src/tests/chat/conversations/multiturn_no_prompt.json" >"$work/gemma-conv.json"
 		conv=$work/gemma-conv.json ;;
+	# A mixture of experts with Qwen3's template (no tools: a plain conversation)
+	qwen3-moe) vocab=qwen2 shape=test-qwen3moe tmpl=$tmpl_dir/Qwen-Qwen3-0.6B.jinja
+		conv=$src/tests/chat/conversations/multiturn_no_prompt.json ;;
+	phi-3.5) vocab=phi-3 shape=test-phi3 tmpl=$tmpl_dir/microsoft-Phi-3.5-mini-instruct.jinja
+		conv=$src/tests/chat/conversations/multiturn_no_prompt.json ;;
+	granite-3.3) vocab=refact shape=test-granite tmpl=$tmpl_dir/ibm-granite-granite-3.3-2B-Instruct.jinja ;;
 	esac
 	V=$LLAMA_SRC/models/ggml-vocab-$vocab.gguf M=$work/$fam.gguf
 	[ $vocab = gemma ] && V=$work/ggml-vocab-gemma.gguf
@@ -111,7 +118,7 @@ for fam in gemma-3 qwen2.5 llama-3.2; do
 	chat "$work/req1.json" "$model"
 	r=0
 	[ "$(j "$work/out" 'd["usage"]["prompt_tokens"]')" = "$(wc -w <"$work/p1.ids")" ] || r=1
-	check "$fam: the openai client's chat$([ $fam = gemma-3 ] || echo ' with tools') reaches the node as the $(wc -w <"$work/p1.ids") tokens of jinja2's rendering" $r
+	check "$fam: the openai client's chat$([ "$conv" = "$src/tests/chat/conversations/tools.json" ] && echo ' with tools') reaches the node as the $(wc -w <"$work/p1.ids") tokens of jinja2's rendering" $r
 	jw "$work/got" "$work/out" 'd["choices"][0]["message"]["content"] or ""'
 	r=0; cmp -s "$work/got" "$work/want" || r=1
 	check "  ... its reply is the engine's greedy continuation of those tokens" $r
