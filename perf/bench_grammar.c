@@ -75,11 +75,15 @@ static double window(struct sf_engine *e, struct sf_sampling *s, uint32_t n, uin
 		} while (st.more);
 		if (gen) /* the prompt's step is not a decode step */
 			t += now_s() - t0;
-		if (st.rc)
-			die("a step failed", NULL);
+		if (st.rc) {
+			char why[96];
+			snprintf(why, sizeof(why), "code %d after %u tokens of a generation (seed %llu)",
+				 st.rc, gen, (unsigned long long)s->seed);
+			die("a step failed", why);
+		}
 		made += gen > 0;
 		gen++;
-		if (st.eog || gen > 400) {
+		if (st.eog || st.token == sf_engine_info(e)->eos || gen > 400) {
 			sf_engine_ctx_free(e, c);
 			s->seed++;
 			c = fresh(e, s);
@@ -88,6 +92,12 @@ static double window(struct sf_engine *e, struct sf_sampling *s, uint32_t n, uin
 	}
 	sf_engine_ctx_free(e, c);
 	return t / n;
+}
+
+static void say(void *arg, const char *line)
+{
+	(void)arg;
+	fprintf(stderr, "bench_grammar: %s\n", line);
 }
 
 static int by_value(const void *a, const void *b)
@@ -130,7 +140,7 @@ int main(int argc, char **argv)
 		die("schema", ae.message);
 	json_decref(schema);
 	struct sf_gguf_engine_config cfg = { .path = model, .threads = threads, .batch = 1,
-					     .ctx_len = 1024 };
+					     .ctx_len = 1024, .progress = say };
 	struct sf_engine *e;
 	struct sf_err err;
 	if (sf_gguf_engine_new(&cfg, &e, &err))

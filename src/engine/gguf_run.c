@@ -136,6 +136,8 @@ void ge_sample(struct ge *g, struct ge_ctx *c, const float *logits, struct sf_en
 		if (sf_grammar_host_mask(g->grammar, &c->gm, c->sampling.grammar,
 					 c->sampling.grammar_len, c->tokens + c->n - gen, gen, &p.allow,
 					 &e)) {
+			ge_say(g, "%s: a generation under a grammar ends in an error after %u tokens: %s",
+			       g->path, gen, e.msg);
 			st->rc = e.code;
 			return;
 		}

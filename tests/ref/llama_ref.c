@@ -694,6 +694,7 @@ static const struct ref_optdef ref_optdefs[] = {
 	OPT("--reps", CMD_BENCH, 'n', reps, 1, REF_MAX_REPS),
 	OPT("--depth", CMD_BENCH, 'n', depth, 0, 1 << 20),
 	OPT("--only", CMD_BENCH, 's', only, 0, 0),
+	OPT("--grammar", CMD_BENCH, 's', grammar, 0, 0),
 	OPT("--full", CMD_INFO, 'b', full, 0, 0),
 	OPT("--cpu", CMD_ALL, 's', cpu, 0, 0),
 	OPT("--verbose", CMD_ALL, 'b', verbose, 0, 0),

@@ -27,6 +27,7 @@ struct ref_opts {
 	bool specials, bos, all_modes, incremental, stop, full, verbose, pure;
 	long threads, ctx, ubatch, n, pp, tg, seqs, reps, depth, ftype;
 	const char *tokens, *out, *only, *cpu, *sep, *logits_out, *inc_out, *pooling;
+	const char *grammar; /* bench: a GBNF file, sampled under (the "grammar" window) */
 	char **ids;          /* detok's ids given as arguments */
 	int n_ids;
 };

@@ -4,11 +4,17 @@
  *   tg   --tg decode steps of one token each (batch 1);
  *   par  --tg steps of one llama_decode each holding one token of each of --seqs sequences.
  * Each window starts after --depth tokens already in the cache (untimed), after one untimed
- * warm-up run, and runs --reps times; the ids are a fixed pseudo-random draw. */
+ * warm-up run, and runs --reps times; the ids are a fixed pseudo-random draw.
+ * With --grammar FILE (GBNF), a "grammar" window: --tg steps at batch 1 whose tokens are drawn
+ * (llama_sampler_sample) by a chain of llama.cpp's grammar sampler and dist, each step's
+ * logits also drawn by dist alone; it prints the mean CPU milliseconds (the process's) of a
+ * step's decode, of the plain draw and of the draw under the grammar (a generation the grammar
+ * ends starts over). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "llama_ref.h"
 
@@ -84,6 +90,67 @@ static int bench_window_run(struct llama_context *ctx, struct llama_batch *b,
 			w->secs[r] = ref_now() - t0;
 		bench_rewind(ctx, depth);
 	}
+	return 0;
+}
+
+/* CPU seconds of the process (a shared, loaded machine's wall clock counts others' time). */
+static double cpu_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The grammar window (see the top). */
+static int bench_grammar(struct llama_context *ctx, struct llama_batch *b,
+			 const struct llama_model *m, const char *path, long depth, long steps)
+{
+	const struct llama_vocab *vocab = llama_model_get_vocab(m);
+	FILE *f = fopen(path, "rb");
+	static char text[1 << 20];
+	size_t n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	if (!n)
+		return ref_fail("cannot read the grammar %s", path);
+	text[n] = 0;
+	struct llama_sampler *g = llama_sampler_chain_init(llama_sampler_chain_default_params());
+	struct llama_sampler *p = llama_sampler_chain_init(llama_sampler_chain_default_params());
+	struct llama_sampler *gs = llama_sampler_init_grammar(vocab, text, "root");
+	if (!gs)
+		return ref_fail("llama.cpp refused the grammar %s", path);
+	llama_sampler_chain_add(g, gs);
+	llama_sampler_chain_add(g, llama_sampler_init_dist(1));
+	llama_sampler_chain_add(p, llama_sampler_init_dist(1));
+	double t_dec = 0, t_plain = 0, t_gram = 0;
+	long pos = depth, gens = 1;
+	llama_token t = 0;
+	for (long i = 0; i < steps; i++) {
+		double t0 = cpu_now();
+		if (ref_decode(ctx, b, &t, 1, pos++, 0, true))
+			return 1;
+		llama_synchronize(ctx);
+		double t1 = cpu_now();
+		(void)llama_sampler_sample(p, ctx, -1);
+		double t2 = cpu_now();
+		t = llama_sampler_sample(g, ctx, -1);
+		double t3 = cpu_now();
+		t_dec += t1 - t0;
+		t_plain += t2 - t1;
+		t_gram += t3 - t2;
+		if (llama_vocab_is_eog(vocab, t)) {
+			bench_rewind(ctx, depth);
+			pos = depth;
+			llama_sampler_reset(g);
+			t = 0;
+			gens++;
+		}
+	}
+	printf(",\"grammar\":{\"steps\":%ld,\"generations\":%ld,\"decode_ms\":%.4f,"
+	       "\"plain_sample_ms\":%.4f,\"grammar_sample_ms\":%.4f}", steps, gens,
+	       t_dec / steps * 1e3, t_plain / steps * 1e3, t_gram / steps * 1e3);
+	llama_sampler_free(g);
+	llama_sampler_free(p);
 	return 0;
 }
 
@@ -186,6 +253,10 @@ int cmd_bench(const struct ref_opts *o, struct llama_model *m, const char *varia
 		bench_print(&tg, 0);
 	if (par.on)
 		bench_print(&par, o->seqs);
+	if (o->grammar && (!ctx || bench_grammar(ctx, &b, m, o->grammar, depth, o->tg))) {
+		printf("}\n");
+		goto out;
+	}
 	printf("}\n");
 	rc = 0;
 out:
