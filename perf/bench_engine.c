@@ -2,12 +2,14 @@
  * measures for llama.cpp (tests/ref/llama_ref_bench.c), so perf/run-engine can interleave
  * them:
  *   pp   prompt tokens per second: a prompt of --pp tokens computed into a fresh context
+ *   ppd  prompt tokens per second of --pp tokens appended to a context that holds --depth
+ *        (computed before, not timed): a turn after a cached system prompt or history
  *   tg   decode tokens per second at batch 1: --tg tokens after a 16-token prompt
  *   par  aggregate decode tokens per second: --seqs contexts stepping together, --tg steps
  *   bw   the machine's memory bandwidth: --threads threads summing a 1 GiB buffer (GB/s)
  * Each window runs once untimed (warm-up) and then --reps times; prints one JSON line with
  * every repetition's tokens/s and their median.
- * usage: bench_engine MODEL --only pp|tg|par|bw [--threads N] [--pp 512] [--tg 64]
+ * usage: bench_engine MODEL --only pp|ppd|tg|par|bw [--threads N] [--pp 512] [--tg 64]
  *        [--seqs 16] [--reps 3] [--depth D] */
 #include <pthread.h>
 #include <stdio.h>
@@ -82,6 +84,24 @@ static double window(struct sf_engine *e, const char *what, uint32_t pp, uint32_
 		double t = now_s() - t0;
 		sf_engine_ctx_free(e, c);
 		return (depth + pp) / t;
+	}
+	if (!strcmp(what, "ppd")) {
+		struct sf_engine_ctx *c = fresh(e, depth ? depth : 1, 2);
+		struct sf_engine_step st;
+		struct sf_err err;
+		step_all(e, &st, &c, 1); /* the prefix: not timed */
+		uint32_t vocab = sf_engine_info(e)->vocab_size;
+		uint32_t *p = malloc((pp + 1) * sizeof(uint32_t));
+		for (uint32_t i = 0; i < pp; i++)
+			p[i] = tok(i + 3 * 7919, vocab);
+		if (sf_engine_prefill(e, c, p, pp, &err))
+			die("prefill", &err);
+		free(p);
+		double t0 = now_s();
+		step_all(e, &st, &c, 1); /* the new tokens, then their first token */
+		double t = now_s() - t0;
+		sf_engine_ctx_free(e, c);
+		return pp / t;
 	}
 	uint32_t n = !strcmp(what, "par") ? seqs : 1;
 	struct sf_engine_ctx **c = calloc(n, sizeof(*c));
@@ -182,11 +202,11 @@ int main(int argc, char **argv)
 		else if (a[0] != '-' && !model)
 			model = a;
 		else
-			die("usage: bench_engine MODEL --only pp|tg|par|bw [--threads N] [--pp N] "
+			die("usage: bench_engine MODEL --only pp|ppd|tg|par|bw [--threads N] [--pp N] "
 			    "[--tg N] [--seqs N] [--reps N] [--depth N]", NULL);
 	}
 	if (!only || !model || reps < 1 || reps > 100 || seqs < 1 || seqs > 1024)
-		die("needs MODEL and --only pp|tg|par|bw (see the top of perf/bench_engine.c)", NULL);
+		die("needs MODEL and --only pp|ppd|tg|par|bw (see the top of perf/bench_engine.c)", NULL);
 	if (!strcmp(only, "bw")) {
 		if (!threads)
 			threads = 1;

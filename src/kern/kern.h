@@ -129,7 +129,8 @@ void sf_kern_attn_v_f16(float *out, size_t out_stride, const float *s, size_t s_
 float sf_kern_expf(float x);
 
 /* A softmax row's numerators in place: s[j] = sf_kern_expf(scale * s[j] - max over the row of
- * scale * s[j]); returns their sum, added in position order in double. Every variant gives
+ * scale * s[j]); returns their sum in double (position j into lane j % 8 in order, then
+ * ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7))). Every variant gives
  * the same bits. */
 double sf_kern_softmax(float *s, uint32_t n, float scale);
 

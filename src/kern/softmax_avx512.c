@@ -10,6 +10,24 @@
 #include "kern/kern_exp_avx512.h"
 
 void sf__softmax_scale_exp_avx512(float *s, uint32_t n, float scale);
+double sf__softmax_sum_avx512(const float *s, uint32_t n);
+
+/* The canonical sum (softmax.c): position j into double lane j % 8, eight lanes at once, then
+ * the same tree. */
+double sf__softmax_sum_avx512(const float *s, uint32_t n)
+{
+	__m512d acc = _mm512_setzero_pd();
+	uint32_t j = 0;
+	for (; j + 8 <= n; j += 8)
+		acc = _mm512_add_pd(acc, _mm512_cvtps_pd(_mm256_loadu_ps(s + j)));
+	if (j < n) /* the lanes past the end keep their sums (never + 0: -0 stays) */
+		acc = _mm512_mask_add_pd(acc, (__mmask8)((1u << (n - j)) - 1), acc,
+					 _mm512_cvtps_pd(_mm256_maskz_loadu_ps(
+						 (__mmask8)((1u << (n - j)) - 1), s + j)));
+	double a[8];
+	_mm512_storeu_pd(a, acc);
+	return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
+}
 
 
 void sf__softmax_scale_exp_avx512(float *s, uint32_t n, float scale)
