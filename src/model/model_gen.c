@@ -37,6 +37,9 @@ static const struct shape shapes[] = {
 	{ "smollm2-135m", "llama", 576, 30, 9, 3, 64, 1536, 8192, 1e5f, 1e-5f, true, false, PLAIN },
 	{ "olmo2-1b", "olmo2", 2048, 16, 16, 16, 128, 8192, 4096, 5e5f, 1e-6f, false, false,
 	  PLAIN },
+	/* Mistral Nemo 12B: Llama's, heads of 128 in a width of 5120 (key_length), tekken */
+	{ "mistral-nemo-12b", "llama", 5120, 40, 32, 8, 128, 14336, 131072, 1e6f, 1e-5f, false,
+	  false, PLAIN },
 	{ "phi-3-mini-4k", "phi3", 3072, 32, 32, 32, 96, 8192, 4096, 1e4f, 1e-5f, false, false,
 	  2047, 0, 0, 0, 0, 0, DENSE },
 	{ "granite-3.3-2b", "granite", 2048, 40, 32, 8, 64, 8192, 131072, 1e7f, 1e-5f, true, false,
@@ -407,7 +410,8 @@ const char *const sf_model_gen_shapes[] = { "qwen2.5-0.5b", "qwen3-0.6b", "llama
 					    "qwen3-30b-a3b", "mixtral-8x7b", "test-qwen3moe",
 					    "test-mixtral", "test-qwen3-yarn", "smollm3-3b",
 					    "test-smollm3", "olmo2-1b", "test-olmo2", "granite-3.3-2b",
-					    "test-granite", "phi-3-mini-4k", "test-phi3", NULL };
+					    "test-granite", "phi-3-mini-4k", "test-phi3",
+					    "mistral-nemo-12b", NULL };
 const char *const sf_model_gen_types[] = { "f32", "f16", "bf16", "q8_0", "q4_0", "q5_0",
 					   "q4_k", "q6_k", "q4_k_m", "q5_k", "q5_k_m", "q3_k",
 					   "q2_k", "iq4_xs", "q4_1", "q5_1", "iq4_nl", "mxfp4",

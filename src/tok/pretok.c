@@ -28,6 +28,13 @@
 #define RE_QWEN35                                                                            \
 	RE_CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}"                              \
 			"| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+/* Mistral's tekken: tokenizer.json's cased-letter classes as llama.cpp rewrites them (an
+ * upper-case run is letters not a-z, a lower-case one letters not A-Z), single digits, and
+ * punctuation runs that keep a following newline or slash */
+#define RE_TEKKEN                                                                            \
+	"[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+"                    \
+	"|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))+((?=[\\p{L}])([^A-Z]))*"                  \
+	"|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
 #define RE_CJK "[\\x{4e00}-\\x{9fa5}\\x{0800}-\\x{4e00}\\x{ac00}-\\x{d7ff}]+"
 
 static const char *const exprs[SF__PRE_COUNT][SF__PRE_MAX_EXPRS] = {
@@ -35,6 +42,7 @@ static const char *const exprs[SF__PRE_COUNT][SF__PRE_MAX_EXPRS] = {
 	[SF__PRE_LLAMA3] = { RE_LLAMA3 },
 	[SF__PRE_QWEN2] = { RE_QWEN2 },
 	[SF__PRE_QWEN35] = { RE_QWEN35 },
+	[SF__PRE_TEKKEN] = { RE_TEKKEN },
 	[SF__PRE_GPT2] = { RE_GPT2 },
 	[SF__PRE_STARCODER] = { "\\p{N}", RE_GPT2 },
 	[SF__PRE_FALCON] = { "[\\p{P}\\$\\+<=>\\^~\\|`]+", RE_GPT2, "[0-9][0-9][0-9]" },
