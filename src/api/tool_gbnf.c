@@ -88,9 +88,14 @@ int sf_tool_call_gbnf(const struct sf_api_request *r, int format, unsigned flags
 		params[k] = pbuf[k];
 		char *alone = NULL;
 		struct sf_api_error ignored;
+		struct sf_grammar *cg = NULL;
+		struct sf_err cerr;
+		/* Taken when it compiles alone (a $ref cycle that takes nothing does not). */
 		if (parsed[k] && json_is_object(parsed[k]) && json_object_size(parsed[k]) &&
-		    !sf_schema_gbnf(parsed[k], params[k], &alone, &ignored))
+		    !sf_schema_gbnf(parsed[k], params[k], &alone, &ignored) &&
+		    !sf_grammar_compile(alone, strlen(alone), &cg, &cerr))
 			schemas[k] = parsed[k];
+		sf_grammar_unref(cg);
 		free(alone);
 		k++;
 	}

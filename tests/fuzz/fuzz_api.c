@@ -7,7 +7,7 @@
  * fed as tokens to the output decoder with the request's stops and tools. Checked: parse
  * results agree with the error (status set exactly when refused), the decoder's text is
  * valid UTF-8 that jansson takes; a structured output (schemas, regexes, grammars compiled to
- * GBNF) names its field. */
+ * GBNF) names its field; a forced tool call's grammar compiles. */
 #include "fuzz_common.h"
 
 #include <string.h>
@@ -18,10 +18,13 @@
 #include "api/api_output.h"
 #include "api/api_request.h"
 #include "api/api_responses.h"
+#include "api/chat_parse.h"
 #include "api/chat_prompt.h"
+#include "api/schema_gbnf.h"
 
 #include <stdlib.h>
 
+#include <superfluid/grammar.h>
 #include <superfluid/sim_engine.h>
 
 /* The simulated engine's "default" and "tool_use" templates, parsed once. */
@@ -127,6 +130,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (text && strlen(text) != n)
 			fuzz_fail("the prompt's length is not its text's");
 		free(text);
+		/* A forced tool call's grammar (the formats it writes, the reasoning flags by the
+		 * input's first byte) always compiles, or is refused with a status. */
+		for (int f = SF_CHAT_FORMAT_HERMES; f <= SF_CHAT_FORMAT_LLAMA3 && r.n_tools; f++) {
+			char *g = NULL;
+			struct sf_api_error ge;
+			unsigned flags = (data[0] & 4 ? SF_CHAT_THINK : 0) |
+					 (data[0] & 64 ? SF_CHAT_IN_REASONING : 0) |
+					 (data[0] & 128 ? SF_CHAT_THINK_BRACKETS : 0);
+			if (sf_tool_call_gbnf(&r, f, flags, &g, &ge)) {
+				if (ge.status < 400)
+					fuzz_fail("a tool grammar refused without a status");
+				continue;
+			}
+			struct sf_grammar *cg;
+			if (g && sf_grammar_compile(g, strlen(g), &cg, &err))
+				fuzz_fail("a tool grammar that does not compile: %s", err.msg);
+			if (g)
+				sf_grammar_unref(cg);
+			free(g);
+		}
 	}
 	struct sf_out_vocab v = { .bytes = bytes_of, .eos = 257, .end_turn = 259, .tool_open = 260,
 				  .tool_close = 261, .think_open = 262, .think_close = 263 };
