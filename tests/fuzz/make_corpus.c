@@ -706,6 +706,74 @@ static void make_gguf(void)
 	gguf_model_seed("model-qwen3-q4_k", "test-qwen3", "q4_k");
 }
 
+/* ---- fuzz_gguf_split: [n - 2] (u32 LE length, part)... the last part ---- */
+
+/* One part of a split model as the writer makes it: split.no `no` of `count`, the tensors
+ * [t0, t0 + nt) of the model's list, appended to b (length-prefixed unless last). */
+static void split_part(struct sf_buf *b, uint32_t no, uint32_t count, uint32_t total, int t0,
+		       int nt, bool last)
+{
+	static uint8_t data[64 * 34];
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 7 + 1);
+	struct sf_gguf_writer *w = sf_gguf_writer_new();
+	if (!w)
+		fuzz_fail("no memory");
+	if (no == 0)
+		sf_gguf_set_str(w, "general.architecture", "llama", 5);
+	sf_gguf_set_u16(w, "split.no", (uint16_t)no);
+	sf_gguf_set_u16(w, "split.count", (uint16_t)count);
+	sf_gguf_set_i32(w, "split.tensors.count", (int32_t)total);
+	static const char *const names[] = { "token_embd.weight", "blk.0.attn_q.weight",
+					     "blk.0.ffn_up.weight", "output_norm.weight" };
+	for (int t = t0; t < t0 + nt; t++) {
+		uint64_t ne[2] = { 64, 2 };
+		if (t == 3)
+			sf_gguf_add_tensor(w, names[t], SF_GGUF_T_F32, 1, ne, data, 256);
+		else
+			sf_gguf_add_tensor(w, names[t], SF_GGUF_T_Q8_0, 2, ne, data, 2 * 68);
+	}
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/.part.tmp", out_dir);
+	struct sf_err err;
+	if (sf_gguf_writer_save(w, path, &err))
+		fuzz_fail("%s", err.msg);
+	sf_gguf_writer_free(w);
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		die(path);
+	static uint8_t bytes[1 << 16];
+	size_t n = fread(bytes, 1, sizeof(bytes), f);
+	fclose(f);
+	unlink(path);
+	if (!last) {
+		uint8_t le[4] = { (uint8_t)n, (uint8_t)(n >> 8), (uint8_t)(n >> 16),
+				  (uint8_t)(n >> 24) };
+		app(b, le, 4);
+	}
+	app(b, bytes, n);
+}
+
+static void make_gguf_split(void)
+{
+	for (uint32_t count = 2; count <= 4; count++) {
+		struct sf_buf b;
+		sf_buf_init(&b, 1 << 18);
+		app_u8(&b, (uint8_t)(count - 2));
+		/* four tensors over the parts: the first part one, the last the rest */
+		int t = 0;
+		for (uint32_t no = 0; no < count; no++) {
+			int nt = no + 1 < count ? 1 : 4 - t;
+			split_part(&b, no, count, 4, t, nt, no + 1 == count);
+			t += nt;
+		}
+		char name[32];
+		snprintf(name, sizeof(name), "parts-%u", count);
+		put_file(name, &b);
+		sf_buf_free(&b);
+	}
+}
+
 static const struct {
 	const char *name;
 	void (*make)(void);
@@ -719,6 +787,7 @@ static const struct {
 	{ "fuzz_wal", make_wal },
 	{ "fuzz_multipart", make_multipart },
 	{ "fuzz_gguf", make_gguf },
+	{ "fuzz_gguf_split", make_gguf_split },
 	{ "fuzz_tok", make_tok },
 	{ "fuzz_chat_parse", make_chat_parse },
 	{ "fuzz_jinja", make_jinja },
