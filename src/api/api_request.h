@@ -164,6 +164,11 @@ struct sf_api_request {
 	const char *grammar_param;
 };
 
+/* Compiles a request's grammar (r->grammar) as a node would: 0, or -1 with e a 400
+ * invalid_grammar (413 past a limit) naming param and saying what is wrong. Costs up to a
+ * fraction of a second for a grammar near the 1 MiB limit: run it off an event loop. */
+int sf_api_grammar_check(const char *grammar, const char *param, struct sf_api_error *e);
+
 /* Parses body as a request of kind. Returns 0, or -1 with e set (400, or 413 past a limit; 500
  * out of memory) and out zeroed. JSON null for an optional field means "not given". Error
  * messages are ASCII (bytes of the body are shown as \xNN), so they always serialize. */

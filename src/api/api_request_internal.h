@@ -62,8 +62,9 @@ int sf__api_responses_chat(const json_t *root, struct sf_api_request *r, json_t 
 int sf__api_messages_chat(const json_t *root, struct sf_api_request *r, json_t **out,
 			  struct sf_api_error *e);
 
-/* The fields that constrain the output (api_request_structured.c): r->grammar compiled from
- * the one given, checked to compile; r->wire must be set (Responses names text.format). */
+/* The fields that constrain the output (api_request_structured.c): r->grammar made from the
+ * one given (not compiled yet: sf_api_grammar_check); r->wire must be set (Responses names
+ * text.format). */
 int sf__api_parse_structured(const json_t *root, struct sf_api_request *r,
 			     struct sf_api_error *e);
 

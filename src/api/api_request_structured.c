@@ -3,8 +3,9 @@
  * json_object, json_schema; the Responses API's text.format comes here as it), llama.cpp's
  * grammar and json_schema, vLLM's structured_outputs (json, regex, choice, grammar,
  * json_object) and its older guided_json / guided_regex / guided_choice / guided_grammar. One
- * of them per request; the grammar is compiled here once, so that one that does not compile
- * is the client's 400 naming the field. */
+ * of them per request. The grammar is compiled once more at the head (sf_api_grammar_check,
+ * off the loop for chat: chat_render.c) so that one that does not compile is the client's 400
+ * naming the field. */
 #include "api/api_request_internal.h"
 
 #include <stdio.h>
@@ -237,18 +238,19 @@ int sf__api_parse_structured(const json_t *root, struct sf_api_request *r,
 		default: rc = choice_of(v, fields[i], r, e); break;
 		}
 	}
-	if (rc || !r->grammar)
-		return rc;
-	/* Compiled once here, so that what does not compile is this request's 400. */
+	return rc;
+}
+
+int sf_api_grammar_check(const char *grammar, const char *param, struct sf_api_error *e)
+{
 	struct sf_grammar *g;
 	struct sf_err err = { 0 };
-	if (sf_grammar_compile(r->grammar, strlen(r->grammar), &g, &err)) {
+	if (sf_grammar_compile(grammar, strlen(grammar), &g, &err)) {
 		char msg[300];
 		sf__api_ascii(err.msg, strlen(err.msg), false, 280, msg, sizeof(msg));
 		return sf_api_fail(e, err.code == SF_E_LIMIT ? 413 : 400, "invalid_request_error",
-				   err.code == SF_E_LIMIT ? "too_large" : "invalid_grammar",
-				   r->grammar_param, "%s cannot be enforced: %s", r->grammar_param,
-				   msg);
+				   err.code == SF_E_LIMIT ? "too_large" : "invalid_grammar", param,
+				   "%s cannot be enforced: %s", param, msg);
 	}
 	sf_grammar_unref(g);
 	return 0;

@@ -240,6 +240,11 @@ struct headd_render {
 	bool generation_prompt, later;
 	int64_t now;
 	size_t max_bytes;              /* the rendering's budget of bytes (steps: the default) */
+	char *grammar;                 /* the request's structured output (a copy), or NULL: checked
+					* to compile here, off the loop */
+	const char *grammar_param;
+	struct sf_api_error grammar_err;
+	bool grammar_bad;
 	/* what it made */
 	int rc;
 	bool parse_failed;

@@ -19,6 +19,9 @@
 
 #include "daemon/log.h"
 
+/* The largest completion grammar the loop compiles to check it (bytes of GBNF). */
+#define HEADD_GRAMMAR_CHECK_MAX (16u << 10)
+
 /* ---- the model's vocabulary for the output decoder ---- */
 
 static const uint8_t *vocab_bytes(void *arg, uint32_t t, size_t *len)
@@ -737,6 +740,13 @@ static void gen_start(struct headd_http *h, enum sf_api_kind kind, const struct 
 			req_fail(q, &e); /* answered at the turn, with its status */
 		if (count)
 			q->named = NULL; /* lent for the render's choice of turns only */
+		return;
+	}
+	/* A completion's grammar is compiled here when small (a few milliseconds at most); a
+	 * larger one by its node, whose error ends the generation. */
+	if (q->r.grammar && strlen(q->r.grammar) <= HEADD_GRAMMAR_CHECK_MAX &&
+	    sf_api_grammar_check(q->r.grammar, q->r.grammar_param, &e)) {
+		req_fail(q, &e);
 		return;
 	}
 	q->vocab.end_turn = headd_req_end_turn(q);

@@ -139,11 +139,17 @@ int headd_chat_render_job(struct headd_req *q, struct headd_render *j, struct sf
 	/* The conversation's own values take about three times its JSON's bytes. */
 	size_t body = j->chat_json ? strlen(j->chat_json) : 0;
 	j->max_bytes = lim.max_bytes + 4 * body;
+	if (q->r.grammar && !(j->grammar = strdup(q->r.grammar)))
+		return sf_api_fail(e, 500, "server_error", NULL, NULL, "the head is out of memory");
+	j->grammar_param = q->r.grammar_param;
 	return 0;
 }
 
 void headd_chat_render_run(struct headd_render *j)
 {
+	/* The structured output's grammar compiled as a node would (a large one takes a while). */
+	if (j->grammar)
+		j->grammar_bad = sf_api_grammar_check(j->grammar, j->grammar_param, &j->grammar_err);
 	const struct sf_jinja *tmpl = sf_chat_templates_get(j->cache, j->src, strlen(j->src), &j->err);
 	if (!tmpl) {
 		j->rc = -1;
@@ -167,6 +173,10 @@ int headd_chat_render_take(struct headd_req *q, struct headd_render *j, char **t
 	j->chat_json = NULL;
 	*text = NULL;
 	*len = 0;
+	if (j->grammar_bad) {
+		*e = j->grammar_err;
+		return -1;
+	}
 	if (j->parse_failed)
 		return sf_api_fail(e, 400, "invalid_request_error", "unsupported_template",
 				   j->own ? NULL : "chat_template", "%s chat template cannot be used: %s%s",
@@ -207,6 +217,7 @@ void headd_render_free(struct headd_render *j)
 	if (!j)
 		return;
 	free(j->src);
+	free(j->grammar);
 	free(j->chat_json);
 	free(j->text);
 	free(j->close);

@@ -26,7 +26,19 @@ start_gguf_node n1 "$M" --threads 1 && p1=$port
 start_head head "127.0.0.1:$p1"
 base="http://127.0.0.1:$hport"
 nodes_up 1
-check "a node on a GGUF model is up at the head" $?
+r=$?
+# The head encodes prompts once the node's tokenizer has reached it (every shard says so).
+tok_here() {
+	local shards
+	shards=$(sed -n 's/.* \([0-9][0-9]*\) shards,.*/\1/p' "$headlog" | head -1)
+	for _ in $(seq 600); do
+		[ "$(grep -c "encodes its prompts itself" "$headlog")" -ge "${shards:-1}" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+tok_here || r=1
+check "a node on a GGUF model is up at the head, its tokenizer there" $r
 
 err_is() { [ "$(j "$work/out" 'd["error"]["param"], d["error"]["code"]')" = "('$1', '$2')" ]; }
 
@@ -175,12 +187,16 @@ check "a keyword that cannot be enforced: 400 naming it" $r
 req POST /v1/completions "{\"model\":\"$model\",\"prompt\":\"x\",\"grammar\":\"root ::= undefined\"}"
 r=0; [ "$status" = 400 ] && err_is grammar invalid_grammar && grep -q undefined "$work/out" || r=1
 check "a grammar that does not compile: 400 naming grammar" $r
+req POST /v1/chat/completions "{\"model\":\"$model\",\"messages\":$msgs,\"structured_outputs\":{\"grammar\":\"root ::= a\\na ::= a \\\"x\\\"\"}}"
+r=0; [ "$status" = 400 ] && err_is structured_outputs invalid_grammar && grep -q left-recursive "$work/out" || r=1
+check "  ... in chat (checked off the loop, with the template's rendering): 400 naming it" $r
 
 # A fleet of protocol 5 nodes cannot take a grammar.
 start_gguf_node n5 "$M" --threads 1 --version-max 5 && p5=$port
 start_head old "127.0.0.1:$p5"
 base="http://127.0.0.1:$hport"
 nodes_up 1
+tok_here
 req POST /v1/chat/completions "{\"model\":\"$model\",\"messages\":$msgs,\"max_tokens\":5,\"response_format\":$rf}"
 r=0; [ "$status" = 400 ] && err_is response_format unsupported_on_fleet &&
 	grep -q 'node n5 runs an older superfluid (protocol 5)' "$work/out" || r=1

@@ -115,6 +115,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_fail("a responses request without its fields, or another with them");
 	if (!rc && (r.grammar != NULL) != (r.grammar_param != NULL))
 		fuzz_fail("a structured output without the field it came from, or the reverse");
+	struct sf_api_error gce;
+	if (!rc && r.grammar && sf_api_grammar_check(r.grammar, r.grammar_param, &gce) &&
+	    (gce.status < 400 || strcmp(gce.param, r.grammar_param)))
+		fuzz_fail("a grammar refused without its status or field");
 	if (kind == SF_API_RESPONSES || kind == SF_API_MESSAGES)
 		kind = SF_API_CHAT; /* what it was parsed into */
 	if (!rc && kind == SF_API_CHAT) {
