@@ -29,11 +29,16 @@ if [ -z "$words" ]; then
 fi
 model=random-qwen2.5-0.5b-q8_0
 engine_says "$work/want" "$M" --prompt 'Once upon a time' --n 3
-start_gguf_node n1 "$M" --threads 1 --ctx-len 16384 --silence-ms 1000 --heartbeat-ms 100 && p1=$port
-start_head head "127.0.0.1:$p1" --silence-ms 1000 --heartbeat-ms 100
+# SF_TEST_SLOW=K (scripts/test sets 2) makes the silence limits K s: on a box loaded past its
+# cores (a CI check beside builds, load 9 on 2 cores) a node's loop thread once waited 1,011 ms
+# for the CPU with nothing blocking it. A loop that computed a 256-token chunk itself would
+# still go silent for seconds.
+silence=$((1000 * ${SF_TEST_SLOW:-1}))
+start_gguf_node n1 "$M" --threads 1 --ctx-len 16384 --silence-ms "$silence" --heartbeat-ms 100 && p1=$port
+start_head head "127.0.0.1:$p1" --silence-ms "$silence" --heartbeat-ms 100
 base="http://127.0.0.1:$hport"
 nodes_up 1
-check "a node of a 0.5B-wide model up, 1 s silence limits on both sides" $?
+check "a node of a 0.5B-wide model up, $((silence / 1000)) s silence limits on both sides" $?
 req POST /v1/completions "{\"model\":\"$model\",\"prompt\":\"hello\",\"max_tokens\":1}" # the tokenizer, once
 
 python3 - "$model" "$words" >"$work/long.json" <<'EOF'
