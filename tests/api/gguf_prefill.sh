@@ -31,8 +31,9 @@ model=random-qwen2.5-0.5b-q8_0
 engine_says "$work/want" "$M" --prompt 'Once upon a time' --n 3
 # SF_TEST_SLOW=K (scripts/test sets 2) makes the silence limits K s: on a box loaded past its
 # cores (a CI check beside builds, load 9 on 2 cores) a node's loop thread once waited 1,011 ms
-# for the CPU with nothing blocking it. A loop that computed a 256-token chunk itself would
-# still go silent for seconds.
+# for the CPU with nothing blocking it. (A 256-token chunk takes some 0.8 s here, so the limit
+# alone would not see a loop computing one; the short stream's tokens arriving while the
+# prompt computes are what show the loop free.)
 silence=$((1000 * ${SF_TEST_SLOW:-1}))
 start_gguf_node n1 "$M" --threads 1 --ctx-len 16384 --silence-ms "$silence" --heartbeat-ms 100 && p1=$port
 start_head head "127.0.0.1:$p1" --silence-ms "$silence" --heartbeat-ms 100
