@@ -6,10 +6,12 @@
  * The first window of each kind is a warm-up (the grammar's mask cache fills there; its cost
  * is printed apart as cold_ms, the first generation's time per token).
  *   bench_grammar MODEL [--threads N] [--tokens 96] [--reps 3] [--schema FILE]
+ *   bench_grammar --print-gbnf [--schema FILE]   (the grammar, for llama-ref bench --grammar)
  * Prints one JSON line: CPU milliseconds per token (the process's, so that other programs on
  * a loaded machine do not count), plain and under the grammar (medians), and overhead =
  * grammar / plain - 1. */
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +111,7 @@ static int by_value(const void *a, const void *b)
 int main(int argc, char **argv)
 {
 	const char *model = NULL, *schema_file = NULL;
+	bool print = false;
 	unsigned threads = 1;
 	uint32_t tokens = 96, reps = 3;
 	for (int i = 1; i < argc; i++) {
@@ -121,13 +124,15 @@ int main(int argc, char **argv)
 			reps = (uint32_t)atoi(v), i++;
 		else if (!strcmp(a, "--schema"))
 			schema_file = v, i++;
+		else if (!strcmp(a, "--print-gbnf"))
+			print = true;
 		else if (a[0] != '-' && !model)
 			model = a;
 		else
 			die("usage: bench_grammar MODEL [--threads N] [--tokens N] [--reps N] "
 			    "[--schema FILE]", NULL);
 	}
-	if (!model || reps < 1 || reps > 50 || tokens < 1)
+	if ((!model && !print) || reps < 1 || reps > 50 || tokens < 1)
 		die("needs MODEL (see the top of perf/bench_grammar.c)", NULL);
 	json_error_t je;
 	json_t *schema = schema_file ? json_load_file(schema_file, 0, &je)
@@ -139,6 +144,11 @@ int main(int argc, char **argv)
 	if (sf_schema_gbnf(schema, "schema", &gbnf, &ae))
 		die("schema", ae.message);
 	json_decref(schema);
+	if (print) {
+		fputs(gbnf, stdout);
+		free(gbnf);
+		return 0;
+	}
 	struct sf_gguf_engine_config cfg = { .path = model, .threads = threads, .batch = 1,
 					     .ctx_len = 1024, .progress = say };
 	struct sf_engine *e;
