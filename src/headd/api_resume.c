@@ -248,6 +248,8 @@ void headd_resume_rendered(struct headd_req *q, struct headd_render *j)
 	struct sf_api_error e;
 	char *text = NULL;
 	size_t len = 0;
+	if (!q->h || !q->life.client)
+		return; /* its client went while it rendered: the next turn lets it go */
 	/* The reply's format, as the first run read it: the prompt rendered again. */
 	if (headd_chat_render_take(q, j, &text, &len, &e))
 		sfd_warn("%s: its prompt does not render again (%s): its reply is read without "
