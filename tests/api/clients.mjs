@@ -2,12 +2,13 @@
 // the Vercel AI SDK (`ai` with `@ai-sdk/openai`: its default model speaks the Responses API,
 // .chat() the chat endpoint) and LangChain's `@langchain/openai` (ChatOpenAI, with
 // useResponsesApi too; OpenAIEmbeddings). Each does a chat, a stream, a tool round trip, a
-// message of text parts, a Responses exchange and embeddings, as their documentation shows.
+// message of text parts, a Responses exchange, embeddings, a structured output (a JSON schema)
+// and a forced tool call, as their documentation shows.
 // The node answers each prompt's last `sim-reply: "..."` line verbatim (a simulated engine
 // with Qwen2.5's template, --sim-script on), so every reply is known.
 // Usage: node clients.mjs BASE_URL MODEL EMBED_MODEL   prints "ok ..." / "FAIL ..." lines.
 import OpenAI from "openai";
-import { generateText, streamText, embed, embedMany, tool, jsonSchema, stepCountIs } from "ai";
+import { generateText, generateObject, streamText, embed, embedMany, tool, jsonSchema, stepCountIs } from "ai";
 import { createOpenAI } from "@ai-sdk/openai";
 import { ChatOpenAI, OpenAIEmbeddings } from "@langchain/openai";
 import { HumanMessage, SystemMessage, ToolMessage } from "@langchain/core/messages";
@@ -21,6 +22,16 @@ const WEATHER = {
 	properties: { city: { type: "string", description: "The city" } },
 	required: ["city"],
 };
+
+// Structured outputs: the schema goes to the head (compiled to a grammar the node enforces;
+// the scripted reply is one it allows), the client parses the reply as its documentation shows.
+const PERSON = {
+	type: "object",
+	properties: { name: { type: "string" }, age: { type: "integer", minimum: 0, maximum: 150 } },
+	required: ["name", "age"],
+	additionalProperties: false,
+};
+const ADA = '{"name": "Ada", "age": 36}';
 
 async function check(name, fn) {
 	try {
@@ -72,6 +83,20 @@ await check("openai: a tool round trip (null content beside the call)", async ()
 	messages.push({ role: "tool", tool_call_id: call.id, content: say("Sunny in Paris.") });
 	const r2 = await oa.chat.completions.create({ model, messages, tools });
 	return same([JSON.parse(call.function.arguments), r2.choices[0].message.content], [{ city: "Paris" }, "Sunny in Paris."]);
+});
+await check("openai: chat.completions.parse with a json_schema response_format", async () => {
+	const r = await oa.chat.completions.parse({ model, messages: [{ role: "user", content: "Who?\n" + say(ADA) }],
+		response_format: { type: "json_schema", json_schema: { name: "person", strict: true, schema: PERSON } } });
+	return same(r.choices[0].message.parsed, { name: "Ada", age: 36 });
+});
+await check("openai: tool_choice required and a named function", async () => {
+	const tools = [{ type: "function", function: { name: "get_weather", description: "The weather", parameters: WEATHER } }];
+	const messages = [{ role: "user", content: "Weather?\n" + say(CALL) }];
+	const r = await oa.chat.completions.create({ model, messages, tools, tool_choice: "required" });
+	const r2 = await oa.chat.completions.create({ model, messages, tools, parallel_tool_calls: false,
+		tool_choice: { type: "function", function: { name: "get_weather" } } });
+	return same([r, r2].map((x) => [x.choices[0].finish_reason, JSON.parse(x.choices[0].message.tool_calls[0].function.arguments)]),
+		[["tool_calls", { city: "Paris" }], ["tool_calls", { city: "Paris" }]]);
 });
 await check("openai: responses, whole and streamed", async () => {
 	const r = await oa.responses.create({ model, input: "Hi\n" + say("Hello there.") });
@@ -130,6 +155,15 @@ for (const [label, m] of [["chat", provider.chat(model)], ["responses", provider
 				execute: async ({ city }) => say(`Sunny in ${city}.`) }) } });
 		return same([r.steps[0].toolCalls[0]?.input, r.text], [{ city: "Paris" }, "Sunny in Paris."]);
 	});
+	await check(`ai (${label}): generateObject with a JSON schema`, async () => {
+		const r = await generateObject({ model: m, schema: jsonSchema(PERSON), prompt: "Who?\n" + say(ADA) });
+		return same(r.object, { name: "Ada", age: 36 });
+	});
+	await check(`ai (${label}): toolChoice required`, async () => {
+		const r = await generateText({ model: m, prompt: "Weather?\n" + say(CALL), toolChoice: "required",
+			tools: { get_weather: tool({ description: "The weather", inputSchema: jsonSchema(WEATHER) }) } });
+		return same(r.toolCalls[0]?.input, { city: "Paris" });
+	});
 	await check(`ai (${label}): a second turn after the first reply`, async () => {
 		const r = await generateText({ model: m, prompt: "Name?\n" + say("Ada.") });
 		const r2 = await generateText({ model: m, messages: [{ role: "user", content: "Name?\n" + say("Ada.") },
@@ -160,6 +194,10 @@ for (const [label, extra] of [["chat", {}], ["responses", { useResponsesApi: tru
 	await check(`langchain (${label}): a message of text parts`, async () => {
 		const m = await lc.invoke([new HumanMessage({ content: [{ type: "text", text: "Hi" }, { type: "text", text: say("Parts.") }] })]);
 		return same(text(m), "Parts.");
+	});
+	await check(`langchain (${label}): withStructuredOutput (jsonSchema)`, async () => {
+		const s = lc.withStructuredOutput(PERSON, { name: "person", method: "jsonSchema", strict: true });
+		return same(await s.invoke("Who?\n" + say(ADA)), { name: "Ada", age: 36 });
 	});
 	await check(`langchain (${label}): bindTools, a tool round trip`, async () => {
 		const withTools = lc.bindTools([{ type: "function", function: { name: "get_weather", description: "The weather", parameters: WEATHER } }]);
