@@ -162,6 +162,7 @@ struct sf_api_request {
 	 * grammar_param names the field it came from (a static string). */
 	char *grammar;
 	const char *grammar_param;
+	bool grammar_raw;  /* GBNF the client wrote (else one made here, its root one line) */
 };
 
 /* Compiles a request's grammar (r->grammar) as a node would: 0, or -1 with e a 400

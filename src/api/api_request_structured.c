@@ -112,6 +112,7 @@ static int gbnf_of(const json_t *v, const char *param, struct sf_api_request *r,
 	if (json_string_length(v) > SF_GRAMMAR_MAX_TEXT)
 		return sf__api_too_many(e, param, "bytes", json_string_length(v),
 					SF_GRAMMAR_MAX_TEXT);
+	r->grammar_raw = true;
 	return sf__api_dup(v, &r->grammar, e);
 }
 

@@ -65,6 +65,11 @@ struct sf_api_request;
 int sf_tool_call_gbnf(const struct sf_api_request *r, int format, unsigned flags, char **out,
 		      struct sf_api_error *e);
 
+/* A grammar made here (its root one line "root ::= ...") to follow the reasoning block that
+ * flags (SF_CHAT_THINK...) say the template has: *out the new text (malloc'd), or NULL when
+ * the flags name no reasoning or the text has no such line. -1: no memory. */
+int sf_gbnf_after_reasoning(const char *grammar, unsigned flags, char **out);
+
 /* GBNF text (malloc'd into *out) of any JSON object (response_format json_object). -1: no
  * memory. */
 int sf_json_object_gbnf(char **out);

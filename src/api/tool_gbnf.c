@@ -59,6 +59,50 @@ static int text_until(struct sf_buf *b, const char *name, const char *closer)
 	return rc;
 }
 
+/* lead ::= the reasoning block its flags say the template has (optional, or required when the
+ * reply starts inside it), then blanks; "" without one. */
+static int lead_rules(struct sf_buf *b, unsigned flags)
+{
+	const char *open = NULL, *close = NULL;
+	if (flags & SF_CHAT_THINK_BRACKETS)
+		open = "[THINK]", close = "[/THINK]";
+	else if (flags & (SF_CHAT_THINK | SF_CHAT_IN_REASONING))
+		open = "<think>", close = "</think>";
+	int rc = close ? text_until(b, "reasoning", close) : 0;
+	rc = rc || app(b, "lead ::= ");
+	if (!rc && close && (flags & SF_CHAT_IN_REASONING))
+		rc = app(b, "reasoning [ \\n]{0,4}");
+	else if (!rc && close)
+		rc = lit(b, open) || app(b, " reasoning [ \\n]{0,4} | \"\"");
+	else
+		rc = rc || app(b, "\"\"");
+	return rc || app(b, "\n");
+}
+
+int sf_gbnf_after_reasoning(const char *grammar, unsigned flags, char **out)
+{
+	*out = NULL;
+	if (!(flags & (SF_CHAT_THINK | SF_CHAT_THINK_BRACKETS | SF_CHAT_IN_REASONING)))
+		return 0;
+	/* Its one line "root ::= X": renamed, and a root of the reasoning then it. */
+	const char *at = strncmp(grammar, "root ::= ", 9) ? strstr(grammar, "\nroot ::= ") : grammar;
+	if (!at)
+		return 0;
+	if (*at == '\n')
+		at++;
+	struct sf_buf b;
+	sf_buf_init(&b, SF_GRAMMAR_MAX_TEXT + 4096);
+	int rc = sf_buf_append(&b, grammar, (size_t)(at - grammar)) || app(&b, "answer ::= ") ||
+		 app(&b, at + 9) || app(&b, "\n") || lead_rules(&b, flags) ||
+		 app(&b, "root ::= lead answer\n");
+	if (!rc && (*out = malloc(sf_buf_used(&b) + 1))) {
+		memcpy(*out, sf_buf_head(&b), sf_buf_used(&b));
+		(*out)[sf_buf_used(&b)] = 0;
+	}
+	sf_buf_free(&b);
+	return *out ? 0 : -1;
+}
+
 int sf_tool_call_gbnf(const struct sf_api_request *r, int format, unsigned flags, char **out,
 		      struct sf_api_error *e)
 {
@@ -139,21 +183,7 @@ int sf_tool_call_gbnf(const struct sf_api_request *r, int format, unsigned flags
 	}
 	rc = rc || app(&b, "\n");
 	/* The reasoning first, where the template has it. */
-	const char *open = NULL, *close = NULL;
-	if (flags & SF_CHAT_THINK_BRACKETS)
-		open = "[THINK]", close = "[/THINK]";
-	else if (flags & (SF_CHAT_THINK | SF_CHAT_IN_REASONING))
-		open = "<think>", close = "</think>";
-	if (!rc && close)
-		rc = text_until(&b, "reasoning", close);
-	rc = rc || app(&b, "lead ::= ");
-	if (!rc && close && (flags & SF_CHAT_IN_REASONING))
-		rc = app(&b, "reasoning [ \\n]{0,4}");
-	else if (!rc && close)
-		rc = lit(&b, open) || app(&b, " reasoning [ \\n]{0,4} | \"\"");
-	else
-		rc = rc || app(&b, "\"\"");
-	rc = rc || app(&b, "\n");
+	rc = rc || lead_rules(&b, flags);
 	/* Hermes: <tool_call> blocks; Llama 3: bare objects. One, or several when parallel. */
 	if (hermes)
 		rc = rc || app(&b, "block ::= \"<tool_call>\\n\" call \"\\n</tool_call>\"\n");

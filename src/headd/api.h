@@ -90,6 +90,7 @@ struct headd_req {
 	struct headd_http *h;     /* NULL once the client went away */
 	struct headd_life life;   /* where it is (req_life.h): fed events, says what to do */
 	struct sf_api_request r;
+	uint64_t grammar_digest;  /* r.grammar as given (sf_grammar_text_digest), 0: none */
 	char id[SF_WALREC_MAX_ID + 1]; /* SF_WALREC_MAX_ID: the log keeps it */
 	uint8_t owner[SF_WALREC_OWNER_LEN]; /* its client's key (headd_http.owner) */
 	uint64_t created_s;

@@ -387,8 +387,7 @@ static int start_session(struct headd_req *q)
 			param = v4_sampling_field(&q->r);
 		if (!rc && s) {
 			s->opened = true;
-			s->grammar = q->r.grammar ? sf_grammar_text_digest(q->r.grammar,
-									   strlen(q->r.grammar)) : 0;
+			s->grammar = q->grammar_digest;
 		}
 		if (rc && q->logged)
 			headd_wal_close(d, q->session_id);
@@ -534,6 +533,9 @@ static int named_for(struct headd_req *q, const struct sf_http_request *hr, stru
 	struct headd *d = q->d;
 	const char *hdr = sf_http_header(hr, "x-superfluid-session");
 	const char *name = hdr ? hdr : q->r.session;
+	/* The structured output as the request gave it (the head may wrap it later). */
+	q->grammar_digest = q->r.grammar ? sf_grammar_text_digest(q->r.grammar,
+								  strlen(q->r.grammar)) : 0;
 	if (!name)
 		return 0;
 	if (q->r.n > 1 || q->r.n_prompts > 1)
@@ -564,9 +566,7 @@ static int named_for(struct headd_req *q, const struct sf_http_request *hr, stru
 			return sf_api_fail(e, 400, "invalid_request_error", "invalid_value", "model",
 					   "session %s runs model %s, not %.128s; start another "
 					   "session for another model", s->name, s->model, q->r.model);
-		uint64_t gd = q->r.grammar ? sf_grammar_text_digest(q->r.grammar,
-								     strlen(q->r.grammar)) : 0;
-		if (s->opened && gd != s->grammar)
+		if (s->opened && q->grammar_digest != s->grammar)
 			return sf_api_bad(e, q->r.grammar ? q->r.grammar_param : "session",
 					  "session %s keeps the structured output of its first turn "
 					  "(%s), as it keeps its sampling: start another session for "

@@ -196,9 +196,23 @@ int headd_chat_render_take(struct headd_req *q, struct headd_render *j, char **t
 		q->chat_flags |= SF_CHAT_TOOLS;
 	if (q->chat_flags && sf_chat_prompt_opens_reasoning(*text, *len))
 		q->chat_flags |= SF_CHAT_IN_REASONING;
+	/* A structured output follows the reasoning block, where the template has one. */
+	char *g = NULL;
+	if (q->r.grammar && !q->r.grammar_raw) {
+		if (sf_gbnf_after_reasoning(q->r.grammar, q->chat_flags, &g)) {
+			free(*text);
+			*text = NULL;
+			return sf_api_fail(e, 500, "server_error", NULL, NULL, "the head is out of "
+					   "memory");
+		}
+		if (g) {
+			free(q->r.grammar);
+			q->r.grammar = g;
+			g = NULL;
+		}
+	}
 	/* A forced tool call (tool_choice required or named): a grammar of the model's own call
 	 * format, unless the request constrains its output otherwise. */
-	char *g = NULL;
 	if (q->r.n_tools && !q->r.grammar &&
 	    sf_tool_call_gbnf(&q->r, q->chat_format, q->chat_flags, &g, e)) {
 		free(*text);

@@ -449,6 +449,46 @@ static void forced_tool_calls(void **state)
 	sf_api_request_free(&r);
 }
 
+/* A structured output after the reasoning block the template has. */
+static void after_reasoning(void **state)
+{
+	json_t *s = json_loads("{\"enum\":[1,2]}", 0, NULL);
+	char *gbnf, *wrapped;
+	struct sf_api_error e;
+	assert_int_equal(sf_schema_gbnf(s, "s", &gbnf, &e), 0);
+	json_decref(s);
+	assert_int_equal(sf_gbnf_after_reasoning(gbnf, 0, &wrapped), 0);
+	assert_null(wrapped); /* no reasoning: unchanged */
+	assert_int_equal(sf_gbnf_after_reasoning(gbnf, SF_CHAT_THINK, &wrapped), 0);
+	struct sf_grammar *g = compile_text(wrapped);
+	const char *yes[] = { "1", "<think>hm, 3?</think>\n2", NULL };
+	const char *no[] = { "3", "<think>hm</think>3", "<think>hm", NULL };
+	check(g, yes, no);
+	sf_grammar_unref(g);
+	free(wrapped);
+	assert_int_equal(sf_gbnf_after_reasoning(gbnf, SF_CHAT_THINK | SF_CHAT_IN_REASONING,
+						 &wrapped), 0);
+	g = compile_text(wrapped);
+	const char *yes2[] = { "so</think>\n\n1", NULL };
+	const char *no2[] = { "1", "so</think>3", NULL };
+	check(g, yes2, no2);
+	sf_grammar_unref(g);
+	free(wrapped);
+	free(gbnf);
+	/* A regex's grammar (its root line first) too. */
+	struct sf_api_request r = parse_ok(SF_API_COMPLETION, "{\"model\":\"m\",\"prompt\":\"p\","
+					   "\"structured_outputs\":{\"regex\":\"[0-9]{2}\"}}");
+	assert_false(r.grammar_raw);
+	assert_int_equal(sf_gbnf_after_reasoning(r.grammar, SF_CHAT_THINK_BRACKETS, &wrapped), 0);
+	g = compile_text(wrapped);
+	const char *yes3[] = { "[THINK]x[/THINK]42", "42", NULL };
+	const char *no3[] = { "<think>x</think>42", NULL };
+	check(g, yes3, no3);
+	sf_grammar_unref(g);
+	free(wrapped);
+	sf_api_request_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -460,6 +500,7 @@ int main(void)
 		cmocka_unit_test(regex_top_level),
 		cmocka_unit_test(request_fields),
 		cmocka_unit_test(forced_tool_calls),
+		cmocka_unit_test(after_reasoning),
 	};
 	return cmocka_run_group_tests_name("schema_gbnf", tests, NULL, NULL);
 }
