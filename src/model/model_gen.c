@@ -53,6 +53,9 @@ static const struct shape shapes[] = {
 	{ "test-olmo2", "olmo2", 256, 2, 4, 2, 64, 512, 4096, 5e5f, 1e-6f, false, false, PLAIN },
 	/* Phi-3: fused q/k/v and gate/up (no window here: llama.cpp leaves Phi-3's out) */
 	{ "test-phi3", "phi3", 256, 2, 4, 2, 64, 512, 4096, 1e4f, 1e-5f, false, false, PLAIN },
+	/* the same weights with a window of 40 on every layer (test_model) */
+	{ "test-phi3-swa", "phi3", 256, 2, 4, 2, 64, 512, 4096, 1e4f, 1e-5f, false, false,
+	  40, 0, 0, 0, 0, 0, DENSE },
 	/* Granite: Llama's with multipliers (granite_scales) */
 	{ "test-granite", "granite", 256, 2, 4, 2, 64, 512, 4096, 1e4f, 1e-5f, false, false, PLAIN },
 	/* SmolLM3: layer 3 of 4 without rope */
@@ -411,7 +414,7 @@ const char *const sf_model_gen_shapes[] = { "qwen2.5-0.5b", "qwen3-0.6b", "llama
 					    "test-mixtral", "test-qwen3-yarn", "smollm3-3b",
 					    "test-smollm3", "olmo2-1b", "test-olmo2", "granite-3.3-2b",
 					    "test-granite", "phi-3-mini-4k", "test-phi3",
-					    "mistral-nemo-12b", NULL };
+					    "mistral-nemo-12b", "test-phi3-swa", NULL };
 const char *const sf_model_gen_types[] = { "f32", "f16", "bf16", "q8_0", "q4_0", "q5_0",
 					   "q4_k", "q6_k", "q4_k_m", "q5_k", "q5_k_m", "q3_k",
 					   "q2_k", "iq4_xs", "q4_1", "q5_1", "iq4_nl", "mxfp4",

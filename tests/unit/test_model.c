@@ -249,6 +249,30 @@ static void test_smollm3_q4_k(void **state) { invariance("test-smollm3", "q4_k")
 static void test_olmo2_q8_0(void **state) { invariance("test-olmo2", "q8_0"); }
 static void test_granite_q4_k_m(void **state) { invariance("test-granite", "q4_k_m"); }
 static void test_phi3_q6_k(void **state) { invariance("test-phi3", "q6_k"); }
+
+/* Phi-3's window (every layer): the same weights with and without a window of 40 give the
+ * same logits for positions 0-39 and others after; invariant past the window and a page. */
+static void test_phi3_window(void **state)
+{
+	N_TOK = 80;
+	struct loaded a, b;
+	make(&a, "test-phi3", "q8_0", 2);
+	make(&b, "test-phi3-swa", "q8_0", 2);
+	assert_int_equal(b.m->cfg.n_swa, 40);
+	float *x = run(&a, 80, false, 1), *y = run(&b, 80, false, 1);
+	size_t v = a.m->cfg.n_vocab, w = 40 * v;
+	assert_memory_equal(x, y, w * sizeof(float));
+	size_t differ = 0;
+	for (size_t i = w; i < (size_t)N_TOK * v; i++)
+		differ += x[i] != y[i];
+	assert_true(differ > (size_t)(N_TOK - 40) * v / 2);
+	free(x);
+	free(y);
+	unload(&a);
+	unload(&b);
+	N_TOK = 20;
+	gemma("test-phi3-swa", "q8_0");
+}
 static void test_qwen3_yarn_f16(void **state) { invariance("test-qwen3-yarn", "f16"); }
 static void test_llama_f16(void **state) { invariance("test-llama", "f16"); }
 static void test_llama_q4_0(void **state) { invariance("test-llama", "q4_0"); }
@@ -369,6 +393,7 @@ int main(void)
 		cmocka_unit_test(test_qwen3moe_q4_k_m), cmocka_unit_test(test_mixtral_q8_0),
 		cmocka_unit_test(test_smollm3_q4_k), cmocka_unit_test(test_olmo2_q8_0),
 		cmocka_unit_test(test_granite_q4_k_m), cmocka_unit_test(test_phi3_q6_k),
+		cmocka_unit_test(test_phi3_window),
 		cmocka_unit_test(test_qwen3_yarn_f16),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
