@@ -80,6 +80,16 @@ static int info(int argc, char **argv)
 		if (c->attn_softcap > 0 || c->final_softcap > 0)
 			printf("soft-capping: scores %g, logits %g (0: none)\n",
 			       (double)c->attn_softcap, (double)c->final_softcap);
+		if (c->residual_scale || c->logit_scale)
+			printf("multipliers: embeddings x%g, residuals x%g, scores x%g, logits /%g\n",
+			       (double)c->embd_scale, (double)c->residual_scale,
+			       (double)c->attn_scale, (double)c->logit_scale);
+		if (c->no_rope_step)
+			printf("no rope on layer %u and each %u layers after it\n",
+			       c->no_rope_step - 1, c->no_rope_step);
+		if (c->no_pre_norms)
+			printf("norms: after the attention and the FFN only; q/k normed %s\n",
+			       c->qk_norm_whole ? "over all heads" : "per head");
 		if (c->n_expert)
 			printf("experts: %u of %u a token, each %u wide, their weights normalised: "
 			       "%s\n", c->n_expert_used, c->n_expert, c->n_ff_exp,
