@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <superfluid/grammar.h>
+
 #include "api/api_blocks.h"
 #include "api/api_responses.h"
 #include "daemon/log.h"
@@ -64,6 +66,9 @@ int headd_responses_named(struct headd_req *q, struct sf_api_error *e)
 	const struct sf_api_responses *o = q->r.resp;
 	char chain[CHAIN_HEX + 1], name[SF_API_MAX_SESSION_ID + 1];
 	struct headd_named *s = NULL;
+	/* The structured output as the request gave it (the head may wrap it later). */
+	q->grammar_digest = q->r.grammar ? sf_grammar_text_digest(q->r.grammar,
+								  strlen(q->r.grammar)) : 0;
 	if (o->previous_id) {
 		if (!chain_of(o->previous_id, chain))
 			return sf_api_fail(e, 404, "invalid_request_error", "previous_response_not_found",
@@ -81,6 +86,12 @@ int headd_responses_named(struct headd_req *q, struct sf_api_error *e)
 			return sf_api_fail(e, 400, "invalid_request_error", "invalid_value", "model",
 					   "previous response %.64s ran model %s, not %.128s",
 					   o->previous_id, s->model, q->r.model);
+		if (s->opened && q->grammar_digest != s->grammar && !q->count_only)
+			return sf_api_bad(e, q->r.grammar ? q->r.grammar_param : "previous_response_id",
+					  "the conversation of %.64s keeps the structured output of its "
+					  "first response (%s), as its node keeps its sampling: start a "
+					  "new conversation for another text.format", o->previous_id,
+					  s->grammar ? "a grammar" : "none");
 		if ((s->busy && !q->count_only) || s->restoring)
 			return sf_api_fail(e, 409, "invalid_request_error", "conversation_busy", NULL,
 					   "the conversation of %.64s is still generating a response; "

@@ -119,6 +119,14 @@ d = json.load(open(sys.argv[1]))
 t = json.loads(d["output"][-1]["content"][0]["text"])
 assert set(t) == {"n", "w"} and 1 <= t["n"] <= 5 and type(t["n"]) is int and t["w"] in ("x", "y")' "$work/out" || r=1
 check "POST /v1/responses with text.format json_schema: the output validates" $r
+rid=$(j "$work/out" 'd["id"]')
+fmt="{\"format\":{\"type\":\"json_schema\",\"name\":\"s\",\"schema\":$small}}"
+req POST /v1/responses "{\"model\":\"$model\",\"input\":\"more\",\"previous_response_id\":\"$rid\",\"max_output_tokens\":100,\"text\":$fmt}"
+r=0; [ "$status" = 200 ] || r=1
+rid2=$(j "$work/out" 'd["id"]')
+req POST /v1/responses "{\"model\":\"$model\",\"input\":\"more\",\"previous_response_id\":\"$rid2\",\"max_output_tokens\":100}"
+[ "$status" = 400 ] && err_is previous_response_id invalid_value || r=1
+check "  ... a follow-up keeps its text.format (the same one served, none a 400)" $r
 
 # Completions: llama.cpp's json_schema and grammar, vLLM's structured_outputs.
 req POST /v1/completions "{\"model\":\"$model\",\"prompt\":\"x\",\"seed\":5,\"max_tokens\":100,\"json_schema\":$small}"
