@@ -557,14 +557,19 @@ import http.client, json, sys, threading, time
 port, k1 = int(sys.argv[1]), sys.argv[2]
 slow = ("{% for a in range(110) %}{% for b in range(110) %}{% for c in range(110) %}{% endfor %}"
         "{% endfor %}{% endfor %}{% for m in messages %}{{ m['content'] }}{% endfor %}")
-def ask(method, path, body=None):
+def ask(method, path, body=None, session=None):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     h = {"Authorization": "Bearer " + k1, "Content-Type": "application/json"}
+    if session:
+        h["X-Superfluid-Session"] = session
     c.request(method, path, json.dumps(body) if body else None, h)
     r = c.getresponse()
     return r.status, r.read().decode("utf-8", "replace")
+# A named session's generation stays in the log (an unnamed one's goes 5 s after its answer,
+# and under the sanitizers four renders in a row took longer than that).
 st, data = ask("POST", "/v1/chat/completions", {"model": "sim-1", "seed": 5, "max_tokens": 8,
-    "messages": [{"role": "user", "content": "follow me"}], "chat_template": slow})
+    "messages": [{"role": "user", "content": "follow me"}], "chat_template": slow},
+    session="follows")
 print("first", st, data.replace("\n", " ")[:300])
 gid, text = json.loads(data)["id"], json.loads(data)["choices"][0]["message"]["content"]
 order, lock = [], threading.Lock()
