@@ -80,21 +80,9 @@ static int choice_of(const json_t *v, const char *param, struct sf_api_request *
 			sf_buf_free(&b);
 			return sf__api_type(e, p, "a string", s);
 		}
-		rc = sf_buf_append(&b, i ? " | \"" : "\"", i ? 4 : 1);
-		const char *t = json_string_value(s);
-		for (size_t k = 0; k < json_string_length(s) && !rc; k++) {
-			char esc[8];
-			unsigned char ch = (unsigned char)t[k];
-			if (ch == '"' || ch == '\\')
-				snprintf(esc, sizeof(esc), "\\%c", ch);
-			else if (ch < 0x20 || ch == 0x7f)
-				snprintf(esc, sizeof(esc), "\\x%02x", ch);
-			else
-				esc[0] = (char)ch, esc[1] = 0;
-			rc = sf_buf_append(&b, esc, strlen(esc));
-		}
+		rc = i ? sf_buf_append(&b, " | ", 3) : 0;
 		if (!rc)
-			rc = sf_buf_append(&b, "\"", 1);
+			rc = sf_gbnf_lit(&b, json_string_value(s), json_string_length(s));
 	}
 	if (!rc && (sf_buf_append(&b, "\n", 2) || !(r->grammar = malloc(sf_buf_used(&b)))))
 		rc = -1;

@@ -108,12 +108,10 @@ static int end_rule(struct sc *c, uint32_t id, struct sf_buf *body)
 	return 0;
 }
 
-/* s[0..n) as a GBNF literal. */
-static int put_lit(struct sc *c, struct sf_buf *b, const char *s, size_t n)
+int sf_gbnf_lit(struct sf_buf *b, const char *s, size_t n)
 {
-	if (put(c, b, "\""))
-		return -1;
-	for (size_t i = 0; i < n; i++) {
+	int rc = sf_buf_append(b, "\"", 1);
+	for (size_t i = 0; i < n && !rc; i++) {
 		unsigned char ch = (unsigned char)s[i];
 		char esc[8];
 		if (ch == '"' || ch == '\\')
@@ -122,10 +120,18 @@ static int put_lit(struct sc *c, struct sf_buf *b, const char *s, size_t n)
 			snprintf(esc, sizeof(esc), "\\x%02x", ch);
 		else
 			esc[0] = (char)ch, esc[1] = 0;
-		if (put(c, b, esc))
-			return -1;
+		rc = sf_buf_append(b, esc, strlen(esc));
 	}
-	return put(c, b, "\"");
+	return rc || sf_buf_append(b, "\"", 1) ? -1 : 0;
+}
+
+/* s[0..n) as a GBNF literal. */
+static int put_lit(struct sc *c, struct sf_buf *b, const char *s, size_t n)
+{
+	if (sf_gbnf_lit(b, s, n))
+		return sc_fail(c, 413, NULL, "the schema's grammar grows past %u bytes",
+			       (unsigned)SF_GRAMMAR_MAX_TEXT);
+	return 0;
 }
 
 /* A JSON value written as compact JSON, as a GBNF literal. */

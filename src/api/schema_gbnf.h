@@ -41,6 +41,10 @@
 int sf_regex_gbnf(const char *re, size_t n, bool json, struct sf_buf *out, char *why,
 		  size_t cap);
 
+/* Appends s[0..n) to b as a GBNF literal ("...", with '"', '\\' and control bytes escaped);
+ * 0, or -1 when b is full. */
+int sf_gbnf_lit(struct sf_buf *b, const char *s, size_t n);
+
 /* GBNF text (malloc'd, NUL-terminated, into *out) whose root is a JSON value valid against
  * schema. 0, or -1 with e set: a 400 whose param is param + the keyword's path in the schema
  * ("response_format.json_schema.schema.properties.age.multipleOf"), 413 past a limit. */

@@ -18,19 +18,7 @@ static int app(struct sf_buf *b, const char *s) { return sf_buf_append(b, s, str
 /* GBNF literal of s. */
 static int lit(struct sf_buf *b, const char *s)
 {
-	int rc = app(b, "\"");
-	for (; *s && !rc; s++) {
-		char esc[8];
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\')
-			snprintf(esc, sizeof(esc), "\\%c", ch);
-		else if (ch < 0x20 || ch == 0x7f)
-			snprintf(esc, sizeof(esc), "\\x%02x", ch);
-		else
-			esc[0] = (char)ch, esc[1] = 0;
-		rc = app(b, esc);
-	}
-	return rc || app(b, "\"");
+	return sf_gbnf_lit(b, s, strlen(s));
 }
 
 /* rule name ::= any text in which closer occurs only at its end, closer included. With c0 the

@@ -2,30 +2,7 @@
  * sequence of byte ranges (the same length of encoding, and whole blocks of continuation bytes
  * below the first byte that differs), then chained as edges. */
 #include "engine/grammar_internal.h"
-
-static int encode(uint32_t c, uint8_t *u)
-{
-	if (c < 0x80) {
-		u[0] = (uint8_t)c;
-		return 1;
-	}
-	if (c < 0x800) {
-		u[0] = (uint8_t)(0xc0 | c >> 6);
-		u[1] = (uint8_t)(0x80 | (c & 0x3f));
-		return 2;
-	}
-	if (c < 0x10000) {
-		u[0] = (uint8_t)(0xe0 | c >> 12);
-		u[1] = (uint8_t)(0x80 | (c >> 6 & 0x3f));
-		u[2] = (uint8_t)(0x80 | (c & 0x3f));
-		return 3;
-	}
-	u[0] = (uint8_t)(0xf0 | c >> 18);
-	u[1] = (uint8_t)(0x80 | (c >> 12 & 0x3f));
-	u[2] = (uint8_t)(0x80 | (c >> 6 & 0x3f));
-	u[3] = (uint8_t)(0x80 | (c & 0x3f));
-	return 4;
-}
+#include "tok/tok.h" /* sf__utf8_put: a code point's UTF-8 bytes */
 
 /* One piece a..b whose encodings have the same length n and differ only in a way each byte
  * position can take as a range: a chain of n byte-range edges. */
@@ -33,8 +10,8 @@ static int chain(struct gr_build *b, uint32_t a, uint32_t z, uint32_t from, uint
 		 struct sf_err *err)
 {
 	uint8_t ua[4], uz[4];
-	int n = encode(a, ua);
-	encode(z, uz);
+	int n = (int)sf__utf8_put(a, ua);
+	sf__utf8_put(z, uz);
 	uint32_t cur = from;
 	for (int i = 0; i < n; i++) {
 		uint32_t next = to;
