@@ -27,17 +27,7 @@ start_head head "127.0.0.1:$p1"
 base="http://127.0.0.1:$hport"
 nodes_up 1
 r=$?
-# The head encodes prompts once the node's tokenizer has reached it (every shard says so).
-tok_here() {
-	local shards
-	shards=$(sed -n 's/.* \([0-9][0-9]*\) shards,.*/\1/p' "$headlog" | head -1)
-	for _ in $(seq 600); do
-		[ "$(grep -c "encodes its prompts itself" "$headlog")" -ge "${shards:-1}" ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
-tok_here || r=1
+head_encodes || r=1
 check "a node on a GGUF model is up at the head, its tokenizer there" $r
 
 err_is() { [ "$(j "$work/out" 'd["error"]["param"], d["error"]["code"]')" = "('$1', '$2')" ]; }
@@ -204,7 +194,7 @@ start_gguf_node n5 "$M" --threads 1 --version-max 5 && p5=$port
 start_head old "127.0.0.1:$p5"
 base="http://127.0.0.1:$hport"
 nodes_up 1
-tok_here
+head_encodes
 req POST /v1/chat/completions "{\"model\":\"$model\",\"messages\":$msgs,\"max_tokens\":5,\"response_format\":$rf}"
 r=0; [ "$status" = 400 ] && err_is response_format unsupported_on_fleet &&
 	grep -q 'node n5 runs an older superfluid (protocol 5)' "$work/out" || r=1

@@ -52,6 +52,18 @@ start_head() { # log name, fleet, [more options]: sets $hport (the HTTP port) an
 	done
 	echo "     | head $1 did not start its API"; cat "$work/$1.err"; return 1
 }
+# head_encodes [LOG]: waits (30 s at most) until every shard of the head whose log is LOG (the
+# last started) has loaded its model's tokenizer file and says it encodes prompts itself;
+# until then a shard still asks a node, or answers a chat 503 tokenizer_unavailable.
+head_encodes() {
+	local log=${1:-$headlog} shards
+	shards=$(sed -n 's/.* \([0-9][0-9]*\) shards,.*/\1/p' "$log" | head -1)
+	for _ in $(seq 600); do
+		[ "$(grep -c "encodes its prompts itself" "$log")" -ge "${shards:-1}" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
 # req METHOD PATH [BODY] [curl options...]: the body in $work/out, the status in $status.
 base=
 req() {
