@@ -23,7 +23,9 @@ static const struct sf_gguf_tensor **slot(struct sf_layer_w *l, int i)
 {
 	const struct sf_gguf_tensor **s[] = {&l->wq, &l->wk, &l->wv, &l->wo,
 					     &l->ffn_gate, &l->ffn_up, &l->ffn_down,
-					     &l->ffn_gate_exps, &l->ffn_up_exps, &l->ffn_down_exps};
+					     &l->ffn_gate_exps, &l->ffn_up_exps, &l->ffn_down_exps,
+					     &l->ssm_in, &l->ssm_z, &l->ssm_beta, &l->ssm_alpha,
+					     &l->ssm_out};
 	return i < (int)(sizeof(s) / sizeof(s[0])) ? s[i] : NULL;
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kern/kern.h"
+#include "model/deltanet.h"
 #include "model/moe.h"
 #include "model/ops.h"
 
@@ -26,6 +27,8 @@ struct sf_fwd {
 	float *scores;      /* max_threads x max_ctx */
 	uint32_t *outs;     /* tokens whose logits are wanted */
 	struct sf_moe *moe; /* the expert FFNs' scratch (models with experts) */
+	struct sf_dn *dn;   /* the recurrent layers' (models with Gated DeltaNet layers) */
+	float *qg, *ag;     /* gated attention: each head's queries and gate, the gates */
 };
 
 static int act_slot(uint32_t type)
@@ -83,6 +86,10 @@ int sf_fwd_new(const struct sf_model *m, uint32_t max_tokens, uint32_t max_ctx,
 	f->scores = buf((size_t)f->max_threads * (c->n_head / c->n_head_kv) * f->max_ctx *
 			sizeof(float), &ok);
 	f->outs = buf(T * sizeof(uint32_t), &ok);
+	if (c->attn_gate) {
+		f->qg = buf(T * 2 * qd * sizeof(float), &ok);
+		f->ag = buf(T * qd * sizeof(float), &ok);
+	}
 	/* One slot per activation type: rows of the widest input (F32 rows are the largest). */
 	f->xq_bytes = T * widest * sizeof(float) + 64 * T;
 	bool used[N_ACT] = { false };
@@ -105,6 +112,8 @@ int sf_fwd_new(const struct sf_model *m, uint32_t max_tokens, uint32_t max_ctx,
 				  f->max_tokens);
 	}
 	int rc = sf_moe_new(m, f->max_tokens, &f->moe, err);
+	if (!rc)
+		rc = sf_dn_new(m, f->max_tokens, &f->dn, err);
 	if (rc) {
 		sf_fwd_free(f);
 		return rc;
@@ -129,6 +138,9 @@ void sf_fwd_free(struct sf_fwd *f)
 	free(f->qh);
 	free(f->scores);
 	free(f->outs);
+	free(f->qg);
+	free(f->ag);
+	sf_dn_free(f->dn);
 	for (int s = 0; s < N_ACT; s++)
 		free(f->xq[s]);
 	sf_moe_free(f->moe);
@@ -195,6 +207,12 @@ static void qkv_finish(struct job *j, uint32_t il, uint32_t t)
 	struct sf_fwd *f = j->f;
 	uint32_t hd = c->head_dim, qd = c->n_head * hd, kvd = c->n_head_kv * hd;
 	float *q = f->q + (size_t)t * qd, *k = f->k + (size_t)t * kvd, *v = f->v + (size_t)t * kvd;
+	if (c->attn_gate) /* Qwen3.5: each head's queries, then its gate */
+		for (uint32_t h = 0; h < c->n_head; h++) {
+			const float *qg = f->qg + (size_t)t * 2 * qd + (size_t)h * 2 * hd;
+			memcpy(q + (size_t)h * hd, qg, hd * sizeof(float));
+			memcpy(f->ag + (size_t)t * qd + (size_t)h * hd, qg + hd, hd * sizeof(float));
+		}
 	if (l->bq) {
 		add(q, l->bq->data, qd);
 		add(k, l->bk->data, kvd);
@@ -224,6 +242,9 @@ static void qkv_finish(struct job *j, uint32_t il, uint32_t t)
 	sf_kern_quantize_act(SF_GGUF_T_F16, v, sf_kv_at(tk->kv, il, 1, tk->pos), kvd);
 }
 
+static void attention(struct job *j, uint32_t il, unsigned ith, unsigned nth);
+static void ffn(struct job *j, uint32_t il, unsigned ith, unsigned nth);
+
 static void layer(struct job *j, uint32_t il, unsigned ith, unsigned nth)
 {
 	const struct sf_model *m = j->m;
@@ -231,25 +252,46 @@ static void layer(struct job *j, uint32_t il, unsigned ith, unsigned nth)
 	const struct sf_layer_w *l = &m->layers[il];
 	struct sf_fwd *f = j->f;
 	struct sf_pool *p = j->pool;
-	uint32_t n = j->n, E = c->n_embd, hd = c->head_dim, qd = c->n_head * hd;
-	uint32_t kvd = c->n_head_kv * hd, F = c->n_ff;
+	uint32_t n = j->n, E = c->n_embd;
 	uint64_t lo, hi;
 	sf_pool_split(n, ith, nth, 1, &lo, &hi);
 
-	/* Attention: norm, q/k/v, rope and the cache, softmax over the cache, output. */
 	for (uint64_t t = lo; t < hi; t++) {
 		if (l->attn_norm)
 			sf_op_rmsnorm(f->xn + t * E, f->x + t * E, l->attn_norm->data, E, c->rms_eps);
 		else /* OLMo 2: the layer's input as it is */
 			memcpy(f->xn + t * E, f->x + t * E, E * sizeof(float));
 	}
+	if (c->recur[il]) /* a Gated DeltaNet layer: its state instead of attention */
+		sf_dn_layer(m, il, f->dn, p, j->toks, f->xn, f->tmp, n, ith, nth);
+	else
+		attention(j, il, ith, nth);
+	ffn(j, il, ith, nth);
+}
+
+/* Attention: q/k/v of the normed inputs, rope and the cache, softmax over the cache, output
+ * (into tmp). */
+static void attention(struct job *j, uint32_t il, unsigned ith, unsigned nth)
+{
+	const struct sf_model *m = j->m;
+	const struct sf_model_config *c = &m->cfg;
+	const struct sf_layer_w *l = &m->layers[il];
+	struct sf_fwd *f = j->f;
+	struct sf_pool *p = j->pool;
+	uint32_t n = j->n, E = c->n_embd, hd = c->head_dim, qd = c->n_head * hd;
+	uint32_t kvd = c->n_head_kv * hd;
+	uint64_t lo, hi;
+	sf_pool_split(n, ith, nth, 1, &lo, &hi);
 	quant_rows(j, f->xn, E, E, l->wq, n, lo, hi);
 	if (act_type(l->wk) != act_type(l->wq))
 		quant_rows(j, f->xn, E, E, l->wk, n, lo, hi);
 	if (act_type(l->wv) != act_type(l->wq) && act_type(l->wv) != act_type(l->wk))
 		quant_rows(j, f->xn, E, E, l->wv, n, lo, hi);
 	sf_pool_barrier(p);
-	matmul(j, l->wq, n, f->q, qd, ith, nth);
+	if (c->attn_gate)
+		matmul(j, l->wq, n, f->qg, 2 * (size_t)qd, ith, nth);
+	else
+		matmul(j, l->wq, n, f->q, qd, ith, nth);
 	matmul(j, l->wk, n, f->k, kvd, ith, nth);
 	matmul(j, l->wv, n, f->v, kvd, ith, nth);
 	sf_pool_barrier(p);
@@ -271,10 +313,29 @@ static void layer(struct job *j, uint32_t il, unsigned ith, unsigned nth)
 			     f->scores + (size_t)ith * group * f->max_ctx, f->att + q0);
 	}
 	sf_pool_barrier(p);
+	for (uint64_t t = lo; c->attn_gate && t < hi; t++) { /* Qwen3.5: times sigmoid(gate) */
+		float *a = f->att + t * qd;
+		const float *gt = f->ag + t * qd;
+		for (uint32_t i = 0; i < qd; i++)
+			a[i] = a[i] * (1.0f / (1.0f + sf_kern_expf(-gt[i])));
+	}
 	quant_rows(j, f->att, qd, qd, l->wo, n, lo, hi);
 	sf_pool_barrier(p);
 	matmul(j, l->wo, n, f->tmp, E, ith, nth);
 	sf_pool_barrier(p);
+}
+
+/* The attention's (or the recurrent mixer's) output in tmp added, then the feed-forward. */
+static void ffn(struct job *j, uint32_t il, unsigned ith, unsigned nth)
+{
+	const struct sf_model *m = j->m;
+	const struct sf_model_config *c = &m->cfg;
+	const struct sf_layer_w *l = &m->layers[il];
+	struct sf_fwd *f = j->f;
+	struct sf_pool *p = j->pool;
+	uint32_t n = j->n, E = c->n_embd, F = c->n_ff;
+	uint64_t lo, hi;
+	sf_pool_split(n, ith, nth, 1, &lo, &hi);
 
 	/* Feed-forward: norm, gate and up, SwiGLU or GeGLU, down (each output normed first where
 	 * the model has post-norms). */
@@ -392,9 +453,28 @@ int sf_model_forward(const struct sf_model *m, struct sf_pool *pool, struct sf_f
 	if (l0 >= l1 || l1 > c->n_layer || (l0 > 0 && !hidden) || (l1 < c->n_layer && !hidden) ||
 	    (!logits && !hidden))
 		return sf_err_set(err, SF_E_RANGE, "layers [%u, %u) of %u", l0, l1, c->n_layer);
+	if (c->n_recur && (l0 != 0 || l1 != c->n_layer))
+		return sf_err_set(err, SF_E_RANGE, "layers [%u, %u) of %u: a model with recurrent "
+				  "layers (%s) runs whole, not in pipeline stages", l0, l1, c->n_layer,
+				  c->arch_name);
 	uint32_t n_out = 0;
 	for (uint32_t t = 0; t < n; t++) {
 		const struct sf_fwd_tok *tk = &toks[t];
+		if (c->n_recur) {
+			/* A recurrent state goes on from its cache's last position only: the
+			 * context's tokens of the call follow it one after another. */
+			uint32_t want = tk->kv->n;
+			for (uint32_t u = t; u-- > 0;)
+				if (toks[u].kv == tk->kv) {
+					want = toks[u].pos + 1;
+					break;
+				}
+			if (tk->pos != want || !tk->kv->state)
+				return sf_err_set(err, SF_E_RANGE, "position %u of a context with a "
+						  "recurrent state at %u (%s)", tk->pos, want,
+						  tk->kv->state ? "its positions come in order" :
+						  "not reserved");
+		}
 		if (tk->token >= c->n_vocab && l0 == 0)
 			return sf_err_set(err, SF_E_RANGE, "token %u past the vocabulary of %u",
 					  tk->token, c->n_vocab);
@@ -416,6 +496,8 @@ int sf_model_forward(const struct sf_model *m, struct sf_pool *pool, struct sf_f
 	if (n_out && !logits && !hidden)
 		return sf_err_set(err, SF_E_RANGE, "logits wanted with nowhere to put them");
 	struct job j = { m, f, pool, toks, n, l0, l1, n_out, hidden, logits };
+	if (f->dn)
+		sf_dn_group(f->dn, toks, n);
 	sf_pool_run(pool, run, &j);
 	for (uint32_t t = 0; t < n; t++)
 		if (toks[t].pos + 1 > toks[t].kv->n)

@@ -14,7 +14,11 @@ _Static_assert(SF_KV_PAGE == SF_PREFIX_PAGE, "a shared page is a cache page");
 
 struct sf_kv_arena {
 	uint32_t n_layer, kv_dim;
-	uint64_t page_bytes;
+	uint64_t page_bytes;      /* a page of every layer with attention */
+	uint64_t layer_bytes;     /* one layer's keys and values of a page */
+	uint16_t slot[SF_MODEL_MAX_LAYERS + 1]; /* the layers with attention before each layer */
+	uint64_t state_bytes;     /* a cache's recurrent state (0: the model has none) */
+	uint64_t state_off[SF_MODEL_MAX_LAYERS]; /* each recurrent layer's, in floats */
 	uint64_t limit;           /* 0: unbounded */
 	_Atomic uint64_t used;
 	struct sf_prefix_cache *pc;
@@ -33,9 +37,21 @@ int sf_kv_arena_new(const struct sf_model *m, uint64_t limit_bytes, struct sf_kv
 	struct sf_kv_arena *a = calloc(1, sizeof(*a));
 	if (!a)
 		return SF_E_NOMEM;
-	a->n_layer = m->cfg.n_layer;
-	a->kv_dim = m->cfg.n_head_kv * m->cfg.head_dim;
-	a->page_bytes = (uint64_t)a->n_layer * 2 * SF_KV_PAGE * a->kv_dim * sizeof(uint16_t);
+	const struct sf_model_config *c = &m->cfg;
+	a->n_layer = c->n_layer;
+	a->kv_dim = c->n_head_kv * c->head_dim;
+	a->layer_bytes = 2 * SF_KV_PAGE * (uint64_t)a->kv_dim * sizeof(uint16_t);
+	/* the recurrent layers keep no keys and values: a state each, in the order of layers */
+	uint64_t ch = (uint64_t)c->ssm_state * (2 * c->ssm_group + c->ssm_heads), off = 0;
+	for (uint32_t il = 0; il < c->n_layer; il++) {
+		a->slot[il + 1] = (uint16_t)(a->slot[il] + !c->recur[il]);
+		a->state_off[il] = off;
+		if (c->recur[il])
+			off += ch * (c->ssm_conv - 1) +
+			       (uint64_t)c->ssm_heads * c->ssm_state * c->ssm_state;
+	}
+	a->state_bytes = off * sizeof(float);
+	a->page_bytes = a->slot[a->n_layer] * a->layer_bytes;
 	a->limit = limit_bytes;
 	struct sf_prefix_cache_config pcfg = { .page_bytes = a->page_bytes, .drop = drop_page,
 					       .arg = a };
@@ -93,13 +109,23 @@ void sf_kv_init_layers(struct sf_kv *kv, struct sf_kv_arena *a, uint32_t l0, uin
 	kv->arena = a;
 	kv->layer0 = l0;
 	kv->n_layer = l1 - l0;
-	kv->page_bytes = a->page_bytes / a->n_layer * kv->n_layer;
+	kv->page_bytes = (uint64_t)(a->slot[l1] - a->slot[l0]) * a->layer_bytes;
 }
 
 void sf_kv_share(struct sf_kv *kv, uint64_t root)
 {
-	if (kv->n_layer == kv->arena->n_layer && !kv->n)
+	if (kv->n_layer == kv->arena->n_layer && !kv->n && !kv->arena->state_bytes)
 		kv->root = root;
+}
+
+bool sf_kv_arena_recurrent(const struct sf_kv_arena *a)
+{
+	return a->state_bytes != 0;
+}
+
+float *sf_kv_state(const struct sf_kv *kv, uint32_t layer)
+{
+	return kv->state + kv->arena->state_off[layer];
 }
 
 /* Takes bytes from the arena, evicting cached pages no cache holds while that makes room. */
@@ -151,13 +177,31 @@ int sf_kv_reserve(struct sf_kv *kv, uint32_t n, struct sf_err *err)
 	int rc = table(kv, need, err);
 	if (rc)
 		return rc;
+	if (a->state_bytes && !kv->state && n) {
+		/* the recurrent state, before any position: zeros */
+		if (!take(a, a->state_bytes))
+			return sf_err_set(err, SF_E_NOMEM,
+					  "context memory full: %llu of %llu bytes in use (--kv-mem) "
+					  "for a recurrent state of %llu bytes",
+					  (unsigned long long)atomic_load(&a->used),
+					  (unsigned long long)a->limit,
+					  (unsigned long long)a->state_bytes);
+		kv->state = aligned_alloc(64, (a->state_bytes + 63) / 64 * 64);
+		if (!kv->state) {
+			atomic_fetch_sub(&a->used, a->state_bytes);
+			return sf_err_set(err, SF_E_NOMEM, "no memory for a recurrent state of %llu "
+					  "bytes", (unsigned long long)a->state_bytes);
+		}
+		memset(kv->state, 0, a->state_bytes);
+	}
 	while (kv->n_pages < need) {
 		if (!take(a, kv->page_bytes))
 			return sf_err_set(err, SF_E_NOMEM,
 					  "context memory full: %llu of %llu bytes in use (--kv-mem)",
 					  (unsigned long long)atomic_load(&a->used),
 					  (unsigned long long)a->limit);
-		uint16_t *page = aligned_alloc(64, kv->page_bytes);
+		/* (a stage of recurrent layers only has pages of no bytes) */
+		uint16_t *page = aligned_alloc(64, kv->page_bytes ? kv->page_bytes : 64);
 		if (!page) {
 			atomic_fetch_sub(&a->used, kv->page_bytes);
 			return sf_err_set(err, SF_E_NOMEM, "no memory for a context page of %llu bytes",
@@ -182,6 +226,7 @@ static void pop(struct sf_kv *kv)
 
 void sf_kv_truncate(struct sf_kv *kv, uint32_t n)
 {
+	uint32_t n_before = kv->n;
 	uint32_t keep = (n + SF_KV_PAGE - 1) / SF_KV_PAGE;
 	/* A shared page is never written: when n falls inside one, it goes too. */
 	if (n % SF_KV_PAGE && n / SF_KV_PAGE < kv->n_shared)
@@ -192,6 +237,11 @@ void sf_kv_truncate(struct sf_kv *kv, uint32_t n)
 		kv->n = keep * SF_KV_PAGE;
 	if (kv->n > n)
 		kv->n = n;
+	if (kv->state && kv->n < n_before) {
+		/* the state of position n is gone with the later ones': all computed again */
+		kv->n = 0;
+		memset(kv->state, 0, kv->arena->state_bytes);
+	}
 }
 
 void sf_kv_fini(struct sf_kv *kv)
@@ -199,6 +249,11 @@ void sf_kv_fini(struct sf_kv *kv)
 	if (!kv->arena)
 		return;
 	sf_kv_truncate(kv, 0);
+	if (kv->state) {
+		free(kv->state);
+		atomic_fetch_sub(&kv->arena->used, kv->arena->state_bytes);
+		kv->state = NULL;
+	}
 	free(kv->pages);
 	free(kv->shared);
 	kv->pages = NULL;
@@ -209,8 +264,10 @@ void sf_kv_fini(struct sf_kv *kv)
 /* Copies the first k positions of every layer's keys and values of page from into page to. */
 static void copy_positions(const struct sf_kv *kv, uint16_t *to, const uint16_t *from, uint32_t k)
 {
-	size_t row = (size_t)kv->arena->kv_dim, block = (size_t)SF_KV_PAGE * row;
-	for (uint32_t lw = 0; lw < 2 * kv->n_layer; lw++)
+	const struct sf_kv_arena *a = kv->arena;
+	size_t row = (size_t)a->kv_dim, block = (size_t)SF_KV_PAGE * row;
+	uint32_t cached = a->slot[kv->layer0 + kv->n_layer] - a->slot[kv->layer0];
+	for (uint32_t lw = 0; lw < 2 * cached; lw++)
 		memcpy(to + lw * block, from + lw * block, (size_t)k * row * sizeof(uint16_t));
 }
 
@@ -301,6 +358,6 @@ uint16_t *sf_kv_at(const struct sf_kv *kv, uint32_t layer, int which, uint32_t p
 {
 	const struct sf_kv_arena *a = kv->arena;
 	uint16_t *page = kv->pages[pos / SF_KV_PAGE];
-	return page + (((size_t)(layer - kv->layer0) * 2 + (size_t)which) * SF_KV_PAGE +
+	return page + (((size_t)(a->slot[layer] - a->slot[kv->layer0]) * 2 + (size_t)which) * SF_KV_PAGE +
 		       pos % SF_KV_PAGE) * a->kv_dim;
 }

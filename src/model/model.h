@@ -29,6 +29,8 @@
 #define SF_MODEL_MAX_FF (1u << 20)
 #define SF_MODEL_MAX_EXPERTS 512
 #define SF_MODEL_MAX_EXPERTS_USED 64
+#define SF_MODEL_MAX_SSM_STATE 512 /* a Gated DeltaNet head's key (and value) width */
+#define SF_MODEL_MAX_SSM_CONV 16   /* its convolution's kernel */
 
 enum sf_arch {
 	SF_ARCH_LLAMA = 0,  /* Llama 2 / 3.x, TinyLlama, SmolLM, Mistral 7B */
@@ -42,6 +44,7 @@ enum sf_arch {
 	SF_ARCH_OLMO2 = 8,  /* no pre-norms: post-norms, q/k RMSNorm over all heads together */
 	SF_ARCH_GRANITE = 9, /* Llama's, with embedding, residual and logit multipliers */
 	SF_ARCH_PHI3 = 10,  /* fused q/k/v and gate/up matrices, queries pre-scaled */
+	SF_ARCH_QWEN35 = 11, /* Gated DeltaNet layers (a recurrent state) and gated attention */
 };
 
 /* The feed-forward's gate activation. */
@@ -92,6 +95,16 @@ struct sf_model_config {
 	uint32_t n_expert_used; /* chosen for each token */
 	uint32_t n_ff_exp;     /* an expert's feed-forward width */
 	bool expert_norm;      /* the chosen experts' weights divided by their sum */
+	/* Gated DeltaNet (Qwen3.5): layers with recur[il] set hold a recurrent state instead of
+	 * keys and values: a causal convolution of ssm_conv taps over the q/k/v channels (its
+	 * state the last ssm_conv - 1 inputs) and per value head a ssm_state x ssm_state matrix
+	 * updated by the gated delta rule. Keys and queries have ssm_group heads, values
+	 * ssm_heads (a multiple), each ssm_state wide. The other layers' attention is gated: the
+	 * q projection gives each head's queries and then its gate (attn_gate). */
+	uint32_t n_recur;      /* layers with a recurrent state (0: none) */
+	uint32_t ssm_conv, ssm_state, ssm_group, ssm_heads;
+	bool attn_gate;
+	uint8_t recur[SF_MODEL_MAX_LAYERS];
 };
 
 /* One layer's tensors (NULL: absent and optional). */
@@ -104,6 +117,12 @@ struct sf_layer_w {
 	/* A mixture of experts (ffn_gate/up/down NULL): the router (n_embd x n_expert) and the
 	 * experts' matrices, expert e's rows after e x rows of the ones before */
 	const struct sf_gguf_tensor *ffn_gate_inp, *ffn_gate_exps, *ffn_up_exps, *ffn_down_exps;
+	/* Gated DeltaNet (recurrent layers; wq..wo NULL): the q/k/v channels (attn_qkv), the
+	 * output gate z (attn_gate), beta and alpha per value head, the convolution
+	 * (ssm_conv1d: ssm_conv taps a channel, F32), the decay's bias (ssm_dt) and -exp(A_log)
+	 * (ssm_a), the output's RMS norm (ssm_norm) and projection (ssm_out) */
+	const struct sf_gguf_tensor *ssm_in, *ssm_z, *ssm_beta, *ssm_alpha, *ssm_conv1d, *ssm_dt,
+		*ssm_a, *ssm_norm, *ssm_out;
 	/* Phi-3: wq, wk, wv point at views of the rows of a fused attn_qkv (0-2), ffn_gate and
 	 * ffn_up at the halves of a fused ffn_up (3-4) */
 	struct sf_gguf_tensor views[5];
@@ -130,8 +149,13 @@ struct sf_model {
 int sf_model_load(const struct sf_gguf *file, struct sf_model **out, struct sf_err *err);
 void sf_model_free(struct sf_model *m);
 
-/* Bytes of keys and values one token takes in a session's cache (F16 keys and values). */
+/* Bytes of keys and values one token takes in a session's cache (F16 keys and values of the
+ * layers with attention). */
 uint64_t sf_model_kv_bytes_per_token(const struct sf_model *m);
+
+/* Bytes of the recurrent state a session of the model carries whatever its length (F32: each
+ * recurrent layer's convolution inputs and delta-rule matrices); 0 for models without. */
+uint64_t sf_model_state_bytes(const struct sf_model *m);
 
 /* ---- key/value caches ---- */
 
@@ -158,13 +182,17 @@ struct sf_prefix_cache *sf_kv_arena_prefix(const struct sf_kv_arena *a);
  * with other caches (immutable; src/prefix), the rest its own. */
 struct sf_kv {
 	struct sf_kv_arena *arena;
-	uint16_t **pages; /* each [layer][k, v][SF_KV_PAGE][n_head_kv * head_dim] half floats */
+	uint16_t **pages; /* each [layer][k, v][SF_KV_PAGE][n_head_kv * head_dim] half floats
+			   * (the layers with attention only) */
 	struct sf_prefix_page **shared; /* pages[i]'s index entry, for i < n_shared */
 	uint32_t n_pages, cap_pages, n_shared;
 	uint32_t n;       /* positions whose keys and values are computed */
 	uint32_t layer0, n_layer;
 	uint64_t page_bytes;
 	uint64_t root;    /* sf_prefix_root of its namespace; 0: it shares nothing */
+	/* A model with recurrent layers: their state after positions [0, n) (sf_kv_state),
+	 * taken from the arena by the first reserve; NULL until then. */
+	float *state;
 };
 
 void sf_kv_init(struct sf_kv *kv, struct sf_kv_arena *a);
@@ -175,10 +203,13 @@ void sf_kv_init_layers(struct sf_kv *kv, struct sf_kv_arena *a, uint32_t l0, uin
  * every reclaimable cached page evicted. */
 int sf_kv_reserve(struct sf_kv *kv, uint32_t n, struct sf_err *err);
 /* Forgets positions from n on, returning whole pages past them to the arena (a shared page
- * n falls inside is let go of too, so the positions of it before n are computed again). */
+ * n falls inside is let go of too, so the positions of it before n are computed again). A
+ * cache with a recurrent state cut before n forgets every position (the state of an earlier
+ * position is not kept: they are all computed again). */
 void sf_kv_truncate(struct sf_kv *kv, uint32_t n);
 /* Shares the cache's full pages under the prefix chain of root (a cache of every layer only;
- * 0: none). Set before anything is computed. */
+ * 0: none). Set before anything is computed. Nothing for a model with recurrent layers (a
+ * page holds no state: a context adopting it would go on from a state it does not have). */
 void sf_kv_share(struct sf_kv *kv, uint64_t root);
 /* Takes from the index the pages that come next in tokens[0..n) (the cache's tokens: the
  * first kv->n computed), then the first positions of a kept tail it shares (copied into a page
@@ -195,6 +226,12 @@ void sf_kv_retire(struct sf_kv *kv, const uint32_t *tokens);
 void sf_kv_fini(struct sf_kv *kv);
 /* The keys (which = 0) or values (1) of layer (one the cache keeps) at pos (reserved). */
 uint16_t *sf_kv_at(const struct sf_kv *kv, uint32_t layer, int which, uint32_t pos);
+/* Whether the arena's model has recurrent layers (their caches carry a state). */
+bool sf_kv_arena_recurrent(const struct sf_kv_arena *a);
+/* The recurrent state of layer (one with recur[layer]) of a reserved cache: its convolution's
+ * last inputs (ssm_conv - 1 for each channel, oldest first), then its delta-rule matrices
+ * (ssm_heads of ssm_state x ssm_state, each stored by columns: m[j * S + i] = S[i][j]). */
+float *sf_kv_state(const struct sf_kv *kv, uint32_t layer);
 
 /* ---- the forward pass ---- */
 

@@ -137,8 +137,83 @@ static int bind_experts(struct sf_model *m, uint32_t il, struct sf_err *err)
 	return 0;
 }
 
+/* An F32 matrix of rows x cols read element by element (Qwen3.5's convolution). */
+static int f32_mat(const struct sf_model *m, const char *name, uint64_t cols, uint64_t rows,
+		   const struct sf_gguf_tensor **out, struct sf_err *err)
+{
+	int rc = find(m, name, true, out, err);
+	if (rc)
+		return rc;
+	const struct sf_gguf_tensor *t = *out;
+	if (t->type != SF_GGUF_T_F32)
+		return sf_err_set(err, SF_E_MODEL, "tensor %s is %s; it must be F32", name,
+				  sf_gguf_type_name(t->type));
+	if (t->ne[0] != cols || t->ne[1] != rows || t->ne[2] * t->ne[3] != 1)
+		return sf_err_set(err, SF_E_MODEL, "tensor %s is %llu x %llu, not %llu x %llu", name,
+				  (unsigned long long)t->ne[0], (unsigned long long)t->ne[1],
+				  (unsigned long long)cols, (unsigned long long)rows);
+	if ((uintptr_t)t->data % sizeof(float))
+		return sf_err_set(err, SF_E_MODEL, "tensor %s is not aligned for floats", name);
+	return 0;
+}
+
+/* A Qwen3.5 layer (llama.cpp's qwen35.cpp): the norm before the FFN is post_attention_norm;
+ * a full-attention layer's attn_q gives each head's queries then its gate (2 x the heads'
+ * width), q/k normed per head; a Gated DeltaNet layer's tensors otherwise. */
+static int bind_qwen35(struct sf_model *m, uint32_t il, struct sf_err *err)
+{
+	const struct sf_model_config *c = &m->cfg;
+	struct sf_layer_w *l = &m->layers[il];
+	uint64_t E = c->n_embd, q = (uint64_t)c->n_head * c->head_dim;
+	uint64_t kv = (uint64_t)c->n_head_kv * c->head_dim, S = c->ssm_state;
+	uint64_t vd = S * c->ssm_heads, ch = 2 * S * c->ssm_group + vd, H = c->ssm_heads;
+	static const char *const names[] = {
+		"attn_norm.weight", "post_attention_norm.weight", "ffn_gate.weight",
+		"ffn_up.weight", "ffn_down.weight", "attn_q.weight", "attn_k.weight",
+		"attn_v.weight", "attn_output.weight", "attn_q_norm.weight", "attn_k_norm.weight",
+		"attn_qkv.weight", "attn_gate.weight", "ssm_conv1d.weight", "ssm_dt.bias", "ssm_a",
+		"ssm_beta.weight", "ssm_alpha.weight", "ssm_norm.weight", "ssm_out.weight" };
+	char n[20][64];
+	for (int i = 0; i < 20; i++)
+		snprintf(n[i], sizeof(n[i]), "blk.%u.%s", il, names[i]);
+	int rc;
+	if ((rc = vec(m, n[0], true, E, &l->attn_norm, err)) ||
+	    (rc = vec(m, n[1], true, E, &l->ffn_norm, err)) ||
+	    (rc = mat(m, n[2], true, E, c->n_ff, &l->ffn_gate, err)) ||
+	    (rc = mat(m, n[3], true, E, c->n_ff, &l->ffn_up, err)) ||
+	    (rc = mat(m, n[4], true, c->n_ff, E, &l->ffn_down, err)))
+		return rc;
+	m->weight_bytes += l->ffn_gate->size + l->ffn_up->size + l->ffn_down->size;
+	if (!c->recur[il]) {
+		if ((rc = mat(m, n[5], true, E, 2 * q, &l->wq, err)) ||
+		    (rc = mat(m, n[6], true, E, kv, &l->wk, err)) ||
+		    (rc = mat(m, n[7], true, E, kv, &l->wv, err)) ||
+		    (rc = mat(m, n[8], true, q, E, &l->wo, err)) ||
+		    (rc = vec(m, n[9], true, c->head_dim, &l->q_norm, err)) ||
+		    (rc = vec(m, n[10], true, c->head_dim, &l->k_norm, err)))
+			return rc;
+		m->weight_bytes += l->wq->size + l->wk->size + l->wv->size + l->wo->size;
+		return 0;
+	}
+	if ((rc = mat(m, n[11], true, E, ch, &l->ssm_in, err)) ||
+	    (rc = mat(m, n[12], true, E, vd, &l->ssm_z, err)) ||
+	    (rc = f32_mat(m, n[13], c->ssm_conv, ch, &l->ssm_conv1d, err)) ||
+	    (rc = vec(m, n[14], true, H, &l->ssm_dt, err)) ||
+	    (rc = vec(m, n[15], true, H, &l->ssm_a, err)) ||
+	    (rc = mat(m, n[16], true, E, H, &l->ssm_beta, err)) ||
+	    (rc = mat(m, n[17], true, E, H, &l->ssm_alpha, err)) ||
+	    (rc = vec(m, n[18], true, S, &l->ssm_norm, err)) ||
+	    (rc = mat(m, n[19], true, vd, E, &l->ssm_out, err)))
+		return rc;
+	m->weight_bytes += l->ssm_in->size + l->ssm_z->size + l->ssm_beta->size +
+			   l->ssm_alpha->size + l->ssm_out->size;
+	return 0;
+}
+
 static int bind_layer(struct sf_model *m, uint32_t il, struct sf_err *err)
 {
+	if (m->cfg.arch == SF_ARCH_QWEN35)
+		return bind_qwen35(m, il, err);
 	const struct sf_model_config *c = &m->cfg;
 	struct sf_layer_w *l = &m->layers[il];
 	uint64_t q = (uint64_t)c->n_head * c->head_dim, kv = (uint64_t)c->n_head_kv * c->head_dim;
@@ -209,7 +284,7 @@ int sf__model_bind(struct sf_model *m, struct sf_err *err)
 		m->output = m->tok_embd; /* tied embeddings */
 	m->weight_bytes = m->output->size;
 	const struct sf_gguf_tensor *rf = NULL;
-	if (!sf__arch_is_gemma(c->arch) &&
+	if (!sf__arch_is_gemma(c->arch) && c->arch != SF_ARCH_QWEN35 &&
 	    (rc = vec(m, "rope_freqs.weight", false, c->n_rot / 2, &rf, err)))
 		return rc;
 	m->rope_freqs = rf ? rf->data : NULL;

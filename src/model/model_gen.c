@@ -26,6 +26,25 @@ struct shape {
 	bool yarn; /* rope_linear is a YaRN factor over an original context of n_ctx / it */
 };
 
+/* Qwen3.5's shapes: rotary dimensions, the convolution's taps, a Gated DeltaNet head's width,
+ * key heads, value heads, the full-attention interval, the rope's sections. */
+static const struct ssm_shape {
+	const char *shape;
+	uint32_t n_rot, ssm_conv, ssm_state, ssm_group, ssm_heads, fa_every;
+	int32_t sections[4];
+} ssm_shapes[] = {
+	{ "qwen3.5-0.8b", 64, 4, 128, 16, 16, 4, { 11, 11, 10, 0 } },
+	{ "test-qwen35", 16, 4, 64, 2, 4, 4, { 3, 3, 2, 0 } },
+};
+
+static const struct ssm_shape *ssm_of(const struct shape *s)
+{
+	for (size_t i = 0; i < sizeof(ssm_shapes) / sizeof(ssm_shapes[0]); i++)
+		if (!strcmp(ssm_shapes[i].shape, s->name))
+			return &ssm_shapes[i];
+	return NULL;
+}
+
 #define PLAIN 0, 0, 0, 0, 0, 0, 0, 0, 0, false /* no Gemma keys, no experts, no YaRN */
 #define DENSE 0, 0, 0, false /* no experts, no YaRN */
 
@@ -88,6 +107,13 @@ static const struct shape shapes[] = {
 	  0, 0, 0, 0, 0, 0, 16, 4, 256, false },
 	{ "test-mixtral", "llama", 256, 2, 4, 2, 64, 256, 4096, 1e6f, 1e-5f, false, false,
 	  0, 0, 0, 0, 0, 0, 8, 2, 256, false },
+	/* Qwen3.5: Gated DeltaNet layers and every fourth a gated attention. Qwen3.5-0.8B (1024
+	 * wide, 24 layers, 8/2 heads of 256, a quarter of them roped, 16 key and 16 value heads
+	 * of 128 with convolutions of 4, FFN 3584, rope base 1e7, tied), and a small shape with
+	 * twice as many value heads as key heads (4 layers: 3 recurrent, then attention). */
+	{ "qwen3.5-0.8b", "qwen35", 1024, 24, 8, 2, 256, 3584, 262144, 1e7f, 1e-6f, true, false,
+	  PLAIN },
+	{ "test-qwen35", "qwen35", 256, 4, 4, 2, 64, 512, 4096, 1e7f, 1e-6f, true, false, PLAIN },
 };
 
 /* The --type choices: one type for every matrix, or a mix (llama.cpp's *_M: its base type,
@@ -303,6 +329,19 @@ static int write_meta(struct maker *mk, const struct shape *s, uint32_t n_layer,
 		rc = rc ? rc : sf_gguf_set_u32(w, KEY("rope.dimension_count"), s->head_dim);
 	if (!strcmp(s->arch, "granite"))
 		rc = rc ? rc : write_granite(mk, s);
+	const struct ssm_shape *ss = ssm_of(s);
+	if (ss) {
+		uint32_t inner = ss->ssm_state * ss->ssm_heads;
+		rc = rc ? rc : sf_gguf_set_u32(w, KEY("rope.dimension_count"), ss->n_rot);
+		rc = rc ? rc : sf_gguf_set_arr(w, KEY("rope.dimension_sections"), SF_GGUF_I32,
+					       ss->sections, 4);
+		rc = rc ? rc : sf_gguf_set_u32(w, KEY("ssm.conv_kernel"), ss->ssm_conv);
+		rc = rc ? rc : sf_gguf_set_u32(w, KEY("ssm.state_size"), ss->ssm_state);
+		rc = rc ? rc : sf_gguf_set_u32(w, KEY("ssm.group_count"), ss->ssm_group);
+		rc = rc ? rc : sf_gguf_set_u32(w, KEY("ssm.time_step_rank"), ss->ssm_heads);
+		rc = rc ? rc : sf_gguf_set_u32(w, KEY("ssm.inner_size"), inner);
+		rc = rc ? rc : sf_gguf_set_u32(w, KEY("full_attention_interval"), ss->fa_every);
+	}
 	if (s->n_swa)
 		rc = rc ? rc : sf_gguf_set_u32(w, KEY("attention.sliding_window"), s->n_swa);
 	if (s->swa_period)
@@ -339,6 +378,53 @@ static int write_meta(struct maker *mk, const struct shape *s, uint32_t n_layer,
 	return 0;
 }
 
+/* A Qwen3.5 layer: a Gated DeltaNet one (its decays e^(softplus(alpha + dt) * a) mostly 0.5
+ * to 0.95 a token, so that the state remembers some tokens back) or, every fa_every-th, a
+ * gated attention (attn_q 2 x the heads' width); the norm before the FFN post_attention_norm,
+ * as llama.cpp names it. */
+static int make_qwen35_layer(struct maker *mk, const struct shape *s, const struct ssm_shape *ss,
+			     uint32_t il, uint32_t n_layer, uint32_t want, bool mix)
+{
+	uint64_t E = s->n_embd, q = (uint64_t)s->n_head * s->head_dim;
+	uint64_t kv = (uint64_t)s->n_head_kv * s->head_dim, F = s->n_ff, S = ss->ssm_state;
+	uint64_t H = ss->ssm_heads, vd = S * H, ch = 2 * S * ss->ssm_group + vd;
+	float aE = sqrtf(3.0f / (float)E), aQ = sqrtf(3.0f / (float)q), aF = sqrtf(3.0f / (float)F);
+	float aV = sqrtf(3.0f / (float)vd);
+	char n[96];
+	int rc = 0;
+#define T(suffix, type, cols, rows, center, a)                                              \
+	(snprintf(n, sizeof(n), "blk.%u.%s", il, suffix),                                   \
+	 rc = rc ? rc : add(mk, n, type, cols, rows, center, a))
+#define M(role, suffix, cols, rows, a) T(suffix, pick(want, mix, role, il, n_layer, cols), cols, rows, 0, a)
+	T("attn_norm.weight", SF_GGUF_T_F32, E, 1, 1.0f, 0.1f);
+	if ((il + 1) % ss->fa_every == 0) {
+		M("attn_q", "attn_q.weight", E, 2 * q, aE);
+		M("attn_k", "attn_k.weight", E, kv, aE);
+		M("attn_v", "attn_v.weight", E, kv, aE);
+		M("attn_output", "attn_output.weight", q, E, aQ);
+		T("attn_q_norm.weight", SF_GGUF_T_F32, s->head_dim, 1, 1.0f, 0.1f);
+		T("attn_k_norm.weight", SF_GGUF_T_F32, s->head_dim, 1, 1.0f, 0.1f);
+	} else {
+		M("attn_qkv", "attn_qkv.weight", E, ch, aE);
+		M("attn_gate", "attn_gate.weight", E, vd, aE);
+		T("ssm_conv1d.weight", SF_GGUF_T_F32, ss->ssm_conv, ch, 0,
+		  sqrtf(3.0f / (float)ss->ssm_conv));
+		T("ssm_dt.bias", SF_GGUF_T_F32, H, 1, 1.0f, 0.5f);
+		T("ssm_a", SF_GGUF_T_F32, H, 1, -0.15f, 0.1f);
+		M("ssm_beta", "ssm_beta.weight", E, H, aE);
+		M("ssm_alpha", "ssm_alpha.weight", E, H, aE);
+		T("ssm_norm.weight", SF_GGUF_T_F32, S, 1, 1.0f, 0.1f);
+		M("ssm_out", "ssm_out.weight", vd, E, aV);
+	}
+	T("post_attention_norm.weight", SF_GGUF_T_F32, E, 1, 1.0f, 0.1f);
+	M("ffn_gate", "ffn_gate.weight", E, F, aE);
+	M("ffn_up", "ffn_up.weight", E, F, aE);
+	M("ffn_down", "ffn_down.weight", F, E, aF);
+#undef M
+#undef T
+	return rc;
+}
+
 static int make_layer(struct maker *mk, const struct shape *s, uint32_t il, uint32_t n_layer,
 		      uint32_t want, bool mix)
 {
@@ -351,6 +437,8 @@ static int make_layer(struct maker *mk, const struct shape *s, uint32_t il, uint
 	(snprintf(n, sizeof(n), "blk.%u.%s", il, suffix),                                   \
 	 rc = rc ? rc : add(mk, n, type, cols, rows, center, a))
 #define M(role, suffix, cols, rows, a) T(role, suffix, pick(want, mix, role, il, n_layer, cols), cols, rows, 0, a)
+	if (ssm_of(s))
+		return make_qwen35_layer(mk, s, ssm_of(s), il, n_layer, want, mix);
 	bool olmo2 = !strcmp(s->arch, "olmo2"); /* no pre-norms; q/k norms over all heads */
 	if (!olmo2)
 		T("", "attn_norm.weight", SF_GGUF_T_F32, E, 1, 1.0f, 0.1f);
@@ -414,7 +502,8 @@ const char *const sf_model_gen_shapes[] = { "qwen2.5-0.5b", "qwen3-0.6b", "llama
 					    "test-mixtral", "test-qwen3-yarn", "smollm3-3b",
 					    "test-smollm3", "olmo2-1b", "test-olmo2", "granite-3.3-2b",
 					    "test-granite", "phi-3-mini-4k", "test-phi3",
-					    "mistral-nemo-12b", "test-phi3-swa", NULL };
+					    "mistral-nemo-12b", "test-phi3-swa", "qwen3.5-0.8b",
+					    "test-qwen35", NULL };
 const char *const sf_model_gen_types[] = { "f32", "f16", "bf16", "q8_0", "q4_0", "q5_0",
 					   "q4_k", "q6_k", "q4_k_m", "q5_k", "q5_k_m", "q3_k",
 					   "q2_k", "iq4_xs", "q4_1", "q5_1", "iq4_nl", "mxfp4",

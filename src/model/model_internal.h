@@ -12,6 +12,8 @@ enum {
 	SF_COMPUTES_FINAL_SOFTCAP = 4,
 	SF_COMPUTES_MOE = 8,
 	SF_COMPUTES_SCALES = 16, /* embedding, residual and logit scales (Granite) */
+	SF_COMPUTES_MROPE = 32,  /* rope.dimension_sections: a text's positions in every section
+				  * (Qwen3.5's interleaved multi-section rope) */
 };
 
 /* Gemma, Gemma 2 or Gemma 3. */

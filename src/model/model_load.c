@@ -27,6 +27,7 @@ static const struct {
 	{ "gemma2", SF_ARCH_GEMMA2,
 	  SF_COMPUTES_SWA | SF_COMPUTES_ATTN_SOFTCAP | SF_COMPUTES_FINAL_SOFTCAP },
 	{ "gemma3", SF_ARCH_GEMMA3, SF_COMPUTES_SWA | SF_COMPUTES_FINAL_SOFTCAP },
+	{ "qwen35", SF_ARCH_QWEN35, SF_COMPUTES_MROPE },
 };
 
 bool sf__arch_is_gemma(enum sf_arch a)
@@ -211,6 +212,97 @@ static int read_granite(const struct sf_gguf *g, struct sf_model_config *c, stru
 	return 0;
 }
 
+/* Qwen3.5's rope (llama.cpp's interleaved multi-section rope, IMROPE) over a text: the three
+ * sections of rope.dimension_sections all turn by the token's position, the fourth (vision)
+ * by 0, so the rope is NEOX's over n_rot as long as no pair falls in the fourth; a file whose
+ * sections put one there is refused (ggml's rule: pair i is section s = i mod their sum's, in
+ * the t/h/w sections when s mod 3 is 0/1/2 and s < 3 x that section's width). */
+static int read_mrope(const struct sf_gguf *g, struct sf_model_config *c, struct sf_err *err)
+{
+	const char *k = akey(c, "rope.dimension_sections");
+	const struct sf_gguf_kv *kv = sf_gguf_find(g, k);
+	if (!kv)
+		return sf_err_set(err, SF_E_MODEL, "the file has no %s", k);
+	if (kv->type != SF_GGUF_ARRAY || kv->elem_type == SF_GGUF_STRING || kv->n < 3 || kv->n > 4)
+		return sf_err_set(err, SF_E_MODEL, "%s is not an array of 3 or 4 numbers", k);
+	int64_t sec[4] = { 0, 0, 0, 0 }, sum = 0;
+	for (uint64_t i = 0; i < kv->n; i++) {
+		sec[i] = sf_gguf_arr_i64(kv, i);
+		if (sec[i] < 0 || sec[i] > SF_MODEL_MAX_HEAD_DIM)
+			return sf_err_set(err, SF_E_MODEL, "%s[%llu] = %lld is out of range", k,
+					  (unsigned long long)i, (long long)sec[i]);
+		sum += sec[i];
+	}
+	if (!sec[0] && !sec[1] && !sec[2])
+		return sf_err_set(err, SF_E_MODEL, "%s has no text section", k);
+	for (uint32_t i = 0; i < c->n_rot / 2; i++) {
+		int64_t s = i % sum;
+		bool text = (s % 3 == 0 && s < 3 * sec[0]) || (s % 3 == 1 && s < 3 * sec[1]) ||
+			    (s % 3 == 2 && s < 3 * sec[2]);
+		if (!text)
+			return sf_err_set(err, SF_E_MODEL, "%s = [%lld, %lld, %lld, %lld] puts rope "
+					  "pair %u in the vision section, which this engine does not "
+					  "compute", k, (long long)sec[0], (long long)sec[1],
+					  (long long)sec[2], (long long)sec[3], i);
+	}
+	return 0;
+}
+
+/* Qwen3.5 (llama.cpp's qwen35.cpp): Gated DeltaNet layers (ssm.conv_kernel taps,
+ * ssm.state_size wide heads, ssm.group_count key heads, ssm.time_step_rank value heads,
+ * ssm.inner_size = their width) but for every full_attention_interval-th layer (4 unless the
+ * file says; attention.recurrent_layers, one bool a layer, when it has it), whose attention is
+ * gated; q/k norms per head; the norm before the FFN is post_attention_norm. */
+static int read_qwen35(const struct sf_gguf *g, struct sf_model_config *c, struct sf_err *err)
+{
+	int rc;
+	uint32_t inner, every;
+	if ((rc = need_u32(g, c, "ssm.conv_kernel", 2, SF_MODEL_MAX_SSM_CONV, &c->ssm_conv, err)) ||
+	    (rc = need_u32(g, c, "ssm.state_size", 1, SF_MODEL_MAX_SSM_STATE, &c->ssm_state,
+			   err)) ||
+	    (rc = need_u32(g, c, "ssm.group_count", 1, SF_MODEL_MAX_HEADS, &c->ssm_group, err)) ||
+	    (rc = need_u32(g, c, "ssm.time_step_rank", 1, SF_MODEL_MAX_HEADS, &c->ssm_heads,
+			   err)) ||
+	    (rc = need_u32(g, c, "ssm.inner_size", 1, SF_MODEL_MAX_EMBD, &inner, err)) ||
+	    (rc = opt_u32(g, c, "full_attention_interval", 4, 1, SF_MODEL_MAX_LAYERS, &every,
+			  err)))
+		return rc;
+	if (c->ssm_heads % c->ssm_group)
+		return sf_err_set(err, SF_E_MODEL, "%s = %u value heads do not share %u key heads "
+				  "(%s) evenly", akey(c, "ssm.time_step_rank"), c->ssm_heads,
+				  c->ssm_group, "ssm.group_count");
+	if ((uint64_t)c->ssm_state * c->ssm_heads != inner)
+		return sf_err_set(err, SF_E_MODEL, "%s = %u is not %u value heads of %u (%s)",
+				  akey(c, "ssm.inner_size"), inner, c->ssm_heads, c->ssm_state,
+				  "ssm.state_size: keys and values are as wide");
+	if ((uint64_t)c->ssm_state * (2 * c->ssm_group + c->ssm_heads) > SF_MODEL_MAX_EMBD * 4)
+		return sf_err_set(err, SF_E_MODEL, "a Gated DeltaNet layer of %u channels is over %u",
+				  c->ssm_state * (2 * c->ssm_group + c->ssm_heads),
+				  SF_MODEL_MAX_EMBD * 4);
+	const char *k = akey(c, "attention.recurrent_layers");
+	const struct sf_gguf_kv *kv = sf_gguf_find(g, k);
+	if (kv) {
+		if (kv->type != SF_GGUF_ARRAY || kv->elem_type == SF_GGUF_STRING ||
+		    kv->n < c->n_layer)
+			return sf_err_set(err, SF_E_MODEL, "%s is not an array of a bool for each of "
+					  "the %u layers", k, c->n_layer);
+		for (uint32_t il = 0; il < c->n_layer; il++)
+			c->recur[il] = sf_gguf_arr_i64(kv, il) != 0;
+		for (uint64_t i = c->n_layer; i < kv->n; i++)
+			if (sf_gguf_arr_i64(kv, i))
+				return sf_err_set(err, SF_E_MODEL, "%s[%llu]: a recurrent layer past "
+						  "the %u layers", k, (unsigned long long)i,
+						  c->n_layer);
+	} else {
+		for (uint32_t il = 0; il < c->n_layer; il++)
+			c->recur[il] = (il + 1) % every != 0;
+	}
+	for (uint32_t il = 0; il < c->n_layer; il++)
+		c->n_recur += c->recur[il];
+	c->attn_gate = true;
+	return read_mrope(g, c, err);
+}
+
 static int read_config(const struct sf_gguf *g, struct sf_model_config *c, unsigned *computes,
 		       struct sf_err *err)
 {
@@ -328,6 +420,8 @@ static int read_config(const struct sf_gguf *g, struct sf_model_config *c, unsig
 	}
 	if ((*computes & SF_COMPUTES_MOE) && (rc = read_experts(g, c, err)))
 		return rc;
+	if (c->arch == SF_ARCH_QWEN35 && (rc = read_qwen35(g, c, err)))
+		return rc;
 	if (!c->n_expert && !c->n_ff &&
 	    (rc = need_u32(g, c, "feed_forward_length", 1, SF_MODEL_MAX_FF, &c->n_ff, err)))
 		return rc;
@@ -407,5 +501,14 @@ void sf_model_free(struct sf_model *m)
 
 uint64_t sf_model_kv_bytes_per_token(const struct sf_model *m)
 {
-	return (uint64_t)m->cfg.n_layer * 2 * m->cfg.n_head_kv * m->cfg.head_dim * sizeof(uint16_t);
+	return (uint64_t)(m->cfg.n_layer - m->cfg.n_recur) * 2 * m->cfg.n_head_kv *
+	       m->cfg.head_dim * sizeof(uint16_t);
+}
+
+uint64_t sf_model_state_bytes(const struct sf_model *m)
+{
+	const struct sf_model_config *c = &m->cfg;
+	uint64_t ch = (uint64_t)c->ssm_state * (2 * c->ssm_group + c->ssm_heads);
+	uint64_t layer = ch * (c->ssm_conv - 1) + (uint64_t)c->ssm_heads * c->ssm_state * c->ssm_state;
+	return c->n_recur ? (uint64_t)c->n_recur * layer * sizeof(float) : 0;
 }

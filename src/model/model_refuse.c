@@ -33,7 +33,7 @@ static const struct {
 	{ "interleave_moe_layer_step", "interleaved expert layers", 0, NONZERO },
 	{ "nextn_predict_layers", "multi-token prediction layers", 0, NONZERO },
 	{ "rope.scaling.attn_factor", "a rope attention factor", 0, NOT_ONE },
-	{ "rope.dimension_sections", "multi-section rope", 0, NONZERO },
+	{ "rope.dimension_sections", "multi-section rope", SF_COMPUTES_MROPE, NONZERO },
 	{ "logit_scale", "scaled logits", SF_COMPUTES_SCALES, NOT_ONE },
 	{ "embedding_scale", "scaled embeddings", SF_COMPUTES_SCALES, NOT_ONE },
 	{ "residual_scale", "scaled residuals", SF_COMPUTES_SCALES, NOT_ONE },

@@ -186,6 +186,7 @@ run_case() {
 	test-gemma*) arch=gemma vocab=llama-spm ;;
 	test-mixtral | mixtral*) arch=llama vocab=llama-spm ;;
 	test-qwen3moe | qwen3-30b*) arch=qwen3 vocab=qwen2 ;;
+	test-qwen35 | qwen3.5-*) arch=qwen3 vocab=qwen35 ;;
 	gemma*) arch=gemma vocab=gemma ;;
 	test-llama) arch=llama vocab=llama-spm ;;
 	test-smollm3 | smollm3* | test-olmo2 | olmo2*) arch=llama vocab=llama-bpe ;;
