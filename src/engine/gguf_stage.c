@@ -117,6 +117,12 @@ int ge_stage_forward(void *impl, const struct sf_engine_stage_in *in, uint8_t *h
 	struct ge *g = impl;
 	uint32_t E = g->model->cfg.n_embd, n;
 	const float *hin;
+	if (g->model->cfg.n_recur)
+		return sf_err_set(err, SF_E_RANGE, "%s: a model with recurrent layers (%s: %u of its "
+				  "%u layers) does not run in pipeline stages (a stage would have "
+				  "to keep its layers' states: not done yet)", g->path,
+				  g->model->cfg.arch_name, g->model->cfg.n_recur,
+				  g->model->cfg.n_layer);
 	int rc = positions(g, in, &n, &hin, err);
 	if (rc)
 		return rc;

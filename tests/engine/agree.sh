@@ -17,7 +17,8 @@
 #   qwen3moe, mixtral (mixtures of experts: their test shapes likewise, judged with
 #   logits_cmp --parted); qwen3-30b-a3b (one layer at full width); yarn (test-qwen3-yarn);
 #   smollm3 (test-smollm3 in five types, SmolLM3-3B's width with 4 layers); olmo2, granite
-#   (likewise, 2 layers); phi3 (likewise, and llama.cpp's own Q8_0 file); mistral-nemo
+#   (likewise, 2 layers); phi3 (likewise, and llama.cpp's own Q8_0 file); qwen35 (test-qwen35
+#   in six types, Qwen3.5-0.8B's width with 4 layers); mistral-nemo
 #   (Mistral Nemo's width, 2 layers, a tekken vocabulary);
 #   qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b (that model at full width, 2 layers, in Q8_0 and
 #   Q4_K_M, and F16 for Llama-3.2-1B); real (those three); or one case SHAPE/TYPE[/LAYERS].
@@ -136,6 +137,13 @@ for set in "$@"; do
 	# Mistral Nemo (Llama's with heads of 128 in 5120) with a tekken vocabulary, 2 layers
 	# (Q4_K_M's quantizer takes two minutes of this width: by hand, mistral-nemo-12b/q4_k_m/2)
 	mistral-nemo) cases+=("mistral-nemo-12b/q8_0/2") ;;
+	# Qwen3.5: Gated DeltaNet layers (3 of 4) and a gated attention; at Qwen3.5-0.8B's width
+	# with 4 layers (the fourth the attention)
+	qwen35)
+		for t in f32 f16 bf16 q8_0 q4_k_m q6_k; do
+			cases+=("test-qwen35/$t")
+		done
+		cases+=("qwen3.5-0.8b/q8_0/4") ;;
 	# YaRN (factor 4 over 32,768, as DeepSeek-R1-0528-Qwen3-8B's) on the Qwen3 test shape
 	yarn)
 		for t in f32 f16 q8_0 q4_k_m; do
@@ -267,8 +275,19 @@ run_case() {
 	local rc=0 verbose= parted=
 	[ "${SF_AGREE_VERBOSE:-}" = 1 ] && verbose=-v
 	case $shape in *moe* | *mixtral* | *-a3b) parted=--parted ;; esac
+	local tol
+	tol=$(tolerance "${type#llama.}")
+	# Qwen3.5: llama.cpp's batch and token-by-token paths run its recurrent layers (3 of 4)
+	# through the same code (ggml_gated_delta_net, ggml_ssm_conv), so its own spread comes
+	# from the attention layer alone: a rounded class's noise is a third of other
+	# architectures' while our distance to it is theirs (test-qwen35/q8_0 0.011, test-qwen3's
+	# 0.016). Three times that noise, under the same absolute ceilings.
+	case $shape/$type in
+	*qwen35/f32 | *qwen35/f16 | qwen3.5-*/f32 | qwen3.5-*/f16) ;;
+	*qwen35/* | qwen3.5-*) tol=${tol/--noise-factor 1.5/--noise-factor 3} ;;
+	esac
 	"$cmp" --vocab "$n_vocab" "$work/ours.f32" "$work/ref.f32" "$work/inc.f32" --name "$name" \
-		--stream "$n_prompt" "$seq" --margin auto $(tolerance "${type#llama.}") $verbose \
+		--stream "$n_prompt" "$seq" --margin auto $tol $verbose \
 		$parted >"$work/cmp.out"
 	rc=$?
 	[ $rc -le 1 ] || { echo "FAIL $name: logits_cmp exited $rc"; cat "$work/cmp.out"; return 1; }

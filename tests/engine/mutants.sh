@@ -33,6 +33,11 @@ mutants=(
 	"granite-residual-unscaled|src/model/forward.c|if (c->residual_scale) /* Granite */|if (0 && c->residual_scale) /* Granite */|test-granite/f32"
 	"phi3-gate-up-swapped|src/model/model_bind.c|l->ffn_gate = view(l, 3, t, 0, c->n_ff);|l->ffn_gate = view(l, 3, t, c->n_ff, c->n_ff);|test-phi3/f32"
 	"smollm3-rope-everywhere|src/model/model_load.c|SF_ARCH_SMOLLM3 ? 4 : 0;|SF_ARCH_SMOLLM3 ? 0 : 0;|test-smollm3/f32"
+	# Qwen3.5's Gated DeltaNet and gated attention (each shown failing when it was written)
+	"gdn-key-heads-grouped|src/model/deltanet.c|hk = h % G;|hk = h / (H / G);|test-qwen35/f32"
+	"gdn-decay-dropped|src/model/deltanet.c|float decay = sf_kern_expf(g);|float decay = 1.0f;|test-qwen35/f32 test-qwen35/q8_0"
+	"gdn-conv-state-dropped|src/model/deltanet.c|		st[k - 2] = in;|		st[k - 2] = 0.0f;|test-qwen35/f32"
+	"qwen35-attn-gate-dropped|src/model/forward.c|a[i] = a[i] * (1.0f / (1.0f + sf_kern_expf(-gt[i])));|a[i] = a[i] * 0.5f;|test-qwen35/f32"
 	# Formats, in the AVX-512 kernels (those a CPU with AVX-512 runs; elsewhere these two
 	# change nothing that runs and are reported missed).
 	"q5_0-fifth-bit-dropped|src/kern/dot_q_avx512.c|const __m512i k10 = _mm512_set1_epi8(0x10);|const __m512i k10 = _mm512_set1_epi8(0x00);|test-llama/q5_0 test-qwen2/q5_0"

@@ -1,0 +1,306 @@
+/* A model with recurrent layers (Qwen3.5's Gated DeltaNet, test-qwen35) through the GGUF
+ * engine: a context's state goes on from its last token, so a session's second turn draws
+ * what one prefill of its whole text draws; cutting a context back recomputes it from its
+ * start (the same stream again); its state is counted in the engine's memory; prefix reuse
+ * adopts nothing (a page holds no state); pipeline stages are refused by name; the model's
+ * forward refuses positions that do not follow its state. The delta rule's and the
+ * convolution's steps against their definitions written out. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <superfluid/gguf.h>
+#include <superfluid/gguf_engine.h>
+
+#include "model/deltanet.h"
+#include "model/model.h"
+#include "model/pool.h"
+#include "testutil.h"
+
+#define N_VOCAB 300
+#define N_GEN 10
+
+static const uint32_t turn1[] = { 11, 42, 7, 42, 99, 3, 250, 17, 64, 5 };
+static const uint32_t turn2[] = { 8, 120, 33, 33, 201, 9, 77 };
+#define N1 (sizeof(turn1) / sizeof(turn1[0]))
+#define N2 (sizeof(turn2) / sizeof(turn2[0]))
+
+struct fx {
+	char path[128];
+	struct sf_engine *e;
+	struct sf_pool *pool;
+};
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	*state = f;
+	struct sf_err err;
+	f->pool = sf_pool_new(2);
+	/* 4 layers: three Gated DeltaNet layers, then a gated attention */
+	assert_int_equal(sf_test_make_model("recurrent", N_VOCAB, "test-qwen35", 4, 5, f->pool,
+					    f->path, sizeof(f->path)), 0);
+	/* chunks of 8: a turn's prompt takes several steps */
+	struct sf_gguf_engine_config cfg = { .path = f->path, .threads = 2, .ctx_len = 256,
+					     .batch = 4, .chunk = 8 };
+	if (sf_gguf_engine_new(&cfg, &f->e, &err))
+		fail_msg("engine: %s", err.msg);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	sf_engine_free(f->e);
+	sf_pool_free(f->pool);
+	unlink(f->path);
+	free(f);
+	return 0;
+}
+
+/* Greedy tokens of c after what it holds. */
+static void gen(struct fx *f, struct sf_engine_ctx *c, uint32_t *out, uint32_t n)
+{
+	struct sf_err err;
+	for (uint32_t i = 0; i < n; i++) {
+		struct sf_engine_step st = { .ctx = c };
+		do {
+			st.more = false;
+			assert_int_equal(sf_engine_decode(f->e, &st, 1, &err), 0);
+			assert_int_equal(st.rc, 0);
+		} while (st.more);
+		out[i] = st.token;
+	}
+}
+
+static struct sf_engine_ctx *fresh(struct fx *f)
+{
+	struct sf_sampling greedy = { 0 };
+	struct sf_engine_ctx *c;
+	struct sf_err err;
+	assert_int_equal(sf_engine_ctx_new(f->e, &greedy, &c, &err), 0);
+	return c;
+}
+
+/* Turn 1, its reply, turn 2, its reply; and one context given the whole text at once. */
+static void second_turn_is_one_prefill(void **state)
+{
+	struct fx *f = *state;
+	struct sf_err err;
+	struct sf_engine_ctx *a = fresh(f);
+	uint32_t r1[N_GEN], r2[N_GEN], whole[N1 + N_GEN + N2], again[N_GEN];
+	assert_int_equal(sf_engine_prefill(f->e, a, turn1, N1, &err), 0);
+	gen(f, a, r1, N_GEN);
+	assert_int_equal(sf_engine_prefill(f->e, a, turn2, N2, &err), 0);
+	gen(f, a, r2, N_GEN);
+	memcpy(whole, turn1, sizeof(turn1));
+	memcpy(whole + N1, r1, sizeof(r1));
+	memcpy(whole + N1 + N_GEN, turn2, sizeof(turn2));
+	struct sf_engine_ctx *b = fresh(f);
+	assert_int_equal(sf_engine_prefill(f->e, b, whole, N1 + N_GEN + N2, &err), 0);
+	gen(f, b, again, N_GEN);
+	if (memcmp(r2, again, sizeof(r2)))
+		fail_msg("the second turn's reply differs from one prefill of the whole text's");
+	/* Both at once, one step each: the same again (batch invariance of the state). */
+	struct sf_engine_ctx *c = fresh(f), *d = fresh(f);
+	assert_int_equal(sf_engine_prefill(f->e, c, whole, N1 + N_GEN + N2, &err), 0);
+	assert_int_equal(sf_engine_prefill(f->e, d, turn1, N1, &err), 0);
+	uint32_t got_c[N_GEN], got_d[N_GEN];
+	for (uint32_t i = 0; i < N_GEN;) {
+		struct sf_engine_step st[2] = { { .ctx = c }, { .ctx = d } };
+		assert_int_equal(sf_engine_decode(f->e, st, 2, &err), 0);
+		assert_int_equal(st[0].rc, 0);
+		assert_int_equal(st[1].rc, 0);
+		if (!st[0].more && !st[1].more) {
+			got_c[i] = st[0].token;
+			got_d[i++] = st[1].token;
+		} else {
+			assert_false(st[1].more && !st[0].more); /* d's prompt is the shorter */
+		}
+	}
+	(void)got_d;
+	if (memcmp(got_c, again, sizeof(got_c)))
+		fail_msg("beside another context the reply differs");
+	sf_engine_ctx_free(f->e, a);
+	sf_engine_ctx_free(f->e, b);
+	sf_engine_ctx_free(f->e, c);
+	sf_engine_ctx_free(f->e, d);
+}
+
+/* A context cut back inside what it computed, then given other tokens: recomputed from its
+ * start, it draws what a fresh context of the same tokens draws. */
+static void truncation_recomputes(void **state)
+{
+	struct fx *f = *state;
+	struct sf_err err;
+	struct sf_engine_ctx *a = fresh(f);
+	uint32_t r1[N_GEN], got[N_GEN], want[N_GEN], text[N1 + N2];
+	assert_int_equal(sf_engine_prefill(f->e, a, turn1, N1, &err), 0);
+	gen(f, a, r1, N_GEN);
+	assert_int_equal(sf_engine_ctx_truncate(f->e, a, 4, &err), 0);
+	assert_int_equal(sf_engine_ctx_len(f->e, a), 4);
+	assert_int_equal(sf_engine_prefill(f->e, a, turn2, N2, &err), 0);
+	gen(f, a, got, N_GEN);
+	memcpy(text, turn1, 4 * sizeof(uint32_t));
+	memcpy(text + 4, turn2, sizeof(turn2));
+	struct sf_engine_ctx *b = fresh(f);
+	assert_int_equal(sf_engine_prefill(f->e, b, text, 4 + N2, &err), 0);
+	gen(f, b, want, N_GEN);
+	if (memcmp(got, want, sizeof(got)))
+		fail_msg("after a cut the stream differs from a fresh context's");
+	sf_engine_ctx_free(f->e, a);
+	sf_engine_ctx_free(f->e, b);
+}
+
+/* The state is taken with the context's first prefill and counted in the engine's memory;
+ * prefix reuse adopts nothing; a pipeline stage is refused by name. */
+static void state_counted_reuse_off_stages_refused(void **state)
+{
+	struct fx *f = *state;
+	struct sf_err err;
+	uint64_t before = sf_engine_mem_used(f->e);
+	struct sf_engine_ctx *a = fresh(f), *b = fresh(f);
+	sf_engine_ctx_share(f->e, a, 77);
+	sf_engine_ctx_share(f->e, b, 77);
+	uint32_t text[130];
+	for (uint32_t i = 0; i < 130; i++)
+		text[i] = (i * 37 + 11) % N_VOCAB;
+	assert_int_equal(sf_engine_prefill(f->e, a, text, 130, &err), 0);
+	uint32_t r[2];
+	gen(f, a, r, 2);
+	/* test-qwen35: 3 recurrent layers of 512 channels x 3 taps and 4 heads of 64 x 64,
+	 * F32; 1 attention layer of 2 x 64 keys and values a position, F16, in pages of 64 */
+	uint64_t state_bytes = 3 * (512 * 3 + 4 * 64 * 64) * 4, page = 64 * 2 * 128 * 2;
+	assert_int_equal(sf_engine_mem_used(f->e) - before, state_bytes + 3 * page);
+	assert_int_equal(sf_engine_prefill(f->e, b, text, 130, &err), 0);
+	assert_int_equal(sf_engine_ctx_reused(f->e, b), 0);
+	sf_engine_ctx_free(f->e, a);
+	sf_engine_ctx_free(f->e, b);
+	assert_int_equal(sf_engine_mem_used(f->e), before);
+
+	struct sf_engine_ctx *c = fresh(f);
+	size_t cap = sf_engine_info(f->e)->stage_bytes;
+	uint8_t *h = malloc(cap);
+	struct sf_engine_stage_in in = { .start_layer = 0, .end_layer = 2, .tokens = turn1,
+					 .n_tokens = 4, .ctx = c, .from = 0 };
+	struct sf_engine_stage_out o;
+	assert_int_equal(sf_engine_stage_forward(f->e, &in, h, cap, &o, &err), SF_E_RANGE);
+	assert_non_null(strstr(err.msg, "does not run in pipeline stages"));
+	free(h);
+	sf_engine_ctx_free(f->e, c);
+}
+
+/* The model's forward: a recurrent context's positions must follow its state. */
+static void forward_refuses_out_of_order(void **state)
+{
+	struct fx *f = *state;
+	struct sf_gguf *file;
+	struct sf_model *m;
+	struct sf_kv_arena *arena;
+	struct sf_fwd *fwd;
+	struct sf_err err;
+	assert_int_equal(sf_gguf_open(f->path, &file, &err), 0);
+	assert_int_equal(sf_model_load(file, &m, &err), 0);
+	assert_int_equal(m->cfg.n_recur, 3);
+	assert_int_equal(sf_kv_arena_new(m, 0, &arena), 0);
+	assert_int_equal(sf_fwd_new(m, 8, 64, 2, &fwd, &err), 0);
+	struct sf_kv kv;
+	sf_kv_init(&kv, arena);
+	assert_int_equal(sf_kv_reserve(&kv, 8, &err), 0);
+	float *logits = malloc(4 * (size_t)m->cfg.n_vocab * sizeof(float));
+	struct sf_fwd_tok t[4] = { { &kv, 0, 1, true }, { &kv, 1, 2, true }, { &kv, 2, 3, true } };
+	assert_int_equal(sf_model_forward(m, f->pool, fwd, t, 3, 0, m->cfg.n_layer, NULL, logits,
+					  &err), 0);
+	/* again from position 1: its state is past it */
+	t[0] = (struct sf_fwd_tok){ &kv, 1, 2, true };
+	assert_int_equal(sf_model_forward(m, f->pool, fwd, t, 1, 0, m->cfg.n_layer, NULL, logits,
+					  &err), SF_E_RANGE);
+	assert_non_null(strstr(err.msg, "recurrent state"));
+	/* a stage of its layers */
+	float *hidden = malloc(8 * (size_t)m->cfg.n_embd * sizeof(float));
+	t[0] = (struct sf_fwd_tok){ &kv, 3, 2, true };
+	assert_int_equal(sf_model_forward(m, f->pool, fwd, t, 1, 0, 2, hidden, NULL, &err),
+			 SF_E_RANGE);
+	assert_non_null(strstr(err.msg, "pipeline stages"));
+	/* cut back: everything forgotten, computed again from 0 */
+	sf_kv_truncate(&kv, 2);
+	assert_int_equal(kv.n, 0);
+	free(hidden);
+	free(logits);
+	sf_kv_fini(&kv);
+	sf_fwd_free(fwd);
+	sf_kv_arena_free(arena);
+	sf_model_free(m);
+	sf_gguf_close(file);
+}
+
+/* The steps against their definitions, in double. */
+static void steps_match_their_definitions(void **state)
+{
+	enum { S = 8, K = 4, C = 5 };
+	float m[S * S], q[S], k[S], v[S], o[S];
+	double ref[S][S]; /* ref[i][j] = S[i][j] */
+	for (int i = 0; i < S; i++) {
+		q[i] = 0.3f * (float)sin(i + 1.0);
+		k[i] = 0.4f * (float)cos(i * 0.7);
+		v[i] = 0.5f * (float)sin(i * 1.3 + 0.2);
+		for (int j = 0; j < S; j++)
+			ref[i][j] = m[j * S + i] = 0.1f * (float)cos(i * 3.0 + j);
+	}
+	float g = -0.3f, beta = 0.7f, scale = 1.0f / sqrtf(S);
+	sf_dn_step(m, q, k, v, g, beta, scale, o, S);
+	double d[S];
+	for (int j = 0; j < S; j++) {
+		double sk = 0;
+		for (int i = 0; i < S; i++)
+			sk += (ref[i][j] *= exp(g)) * k[i];
+		d[j] = (v[j] - sk) * beta;
+	}
+	for (int j = 0; j < S; j++) {
+		double sq = 0;
+		for (int i = 0; i < S; i++)
+			sq += (ref[i][j] += k[i] * d[j]) * q[i];
+		assert_true(fabs(sq * scale - o[j]) < 1e-5);
+		for (int i = 0; i < S; i++)
+			assert_true(fabs(ref[i][j] - m[j * S + i]) < 1e-5);
+	}
+	/* the convolution: the window of the last K - 1 inputs and this one, then SiLU */
+	float st[C * (K - 1)] = { 0 }, w[C * K], x[C];
+	float hist[6][C];
+	for (int c = 0; c < C; c++)
+		for (int i = 0; i < K; i++)
+			w[c * K + i] = 0.2f * (float)(i + 1) - 0.1f * (float)c;
+	for (int t = 0; t < 6; t++) {
+		for (int c = 0; c < C; c++)
+			x[c] = hist[t][c] = (float)sin(t * 0.9 + c);
+		sf_dn_conv(x, st, w, C, K);
+		for (int c = 0; c < C; c++) {
+			double sum = 0;
+			for (int i = 0; i < K; i++) {
+				int at = t - (K - 1) + i;
+				sum += (at < 0 ? 0.0 : hist[at][c]) * w[c * K + i];
+			}
+			assert_true(fabs(sum / (1 + exp(-sum)) - x[c]) < 1e-5);
+		}
+	}
+	(void)state;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(steps_match_their_definitions),
+		cmocka_unit_test(second_turn_is_one_prefill),
+		cmocka_unit_test(truncation_recomputes),
+		cmocka_unit_test(state_counted_reuse_off_stages_refused),
+		cmocka_unit_test(forward_refuses_out_of_order),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
