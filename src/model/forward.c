@@ -29,6 +29,7 @@ struct sf_fwd {
 	struct sf_moe *moe; /* the expert FFNs' scratch (models with experts) */
 	struct sf_dn *dn;   /* the recurrent layers' (models with Gated DeltaNet layers) */
 	float *qg, *ag;     /* gated attention: each head's queries and gate, the gates */
+	float *sx;          /* a shared expert's outputs (Qwen3.5-MoE) */
 };
 
 static int act_slot(uint32_t type)
@@ -86,6 +87,8 @@ int sf_fwd_new(const struct sf_model *m, uint32_t max_tokens, uint32_t max_ctx,
 	f->scores = buf((size_t)f->max_threads * (c->n_head / c->n_head_kv) * f->max_ctx *
 			sizeof(float), &ok);
 	f->outs = buf(T * sizeof(uint32_t), &ok);
+	if (c->shared_expert)
+		f->sx = buf(T * c->n_embd * sizeof(float), &ok);
 	if (c->attn_gate) {
 		f->qg = buf(T * 2 * qd * sizeof(float), &ok);
 		f->ag = buf(T * qd * sizeof(float), &ok);
@@ -140,6 +143,7 @@ void sf_fwd_free(struct sf_fwd *f)
 	free(f->outs);
 	free(f->qg);
 	free(f->ag);
+	free(f->sx);
 	sf_dn_free(f->dn);
 	for (int s = 0; s < N_ACT; s++)
 		free(f->xq[s]);
@@ -325,6 +329,36 @@ static void attention(struct job *j, uint32_t il, unsigned ith, unsigned nth)
 	sf_pool_barrier(p);
 }
 
+/* The dense feed-forward of the normed inputs xn into out (n x n_embd): gate and up, SwiGLU or
+ * GeGLU, down. Returns after a barrier. */
+static void dense(struct job *j, const struct sf_layer_w *l, float *out, unsigned ith,
+		  unsigned nth)
+{
+	const struct sf_model_config *c = &j->m->cfg;
+	struct sf_fwd *f = j->f;
+	struct sf_pool *p = j->pool;
+	uint32_t n = j->n, E = c->n_embd, F = c->n_ff;
+	uint64_t lo, hi;
+	sf_pool_split(n, ith, nth, 1, &lo, &hi);
+	quant_rows(j, f->xn, E, E, l->ffn_gate, n, lo, hi);
+	if (act_type(l->ffn_up) != act_type(l->ffn_gate))
+		quant_rows(j, f->xn, E, E, l->ffn_up, n, lo, hi);
+	sf_pool_barrier(p);
+	matmul(j, l->ffn_gate, n, f->gate, F, ith, nth);
+	matmul(j, l->ffn_up, n, f->up, F, ith, nth);
+	sf_pool_barrier(p);
+	for (uint64_t t = lo; t < hi; t++) {
+		if (c->act == SF_ACT_GELU)
+			sf_op_geglu(f->gate + t * F, f->up + t * F, F);
+		else
+			sf_op_swiglu(f->gate + t * F, f->up + t * F, F);
+	}
+	quant_rows(j, f->gate, F, F, l->ffn_down, n, lo, hi);
+	sf_pool_barrier(p);
+	matmul(j, l->ffn_down, n, out, E, ith, nth);
+	sf_pool_barrier(p);
+}
+
 /* The attention's (or the recurrent mixer's) output in tmp added, then the feed-forward. */
 static void ffn(struct job *j, uint32_t il, unsigned ith, unsigned nth)
 {
@@ -333,7 +367,7 @@ static void ffn(struct job *j, uint32_t il, unsigned ith, unsigned nth)
 	const struct sf_layer_w *l = &m->layers[il];
 	struct sf_fwd *f = j->f;
 	struct sf_pool *p = j->pool;
-	uint32_t n = j->n, E = c->n_embd, F = c->n_ff;
+	uint32_t n = j->n, E = c->n_embd;
 	uint64_t lo, hi;
 	sf_pool_split(n, ith, nth, 1, &lo, &hi);
 
@@ -355,24 +389,22 @@ static void ffn(struct job *j, uint32_t il, unsigned ith, unsigned nth)
 	}
 	if (l->ffn_gate_inp) {
 		sf_moe_ffn(m, il, f->moe, p, f->xn, f->tmp, n, ith, nth);
-	} else {
-		quant_rows(j, f->xn, E, E, l->ffn_gate, n, lo, hi);
-		if (act_type(l->ffn_up) != act_type(l->ffn_gate))
-			quant_rows(j, f->xn, E, E, l->ffn_up, n, lo, hi);
-		sf_pool_barrier(p);
-		matmul(j, l->ffn_gate, n, f->gate, F, ith, nth);
-		matmul(j, l->ffn_up, n, f->up, F, ith, nth);
-		sf_pool_barrier(p);
-		for (uint64_t t = lo; t < hi; t++) {
-			if (c->act == SF_ACT_GELU)
-				sf_op_geglu(f->gate + t * F, f->up + t * F, F);
-			else
-				sf_op_swiglu(f->gate + t * F, f->up + t * F, F);
+		if (l->ffn_gate_inp_shexp) {
+			/* Qwen3.5-MoE: the shared expert times sigmoid(its gate . x), added */
+			dense(j, l, f->sx, ith, nth);
+			const float *gw = l->ffn_gate_inp_shexp->data;
+			for (uint64_t t = lo; t < hi; t++) {
+				const float *xn = f->xn + t * E, *sx = f->sx + t * E;
+				float *d = f->tmp + t * E, dot = 0.0f;
+				for (uint32_t i = 0; i < E; i++)
+					dot += gw[i] * xn[i];
+				float sg = 1.0f / (1.0f + sf_kern_expf(-dot));
+				for (uint32_t i = 0; i < E; i++)
+					d[i] = d[i] + sx[i] * sg;
+			}
 		}
-		quant_rows(j, f->gate, F, F, l->ffn_down, n, lo, hi);
-		sf_pool_barrier(p);
-		matmul(j, l->ffn_down, n, f->tmp, E, ith, nth);
-		sf_pool_barrier(p);
+	} else {
+		dense(j, l, f->tmp, ith, nth);
 	}
 	for (uint64_t t = lo; t < hi; t++) {
 		if (l->ffn_post_norm)

@@ -45,6 +45,7 @@ enum sf_arch {
 	SF_ARCH_GRANITE = 9, /* Llama's, with embedding, residual and logit multipliers */
 	SF_ARCH_PHI3 = 10,  /* fused q/k/v and gate/up matrices, queries pre-scaled */
 	SF_ARCH_QWEN35 = 11, /* Gated DeltaNet layers (a recurrent state) and gated attention */
+	SF_ARCH_QWEN35MOE = 12, /* Qwen3.5's layers, a mixture of experts with a shared expert */
 };
 
 /* The feed-forward's gate activation. */
@@ -95,6 +96,9 @@ struct sf_model_config {
 	uint32_t n_expert_used; /* chosen for each token */
 	uint32_t n_ff_exp;     /* an expert's feed-forward width */
 	bool expert_norm;      /* the chosen experts' weights divided by their sum */
+	bool shared_expert;    /* Qwen3.5-MoE: beside the experts a SwiGLU FFN of n_ff (the layer's
+				* ffn_gate/up/down, the *_shexp tensors) times sigmoid(ffn_gate_inp_shexp
+				* . x) */
 	/* Gated DeltaNet (Qwen3.5): layers with recur[il] set hold a recurrent state instead of
 	 * keys and values: a causal convolution of ssm_conv taps over the q/k/v channels (its
 	 * state the last ssm_conv - 1 inputs) and per value head a ssm_state x ssm_state matrix
@@ -117,6 +121,7 @@ struct sf_layer_w {
 	/* A mixture of experts (ffn_gate/up/down NULL): the router (n_embd x n_expert) and the
 	 * experts' matrices, expert e's rows after e x rows of the ones before */
 	const struct sf_gguf_tensor *ffn_gate_inp, *ffn_gate_exps, *ffn_up_exps, *ffn_down_exps;
+	const struct sf_gguf_tensor *ffn_gate_inp_shexp; /* the shared expert's gate (n_embd) */
 	/* Gated DeltaNet (recurrent layers; wq..wo NULL): the q/k/v channels (attn_qkv), the
 	 * output gate z (attn_gate), beta and alpha per value head, the convolution
 	 * (ssm_conv1d: ssm_conv taps a channel, F32), the decay's bias (ssm_dt) and -exp(A_log)

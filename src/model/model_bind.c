@@ -167,21 +167,28 @@ static int bind_qwen35(struct sf_model *m, uint32_t il, struct sf_err *err)
 	uint64_t E = c->n_embd, q = (uint64_t)c->n_head * c->head_dim;
 	uint64_t kv = (uint64_t)c->n_head_kv * c->head_dim, S = c->ssm_state;
 	uint64_t vd = S * c->ssm_heads, ch = 2 * S * c->ssm_group + vd, H = c->ssm_heads;
+	bool moe = c->n_expert != 0;
 	static const char *const names[] = {
 		"attn_norm.weight", "post_attention_norm.weight", "ffn_gate.weight",
 		"ffn_up.weight", "ffn_down.weight", "attn_q.weight", "attn_k.weight",
 		"attn_v.weight", "attn_output.weight", "attn_q_norm.weight", "attn_k_norm.weight",
 		"attn_qkv.weight", "attn_gate.weight", "ssm_conv1d.weight", "ssm_dt.bias", "ssm_a",
-		"ssm_beta.weight", "ssm_alpha.weight", "ssm_norm.weight", "ssm_out.weight" };
-	char n[20][64];
-	for (int i = 0; i < 20; i++)
+		"ssm_beta.weight", "ssm_alpha.weight", "ssm_norm.weight", "ssm_out.weight",
+		/* Qwen3.5-MoE: the shared expert's gate and FFN beside the experts */
+		"ffn_gate_inp_shexp.weight", "ffn_gate_shexp.weight", "ffn_up_shexp.weight",
+		"ffn_down_shexp.weight" };
+	char n[24][64];
+	for (int i = 0; i < 24; i++)
 		snprintf(n[i], sizeof(n[i]), "blk.%u.%s", il, names[i]);
+	int f = moe ? 21 : 2; /* the dense FFN's names, or the shared expert's */
 	int rc;
 	if ((rc = vec(m, n[0], true, E, &l->attn_norm, err)) ||
 	    (rc = vec(m, n[1], true, E, &l->ffn_norm, err)) ||
-	    (rc = mat(m, n[2], true, E, c->n_ff, &l->ffn_gate, err)) ||
-	    (rc = mat(m, n[3], true, E, c->n_ff, &l->ffn_up, err)) ||
-	    (rc = mat(m, n[4], true, c->n_ff, E, &l->ffn_down, err)))
+	    (rc = mat(m, n[f], true, E, c->n_ff, &l->ffn_gate, err)) ||
+	    (rc = mat(m, n[f + 1], true, E, c->n_ff, &l->ffn_up, err)) ||
+	    (rc = mat(m, n[f + 2], true, c->n_ff, E, &l->ffn_down, err)) ||
+	    (moe && (rc = vec(m, n[20], true, E, &l->ffn_gate_inp_shexp, err))) ||
+	    (moe && (rc = bind_experts(m, il, err))))
 		return rc;
 	m->weight_bytes += l->ffn_gate->size + l->ffn_up->size + l->ffn_down->size;
 	if (!c->recur[il]) {
@@ -212,7 +219,7 @@ static int bind_qwen35(struct sf_model *m, uint32_t il, struct sf_err *err)
 
 static int bind_layer(struct sf_model *m, uint32_t il, struct sf_err *err)
 {
-	if (m->cfg.arch == SF_ARCH_QWEN35)
+	if (sf__arch_is_qwen35(m->cfg.arch))
 		return bind_qwen35(m, il, err);
 	const struct sf_model_config *c = &m->cfg;
 	struct sf_layer_w *l = &m->layers[il];
@@ -284,7 +291,7 @@ int sf__model_bind(struct sf_model *m, struct sf_err *err)
 		m->output = m->tok_embd; /* tied embeddings */
 	m->weight_bytes = m->output->size;
 	const struct sf_gguf_tensor *rf = NULL;
-	if (!sf__arch_is_gemma(c->arch) && c->arch != SF_ARCH_QWEN35 &&
+	if (!sf__arch_is_gemma(c->arch) && !sf__arch_is_qwen35(c->arch) &&
 	    (rc = vec(m, "rope_freqs.weight", false, c->n_rot / 2, &rf, err)))
 		return rc;
 	m->rope_freqs = rf ? rf->data : NULL;

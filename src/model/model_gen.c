@@ -35,6 +35,7 @@ static const struct ssm_shape {
 } ssm_shapes[] = {
 	{ "qwen3.5-0.8b", 64, 4, 128, 16, 16, 4, { 11, 11, 10, 0 } },
 	{ "test-qwen35", 16, 4, 64, 2, 4, 4, { 3, 3, 2, 0 } },
+	{ "test-qwen35moe", 16, 4, 64, 2, 4, 4, { 3, 3, 2, 0 } },
 };
 
 static const struct ssm_shape *ssm_of(const struct shape *s)
@@ -114,6 +115,10 @@ static const struct shape shapes[] = {
 	{ "qwen3.5-0.8b", "qwen35", 1024, 24, 8, 2, 256, 3584, 262144, 1e7f, 1e-6f, true, false,
 	  PLAIN },
 	{ "test-qwen35", "qwen35", 256, 4, 4, 2, 64, 512, 4096, 1e7f, 1e-6f, true, false, PLAIN },
+	/* Qwen3.5-MoE: the same layers with 16 experts of 256 (4 a token) and a shared expert of
+	 * 256 gated by its own sigmoid */
+	{ "test-qwen35moe", "qwen35moe", 256, 4, 4, 2, 64, 256, 4096, 1e7f, 1e-6f, false, false,
+	  0, 0, 0, 0, 0, 0, 16, 4, 256, false },
 };
 
 /* The --type choices: one type for every matrix, or a mix (llama.cpp's *_M: its base type,
@@ -341,6 +346,9 @@ static int write_meta(struct maker *mk, const struct shape *s, uint32_t n_layer,
 		rc = rc ? rc : sf_gguf_set_u32(w, KEY("ssm.time_step_rank"), ss->ssm_heads);
 		rc = rc ? rc : sf_gguf_set_u32(w, KEY("ssm.inner_size"), inner);
 		rc = rc ? rc : sf_gguf_set_u32(w, KEY("full_attention_interval"), ss->fa_every);
+		if (s->n_expert)
+			rc = rc ? rc : sf_gguf_set_u32(w, KEY("expert_shared_feed_forward_length"),
+						       s->n_ff);
 	}
 	if (s->n_swa)
 		rc = rc ? rc : sf_gguf_set_u32(w, KEY("attention.sliding_window"), s->n_swa);
@@ -417,9 +425,28 @@ static int make_qwen35_layer(struct maker *mk, const struct shape *s, const stru
 		M("ssm_out", "ssm_out.weight", vd, E, aV);
 	}
 	T("post_attention_norm.weight", SF_GGUF_T_F32, E, 1, 1.0f, 0.1f);
-	M("ffn_gate", "ffn_gate.weight", E, F, aE);
-	M("ffn_up", "ffn_up.weight", E, F, aE);
-	M("ffn_down", "ffn_down.weight", F, E, aF);
+	if (s->n_expert) {
+		/* the router and the shared expert's gate in F32, as llama.cpp's quantizer leaves
+		 * them; the experts stacked; the shared expert's FFN n_ff wide */
+		uint64_t X = s->n_expert, FX = s->n_ff_exp;
+		float aX = sqrtf(3.0f / (float)FX);
+		T("ffn_gate_inp.weight", SF_GGUF_T_F32, E, X, 0, aE);
+#define X3(role, suffix, cols, rows, a)                                                      \
+	(snprintf(n, sizeof(n), "blk.%u.%s", il, suffix),                                   \
+	 rc = rc ? rc : add_n(mk, n, pick(want, mix, role, il, n_layer, cols), cols, rows, X, 0, a))
+		X3("ffn_gate", "ffn_gate_exps.weight", E, FX, aE);
+		X3("ffn_up", "ffn_up_exps.weight", E, FX, aE);
+		X3("ffn_down", "ffn_down_exps.weight", FX, E, aX);
+#undef X3
+		T("ffn_gate_inp_shexp.weight", SF_GGUF_T_F32, E, 1, 0, aE);
+		M("ffn_gate", "ffn_gate_shexp.weight", E, F, aE);
+		M("ffn_up", "ffn_up_shexp.weight", E, F, aE);
+		M("ffn_down", "ffn_down_shexp.weight", F, E, aF);
+	} else {
+		M("ffn_gate", "ffn_gate.weight", E, F, aE);
+		M("ffn_up", "ffn_up.weight", E, F, aE);
+		M("ffn_down", "ffn_down.weight", F, E, aF);
+	}
 #undef M
 #undef T
 	return rc;
@@ -503,7 +530,7 @@ const char *const sf_model_gen_shapes[] = { "qwen2.5-0.5b", "qwen3-0.6b", "llama
 					    "test-smollm3", "olmo2-1b", "test-olmo2", "granite-3.3-2b",
 					    "test-granite", "phi-3-mini-4k", "test-phi3",
 					    "mistral-nemo-12b", "test-phi3-swa", "qwen3.5-0.8b",
-					    "test-qwen35", NULL };
+					    "test-qwen35", "test-qwen35moe", NULL };
 const char *const sf_model_gen_types[] = { "f32", "f16", "bf16", "q8_0", "q4_0", "q5_0",
 					   "q4_k", "q6_k", "q4_k_m", "q5_k", "q5_k_m", "q3_k",
 					   "q2_k", "iq4_xs", "q4_1", "q5_1", "iq4_nl", "mxfp4",

@@ -14,10 +14,13 @@ enum {
 	SF_COMPUTES_SCALES = 16, /* embedding, residual and logit scales (Granite) */
 	SF_COMPUTES_MROPE = 32,  /* rope.dimension_sections: a text's positions in every section
 				  * (Qwen3.5's interleaved multi-section rope) */
+	SF_COMPUTES_SHEXP = 64,  /* a shared expert beside the experts (Qwen3.5-MoE) */
 };
 
 /* Gemma, Gemma 2 or Gemma 3. */
 bool sf__arch_is_gemma(enum sf_arch a);
+/* Qwen3.5 or Qwen3.5-MoE. */
+bool sf__arch_is_qwen35(enum sf_arch a);
 
 /* Finds, checks and binds m's weights (m->cfg read; m->bound marks each tensor bound):
  * SF_E_MODEL naming a missing or misshapen tensor or a type the kernels do not compute. */

@@ -28,7 +28,13 @@ static const struct {
 	  SF_COMPUTES_SWA | SF_COMPUTES_ATTN_SOFTCAP | SF_COMPUTES_FINAL_SOFTCAP },
 	{ "gemma3", SF_ARCH_GEMMA3, SF_COMPUTES_SWA | SF_COMPUTES_FINAL_SOFTCAP },
 	{ "qwen35", SF_ARCH_QWEN35, SF_COMPUTES_MROPE },
+	{ "qwen35moe", SF_ARCH_QWEN35MOE, SF_COMPUTES_MROPE | SF_COMPUTES_MOE | SF_COMPUTES_SHEXP },
 };
+
+bool sf__arch_is_qwen35(enum sf_arch a)
+{
+	return a == SF_ARCH_QWEN35 || a == SF_ARCH_QWEN35MOE;
+}
 
 bool sf__arch_is_gemma(enum sf_arch a)
 {
@@ -168,7 +174,7 @@ static int read_experts(const struct sf_gguf *g, struct sf_model_config *c, stru
 	if ((rc = opt_u32(g, c, "expert_count", 0, 0, SF_MODEL_MAX_EXPERTS, &c->n_expert, err)))
 		return rc;
 	if (!c->n_expert)
-		return c->arch == SF_ARCH_QWEN3MOE
+		return c->arch == SF_ARCH_QWEN3MOE || c->arch == SF_ARCH_QWEN35MOE
 			       ? sf_err_set(err, SF_E_MODEL, "the file has no %s",
 					    akey(c, "expert_count"))
 			       : 0;
@@ -176,7 +182,8 @@ static int read_experts(const struct sf_gguf *g, struct sf_model_config *c, stru
 								: SF_MODEL_MAX_EXPERTS_USED;
 	if ((rc = need_u32(g, c, "expert_used_count", 1, top, &c->n_expert_used, err)))
 		return rc;
-	uint32_t dflt = c->arch == SF_ARCH_QWEN3MOE ? c->n_ff / c->n_expert_used : c->n_ff;
+	bool qwen = c->arch == SF_ARCH_QWEN3MOE || c->arch == SF_ARCH_QWEN35MOE;
+	uint32_t dflt = qwen ? c->n_ff / c->n_expert_used : c->n_ff;
 	if ((rc = opt_u32(g, c, "expert_feed_forward_length", dflt, 0, SF_MODEL_MAX_FF,
 			  &c->n_ff_exp, err)))
 		return rc;
@@ -184,6 +191,17 @@ static int read_experts(const struct sf_gguf *g, struct sf_model_config *c, stru
 		return sf_err_set(err, SF_E_MODEL, "the file has no %s",
 				  akey(c, "expert_feed_forward_length"));
 	c->expert_norm = true;
+	if (c->arch != SF_ARCH_QWEN35MOE)
+		return 0;
+	/* Qwen3.5-MoE's shared expert: expert_shared_feed_forward_length wide (else the
+	 * feed-forward width), computed as the layer's dense FFN is */
+	c->shared_expert = true;
+	if ((rc = opt_u32(g, c, "expert_shared_feed_forward_length", c->n_ff, 0, SF_MODEL_MAX_FF,
+			  &c->n_ff, err)))
+		return rc;
+	if (!c->n_ff)
+		return sf_err_set(err, SF_E_MODEL, "the file has no %s",
+				  akey(c, "expert_shared_feed_forward_length"));
 	return 0;
 }
 
@@ -420,7 +438,7 @@ static int read_config(const struct sf_gguf *g, struct sf_model_config *c, unsig
 	}
 	if ((*computes & SF_COMPUTES_MOE) && (rc = read_experts(g, c, err)))
 		return rc;
-	if (c->arch == SF_ARCH_QWEN35 && (rc = read_qwen35(g, c, err)))
+	if (sf__arch_is_qwen35(c->arch) && (rc = read_qwen35(g, c, err)))
 		return rc;
 	if (!c->n_expert && !c->n_ff &&
 	    (rc = need_u32(g, c, "feed_forward_length", 1, SF_MODEL_MAX_FF, &c->n_ff, err)))

@@ -49,7 +49,7 @@ head -c 7 "$M" >"$work/cut-magic.gguf"
 refused "cut short after 7 bytes" "$work/cut-magic.gguf" "7 bytes: too short for a GGUF file"
 edit "$M" "$work/arch.gguf" --arch gpt-j
 refused "an architecture it does not run" "$work/arch.gguf" \
-	"architecture 'gpt-j' is not one this engine runs \(llama, qwen2, qwen3, qwen3moe, smollm3, olmo2, granite, phi3, gemma, gemma2, gemma3, qwen35\)"
+	"architecture 'gpt-j' is not one this engine runs \(llama, qwen2, qwen3, qwen3moe, smollm3, olmo2, granite, phi3, gemma, gemma2, gemma3, qwen35, qwen35moe\)"
 for t in "16 IQ2_XXS" "19 IQ1_S" "34 TQ1_0" "28 F64"; do
 	set -- $t
 	edit "$M" "$work/type-$2.gguf" --type blk.1.ffn_down.weight "$1"
@@ -137,14 +137,20 @@ gguf_make "$work/g2.gguf" llama-spm test-gemma2 q4_0
 edit "$work/g2.gguf" "$work/key.gguf" --copy token_embd.weight output.weight
 refused "Gemma 2 with an output matrix (its output is its embeddings, as llama.cpp computes it)" \
 	"$work/key.gguf" "tensor output.weight is not one this engine computes for architecture 'gemma2'"
-# Qwen3.5: Gated DeltaNet layers run; its MoE, a misstated width, a rope section the engine
-# does not turn and multi-token prediction layers are refused by name.
+# Qwen3.5: Gated DeltaNet layers run (its MoE too); a shared expert or an inner size other
+# than the file says, a rope section the engine does not turn and multi-token prediction layers are refused
+# by name.
 gguf_make "$work/q35.gguf" qwen35 test-qwen35 q4_0
 "$cli" model info "$work/q35.gguf" >"$work/out" 2>&1
 r=$?; [ "$r" = 0 ] && grep -q "recurrent layers (Gated DeltaNet): 3 of 4" "$work/out" || r=1
 check "model info: a Qwen3.5 file runs, its recurrent layers named" $r
-edit "$work/q35.gguf" "$work/key.gguf" --arch qwen35moe
-refused "Qwen3.5-MoE (not yet)" "$work/key.gguf" "architecture 'qwen35moe' is not one this engine runs"
+gguf_make "$work/q35m.gguf" qwen35 test-qwen35moe q4_0
+"$cli" model info "$work/q35m.gguf" >"$work/out" 2>&1
+r=$?; [ "$r" = 0 ] && grep -q "experts: 4 of 16 a token" "$work/out" || r=1
+check "model info: a Qwen3.5-MoE file runs, its experts named" $r
+edit "$work/q35m.gguf" "$work/key.gguf" --set-u32 qwen35moe.expert_shared_feed_forward_length 512
+refused "Qwen3.5-MoE's shared expert not as wide as the file says" "$work/key.gguf" \
+	"tensor blk.0.ffn_gate_shexp.weight is 256 x 256 x 1, not 256 x 512 x 1"
 edit "$work/q35.gguf" "$work/key.gguf" --set-u32 qwen35.ssm.inner_size 200
 refused "Qwen3.5 with an inner size that is not its value heads'" "$work/key.gguf" \
 	"qwen35.ssm.inner_size = 200 is not 4 value heads of 64"

@@ -38,6 +38,7 @@ mutants=(
 	"gdn-decay-dropped|src/model/deltanet.c|float decay = sf_kern_expf(g);|float decay = 1.0f;|test-qwen35/f32 test-qwen35/q8_0"
 	"gdn-conv-state-dropped|src/model/deltanet.c|		st[k - 2] = in;|		st[k - 2] = 0.0f;|test-qwen35/f32"
 	"qwen35-attn-gate-sign-flipped|src/model/forward.c|a[i] = a[i] * (1.0f / (1.0f + sf_kern_expf(-gt[i])));|a[i] = a[i] * (1.0f / (1.0f + sf_kern_expf(gt[i])));|test-qwen35/f32"
+	"qwen35moe-shared-expert-ungated|src/model/forward.c|float sg = 1.0f / (1.0f + sf_kern_expf(-dot));|float sg = 1.0f + 0.0f * dot;|test-qwen35moe/f32"
 	# Formats, in the AVX-512 kernels (those a CPU with AVX-512 runs; elsewhere these two
 	# change nothing that runs and are reported missed).
 	"q5_0-fifth-bit-dropped|src/kern/dot_q_avx512.c|const __m512i k10 = _mm512_set1_epi8(0x10);|const __m512i k10 = _mm512_set1_epi8(0x00);|test-llama/q5_0 test-qwen2/q5_0"

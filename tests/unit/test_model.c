@@ -289,6 +289,16 @@ static void qwen35(const char *type)
 	N_LAYERS = layers;
 }
 static void test_qwen35_q8_0(void **state) { qwen35("q8_0"); }
+static void test_qwen35moe_q4_k_m(void **state)
+{
+	int was = N_TOK;
+	uint32_t layers = N_LAYERS;
+	N_TOK = 80;
+	N_LAYERS = 4;
+	invariance("test-qwen35moe", "q4_k_m");
+	N_TOK = was;
+	N_LAYERS = layers;
+}
 static void test_qwen35_f16(void **state) { qwen35("f16"); }
 static void test_qwen3_yarn_f16(void **state) { invariance("test-qwen3-yarn", "f16"); }
 static void test_llama_f16(void **state) { invariance("test-llama", "f16"); }
@@ -414,6 +424,7 @@ int main(void)
 		cmocka_unit_test(test_qwen3_yarn_f16),
 		cmocka_unit_test(test_qwen35_q8_0),
 		cmocka_unit_test(test_qwen35_f16),
+		cmocka_unit_test(test_qwen35moe_q4_k_m),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	unlink(vocab_path);
