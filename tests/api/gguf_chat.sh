@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Chat with real models' own templates: random-weight GGUF files carrying Qwen2.5's, Llama
-# 3.2's, Gemma 2's, Qwen3's (on a Qwen3-MoE shape), Phi-3.5's and Granite 3.3's chat templates
+# 3.2's, Gemma 2's, Qwen3's (on a Qwen3-MoE shape), Phi-3.5's, Granite 3.3's and Qwen3.5's (on
+# a shape with Gated DeltaNet layers) chat templates
 # (llama.cpp's models/templates, by superfluid model make --chat-template; Gemma's on a Gemma 3
 # shape with a Gemma-3-like vocabulary), one node each behind a head. The official openai npm
 # client's chat with tools (tests/chat/conversations/tools.json; Gemma: user, model, user
@@ -10,7 +11,9 @@
 # encoded by llama.cpp (llama-ref tokenize --specials): usage.prompt_tokens is their count and
 # the reply is the engine's own greedy continuation of them (superfluid model run --tokens).
 # A named session's second turn appends the template's close of the reply and the new turn
-# after the reply's tokens. A template's raise_exception is a 400 with its message.
+# after the reply's tokens. Qwen3.5's template opens a <think> block: its reply comes back as
+# reasoning_content (the reply compared is reasoning_content then content). SF_FAMS: some
+# families only. A template's raise_exception is a 400 with its message.
 # Usage: gguf_chat.sh NODED HEADD CLI SOURCE_DIR NPM_DIR   (exit 77: no llama.cpp; KEEP=DIR)
 set -uo pipefail
 noded=$1 headd=$2 cli=$3 src=$4 npm_dir=$5
@@ -80,7 +83,7 @@ export SF_JINJA_NOW=$(date +%s) # strftime_now: the day the head renders in too
 # (tests/engine/gemma_vocab.py: <start_of_turn> and <end_of_turn> at Gemma 3's ids).
 python3 "$src/tests/engine/gemma_vocab.py" "$LLAMA_SRC/models/ggml-vocab-gemma-4.gguf" \
 	"$work/ggml-vocab-gemma.gguf" || { fail "gemma_vocab.py"; exit 1; }
-for fam in gemma-3 qwen2.5 qwen3-moe phi-3.5 granite-3.3 llama-3.2; do # llama-3.2 last: its head is asked after
+for fam in ${SF_FAMS:-gemma-3 qwen2.5 qwen3-moe phi-3.5 granite-3.3 qwen3.5 llama-3.2}; do # llama-3.2 last: its head is asked after
 	conv=$src/tests/chat/conversations/tools.json
 	case $fam in
 	qwen2.5) vocab=qwen2 shape=test-qwen2 tmpl=$tmpl_dir/Qwen-Qwen2.5-7B-Instruct.jinja ;;
@@ -97,6 +100,8 @@ for fam in gemma-3 qwen2.5 qwen3-moe phi-3.5 granite-3.3 llama-3.2; do # llama-3
 	phi-3.5) vocab=phi-3 shape=test-phi3 tmpl=$tmpl_dir/microsoft-Phi-3.5-mini-instruct.jinja
 		conv=$src/tests/chat/conversations/multiturn_no_prompt.json ;;
 	granite-3.3) vocab=refact shape=test-granite tmpl=$tmpl_dir/ibm-granite-granite-3.3-2B-Instruct.jinja ;;
+	# Gated DeltaNet layers (a recurrent state) with Qwen3.5's template, with tools
+	qwen3.5) vocab=qwen35 shape=test-qwen35 tmpl=$tmpl_dir/Qwen3.5-4B.jinja ;;
 	esac
 	V=$LLAMA_SRC/models/ggml-vocab-$vocab.gguf M=$work/$fam.gguf
 	[ $vocab = gemma ] && V=$work/ggml-vocab-gemma.gguf
@@ -119,7 +124,7 @@ for fam in gemma-3 qwen2.5 qwen3-moe phi-3.5 granite-3.3 llama-3.2; do # llama-3
 	r=0
 	[ "$(j "$work/out" 'd["usage"]["prompt_tokens"]')" = "$(wc -w <"$work/p1.ids")" ] || r=1
 	check "$fam: the openai client's chat$([ "$conv" = "$src/tests/chat/conversations/tools.json" ] && echo ' with tools') reaches the node as the $(wc -w <"$work/p1.ids") tokens of jinja2's rendering" $r
-	jw "$work/got" "$work/out" 'd["choices"][0]["message"]["content"] or ""'
+	jw "$work/got" "$work/out" '(d["choices"][0]["message"].get("reasoning_content") or "") + (d["choices"][0]["message"]["content"] or "")'
 	r=0; cmp -s "$work/got" "$work/want" || r=1
 	check "  ... its reply is the engine's greedy continuation of those tokens" $r
 
@@ -148,7 +153,7 @@ PY
 	chat "$work/s2.json" "$model"
 	r=0
 	[ "$(j "$work/out" 'd["usage"]["prompt_tokens"]')" = "$(wc -w <<<"$all")" ] || r=1
-	jw "$work/got" "$work/out" 'd["choices"][0]["message"]["content"] or ""'
+	jw "$work/got" "$work/out" '(d["choices"][0]["message"].get("reasoning_content") or "") + (d["choices"][0]["message"]["content"] or "")'
 	cmp -s "$work/got" "$work/want" || r=1
 	check "$fam: a named session's second turn is the reply's tokens, the template's close and the new turn ($(wc -w <<<"$all") tokens), continued greedily" $r
 done
