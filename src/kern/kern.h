@@ -138,6 +138,14 @@ double sf_kern_softmax(float *s, uint32_t n, float scale);
  * rounded in that order; every variant gives the same bits. */
 void sf_kern_swiglu(float *gate, const float *up, int64_t n);
 
+/* One token's gated delta rule on one head's state m (S x S floats, by columns: m[j * S + i]
+ * is the matrix's row i, column j), column by column: the column times decay, d = (v[j] - the
+ * column . k) * beta, the column += k * d, o[j] = (the column . q) * scale. Each dot product
+ * puts element i into lane i % 8 in order, then ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 +
+ * l7)); every product rounded, then the sum (never fused). Every variant gives the same bits. */
+void sf_kern_gdn_step(float *m, const float *q, const float *k, const float *v, float decay,
+		      float beta, float scale, float *o, uint32_t S);
+
 /* IEEE half and bfloat16 conversions (round to nearest even; NaN stays NaN). */
 float sf_f16_to_f32(uint16_t h);
 uint16_t sf_f32_to_f16(float f);

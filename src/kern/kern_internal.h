@@ -407,6 +407,12 @@ static inline int32_t sf__trunc_i32(float v)
 	return (int32_t)v;
 }
 
+/* sf_kern_gdn_step's lanes summed in its fixed tree. */
+static inline float sf__gdn_sum8(const float *a)
+{
+	return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
+}
+
 /* sf_kern_swiglu's reference over elements [i, n): the variants' tails. */
 void sf__swiglu_ref(float *gate, const float *up, int64_t i, int64_t n);
 

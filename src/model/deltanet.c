@@ -141,24 +141,7 @@ void sf_dn_l2norm(float *x, uint32_t n, float eps)
 void sf_dn_step(float *m, const float *q, const float *k, const float *v, float g, float beta,
 		float scale, float *o, uint32_t S)
 {
-	/* Column j of S (row j of m) alone takes part in d[j] and o[j]: each column decays,
-	 * gives its d, takes its update and gives its output in turn (the bits of the four
-	 * passes over the whole matrix). */
-	float decay = sf_kern_expf(g);
-	for (uint32_t j = 0; j < S; j++) {
-		float *r = m + (size_t)j * S;
-		float sk = 0.0f;
-		for (uint32_t i = 0; i < S; i++) {
-			r[i] *= decay;
-			sk += r[i] * k[i];
-		}
-		float d = (v[j] - sk) * beta, sq = 0.0f;
-		for (uint32_t i = 0; i < S; i++) {
-			r[i] += k[i] * d;
-			sq += r[i] * q[i];
-		}
-		o[j] = sq * scale;
-	}
+	sf_kern_gdn_step(m, q, k, v, sf_kern_expf(g), beta, scale, o, S);
 }
 
 static uint32_t act_of(const struct sf_gguf_tensor *w)

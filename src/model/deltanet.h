@@ -49,7 +49,8 @@ void sf_dn_conv(float *x, float *state, const float *w, uint32_t n, uint32_t k);
 void sf_dn_l2norm(float *x, uint32_t n, float eps);
 
 /* One token's gated delta rule on one head's matrix m (S x S, by columns: m[j * S + i] =
- * S[i][j]): the decay e^g, then the update with k, v and beta, then o = S^T q * scale. */
+ * S[i][j]): the decay e^g, then the update with k, v and beta, then o = S^T q * scale
+ * (sf_kern_gdn_step: its sums in a fixed order, the same bits on every CPU). */
 void sf_dn_step(float *m, const float *q, const float *k, const float *v, float g, float beta,
 		float scale, float *o, uint32_t S);
 

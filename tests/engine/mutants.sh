@@ -35,7 +35,7 @@ mutants=(
 	"smollm3-rope-everywhere|src/model/model_load.c|SF_ARCH_SMOLLM3 ? 4 : 0;|SF_ARCH_SMOLLM3 ? 0 : 0;|test-smollm3/f32"
 	# Qwen3.5's Gated DeltaNet and gated attention (each shown failing when it was written)
 	"gdn-key-heads-grouped|src/model/deltanet.c|hk = h % G;|hk = h / (H / G);|test-qwen35/f32"
-	"gdn-decay-dropped|src/model/deltanet.c|float decay = sf_kern_expf(g);|float decay = 1.0f;|test-qwen35/f32 test-qwen35/q8_0"
+	"gdn-decay-dropped|src/model/deltanet.c|sf_kern_gdn_step(m, q, k, v, sf_kern_expf(g), beta, scale, o, S);|sf_kern_gdn_step(m, q, k, v, 1.0f + 0.0f * g, beta, scale, o, S);|test-qwen35/f32 test-qwen35/q8_0"
 	"gdn-conv-state-dropped|src/model/deltanet.c|		st[k - 2] = in;|		st[k - 2] = 0.0f;|test-qwen35/f32"
 	"qwen35-attn-gate-sign-flipped|src/model/forward.c|a[i] = a[i] * (1.0f / (1.0f + sf_kern_expf(-gt[i])));|a[i] = a[i] * (1.0f / (1.0f + sf_kern_expf(gt[i])));|test-qwen35/f32"
 	"qwen35moe-shared-expert-ungated|src/model/forward.c|float sg = 1.0f / (1.0f + sf_kern_expf(-dot));|float sg = 1.0f + 0.0f * dot;|test-qwen35moe/f32"

@@ -19,6 +19,7 @@
 #include <superfluid/gguf.h>
 #include <superfluid/gguf_engine.h>
 
+#include "kern/kern.h"
 #include "model/deltanet.h"
 #include "model/model.h"
 #include "model/pool.h"
@@ -293,10 +294,52 @@ static void steps_match_their_definitions(void **state)
 	(void)state;
 }
 
+/* sf_kern_gdn_step: every kernel variant the CPU has gives the scalar reference's bits, for
+ * columns of whole vectors and not. */
+static void step_variants_same_bits(void **state)
+{
+	static const uint32_t sizes[] = { 128, 64, 40, 13 };
+	enum sf_kisa was = sf_kern_isa();
+	for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+		uint32_t S = sizes[z];
+		float *m0 = malloc((size_t)S * S * sizeof(float)), *m = malloc((size_t)S * S * sizeof(float));
+		float q[128], k[128], v[128], o0[128], o[128];
+		for (uint32_t i = 0; i < S; i++) {
+			q[i] = (float)sin(i * 0.37 + S);
+			k[i] = (float)cos(i * 0.53) / 8;
+			v[i] = (float)sin(i * 1.7 + 0.3);
+		}
+		for (uint32_t i = 0; i < S * S; i++)
+			m0[i] = (float)sin(i * 0.011 + S) / 4;
+		memcpy(m, m0, (size_t)S * S * sizeof(float));
+		assert_int_equal(sf_kern_force_isa(SF_KISA_SCALAR), 0);
+		for (int rep = 0; rep < 3; rep++)
+			sf_kern_gdn_step(m0, q, k, v, 0.93f, 0.61f, 0.125f, o0, S);
+		for (int isa = SF_KISA_AVX2; isa <= SF_KISA_AVX512; isa++) {
+			if (!sf_kern_isa_supported(isa))
+				continue;
+			float *mm = malloc((size_t)S * S * sizeof(float));
+			memcpy(mm, m, (size_t)S * S * sizeof(float));
+			assert_int_equal(sf_kern_force_isa(isa), 0);
+			for (int rep = 0; rep < 3; rep++)
+				sf_kern_gdn_step(mm, q, k, v, 0.93f, 0.61f, 0.125f, o, S);
+			if (memcmp(mm, m0, (size_t)S * S * sizeof(float)) || memcmp(o, o0, S * sizeof(float)))
+				fail_msg("%s: the step of a %u-wide head differs from the reference",
+					 sf_kern_isa_name(isa), S);
+			free(mm);
+		}
+		sf_kern_force_isa(was);
+		free(m0);
+		free(m);
+	}
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(steps_match_their_definitions),
+		cmocka_unit_test(step_variants_same_bits),
 		cmocka_unit_test(second_turn_is_one_prefill),
 		cmocka_unit_test(truncation_recomputes),
 		cmocka_unit_test(state_counted_reuse_off_stages_refused),
