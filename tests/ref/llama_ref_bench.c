@@ -38,10 +38,12 @@ static void bench_ids(llama_token *ids, long n, int n_vocab)
 	}
 }
 
-/* Forgets every sequence's tokens from position depth on. */
+/* Forgets every sequence's tokens from position depth on (a model with recurrent layers, whose
+ * memory cannot drop some positions of a sequence: every position, right at depth 0). */
 static void bench_rewind(struct llama_context *ctx, long depth)
 {
-	llama_memory_seq_rm(llama_get_memory(ctx), -1, (llama_pos)depth, -1);
+	if (!llama_memory_seq_rm(llama_get_memory(ctx), -1, (llama_pos)depth, -1))
+		llama_memory_clear(llama_get_memory(ctx), true);
 }
 
 /* One run of pp or tg on sequence 0, after depth tokens. */
