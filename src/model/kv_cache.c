@@ -237,7 +237,12 @@ void sf_kv_truncate(struct sf_kv *kv, uint32_t n)
 		kv->n = keep * SF_KV_PAGE;
 	if (kv->n > n)
 		kv->n = n;
-	if (kv->state && kv->n < n_before) {
+	if (kv->state && !n) {
+		/* nothing kept: the state's memory goes back too (a node freeing idle contexts) */
+		free(kv->state);
+		atomic_fetch_sub(&kv->arena->used, kv->arena->state_bytes);
+		kv->state = NULL;
+	} else if (kv->state && kv->n < n_before) {
 		/* the state of position n is gone with the later ones': all computed again */
 		kv->n = 0;
 		memset(kv->state, 0, kv->arena->state_bytes);
@@ -248,12 +253,7 @@ void sf_kv_fini(struct sf_kv *kv)
 {
 	if (!kv->arena)
 		return;
-	sf_kv_truncate(kv, 0);
-	if (kv->state) {
-		free(kv->state);
-		atomic_fetch_sub(&kv->arena->used, kv->arena->state_bytes);
-		kv->state = NULL;
-	}
+	sf_kv_truncate(kv, 0); /* (the state too) */
 	free(kv->pages);
 	free(kv->shared);
 	kv->pages = NULL;

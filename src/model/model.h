@@ -210,7 +210,8 @@ int sf_kv_reserve(struct sf_kv *kv, uint32_t n, struct sf_err *err);
 /* Forgets positions from n on, returning whole pages past them to the arena (a shared page
  * n falls inside is let go of too, so the positions of it before n are computed again). A
  * cache with a recurrent state cut before n forgets every position (the state of an earlier
- * position is not kept: they are all computed again). */
+ * position is not kept: they are all computed again); cut to 0, its state's memory goes back
+ * to the arena (the next reserve takes it again). */
 void sf_kv_truncate(struct sf_kv *kv, uint32_t n);
 /* Shares the cache's full pages under the prefix chain of root (a cache of every layer only;
  * 0: none). Set before anything is computed. Nothing for a model with recurrent layers (a

@@ -182,6 +182,10 @@ static void state_counted_reuse_off_stages_refused(void **state)
 	assert_int_equal(sf_engine_mem_used(f->e) - before, state_bytes + 3 * page);
 	assert_int_equal(sf_engine_prefill(f->e, b, text, 130, &err), 0);
 	assert_int_equal(sf_engine_ctx_reused(f->e, b), 0);
+	/* a context cut to nothing (a node freeing an idle one) gives its state back too */
+	uint64_t both = sf_engine_mem_used(f->e);
+	assert_int_equal(sf_engine_ctx_truncate(f->e, a, 0, &err), 0);
+	assert_int_equal(both - sf_engine_mem_used(f->e), state_bytes + 3 * page);
 	sf_engine_ctx_free(f->e, a);
 	sf_engine_ctx_free(f->e, b);
 	assert_int_equal(sf_engine_mem_used(f->e), before);
