@@ -264,7 +264,9 @@ uint32_t sf_fwd_max_tokens(const struct sf_fwd *f);
  * want them go to logits (one row of n_vocab per such token, in order), or with logits NULL
  * their hidden states after the final norm to hidden (one row of n_embd each, in order: what
  * embeddings pool), otherwise the hidden state goes out to hidden. Writes each token's keys and values into its cache (which must be
- * reserved past pos) and sets kv->n past the highest position computed. */
+ * reserved past pos) and sets kv->n past the highest position computed. A model with recurrent
+ * layers runs all its layers in one call (SF_E_RANGE for a stage's range), each context's
+ * tokens at kv->n, kv->n + 1, ... in call order (its state goes on from kv->n only). */
 int sf_model_forward(const struct sf_model *m, struct sf_pool *pool, struct sf_fwd *f,
 		     const struct sf_fwd_tok *toks, uint32_t n, uint32_t l0, uint32_t l1,
 		     float *hidden, float *logits, struct sf_err *err);
