@@ -202,6 +202,27 @@ static void state_counted_reuse_off_stages_refused(void **state)
 	sf_engine_ctx_free(f->e, c);
 }
 
+/* --kv-mem too small for a context's state: its prompt is refused, naming the state. */
+static void state_refused_past_kv_mem(void **state)
+{
+	struct fx *f = *state;
+	struct sf_err err;
+	struct sf_engine *e;
+	/* room for pages, not for test-qwen35's 215,040-byte state */
+	struct sf_gguf_engine_config cfg = { .path = f->path, .threads = 1, .ctx_len = 256,
+					     .batch = 2, .chunk = 8, .kv_mem = 200000 };
+	if (sf_gguf_engine_new(&cfg, &e, &err))
+		fail_msg("engine: %s", err.msg);
+	struct sf_sampling greedy = { 0 };
+	struct sf_engine_ctx *c;
+	assert_int_equal(sf_engine_ctx_new(e, &greedy, &c, &err), 0);
+	assert_int_equal(sf_engine_prefill(e, c, turn1, N1, &err), SF_E_NOMEM);
+	assert_non_null(strstr(err.msg, "recurrent state of 215040 bytes"));
+	assert_int_equal(sf_engine_mem_used(e), 0);
+	sf_engine_ctx_free(e, c);
+	sf_engine_free(e);
+}
+
 /* The model's forward: a recurrent context's positions must follow its state. */
 static void forward_refuses_out_of_order(void **state)
 {
@@ -347,6 +368,7 @@ int main(void)
 		cmocka_unit_test(second_turn_is_one_prefill),
 		cmocka_unit_test(truncation_recomputes),
 		cmocka_unit_test(state_counted_reuse_off_stages_refused),
+		cmocka_unit_test(state_refused_past_kv_mem),
 		cmocka_unit_test(forward_refuses_out_of_order),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
