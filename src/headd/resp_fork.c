@@ -29,7 +29,8 @@ void headd_responses_turn(struct headd_req *q, const json_t *obj)
 	bool follows = s->kept.n ? prev && !strcmp(prev, s->kept.v[s->kept.n - 1].id)
 				  : !prev || !same_chain(prev, q->id);
 	char *text = NULL;
-	json_t *items = follows ? json_loads(q->r.resp->input_json, 0, NULL) : NULL;
+	json_t *items = follows && q->r.resp->input_json ? json_loads(q->r.resp->input_json, 0,
+								      NULL) : NULL;
 	if (items && !json_array_extend(items, json_object_get(obj, "output")))
 		text = json_dumps(items, JSON_COMPACT);
 	json_decref(items);

@@ -8,7 +8,8 @@ fresh), GET / DELETE /v1/responses/{id} by key, and the 400s naming what it does
 
   responses_client.py PORT MODE [KEY] [OTHER_KEY]
 MODE: plain (the simulated engine's ChatML), qwen3 (Qwen3's template, scripted replies),
-store (GET, DELETE, keys; needs --wal-dir and two keys), restart-1 / restart-2 (a stored
+bounds (a conversation past the turns kept), store (GET, DELETE, keys; needs --wal-dir and
+two keys), restart-1 / restart-2 (a stored
 response before a head restart, continued and fetched after it; state in $RESP_STATE).
 Prints "ok NAME" / "FAIL NAME: why" lines; exit 1 on a failure."""
 import http.client
@@ -242,6 +243,12 @@ if mode == "plain":
     check("... the shared prefix reused (usage.input_tokens_details.cached_tokens)",
           f1["usage"]["input_tokens_details"]["cached_tokens"] >= r1["usage"]["input_tokens"],
           json.dumps(f1.get("usage")))
+    s, evs = call("POST", "/v1/responses", {"model": MODEL, "input": "And again?", "stream": True,
+                                            "previous_response_id": r1["id"], **SAMPLE}, stream=True)
+    last = evs[-1][1]["response"] if s == 200 and evs else {}
+    check("... streamed: the same reply, its events in order",
+          s == 200 and not event_order_ok(evs) and stream_text(evs) == text_of(f1) and
+          last.get("previous_response_id") == r1["id"], "%s %s" % (s, str(evs)[:300]))
     s, f2 = respond({"model": MODEL, "input": "Once more.", "previous_response_id": f1["id"],
                      **SAMPLE})
     check("the fork is a conversation of its own: its latest continued",
@@ -284,6 +291,29 @@ if mode == "plain":
     s2, r4 = respond({"model": MODEL, "input": "x", "previous_response_id": r["id"]})
     check("store false: not continued (404)", s == 200 and r["store"] is False and s2 == 404,
           "%s %s" % (s2, json.dumps(r4)[:200]))
+
+elif mode == "bounds":
+    # A conversation keeps its first 256 responses' turns: a fork from the 257th is a 400
+    # saying so (naming previous_response_id); from the 256th it is served; the latest goes on.
+    s, r = respond({"model": MODEL, "input": "a", "max_output_tokens": 1})
+    ids = [r["id"]]
+    for i in range(256):
+        s, r = respond({"model": MODEL, "input": "a", "max_output_tokens": 1,
+                        "previous_response_id": ids[-1]})
+        if s != 200:
+            break
+        ids.append(r["id"])
+    s, r = respond({"model": MODEL, "input": "b", "max_output_tokens": 1,
+                    "previous_response_id": ids[-1]})
+    s1, f = respond({"model": MODEL, "input": "b", "max_output_tokens": 1,
+                     "previous_response_id": ids[255]})
+    s2, e = respond({"model": MODEL, "input": "b", "max_output_tokens": 1,
+                     "previous_response_id": ids[256]})
+    check("257 responses: the latest continued, a fork from the 256th served, from the 257th "
+          "a 400 naming previous_response_id and the bound",
+          len(ids) == 257 and s == 200 and s1 == 200 and s2 == 400 and
+          e["error"]["param"] == "previous_response_id" and "256 responses" in e["error"]["message"],
+          "%d %s %s %s %s" % (len(ids), s, s1, s2, json.dumps(e)[:300]))
 
 elif mode == "qwen3":
     MODEL = "sim-1"
