@@ -243,6 +243,14 @@ if mode == "plain":
     check("... the shared prefix reused (usage.input_tokens_details.cached_tokens)",
           f1["usage"]["input_tokens_details"]["cached_tokens"] >= r1["usage"]["input_tokens"],
           json.dumps(f1.get("usage")))
+    s, fi = respond({"model": MODEL, "instructions": "Be brief.", "input": "And again?",
+                     "previous_response_id": r1["id"], **SAMPLE})
+    s2, fresh = respond({"model": MODEL, "instructions": "Be brief.",
+                         "input": turn1 + [{"role": "user", "content": "And again?"}], **SAMPLE})
+    check("... with instructions: first, as in the same items sent fresh",
+          s == 200 and s2 == 200 and text_of(fi) == text_of(fresh) and
+          fi["usage"]["input_tokens"] == fresh["usage"]["input_tokens"] > f1["usage"]["input_tokens"] and
+          fi["instructions"] == "Be brief.", "%s %s / %s" % (s, json.dumps(fi)[:300], json.dumps(fresh)[:200]))
     s, evs = call("POST", "/v1/responses", {"model": MODEL, "input": "And again?", "stream": True,
                                             "previous_response_id": r1["id"], **SAMPLE}, stream=True)
     last = evs[-1][1]["response"] if s == 200 and evs else {}
