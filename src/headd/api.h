@@ -379,10 +379,10 @@ int headd_responses_fork(struct headd_http *h, json_t *root, bool *forked,
 /* resp_items.c: the last HEADD_ITEMS_KEPT stored responses of a shard (each object of at most
  * HEADD_ITEMS_MAX_BYTES), by key, for requests that name an output item (item_reference) and
  * for GET. put: a stored response's object; object: the kept one's JSON (NULL: not kept);
- * resolve: a /v1/responses body with its
- * references replaced by the items and a fork's conversation replayed (headd_responses_fork)
- * (*out NULL: nothing to change; 0, or -1 with e: 404 an item not kept); shard: the shard a /v1/responses request goes to (its id's, its previous
- * response's, its first item's). */
+ * resolve: a /v1/responses body with its references replaced by the items and a fork's
+ * conversation replayed (headd_responses_fork; *out NULL: nothing to change; 0, or -1 with
+ * e: 404 an item not kept); shard: the shard a /v1/responses request goes to (its id's, its
+ * previous response's, its first item's). */
 #define HEADD_ITEMS_KEPT 256
 #define HEADD_ITEMS_MAX_BYTES (1u << 20)
 void headd_resp_items_put(struct headd *d, const char *resp_id,

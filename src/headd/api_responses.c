@@ -107,15 +107,14 @@ int headd_responses_named(struct headd_req *q, struct sf_api_error *e)
 					   "the conversation of %.64s is still generating a response; "
 					   "wait for it", o->previous_id);
 		if (!headd_responses_latest(d, s, o->previous_id))
-			return sf_api_fail(e, 400, "invalid_request_error", "invalid_value",
-					   "previous_response_id", "response %.64s is not the latest "
-					   "of its conversation%s%s%s, and its turns are not kept to "
-					   "replay (a conversation keeps its first %u responses and "
-					   "%u MiB of items, none after one that ended while the head "
-					   "was down): continue from the latest", o->previous_id,
-					   s->last_id[0] ? " (" : "", s->last_id,
-					   s->last_id[0] ? ")" : "", SF_WAL_MAX_TURNS,
-					   SF_WALREC_MAX_ITEMS >> 20);
+			return sf_api_bad(e, "previous_response_id", "response %.64s is not the "
+					  "latest of its conversation%s%s%s, and its turns are not "
+					  "kept to replay (a conversation keeps its first %u "
+					  "responses and %u MiB of items, none after one that ended "
+					  "while the head was down): continue from the latest",
+					  o->previous_id, s->last_id[0] ? " (" : "", s->last_id,
+					  s->last_id[0] ? ")" : "", SF_WAL_MAX_TURNS,
+					  SF_WALREC_MAX_ITEMS >> 20);
 	} else {
 		snprintf(chain, sizeof(chain), "%016" PRIx64, headd_gen_rand(d));
 		name_of(chain, name, sizeof(name));

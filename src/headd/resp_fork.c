@@ -69,9 +69,9 @@ int headd_responses_fork(struct headd_http *h, json_t *root, bool *forked,
 			: json_array_append_new(all, json_pack("{s:s,s:s,s:O}", "type", "message",
 							       "role", "user", "content", input));
 	if (!rc && json_array_size(all) > SF_API_MAX_MESSAGES)
-		rc = sf_api_bad(e, "previous_response_id", "the conversation up to %.64s holds %zu "
-				"items with the request's, over the %u a request may have: continue "
-				"from a shorter one", prev, json_array_size(all),
+		rc = sf_api_bad(e, "previous_response_id", "the conversation up to %.64s holds "
+				"%zu items with the request's, over the %u a request may have: "
+				"continue from a shorter one", prev, json_array_size(all),
 				(unsigned)SF_API_MAX_MESSAGES);
 	else if (rc || json_object_set(root, "input", all))
 		rc = sf_api_fail(e, 500, "server_error", NULL, NULL, "the head is out of memory");

@@ -1,9 +1,10 @@
 /* The sessions the head's log holds, as its records build them: each live session with its
  * parameters, content, placement and latest generations (with every token and logprob that
- * reached a client), and a stored conversation's turns. A replay builds it at start; the running head applies each record once
- * it is durable, so the table is what a crash would bring back, and a checkpoint writes it
- * out (sf_wal_state_snapshot) so older segments can go. Bounded: max_sessions, and the
- * SF_WAL_KEEP_GENS latest generations of each session. No I/O. */
+ * reached a client), and a stored conversation's turns (wal_turns.h). A replay builds it at
+ * start; the running head applies each record once it is durable, so the table is what a
+ * crash would bring back, and a checkpoint writes it out (sf_wal_state_snapshot) so older
+ * segments can go. Bounded: max_sessions, and the SF_WAL_KEEP_GENS latest generations of each
+ * session. No I/O. */
 #ifndef SF_WAL_WAL_STATE_H
 #define SF_WAL_WAL_STATE_H
 

@@ -344,9 +344,9 @@ static void damaged_records_are_refused(void **state)
 	open_session(&l, 1, "");
 	gen(&l, 1, 2, "r");
 	uint32_t t[] = { 1, 2, 3 };
-	struct sf_buf recs[3];
-	uint8_t types[3] = { SF_WALREC_SESSION, SF_WALREC_TOKENS, SF_WALREC_GEN };
-	for (int i = 0; i < 3; i++)
+	struct sf_buf recs[4];
+	uint8_t types[4] = { SF_WALREC_SESSION, SF_WALREC_TOKENS, SF_WALREC_GEN, SF_WALREC_ITEMS };
+	for (int i = 0; i < 4; i++)
 		sf_buf_init(&recs[i], 1 << 20);
 	struct sf_logit_bias lb[2] = { { 1, -100.0f }, { 2, 3.0f } };
 	struct sf_walrec_session s = { .session_id = 4, .sampling = { .frequency_penalty = 1,
@@ -357,8 +357,11 @@ static void damaged_records_are_refused(void **state)
 	assert_int_equal(sf_walrec_put_tokens(&recs[1], 1, 2, 1, 0, t, 3), 0);
 	struct sf_walrec_gen g = { .session_id = 1, .generation_id = 3 };
 	assert_int_equal(sf_walrec_put_gen(&recs[2], &g), 0);
+	struct sf_walrec_items it = { .session_id = 1, .request_id = "resp_1",
+				      .items = (const uint8_t *)"[{}]", .items_len = 4 };
+	assert_int_equal(sf_walrec_put_items(&recs[3], &it), 0);
 	uint64_t seed = 42;
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		size_t n = sf_buf_used(&recs[i]);
 		uint8_t *copy = malloc(n);
 		for (size_t cut = 0; cut < n; cut++) {
