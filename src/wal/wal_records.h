@@ -36,7 +36,7 @@ enum sf_walrec_type {
 	SF_WALREC_SESSION_V2 = 11, /* a session opened, with its whole sampling but no owner (as
 				    * heads before owners wrote it; read, not written) */
 	SF_WALREC_SESSION = 12, /* a session opened, with its whole sampling and its owner */
-	SF_WALREC_ITEMS = 13,   /* a stored response's turn of its conversation (JSON items) */
+	SF_WALREC_ITEMS = 14,   /* a stored response's turn of its conversation (JSON items) */
 };
 
 struct sf_walrec_head {
