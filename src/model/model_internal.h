@@ -12,6 +12,7 @@ enum {
 	SF_COMPUTES_FINAL_SOFTCAP = 4,
 	SF_COMPUTES_MOE = 8,
 	SF_COMPUTES_SCALES = 16, /* embedding, residual and logit scales (Granite) */
+	SF_COMPUTES_LONGROPE = 32, /* LongRoPE's factors and attention factor (Phi-3.5/4) */
 };
 
 /* Gemma, Gemma 2 or Gemma 3. */

@@ -178,7 +178,10 @@ same_prefix() {
 # One case: SHAPE/TYPE[/LAYERS].
 declare -A prompts # "VOCAB ARCH": the text's ids
 run_case() {
-	local shape=${1%%/*} rest=${1#*/} type layers arch vocab text
+	local shape=${1%%/*} rest=${1#*/} type layers arch vocab text ctx=
+	# @CTX: the context of the session on both sides (llama-ref --ctx, superfluid --ctx-len),
+	# which picks LongRoPE's factors
+	case $rest in *@*) ctx=${rest##*@} rest=${rest%@*} ;; esac
 	type=${rest%%/*}
 	layers=
 	[ "$rest" != "$type" ] && layers=${rest#*/}
@@ -190,14 +193,14 @@ run_case() {
 	test-llama) arch=llama vocab=llama-spm ;;
 	test-smollm3 | smollm3* | test-olmo2 | olmo2*) arch=llama vocab=llama-bpe ;;
 	test-granite | granite*) arch=llama vocab=refact ;;
-	test-phi3 | phi-*) arch=llama vocab=phi-3 ;;
+	test-phi3 | test-phi3-* | test-phi4 | phi-*) arch=llama vocab=phi-3 ;;
 	mistral-*) arch=llama vocab=tekken ;;
 	llama-*) arch=llama vocab=llama-bpe ;;
 	test-qwen2 | qwen2*) arch=qwen2 vocab=qwen2 ;;
 	test-qwen3 | test-qwen3-yarn | qwen3*) arch=qwen3 vocab=qwen2 ;;
 	*) echo "FAIL $1: unknown shape"; return 1 ;;
 	esac
-	local name="$shape/$type${layers:+/${layers}L}" m=$work/m.gguf t0=$SECONDS
+	local name="$shape/$type${layers:+/${layers}L}${ctx:+@$ctx}" m=$work/m.gguf t0=$SECONDS
 	vocab=$models/ggml-vocab-$vocab.gguf
 	if [ "${vocab##*-}" = gemma.gguf ]; then
 		# a Gemma-3-like SentencePiece vocabulary from the bundle's Gemma 4 pieces
@@ -242,14 +245,14 @@ run_case() {
 			{ echo "FAIL $name: llama-ref: $(tail -1 "$work/err")"; prompts[$vocab $arch]=; return 1; }
 	fi
 	prompt=${prompts[$vocab $arch]}
-	stream=$("$LLAMA_REF" greedy "$m" --tokens "$prompt" --n 64 --threads 1 \
+	stream=$("$LLAMA_REF" greedy "$m" --tokens "$prompt" --n 64 --threads 1 ${ctx:+--ctx "$ctx"} \
 		--logits-out "$work/ref.f32" --inc-out "$work/inc.f32" 2>"$work/err") &&
 		seq="$prompt $stream" ||
 		{ echo "FAIL $name: llama-ref: $(tail -1 "$work/err")"; return 1; }
 	SF_MODEL_QUIET=1 "$sf" model logits "$m" --tokens "$seq" --threads 1 -o "$work/ours.f32" \
-		2>"$work/err" &&
+		${ctx:+--ctx-len "$ctx"} 2>"$work/err" &&
 		ours=$(SF_MODEL_QUIET=1 "$sf" model run "$m" --tokens "$prompt" --n 64 --ids \
-			--threads 1 2>"$work/err") ||
+			--threads 1 ${ctx:+--ctx-len "$ctx"} 2>"$work/err") ||
 		{ echo "FAIL $name: superfluid: $(tail -1 "$work/err")"; return 1; }
 	n_prompt=$(wc -w <<<"$prompt")
 	local n_seq n_vocab
@@ -279,7 +282,7 @@ run_case() {
 	same=$(same_prefix "$stream" "${got[*]}")
 	local free="free_run=$same/64" eog= v vs
 	for v in ${SF_AGREE_VARIANTS:-}; do
-		vs=$("$LLAMA_REF" greedy "$m" --tokens "$prompt" --n 64 --threads 1 --cpu "$v" \
+		vs=$("$LLAMA_REF" greedy "$m" --tokens "$prompt" --n 64 --threads 1 --cpu "$v" ${ctx:+--ctx "$ctx"} \
 			2>"$work/err") || { echo "FAIL $name: llama-ref --cpu $v: $(tail -1 "$work/err")"; return 1; }
 		free+=" llama.cpp_$v=$(same_prefix "$stream" "$vs")/64 ours_vs_$v=$(same_prefix "${got[*]}" "$vs")/64"
 	done

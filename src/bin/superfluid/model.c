@@ -99,6 +99,12 @@ static int info(int argc, char **argv)
 			       (double)(1.0f / c->rope_freq_scale), c->yarn_orig_ctx);
 		else if (c->rope_freq_scale != 1.0f)
 			printf("rope scaling: linear, factor %g\n", (double)(1.0f / c->rope_freq_scale));
+		if (m->rope_long)
+			printf("rope: LongRoPE over %u positions (its long factors for contexts over "
+			       "it, --ctx-len), attention factor %g\n", c->yarn_orig_ctx,
+			       (double)c->rope_attn_factor);
+		if (c->n_rot != c->head_dim)
+			printf("rope: %u of a head's %u dimensions\n", c->n_rot, c->head_dim);
 		printf("weights read per token: %.1f MiB; keys and values: %llu bytes per token\n",
 		       (double)m->weight_bytes / (1 << 20),
 		       (unsigned long long)sf_model_kv_bytes_per_token(m));
