@@ -18,9 +18,12 @@
 #   logits_cmp --parted); qwen3-30b-a3b (one layer at full width); yarn (test-qwen3-yarn);
 #   smollm3 (test-smollm3 in five types, SmolLM3-3B's width with 4 layers); olmo2, granite
 #   (likewise, 2 layers); phi3 (likewise, and llama.cpp's own Q8_0 file); mistral-nemo
-#   (Mistral Nemo's width, 2 layers, a tekken vocabulary);
+#   (Mistral Nemo's width, 2 layers, a tekken vocabulary); longrope (test-phi3-longrope,
+#   test-phi4 and Phi-3.5-mini's and Phi-4-mini's widths at contexts @4096 and @8192, which
+#   pick LongRoPE's short and long factors);
 #   qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b (that model at full width, 2 layers, in Q8_0 and
-#   Q4_K_M, and F16 for Llama-3.2-1B); real (those three); or one case SHAPE/TYPE[/LAYERS].
+#   Q4_K_M, and F16 for Llama-3.2-1B); real (those three); or one case
+#   SHAPE/TYPE[/LAYERS][@CTX] (CTX: the session's context on both sides).
 # Exit 0 all agree, 1 a case did not, 77 skipped: llama.cpp could not be fetched (under CI=true
 # that fails instead). The models live in WORKDIR/<pid> and are removed after (SF_AGREE_KEEP=1
 # keeps them). SF_AGREE_VERBOSE=1 prints every row's figures. SF_AGREE_VARIANTS="haswell x64"
@@ -133,6 +136,16 @@ for set in "$@"; do
 			cases+=("test-phi3/$t")
 		done
 		cases+=("phi-3-mini-4k/q8_0/2") ;;
+	# LongRoPE (factors over an original context of 4,096): each shape at a context within it
+	# (@4096: the short factors) and past it (@8192: the long ones), test-phi4 with 48 of 64
+	# dimensions rotated; Phi-3.5-mini's and Phi-4-mini's widths, 2 layers
+	longrope)
+		for t in f32 f16 q8_0; do
+			cases+=("test-phi3-longrope/$t@4096" "test-phi3-longrope/$t@8192")
+		done
+		cases+=("test-phi4/f32@4096" "test-phi4/f32@8192" "test-phi4/bf16@4096"
+			"test-phi4/q4_k_m@8192" "test-phi4/llama.q8_0@8192"
+			"phi-3.5-mini/q8_0/2@8192" "phi-4-mini/q8_0/2@4096") ;;
 	# Mistral Nemo (Llama's with heads of 128 in 5120) with a tekken vocabulary, 2 layers
 	# (Q4_K_M's quantizer takes two minutes of this width: by hand, mistral-nemo-12b/q4_k_m/2)
 	mistral-nemo) cases+=("mistral-nemo-12b/q8_0/2") ;;
