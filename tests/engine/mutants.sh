@@ -34,8 +34,8 @@ mutants=(
 	"phi3-gate-up-swapped|src/model/model_bind.c|l->ffn_gate = view(l, 3, t, 0, c->n_ff);|l->ffn_gate = view(l, 3, t, c->n_ff, c->n_ff);|test-phi3/f32"
 	# LongRoPE: the short factors past the original context, the long ones within it, the
 	# attention factor dropped
-	"longrope-short-always|src/model/model_load.c|return padded > m->cfg.yarn_orig_ctx ? m->rope_long : m->rope_short;|return m->rope_short;|test-phi3-longrope/f32@8192 test-phi4/q4_k_m@8192"
-	"longrope-long-always|src/model/model_load.c|return padded > m->cfg.yarn_orig_ctx ? m->rope_long : m->rope_short;|return m->rope_long;|test-phi3-longrope/f32@4096 test-phi4/f32@4096"
+	"longrope-short-always|src/model/model_load.c|return padded > m->cfg.yarn_orig_ctx ? m->rope_long : m->rope_short;|return padded > 0xffffffffu ? m->rope_long : m->rope_short;|test-phi3-longrope/f32@8192 test-phi4/q4_k_m@8192"
+	"longrope-long-always|src/model/model_load.c|return padded > m->cfg.yarn_orig_ctx ? m->rope_long : m->rope_short;|return padded > 0 ? m->rope_long : m->rope_short;|test-phi3-longrope/f32@4096 test-phi4/f32@4096"
 	"longrope-attn-factor-dropped|src/model/ops.c|float ms = m->cfg.rope_attn_factor;|float ms = 1.0f;|test-phi3-longrope/f16@8192 test-phi3-longrope/q8_0@4096"
 	"smollm3-rope-everywhere|src/model/model_load.c|SF_ARCH_SMOLLM3 ? 4 : 0;|SF_ARCH_SMOLLM3 ? 0 : 0;|test-smollm3/f32"
 	# Formats, in the AVX-512 kernels (those a CPU with AVX-512 runs; elsewhere these two
