@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Chat with real models' own templates: random-weight GGUF files carrying Qwen2.5's, Llama
-# 3.2's, Gemma 2's, Qwen3's (on a Qwen3-MoE shape), Phi-3.5's (on a LongRoPE shape, its long factors) and Granite 3.3's chat templates
+# 3.2's, Gemma 2's, Qwen3's (on a Qwen3-MoE shape), Phi-3.5's (on a LongRoPE shape, by its
+# long factors) and Granite 3.3's chat templates
 # (llama.cpp's models/templates, by superfluid model make --chat-template; Gemma's on a Gemma 3
 # shape with a Gemma-3-like vocabulary), one node each behind a head. The official openai npm
 # client's chat with tools (tests/chat/conversations/tools.json; Gemma: user, model, user
