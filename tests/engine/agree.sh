@@ -262,10 +262,12 @@ run_case() {
 		--logits-out "$work/ref.f32" --inc-out "$work/inc.f32" 2>"$work/err") &&
 		seq="$prompt $stream" ||
 		{ echo "FAIL $name: llama-ref: $(tail -1 "$work/err")"; return 1; }
+	# Without @CTX both sides' context is the sequence's (llama-ref's default; ours for logits,
+	# and given to run, whose own default is the model's trained context)
 	SF_MODEL_QUIET=1 "$sf" model logits "$m" --tokens "$seq" --threads 1 -o "$work/ours.f32" \
 		${ctx:+--ctx-len "$ctx"} 2>"$work/err" &&
 		ours=$(SF_MODEL_QUIET=1 "$sf" model run "$m" --tokens "$prompt" --n 64 --ids \
-			--threads 1 ${ctx:+--ctx-len "$ctx"} 2>"$work/err") ||
+			--threads 1 --ctx-len "${ctx:-$(wc -w <<<"$seq")}" 2>"$work/err") ||
 		{ echo "FAIL $name: superfluid: $(tail -1 "$work/err")"; return 1; }
 	n_prompt=$(wc -w <<<"$prompt")
 	local n_seq n_vocab
