@@ -25,7 +25,7 @@ struct shape {
 	uint32_t n_expert, n_expert_used, n_ff_exp;
 	bool yarn; /* rope_linear is a YaRN factor over an original context of n_ctx / it */
 	/* LongRoPE (Phi-3.5, Phi-4-mini; 0: none): the original context of its factors
-	 * (longrope_factors), and the rotary dimensions of a head (0: all of them) */
+	 * (add_longrope writes them), and the rotary dimensions of a head (0: all of them) */
 	uint32_t longrope_orig, n_rot;
 };
 
