@@ -432,6 +432,7 @@ void sf_api_request_free(struct sf_api_request *r)
 	if (r->resp) {
 		free(r->resp->previous_id);
 		free(r->resp->echo_json);
+		free(r->resp->input_json);
 		free(r->resp);
 	}
 	free(r->user);

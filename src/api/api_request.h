@@ -86,6 +86,8 @@ struct sf_api_responses {
 	char *previous_id; /* previous_response_id, or NULL */
 	bool store;        /* store (default true) */
 	char *echo_json;   /* the fields its answer repeats (compact JSON object) */
+	char *input_json;  /* its input as items (compact JSON array; a string input as a user
+			    * message): what a stored response keeps of its request */
 };
 
 struct sf_api_request {

@@ -6,7 +6,8 @@
  * chat's response_format); reasoning.effort a template variable (as vLLM gives
  * it); the sampling fields and the extensions the chat endpoint takes as they are. What it
  * cannot honour (built-in tools, images, item references, background, ...) is a
- * 400 naming it. store, previous_response_id and what the answer repeats go to r->resp. */
+ * 400 naming it. store, previous_response_id, what the answer repeats and the input as
+ * items (what a stored response keeps) go to r->resp. */
 #include "api/api_request_internal.h"
 
 #include <stdarg.h>
@@ -440,6 +441,17 @@ static int echo_of(const json_t *root, struct sf_api_request *r, struct sf_api_e
 	return o->echo_json ? 0 : sf__api_nomem(e);
 }
 
+/* The input as items, for r->resp->input_json. */
+static int input_of(const json_t *input, struct sf_api_request *r, struct sf_api_error *e)
+{
+	json_t *items = json_is_string(input) ? json_pack("[{s:s,s:s,s:O}]", "type", "message",
+							   "role", "user", "content", input)
+					      : json_incref((json_t *)input);
+	r->resp->input_json = items ? json_dumps(items, JSON_COMPACT) : NULL;
+	json_decref(items);
+	return r->resp->input_json ? 0 : sf__api_nomem(e);
+}
+
 int sf__api_responses_chat(const json_t *root, struct sf_api_request *r, json_t **out,
 			   struct sf_api_error *e)
 {
@@ -509,6 +521,8 @@ int sf__api_responses_chat(const json_t *root, struct sf_api_request *r, json_t 
 		rc = formats_of(root, chat, e);
 	if (!rc)
 		rc = echo_of(root, r, e);
+	if (!rc)
+		rc = input_of(input, r, e);
 	if (rc) {
 		json_decref(chat);
 		return -1;

@@ -471,6 +471,12 @@ int sf_gguf_engine_new(const struct sf_gguf_engine_config *cfg, struct sf_engine
 	if (g->n_packed)
 		say(g, "%s: %zu matrices packed for the kernels (%.1f MiB) in %.2f s", cfg->path,
 		    g->n_packed, mib(g->pack_len), now_s() - tp);
+	if (g->model->rope_long) { /* which LongRoPE factors every session's keys are rotated by */
+		bool lng = sf_model_rope_factors(g->model, c->ctx_len) == g->model->rope_long;
+		say(g, "%s: LongRoPE's %s factors: the context of %u is %s the original %u", cfg->path,
+		    lng ? "long" : "short", c->ctx_len, lng ? "past" : "within",
+		    g->model->cfg.yarn_orig_ctx);
+	}
 	touch(g);
 	rc = sf_engine_create(&ge_ops, g, out, err);
 	if (!rc && g->model->cfg.n_recur)

@@ -10,6 +10,7 @@
 #include "api/api_output.h"
 #include "daemon/log.h"
 #include "wal/wal_records.h"
+#include "wal/wal_turns.h"
 #include "api/api_request.h"
 #include "api/api_response.h"
 #include "api/chat_templates.h"
@@ -81,6 +82,7 @@ struct headd_named {
 	/* The key that made it: only requests with that key find it (names are per key). */
 	uint8_t owner[SF_WALREC_OWNER_LEN];
 	char last_id[SF_WALREC_MAX_ID + 1]; /* the request id of its latest turn kept ("") */
+	struct sf_wal_turns kept;  /* a stored conversation's turns, to fork from (resp_fork.c) */
 	struct headd_named *next;
 };
 
@@ -97,6 +99,8 @@ struct headd_req {
 	uint64_t t_start, t_first, t_last; /* loop ms: arrival, first token, last token */
 
 	struct headd_named *named; /* or NULL: an unnamed session, closed at the end */
+	bool forked;              /* a Responses request replaying an earlier response's
+				   * conversation as a new one (resp_fork.c) */
 	struct headd_resp *resp_state; /* a streamed Responses answer's items (api_responses.c) */
 	struct headd_amsg *msg_state;  /* a streamed Messages answer's blocks (api_messages.c) */
 	struct sf_api_embed_req *emb;  /* POST /v1/embeddings' request (api_embeddings.c) */
@@ -357,14 +361,28 @@ void headd_responses_whole(struct headd_req *q, const struct sf_api_error *fail)
 void headd_responses_free(struct headd_req *q);
 void headd_responses_get(struct headd_http *h, const char *id, const struct sf_http_request *r);
 void headd_responses_delete(struct headd_http *h, const char *id);
+/* The named session of the conversation response id belongs to, for owner; NULL: none. */
+struct headd_named *headd_responses_chain(struct headd *d, const char *id,
+					  const uint8_t owner[static SF_WALREC_OWNER_LEN]);
+/* Whether response id is the latest of its conversation s (the one its node holds). */
+bool headd_responses_latest(struct headd *d, const struct headd_named *s, const char *id);
+
+/* resp_fork.c: a stored conversation's turns. turn: a stored response that ended keeps its
+ * turn (input and output items) in its conversation, and in the log; fork: a /v1/responses
+ * body (root) whose previous_response_id names a kept response not its conversation's
+ * latest gets that conversation's items up to it before its input (*forked true); 0, or -1
+ * with e (too many items). */
+void headd_responses_turn(struct headd_req *q, const json_t *obj);
+int headd_responses_fork(struct headd_http *h, json_t *root, bool *forked,
+			 struct sf_api_error *e);
 
 /* resp_items.c: the last HEADD_ITEMS_KEPT stored responses of a shard (each object of at most
  * HEADD_ITEMS_MAX_BYTES), by key, for requests that name an output item (item_reference) and
  * for GET. put: a stored response's object; object: the kept one's JSON (NULL: not kept);
- * resolve: a /v1/responses body with its
- * references replaced by the items (*out NULL: none to replace; 0, or -1 with e: 404 an item
- * not kept); shard: the shard a /v1/responses request goes to (its id's, its previous
- * response's, its first item's). */
+ * resolve: a /v1/responses body with its references replaced by the items and a fork's
+ * conversation replayed (headd_responses_fork; *out NULL: nothing to change; 0, or -1 with
+ * e: 404 an item not kept); shard: the shard a /v1/responses request goes to (its id's, its
+ * previous response's, its first item's). */
 #define HEADD_ITEMS_KEPT 256
 #define HEADD_ITEMS_MAX_BYTES (1u << 20)
 void headd_resp_items_put(struct headd *d, const char *resp_id,
@@ -374,7 +392,7 @@ const char *headd_resp_items_object(const struct headd *d, const char *resp_id,
 void headd_resp_items_free(struct headd *d);
 unsigned headd_resp_items_shard(const struct headd *d, const char *item_id);
 int headd_responses_resolve(struct headd_http *h, const uint8_t *body, size_t len, char **out,
-			    size_t *out_len, struct sf_api_error *e);
+			    size_t *out_len, bool *forked, struct sf_api_error *e);
 unsigned headd_responses_shard(const struct headd *d, const struct sf_http_request *r);
 
 /* api_embeddings.c: POST /v1/embeddings, run as the "embed" state operation (answer: its end,
@@ -482,6 +500,7 @@ struct headd_named *headd_named_new(struct headd *d, const char *name, const cha
 				    const uint8_t owner[static SF_WALREC_OWNER_LEN],
 				    uint64_t session_id, struct sf_api_error *e);
 void headd_named_end(struct headd *d, struct headd_named *s); /* closes it on its node */
+void headd_named_free(struct headd_named *s); /* its memory only */
 void headd_named_expire(struct headd *d);                     /* the idle ones */
 int headd_named_set_content(struct headd_named *s, const uint32_t *t, uint32_t n);
 void headd_sessions_get(struct headd_http *h, const char *name);

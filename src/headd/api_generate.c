@@ -698,12 +698,13 @@ static void gen_start(struct headd_http *h, enum sf_api_kind kind, const struct 
 	snprintf(q->id, sizeof(q->id), "%s%016" PRIx64 "%08" PRIx64,
 		 kind == SF_API_CHAT ? "chatcmpl-" : kind == SF_API_MESSAGES ? "msg_" : "cmpl-",
 		 headd_gen_rand(d), headd_serial_new(d));
-	/* A Responses request's item references become the items (resp_items.c). */
+	/* A Responses request's item references become the items (resp_items.c), a fork's
+	 * conversation its first items (resp_fork.c). */
 	char *resolved = NULL;
 	size_t resolved_len = 0;
 	q->count_only = count;
 	if (kind == SF_API_RESPONSES &&
-	    headd_responses_resolve(h, body, body_len, &resolved, &resolved_len, &e)) {
+	    headd_responses_resolve(h, body, body_len, &resolved, &resolved_len, &q->forked, &e)) {
 		headd_gen_free(q);
 		headd_api_send_error(h, &e);
 		return;

@@ -3,11 +3,12 @@
  * its typed stream events (response.created, response.output_item.added,
  * response.output_text.delta, response.function_call_arguments.delta, response.completed,
  * ...). A stored response (store, the default) runs in a named session of its own chain,
- * "resp_<chain>": its id is "resp_<chain><serial>", and a request naming it as
- * previous_response_id continues that session (the node's context, what the head's log
- * restores after a restart) with its new input; only the chain's latest response can be
- * continued. GET /v1/responses/{id} answers it again from the head's log (--wal-dir), DELETE
- * ends its chain; both only for the API key that made it. */
+ * "resp_<chain>": its id is "resp_<chain><serial>", and a request naming the chain's latest
+ * response as previous_response_id continues that session (the node's context, what the
+ * head's log restores after a restart) with its new input; one naming an earlier response
+ * replays the conversation up to it as a new chain (resp_fork.c). GET /v1/responses/{id}
+ * answers it again from the head's log (--wal-dir), DELETE ends its chain; both only for the
+ * API key that made it. */
 #include "headd.h"
 
 #include <inttypes.h>
@@ -51,12 +52,23 @@ static void name_of(const char chain[CHAIN_HEX + 1], char *name, size_t cap)
 	snprintf(name, cap, PREFIX "%s", chain);
 }
 
-/* Whether the log says prev is the latest generation of its session (after a restart the
- * head knows no other way). */
-static bool latest_in_log(struct headd *d, const char *prev)
+struct headd_named *headd_responses_chain(struct headd *d, const char *id,
+					  const uint8_t owner[static SF_WALREC_OWNER_LEN])
 {
+	char chain[CHAIN_HEX + 1], name[SF_API_MAX_SESSION_ID + 1];
+	if (!chain_of(id, chain))
+		return NULL;
+	name_of(chain, name, sizeof(name));
+	return headd_named_find(d, name, owner);
+}
+
+bool headd_responses_latest(struct headd *d, const struct headd_named *s, const char *id)
+{
+	if (!strcmp(s->last_id, id))
+		return true;
+	/* After a restart the log says it: the latest generation of its session. */
 	struct sf_wal_session *ws = NULL;
-	struct sf_wal_gen *g = d->wal.st ? sf_wal_state_request(d->wal.st, prev, &ws) : NULL;
+	struct sf_wal_gen *g = d->wal.st ? sf_wal_state_request(d->wal.st, id, &ws) : NULL;
 	return g && ws && ws->n_gens && ws->gens[ws->n_gens - 1] == g;
 }
 
@@ -69,14 +81,12 @@ int headd_responses_named(struct headd_req *q, struct sf_api_error *e)
 	/* The structured output as the request gave it (the head may wrap it later). */
 	q->grammar_digest = q->r.grammar ? sf_grammar_text_digest(q->r.grammar,
 								  strlen(q->r.grammar)) : 0;
-	if (o->previous_id) {
+	if (o->previous_id && !q->forked) {
 		if (!chain_of(o->previous_id, chain))
 			return sf_api_fail(e, 404, "invalid_request_error", "previous_response_not_found",
 					   "previous_response_id", "previous response %.64s not found "
 					   "(not an id this head gave)", o->previous_id);
-		name_of(chain, name, sizeof(name));
-		s = headd_named_find(d, name, q->owner);
-		if (!s)
+		if (!(s = headd_responses_chain(d, o->previous_id, q->owner)))
 			return sf_api_fail(e, 404, "invalid_request_error",
 					   "previous_response_not_found", "previous_response_id",
 					   "previous response %.64s not found (it was not stored, its "
@@ -96,13 +106,15 @@ int headd_responses_named(struct headd_req *q, struct sf_api_error *e)
 			return sf_api_fail(e, 409, "invalid_request_error", "conversation_busy", NULL,
 					   "the conversation of %.64s is still generating a response; "
 					   "wait for it", o->previous_id);
-		if (strcmp(s->last_id, o->previous_id) && !latest_in_log(d, o->previous_id))
-			return sf_api_fail(e, 400, "invalid_request_error", "invalid_value",
-					   "previous_response_id", "response %.64s is not the latest "
-					   "of its conversation%s%s: only the latest can be continued "
-					   "(its node holds the conversation as it is now)",
-					   o->previous_id, s->last_id[0] ? " (" : "",
-					   s->last_id[0] ? s->last_id : "");
+		if (!headd_responses_latest(d, s, o->previous_id))
+			return sf_api_bad(e, "previous_response_id", "response %.64s is not the "
+					  "latest of its conversation%s%s%s, and its turns are not "
+					  "kept to replay (a conversation keeps its first %u "
+					  "responses and %u MiB of items, none after one that ended "
+					  "while the head was down): continue from the latest",
+					  o->previous_id, s->last_id[0] ? " (" : "", s->last_id,
+					  s->last_id[0] ? ")" : "", SF_WAL_MAX_TURNS,
+					  SF_WALREC_MAX_ITEMS >> 20);
 	} else {
 		snprintf(chain, sizeof(chain), "%016" PRIx64, headd_gen_rand(d));
 		name_of(chain, name, sizeof(name));
@@ -185,6 +197,15 @@ static json_t *object_of(const struct headd_req *q, const struct sf_blocks *bl,
 	return sf_resp_object(&m, items, bl->n, with_usage ? &u : NULL);
 }
 
+/* A stored response's object (for GET and item references) and its turn (for forks). */
+static void keep(struct headd_req *q, const json_t *obj)
+{
+	if (!q->named)
+		return;
+	headd_resp_items_put(q->d, q->id, q->owner, obj);
+	headd_responses_turn(q, obj);
+}
+
 void headd_responses_whole(struct headd_req *q, const struct sf_api_error *fail)
 {
 	if (fail) {
@@ -194,8 +215,8 @@ void headd_responses_whole(struct headd_req *q, const struct sf_api_error *fail)
 	struct sf_blocks bl;
 	sf_blocks_whole(&bl, &q->out);
 	json_t *obj = object_of(q, &bl, NULL, NULL, true);
-	if (obj && q->named)
-		headd_resp_items_put(q->d, q->id, q->owner, obj);
+	if (obj)
+		keep(q, obj);
 	char *text = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
 	json_decref(obj);
 	headd_api_send_json(q->h, 200, text);
@@ -341,9 +362,8 @@ void headd_responses_end(struct headd_req *q, const struct sf_api_error *fail)
 				   : !strcmp(m.status, "incomplete") ? "response.incomplete"
 				   : "response.completed";
 		json_t *last = response_now(q, NULL, fail, true);
-		if (last && q->named && !fail)
-			headd_resp_items_put(q->d, q->id, q->owner,
-					     json_object_get(last, "response"));
+		if (last && !fail)
+			keep(q, json_object_get(last, "response"));
 		emit(q, type, last);
 	}
 	if (q->h)
@@ -380,14 +400,13 @@ static bool stream_asked(const char *query)
 
 void headd_responses_get(struct headd_http *h, const char *id, const struct sf_http_request *r)
 {
-	char chain[CHAIN_HEX + 1], name[SF_API_MAX_SESSION_ID + 1];
+	char chain[CHAIN_HEX + 1];
 	if (!chain_of(id, chain)) {
 		not_found(h, id, "(not an id this head gives)");
 		return;
 	}
-	name_of(chain, name, sizeof(name));
 	/* Stored ones only: a response of store false ran in a session of its own, closed. */
-	if (!headd_named_find(h->d, name, h->owner)) {
+	if (!headd_responses_chain(h->d, id, h->owner)) {
 		not_found(h, id, "is stored here (it was not stored, its conversation was deleted "
 			  "or idle past --session-idle-s, or another key made it)");
 		return;
@@ -405,12 +424,7 @@ void headd_responses_get(struct headd_http *h, const char *id, const struct sf_h
 void headd_responses_delete(struct headd_http *h, const char *id)
 {
 	struct headd *d = h->d;
-	char chain[CHAIN_HEX + 1], name[SF_API_MAX_SESSION_ID + 1];
-	struct headd_named *s = NULL;
-	if (chain_of(id, chain)) {
-		name_of(chain, name, sizeof(name));
-		s = headd_named_find(d, name, h->owner);
-	}
+	struct headd_named *s = headd_responses_chain(d, id, h->owner);
 	if (!s) {
 		not_found(h, id, "is stored here");
 		return;

@@ -101,6 +101,12 @@ void headd_named_end(struct headd *d, struct headd_named *s)
 		(void)sf_head_session_close(d->head, s->session_id, false, sf_loop_now(d->loop), &err);
 		headd_wal_close(d, s->session_id);
 	}
+	headd_named_free(s);
+}
+
+void headd_named_free(struct headd_named *s)
+{
+	sf_wal_turns_free(&s->kept);
 	free(s->content);
 	free(s);
 }

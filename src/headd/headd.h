@@ -219,6 +219,9 @@ void headd_wal_session(struct headd *d, uint64_t sid, const char *name,
 void headd_wal_content(struct headd *d, uint64_t sid, uint32_t keep, const uint32_t *t,
 		       uint32_t n);
 void headd_wal_close(struct headd *d, uint64_t sid);
+/* A stored response's turn of session sid (id "" and no items: none later is kept). */
+void headd_wal_items(struct headd *d, uint64_t sid, const char *id, const char *items,
+		     size_t len);
 /* Answers h with 200 and text (taken) once every record appended so far is durable (at once
  * without a log): what it says done (a session deleted) is done across a crash. */
 void headd_wal_answer_durable(struct headd *d, struct headd_http *h, char *text);

@@ -133,6 +133,16 @@ void headd_wal_content(struct headd *d, uint64_t sid, uint32_t keep, const uint3
 		headd_wal_append_rec(d, SF_WALREC_CONTENT);
 }
 
+void headd_wal_items(struct headd *d, uint64_t sid, const char *id, const char *items,
+		     size_t len)
+{
+	struct sf_walrec_items r = { .session_id = sid, .items = (const uint8_t *)items,
+				     .items_len = (uint32_t)len };
+	snprintf(r.request_id, sizeof(r.request_id), "%s", id);
+	if (d->wal.w && len <= SF_WALREC_MAX_ITEMS && !sf_walrec_put_items(&d->wal.rec, &r))
+		headd_wal_append_rec(d, SF_WALREC_ITEMS);
+}
+
 void headd_wal_close(struct headd *d, uint64_t sid)
 {
 	if (d->wal.w && !sf_walrec_put_close(&d->wal.rec, sid))

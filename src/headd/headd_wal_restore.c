@@ -133,6 +133,8 @@ static struct headd_named *restore_named(struct headd *d, const struct sf_wal_se
 	n->created_s = s->rec.created_s;
 	n->opened = true;
 	headd_named_set_content(n, s->content, s->n_content);
+	if (sf_wal_turns_copy(&n->kept, &s->turns))
+		n->kept.over = true; /* no memory: not kept, nor any later */
 	/* A turn that failed rolled the content back to before its prompt: not a turn. */
 	for (uint32_t i = 0; i < s->n_gens; i++)
 		n->turns += s->gens[i]->ended && s->gens[i]->rec.n_prompt <= s->n_content;

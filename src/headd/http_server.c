@@ -434,8 +434,7 @@ void headd_api_free(struct headd *d)
 	while (a->named) {
 		struct headd_named *s = a->named;
 		a->named = s->next;
-		free(s->content);
-		free(s);
+		headd_named_free(s);
 	}
 	headd_transcribe_fini(d);
 	headd_tok_loads_free(d);

@@ -3,8 +3,9 @@
  * reply when store is on) and GET /v1/responses/{id} answers without a log: each shard keeps
  * its last HEADD_ITEMS_KEPT stored responses (each response object of at most
  * HEADD_ITEMS_MAX_BYTES), by key, until it restarts.
- * A request's references are replaced by the items before it is parsed, so what the log keeps
- * is the request as it ran. */
+ * A request's references are replaced by the items before it is parsed (and a fork's
+ * conversation put before its input, resp_fork.c), so what the log keeps is the request as
+ * it ran. */
 #include "headd.h"
 
 #include <jansson.h>
@@ -107,19 +108,13 @@ static json_t *find(struct headd *d, const char *item_id,
 	return NULL;
 }
 
-int headd_responses_resolve(struct headd_http *h, const uint8_t *body, size_t len, char **out,
-			    size_t *out_len, struct sf_api_error *e)
+/* root's item references replaced by the items; *found counts them. 0, or -1 with e. */
+static int resolve_refs(struct headd_http *h, json_t *root, int *found, struct sf_api_error *e)
 {
-	*out = NULL;
-	*out_len = 0;
 	static const char mark[] = "item_reference";
-	if (!body || !memmem(body, len, mark, sizeof(mark) - 1))
-		return 0;
-	json_t *root = json_loadb((const char *)body, len, 0, NULL);
 	json_t *input = json_object_get(root, "input");
 	size_t i;
 	json_t *item;
-	int rc = 0, found = 0;
 	json_array_foreach(input, i, item) {
 		const json_t *type = json_object_get(item, "type");
 		if (!json_is_string(type) || strcmp(json_string_value(type), mark))
@@ -129,20 +124,36 @@ int headd_responses_resolve(struct headd_http *h, const uint8_t *body, size_t le
 		if (!got) {
 			char p[32];
 			snprintf(p, sizeof(p), "input[%zu].id", i);
-			rc = sf_api_fail(e, 404, "invalid_request_error", "item_not_found", p,
-					 "%s: no item %.64s here: the head keeps the items of its "
-					 "last %d stored responses (of this key) until it restarts; "
-					 "send the item itself", p, id ? id : "(no id)",
-					 HEADD_ITEMS_KEPT);
-			break;
+			return sf_api_fail(e, 404, "invalid_request_error", "item_not_found", p,
+					   "%s: no item %.64s here: the head keeps the items of its "
+					   "last %d stored responses (of this key) until it restarts; "
+					   "send the item itself", p, id ? id : "(no id)",
+					   HEADD_ITEMS_KEPT);
 		}
-		if (json_array_set_new(input, i, got)) {
-			rc = sf_api_fail(e, 500, "server_error", NULL, NULL, "the head is out of memory");
-			break;
-		}
-		found++;
+		if (json_array_set_new(input, i, got))
+			return sf_api_fail(e, 500, "server_error", NULL, NULL,
+					   "the head is out of memory");
+		(*found)++;
 	}
-	if (!rc && found && !(*out = json_dumps(root, JSON_COMPACT)))
+	return 0;
+}
+
+int headd_responses_resolve(struct headd_http *h, const uint8_t *body, size_t len, char **out,
+			    size_t *out_len, bool *forked, struct sf_api_error *e)
+{
+	*out = NULL;
+	*out_len = 0;
+	*forked = false;
+	static const char ref[] = "item_reference", prev[] = "previous_response_id";
+	if (!body || (!memmem(body, len, ref, sizeof(ref) - 1) &&
+		      !memmem(body, len, prev, sizeof(prev) - 1)))
+		return 0;
+	json_t *root = json_loadb((const char *)body, len, 0, NULL);
+	int found = 0;
+	int rc = resolve_refs(h, root, &found, e);
+	if (!rc)
+		rc = headd_responses_fork(h, root, forked, e);
+	if (!rc && (found || *forked) && !(*out = json_dumps(root, JSON_COMPACT)))
 		rc = sf_api_fail(e, 500, "server_error", NULL, NULL, "the head is out of memory");
 	if (*out)
 		*out_len = strlen(*out);

@@ -30,6 +30,7 @@ struct sf_fwd {
 	struct sf_dn *dn;   /* the recurrent layers' (models with Gated DeltaNet layers) */
 	float *qg, *ag;     /* gated attention: each head's queries and gate, the gates */
 	float *sx;          /* a shared expert's outputs (Qwen3.5-MoE) */
+	const float *rope_ff; /* the rope's frequency factors for sessions of max_ctx, or NULL */
 };
 
 static int act_slot(uint32_t type)
@@ -69,6 +70,7 @@ int sf_fwd_new(const struct sf_model *m, uint32_t max_tokens, uint32_t max_ctx,
 	f->max_tokens = max_tokens ? max_tokens : 1;
 	f->max_ctx = max_ctx ? max_ctx : 1;
 	f->max_threads = max_threads ? max_threads : 1;
+	f->rope_ff = sf_model_rope_factors(m, f->max_ctx);
 	size_t T = f->max_tokens, qd = (size_t)c->n_head * c->head_dim;
 	size_t kvd = (size_t)c->n_head_kv * c->head_dim;
 	size_t wide = qd > c->n_embd ? qd : c->n_embd;
@@ -233,7 +235,7 @@ static void qkv_finish(struct job *j, uint32_t il, uint32_t t)
 	}
 	if (!c->no_rope_step || (il + 1) % c->no_rope_step) {
 		float cs[SF_MODEL_MAX_HEAD_DIM];
-		sf_op_rope_table(m, c->swa[il], j->toks[t].pos, cs);
+		sf_op_rope_table(m, f->rope_ff, c->swa[il], j->toks[t].pos, cs);
 		sf_op_rope(m, q, c->n_head, cs);
 		sf_op_rope(m, k, c->n_head_kv, cs);
 	}

@@ -70,7 +70,9 @@ struct sf_model_config {
 	float rope_freq_scale; /* 1 / the linear (or YaRN) scaling factor */
 	bool rope_yarn;        /* YaRN: each pair's angle between the scaled and the unscaled one
 				* by its wavelength, cos and sin times 1 + 0.1 ln(factor) */
-	uint32_t yarn_orig_ctx; /* YaRN: the context the model was trained with before */
+	uint32_t yarn_orig_ctx; /* YaRN and LongRoPE: the context the model was trained with
+				 * before (rope.scaling.original_context_length) */
+	float rope_attn_factor; /* cos and sin times it (LongRoPE's rope.scaling.attn_factor; 1) */
 	bool rope_neox;        /* rotate (i, i + n_rot/2) instead of (2i, 2i + 1) */
 	float attn_scale;      /* 1 / sqrt(head_dim) unless the file (or the family's rule) says */
 	bool q_prescale;       /* queries times attn_scale before they are rounded to F16 and the
@@ -138,6 +140,9 @@ struct sf_model {
 	const struct sf_gguf *file; /* not owned */
 	const struct sf_gguf_tensor *tok_embd, *output_norm, *output; /* output may be tok_embd */
 	const float *rope_freqs;    /* n_rot / 2 frequency divisors (Llama 3.x), or NULL */
+	const float *rope_long;     /* LongRoPE's (Phi-3.5, Phi-4-mini): the divisors of contexts
+				     * past yarn_orig_ctx and of those within it, or NULL both */
+	const float *rope_short;
 	struct sf_layer_w *layers;
 	float rope_theta_scale;     /* base^(-2 / n_rot): each pair's angle over the previous's */
 	float rope_theta_scale_swa; /* the same of the sliding-window layers' base */
@@ -153,6 +158,12 @@ struct sf_model {
  * metadata that contradicts itself. The file must outlive the model. */
 int sf_model_load(const struct sf_gguf *file, struct sf_model **out, struct sf_err *err);
 void sf_model_free(struct sf_model *m);
+
+/* The frequency divisors of the global layers' rope (n_rot / 2, or NULL) for sessions of up
+ * to ctx positions: LongRoPE's long factors when ctx, rounded up to a multiple of 256 as
+ * llama.cpp rounds its context, is over the original context, else its short ones (the
+ * choice llama.cpp makes from its context per sequence, n_ctx_seq); Llama 3's otherwise. */
+const float *sf_model_rope_factors(const struct sf_model *m, uint32_t ctx);
 
 /* Bytes of keys and values one token takes in a session's cache (F16 keys and values of the
  * layers with attention). */
@@ -252,7 +263,9 @@ struct sf_fwd_tok {
 };
 
 /* Scratch buffers for forward calls of up to max_tokens tokens at positions below max_ctx,
- * run by pools of up to max_threads threads. One call at a time. */
+ * run by pools of up to max_threads threads. One call at a time. max_ctx is also the context
+ * of each session the rope's factors are picked for (sf_model_rope_factors): the same for
+ * every call, so that a session's cached keys keep one rope. */
 struct sf_fwd;
 int sf_fwd_new(const struct sf_model *m, uint32_t max_tokens, uint32_t max_ctx,
 	       unsigned max_threads, struct sf_fwd **out, struct sf_err *err);

@@ -270,6 +270,26 @@ static int bind_layer(struct sf_model *m, uint32_t il, struct sf_err *err)
 	return 0;
 }
 
+/* LongRoPE's factors (Phi-3.5, Phi-4-mini): both or neither, and not beside rope_freqs. */
+static int bind_longrope(struct sf_model *m, struct sf_err *err)
+{
+	const struct sf_model_config *c = &m->cfg;
+	const struct sf_gguf_tensor *lf = NULL, *sf = NULL;
+	int rc = vec(m, "rope_factors_long.weight", false, c->n_rot / 2, &lf, err);
+	if (rc || (rc = vec(m, "rope_factors_short.weight", false, c->n_rot / 2, &sf, err)))
+		return rc;
+	if (!lf != !sf)
+		return sf_err_set(err, SF_E_MODEL, "tensor %s is missing (LongRoPE has both %s and %s)",
+				  lf ? "rope_factors_short.weight" : "rope_factors_long.weight",
+				  "rope_factors_long.weight", "rope_factors_short.weight");
+	if (lf && m->rope_freqs)
+		return sf_err_set(err, SF_E_MODEL, "tensor rope_freqs.weight beside LongRoPE's "
+				  "rope_factors_long.weight: which factors apply is not defined");
+	m->rope_long = lf ? lf->data : NULL;
+	m->rope_short = sf ? sf->data : NULL;
+	return 0;
+}
+
 int sf__model_bind(struct sf_model *m, struct sf_err *err)
 {
 	struct sf_model_config *c = &m->cfg;
@@ -295,6 +315,8 @@ int sf__model_bind(struct sf_model *m, struct sf_err *err)
 	    (rc = vec(m, "rope_freqs.weight", false, c->n_rot / 2, &rf, err)))
 		return rc;
 	m->rope_freqs = rf ? rf->data : NULL;
+	if (c->arch == SF_ARCH_PHI3 && (rc = bind_longrope(m, err)))
+		return rc;
 	m->layers = calloc(c->n_layer, sizeof(*m->layers));
 	if (!m->layers)
 		return sf_err_set(err, SF_E_NOMEM, "no memory for %u layers", c->n_layer);

@@ -24,6 +24,9 @@ struct shape {
 	/* A mixture of experts (0: a dense FFN): experts, chosen per token, an expert's width. */
 	uint32_t n_expert, n_expert_used, n_ff_exp;
 	bool yarn; /* rope_linear is a YaRN factor over an original context of n_ctx / it */
+	/* LongRoPE (Phi-3.5, Phi-4-mini; 0: none): the original context of its factors
+	 * (add_longrope writes them), and the rotary dimensions of a head (0: all of them) */
+	uint32_t longrope_orig, n_rot;
 };
 
 /* Qwen3.5's shapes: rotary dimensions, the convolution's taps, a Gated DeltaNet head's width,
@@ -46,8 +49,9 @@ static const struct ssm_shape *ssm_of(const struct shape *s)
 	return NULL;
 }
 
-#define PLAIN 0, 0, 0, 0, 0, 0, 0, 0, 0, false /* no Gemma keys, no experts, no YaRN */
-#define DENSE 0, 0, 0, false /* no experts, no YaRN */
+#define NO_EXTRAS 0, 0, 0, 0, 0, 0, 0, 0, 0, false /* no Gemma keys, no experts, no YaRN */
+#define PLAIN NO_EXTRAS, 0, 0 /* nor LongRoPE */
+#define DENSE 0, 0, 0, false, 0, 0 /* no experts, no YaRN, no LongRoPE */
 
 static const struct shape shapes[] = {
 	{ "qwen2.5-0.5b", "qwen2", 896, 24, 14, 2, 64, 4864, 32768, 1e6f, 1e-6f, true, false, PLAIN },
@@ -62,6 +66,12 @@ static const struct shape shapes[] = {
 	  false, PLAIN },
 	{ "phi-3-mini-4k", "phi3", 3072, 32, 32, 32, 96, 8192, 4096, 1e4f, 1e-5f, false, false,
 	  2047, 0, 0, 0, 0, 0, DENSE },
+	/* Phi-3.5-mini (a window past any context, LongRoPE over 4,096) and Phi-4-mini (24/8
+	 * heads of 128, 96 of them rotated, tied, LongRoPE) */
+	{ "phi-3.5-mini", "phi3", 3072, 32, 32, 32, 96, 8192, 131072, 1e4f, 1e-5f, false, false,
+	  262144, 0, 0, 0, 0, 0, 0, 0, 0, false, 4096, 0 },
+	{ "phi-4-mini", "phi3", 3072, 32, 24, 8, 128, 8192, 131072, 1e4f, 1e-5f, true, false,
+	  NO_EXTRAS, 4096, 96 },
 	{ "granite-3.3-2b", "granite", 2048, 40, 32, 8, 64, 8192, 131072, 1e7f, 1e-5f, true, false,
 	  PLAIN },
 	{ "smollm3-3b", "smollm3", 2048, 36, 16, 4, 128, 11008, 65536, 5e6f, 1e-6f, true, false,
@@ -76,6 +86,12 @@ static const struct shape shapes[] = {
 	/* the same weights with a window of 40 on every layer (test_model) */
 	{ "test-phi3-swa", "phi3", 256, 2, 4, 2, 64, 512, 4096, 1e4f, 1e-5f, false, false,
 	  40, 0, 0, 0, 0, 0, DENSE },
+	/* test-phi3 with LongRoPE over an original context of 4,096 (of 131,072); and Phi-4-mini's
+	 * kind: tied, 48 of a head's 64 dimensions rotated */
+	{ "test-phi3-longrope", "phi3", 256, 2, 4, 2, 64, 512, 131072, 1e4f, 1e-5f, false, false,
+	  NO_EXTRAS, 4096, 0 },
+	{ "test-phi4", "phi3", 256, 2, 4, 2, 64, 512, 131072, 1e4f, 1e-5f, true, false, NO_EXTRAS,
+	  4096, 48 },
 	/* Granite: Llama's with multipliers (granite_scales) */
 	{ "test-granite", "granite", 256, 2, 4, 2, 64, 512, 4096, 1e4f, 1e-5f, false, false, PLAIN },
 	/* SmolLM3: layer 3 of 4 without rope */
@@ -98,16 +114,16 @@ static const struct shape shapes[] = {
 	/* Mixtures of experts: Qwen3-30B-A3B (128 experts, 8 a token, 768 wide; untied),
 	 * Mixtral 8x7B (llama, 8 experts, 2 a token), and small test shapes of both. */
 	{ "qwen3-30b-a3b", "qwen3moe", 2048, 48, 32, 4, 128, 6144, 40960, 1e6f, 1e-6f, false,
-	  false, 0, 0, 0, 0, 0, 0, 128, 8, 768, false },
+	  false, 0, 0, 0, 0, 0, 0, 128, 8, 768, false, 0, 0 },
 	{ "mixtral-8x7b", "llama", 4096, 32, 32, 8, 128, 14336, 32768, 1e6f, 1e-5f, false, false,
-	  0, 0, 0, 0, 0, 0, 8, 2, 14336, false },
+	  0, 0, 0, 0, 0, 0, 8, 2, 14336, false, 0, 0 },
 	/* Qwen3 with YaRN (DeepSeek-R1-0528-Qwen3-8B's scaling: 4 over 32,768), small */
 	{ "test-qwen3-yarn", "qwen3", 256, 2, 4, 2, 128, 512, 131072, 1e6f, 1e-6f, true, false,
-	  0, 0, 0, 0, 0, 4.0f, 0, 0, 0, true },
+	  0, 0, 0, 0, 0, 4.0f, 0, 0, 0, true, 0, 0 },
 	{ "test-qwen3moe", "qwen3moe", 256, 2, 4, 2, 64, 1024, 4096, 1e6f, 1e-6f, false, false,
-	  0, 0, 0, 0, 0, 0, 16, 4, 256, false },
+	  0, 0, 0, 0, 0, 0, 16, 4, 256, false, 0, 0 },
 	{ "test-mixtral", "llama", 256, 2, 4, 2, 64, 256, 4096, 1e6f, 1e-5f, false, false,
-	  0, 0, 0, 0, 0, 0, 8, 2, 256, false },
+	  0, 0, 0, 0, 0, 0, 8, 2, 256, false, 0, 0 },
 	/* Qwen3.5: Gated DeltaNet layers and every fourth a gated attention. Qwen3.5-0.8B (1024
 	 * wide, 24 layers, 8/2 heads of 256, a quarter of them roped, 16 key and 16 value heads
 	 * of 128 with convolutions of 4, FFN 3584, rope base 1e7, tied), and a small shape with
@@ -118,7 +134,7 @@ static const struct shape shapes[] = {
 	/* Qwen3.5-MoE: the same layers with 16 experts of 256 (4 a token) and a shared expert of
 	 * 256 gated by its own sigmoid */
 	{ "test-qwen35moe", "qwen35moe", 256, 4, 4, 2, 64, 256, 4096, 1e7f, 1e-6f, false, false,
-	  0, 0, 0, 0, 0, 0, 16, 4, 256, false },
+	  0, 0, 0, 0, 0, 0, 16, 4, 256, false, 0, 0 },
 };
 
 /* The --type choices: one type for every matrix, or a mix (llama.cpp's *_M: its base type,
@@ -330,8 +346,17 @@ static int write_meta(struct maker *mk, const struct shape *s, uint32_t n_layer,
 		rc = rc ? rc : sf_gguf_set_u32(w, KEY("attention.key_length"), s->head_dim);
 		rc = rc ? rc : sf_gguf_set_u32(w, KEY("attention.value_length"), s->head_dim);
 	}
-	if (!strcmp(s->arch, "llama"))
-		rc = rc ? rc : sf_gguf_set_u32(w, KEY("rope.dimension_count"), s->head_dim);
+	if (!strcmp(s->arch, "llama") || s->n_rot)
+		rc = rc ? rc : sf_gguf_set_u32(w, KEY("rope.dimension_count"),
+					       s->n_rot ? s->n_rot : s->head_dim);
+	if (s->longrope_orig) {
+		/* what llama.cpp's converter writes: sqrt(1 + ln(scale) / ln(original)) */
+		double scale = (double)ctx / s->longrope_orig;
+		float af = scale > 1 ? (float)sqrt(1 + log(scale) / log(s->longrope_orig)) : 1.0f;
+		rc = rc ? rc : sf_gguf_set_u32(w, KEY("rope.scaling.original_context_length"),
+					       s->longrope_orig);
+		rc = rc ? rc : sf_gguf_set_f32(w, KEY("rope.scaling.attn_factor"), af);
+	}
 	if (!strcmp(s->arch, "granite"))
 		rc = rc ? rc : write_granite(mk, s);
 	const struct ssm_shape *ss = ssm_of(s);
@@ -529,7 +554,8 @@ const char *const sf_model_gen_shapes[] = { "qwen2.5-0.5b", "qwen3-0.6b", "llama
 					    "test-mixtral", "test-qwen3-yarn", "smollm3-3b",
 					    "test-smollm3", "olmo2-1b", "test-olmo2", "granite-3.3-2b",
 					    "test-granite", "phi-3-mini-4k", "test-phi3",
-					    "mistral-nemo-12b", "test-phi3-swa", "qwen3.5-0.8b",
+					    "mistral-nemo-12b", "test-phi3-swa", "phi-3.5-mini",
+					    "phi-4-mini", "test-phi3-longrope", "test-phi4", "qwen3.5-0.8b",
 					    "test-qwen35", "test-qwen35moe", NULL };
 const char *const sf_model_gen_types[] = { "f32", "f16", "bf16", "q8_0", "q4_0", "q5_0",
 					   "q4_k", "q6_k", "q4_k_m", "q5_k", "q5_k_m", "q3_k",
@@ -551,6 +577,34 @@ static int add_rope_freqs(struct maker *mk, const struct shape *s)
 	if (sf_gguf_add_tensor(mk->w, "rope_freqs.weight", SF_GGUF_T_F32, 1, ne, f,
 			       s->head_dim / 2 * sizeof(float)))
 		return sf_err_set(mk->err, SF_E_RANGE, "cannot add rope_freqs.weight");
+	return 0;
+}
+
+/* LongRoPE's factors, smooth as Phi-3.5-mini's are: the short ones from 1 to 2.6, the long
+ * ones from 1.08 to 64 (the high pairs, whose wavelengths pass the original context, divided
+ * the most). */
+static int add_longrope(struct maker *mk, const struct shape *s)
+{
+	uint32_t half = (s->n_rot ? s->n_rot : s->head_dim) / 2;
+	for (int k = 0; k < 2; k++) {
+		void **b = realloc(mk->bufs, (mk->n_bufs + 1) * sizeof(*b));
+		float *f = malloc(half * sizeof(float));
+		if (!b || !f) {
+			free(f);
+			return sf_err_set(mk->err, SF_E_NOMEM, "no memory");
+		}
+		mk->bufs = b;
+		mk->bufs[mk->n_bufs++] = f;
+		for (uint32_t i = 0; i < half; i++) {
+			double x = half > 1 ? (double)i / (half - 1) : 0;
+			f[i] = k ? (float)(1.08 * exp(pow(x, 1.5) * log(64 / 1.08)))
+				 : (float)(1 + 1.6 * x * x);
+		}
+		const char *name = k ? "rope_factors_long.weight" : "rope_factors_short.weight";
+		uint64_t ne[1] = { half };
+		if (sf_gguf_add_tensor(mk->w, name, SF_GGUF_T_F32, 1, ne, f, half * sizeof(float)))
+			return sf_err_set(mk->err, SF_E_RANGE, "cannot add %s", name);
+	}
 	return 0;
 }
 
@@ -592,6 +646,8 @@ int sf_model_gen_write(const struct sf_model_gen *gen, const char *path, struct 
 	rc = rc ? rc : add(&mk, "token_embd.weight", emb_t, s->n_embd, n_vocab, 0, aO);
 	if (s->llama3_rope)
 		rc = rc ? rc : add_rope_freqs(&mk, s);
+	if (s->longrope_orig)
+		rc = rc ? rc : add_longrope(&mk, s);
 	for (uint32_t il = 0; !rc && il < n_layer; il++)
 		rc = make_layer(&mk, s, il, n_layer, want, mix);
 	rc = rc ? rc : add(&mk, "output_norm.weight", SF_GGUF_T_F32, s->n_embd, 1, gain,

@@ -12,9 +12,10 @@ enum {
 	SF_COMPUTES_FINAL_SOFTCAP = 4,
 	SF_COMPUTES_MOE = 8,
 	SF_COMPUTES_SCALES = 16, /* embedding, residual and logit scales (Granite) */
-	SF_COMPUTES_MROPE = 32,  /* rope.dimension_sections: a text's positions in every section
+	SF_COMPUTES_LONGROPE = 32, /* LongRoPE's factors and attention factor (Phi-3.5/4) */
+	SF_COMPUTES_MROPE = 64,  /* rope.dimension_sections: a text's positions in every section
 				  * (Qwen3.5's interleaved multi-section rope) */
-	SF_COMPUTES_SHEXP = 64,  /* a shared expert beside the experts (Qwen3.5-MoE) */
+	SF_COMPUTES_SHEXP = 128, /* a shared expert beside the experts (Qwen3.5-MoE) */
 };
 
 /* Gemma, Gemma 2 or Gemma 3. */

@@ -22,7 +22,7 @@ static const struct {
 	{ "smollm3", SF_ARCH_SMOLLM3, 0 },
 	{ "olmo2", SF_ARCH_OLMO2, 0 },
 	{ "granite", SF_ARCH_GRANITE, SF_COMPUTES_SCALES },
-	{ "phi3", SF_ARCH_PHI3, SF_COMPUTES_SWA },
+	{ "phi3", SF_ARCH_PHI3, SF_COMPUTES_SWA | SF_COMPUTES_LONGROPE },
 	{ "gemma", SF_ARCH_GEMMA, 0 },
 	{ "gemma2", SF_ARCH_GEMMA2,
 	  SF_COMPUTES_SWA | SF_COMPUTES_ATTN_SOFTCAP | SF_COMPUTES_FINAL_SOFTCAP },
@@ -390,16 +390,21 @@ static int read_config(const struct sf_gguf *g, struct sf_model_config *c, unsig
 	const char *tk = akey(c, "rope.scaling.type");
 	if (sf_gguf_find(g, tk) && sf_gguf_get_str(g, tk, &st, err))
 		return err->code = SF_E_MODEL;
+	/* LongRoPE (rope.scaling.type longrope, which llama.cpp's converter does not write): its
+	 * factors are tensors and its attention factor a key (below), the rest linear's */
+	bool longrope = *computes & SF_COMPUTES_LONGROPE;
 	if (!sf_gguf_str_eq(st, "none")) {
 		bool yarn = sf_gguf_str_eq(st, "yarn");
-		if (!sf_gguf_str_eq(st, "linear") && !yarn) {
+		if (!sf_gguf_str_eq(st, "linear") && !yarn &&
+		    !(longrope && sf_gguf_str_eq(st, "longrope"))) {
 			char name[24];
 			size_t n = st.len < sizeof(name) - 1 ? st.len : sizeof(name) - 1;
 			for (size_t j = 0; j < n; j++)
 				name[j] = st.ptr[j] >= 0x20 && st.ptr[j] < 0x7f ? st.ptr[j] : '?';
 			name[n] = 0;
 			return sf_err_set(err, SF_E_MODEL, "%s = %s: rope scaling this engine does "
-					  "not compute (none, linear, yarn)", tk, name);
+					  "not compute (none, linear, yarn%s)", tk, name,
+					  longrope ? ", longrope" : "");
 		}
 		float f = 0;
 		if ((rc = opt_f32(g, c, "rope.scaling.factor", 0.0f, &f, err)))
@@ -418,6 +423,19 @@ static int read_config(const struct sf_gguf *g, struct sf_model_config *c, unsig
 					  c->n_ctx_train, 1, 1u << 24, &c->yarn_orig_ctx, err)))
 			return rc;
 	}
+	/* cos and sin times rope.scaling.attn_factor (LongRoPE: sqrt(1 + ln(context / original
+	 * context) / ln(original context)), 1.19 in Phi-3.5-mini), whichever factors are picked,
+	 * as llama.cpp multiplies them; its factors picked by the original context */
+	c->rope_attn_factor = 1.0f;
+	if (longrope &&
+	    ((rc = opt_f32(g, c, "rope.scaling.attn_factor", 1.0f, &c->rope_attn_factor, err)) ||
+	     (rc = opt_u32(g, c, "rope.scaling.original_context_length", c->n_ctx_train, 1,
+			   1u << 24, &c->yarn_orig_ctx, err))))
+		return rc;
+	if (!(c->rope_attn_factor > 0) || !isfinite(c->rope_attn_factor))
+		return sf_err_set(err, SF_E_MODEL, "%s = %g: the rope's attention factor must be "
+				  "positive and finite", akey(c, "rope.scaling.attn_factor"),
+				  (double)c->rope_attn_factor);
 	/* rope on adjacent pairs (llama.cpp's LLAMA_ROPE_TYPE_NORM) or on halves (NEOX) */
 	bool adjacent = c->arch == SF_ARCH_LLAMA || c->arch == SF_ARCH_SMOLLM3 ||
 			c->arch == SF_ARCH_GRANITE;
@@ -467,15 +485,31 @@ static int rope_check(struct sf_model *m, struct sf_err *err)
 			double lo = floor(d[0]), hi = ceil(d[1]);
 			m->yarn_corr[r][0] = (float)(lo > 0 ? lo : 0);
 			m->yarn_corr[r][1] = (float)(hi < c->n_rot - 1 ? hi : c->n_rot - 1);
-			m->yarn_mscale[r] = 1.0f + 0.1f * (float)log((double)(1.0f / scale[r]));
+			m->yarn_mscale[r] = c->rope_attn_factor *
+					    (1.0f + 0.1f * (float)log((double)(1.0f / scale[r])));
 		}
 	}
-	for (uint32_t i = 0; m->rope_freqs && i < c->n_rot / 2; i++) {
-		float ff = m->rope_freqs[i];
-		if (!(ff > 0) || !isfinite(ff))
-			return sf_err_set(err, SF_E_MODEL, "rope_freqs.weight[%u] = %g", i, (double)ff);
-	}
+	const struct {
+		const char *name;
+		const float *f;
+	} fs[] = { { "rope_freqs.weight", m->rope_freqs },
+		   { "rope_factors_long.weight", m->rope_long },
+		   { "rope_factors_short.weight", m->rope_short } };
+	for (size_t k = 0; k < sizeof(fs) / sizeof(fs[0]); k++)
+		for (uint32_t i = 0; fs[k].f && i < c->n_rot / 2; i++)
+			if (!(fs[k].f[i] > 0) || !isfinite(fs[k].f[i]))
+				return sf_err_set(err, SF_E_MODEL, "%s[%u] = %g: a rope frequency "
+						  "factor must be positive and finite", fs[k].name,
+						  i, (double)fs[k].f[i]);
 	return 0;
+}
+
+const float *sf_model_rope_factors(const struct sf_model *m, uint32_t ctx)
+{
+	if (!m->rope_long)
+		return m->rope_freqs;
+	uint64_t padded = ((uint64_t)ctx + 255) / 256 * 256;
+	return padded > m->cfg.yarn_orig_ctx ? m->rope_long : m->rope_short;
 }
 
 int sf_model_load(const struct sf_gguf *file, struct sf_model **out, struct sf_err *err)

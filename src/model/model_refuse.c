@@ -32,7 +32,7 @@ static const struct {
 	{ "expert_group_count", "expert groups", 0, NONZERO },
 	{ "interleave_moe_layer_step", "interleaved expert layers", 0, NONZERO },
 	{ "nextn_predict_layers", "multi-token prediction layers", 0, NONZERO },
-	{ "rope.scaling.attn_factor", "a rope attention factor", 0, NOT_ONE },
+	{ "rope.scaling.attn_factor", "a rope attention factor", SF_COMPUTES_LONGROPE, NOT_ONE },
 	{ "rope.dimension_sections", "multi-section rope", SF_COMPUTES_MROPE, NONZERO },
 	{ "logit_scale", "scaled logits", SF_COMPUTES_SCALES, NOT_ONE },
 	{ "embedding_scale", "scaled embeddings", SF_COMPUTES_SCALES, NOT_ONE },

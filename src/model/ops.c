@@ -25,17 +25,18 @@ void sf_op_rmsnorm(float *y, const float *x, const float *w, uint32_t n, float e
 			y[i] = x[i] * scale;
 }
 
-void sf_op_rope_table(const struct sf_model *m, bool swa, uint32_t pos, float *cs)
+void sf_op_rope_table(const struct sf_model *m, const float *ff, bool swa, uint32_t pos,
+		      float *cs)
 {
 	/* Pair i turns by pos * base^(-2i/n_rot), grown as a running product the way ggml's rope
 	 * cache grows it, over the pair's frequency factor, times the linear scale; cos and sin in
-	 * double precision, then rounded. The sliding-window layers have a base and scale of their
-	 * own (Gemma 2/3) and no frequency factors. */
+	 * double precision, then rounded, then times the attention factor (LongRoPE's; 1). The
+	 * sliding-window layers have a base and scale of their own (Gemma 2/3, whose files have
+	 * no frequency factors; Phi-3's window layers have the global rope). */
 	uint32_t half = m->cfg.n_rot / 2;
 	float theta = (float)pos;
 	float step = swa ? m->rope_theta_scale_swa : m->rope_theta_scale;
 	float scale = swa ? m->cfg.rope_freq_scale_swa : m->cfg.rope_freq_scale;
-	const float *ff = swa ? NULL : m->rope_freqs;
 	if (m->cfg.rope_yarn) {
 		/* YaRN (ggml's rope_yarn): pair i's angle mixed from the scaled one and the
 		 * unscaled one by a ramp over the pairs [lo, hi], cos and sin times the magnitude */
@@ -52,11 +53,12 @@ void sf_op_rope_table(const struct sf_model *m, bool swa, uint32_t pos, float *c
 		}
 		return;
 	}
+	float ms = m->cfg.rope_attn_factor;
 	for (uint32_t i = 0; i < half; i++) {
 		float t = ff ? theta / ff[i] : theta;
 		t = scale * t;
-		cs[2 * i] = (float)cos((double)t);
-		cs[2 * i + 1] = (float)sin((double)t);
+		cs[2 * i] = (float)cos((double)t) * ms;
+		cs[2 * i + 1] = (float)sin((double)t) * ms;
 		theta *= step;
 	}
 }

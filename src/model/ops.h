@@ -13,8 +13,11 @@
 void sf_op_rmsnorm(float *y, const float *x, const float *w, uint32_t n, float eps);
 
 /* The angles' cosines and sines of position pos: cs[2i] = cos, cs[2i+1] = sin for the
- * n_rot / 2 pairs of a head, with the rope of the sliding-window layers when swa. */
-void sf_op_rope_table(const struct sf_model *m, bool swa, uint32_t pos, float *cs);
+ * n_rot / 2 pairs of a head, over the frequency factors ff (NULL: none; what
+ * sf_model_rope_factors picks for the session's context), with the rope of the
+ * sliding-window layers when swa. */
+void sf_op_rope_table(const struct sf_model *m, const float *ff, bool swa, uint32_t pos,
+		      float *cs);
 
 /* Rotates the first n_rot dimensions of each of n_heads heads of x (head_dim apart). */
 void sf_op_rope(const struct sf_model *m, float *x, uint32_t n_heads, const float *cs);

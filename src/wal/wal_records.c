@@ -167,6 +167,18 @@ int sf_walrec_put_gen(struct sf_buf *out, const struct sf_walrec_gen *r)
 	return w.rc;
 }
 
+int sf_walrec_put_items(struct sf_buf *out, const struct sf_walrec_items *r)
+{
+	if (r->items_len > SF_WALREC_MAX_ITEMS || strlen(r->request_id) > SF_WALREC_MAX_ID)
+		return SF_E_LIMIT;
+	struct put w = begin(out);
+	put_u64(&w, r->session_id);
+	put_str(&w, r->request_id);
+	put_u32(&w, r->items_len);
+	put_raw(&w, r->items, r->items_len);
+	return w.rc;
+}
+
 int sf_walrec_put_tokens(struct sf_buf *out, uint64_t sid, uint64_t gid, uint64_t epoch,
 			 uint64_t seq, const uint32_t *tokens, uint32_t n)
 {
@@ -540,6 +552,24 @@ int sf_walrec_get_close(const uint8_t *p, size_t len, uint64_t *sid, struct sf_e
 	return end(&g);
 }
 
+int sf_walrec_get_items(const uint8_t *p, size_t len, struct sf_walrec_items *r,
+			struct sf_err *err)
+{
+	struct get g = start(p, len, "items", err);
+	memset(r, 0, sizeof(*r));
+	r->session_id = get_u64(&g, "session id");
+	get_str(&g, r->request_id, sizeof(r->request_id), "request id");
+	r->items_len = get_u32(&g, "items length");
+	if (!g.rc && r->items_len > SF_WALREC_MAX_ITEMS)
+		g.rc = sf_err_set(err, SF_E_LIMIT, "items record: %u bytes of items, past %u",
+				  r->items_len, SF_WALREC_MAX_ITEMS);
+	if (need(&g, r->items_len, "items")) {
+		r->items = g.p + g.at;
+		g.at += r->items_len;
+	}
+	return end(&g);
+}
+
 int sf_walrec_get_gen_snap(const uint8_t *p, size_t len, struct sf_walrec_gen_snap *r,
 			   struct sf_err *err)
 {
@@ -612,6 +642,7 @@ const char *sf_walrec_type_name(uint8_t type)
 	case SF_WALREC_END: return "end";
 	case SF_WALREC_CLOSE: return "close";
 	case SF_WALREC_GEN_SNAP: return "generation-summary";
+	case SF_WALREC_ITEMS: return "items";
 	case 0xf0: return "checkpoint-begin";
 	case 0xf1: return "checkpoint-end";
 	default: return "unknown";
@@ -630,6 +661,7 @@ void sf_walrec_describe(uint8_t type, const uint8_t *p, size_t len, char *out, s
 		struct sf_walrec_gen g;
 		struct sf_walrec_event e;
 		struct sf_walrec_gen_snap gs;
+		struct sf_walrec_items it;
 		uint64_t sid;
 	} u;
 	switch (type) {
@@ -700,6 +732,11 @@ void sf_walrec_describe(uint8_t type, const uint8_t *p, size_t len, char *out, s
 				 " next_seq=%" PRIu64 " tokens=%u resumed=%u", u.gs.session_id,
 				 u.gs.generation_id, u.gs.epoch, u.gs.next_seq, u.gs.n_tokens,
 				 u.gs.resumed);
+		break;
+	case SF_WALREC_ITEMS:
+		if (!(rc = sf_walrec_get_items(p, len, &u.it, &err)))
+			snprintf(out, cap, "session=%" PRIu64 " response=%s items=%u bytes",
+				 u.it.session_id, u.it.request_id, u.it.items_len);
 		break;
 	default:
 		snprintf(out, cap, "%zu bytes", len);

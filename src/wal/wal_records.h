@@ -18,6 +18,7 @@
 #define SF_WALREC_MAX_ID 64       /* a request's id */
 #define SF_WALREC_MAX_BODY (8u << 20) /* a request body kept for a resumed stream */
 #define SF_WALREC_MAX_MSG 256
+#define SF_WALREC_MAX_ITEMS (4u << 20) /* a stored response's turn, as JSON items */
 #define SF_WALREC_OWNER_LEN 16    /* the tag of the API key that opened a session */
 
 enum sf_walrec_type {
@@ -35,6 +36,7 @@ enum sf_walrec_type {
 	SF_WALREC_SESSION_V2 = 11, /* a session opened, with its whole sampling but no owner (as
 				    * heads before owners wrote it; read, not written) */
 	SF_WALREC_SESSION = 12, /* a session opened, with its whole sampling and its owner */
+	SF_WALREC_ITEMS = 14,   /* a stored response's turn of its conversation (JSON items) */
 };
 
 struct sf_walrec_head {
@@ -88,6 +90,17 @@ struct sf_walrec_gen {
 	uint32_t body_len;
 };
 
+/* A stored response's turn of its named session's conversation: its request's input items
+ * and its output items, one compact JSON array (/v1/responses: what a later request naming
+ * it as previous_response_id replays); items_len 0: the conversation's turns from here on
+ * are not kept (it passed the head's bounds). */
+struct sf_walrec_items {
+	uint64_t session_id;
+	char request_id[SF_WALREC_MAX_ID + 1]; /* the response's id */
+	const uint8_t *items;
+	uint32_t items_len;
+};
+
 /* TOKENS, LOGPROBS and END name the event's run (epoch) and number (seq); an END the head
  * gave itself has seq UINT64_MAX. */
 struct sf_walrec_event {
@@ -129,6 +142,7 @@ int sf_walrec_put_logprobs(struct sf_buf *out, uint64_t sid, uint64_t gid, uint6
 int sf_walrec_put_end(struct sf_buf *out, uint64_t sid, uint64_t gid, uint64_t epoch,
 		      uint64_t seq, uint32_t reason, int32_t code, const char *msg);
 int sf_walrec_put_close(struct sf_buf *out, uint64_t session_id);
+int sf_walrec_put_items(struct sf_buf *out, const struct sf_walrec_items *r);
 int sf_walrec_put_gen_snap(struct sf_buf *out, const struct sf_walrec_gen_snap *r,
 			   const uint32_t *tokens);
 /* Appends one LOGPROBS record's entries (n of them, len bytes) to a blob. */
@@ -155,6 +169,8 @@ int sf_walrec_get_gen(const uint8_t *p, size_t len, struct sf_walrec_gen *r, str
 int sf_walrec_get_event(uint8_t type, const uint8_t *p, size_t len, struct sf_walrec_event *r,
 			struct sf_err *err);
 int sf_walrec_get_close(const uint8_t *p, size_t len, uint64_t *session_id, struct sf_err *err);
+int sf_walrec_get_items(const uint8_t *p, size_t len, struct sf_walrec_items *r,
+			struct sf_err *err);
 int sf_walrec_get_gen_snap(const uint8_t *p, size_t len, struct sf_walrec_gen_snap *r,
 			   struct sf_err *err);
 

@@ -51,6 +51,7 @@ static void session_free(struct sf_wal_session *s)
 {
 	for (uint32_t i = 0; i < s->n_gens; i++)
 		gen_free(s->gens[i]);
+	sf_wal_turns_free(&s->turns);
 	free(s->content);
 	free(s->bias);
 	free(s);
@@ -363,6 +364,20 @@ static int apply_snap(struct sf_wal_state *st, const uint8_t *p, uint32_t len, s
 	return 0;
 }
 
+static int apply_items(struct sf_wal_state *st, const uint8_t *p, uint32_t len,
+		       struct sf_err *err)
+{
+	struct sf_walrec_items r;
+	int rc = sf_walrec_get_items(p, len, &r, err);
+	struct sf_wal_session *s = rc ? NULL : need_session(st, r.session_id, "items", err);
+	if (!s)
+		return rc ? rc : SF_E_RANGE;
+	if (sf_wal_turns_add(&s->turns, r.request_id, r.items, r.items_len) < 0)
+		return sf_err_set(err, SF_E_NOMEM, "no memory for session %" PRIu64 "'s items",
+				  r.session_id);
+	return 0; /* past the bounds: the turns are over, as the head's were */
+}
+
 int sf_wal_state_apply(struct sf_wal_state *st, uint8_t type, const uint8_t *p, uint32_t len,
 		       struct sf_err *err)
 {
@@ -390,6 +405,8 @@ int sf_wal_state_apply(struct sf_wal_state *st, uint8_t type, const uint8_t *p, 
 		return apply_event(st, type, p, len, err);
 	case SF_WALREC_GEN_SNAP:
 		return apply_snap(st, p, len, err);
+	case SF_WALREC_ITEMS:
+		return apply_items(st, p, len, err);
 	case SF_WALREC_CLOSE: {
 		uint64_t sid;
 		int rc = sf_walrec_get_close(p, len, &sid, err);
@@ -448,6 +465,23 @@ static int snap_gen(const struct sf_wal_session *s, const struct sf_wal_gen *g,
 	return rc;
 }
 
+/* Each turn kept as its ITEMS record, then an empty one when the turns are over. */
+static int snap_turns(const struct sf_wal_session *s, struct sf_buf *b, sf_wal_emit_fn emit,
+		      void *arg)
+{
+	int rc = 0;
+	for (uint32_t i = 0; !rc && i < s->turns.n + s->turns.over; i++) {
+		struct sf_walrec_items it = { .session_id = s->rec.session_id };
+		if (i < s->turns.n) {
+			memcpy(it.request_id, s->turns.v[i].id, sizeof(it.request_id));
+			it.items = (const uint8_t *)s->turns.v[i].items;
+			it.items_len = s->turns.v[i].len;
+		}
+		rc = emit_buf(emit, arg, SF_WALREC_ITEMS, sf_walrec_put_items(b, &it), b);
+	}
+	return rc;
+}
+
 int sf_wal_state_snapshot(const struct sf_wal_state *st, struct sf_buf *b, sf_wal_emit_fn emit,
 			  void *arg)
 {
@@ -467,6 +501,8 @@ int sf_wal_state_snapshot(const struct sf_wal_state *st, struct sf_buf *b, sf_wa
 		}
 		for (uint32_t i = 0; !rc && i < s->n_gens; i++)
 			rc = snap_gen(s, s->gens[i], b, emit, arg);
+		if (!rc)
+			rc = snap_turns(s, b, emit, arg);
 	}
 	return rc;
 }

@@ -1,9 +1,10 @@
 /* The sessions the head's log holds, as its records build them: each live session with its
  * parameters, content, placement and latest generations (with every token and logprob that
- * reached a client). A replay builds it at start; the running head applies each record once
- * it is durable, so the table is what a crash would bring back, and a checkpoint writes it
- * out (sf_wal_state_snapshot) so older segments can go. Bounded: max_sessions, and the
- * SF_WAL_KEEP_GENS latest generations of each session. No I/O. */
+ * reached a client), and a stored conversation's turns (wal_turns.h). A replay builds it at
+ * start; the running head applies each record once it is durable, so the table is what a
+ * crash would bring back, and a checkpoint writes it out (sf_wal_state_snapshot) so older
+ * segments can go. Bounded: max_sessions, and the SF_WAL_KEEP_GENS latest generations of each
+ * session. No I/O. */
 #ifndef SF_WAL_WAL_STATE_H
 #define SF_WAL_WAL_STATE_H
 
@@ -13,6 +14,7 @@
 #include <superfluid/err.h>
 
 #include "wal/wal_records.h"
+#include "wal/wal_turns.h"
 
 #define SF_WAL_KEEP_GENS 4
 
@@ -41,6 +43,7 @@ struct sf_wal_session {
 	uint64_t epoch;
 	struct sf_wal_gen *gens[SF_WAL_KEEP_GENS]; /* oldest first */
 	uint32_t n_gens;
+	struct sf_wal_turns turns;         /* a stored conversation's turns (ITEMS records) */
 	bool closed;
 	struct sf_wal_session *hnext;      /* hash chain */
 	struct sf_wal_session *prev, *next; /* every session, in opening order */

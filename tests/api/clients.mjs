@@ -118,6 +118,16 @@ await check("openai: responses, a tool round trip over previous_response_id", as
 		input: [{ type: "function_call_output", call_id: call.call_id, output: say("Sunny in Paris.") }] });
 	return same([JSON.parse(call.arguments), r2.output_text], [{ city: "Paris" }, "Sunny in Paris."]);
 });
+await check("openai: responses, a fork (previous_response_id naming the first of two)", async () => {
+	const r1 = await oa.responses.create({ model, input: "Hi\n" + say("One.") });
+	const r2 = await oa.responses.create({ model, previous_response_id: r1.id, input: "More\n" + say("Two.") });
+	const f = await oa.responses.create({ model, previous_response_id: r1.id, input: "Else\n" + say("Fork.") });
+	const fresh = await oa.responses.create({ model, input: [{ role: "user", content: "Hi\n" + say("One.") },
+		...r1.output, { role: "user", content: "Else\n" + say("Fork.") }] });
+	return same([r2.output_text, f.output_text, f.previous_response_id, f.usage.input_tokens,
+		f.usage.input_tokens_details.cached_tokens >= r1.usage.input_tokens],
+		["Two.", "Fork.", r1.id, fresh.usage.input_tokens, true]);
+});
 await check("openai: responses.inputTokens.count, the response's input tokens", async () => {
 	const input = "Hi\n" + say("Counted.");
 	const n = await oa.responses.inputTokens.count({ model, input });

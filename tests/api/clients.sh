@@ -4,7 +4,8 @@
 # its default model speaks the Responses API, .chat() the chat endpoint) and LangChain's
 # @langchain/openai (1.6, with useResponsesApi too; OpenAIEmbeddings), each doing a chat, a
 # stream, a tool round trip, a message of text parts, a Responses exchange (a follow-up of
-# the AI SDK naming the earlier reply by item_reference), embeddings, and structured outputs
+# the AI SDK naming the earlier reply by item_reference; openai's fork from an earlier
+# response by previous_response_id), embeddings, and structured outputs
 # (openai's chat.completions.parse, the AI SDK's generateObject, LangChain's
 # withStructuredOutput) and forced tool calls (tool_choice required or named). The node is the
 # simulated engine with Qwen2.5's template from llama.cpp's bundle, answering each prompt's last

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Chat with real models' own templates: random-weight GGUF files carrying Qwen2.5's, Llama
-# 3.2's, Gemma 2's, Qwen3's (on a Qwen3-MoE shape), Phi-3.5's, Granite 3.3's and Qwen3.5's (on
-# a shape with Gated DeltaNet layers) chat templates
+# 3.2's, Gemma 2's, Qwen3's (on a Qwen3-MoE shape), Phi-3.5's (on a LongRoPE shape, by its
+# long factors), Granite 3.3's and Qwen3.5's (on a shape with Gated DeltaNet layers) chat
+# templates
 # (llama.cpp's models/templates, by superfluid model make --chat-template; Gemma's on a Gemma 3
 # shape with a Gemma-3-like vocabulary), one node each behind a head. The official openai npm
 # client's chat with tools (tests/chat/conversations/tools.json; Gemma: user, model, user
@@ -97,7 +98,8 @@ for fam in ${SF_FAMS:-gemma-3 qwen2.5 qwen3-moe phi-3.5 granite-3.3 qwen3.5 llam
 	# A mixture of experts with Qwen3's template (no tools: a plain conversation)
 	qwen3-moe) vocab=qwen2 shape=test-qwen3moe tmpl=$tmpl_dir/Qwen-Qwen3-0.6B.jinja
 		conv=$src/tests/chat/conversations/multiturn_no_prompt.json ;;
-	phi-3.5) vocab=phi-3 shape=test-phi3 tmpl=$tmpl_dir/microsoft-Phi-3.5-mini-instruct.jinja
+	# Phi-3.5 with LongRoPE (the node's context of 8192, past the original 4096: the long factors)
+	phi-3.5) vocab=phi-3 shape=test-phi3-longrope tmpl=$tmpl_dir/microsoft-Phi-3.5-mini-instruct.jinja
 		conv=$src/tests/chat/conversations/multiturn_no_prompt.json ;;
 	granite-3.3) vocab=refact shape=test-granite tmpl=$tmpl_dir/ibm-granite-granite-3.3-2B-Instruct.jinja ;;
 	# Gated DeltaNet layers (a recurrent state) with Qwen3.5's template, with tools
@@ -112,6 +114,10 @@ for fam in ${SF_FAMS:-gemma-3 qwen2.5 qwen3-moe phi-3.5 granite-3.3 qwen3.5 llam
 	start_head "head-$fam" "127.0.0.1:$p"
 	base="http://127.0.0.1:$hport"
 	nodes_up 1
+	[ $fam != phi-3.5 ] ||
+		check "$fam: the node rotates by LongRoPE's long factors (its context of 8192, past 4096)" \
+			"$(grep -q "LongRoPE's long factors: the context of 8192 is past the original 4096" \
+				"$work/n-$fam.err"; echo $?)"
 
 	# Turn 1: the conversation with tools, greedy.
 	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d.pop("add_generation_prompt",None); d.update(temperature=0, max_tokens=int(sys.argv[2])); print(json.dumps(d))' \

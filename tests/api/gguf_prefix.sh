@@ -5,7 +5,9 @@
 # A conversation sent whole each turn gets the same replies (greedy and seeded) with reuse and
 # without, and on A each later turn reports as cached_tokens at least the pages of the turn
 # before; conversations that live on different nodes find them again; another key's request
-# finds nothing cached but under --prefix-cache shared. Head A's /metrics counts as reused
+# finds nothing cached but under --prefix-cache shared; a Responses fork from the first of two
+# stored responses (previous_response_id) computes only its new tokens and replies as the same
+# items sent fresh with reuse off. Head A's /metrics counts as reused
 # what its replies said was cached, and superfluid status shows the share.
 # Usage: gguf_prefix.sh NODED HEADD CLI SOURCE_DIR NPM_DIR   (exit 77: no llama.cpp; KEEP=DIR)
 set -uo pipefail

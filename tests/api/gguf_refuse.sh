@@ -2,9 +2,10 @@
 # Model files the GGUF engine cannot run are refused when superfluid-noded starts: exit status
 # 2 and one line on stderr naming why (a file cut short: the byte offsets; an architecture it
 # does not run; metadata asking for arithmetic it does not compute (sliding windows,
-# soft-capping, experts, rope scalings, ...); a tensor it would not read; a tensor type it
-# does not compute; a tensor missing; not a GGUF file; no file), and superfluid model info says the same reason with the same status (and that a good
-# file runs).
+# soft-capping, experts, rope scalings, ...); LongRoPE factors that are not finite and
+# positive, or not both there; a tensor it would not read; a tensor type it does not compute;
+# a tensor missing; not a GGUF file; no file), and superfluid model info says the same reason
+# with the same status (and that a good file runs).
 # Also (issue 32): a FIFO named as the model is refused at once (it held the node in open(),
 # deaf to SIGTERM), a context length past 32 bits is a refused file (exit 2, not 1), and a
 # served file cut short makes the node stop with a sentence naming the file (it died of a bare
@@ -137,9 +138,40 @@ gguf_make "$work/g2.gguf" llama-spm test-gemma2 q4_0
 edit "$work/g2.gguf" "$work/key.gguf" --copy token_embd.weight output.weight
 refused "Gemma 2 with an output matrix (its output is its embeddings, as llama.cpp computes it)" \
 	"$work/key.gguf" "tensor output.weight is not one this engine computes for architecture 'gemma2'"
+# LongRoPE (Phi-3.5, Phi-4-mini): its factors and attention factor are computed for phi3, and
+# checked: both tensors, n_rot / 2 of them, each finite and positive, a positive factor.
+gguf_make "$work/lr.gguf" phi-3 test-phi3-longrope q4_0
+"$cli" model info "$work/lr.gguf" >"$work/out" 2>&1
+r=$?; [ "$r" = 0 ] && grep -q "rope: LongRoPE over 4096 positions .*attention factor 1.19024" "$work/out" || r=1
+check "model info: a LongRoPE file runs, its original context and attention factor named" $r
+edit "$work/lr.gguf" "$work/key.gguf" --set-str phi3.rope.scaling.type longrope
+"$cli" model info "$work/key.gguf" >"$work/out" 2>&1
+r=$?; [ "$r" = 0 ] || r=1
+check "phi3 with rope.scaling.type longrope runs" $r
+edit "$work/lr.gguf" "$work/key.gguf" --set-str phi3.rope.scaling.type su
+refused "phi3 with a rope scaling it does not compute" "$work/key.gguf" \
+	"phi3.rope.scaling.type = su: rope scaling this engine does not compute \(none, linear, yarn, longrope\)"
+edit "$work/lr.gguf" "$work/key.gguf" --fill rope_factors_long.weight 0xff
+refused "LongRoPE factors of NaN" "$work/key.gguf" \
+	"rope_factors_long.weight\[0\] = -?nan: a rope frequency factor must be positive and finite"
+edit "$work/lr.gguf" "$work/key.gguf" --fill rope_factors_short.weight 0x00
+refused "LongRoPE factors of 0" "$work/key.gguf" \
+	"rope_factors_short.weight\[0\] = 0: a rope frequency factor must be positive and finite"
+edit "$work/lr.gguf" "$work/key.gguf" --rename rope_factors_short.weight rope_factors_shorter.weight
+refused "LongRoPE's long factors without its short ones" "$work/key.gguf" \
+	"tensor rope_factors_short.weight is missing \(LongRoPE has both rope_factors_long.weight and rope_factors_short.weight\)"
+edit "$work/lr.gguf" "$work/key.gguf" --set-u32 phi3.rope.dimension_count 48
+refused "LongRoPE factors for another rotary width" "$work/key.gguf" \
+	"tensor rope_factors_long.weight has 32 x 1 elements, not 24"
+edit "$work/lr.gguf" "$work/key.gguf" --copy rope_factors_long.weight rope_freqs.weight
+refused "Llama 3's rope factors beside LongRoPE's" "$work/key.gguf" \
+	"tensor rope_freqs.weight beside LongRoPE's rope_factors_long.weight"
+edit "$work/lr.gguf" "$work/key.gguf" --set-f32 phi3.rope.scaling.attn_factor -1
+refused "a negative LongRoPE attention factor" "$work/key.gguf" \
+	"phi3.rope.scaling.attn_factor = -1: the rope's attention factor must be positive and finite"
 # Qwen3.5: Gated DeltaNet layers run (its MoE too); a shared expert or an inner size other
-# than the file says, a rope section the engine does not turn and multi-token prediction layers are refused
-# by name.
+# than the file says, a rope section the engine does not turn and multi-token prediction
+# layers are refused by name.
 gguf_make "$work/q35.gguf" qwen35 test-qwen35 q4_0
 "$cli" model info "$work/q35.gguf" >"$work/out" 2>&1
 r=$?; [ "$r" = 0 ] && grep -q "recurrent layers (Gated DeltaNet): 3 of 4" "$work/out" || r=1

@@ -6,8 +6,9 @@
 # arrays, a pattern, formats, anyOf, $ref), checked by the validator here (structured_check.py,
 # independent of the head's compiler); json_object, the Responses API's text.format,
 # completions with llama.cpp's json_schema and grammar fields and vLLM's structured_outputs
-# (choice, regex); a streamed sample equals the whole one; a named session keeps its first
-# turn's schema (another one is a 400); tool_choice required and a named function (with
+# (choice, regex); a streamed sample equals the whole one; a named session, and a Responses
+# conversation continued from its latest, keep their first turn's schema (another one is a
+# 400), a fork from an earlier response takes its own; tool_choice required and a named function (with
 # parallel_tool_calls false) give only valid calls in the model's own format (Qwen2.5's); a schema keyword that cannot be
 # enforced, and a grammar that does not compile, are 400s naming the field; a fleet of protocol
 # 5 nodes refuses a schema with 400 unsupported_on_fleet naming response_format.
@@ -117,6 +118,9 @@ rid2=$(j "$work/out" 'd["id"]')
 req POST /v1/responses "{\"model\":\"$model\",\"input\":\"more\",\"previous_response_id\":\"$rid2\",\"max_output_tokens\":100}"
 [ "$status" = 400 ] && err_is previous_response_id invalid_value || r=1
 check "  ... a follow-up keeps its text.format (the same one served, none a 400)" $r
+req POST /v1/responses "{\"model\":\"$model\",\"input\":\"more\",\"previous_response_id\":\"$rid\",\"max_output_tokens\":20,\"text\":{\"format\":{\"type\":\"text\"}}}"
+r=0; [ "$status" = 200 ] && [ "$(j "$work/out" 'd["previous_response_id"]')" = "$rid" ] || r=1
+check "  ... a fork from its first response is a new conversation: its own text.format (text)" $r
 
 # Completions: llama.cpp's json_schema and grammar, vLLM's structured_outputs.
 req POST /v1/completions "{\"model\":\"$model\",\"prompt\":\"x\",\"seed\":5,\"max_tokens\":100,\"json_schema\":$small}"

@@ -1,7 +1,9 @@
 // Prefix reuse through the official openai npm client, as ordinary clients use it: each turn
 // sends the whole conversation again. Head A shares cached prefixes per API key (the default),
 // head B has --prefix-cache off, head C shares them across keys; all three on the same two
-// GGUF nodes. Prints "ok"/"FAIL" lines and "REUSED n" (the cached tokens head A reported).
+// GGUF nodes; and a Responses fork (previous_response_id naming an earlier stored response)
+// replayed as a new conversation finds the shared prefix cached. Prints "ok"/"FAIL" lines and
+// "REUSED n" (the cached tokens head A reported).
 // Usage: node prefix_client.mjs BASE_A BASE_B BASE_C KEY1 KEY2 MODEL
 import OpenAI from "openai";
 
@@ -139,6 +141,29 @@ await check("another key's request shares nothing; with --prefix-cache shared it
 	assert(cached(s1.usage) === 0, `shared: the first saw ${cached(s1.usage)} cached`);
 	assert(cached(s2.usage) >= 192, `shared: key 2 found ${cached(s2.usage)} of key 1's prompt`);
 	assert(s2.text === r1.text && s1.text === r1.text, "the same reply either way");
+});
+
+await check("responses: a fork (previous_response_id naming the first of two) costs only its " +
+	    "new tokens and gives the reply of the same items sent fresh", async () => {
+	// On head C (its /metrics is not counted here); the fresh one on head B, reuse off.
+	const respond = (c, body) => c.responses.create({ model, max_output_tokens: 12, temperature: 0,
+							  ...body });
+	const say = (r) => r.output.filter((i) => i.type === "message")
+		.map((i) => i.content.map((p) => p.text).join("")).join("");
+	const input = text(9, 220);
+	const r1 = await respond(c1, { input });
+	const r2 = await respond(c1, { previous_response_id: r1.id, input: text(91, 30) });
+	const f = await respond(c1, { previous_response_id: r1.id, input: text(92, 30) });
+	const fresh = await respond(b1, { input: [{ role: "user", content: input }, ...r1.output,
+						  { role: "user", content: text(92, 30) }] });
+	const fc = f.usage.input_tokens_details.cached_tokens;
+	console.log(`     | fork: ${fc} of its ${f.usage.input_tokens} input tokens cached (the first ` +
+		    `response's prompt: ${r1.usage.input_tokens}, the second's: ${r2.usage.input_tokens})`);
+	assert(say(f) === say(fresh), `${JSON.stringify(say(f))} forked, ${JSON.stringify(say(fresh))} fresh`);
+	assert(f.usage.input_tokens === fresh.usage.input_tokens &&
+	       f.usage.input_tokens < r2.usage.input_tokens + 30, "input tokens");
+	assert(fc >= 64 * Math.floor((r1.usage.input_tokens - 1) / 64) && fc < f.usage.input_tokens,
+	       `${fc} cached tokens`);
 });
 
 console.log(`REUSED ${reusedA}`);

@@ -2,12 +2,15 @@
 # api.responses: POST /v1/responses and GET / DELETE /v1/responses/{id} through a head and
 # simulated nodes (responses_client.py holds the checks): the chat completion's prompt and
 # reply for the same conversation, whole and as typed stream events in order, 400s naming
-# what it does not do, previous_response_id continuing the node's context (only the latest),
-# POST /v1/responses/input_tokens counting a follow-up before it runs, GET without a log;
+# what it does not do, previous_response_id continuing the node's context (the latest) or
+# replaying an earlier response's conversation as a new one (a fork, a fork of a fork, its
+# own text.format; past the 256 turns a conversation keeps, a 400 saying so), POST
+# /v1/responses/input_tokens counting a follow-up before it runs, GET without a log;
 # with Qwen3's template (llama.cpp's bundle, scripted replies): reasoning and function_call
 # items, their stream events, function_call_output continuing; with --wal-dir and two keys:
-# GET and DELETE by the key that made it, store false kept nowhere; and a stored response
-# continued and fetched again after the head is killed and started again on its log.
+# GET and DELETE by the key that made it, store false kept nowhere, forks by key, from a
+# deleted response (404) and made before the delete (kept); and stored responses continued,
+# forked and fetched again after the head is killed and started again on its log.
 # Usage: responses.sh NODED HEADD SOURCE_DIR   (exit 77: no llama.cpp templates; KEEP=DIR)
 set -uo pipefail
 noded=$1 headd=$2 src=$3 expect=/bin/false
@@ -27,6 +30,7 @@ start_head plain "127.0.0.1:$p1"
 base="http://127.0.0.1:$hport"
 wait_health || { echo "FAIL the head never became healthy"; exit 1; }
 run "$hport" plain
+run "$hport" bounds
 kill "$hpid"; wait "$hpid" 2>/dev/null
 
 # Keys and the log: GET, DELETE, store false.

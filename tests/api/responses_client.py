@@ -2,12 +2,14 @@
 """The checks of responses.sh against a head: POST /v1/responses whole and streamed, beside
 the chat completion of the same conversation (the same prompt, the same reply), its typed
 events in order, tools and reasoning in a model's own markup (a node with --sim-script on and
-a real template), previous_response_id continuing a stored response's conversation,
-GET / DELETE /v1/responses/{id} by key, and the 400s naming what it does not do.
+a real template), previous_response_id continuing a stored response's conversation (its
+latest) or replaying it up to an earlier response (a fork: the reply of the same items sent
+fresh), GET / DELETE /v1/responses/{id} by key, and the 400s naming what it does not do.
 
   responses_client.py PORT MODE [KEY] [OTHER_KEY]
 MODE: plain (the simulated engine's ChatML), qwen3 (Qwen3's template, scripted replies),
-store (GET, DELETE, keys; needs --wal-dir and two keys), restart-1 / restart-2 (a stored
+bounds (a conversation past the turns kept), store (GET, DELETE, keys; needs --wal-dir and
+two keys), restart-1 / restart-2 (a stored
 response before a head restart, continued and fetched after it; state in $RESP_STATE).
 Prints "ok NAME" / "FAIL NAME: why" lines; exit 1 on a failure."""
 import http.client
@@ -212,14 +214,68 @@ if mode == "plain":
           text_of(r2) == c["choices"][0]["message"]["content"] and
           r2["usage"]["input_tokens_details"]["cached_tokens"] >= r1["usage"]["input_tokens"],
           "%s %s / %s" % (s, json.dumps(r2)[:300], json.dumps(c["usage"])))
-    s, r = respond({"model": MODEL, "input": "And again?", "previous_response_id": r1["id"]})
-    check("continuing a response that is not its conversation's latest: 400",
-          s == 400 and r["error"]["param"] == "previous_response_id", json.dumps(r)[:300])
     s, r3 = respond({"model": MODEL, "input": "Thanks.", "previous_response_id": r2["id"],
                      **SAMPLE})
-    check("... the latest can: a third turn", s == 200 and
+    check("... the latest continued again: a third turn", s == 200 and
           r3["usage"]["input_tokens_details"]["cached_tokens"] >= r2["usage"]["input_tokens"],
           json.dumps(r3)[:300])
+    # A fork: previous_response_id naming the first of the three replays turn 1 only, as a
+    # new conversation: the reply and prompt of the same items sent fresh, the shared prefix
+    # reused from the node's prefix cache.
+    turn1 = [{"role": "user", "content": "My name is Ada."}] + r1["output"]
+    s, cnt = call("POST", "/v1/responses/input_tokens",
+                  {"model": MODEL, "input": "And again?", "previous_response_id": r1["id"]})
+    s, f1 = respond({"model": MODEL, "input": "And again?", "previous_response_id": r1["id"],
+                     **SAMPLE})
+    s2, fresh = respond({"model": MODEL, "input": turn1 + [{"role": "user", "content": "And again?"}],
+                         **SAMPLE})
+    check("a fork from the first of three responses: turn 1's context only, the reply of the "
+          "same items sent fresh, counted alike by input_tokens",
+          s == 200 and s2 == 200 and f1["previous_response_id"] == r1["id"] and
+          f1["usage"]["input_tokens"] == fresh["usage"]["input_tokens"] and
+          r1["usage"]["input_tokens"] < f1["usage"]["input_tokens"] < r2["usage"]["input_tokens"] + 8 and
+          f1["usage"]["input_tokens"] < r3["usage"]["input_tokens"] and
+          text_of(f1) == text_of(fresh) and cnt.get("input_tokens") == f1["usage"]["input_tokens"],
+          "%s %s / %s / %s" % (s, json.dumps(f1)[:300], json.dumps(fresh.get("usage")), cnt))
+    print("info fork of response 1 of 3: input_tokens %s (cached %s); response 3's %s" % (
+        f1["usage"]["input_tokens"], f1["usage"]["input_tokens_details"]["cached_tokens"],
+        r3["usage"]["input_tokens"]))
+    check("... the shared prefix reused (usage.input_tokens_details.cached_tokens)",
+          f1["usage"]["input_tokens_details"]["cached_tokens"] >= r1["usage"]["input_tokens"],
+          json.dumps(f1.get("usage")))
+    s, fi = respond({"model": MODEL, "instructions": "Be brief.", "input": "And again?",
+                     "previous_response_id": r1["id"], **SAMPLE})
+    s2, fresh = respond({"model": MODEL, "instructions": "Be brief.",
+                         "input": turn1 + [{"role": "user", "content": "And again?"}], **SAMPLE})
+    check("... with instructions: first, as in the same items sent fresh",
+          s == 200 and s2 == 200 and text_of(fi) == text_of(fresh) and
+          fi["usage"]["input_tokens"] == fresh["usage"]["input_tokens"] > f1["usage"]["input_tokens"] and
+          fi["instructions"] == "Be brief.", "%s %s / %s" % (s, json.dumps(fi)[:300], json.dumps(fresh)[:200]))
+    s, evs = call("POST", "/v1/responses", {"model": MODEL, "input": "And again?", "stream": True,
+                                            "previous_response_id": r1["id"], **SAMPLE}, stream=True)
+    last = evs[-1][1]["response"] if s == 200 and evs else {}
+    check("... streamed: the same reply, its events in order",
+          s == 200 and not event_order_ok(evs) and stream_text(evs) == text_of(f1) and
+          last.get("previous_response_id") == r1["id"], "%s %s" % (s, str(evs)[:300]))
+    s, f2 = respond({"model": MODEL, "input": "Once more.", "previous_response_id": f1["id"],
+                     **SAMPLE})
+    check("the fork is a conversation of its own: its latest continued",
+          s == 200 and f2["id"][:21] == f1["id"][:21] and f1["id"][:21] != r1["id"][:21] and
+          f2["usage"]["input_tokens_details"]["cached_tokens"] >= f1["usage"]["input_tokens"],
+          "%s %s" % (s, json.dumps(f2)[:300]))
+    s, ff = respond({"model": MODEL, "input": "Last one.", "previous_response_id": f1["id"],
+                     **SAMPLE})
+    s2, fresh = respond({"model": MODEL, "input": turn1 + [{"role": "user", "content": "And again?"}] +
+                         f1["output"] + [{"role": "user", "content": "Last one."}], **SAMPLE})
+    check("a fork of a fork: turn 1 and the fork's turn, the reply of the same items fresh",
+          s == 200 and s2 == 200 and text_of(ff) == text_of(fresh) and
+          ff["usage"]["input_tokens"] == fresh["usage"]["input_tokens"],
+          "%s %s / %s" % (s, json.dumps(ff)[:300], json.dumps(fresh)[:200]))
+    s, r = respond({"model": MODEL, "input": "x", "previous_response_id": r1["id"],
+                    "max_output_tokens": 2, "text": {"format": {"type": "json_object"}}})
+    print("info a fork with text.format json_object: %s %s" % (s, json.dumps(r)[:200]))
+    check("a fork takes its own text.format (its conversation's first response had none)",
+          s == 200, "%s %s" % (s, r))
     # GET without a log: the shard's last stored responses, as they were answered.
     s, g = call("GET", "/v1/responses/" + r2["id"])
     s2, g2 = call("GET", "/v1/responses/" + r1["id"] + "?stream=false")
@@ -243,6 +299,29 @@ if mode == "plain":
     s2, r4 = respond({"model": MODEL, "input": "x", "previous_response_id": r["id"]})
     check("store false: not continued (404)", s == 200 and r["store"] is False and s2 == 404,
           "%s %s" % (s2, json.dumps(r4)[:200]))
+
+elif mode == "bounds":
+    # A conversation keeps its first 256 responses' turns: a fork from the 257th is a 400
+    # saying so (naming previous_response_id); from the 256th it is served; the latest goes on.
+    s, r = respond({"model": MODEL, "input": "a", "max_output_tokens": 1})
+    ids = [r["id"]]
+    for i in range(256):
+        s, r = respond({"model": MODEL, "input": "a", "max_output_tokens": 1,
+                        "previous_response_id": ids[-1]})
+        if s != 200:
+            break
+        ids.append(r["id"])
+    s, r = respond({"model": MODEL, "input": "b", "max_output_tokens": 1,
+                    "previous_response_id": ids[-1]})
+    s1, f = respond({"model": MODEL, "input": "b", "max_output_tokens": 1,
+                     "previous_response_id": ids[255]})
+    s2, e = respond({"model": MODEL, "input": "b", "max_output_tokens": 1,
+                     "previous_response_id": ids[256]})
+    check("257 responses: the latest continued, a fork from the 256th served, from the 257th "
+          "a 400 naming previous_response_id and the bound",
+          len(ids) == 257 and s == 200 and s1 == 200 and s2 == 400 and
+          e["error"]["param"] == "previous_response_id" and "256 responses" in e["error"]["message"],
+          "%d %s %s %s %s" % (len(ids), s, s1, s2, json.dumps(e)[:300]))
 
 elif mode == "qwen3":
     MODEL = "sim-1"
@@ -320,15 +399,54 @@ elif mode == "store":
     s, r = respond({"model": MODEL, "input": "Hello", "store": False, **SAMPLE}, key=k1)
     s2, g = call("GET", "/v1/responses/" + r["id"], key=k1)
     check("store false: not fetched again (404)", s == 200 and s2 == 404, "%s %s" % (s2, g))
+    # Forks and keys, forks and deletion: a conversation a1, a2 of k1, a fork f of a1.
+    s, a1 = respond({"model": MODEL, "input": "My name is Ada.", **SAMPLE}, key=k1)
+    s, a2 = respond({"model": MODEL, "input": "Hi.", "previous_response_id": a1["id"], **SAMPLE},
+                    key=k1)
+    s, e = respond({"model": MODEL, "input": "x", "previous_response_id": a1["id"]}, key=k2)
+    s2, e2 = call("POST", "/v1/responses/input_tokens",
+                  {"model": MODEL, "input": "x", "previous_response_id": a1["id"]}, key=k2)
+    check("a fork from another key's response: 404, counted or run",
+          s == 404 and e["error"]["code"] == "previous_response_not_found" and s2 == 404,
+          "%s %s / %s %s" % (s, e, s2, e2))
+    s, f = respond({"model": MODEL, "input": "And again?", "previous_response_id": a1["id"],
+                    **SAMPLE}, key=k1)
+    s2, d = call("DELETE", "/v1/responses/" + a1["id"], key=k1)
+    s3, e = respond({"model": MODEL, "input": "x", "previous_response_id": a1["id"]}, key=k1)
+    s4, e4 = respond({"model": MODEL, "input": "x", "previous_response_id": a2["id"]}, key=k1)
+    check("a fork from a deleted response (its conversation deleted): 404",
+          s == 200 and s2 == 200 and s3 == 404 and s4 == 404, "%s %s %s %s" % (s, s2, s3, e))
+    s, g = call("GET", "/v1/responses/" + f["id"], key=k1)
+    s2, f2 = respond({"model": MODEL, "input": "Once more.", "previous_response_id": f["id"],
+                      **SAMPLE}, key=k1)
+    check("... a fork made before the delete stays: fetched and continued",
+          s == 200 and s2 == 200 and
+          f2["usage"]["input_tokens_details"]["cached_tokens"] >= f["usage"]["input_tokens"],
+          "%s %s" % (s2, json.dumps(f2)[:300]))
 
 elif mode in ("restart-1", "restart-2"):
     state = os.environ["RESP_STATE"]
     if mode == "restart-1":
         s, r1 = respond({"model": MODEL, "input": "My name is Ada.", **SAMPLE})
-        check("a stored response before the restart", s == 200, json.dumps(r1)[:200])
-        json.dump(r1, open(state, "w"))
+        s2, r0 = respond({"model": MODEL, "input": "Hi.", **SAMPLE})
+        s3, r01 = respond({"model": MODEL, "input": "Bye.", "previous_response_id": r0["id"],
+                           **SAMPLE})
+        check("stored responses before the restart", s == 200 and s2 == 200 and s3 == 200,
+              json.dumps(r1)[:200])
+        json.dump({"r1": r1, "r0": r0}, open(state, "w"))
     else:
-        r1 = json.load(open(state))
+        st = json.load(open(state))
+        r1, r0 = st["r1"], st["r0"]
+        s, f = respond({"model": MODEL, "input": "And again?", "previous_response_id": r0["id"],
+                        **SAMPLE})
+        s2, fresh = respond({"model": MODEL, "input": [{"role": "user", "content": "Hi."}] +
+                             r0["output"] + [{"role": "user", "content": "And again?"}],
+                             **SAMPLE})
+        check("after the restart a fork from the first of two responses: turn 1 replayed from "
+              "the log, the reply of the same items sent fresh",
+              s == 200 and s2 == 200 and text_of(f) == text_of(fresh) and
+              f["usage"]["input_tokens"] == fresh["usage"]["input_tokens"],
+              "%s %s / %s" % (s, json.dumps(f)[:300], json.dumps(fresh)[:200]))
         s, g = call("GET", "/v1/responses/" + r1["id"])
         check("after the restart GET gives it again, from the log",
               s == 200 and text_of(g) == text_of(r1), "%s %s" % (s, json.dumps(g)[:300]))

@@ -17,12 +17,14 @@
 #   qwen3moe, mixtral (mixtures of experts: their test shapes likewise, judged with
 #   logits_cmp --parted); qwen3-30b-a3b (one layer at full width); yarn (test-qwen3-yarn);
 #   smollm3 (test-smollm3 in five types, SmolLM3-3B's width with 4 layers); olmo2, granite
-#   (likewise, 2 layers); phi3 (likewise, and llama.cpp's own Q8_0 file); qwen35 (test-qwen35
-#   in six types, Qwen3.5-0.8B's width with 4 layers); qwen35moe (test-qwen35moe in five
-#   types); mistral-nemo
-#   (Mistral Nemo's width, 2 layers, a tekken vocabulary);
+#   (likewise, 2 layers); phi3 (likewise, and llama.cpp's own Q8_0 file); mistral-nemo
+#   (Mistral Nemo's width, 2 layers, a tekken vocabulary); longrope (test-phi3-longrope,
+#   test-phi4 and Phi-3.5-mini's and Phi-4-mini's widths at contexts @4096 and @8192, which
+#   pick LongRoPE's short and long factors); qwen35 (test-qwen35 in six types, Qwen3.5-0.8B's
+#   width with 4 layers); qwen35moe (test-qwen35moe in five types);
 #   qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b (that model at full width, 2 layers, in Q8_0 and
-#   Q4_K_M, and F16 for Llama-3.2-1B); real (those three); or one case SHAPE/TYPE[/LAYERS].
+#   Q4_K_M, and F16 for Llama-3.2-1B); real (those three); or one case
+#   SHAPE/TYPE[/LAYERS][@CTX] (CTX: the session's context on both sides).
 # Exit 0 all agree, 1 a case did not, 77 skipped: llama.cpp could not be fetched (under CI=true
 # that fails instead). The models live in WORKDIR/<pid> and are removed after (SF_AGREE_KEEP=1
 # keeps them). SF_AGREE_VERBOSE=1 prints every row's figures. SF_AGREE_VARIANTS="haswell x64"
@@ -135,6 +137,16 @@ for set in "$@"; do
 			cases+=("test-phi3/$t")
 		done
 		cases+=("phi-3-mini-4k/q8_0/2") ;;
+	# LongRoPE (factors over an original context of 4,096): each shape at a context within it
+	# (@4096: the short factors) and past it (@8192: the long ones), test-phi4 with 48 of 64
+	# dimensions rotated; Phi-3.5-mini's and Phi-4-mini's widths, 2 layers
+	longrope)
+		for t in f32 f16 q8_0; do
+			cases+=("test-phi3-longrope/$t@4096" "test-phi3-longrope/$t@8192")
+		done
+		cases+=("test-phi4/f32@4096" "test-phi4/f32@8192" "test-phi4/bf16@4096"
+			"test-phi4/q4_k_m@8192" "test-phi4/llama.q8_0@8192"
+			"phi-3.5-mini/q8_0/2@8192" "phi-4-mini/q8_0/2@4096") ;;
 	# Mistral Nemo (Llama's with heads of 128 in 5120) with a tekken vocabulary, 2 layers
 	# (Q4_K_M's quantizer takes two minutes of this width: by hand, mistral-nemo-12b/q4_k_m/2)
 	mistral-nemo) cases+=("mistral-nemo-12b/q8_0/2") ;;
@@ -194,7 +206,10 @@ same_prefix() {
 # One case: SHAPE/TYPE[/LAYERS].
 declare -A prompts # "VOCAB ARCH": the text's ids
 run_case() {
-	local shape=${1%%/*} rest=${1#*/} type layers arch vocab text
+	local shape=${1%%/*} rest=${1#*/} type layers arch vocab text ctx=
+	# @CTX: the context of the session on both sides (llama-ref --ctx, superfluid --ctx-len),
+	# which picks LongRoPE's factors
+	case $rest in *@*) ctx=${rest##*@} rest=${rest%@*} ;; esac
 	type=${rest%%/*}
 	layers=
 	[ "$rest" != "$type" ] && layers=${rest#*/}
@@ -207,14 +222,14 @@ run_case() {
 	test-llama) arch=llama vocab=llama-spm ;;
 	test-smollm3 | smollm3* | test-olmo2 | olmo2*) arch=llama vocab=llama-bpe ;;
 	test-granite | granite*) arch=llama vocab=refact ;;
-	test-phi3 | phi-*) arch=llama vocab=phi-3 ;;
+	test-phi3 | test-phi3-* | test-phi4 | phi-*) arch=llama vocab=phi-3 ;;
 	mistral-*) arch=llama vocab=tekken ;;
 	llama-*) arch=llama vocab=llama-bpe ;;
 	test-qwen2 | qwen2*) arch=qwen2 vocab=qwen2 ;;
 	test-qwen3 | test-qwen3-yarn | qwen3*) arch=qwen3 vocab=qwen2 ;;
 	*) echo "FAIL $1: unknown shape"; return 1 ;;
 	esac
-	local name="$shape/$type${layers:+/${layers}L}" m=$work/m.gguf t0=$SECONDS
+	local name="$shape/$type${layers:+/${layers}L}${ctx:+@$ctx}" m=$work/m.gguf t0=$SECONDS
 	vocab=$models/ggml-vocab-$vocab.gguf
 	if [ "${vocab##*-}" = gemma.gguf ]; then
 		# a Gemma-3-like SentencePiece vocabulary from the bundle's Gemma 4 pieces
@@ -259,14 +274,16 @@ run_case() {
 			{ echo "FAIL $name: llama-ref: $(tail -1 "$work/err")"; prompts[$vocab $arch]=; return 1; }
 	fi
 	prompt=${prompts[$vocab $arch]}
-	stream=$("$LLAMA_REF" greedy "$m" --tokens "$prompt" --n 64 --threads 1 \
+	stream=$("$LLAMA_REF" greedy "$m" --tokens "$prompt" --n 64 --threads 1 ${ctx:+--ctx "$ctx"} \
 		--logits-out "$work/ref.f32" --inc-out "$work/inc.f32" 2>"$work/err") &&
 		seq="$prompt $stream" ||
 		{ echo "FAIL $name: llama-ref: $(tail -1 "$work/err")"; return 1; }
+	# Without @CTX both sides' context is the sequence's (llama-ref's default; ours for logits,
+	# and given to run, whose own default is the model's trained context)
 	SF_MODEL_QUIET=1 "$sf" model logits "$m" --tokens "$seq" --threads 1 -o "$work/ours.f32" \
-		2>"$work/err" &&
+		${ctx:+--ctx-len "$ctx"} 2>"$work/err" &&
 		ours=$(SF_MODEL_QUIET=1 "$sf" model run "$m" --tokens "$prompt" --n 64 --ids \
-			--threads 1 2>"$work/err") ||
+			--threads 1 --ctx-len "${ctx:-$(wc -w <<<"$seq")}" 2>"$work/err") ||
 		{ echo "FAIL $name: superfluid: $(tail -1 "$work/err")"; return 1; }
 	n_prompt=$(wc -w <<<"$prompt")
 	local n_seq n_vocab
@@ -307,7 +324,7 @@ run_case() {
 	same=$(same_prefix "$stream" "${got[*]}")
 	local free="free_run=$same/64" eog= v vs
 	for v in ${SF_AGREE_VARIANTS:-}; do
-		vs=$("$LLAMA_REF" greedy "$m" --tokens "$prompt" --n 64 --threads 1 --cpu "$v" \
+		vs=$("$LLAMA_REF" greedy "$m" --tokens "$prompt" --n 64 --threads 1 --cpu "$v" ${ctx:+--ctx "$ctx"} \
 			2>"$work/err") || { echo "FAIL $name: llama-ref --cpu $v: $(tail -1 "$work/err")"; return 1; }
 		free+=" llama.cpp_$v=$(same_prefix "$stream" "$vs")/64 ours_vs_$v=$(same_prefix "${got[*]}" "$vs")/64"
 	done

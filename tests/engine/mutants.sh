@@ -24,7 +24,7 @@ mutants=(
 	"gqa-group-stride|src/model/forward.c|(size_t)g * group * hd;|(size_t)g * hd;|test-llama/f16 test-qwen2/q4_0 test-qwen3/bf16"
 	"attn-scale-10pct|src/model/ops.c|float scale = m->cfg.q_prescale ? 1.0f : m->cfg.attn_scale;|float scale = m->cfg.q_prescale ? 1.0f : m->cfg.attn_scale * 1.1f;|test-llama/f32 test-qwen2/q5_0 test-qwen3/q8_0"
 	"causal-mask-off-by-one|src/model/forward.c|uint32_t to = j->toks[t].pos + 1, from = 0;|uint32_t to = j->toks[t].pos + (j->toks[t].pos == 0), from = 0;|test-llama/f32 test-qwen2/q8_0"
-	"rope-freqs-ignored|src/model/ops.c|const float *ff = swa ? NULL : m->rope_freqs;|const float *ff = NULL;|llama-3.2-1b/f16/2 ~llama-3.2-1b/q8_0/2"
+	"rope-freqs-ignored|src/model/model_load.c|		return m->rope_freqs;|		return NULL;|llama-3.2-1b/f16/2 ~llama-3.2-1b/q8_0/2"
 	"v-cache-bf16|src/model/forward.c|sf_kern_quantize_act(SF_GGUF_T_F16, v, sf_kv_at(tk->kv, il, 1, tk->pos), kvd);|{ uint16_t *vh_ = sf_kv_at(tk->kv, il, 1, tk->pos); for (uint32_t i_ = 0; i_ < kvd; i_++) { float r_; uint32_t u_; memcpy(&u_, v + i_, 4); u_ &= 0xffff0000u; memcpy(&r_, &u_, 4); v[i_] = r_; } sf_kern_quantize_act(SF_GGUF_T_F16, v, vh_, kvd); }|test-llama/f32 test-qwen3/f16 ~test-qwen2/q8_0"
 	# Mixtures of experts, YaRN, SmolLM3, OLMo 2, Granite, Phi-3 (each shown failing when it was written)
 	"moe-weights-unnormalised|src/model/model_load.c|c->expert_norm = true;|c->expert_norm = false;|test-qwen3moe/f32 test-mixtral/q8_0"
@@ -32,6 +32,11 @@ mutants=(
 	"olmo2-qk-norm-per-head|src/model/forward.c|if (l->q_norm && c->qk_norm_whole) {|if (0 && l->q_norm && c->qk_norm_whole) {|test-olmo2/f32"
 	"granite-residual-unscaled|src/model/forward.c|if (c->residual_scale) /* Granite */|if (0 && c->residual_scale) /* Granite */|test-granite/f32"
 	"phi3-gate-up-swapped|src/model/model_bind.c|l->ffn_gate = view(l, 3, t, 0, c->n_ff);|l->ffn_gate = view(l, 3, t, c->n_ff, c->n_ff);|test-phi3/f32"
+	# LongRoPE: the short factors past the original context, the long ones within it, the
+	# attention factor dropped
+	"longrope-short-always|src/model/model_load.c|return padded > m->cfg.yarn_orig_ctx ? m->rope_long : m->rope_short;|return padded > 0xffffffffu ? m->rope_long : m->rope_short;|test-phi3-longrope/f32@8192 test-phi4/q4_k_m@8192"
+	"longrope-long-always|src/model/model_load.c|return padded > m->cfg.yarn_orig_ctx ? m->rope_long : m->rope_short;|return padded > 0 ? m->rope_long : m->rope_short;|test-phi3-longrope/f32@4096 test-phi4/f32@4096"
+	"longrope-attn-factor-dropped|src/model/ops.c|float ms = m->cfg.rope_attn_factor;|float ms = 1.0f;|test-phi3-longrope/f16@8192 test-phi3-longrope/q8_0@4096"
 	"smollm3-rope-everywhere|src/model/model_load.c|SF_ARCH_SMOLLM3 ? 4 : 0;|SF_ARCH_SMOLLM3 ? 0 : 0;|test-smollm3/f32"
 	# Qwen3.5's Gated DeltaNet and gated attention (each shown failing when it was written)
 	"gdn-key-heads-grouped|src/model/deltanet.c|hk = h % G;|hk = h / (H / G);|test-qwen35/f32"

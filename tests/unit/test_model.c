@@ -21,6 +21,7 @@
 #define N_TOK_MAX 80
 static int N_TOK = 20; /* positions each run computes (the Gemma tests: past a window) */
 static uint32_t N_LAYERS = 2; /* of the invariance tests' models (0: the shape's) */
+static uint32_t CTX = 0; /* each session's context, which picks LongRoPE's factors (0: N_TOK) */
 #define N_VOCAB 300
 
 static char vocab_path[128];
@@ -92,7 +93,7 @@ static float *run(struct loaded *l, int step, bool crowd, unsigned threads)
 	struct sf_pool *pool = sf_pool_new(threads);
 	struct sf_fwd *f;
 	struct sf_err err;
-	assert_int_equal(sf_fwd_new(m, 2 * N_TOK, N_TOK, threads, &f, &err), 0);
+	assert_int_equal(sf_fwd_new(m, 2 * N_TOK, CTX ? CTX : (uint32_t)N_TOK, threads, &f, &err), 0);
 	struct sf_kv a, b;
 	sf_kv_init(&a, l->arena);
 	sf_kv_init(&b, l->arena);
@@ -140,7 +141,7 @@ static float *staged(struct loaded *l, uint32_t split, int step)
 	struct sf_pool *pool = sf_pool_new(2);
 	struct sf_fwd *f;
 	struct sf_err err;
-	assert_int_equal(sf_fwd_new(m, N_TOK, N_TOK, 2, &f, &err), 0);
+	assert_int_equal(sf_fwd_new(m, N_TOK, CTX ? CTX : (uint32_t)N_TOK, 2, &f, &err), 0);
 	struct sf_kv k1, k2;
 	sf_kv_init_layers(&k1, l->arena, 0, split);
 	sf_kv_init_layers(&k2, l->arena, split, m->cfg.n_layer);
@@ -301,6 +302,43 @@ static void test_qwen35moe_q4_k_m(void **state)
 }
 static void test_qwen35_f16(void **state) { qwen35("f16"); }
 static void test_qwen3_yarn_f16(void **state) { invariance("test-qwen3-yarn", "f16"); }
+
+/* LongRoPE (test-phi4: tied, 48 of 64 dimensions rotated, factors over 4,096): the session's
+ * context picks the factors as llama.cpp's rounded context does (4096 and 4000 the short
+ * ones, 4097 the long), the two give the same logits at position 0 (no angle) and others
+ * after; invariant with either. */
+static void test_longrope(void **state)
+{
+	struct loaded l;
+	make(&l, "test-phi4", "q8_0", 2);
+	const struct sf_model *m = l.m;
+	assert_non_null(m->rope_long);
+	assert_non_null(m->rope_short);
+	assert_int_equal(m->cfg.n_rot, 48);
+	assert_int_equal(m->cfg.yarn_orig_ctx, 4096);
+	assert_true(m->cfg.rope_attn_factor > 1.19f && m->cfg.rope_attn_factor < 1.191f);
+	assert_ptr_equal(sf_model_rope_factors(m, 20), m->rope_short);
+	assert_ptr_equal(sf_model_rope_factors(m, 4000), m->rope_short);
+	assert_ptr_equal(sf_model_rope_factors(m, 4096), m->rope_short);
+	assert_ptr_equal(sf_model_rope_factors(m, 4097), m->rope_long);
+	assert_ptr_equal(sf_model_rope_factors(m, 131072), m->rope_long);
+	CTX = 4096;
+	float *s = run(&l, N_TOK, false, 1);
+	CTX = 8192;
+	float *g = run(&l, N_TOK, false, 1);
+	size_t v = m->cfg.n_vocab, differ = 0;
+	assert_memory_equal(s, g, v * sizeof(float));
+	for (size_t i = v; i < (size_t)N_TOK * v; i++)
+		differ += s[i] != g[i];
+	assert_true(differ > (size_t)(N_TOK - 1) * v / 2);
+	free(s);
+	free(g);
+	unload(&l);
+	invariance("test-phi4", "q4_k");
+	CTX = 4096;
+	invariance("test-phi3-longrope", "q8_0");
+	CTX = 0;
+}
 static void test_llama_f16(void **state) { invariance("test-llama", "f16"); }
 static void test_llama_q4_0(void **state) { invariance("test-llama", "q4_0"); }
 static void test_qwen2_q8_0(void **state) { invariance("test-qwen2", "q8_0"); }
@@ -421,7 +459,7 @@ int main(void)
 		cmocka_unit_test(test_smollm3_q4_k), cmocka_unit_test(test_olmo2_q8_0),
 		cmocka_unit_test(test_granite_q4_k_m), cmocka_unit_test(test_phi3_q6_k),
 		cmocka_unit_test(test_phi3_window),
-		cmocka_unit_test(test_qwen3_yarn_f16),
+		cmocka_unit_test(test_qwen3_yarn_f16), cmocka_unit_test(test_longrope),
 		cmocka_unit_test(test_qwen35_q8_0),
 		cmocka_unit_test(test_qwen35_f16),
 		cmocka_unit_test(test_qwen35moe_q4_k_m),

@@ -344,9 +344,9 @@ static void damaged_records_are_refused(void **state)
 	open_session(&l, 1, "");
 	gen(&l, 1, 2, "r");
 	uint32_t t[] = { 1, 2, 3 };
-	struct sf_buf recs[3];
-	uint8_t types[3] = { SF_WALREC_SESSION, SF_WALREC_TOKENS, SF_WALREC_GEN };
-	for (int i = 0; i < 3; i++)
+	struct sf_buf recs[4];
+	uint8_t types[4] = { SF_WALREC_SESSION, SF_WALREC_TOKENS, SF_WALREC_GEN, SF_WALREC_ITEMS };
+	for (int i = 0; i < 4; i++)
 		sf_buf_init(&recs[i], 1 << 20);
 	struct sf_logit_bias lb[2] = { { 1, -100.0f }, { 2, 3.0f } };
 	struct sf_walrec_session s = { .session_id = 4, .sampling = { .frequency_penalty = 1,
@@ -357,8 +357,11 @@ static void damaged_records_are_refused(void **state)
 	assert_int_equal(sf_walrec_put_tokens(&recs[1], 1, 2, 1, 0, t, 3), 0);
 	struct sf_walrec_gen g = { .session_id = 1, .generation_id = 3 };
 	assert_int_equal(sf_walrec_put_gen(&recs[2], &g), 0);
+	struct sf_walrec_items it = { .session_id = 1, .request_id = "resp_1",
+				      .items = (const uint8_t *)"[{}]", .items_len = 4 };
+	assert_int_equal(sf_walrec_put_items(&recs[3], &it), 0);
 	uint64_t seed = 42;
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		size_t n = sf_buf_used(&recs[i]);
 		uint8_t *copy = malloc(n);
 		for (size_t cut = 0; cut < n; cut++) {
@@ -381,6 +384,65 @@ static void damaged_records_are_refused(void **state)
 	free_log(&l);
 }
 
+static void items(struct log *l, uint64_t sid, const char *rid, const char *json)
+{
+	struct sf_walrec_items r = { .session_id = sid, .items = (const uint8_t *)json,
+				     .items_len = (uint32_t)strlen(json) };
+	strcpy(r.request_id, rid);
+	assert_int_equal(sf_walrec_put_items(&l->b, &r), 0);
+	apply(l, SF_WALREC_ITEMS);
+	assert_int_equal(l->rc, 0);
+}
+
+/* A stored conversation's turns: kept in order, found by response id, rebuilt by a snapshot
+ * (with the mark that later ones are not kept), and bounded. */
+static void conversations_keep_their_turns(void **state)
+{
+	(void)state;
+	struct log l;
+	new_log(&l);
+	open_session(&l, 1, "resp_00000000000000aa");
+	items(&l, 1, "resp_00000000000000aa1", "[{\"role\":\"user\",\"content\":\"hi\"}]");
+	items(&l, 1, "resp_00000000000000aa2", "[]");
+	const struct sf_wal_session *s = sf_wal_state_find(l.st, 1);
+	assert_int_equal(s->turns.n, 2);
+	assert_int_equal(sf_wal_turns_find(&s->turns, "resp_00000000000000aa2"), 1);
+	assert_int_equal(sf_wal_turns_find(&s->turns, "resp_00000000000000aa3"), -1);
+	assert_string_equal(s->turns.v[0].items, "[{\"role\":\"user\",\"content\":\"hi\"}]");
+	items(&l, 1, "", ""); /* over: nothing later is kept */
+	items(&l, 1, "resp_00000000000000aa4", "[]");
+	assert_true(s->turns.over);
+	assert_int_equal(s->turns.n, 2);
+
+	struct sf_wal_state *copy;
+	struct sf_err err;
+	assert_int_equal(sf_wal_state_new(&copy, 16, &err), 0);
+	assert_int_equal(sf_wal_state_snapshot(l.st, &l.b, emit_into, copy), 0);
+	const struct sf_wal_session *c = sf_wal_state_find(copy, 1);
+	assert_int_equal(c->turns.n, 2);
+	assert_true(c->turns.over);
+	assert_string_equal(c->turns.v[1].id, "resp_00000000000000aa2");
+	sf_wal_state_free(copy);
+
+	/* The bounds: SF_WAL_MAX_TURNS turns. */
+	struct sf_wal_turns t = { 0 };
+	for (uint32_t i = 0; i < SF_WAL_MAX_TURNS; i++)
+		assert_int_equal(sf_wal_turns_add(&t, "r", (const uint8_t *)"[]", 2), 0);
+	assert_int_equal(sf_wal_turns_add(&t, "r", (const uint8_t *)"[]", 2), 1);
+	assert_true(t.over);
+	sf_wal_turns_free(&t);
+	/* ... and SF_WALREC_MAX_ITEMS bytes; a record past them does not decode. */
+	static uint8_t big[SF_WALREC_MAX_ITEMS];
+	memset(big, ' ', sizeof(big));
+	assert_int_equal(sf_wal_turns_add(&t, "a", big, sizeof(big)), 0);
+	assert_int_equal(sf_wal_turns_add(&t, "b", (const uint8_t *)"[]", 2), 1);
+	sf_wal_turns_free(&t);
+	struct sf_walrec_items r = { .session_id = 1, .items = big,
+				     .items_len = SF_WALREC_MAX_ITEMS + 1 };
+	assert_int_equal(sf_walrec_put_items(&l.b, &r), SF_E_LIMIT);
+	free_log(&l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -389,6 +451,7 @@ int main(void)
 		cmocka_unit_test(sessions_keep_their_whole_sampling),
 		cmocka_unit_test(sessions_keep_their_owner),
 		cmocka_unit_test(damaged_records_are_refused),
+		cmocka_unit_test(conversations_keep_their_turns),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -101,10 +101,15 @@ static int info(int argc, char **argv)
 			printf("rope scaling: linear, factor %g\n", (double)(1.0f / c->rope_freq_scale));
 		if (c->n_recur)
 			printf("recurrent layers (Gated DeltaNet): %u of %u, %u key and %u value "
-			       "heads of %u, convolutions of %u; a state of %llu bytes per context; "
-			       "rope on %u of %u dimensions\n", c->n_recur, c->n_layer, c->ssm_group,
-			       c->ssm_heads, c->ssm_state, c->ssm_conv,
-			       (unsigned long long)sf_model_state_bytes(m), c->n_rot, c->head_dim);
+			       "heads of %u, convolutions of %u; a state of %llu bytes per context\n",
+			       c->n_recur, c->n_layer, c->ssm_group, c->ssm_heads, c->ssm_state,
+			       c->ssm_conv, (unsigned long long)sf_model_state_bytes(m));
+		if (m->rope_long)
+			printf("rope: LongRoPE over %u positions (its long factors for contexts over "
+			       "it, --ctx-len), attention factor %g\n", c->yarn_orig_ctx,
+			       (double)c->rope_attn_factor);
+		if (c->n_rot != c->head_dim)
+			printf("rope: %u of a head's %u dimensions\n", c->n_rot, c->head_dim);
 		printf("weights read per token: %.1f MiB; keys and values: %llu bytes per token\n",
 		       (double)m->weight_bytes / (1 << 20),
 		       (unsigned long long)sf_model_kv_bytes_per_token(m));

@@ -18,7 +18,7 @@
 static const char usage_text[] =
 	"usage: superfluid model run FILE (--prompt TEXT | --tokens \"ID ...\") [--n N] [--threads T]\n"
 	"                            [--ids] [--ctx-len N] [--temperature T] [--top-p P] [--seed S]\n"
-	"       superfluid model logits FILE --tokens \"ID ...\" [--threads T] -o OUT\n"
+	"       superfluid model logits FILE --tokens \"ID ...\" [--threads T] [--ctx-len N] -o OUT\n"
 	"\n"
 	"run: the continuation of N tokens (default 32) after the prompt, as the GGUF engine\n"
 	"computes it on this machine: the text, or with --ids one line of token ids (the prompt's\n"
@@ -28,7 +28,9 @@ static const char usage_text[] =
 	"--top-p P, default 1, and --seed S, default 0: the draws a node makes for a request\n"
 	"with the same temperature, top_p and seed).\n"
 	"logits: the logits of every position of the token sequence, computed in one pass, written\n"
-	"to OUT as n_tokens rows of n_vocab little-endian floats.\n";
+	"to OUT as n_tokens rows of n_vocab little-endian floats.\n"
+	"--ctx-len: the context of a session (run: default the model's, at most 8192; logits: the\n"
+	"sequence's), which picks LongRoPE's factors (docs/ENGINE.md) as a node's --ctx-len does.\n";
 
 static int parse_tokens(const char *s, uint32_t *out, size_t cap, size_t *n)
 {
@@ -184,6 +186,11 @@ int cli_model_logits(int argc, char **argv)
 		fprintf(stderr, "superfluid model logits: give --tokens and -o\n");
 		return CLI_USAGE;
 	}
+	if (o.ctx_len > (1u << 20)) {
+		fprintf(stderr, "superfluid model logits: --ctx-len %lu is over %u\n", o.ctx_len,
+			1u << 20);
+		return CLI_USAGE;
+	}
 	uint32_t toks[4096];
 	size_t n;
 	if (parse_tokens(o.tokens, toks, 4096, &n) || !n) {
@@ -202,7 +209,8 @@ int cli_model_logits(int argc, char **argv)
 	int rc = sf_gguf_open(o.file, &g, &err);
 	rc = rc ? rc : sf_model_load(g, &m, &err);
 	rc = rc ? rc : sf_kv_arena_new(m, 0, &arena);
-	rc = rc ? rc : sf_fwd_new(m, (uint32_t)n, (uint32_t)n, sf_pool_threads(pool), &f, &err);
+	uint32_t ctx = o.ctx_len > n ? (uint32_t)o.ctx_len : (uint32_t)n;
+	rc = rc ? rc : sf_fwd_new(m, (uint32_t)n, ctx, sf_pool_threads(pool), &f, &err);
 	if (!rc) {
 		sf_kv_init(&kv, arena);
 		rc = sf_kv_reserve(&kv, (uint32_t)n, &err);
