@@ -76,6 +76,9 @@ PY
 		return 1
 	"$LLAMA_REF" tokenize "$1" --specials <"$4.txt" >"$4.ids" 2>"$work/render.err"
 }
+# The reply a chat gave: its reasoning_content (Qwen3.5's think block), then its content.
+reply='(d["choices"][0]["message"].get("reasoning_content") or "")'
+reply+=' + (d["choices"][0]["message"]["content"] or "")'
 # chat REQUEST MODEL: the openai client's answer in $work/out.
 chat() { node "$npm_dir/chat_client.mjs" "$base/v1" "$2" "$1" >"$work/out" 2>"$work/client.err"; }
 
@@ -130,7 +133,7 @@ for fam in ${SF_FAMS:-gemma-3 qwen2.5 qwen3-moe phi-3.5 granite-3.3 qwen3.5 llam
 	r=0
 	[ "$(j "$work/out" 'd["usage"]["prompt_tokens"]')" = "$(wc -w <"$work/p1.ids")" ] || r=1
 	check "$fam: the openai client's chat$([ "$conv" = "$src/tests/chat/conversations/tools.json" ] && echo ' with tools') reaches the node as the $(wc -w <"$work/p1.ids") tokens of jinja2's rendering" $r
-	jw "$work/got" "$work/out" '(d["choices"][0]["message"].get("reasoning_content") or "") + (d["choices"][0]["message"]["content"] or "")'
+	jw "$work/got" "$work/out" "$reply"
 	r=0; cmp -s "$work/got" "$work/want" || r=1
 	check "  ... its reply is the engine's greedy continuation of those tokens" $r
 
@@ -159,7 +162,7 @@ PY
 	chat "$work/s2.json" "$model"
 	r=0
 	[ "$(j "$work/out" 'd["usage"]["prompt_tokens"]')" = "$(wc -w <<<"$all")" ] || r=1
-	jw "$work/got" "$work/out" '(d["choices"][0]["message"].get("reasoning_content") or "") + (d["choices"][0]["message"]["content"] or "")'
+	jw "$work/got" "$work/out" "$reply"
 	cmp -s "$work/got" "$work/want" || r=1
 	check "$fam: a named session's second turn is the reply's tokens, the template's close and the new turn ($(wc -w <<<"$all") tokens), continued greedily" $r
 done
