@@ -14,7 +14,7 @@
 # A named session's second turn appends the template's close of the reply and the new turn
 # after the reply's tokens. Qwen3.5's template opens a <think> block: its reply comes back as
 # reasoning_content (the reply compared is reasoning_content then content). SF_FAMS: some
-# families only. A template's raise_exception is a 400 with its message.
+# families only (the last check asks llama-3.2's head: it fails without that family). A template's raise_exception is a 400 with its message.
 # Usage: gguf_chat.sh NODED HEADD CLI SOURCE_DIR NPM_DIR   (exit 77: no llama.cpp; KEEP=DIR)
 set -uo pipefail
 noded=$1 headd=$2 cli=$3 src=$4 npm_dir=$5
