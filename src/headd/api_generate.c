@@ -378,7 +378,8 @@ static int start_session(struct headd_req *q)
 			return -1;
 		}
 		/* Logged first: the placement the open makes is logged as it happens. */
-		headd_wal_session(d, q->session_id, s ? s->name : "", q->owner, &p);
+		headd_wal_session(d, q->session_id, s ? s->name : "", q->owner, &p,
+				  q->grammar_digest);
 		q->logged = d->wal.w != NULL;
 		rc = sf_head_session_open(d->head, q->session_id, &p, now, &err);
 		free(bias);
