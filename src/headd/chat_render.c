@@ -212,9 +212,8 @@ int headd_chat_render_take(struct headd_req *q, struct headd_render *j, char **t
 		}
 	}
 	/* A forced tool call (tool_choice required or named): a grammar of the model's own call
-	 * format, unless the request constrains its output otherwise. */
-	if (q->r.n_tools && !q->r.grammar &&
-	    sf_tool_call_gbnf(&q->r, q->chat_format, q->chat_flags, &g, e)) {
+	 * format (a 400 where it cannot be enforced: another format, another structured output). */
+	if (q->r.n_tools && sf_tool_call_gbnf(&q->r, q->chat_format, q->chat_flags, &g, e)) {
 		free(*text);
 		*text = NULL;
 		return -1;
