@@ -8,6 +8,8 @@
 #     its log; the next turn with the same schema is served (one without it is a 400: the
 #     session still knows its first turn's format), then its node is killed too and the turn
 #     after, placed anew on the other node (which never saw the session), still validates.
+#   - A stored Responses conversation with a json_schema text.format, continued after the
+#     crash by previous_response_id: the same format served, none a 400.
 #   - A streamed generation with a json_schema: the head is killed mid-stream and started again,
 #     then the node running it is killed: the generation is placed anew and resumed on the
 #     other node, and the whole text the client got validates.
@@ -57,8 +59,22 @@ turn "fill in" ",\"json_schema\":$small"
 r=0; [ "$status" = 200 ] && text | valid 5 10 || r=1
 check "a named session's first turn with a json_schema validates: $(text)" $r
 
+# A stored Responses conversation with a text.format, continued after the crash.
+fmt="{\"format\":{\"type\":\"json_schema\",\"name\":\"s\",\"schema\":$small}}"
+rtext() { j "$work/out" 'd["output"][-1]["content"][0]["text"]'; }
+req POST /v1/responses "{\"model\":\"sim-1\",\"input\":\"hi\",\"seed\":4,\"max_output_tokens\":60,\"text\":$fmt}"
+rid=$(j "$work/out" 'd["id"]')
+r=0; [ "$status" = 200 ] && rtext | valid 5 10 || r=1
+check "a stored response with a json_schema text.format validates: $(rtext)" $r
+
 kill -9 "$hpid"; wait "$hpid" 2>/dev/null
 whead h2 "$port1" || fail "the head starts again on its log"
+req POST /v1/responses "{\"model\":\"sim-1\",\"input\":\"more\",\"previous_response_id\":\"$rid\",\"max_output_tokens\":60,\"text\":$fmt}"
+rid2=$(j "$work/out" 'd["id"]')
+r=0; [ "$status" = 200 ] && rtext | valid 5 10 || r=1
+req POST /v1/responses "{\"model\":\"sim-1\",\"input\":\"more\",\"previous_response_id\":\"$rid2\",\"max_output_tokens\":60}"
+[ "$status" = 400 ] && err_is previous_response_id invalid_value || r=1
+check "  ... continued after the SIGKILL with the same format: served and valid; without it a 400" $r
 turn " again" ",\"json_schema\":$small"
 r=0; [ "$status" = 200 ] && text | valid 5 10 || r=1
 check "after a SIGKILL of the head its next turn with the same schema is served, and validates: $(text)" $r
