@@ -103,7 +103,7 @@ fleet=127.0.0.1:$pa,127.0.0.1:$pb
 rm -rf "$work/wal"
 whead h3 || fail "a head on a new log"
 port3=$hport
-long=$(schema 60 80)
+long=$(schema 120 160) # 6 s at least at 20 tokens a second: time for the restart
 python3 "$client" "$port3" "a form" 11 300 --out "$work/got" --wait 30 --session streamy \
 	--body "{\"json_schema\":$long}" >"$work/res" 2>"$work/cerr" &
 cpid=$!
@@ -115,8 +115,10 @@ was=$(j "$work/out" 'd["node"]')
 vpid=$(node_pid "$was")
 [ -n "$vpid" ] && kill -9 "$vpid"
 wait "$cpid"; rc=$?
-r=0; [ "$rc" = 0 ] && [ -n "$vpid" ] && grep -q "resumed=[1-9]" "$work/res" && valid 60 80 <"$work/got" || r=1
-[ $r = 0 ] || { echo "     | client: exit $rc $(cat "$work/res" "$work/cerr" | tail -2)"; echo "     | got: $(head -c 200 "$work/got")"; }
+moved=$(metric superfluid_generations_resumed_total)
+r=0; [ "$rc" = 0 ] && [ -n "$vpid" ] && grep -q "resumed=[1-9]" "$work/res" && [ "${moved:-0}" -ge 1 ] &&
+	valid 120 160 <"$work/got" || r=1
+[ $r = 0 ] || { echo "     | client: exit $rc $(cat "$work/res" "$work/cerr" | tail -2); generations resumed: $moved"; echo "     | got: $(head -c 200 "$work/got")"; }
 check "a streamed generation with a json_schema: head killed, then its node $was: resumed elsewhere, the whole text validates" $r
 kill "$hpid"; wait "$hpid" 2>/dev/null
 
