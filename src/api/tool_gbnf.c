@@ -95,10 +95,25 @@ int sf_tool_call_gbnf(const struct sf_api_request *r, int format, unsigned flags
 		      struct sf_api_error *e)
 {
 	*out = NULL;
-	if (format != SF_CHAT_FORMAT_HERMES && format != SF_CHAT_FORMAT_LLAMA3)
-		return 0;
 	if (r->tool_choice != SF_TOOL_REQUIRED && r->tool_choice != SF_TOOL_NAMED)
 		return 0;
+	if (format != SF_CHAT_FORMAT_HERMES && format != SF_CHAT_FORMAT_LLAMA3)
+		return sf_api_fail(e, 400, "invalid_request_error", "unsupported_value",
+				   "tool_choice", "a forced tool call (tool_choice %s) cannot be "
+				   "enforced in this model's tool-call format, %s (%s): send "
+				   "tool_choice \"auto\", or use a model whose template writes hermes "
+				   "or llama3 calls",
+				   r->tool_choice == SF_TOOL_NAMED ? "naming a function" : "\"required\"",
+				   sf_chat_format_name((enum sf_chat_format)format),
+				   format == SF_CHAT_FORMAT_MISTRAL
+				   ? "its [TOOL_CALLS] is a control token, never drawn under a grammar"
+				   : "its template writes no tool calls a grammar could hold the reply to");
+	if (r->grammar)
+		return sf_api_fail(e, 400, "invalid_request_error", "invalid_value", "tool_choice",
+				   "a forced tool call (tool_choice %s) and %s hold the same reply to "
+				   "different outputs, which no reply can satisfy both: send one of them",
+				   r->tool_choice == SF_TOOL_NAMED ? "naming a function" : "\"required\"",
+				   r->grammar_param ? r->grammar_param : "a structured output");
 	uint32_t n = r->n_tools;
 	const json_t **schemas = calloc(n + 1, sizeof(*schemas));
 	const char **params = calloc(n + 1, sizeof(*params));

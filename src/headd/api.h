@@ -263,18 +263,21 @@ struct headd_render {
  * after the session's reply. A job in three steps: the job from q (0, or -1 with e set: no
  * template, a name the model lacks, one too big), run (any thread: j->cache's), and its
  * outcome into q (its end-of-turn token, its reply's format; the text, or -1 with e set: 400
- * what the template refused, 413 a budget it went past). chat_jobs.c runs them off the loop. */
+ * what the template refused, 413 a budget it went past). chat_jobs.c runs them off the loop.
+ * The request's grammar is compiled in the run too (its refusal in j->grammar_bad and
+ * j->grammar_err); a completion's job (src NULL) does only that. */
 int headd_chat_render_job(struct headd_req *q, struct headd_render *j, struct sf_api_error *e);
 void headd_chat_render_run(struct headd_render *j);
 int headd_chat_render_take(struct headd_req *q, struct headd_render *j, char **text, size_t *len,
 			   struct sf_api_error *e);
 void headd_render_free(struct headd_render *j); /* what it holds too; NULL is a no-op */
 
-/* chat_jobs.c: chat requests rendered off the loop, on the shard's render thread (inline at
- * the next turn on a simulated loop), in order but for one rule: the next is the oldest of
- * another key than the last one's, when there is one; at most --max-renders-per-key of one
- * key's and HEADD_RENDERS_MAX in all waiting or running. Queues q's render: 0, or -1 with e
- * set (429 the key's bound, 503 the shard's, or what the job refused). */
+/* chat_jobs.c: chat requests rendered off the loop (and completions' large grammars checked),
+ * on the shard's render thread (inline at the next turn on a simulated loop), in order but
+ * for one rule: the next is the oldest of another key than the last one's, when there is one;
+ * at most --max-renders-per-key of one key's and HEADD_RENDERS_MAX in all waiting or running.
+ * Queues q's render: 0, or -1 with e set (429 the key's bound, 503 the shard's, or what the job
+ * refused). */
 #define HEADD_RENDERS_MAX 256
 int headd_render_submit(struct headd_req *q, struct sf_api_error *e);
 /* After each turn: each render that ended to its request (api_generate.c's
@@ -427,7 +430,8 @@ void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct s
 void headd_gen_count(struct headd_http *h, enum sf_api_kind kind, const struct sf_http_request *r);
 /* The head's events for sessions the API opened (returns false for other sessions). */
 bool headd_gen_event(struct headd *d, const struct sf_head_event *ev);
-/* q's render j ended (chat_jobs.c): its prompt encoded and generated, or its failure told. */
+/* q's render j ended (chat_jobs.c): its prompt encoded and generated, or its failure told (a
+ * completion's job: its grammar refused, or its prompt encoded and generated). */
 void headd_gen_rendered(struct headd_req *q, struct headd_render *j);
 /* Before ev, which fails a generation (an error, a FINISH for an error or an expired lease),
  * goes to the log (headd_wal.c): a named session's turn it fails has its content put back

@@ -378,7 +378,8 @@ static int start_session(struct headd_req *q)
 			return -1;
 		}
 		/* Logged first: the placement the open makes is logged as it happens. */
-		headd_wal_session(d, q->session_id, s ? s->name : "", q->owner, &p);
+		headd_wal_session(d, q->session_id, s ? s->name : "", q->owner, &p,
+				  q->grammar_digest);
 		q->logged = d->wal.w != NULL;
 		rc = sf_head_session_open(d->head, q->session_id, &p, now, &err);
 		free(bias);
@@ -680,6 +681,19 @@ static void encode(struct headd_req *q, char *chat, size_t chat_len)
 	headd_stream_begin(q);
 }
 
+/* A completion (its grammar checked): its output set up, its prompt encoded and generated. */
+static void start_completion(struct headd_req *q)
+{
+	q->vocab.end_turn = headd_req_end_turn(q);
+	(void)headd_out_init(q); /* no memory: the output ends at once */
+	if (q->prompt && q->prompt->tokens) { /* token ids: nothing to encode */
+		start_generation(q, q->prompt->tokens, q->prompt->n_tokens);
+		headd_stream_begin(q);
+		return;
+	}
+	encode(q, NULL, 0);
+}
+
 /* A request of the kind, its body (r's, or made from it): generated, or counted only. */
 static void gen_start(struct headd_http *h, enum sf_api_kind kind, const struct sf_http_request *r,
 		      const uint8_t *body, size_t body_len, bool count)
@@ -744,20 +758,17 @@ static void gen_start(struct headd_http *h, enum sf_api_kind kind, const struct 
 		return;
 	}
 	/* A completion's grammar is compiled here when small (a few milliseconds at most); a
-	 * larger one by its node, whose error ends the generation. */
-	if (q->r.grammar && strlen(q->r.grammar) <= HEADD_GRAMMAR_CHECK_MAX &&
-	    sf_api_grammar_check(q->r.grammar, q->r.grammar_param, &e)) {
+	 * larger one off the loop, on the render thread (chat_jobs.c), as a chat's. */
+	if (q->r.grammar && strlen(q->r.grammar) > HEADD_GRAMMAR_CHECK_MAX) {
+		if (headd_render_submit(q, &e))
+			req_fail(q, &e); /* answered at the turn, with its status */
+		return;
+	}
+	if (q->r.grammar && sf_api_grammar_check(q->r.grammar, q->r.grammar_param, &e)) {
 		req_fail(q, &e);
 		return;
 	}
-	q->vocab.end_turn = headd_req_end_turn(q);
-	(void)headd_out_init(q); /* no memory: the output ends at once */
-	if (q->prompt && q->prompt->tokens) { /* token ids: nothing to encode */
-		start_generation(q, q->prompt->tokens, q->prompt->n_tokens);
-		headd_stream_begin(q);
-		return;
-	}
-	encode(q, NULL, 0);
+	start_completion(q);
 }
 
 void headd_gen_start(struct headd_http *h, enum sf_api_kind kind, const struct sf_http_request *r)
@@ -787,6 +798,13 @@ void headd_gen_count(struct headd_http *h, enum sf_api_kind kind, const struct s
 
 void headd_gen_rendered(struct headd_req *q, struct headd_render *j)
 {
+	if (q->r.kind != SF_API_CHAT) { /* a completion's grammar, checked */
+		if (j->grammar_bad)
+			req_fail(q, &j->grammar_err);
+		else
+			start_completion(q);
+		return;
+	}
 	struct sf_api_error e;
 	char *chat = NULL;
 	size_t chat_len = 0;

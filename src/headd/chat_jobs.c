@@ -6,6 +6,8 @@
  * turn. Renders wait in order (one key's not all before another's), at most
  * --max-renders-per-key of one key's and HEADD_RENDERS_MAX in all; past them a request is
  * refused at once (429, 503), before any work.
+ * A completion's grammar too large to compile on the loop (api_generate.c) waits and runs here
+ * the same way, as a job that renders nothing.
  * On a simulated loop renders run inline at the next turn, so that a seed says everything. */
 #include "headd.h"
 
@@ -86,13 +88,13 @@ int headd_render_submit(struct headd_req *q, struct sf_api_error *e)
 	uint32_t per_key = d->opts->max_renders_per_key ? d->opts->max_renders_per_key : 16;
 	if (renders_of(a, q->owner) >= per_key)
 		return sf_api_fail(e, 429, "rate_limit_error", "too_many_renders", NULL,
-				   "this key has %u chat requests waiting for their templates to "
-				   "render (--max-renders-per-key); send more once those have started",
-				   per_key);
+				   "this key has %u requests waiting for their chat templates to "
+				   "render or grammars to compile (--max-renders-per-key); send more "
+				   "once those have started", per_key);
 	if (a->n_renders >= HEADD_RENDERS_MAX)
 		return sf_api_fail(e, 503, "service_unavailable", "overloaded", NULL,
-				   "the head has %u chat requests waiting for their templates to "
-				   "render; try again in a moment", a->n_renders);
+				   "the head has %u requests waiting for their chat templates to "
+				   "render or grammars to compile; try again in a moment", a->n_renders);
 	if (!a->render_templates && !(a->render_templates = sf_chat_templates_new()))
 		return sf_api_fail(e, 500, "server_error", NULL, NULL, "the head is out of memory");
 	if (!a->render_jobs && sf_loop_kind(d->loop) != SF_IO_SIM &&

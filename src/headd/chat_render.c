@@ -112,6 +112,11 @@ static uint32_t end_turn_of(const struct sf_head_tokenizer *t, const char *close
 
 int headd_chat_render_job(struct headd_req *q, struct headd_render *j, struct sf_api_error *e)
 {
+	if (q->r.grammar && !(j->grammar = strdup(q->r.grammar)))
+		return sf_api_fail(e, 500, "server_error", NULL, NULL, "the head is out of memory");
+	j->grammar_param = q->r.grammar_param;
+	if (q->r.kind != SF_API_CHAT)
+		return 0; /* a completion's: its grammar checked, nothing rendered */
 	const char *src = template_of(q, e);
 	if (!src)
 		return -1;
@@ -139,9 +144,6 @@ int headd_chat_render_job(struct headd_req *q, struct headd_render *j, struct sf
 	/* The conversation's own values take about three times its JSON's bytes. */
 	size_t body = j->chat_json ? strlen(j->chat_json) : 0;
 	j->max_bytes = lim.max_bytes + 4 * body;
-	if (q->r.grammar && !(j->grammar = strdup(q->r.grammar)))
-		return sf_api_fail(e, 500, "server_error", NULL, NULL, "the head is out of memory");
-	j->grammar_param = q->r.grammar_param;
 	return 0;
 }
 
@@ -150,6 +152,8 @@ void headd_chat_render_run(struct headd_render *j)
 	/* The structured output's grammar compiled as a node would (a large one takes a while). */
 	if (j->grammar)
 		j->grammar_bad = sf_api_grammar_check(j->grammar, j->grammar_param, &j->grammar_err);
+	if (!j->src)
+		return; /* a completion's grammar only */
 	const struct sf_jinja *tmpl = sf_chat_templates_get(j->cache, j->src, strlen(j->src), &j->err);
 	if (!tmpl) {
 		j->rc = -1;
@@ -212,9 +216,8 @@ int headd_chat_render_take(struct headd_req *q, struct headd_render *j, char **t
 		}
 	}
 	/* A forced tool call (tool_choice required or named): a grammar of the model's own call
-	 * format, unless the request constrains its output otherwise. */
-	if (q->r.n_tools && !q->r.grammar &&
-	    sf_tool_call_gbnf(&q->r, q->chat_format, q->chat_flags, &g, e)) {
+	 * format (a 400 where it cannot be enforced: another format, another structured output). */
+	if (q->r.n_tools && sf_tool_call_gbnf(&q->r, q->chat_format, q->chat_flags, &g, e)) {
 		free(*text);
 		*text = NULL;
 		return -1;

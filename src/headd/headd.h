@@ -213,9 +213,11 @@ bool headd_wal_event(struct headd *d, const struct sf_head_event *ev);
 /* Once per turn: delivers what became durable, starts the next write, checkpoints. */
 void headd_wal_turn(struct headd *d);
 uint64_t headd_wal_deadline(const struct headd *d);
+/* Logs a session's opening: its name ("" unnamed), owner, parameters (the whole sampling,
+ * its grammar too) and grammar_digest (its structured output as the request gave it, 0 none). */
 void headd_wal_session(struct headd *d, uint64_t sid, const char *name,
 		       const uint8_t owner[static SF_WALREC_OWNER_LEN],
-		       const struct sf_head_session_params *p);
+		       const struct sf_head_session_params *p, uint64_t grammar_digest);
 void headd_wal_content(struct headd *d, uint64_t sid, uint32_t keep, const uint32_t *t,
 		       uint32_t n);
 void headd_wal_close(struct headd *d, uint64_t sid);

@@ -112,12 +112,13 @@ void headd_wal_append_rec(struct headd *d, uint8_t type)
 
 void headd_wal_session(struct headd *d, uint64_t sid, const char *name,
 		       const uint8_t owner[static SF_WALREC_OWNER_LEN],
-		       const struct sf_head_session_params *p)
+		       const struct sf_head_session_params *p, uint64_t grammar_digest)
 {
 	if (!d->wal.w)
 		return;
 	struct sf_walrec_session r = { .session_id = sid, .qos = p->qos, .sampling = p->sampling,
-				       .lease_ms = p->lease_ms, .created_s = (uint64_t)time(NULL) };
+				       .lease_ms = p->lease_ms, .created_s = (uint64_t)time(NULL),
+				       .grammar_digest = grammar_digest };
 	snprintf(r.name, sizeof(r.name), "%s", name ? name : "");
 	snprintf(r.model, sizeof(r.model), "%s", p->model);
 	snprintf(r.codec, sizeof(r.codec), "%s", p->codec ? p->codec : "");

@@ -132,6 +132,7 @@ static struct headd_named *restore_named(struct headd *d, const struct sf_wal_se
 	n->session_id = s->rec.session_id;
 	n->created_s = s->rec.created_s;
 	n->opened = true;
+	n->grammar = s->rec.grammar_digest; /* its later turns are checked against it again */
 	headd_named_set_content(n, s->content, s->n_content);
 	if (sf_wal_turns_copy(&n->kept, &s->turns))
 		n->kept.over = true; /* no memory: not kept, nor any later */

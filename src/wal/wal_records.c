@@ -1,5 +1,5 @@
 /* The head log's records: little-endian fixed fields, strings as u16 length + bytes, token
- * arrays as u32 count + u32 each, a request body as u32 length + bytes. */
+ * arrays as u32 count + u32 each, a request body and a grammar as u32 length + bytes. */
 #include "wal/wal_records.h"
 
 #include <inttypes.h>
@@ -123,6 +123,16 @@ int sf_walrec_put_session(struct sf_buf *out, const struct sf_walrec_session *r)
 		put_f32(&w, r->sampling.logit_bias[i].bias);
 	}
 	put_raw(&w, r->owner, sizeof(r->owner));
+	/* Protocol 6's fields: what an SF_WALREC_SESSION_V3 lacks. */
+	const char *gr = r->sampling.grammar;
+	uint32_t gl = gr ? r->sampling.grammar_len : 0;
+	if (!w.rc && (gl > SF_MAX_GRAMMAR || (gl && memchr(gr, 0, gl))))
+		w.rc = gl > SF_MAX_GRAMMAR ? SF_E_LIMIT : SF_E_TEXT;
+	put_u8(&w, r->sampling.ignore_eos);
+	put_u32(&w, r->sampling.min_tokens);
+	put_u64(&w, r->grammar_digest);
+	put_u32(&w, gl);
+	put_raw(&w, gr, gl);
 	return w.rc;
 }
 
@@ -375,6 +385,31 @@ int sf_walrec_get_head(const uint8_t *p, size_t len, struct sf_walrec_head *r, s
 	return end(&g);
 }
 
+/* A session record's protocol 6 sampling fields, and the digest of its structured output. */
+static void get_session_v6(struct get *g, struct sf_walrec_session *r)
+{
+	uint8_t ignore_eos = get_u8(g, "ignore_eos");
+	r->sampling.ignore_eos = ignore_eos != 0;
+	r->sampling.min_tokens = get_u32(g, "min_tokens");
+	r->grammar_digest = get_u64(g, "grammar digest");
+	uint32_t n = get_u32(g, "grammar length");
+	if (!g->rc && ignore_eos > 1)
+		g->rc = sf_err_set(g->err, SF_E_RANGE, "session record: ignore_eos is %u, not 0 or 1",
+				   ignore_eos);
+	if (!g->rc && n > SF_MAX_GRAMMAR)
+		g->rc = sf_err_set(g->err, SF_E_LIMIT, "session record: a grammar of %u bytes, past "
+				   "%u", n, SF_MAX_GRAMMAR);
+	if (!need(g, n, "grammar"))
+		return;
+	if (memchr(g->p + g->at, 0, n)) {
+		g->rc = sf_err_set(g->err, SF_E_TEXT, "session record: its grammar holds a NUL byte");
+		return;
+	}
+	r->grammar = n ? (const char *)(g->p + g->at) : NULL;
+	r->grammar_len = n;
+	g->at += n;
+}
+
 int sf_walrec_get_session(uint8_t type, const uint8_t *p, size_t len,
 			  struct sf_walrec_session *r, struct sf_err *err)
 {
@@ -408,10 +443,14 @@ int sf_walrec_get_session(uint8_t type, const uint8_t *p, size_t len,
 		if (g.rc)
 			r->n_bias = 0;
 	}
-	if (type == SF_WALREC_SESSION && need(&g, sizeof(r->owner), "owner")) {
+	if ((type == SF_WALREC_SESSION || type == SF_WALREC_SESSION_V3) &&
+	    need(&g, sizeof(r->owner), "owner")) {
 		memcpy(r->owner, g.p + g.at, sizeof(r->owner));
 		g.at += sizeof(r->owner);
 	}
+	/* Older records had none of these: ignore_eos off, min_tokens 0, no grammar (memset). */
+	if (type == SF_WALREC_SESSION)
+		get_session_v6(&g, r);
 	if (!g.rc && r->qos > SF_MAX_QOS)
 		g.rc = sf_err_set(err, SF_E_RANGE, "session record: qos %u is past %u", r->qos,
 				  SF_MAX_QOS);
@@ -634,6 +673,7 @@ const char *sf_walrec_type_name(uint8_t type)
 	case SF_WALREC_SESSION: return "session";
 	case SF_WALREC_SESSION_V1: return "session-v1";
 	case SF_WALREC_SESSION_V2: return "session-v2";
+	case SF_WALREC_SESSION_V3: return "session-v3";
 	case SF_WALREC_CONTENT: return "content";
 	case SF_WALREC_PLACED: return "placed";
 	case SF_WALREC_GEN: return "generation";
@@ -673,6 +713,7 @@ void sf_walrec_describe(uint8_t type, const uint8_t *p, size_t len, char *out, s
 	case SF_WALREC_SESSION:
 	case SF_WALREC_SESSION_V1:
 	case SF_WALREC_SESSION_V2:
+	case SF_WALREC_SESSION_V3:
 		if (!(rc = sf_walrec_get_session(type, p, len, &u.s, &err)))
 			snprintf(out, cap, "session=%" PRIu64 " name=\"%s\" model=\"%s\" qos=%u "
 				 "seed=%" PRIu64 " lease_ms=%u temperature=%g top_p=%g top_k=%u "
@@ -684,6 +725,15 @@ void sf_walrec_describe(uint8_t type, const uint8_t *p, size_t len, char *out, s
 				 (double)u.s.sampling.frequency_penalty,
 				 (double)u.s.sampling.repetition_penalty, u.s.sampling.repeat_last_n,
 				 u.s.n_bias);
+		if (!rc && type == SF_WALREC_SESSION) {
+			size_t at = strlen(out);
+			snprintf(out + at, cap - at, " ignore_eos=%u min_tokens=%u grammar=%u",
+				 u.s.sampling.ignore_eos, u.s.sampling.min_tokens, u.s.grammar_len);
+			if (u.s.grammar_digest) {
+				at = strlen(out);
+				snprintf(out + at, cap - at, " format=%016" PRIx64, u.s.grammar_digest);
+			}
+		}
 		if (!rc && !sf_walrec_owner_none(u.s.owner)) {
 			size_t at = strlen(out);
 			snprintf(out + at, cap - at, " owner=%02x%02x%02x%02x", u.s.owner[0],

@@ -35,7 +35,11 @@ enum sf_walrec_type {
 	SF_WALREC_GEN_SNAP = 10,/* a checkpoint's summary of a generation's events so far */
 	SF_WALREC_SESSION_V2 = 11, /* a session opened, with its whole sampling but no owner (as
 				    * heads before owners wrote it; read, not written) */
-	SF_WALREC_SESSION = 12, /* a session opened, with its whole sampling and its owner */
+	SF_WALREC_SESSION_V3 = 12, /* a session opened, with its sampling but for protocol 6's
+				    * ignore_eos, min_tokens and grammar (as heads before the log kept
+				    * them wrote it; read, not written) */
+	SF_WALREC_SESSION = 13, /* a session opened, with its whole sampling (its grammar too)
+				 * and its owner */
 	SF_WALREC_ITEMS = 14,   /* a stored response's turn of its conversation (JSON items) */
 };
 
@@ -51,7 +55,9 @@ struct sf_walrec_session {
 	char codec[SF_WALREC_MAX_NAME + 1];
 	uint8_t qos;
 	/* Every field. Decoded, its logit_bias is NULL and n_logit_bias 0: the pairs are at bias,
-	 * n_bias of them as little-endian (u32 token, f32 bias) (sf_walrec_bias copies them). */
+	 * n_bias of them as little-endian (u32 token, f32 bias) (sf_walrec_bias copies them);
+	 * its grammar is NULL and grammar_len 0: the text is at grammar, grammar_len bytes (no
+	 * NUL byte, not NUL-terminated). */
 	struct sf_sampling sampling;
 	uint32_t lease_ms;
 	uint64_t created_s;
@@ -60,6 +66,12 @@ struct sf_walrec_session {
 	/* The API key that opened it (a tag of the key's digest, never the key); all zero for a
 	 * head without --api-keys, and for records written before owners (V1, V2). */
 	uint8_t owner[SF_WALREC_OWNER_LEN];
+	/* The structured output as its request gave it (the API's sf_grammar_text_digest, before
+	 * the head wraps it), by which a named session's later turns are checked; 0: none, and
+	 * for records written before the log kept grammars (V1, V2, V3). */
+	uint64_t grammar_digest;
+	const char *grammar;
+	uint32_t grammar_len;
 };
 
 struct sf_walrec_content {
@@ -152,8 +164,9 @@ int sf_walrec_lp_blob_add(uint8_t **blob, size_t *len, size_t *cap, const uint8_
 /* Decoders: p, len is one record's payload; pointers in the result point into p. Return 0,
  * or SF_E_TRUNCATED / SF_E_LIMIT / SF_E_TRAILING / SF_E_RANGE with err naming the field. */
 int sf_walrec_get_head(const uint8_t *p, size_t len, struct sf_walrec_head *r, struct sf_err *err);
-/* type: SF_WALREC_SESSION, SF_WALREC_SESSION_V2 (no owner: all zero) or SF_WALREC_SESSION_V1
- * (the rest of the sampling neutral too). */
+/* type: SF_WALREC_SESSION, SF_WALREC_SESSION_V3 (no ignore_eos, min_tokens nor grammar: off,
+ * 0, none), SF_WALREC_SESSION_V2 (no owner either: all zero) or SF_WALREC_SESSION_V1 (the rest
+ * of the sampling neutral too). */
 int sf_walrec_get_session(uint8_t type, const uint8_t *p, size_t len,
 			  struct sf_walrec_session *r, struct sf_err *err);
 /* Whether a session record names no owner (all zero: no --api-keys, or an older record). */

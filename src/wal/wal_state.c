@@ -54,6 +54,7 @@ static void session_free(struct sf_wal_session *s)
 	sf_wal_turns_free(&s->turns);
 	free(s->content);
 	free(s->bias);
+	free(s->grammar);
 	free(s);
 }
 
@@ -162,23 +163,38 @@ static int apply_session(struct sf_wal_state *st, uint8_t type, const uint8_t *p
 		return rc;
 	seen_session(st, r.session_id);
 	struct sf_logit_bias *bias = NULL;
-	if (r.n_bias && !(bias = malloc((size_t)r.n_bias * sizeof(*bias))))
+	char *grammar = NULL;
+	if ((r.n_bias && !(bias = malloc((size_t)r.n_bias * sizeof(*bias)))) ||
+	    (r.grammar_len && !(grammar = malloc((size_t)r.grammar_len + 1)))) {
+		free(bias);
 		return sf_err_set(err, SF_E_NOMEM, "no memory for the log's sessions");
+	}
 	if (r.n_bias)
 		sf_walrec_bias(r.bias, r.n_bias, bias);
+	if (grammar) {
+		memcpy(grammar, r.grammar, r.grammar_len);
+		grammar[r.grammar_len] = 0;
+	}
 	r.sampling.logit_bias = bias;
 	r.sampling.n_logit_bias = r.n_bias;
+	r.sampling.grammar = grammar;
+	r.sampling.grammar_len = grammar ? r.grammar_len : 0;
 	r.bias = NULL;
 	r.n_bias = 0;
+	r.grammar = NULL;
+	r.grammar_len = 0;
 	struct sf_wal_session *s = sf_wal_state_find(st, r.session_id);
 	if (s) {
 		s->rec = r; /* opened again (placed anew): same session, new parameters */
 		free(s->bias);
+		free(s->grammar);
 		s->bias = bias;
+		s->grammar = grammar;
 		return 0;
 	}
 	if (st->n_sessions >= st->max_sessions || !(s = calloc(1, sizeof(*s)))) {
 		free(bias);
+		free(grammar);
 		if (st->n_sessions >= st->max_sessions)
 			return sf_err_set(err, SF_E_LIMIT, "the log holds more than %u live sessions "
 					  "(the head's --max-fleet-sessions); start the head with a "
@@ -187,6 +203,7 @@ static int apply_session(struct sf_wal_state *st, uint8_t type, const uint8_t *p
 	}
 	s->rec = r;
 	s->bias = bias;
+	s->grammar = grammar;
 	uint32_t b = bucket_of(st, r.session_id);
 	s->hnext = st->buckets[b];
 	st->buckets[b] = s;
@@ -392,6 +409,7 @@ int sf_wal_state_apply(struct sf_wal_state *st, uint8_t type, const uint8_t *p, 
 	case SF_WALREC_SESSION:
 	case SF_WALREC_SESSION_V1:
 	case SF_WALREC_SESSION_V2:
+	case SF_WALREC_SESSION_V3:
 		return apply_session(st, type, p, len, err);
 	case SF_WALREC_CONTENT:
 		return apply_content(st, p, len, err);

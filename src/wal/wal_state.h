@@ -35,8 +35,10 @@ struct sf_wal_gen {
 };
 
 struct sf_wal_session {
-	struct sf_walrec_session rec;      /* rec.sampling.logit_bias points at bias below */
+	struct sf_walrec_session rec;      /* rec.sampling.logit_bias points at bias below,
+					    * rec.sampling.grammar at grammar */
 	struct sf_logit_bias *bias;
+	char *grammar;                     /* NUL-terminated; NULL: none */
 	uint32_t *content;
 	uint32_t n_content, cap_content;
 	char node[SF_WALREC_MAX_NAME + 1]; /* "" when never placed */

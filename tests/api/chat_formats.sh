@@ -59,6 +59,24 @@ for fam in qwen2.5 qwen3 llama-3.2 mistral-nemo r1-distill gemma-2; do
 		[ "$crc" = 0 ] || [ "$(grep -c '^FAIL ' <<<"$out")" != 0 ] ||
 			fail "$fam: the checker exited $crc without a FAIL line"
 	fi
+	# tool_choice "required" is enforced by a grammar of the family's calls (hermes, llama3);
+	# where it cannot be (mistral's [TOOL_CALLS] is a control token; content has no calls) it
+	# is a 400 naming tool_choice and the format, never taken unenforced.
+	tools='[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]'
+	req POST /v1/chat/completions "{\"model\":\"sim-1\",\"messages\":[{\"role\":\"user\",\"content\":\"x\\nsim-reply: \\\"ok\\\"\"}],\"tools\":$tools,\"tool_choice\":\"required\",\"max_tokens\":8}"
+	case $fam in
+	mistral-nemo) want=mistral ;;
+	r1-distill | gemma-2) want=content ;;
+	*) want= ;;
+	esac
+	if [ -n "$want" ]; then
+		[ "$status" = 400 ] && [ "$(j "$work/out" 'd["error"]["param"]')" = tool_choice ] &&
+			j "$work/out" 'd["error"]["message"]' | grep -q "format, $want ("
+		check "$fam: tool_choice required cannot be enforced in the $want format: a 400 naming tool_choice" $?
+	else
+		[ "$status" = 200 ]
+		check "$fam: tool_choice required is taken (enforced by the format's grammar)" $?
+	fi
 	kill "$hp" "$np" 2>/dev/null
 	wait "$hp" "$np" 2>/dev/null
 done

@@ -192,6 +192,15 @@ check "a grammar that does not compile: 400 naming grammar" $r
 req POST /v1/chat/completions "{\"model\":\"$model\",\"messages\":$msgs,\"structured_outputs\":{\"grammar\":\"root ::= a\\na ::= a \\\"x\\\"\"}}"
 r=0; [ "$status" = 400 ] && err_is structured_outputs invalid_grammar && grep -q left-recursive "$work/out" || r=1
 check "  ... in chat (checked off the loop, with the template's rendering): 400 naming it" $r
+# A completion's grammar past 16 KiB (a long comment first) is compiled off the loop, on the
+# render thread, as a chat's: refused with a 400 naming it, or served.
+pad=$(head -c 17000 /dev/zero | tr '\0' x)
+req POST /v1/completions "{\"model\":\"$model\",\"prompt\":\"x\",\"grammar\":\"# $pad\\nroot ::= undefined\"}"
+r=0; [ "$status" = 400 ] && err_is grammar invalid_grammar && grep -q undefined "$work/out" || r=1
+check "  ... a completion's past 16 KiB too (checked off the loop): 400 naming grammar" $r
+req POST /v1/completions "{\"model\":\"$model\",\"prompt\":\"x\",\"seed\":6,\"max_tokens\":60,\"grammar\":\"# $pad\\nroot ::= [a-c]{2,5} \\\"!\\\"\"}"
+r=0; [ "$status" = 200 ] && j "$work/out" 'd["choices"][0]["text"]' | grep -qxE '[a-c]{2,5}!' || r=1
+check "  ... and one past 16 KiB that compiles is served: $(j "$work/out" 'd["choices"][0]["text"]')" $r
 
 # A fleet of protocol 5 nodes cannot take a grammar.
 start_gguf_node n5 "$M" --threads 1 --version-max 5 && p5=$port

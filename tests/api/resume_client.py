@@ -7,7 +7,9 @@ last, again until the head answers (up to --wait seconds).
 Touches --out + ".started" after its fifth event (a test waits for it before the crash).
 Writes the whole text to --out and one line to stdout: `resumed=N after=K` (how often it
 came back, and from which token the first time). Exit 0 when the stream ended with [DONE].
-Usage: resume_client.py PORT PROMPT SEED MAX_TOKENS --out FILE [--wait S] [--chat]"""
+--body JSON adds its fields to the request's body (a response_format, say).
+Usage: resume_client.py PORT PROMPT SEED MAX_TOKENS --out FILE [--wait S] [--chat]
+       [--session NAME] [--body JSON]"""
 import argparse
 import http.client
 import json
@@ -23,6 +25,7 @@ ap.add_argument("--out", required=True)
 ap.add_argument("--wait", type=float, default=20.0)
 ap.add_argument("--session", default=None)
 ap.add_argument("--chat", action="store_true")
+ap.add_argument("--body", default="{}")
 a = ap.parse_args()
 route = "/v1/chat/completions" if a.chat else "/v1/completions"
 
@@ -66,6 +69,7 @@ def post():
         body["messages"] = [{"role": "user", "content": a.prompt}]
     else:
         body["prompt"] = a.prompt
+    body.update(json.loads(a.body))
     headers = {"Content-Type": "application/json"}
     if a.session:
         headers["X-Superfluid-Session"] = a.session

@@ -6,7 +6,11 @@
  * the checkpoint, and with the torn tail cut. Checked: a replay returns 0 or SF_E_RANGE
  * with its sentence; visited LSNs go up by one (all of them visited); once cut, a replay
  * finds nothing torn and the same records; then a writer opened at last_lsn + 1 appends a
- * record that the next replay reads back last. */
+ * record that the next replay reads back last.
+ * The records replayed from the checkpoint are applied to the head's session table as the
+ * head does at start (up to the first that does not apply, which must say why): a session
+ * record of the current type that decodes encodes back to the same bytes (its grammar too),
+ * and the table's snapshot, applied to a new table, gives that table the same snapshot. */
 #include "fuzz_common.h"
 
 #include <dirent.h>
@@ -20,6 +24,8 @@
 
 #include "wal/wal.h"
 #include "wal/wal_format.h"
+#include "wal/wal_records.h"
+#include "wal/wal_state.h"
 
 static char dir[64];
 
@@ -63,7 +69,35 @@ static uint64_t put_segment(const uint8_t *p, size_t n, uint64_t fallback, uint6
 struct seen {
 	uint64_t n, last;
 	bool ordered;
+	struct sf_wal_state *st; /* the table records are applied to; NULL: none */
+	int apply_rc;            /* the first record that did not apply */
+	struct sf_buf *b;
 };
+
+/* A session record of the current type decodes to what encodes back to its bytes. */
+static void session_roundtrip(const struct sf_wal_rec *r, struct sf_buf *b)
+{
+	struct sf_walrec_session s;
+	struct sf_err err;
+	if (r->type != SF_WALREC_SESSION || sf_walrec_get_session(r->type, r->p, r->len, &s, &err))
+		return;
+	struct sf_logit_bias *bias = calloc(s.n_bias + 1, sizeof(*bias));
+	char *grammar = malloc((size_t)s.grammar_len + 1);
+	if (!bias || !grammar)
+		fuzz_fail("no memory");
+	sf_walrec_bias(s.bias, s.n_bias, bias);
+	memcpy(grammar, s.grammar ? s.grammar : "", s.grammar_len);
+	s.sampling.logit_bias = bias;
+	s.sampling.n_logit_bias = s.n_bias;
+	s.sampling.grammar = grammar;
+	s.sampling.grammar_len = s.grammar_len;
+	int rc = sf_walrec_put_session(b, &s);
+	if (rc || sf_buf_used(b) != r->len || memcmp(sf_buf_head(b), r->p, r->len))
+		fuzz_fail("a session record of %u bytes (grammar %u) decodes to one that encodes "
+			  "to %zu bytes (%d)", r->len, s.grammar_len, sf_buf_used(b), rc);
+	free(bias);
+	free(grammar);
+}
 
 static int visit(void *arg, const struct sf_wal_rec *r, struct sf_err *err)
 {
@@ -74,13 +108,63 @@ static int visit(void *arg, const struct sf_wal_rec *r, struct sf_err *err)
 		fuzz_fail("a record of %u bytes at %p", r->len, (const void *)r->p);
 	s->n++;
 	s->last = r->lsn;
+	if (s->st && !s->apply_rc) {
+		session_roundtrip(r, s->b);
+		struct sf_err e = { 0 };
+		s->apply_rc = sf_wal_state_apply(s->st, r->type, r->p, r->len, &e);
+		if (s->apply_rc && (e.code != s->apply_rc || !e.msg[0]))
+			fuzz_fail("a %s record does not apply (%d) and says no reason",
+				  sf_walrec_type_name(r->type), s->apply_rc);
+	}
 	return 0;
+}
+
+static int emit_buf(void *arg, uint8_t type, const void *p, uint32_t len)
+{
+	struct sf_buf *out = arg;
+	uint8_t h[5] = { type, (uint8_t)len, (uint8_t)(len >> 8), (uint8_t)(len >> 16),
+			 (uint8_t)(len >> 24) };
+	if (sf_buf_append(out, h, sizeof(h)) || sf_buf_append(out, p, len))
+		fuzz_fail("no memory for a snapshot");
+	return 0;
+}
+
+static int emit_apply(void *arg, uint8_t type, const void *p, uint32_t len)
+{
+	struct sf_err err;
+	if (sf_wal_state_apply(arg, type, p, len, &err))
+		fuzz_fail("a snapshot's %s record does not apply to a new table: %s",
+			  sf_walrec_type_name(type), err.msg);
+	return 0;
+}
+
+/* The table's snapshot rebuilds a table whose snapshot is the same. */
+static void snapshot_roundtrip(const struct sf_wal_state *st, struct sf_buf *b)
+{
+	struct sf_wal_state *copy;
+	struct sf_err err;
+	struct sf_buf one, two;
+	sf_buf_init(&one, 1u << 30);
+	sf_buf_init(&two, 1u << 30);
+	if (sf_wal_state_new(&copy, 64, &err))
+		fuzz_fail("%s", err.msg);
+	if (sf_wal_state_snapshot(st, b, emit_apply, copy) ||
+	    sf_wal_state_snapshot(st, b, emit_buf, &one) ||
+	    sf_wal_state_snapshot(copy, b, emit_buf, &two))
+		fuzz_fail("a snapshot does not encode");
+	if (sf_buf_used(&one) != sf_buf_used(&two) ||
+	    memcmp(sf_buf_head(&one), sf_buf_head(&two), sf_buf_used(&one)))
+		fuzz_fail("a snapshot of %zu bytes rebuilds a table whose snapshot has %zu",
+			  sf_buf_used(&one), sf_buf_used(&two));
+	sf_buf_free(&one);
+	sf_buf_free(&two);
+	sf_wal_state_free(copy);
 }
 
 static int run(unsigned flags, struct sf_wal_scan *scan, struct seen *s)
 {
 	struct sf_err err = { 0 };
-	*s = (struct seen){ .ordered = true };
+	*s = (struct seen){ .ordered = true, .st = s->st, .b = s->b };
 	int rc = sf_wal_replay(dir, flags, visit, s, scan, &err);
 	if (rc && (rc != SF_E_RANGE || err.code != rc || !err.msg[0]))
 		fuzz_fail("replay returned %d (%s), err %d: %s", rc, sf_code_name(rc), err.code,
@@ -122,7 +206,7 @@ static void write_more(uint64_t last_lsn)
 		sf_wal_done(nio.w, nio.rc, 0);
 	sf_wal_close(nio.w);
 	struct sf_wal_scan scan;
-	struct seen s;
+	struct seen s = { 0 };
 	if (run(SF_WAL_REPLAY_ALL, &scan, &s) || s.last != last_lsn + 1 || scan.torn)
 		fuzz_fail("the record appended after LSN %llu does not read back",
 			  (unsigned long long)last_lsn);
@@ -149,9 +233,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		put_segment(data + split, size - split, 2, first);
 
 	struct sf_wal_scan all, ck, cut, again;
-	struct seen s_all, s_ck, s_cut, s_again;
+	struct seen s_all = { 0 }, s_ck = { 0 }, s_cut = { 0 }, s_again = { 0 };
 	int rc_all = run(SF_WAL_REPLAY_ALL, &all, &s_all);
+	struct sf_buf b;
+	struct sf_err err;
+	sf_buf_init(&b, SF_WAL_MAX_RECORD);
+	s_ck.b = &b;
+	if (sf_wal_state_new(&s_ck.st, 64, &err))
+		fuzz_fail("%s", err.msg);
 	int rc_ck = run(0, &ck, &s_ck);
+	if (!rc_ck && !s_ck.apply_rc)
+		snapshot_roundtrip(s_ck.st, &b);
+	sf_wal_state_free(s_ck.st);
+	sf_buf_free(&b);
 	if (rc_all != rc_ck)
 		fuzz_fail("replaying all says %d, from the checkpoint %d", rc_all, rc_ck);
 	if (!rc_all && (!s_all.ordered || (s_all.n && s_all.last != all.last_lsn)))

@@ -20,6 +20,7 @@
 #include "model/model.h"
 #include "wal/wal.h"
 #include "wal/wal_format.h"
+#include "wal/wal_records.h"
 
 static const char *out_dir; /* DIR/<harness> being written */
 static unsigned n_written;
@@ -555,9 +556,70 @@ static void wal_seg(struct sf_buf *b, uint64_t first_lsn, uint32_t flags)
 
 static void wal_rec(struct sf_buf *b, uint8_t type, uint64_t lsn, const void *p, uint32_t len)
 {
-	uint8_t rec[SF_WAL_REC_HDR + 64];
+	uint8_t *rec = malloc(SF_WAL_REC_HDR + (size_t)len);
+	if (!rec)
+		abort();
 	sf_wal_rec_put(rec, type, lsn, p, len);
 	app(b, rec, SF_WAL_REC_HDR + len);
+	free(rec);
+}
+
+/* How wal_head_recs damages its first session record's protocol 6 tail. */
+enum { WAL_INTACT, WAL_IGNORE_EOS_2, WAL_GRAMMAR_PAST_LIMIT, WAL_GRAMMAR_NUL };
+
+/* The head's records of one session with a structured output (its grammar, ignore_eos,
+ * min_tokens, a logit_bias), a generation of it with tokens and an end, then a session of a
+ * log before grammars (session-v3); LSNs from *lsn. */
+static void wal_head_recs(struct sf_buf *b, uint64_t *lsn, int damage)
+{
+	struct sf_buf r;
+	sf_buf_init(&r, 1 << 16);
+	static const char gr[] = "root ::= \"{\" [a-z]* \"}\"";
+	struct sf_logit_bias lb[1] = { { 7, -2.0f } };
+	struct sf_walrec_session s = { .session_id = 1, .qos = 1, .lease_ms = 1000,
+				       .grammar_digest = 0x1234,
+				       .sampling = { .temperature = 1, .seed = 3, .logit_bias = lb,
+						     .n_logit_bias = 1, .ignore_eos = true,
+						     .min_tokens = 2,
+						     .grammar = (char *)gr,
+						     .grammar_len = sizeof(gr) - 1 } };
+	snprintf(s.name, sizeof(s.name), "form");
+	snprintf(s.model, sizeof(s.model), "sim-1");
+	if (sf_walrec_put_session(&r, &s))
+		abort();
+	/* The tail: u8 ignore_eos, u32 min_tokens, u64 digest, u32 grammar length, grammar. */
+	uint8_t *tail = sf_buf_head(&r) + sf_buf_used(&r) - 17 - s.sampling.grammar_len;
+	if (damage == WAL_IGNORE_EOS_2)
+		tail[0] = 2;
+	else if (damage == WAL_GRAMMAR_PAST_LIMIT)
+		for (int i = 0; i < 4; i++)
+			tail[13 + i] = (uint8_t)((SF_MAX_GRAMMAR + 1u) >> (8 * i));
+	else if (damage == WAL_GRAMMAR_NUL)
+		tail[17 + 3] = 0;
+	wal_rec(b, SF_WALREC_SESSION, (*lsn)++, sf_buf_head(&r), (uint32_t)sf_buf_used(&r));
+	uint32_t t[3] = { 123, 97, 125 };
+	if (sf_walrec_put_content(&r, 1, 0, t, 2))
+		abort();
+	wal_rec(b, SF_WALREC_CONTENT, (*lsn)++, sf_buf_head(&r), (uint32_t)sf_buf_used(&r));
+	struct sf_walrec_gen g = { .session_id = 1, .generation_id = 2, .max_new = 9, .n_prompt = 2,
+				   .body = (const uint8_t *)"{}", .body_len = 2 };
+	snprintf(g.request_id, sizeof(g.request_id), "cmpl-1");
+	if (sf_walrec_put_gen(&r, &g))
+		abort();
+	wal_rec(b, SF_WALREC_GEN, (*lsn)++, sf_buf_head(&r), (uint32_t)sf_buf_used(&r));
+	if (sf_walrec_put_tokens(&r, 1, 2, 1, 0, t, 3))
+		abort();
+	wal_rec(b, SF_WALREC_TOKENS, (*lsn)++, sf_buf_head(&r), (uint32_t)sf_buf_used(&r));
+	if (sf_walrec_put_end(&r, 1, 2, 1, 1, SF_FINISH_STOP, 0, ""))
+		abort();
+	wal_rec(b, SF_WALREC_END, (*lsn)++, sf_buf_head(&r), (uint32_t)sf_buf_used(&r));
+	/* session-v3: the same bytes but protocol 6's tail (17 bytes and the grammar). */
+	s.session_id = 2;
+	if (sf_walrec_put_session(&r, &s))
+		abort();
+	wal_rec(b, SF_WALREC_SESSION_V3, (*lsn)++, sf_buf_head(&r),
+		(uint32_t)sf_buf_used(&r) - 17 - s.sampling.grammar_len);
+	sf_buf_free(&r);
 }
 
 static void wal_input(const char *name, uint8_t flags, const struct sf_buf *a,
@@ -609,6 +671,30 @@ static void make_wal(void)
 	sf_buf_clear(&a);
 	wal_seg(&a, 1, SF_WAL_SEG_OPENED);
 	wal_input("empty", 0, &a, NULL);
+	/* The head's own records; then again after a checkpoint whose snapshot holds them. */
+	static const char *const damaged[] = { [WAL_IGNORE_EOS_2] = "head-ignore-eos-2",
+					       [WAL_GRAMMAR_PAST_LIMIT] = "head-grammar-past-limit",
+					       [WAL_GRAMMAR_NUL] = "head-grammar-nul" };
+	for (int k = WAL_IGNORE_EOS_2; k <= WAL_GRAMMAR_NUL; k++) {
+		uint64_t at = 1;
+		sf_buf_clear(&a);
+		wal_seg(&a, 1, SF_WAL_SEG_OPENED);
+		wal_head_recs(&a, &at, k);
+		wal_input(damaged[k], 0, &a, NULL);
+	}
+	uint64_t lsn = 1;
+	sf_buf_clear(&a);
+	wal_seg(&a, 1, SF_WAL_SEG_OPENED);
+	wal_head_recs(&a, &lsn, WAL_INTACT);
+	wal_input("head", 0, &a, NULL);
+	sf_buf_clear(&b);
+	wal_seg(&b, lsn, 0);
+	uint64_t begin = lsn;
+	wal_rec(&b, SF_WAL_TYPE_CKPT_BEGIN, lsn++, NULL, 0);
+	wal_head_recs(&b, &lsn, WAL_INTACT);
+	sf_wal_put64(end, begin);
+	wal_rec(&b, SF_WAL_TYPE_CKPT_END, lsn++, end, 8);
+	wal_input("head-checkpoint", 1, &a, &b);
 	sf_buf_free(&a);
 	sf_buf_free(&b);
 }

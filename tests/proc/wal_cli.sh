@@ -52,10 +52,11 @@ bad=$(grep -cvE '^[0-9]+ wal-[0-9a-f]{16}\.log:[0-9]+ [a-z-]+ [0-9]+ ' "$d")
 	fail "dump: $bad lines not LSN FILE:OFFSET TYPE LEN"
 [ "$(cut -d' ' -f1 "$d" | tr '\n' ' ')" = "$(seq 1 47 | tr '\n' ' ')" ] &&
 	ok "dump: LSNs 1..47 in order" || fail "dump: LSNs not 1..47 in order"
-has dump-clean "$d" "1 $seg1:32 session 104 session=1 name=\"fixture-1\" model=\"sim-1\""
-has dump-clean "$d" "2 $seg1:153 content 48 session=1 keep=0 append=8"
-has dump-clean "$d" "5 $seg1:380 tokens 48 session=1 generation=1 epoch=1 seq=0 tokens=3"
-has dump-clean "$d" "47 $seg1:3392 close 8 session=2"
+has dump-clean "$d" "1 $seg1:32 session 121 session=1 name=\"fixture-1\" model=\"sim-1\""
+has dump-clean "$d" "2 $seg1:170 content 48 session=1 keep=0 append=8"
+has dump-clean "$d" "5 $seg1:397 tokens 48 session=1 generation=1 epoch=1 seq=0 tokens=3"
+has dump-clean "$d" "logit_bias=0 ignore_eos=1 min_tokens=2 grammar=15 format=0000000000000abc"
+has dump-clean "$d" "47 $seg1:3492 close 8 session=2"
 [ "$(grep -c ' tokens 48 ' "$d")" = 20 ] && ok "dump: 20 tokens records" ||
 	fail "dump: $(grep -c ' tokens 48 ' "$d") tokens records, not 20"
 run dump-from 0 "$cli" wal dump --from 40 "$work/clean"
@@ -113,7 +114,7 @@ has dump-bad "$work/dump-bad.err" "$seg1: record at offset $rec"
 # --- every record checks out, but one names a session no record opened
 "$fixture" "$work/orphan" --orphan >/dev/null || fail "wal_fixture orphan"
 run check-orphan 2 "$cli" wal check "$work/orphan"
-has check-orphan "$work/check-orphan.err" "$seg1: record at offset 3417 (LSN 48, tokens) does not apply"
+has check-orphan "$work/check-orphan.err" "$seg1: record at offset 3517 (LSN 48, tokens) does not apply"
 has check-orphan "$work/check-orphan.err" "names session 999999, which no record opened"
 run dump-orphan 0 "$cli" wal dump "$work/orphan"
 

@@ -97,6 +97,12 @@ static void session(struct fx *f, uint64_t sid, unsigned events)
 	snprintf(s.name, sizeof(s.name), "fixture-%llu", (unsigned long long)sid);
 	snprintf(s.model, sizeof(s.model), "sim-1");
 	snprintf(s.codec, sizeof(s.codec), "sim");
+	if (sid == 3) { /* a structured output's: protocol 6's sampling and a grammar */
+		s.sampling = (struct sf_sampling){ .ignore_eos = true, .min_tokens = 2,
+						   .grammar = (char *)"root ::= [a-z]+",
+						   .grammar_len = 15 };
+		s.grammar_digest = 0xabc;
+	}
 	put(f, SF_WALREC_SESSION, sf_walrec_put_session(&f->b, &s));
 	uint32_t content[8];
 	for (uint32_t i = 0; i < 8; i++)

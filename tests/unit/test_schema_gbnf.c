@@ -410,7 +410,7 @@ static void forced_tool_calls(void **state)
 	check(g, yes3, no3);
 	sf_grammar_unref(g);
 	free(gbnf);
-	/* Llama 3: the bare object with "parameters". Other formats: not enforced. */
+	/* Llama 3: the bare object with "parameters". */
 	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_LLAMA3, 0, &gbnf, &e), 0);
 	g = compile_text(gbnf);
 	const char *yes4[] = { "{\"name\": \"get\", \"parameters\": {\"city\":\"Rome\"}}", NULL };
@@ -418,8 +418,30 @@ static void forced_tool_calls(void **state)
 	check(g, yes4, no4);
 	sf_grammar_unref(g);
 	free(gbnf);
-	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_MISTRAL, 0, &gbnf, &e), 0);
+	/* Mistral (its [TOOL_CALLS] a control token) and content (no calls): a forced call
+	 * cannot be enforced there, a 400 naming tool_choice and the format, never taken. */
+	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_MISTRAL, 0, &gbnf, &e), -1);
 	assert_null(gbnf);
+	assert_int_equal(e.status, 400);
+	assert_string_equal(e.param, "tool_choice");
+	assert_non_null(strstr(e.message, "mistral (its [TOOL_CALLS] is a control token"));
+	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_CONTENT, SF_CHAT_THINK, &gbnf, &e),
+			 -1);
+	assert_null(gbnf);
+	assert_int_equal(e.status, 400);
+	assert_string_equal(e.param, "tool_choice");
+	assert_non_null(strstr(e.message, "format, content ("));
+	sf_api_request_free(&r);
+	/* A forced call beside another structured output: a 400, not one of them dropped. */
+	snprintf(body, sizeof(body), BODY_FMT, "\"tool_choice\":\"required\",\"response_format\":"
+		 "{\"type\":\"json_object\"}");
+	r = parse_ok(SF_API_CHAT, body);
+	assert_non_null(r.grammar);
+	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_HERMES, 0, &gbnf, &e), -1);
+	assert_null(gbnf);
+	assert_int_equal(e.status, 400);
+	assert_string_equal(e.param, "tool_choice");
+	assert_non_null(strstr(e.message, "response_format"));
 	sf_api_request_free(&r);
 
 	/* Named, and one call only. */

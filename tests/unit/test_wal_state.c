@@ -77,6 +77,10 @@ static void tokens(struct log *l, uint64_t sid, uint64_t gid, uint64_t epoch, ui
 	apply(l, SF_WALREC_TOKENS);
 }
 
+/* A session record's protocol 6 tail with no grammar: ignore_eos, min_tokens, the grammar
+ * digest and the grammar's length. */
+#define V6_TAIL (1 + 4 + 8 + 4)
+
 static void records_build_the_table(void **state)
 {
 	struct log l;
@@ -265,7 +269,7 @@ static void sessions_keep_their_whole_sampling(void **state)
 
 	/* The first form: the same bytes without the rest of the sampling. */
 	assert_int_equal(sf_walrec_put_session(&l.b, &r), 0);
-	uint32_t v1 = (uint32_t)(full - (16 + 4 + 4 + 3 * 8 + SF_WALREC_OWNER_LEN));
+	uint32_t v1 = (uint32_t)(full - (16 + 4 + 4 + 3 * 8 + SF_WALREC_OWNER_LEN + V6_TAIL));
 	assert_int_equal(sf_wal_state_apply(l.st, SF_WALREC_SESSION_V1, sf_buf_head(&l.b), v1,
 					    &l.err), 0);
 	assert_true(s->rec.sampling.temperature == 0.5f && s->rec.sampling.top_k == 40);
@@ -325,13 +329,124 @@ static void sessions_keep_their_owner(void **state)
 
 	assert_int_equal(sf_walrec_put_session(&l.b, &r), 0);
 	assert_int_equal(sf_wal_state_apply(l.st, SF_WALREC_SESSION_V2, sf_buf_head(&l.b),
-					    (uint32_t)(full - SF_WALREC_OWNER_LEN), &l.err), 0);
+					    (uint32_t)(full - SF_WALREC_OWNER_LEN - V6_TAIL), &l.err),
+			 0);
 	assert_true(sf_walrec_owner_none(s->rec.owner));
 	assert_string_equal(sf_walrec_type_name(SF_WALREC_SESSION_V2), "session-v2");
 	assert_int_equal(sf_wal_state_apply(l.st, SF_WALREC_SESSION_V2, sf_buf_head(&l.b),
-					    (uint32_t)full, &l.err), SF_E_TRAILING);
+					    (uint32_t)(full - V6_TAIL), &l.err), SF_E_TRAILING);
 	assert_int_equal(sf_wal_state_apply(l.st, SF_WALREC_SESSION, sf_buf_head(&l.b),
 					    (uint32_t)(full - 1), &l.err), SF_E_TRUNCATED);
+	free_log(&l);
+}
+
+/* ignore_eos, min_tokens, the grammar and its digest go through the record (encoded and
+ * decoded), the table and a snapshot; a record of the form before them (V3: the same bytes
+ * without them) reads as none of them, explicitly; what does not fit is refused. */
+static void sessions_keep_their_grammar(void **state)
+{
+	(void)state;
+	static const char gbnf[] = "root ::= [a-z]+";
+	const uint32_t gl = (uint32_t)strlen(gbnf);
+	struct log l;
+	new_log(&l);
+	struct sf_walrec_session r = { .session_id = 6, .qos = 1, .grammar_digest = 0xfeedull,
+				       .sampling = { .seed = 5, .ignore_eos = true, .min_tokens = 7,
+						     .grammar = (char *)gbnf, .grammar_len = gl } };
+	strcpy(r.name, "form");
+	strcpy(r.model, "sim-1");
+	for (int i = 0; i < SF_WALREC_OWNER_LEN; i++)
+		r.owner[i] = (uint8_t)(0x10 + i);
+	assert_int_equal(sf_walrec_put_session(&l.b, &r), 0);
+	size_t full = sf_buf_used(&l.b);
+	char line[768];
+	sf_walrec_describe(SF_WALREC_SESSION, sf_buf_head(&l.b), full, line, sizeof(line));
+	assert_non_null(strstr(line, " ignore_eos=1 min_tokens=7 grammar=15 format=000000000000feed"));
+
+	/* Decoded: the text points into the record, the sampling's own pointer stays NULL. */
+	struct sf_walrec_session d;
+	struct sf_err err;
+	assert_int_equal(sf_walrec_get_session(SF_WALREC_SESSION, sf_buf_head(&l.b), full, &d, &err),
+			 0);
+	assert_true(d.sampling.ignore_eos);
+	assert_int_equal(d.sampling.min_tokens, 7);
+	assert_true(d.grammar_digest == 0xfeedull);
+	assert_int_equal(d.grammar_len, gl);
+	assert_memory_equal(d.grammar, gbnf, gl);
+	assert_null(d.sampling.grammar);
+	assert_memory_equal(d.owner, r.owner, SF_WALREC_OWNER_LEN);
+
+	/* Applied: the table keeps its own NUL-terminated copy, and a snapshot carries it. */
+	apply(&l, SF_WALREC_SESSION);
+	assert_int_equal(l.rc, 0);
+	struct sf_wal_session *s = sf_wal_state_find(l.st, 6);
+	assert_non_null(s);
+	assert_ptr_equal(s->rec.sampling.grammar, s->grammar);
+	assert_string_equal(s->grammar, gbnf);
+	assert_int_equal(s->rec.sampling.grammar_len, gl);
+	assert_true(s->rec.sampling.ignore_eos && s->rec.sampling.min_tokens == 7);
+	struct sf_wal_state *copy;
+	assert_int_equal(sf_wal_state_new(&copy, 16, &err), 0);
+	assert_int_equal(sf_wal_state_snapshot(l.st, &l.b, emit_into, copy), 0);
+	const struct sf_wal_session *c = sf_wal_state_find(copy, 6);
+	assert_non_null(c);
+	assert_string_equal(c->rec.sampling.grammar, gbnf);
+	assert_int_equal(c->rec.sampling.grammar_len, gl);
+	assert_true(c->rec.sampling.ignore_eos && c->rec.sampling.min_tokens == 7);
+	assert_true(c->rec.grammar_digest == 0xfeedull);
+	sf_wal_state_free(copy);
+
+	/* The form before (V3): the same bytes without the tail, read as none of it. */
+	assert_int_equal(sf_walrec_put_session(&l.b, &r), 0);
+	uint32_t v3 = (uint32_t)(full - V6_TAIL - gl);
+	assert_int_equal(sf_wal_state_apply(l.st, SF_WALREC_SESSION_V3, sf_buf_head(&l.b), v3,
+					    &l.err), 0);
+	assert_false(s->rec.sampling.ignore_eos);
+	assert_int_equal(s->rec.sampling.min_tokens, 0);
+	assert_null(s->rec.sampling.grammar);
+	assert_null(s->grammar);
+	assert_int_equal(s->rec.sampling.grammar_len, 0);
+	assert_true(s->rec.grammar_digest == 0);
+	assert_memory_equal(s->rec.owner, r.owner, SF_WALREC_OWNER_LEN);
+	assert_string_equal(sf_walrec_type_name(SF_WALREC_SESSION_V3), "session-v3");
+	sf_walrec_describe(SF_WALREC_SESSION_V3, sf_buf_head(&l.b), v3, line, sizeof(line));
+	assert_null(strstr(line, "grammar="));
+	assert_int_equal(sf_wal_state_apply(l.st, SF_WALREC_SESSION_V3, sf_buf_head(&l.b),
+					    (uint32_t)full, &l.err), SF_E_TRAILING);
+	assert_int_equal(sf_wal_state_apply(l.st, SF_WALREC_SESSION, sf_buf_head(&l.b), v3,
+					    &l.err), SF_E_TRUNCATED);
+
+	/* ignore_eos other than 0 or 1, a grammar length past the limit: refused, saying so. */
+	uint8_t *bad = malloc(full);
+	memcpy(bad, sf_buf_head(&l.b), full);
+	bad[v3] = 2;
+	assert_int_equal(sf_wal_state_apply(l.st, SF_WALREC_SESSION, bad, (uint32_t)full, &l.err),
+			 SF_E_RANGE);
+	assert_non_null(strstr(l.err.msg, "ignore_eos"));
+	bad[v3] = 1;
+	uint32_t over = SF_MAX_GRAMMAR + 1;
+	for (int i = 0; i < 4; i++)
+		bad[v3 + 13 + i] = (uint8_t)(over >> (8 * i));
+	assert_int_equal(sf_wal_state_apply(l.st, SF_WALREC_SESSION, bad, (uint32_t)full, &l.err),
+			 SF_E_LIMIT);
+	assert_non_null(strstr(l.err.msg, "grammar"));
+	free(bad);
+
+	/* A grammar of SF_MAX_GRAMMAR bytes fits; one more, or a NUL byte in it, does not. */
+	char *big = malloc(SF_MAX_GRAMMAR + 1);
+	memset(big, 'a', SF_MAX_GRAMMAR + 1);
+	r.sampling.grammar = big;
+	r.sampling.grammar_len = SF_MAX_GRAMMAR;
+	assert_int_equal(sf_walrec_put_session(&l.b, &r), 0);
+	apply(&l, SF_WALREC_SESSION);
+	assert_int_equal(l.rc, 0);
+	assert_int_equal(strlen(s->grammar), SF_MAX_GRAMMAR);
+	r.sampling.grammar_len = SF_MAX_GRAMMAR + 1;
+	assert_int_equal(sf_walrec_put_session(&l.b, &r), SF_E_LIMIT);
+	big[3] = 0;
+	r.sampling.grammar_len = 10;
+	assert_int_equal(sf_walrec_put_session(&l.b, &r), SF_E_TEXT);
+	free(big);
 	free_log(&l);
 }
 
@@ -349,9 +464,11 @@ static void damaged_records_are_refused(void **state)
 	for (int i = 0; i < 4; i++)
 		sf_buf_init(&recs[i], 1 << 20);
 	struct sf_logit_bias lb[2] = { { 1, -100.0f }, { 2, 3.0f } };
-	struct sf_walrec_session s = { .session_id = 4, .sampling = { .frequency_penalty = 1,
-								      .logit_bias = lb,
-								      .n_logit_bias = 2 } };
+	struct sf_walrec_session s = { .session_id = 4, .grammar_digest = 9,
+				       .sampling = { .frequency_penalty = 1, .logit_bias = lb,
+						     .n_logit_bias = 2, .ignore_eos = true,
+						     .min_tokens = 3, .grammar = (char *)"root ::= \"x\"",
+						     .grammar_len = 12 } };
 	strcpy(s.model, "m");
 	assert_int_equal(sf_walrec_put_session(&recs[0], &s), 0);
 	assert_int_equal(sf_walrec_put_tokens(&recs[1], 1, 2, 1, 0, t, 3), 0);
@@ -450,6 +567,7 @@ int main(void)
 		cmocka_unit_test(snapshot_rebuilds_the_table),
 		cmocka_unit_test(sessions_keep_their_whole_sampling),
 		cmocka_unit_test(sessions_keep_their_owner),
+		cmocka_unit_test(sessions_keep_their_grammar),
 		cmocka_unit_test(damaged_records_are_refused),
 		cmocka_unit_test(conversations_keep_their_turns),
 	};
