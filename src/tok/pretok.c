@@ -28,13 +28,21 @@
 #define RE_QWEN35                                                                            \
 	RE_CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}"                              \
 			"| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
-/* Mistral's tekken: tokenizer.json's cased-letter classes as llama.cpp rewrites them (an
- * upper-case run is letters not a-z, a lower-case one letters not A-Z), single digits, and
- * punctuation runs that keep a following newline or slash */
-#define RE_TEKKEN                                                                            \
-	"[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+"                    \
-	"|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))+((?=[\\p{L}])([^A-Z]))*"                  \
-	"|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+/* tokenizer.json's cased-letter classes as llama.cpp rewrites them (an upper-case run is
+ * letters not a-z, a lower-case one letters not A-Z): a word of upper then lower case letters,
+ * and one of upper case letters then lower (tekken's and o200k's) */
+#define RE_CASED_LOWER "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+"
+#define RE_CASED_UPPER "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))+((?=[\\p{L}])([^A-Z]))*"
+/* punctuation runs keeping a following newline or slash, then the whitespace rules */
+#define RE_PUNCT_NL_SLASH " ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+/* Mistral's tekken: cased words, single digits, and punctuation runs that keep a following
+ * newline or slash */
+#define RE_TEKKEN RE_CASED_LOWER "|" RE_CASED_UPPER "|\\p{N}|" RE_PUNCT_NL_SLASH
+/* o200k's (gpt-4o: Phi-4-mini, gpt-oss, Llama 4): tekken's, each cased word taking a following
+ * contraction, with digits in groups of up to three */
+#define RE_GPT4O                                                                             \
+	RE_CASED_LOWER RE_CONTRACTIONS "?|" RE_CASED_UPPER RE_CONTRACTIONS "?|\\p{N}{1,3}|"      \
+		RE_PUNCT_NL_SLASH
 #define RE_CJK "[\\x{4e00}-\\x{9fa5}\\x{0800}-\\x{4e00}\\x{ac00}-\\x{d7ff}]+"
 
 static const char *const exprs[SF__PRE_COUNT][SF__PRE_MAX_EXPRS] = {
@@ -43,6 +51,7 @@ static const char *const exprs[SF__PRE_COUNT][SF__PRE_MAX_EXPRS] = {
 	[SF__PRE_QWEN2] = { RE_QWEN2 },
 	[SF__PRE_QWEN35] = { RE_QWEN35 },
 	[SF__PRE_TEKKEN] = { RE_TEKKEN },
+	[SF__PRE_GPT4O] = { RE_GPT4O },
 	[SF__PRE_GPT2] = { RE_GPT2 },
 	[SF__PRE_STARCODER] = { "\\p{N}", RE_GPT2 },
 	[SF__PRE_FALCON] = { "[\\p{P}\\$\\+<=>\\^~\\|`]+", RE_GPT2, "[0-9][0-9][0-9]" },

@@ -19,9 +19,10 @@
 #   smollm3 (test-smollm3 in five types, SmolLM3-3B's width with 4 layers); olmo2, granite
 #   (likewise, 2 layers); phi3 (likewise, and llama.cpp's own Q8_0 file); mistral-nemo
 #   (Mistral Nemo's width, 2 layers, a tekken vocabulary); longrope (test-phi3-longrope,
-#   test-phi4 and Phi-3.5-mini's and Phi-4-mini's widths at contexts @4096 and @8192, which
-#   pick LongRoPE's short and long factors); qwen35 (test-qwen35 in six types, Qwen3.5-0.8B's
-#   width with 4 layers); qwen35moe (test-qwen35moe in five types);
+#   test-phi4 and Phi-3.5-mini's and Phi-4-mini's widths, the last with a gpt-4o vocabulary,
+#   at contexts @4096 and @8192, which pick LongRoPE's short and long factors); qwen35
+#   (test-qwen35 in six types, Qwen3.5-0.8B's width with 4 layers); qwen35moe (test-qwen35moe
+#   in five types);
 #   qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b (that model at full width, 2 layers, in Q8_0 and
 #   Q4_K_M, and F16 for Llama-3.2-1B); real (those three); or one case
 #   SHAPE/TYPE[/LAYERS][@CTX] (CTX: the session's context on both sides).
@@ -222,6 +223,7 @@ run_case() {
 	test-llama) arch=llama vocab=llama-spm ;;
 	test-smollm3 | smollm3* | test-olmo2 | olmo2*) arch=llama vocab=llama-bpe ;;
 	test-granite | granite*) arch=llama vocab=refact ;;
+	phi-4-mini) arch=llama vocab=gpt-4o ;;
 	test-phi3 | test-phi3-* | test-phi4 | phi-*) arch=llama vocab=phi-3 ;;
 	mistral-*) arch=llama vocab=tekken ;;
 	llama-*) arch=llama vocab=llama-bpe ;;
@@ -238,13 +240,17 @@ run_case() {
 			"$models/ggml-vocab-gemma-4.gguf" "$vocab" >"$work/err" 2>&1 ||
 			{ echo "FAIL $1: gemma_vocab.py: $(tail -1 "$work/err")"; return 1; }
 	fi
-	if [ "${vocab##*-}" = tekken.gguf ]; then
-		# no tekken vocabulary in llama.cpp's bundle: Llama 3's with pre = tekken
-		vocab=$work/vocab-tekken.gguf
+	case ${vocab##*ggml-vocab-} in
+	tekken.gguf | gpt-4o.gguf)
+		# no tekken or gpt-4o vocabulary in llama.cpp's bundle: Llama 3's with the pre rewritten
+		local pre=${vocab##*ggml-vocab-}
+		pre=${pre%.gguf}
+		vocab=$work/vocab-$pre.gguf
 		[ -f "$vocab" ] || python3 "$root/tests/api/gguf_edit.py" \
-			"$models/ggml-vocab-llama-bpe.gguf" "$vocab" --set-str tokenizer.ggml.pre tekken \
+			"$models/ggml-vocab-llama-bpe.gguf" "$vocab" --set-str tokenizer.ggml.pre $pre \
 			>"$work/err" 2>&1 || { echo "FAIL $1: gguf_edit.py: $(tail -1 "$work/err")"; return 1; }
-	fi
+		;;
+	esac
 	eval "text=\$text_$arch"
 	rm -f "$work"/*.f32 "$m"
 	# TYPE llama.T: the file written by llama.cpp's own quantizer (llama_model_quantize, what

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# tok.corpus: tests/tok/corpus.txt (and the texts of tok_rand) through llama.cpp's own
-# tokenizer (llama-ref, tests/ref) and ours, for every vocabulary of ours in llama.cpp's test
-# set, with and without special tokens parsed, with and without BOS: the same tokens.
+# tok.corpus: tests/tok/corpus.txt, the texts of tok_rand, every text of llama.cpp's own
+# tokenizer tests (its models/ggml-vocab-*.gguf.inp, once each) and tests/tok/cased.txt (cased
+# words, contractions in every case, digit groups, CJK, combining marks, whitespace runs)
+# through llama.cpp's own tokenizer (llama-ref, tests/ref) and ours, for every vocabulary of
+# ours in llama.cpp's test set, with and without special tokens parsed, with and without BOS:
+# the same tokens.
 # Usage: corpus.sh TOK_DUMP TOK_RAND SOURCE_DIR
 set -u
 dump=$1
@@ -13,32 +16,58 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 sep=$'\n__ggml_vocab_test__\n'
 "$rand" 1 2000 >"$tmp/rand.txt" || { echo "FAIL: tok_rand"; exit 1; }
-# Both files' texts in one (corpus.txt has no separator at its end), each side run once per
-# vocabulary in all four modes (llama-ref --all-modes, tok_dump's "all"): the vocabulary's load,
-# most of a run's time, once instead of eight times. The output is cut back into its eight
-# parts (texts file x mode), each compared and told as before.
-files=("$root/tests/tok/corpus.txt" "$tmp/rand.txt")
-{ cat "${files[0]}"; printf '%s' "$sep"; cat "${files[1]}"; } >"$tmp/all.txt"
-# The texts in each (a separator at the very end closes the last text).
-counts=($(python3 -c 'import sys
+# The files' texts in one, each side run once per vocabulary in all four modes (llama-ref
+# --all-modes, tok_dump's "all"): the vocabulary's load, most of a run's time, once instead of
+# once per file and mode. The output is cut back into its parts (texts file x mode), each
+# compared and told as before. inp.txt: llama.cpp's test texts, each once.
+python3 - "$sep" "$LLAMA_SRC"/models/ggml-vocab-*.gguf.inp >"$tmp/inp.txt" <<'PY' ||
+import sys
+sep, seen, texts = sys.argv[1].encode(), set(), []
 for p in sys.argv[2:]:
     d = open(p, "rb").read()
-    print(d.count(sys.argv[1].encode()) + (not d.endswith(sys.argv[1].encode())))' "$sep" "${files[@]}"))
-n_all=$((counts[0] + counts[1]))
+    for t in (d[: -len(sep)] if d.endswith(sep) else d).split(sep):
+        if t not in seen:
+            seen.add(t)
+            texts.append(t)
+sys.stdout.buffer.write(sep.join(texts))
+PY
+	{ echo "FAIL: llama.cpp's .inp texts"; exit 1; }
+files=("$root/tests/tok/corpus.txt" "$tmp/rand.txt" "$tmp/inp.txt" "$root/tests/tok/cased.txt")
+# all.txt: their texts, one separator between each two; the number of texts of each (a
+# separator at the very end of a file closes its last text)
+counts=($(python3 - "$sep" "$tmp/all.txt" "${files[@]}" <<'PY'
+import sys
+sep, texts = sys.argv[1].encode(), []
+for p in sys.argv[3:]:
+    d = open(p, "rb").read()
+    t = (d[: -len(sep)] if d.endswith(sep) else d).split(sep)
+    texts += t
+    print(len(t))
+open(sys.argv[2], "wb").write(sep.join(texts))
+PY
+))
+[ ${#counts[@]} = ${#files[@]} ] || { echo "FAIL: the texts could not be joined"; exit 1; }
+n_all=0
+for c in "${counts[@]}"; do n_all=$((n_all + c)); done
 # part FILE MODE I: lines of the I-th texts file's texts in MODE from FILE (all.txt's output).
 part() {
-	local from=$((($2 * n_all) + ($3 == 1 ? counts[0] : 0) + 1))
+	local from=$(($2 * n_all + 1)) k
+	for ((k = 0; k < $3; k++)); do from=$((from + counts[k])); done
 	sed -n "${from},$((from + counts[$3] - 1))p" "$1"
 }
 fails=0
-# tekken (Mistral Nemo/Small): llama.cpp's bundle has no such vocabulary, so Llama 3's pieces
-# and merges with tokenizer.ggml.pre = tekken (its splitting and flags are what is compared)
-python3 "$root/tests/api/gguf_edit.py" "$LLAMA_SRC/models/ggml-vocab-llama-bpe.gguf" \
-	"$tmp/ggml-vocab-tekken.gguf" --set-str tokenizer.ggml.pre tekken >/dev/null ||
-	{ echo "FAIL tekken: gguf_edit.py"; fails=$((fails + 1)); }
-for v in $TOK_VOCABS $TOK_VOCABS_MORE tekken; do
+# tekken (Mistral Nemo/Small) and gpt-4o (o200k's: Phi-4-mini, gpt-oss): llama.cpp's bundle
+# has no such vocabulary, so Llama 3's pieces and merges with tokenizer.ggml.pre rewritten (the
+# splitting and flags are what is compared)
+EDITED="tekken gpt-4o"
+for v in $EDITED; do
+	python3 "$root/tests/api/gguf_edit.py" "$LLAMA_SRC/models/ggml-vocab-llama-bpe.gguf" \
+		"$tmp/ggml-vocab-$v.gguf" --set-str tokenizer.ggml.pre $v >/dev/null ||
+		{ echo "FAIL $v: gguf_edit.py"; fails=$((fails + 1)); }
+done
+for v in $TOK_VOCABS $TOK_VOCABS_MORE $EDITED; do
 	f=$LLAMA_SRC/models/ggml-vocab-$v.gguf
-	[ $v = tekken ] && f=$tmp/ggml-vocab-tekken.gguf
+	case " $EDITED " in *" $v "*) f=$tmp/ggml-vocab-$v.gguf ;; esac
 	[ -f "$f" ] || { echo "FAIL $v: no $f"; fails=$((fails + 1)); continue; }
 	if ! "$LLAMA_REF" tokenize "$f" --all-modes --sep "$sep" <"$tmp/all.txt" >"$tmp/ref" 2>"$tmp/err"; then
 		echo "FAIL $v: llama-ref: $(tail -1 "$tmp/err")"
@@ -57,7 +86,7 @@ for v in $TOK_VOCABS $TOK_VOCABS_MORE tekken; do
 			continue 2
 		}
 	done
-	for i in 0 1; do
+	for i in "${!files[@]}"; do
 		for mode in 0 1 2 3; do
 			flags=()
 			[ $((mode & 1)) -ne 0 ] && flags+=(--bos)
