@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/chat_json.h"
+
 /* An assistant's tool call with "function.arguments" given as JSON text gets the value it
  * holds, an object as a rule (a template writes it with tojson); text that is not JSON stays
  * text. */
@@ -107,11 +109,56 @@ fail:
 	return NULL;
 }
 
+/* Phi-4-mini's way (tools_in_system): the first system message gets a "tools" member, the
+ * JSON text (tojson's) of the tools' function objects, unless it has one of its own; with no
+ * system message, one of empty content goes first. */
+static int tools_into_system(json_t *messages, const json_t *tools)
+{
+	json_t *fns = json_array(), *sys = NULL, *m;
+	struct sf_str text = { 0 };
+	size_t i;
+	int rc = -1;
+	json_array_foreach(messages, i, m) {
+		const char *role = json_string_value(json_object_get(m, "role"));
+		if (role && !strcmp(role, "system")) {
+			sys = m;
+			break;
+		}
+	}
+	if (sys && json_object_get(sys, "tools")) {
+		json_decref(fns);
+		return 0;
+	}
+	json_t *t;
+	json_array_foreach(tools, i, t) {
+		if (!fns || json_array_append(fns, json_object_get(t, "function")))
+			goto out;
+	}
+	if (sf__py_json(&text, fns))
+		goto out;
+	json_t *v = json_stringn(text.p, text.len);
+	if (!sys && (sys = json_pack("{s:s,s:s}", "role", "system", "content", "")) &&
+	    json_array_insert_new(messages, 0, sys))
+		sys = NULL; /* taken and freed by the failed insert */
+	if (v && sys) {
+		rc = json_object_set_new(sys, "tools", v) ? -1 : 0;
+		v = NULL;
+	}
+	json_decref(v);
+out:
+	sf_str_free(&text);
+	json_decref(fns);
+	return rc;
+}
+
 static json_t *context(const json_t *req, json_t *messages, const char *bos, const char *eos,
-		       bool add_generation_prompt)
+		       bool add_generation_prompt, bool tools_in_system)
 {
 	json_t *ctx = json_object();
 	if (!ctx || !messages)
+		goto fail;
+	const json_t *tools = json_object_get(req, "tools");
+	if (tools_in_system && json_array_size(tools) && tools_into_system(messages, tools))
 		goto fail;
 	/* kwargs first: what the head sets below is not a client's to change. */
 	const json_t *kw = json_object_get(req, "chat_template_kwargs");
@@ -123,7 +170,6 @@ static json_t *context(const json_t *req, json_t *messages, const char *bos, con
 	}
 	/* As apply_chat_template: tools and documents are None when not given (templates test
 	 * "tools is not none"). */
-	const json_t *tools = json_object_get(req, "tools");
 	if (json_object_set_new(ctx, "messages", messages) ||
 	    json_object_set(ctx, "tools", tools ? (json_t *)tools : json_null()) ||
 	    json_object_set(ctx, "documents", json_null()) ||
@@ -150,20 +196,20 @@ static json_t *load(const char *chat_json)
 }
 
 json_t *sf_chat_context(const char *chat_json, const char *bos, const char *eos,
-			bool add_generation_prompt, bool parts)
+			bool add_generation_prompt, bool parts, bool tools_in_system)
 {
 	json_t *req = load(chat_json);
 	if (!req)
 		return NULL;
 	json_t *ctx = context(req, messages_copy(json_object_get(req, "messages"), parts), bos, eos,
-			      add_generation_prompt);
+			      add_generation_prompt, tools_in_system);
 	json_decref(req);
 	return ctx;
 }
 
 json_t *sf_chat_context_later(const char *chat_json, const char *bos, const char *eos,
-			      bool add_generation_prompt, bool parts, const char *user_marker,
-			      const char *assistant_marker)
+			      bool add_generation_prompt, bool parts, bool tools_in_system,
+			      const char *user_marker, const char *assistant_marker)
 {
 	json_t *req = load(chat_json);
 	if (!req)
@@ -178,7 +224,7 @@ json_t *sf_chat_context_later(const char *chat_json, const char *bos, const char
 		json_decref(req);
 		return NULL;
 	}
-	json_t *ctx = context(req, past, bos, eos, add_generation_prompt);
+	json_t *ctx = context(req, past, bos, eos, add_generation_prompt, tools_in_system);
 	json_decref(req);
 	return ctx;
 }

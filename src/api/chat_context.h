@@ -14,16 +14,19 @@
  * sf_jinja_walks_content), every message's a list of {"type": "text", "text"} parts (a string
  * one part, null none); without, a string (text parts joined with "\n", null ""). A new
  * reference, or NULL when chat_json is not an object holding an array of message objects or
- * memory is short. */
+ * memory is short. tools_in_system (a template that reads the tools from a system message,
+ * Phi-4-mini's: sf_chat_format_tools_in_system): the request's tools also go to the first
+ * system message's "tools" as the JSON text of their function objects, unless it has its own
+ * (one of empty content is put first when there is none). */
 json_t *sf_chat_context(const char *chat_json, const char *bos, const char *eos,
-			bool add_generation_prompt, bool parts);
+			bool add_generation_prompt, bool parts, bool tools_in_system);
 
 /* The context of a later turn of a session: the messages past (a user's and an assistant's
  * turn whose contents are the two markers given) then chat_json's messages, so that the text
  * after the assistant marker is what the turn adds to the session (chat_template.c). NULL as
  * sf_chat_context. */
 json_t *sf_chat_context_later(const char *chat_json, const char *bos, const char *eos,
-			      bool add_generation_prompt, bool parts, const char *user_marker,
-			      const char *assistant_marker);
+			      bool add_generation_prompt, bool parts, bool tools_in_system,
+			      const char *user_marker, const char *assistant_marker);
 
 #endif

@@ -30,6 +30,8 @@ enum sf_chat_format sf_chat_format_detect(const char *t)
 	if (has(t, "<|start_header_id|>") && (has(t, "\"parameters\"") || has(t, "<|python_tag|>")) &&
 	    !has(t, "<function="))
 		return SF_CHAT_FORMAT_LLAMA3;
+	if (has(t, "<|tool|>"))
+		return SF_CHAT_FORMAT_PHI4;
 	return SF_CHAT_FORMAT_CONTENT;
 }
 
@@ -57,6 +59,11 @@ bool sf_chat_prompt_opens_reasoning(const char *prompt, size_t len)
 	return false;
 }
 
+bool sf_chat_format_tools_in_system(enum sf_chat_format f)
+{
+	return f == SF_CHAT_FORMAT_PHI4;
+}
+
 const char *sf_chat_format_name(enum sf_chat_format f)
 {
 	switch (f) {
@@ -66,6 +73,8 @@ const char *sf_chat_format_name(enum sf_chat_format f)
 		return "llama3";
 	case SF_CHAT_FORMAT_MISTRAL:
 		return "mistral";
+	case SF_CHAT_FORMAT_PHI4:
+		return "phi4";
 	case SF_CHAT_FORMAT_CONTENT:
 		break;
 	}
@@ -85,6 +94,8 @@ static const struct sfcp_family *family(const struct sf_chat_parser *p)
 		return &sfcp_llama3;
 	case SF_CHAT_FORMAT_MISTRAL:
 		return &sfcp_mistral;
+	case SF_CHAT_FORMAT_PHI4:
+		return &sfcp_phi4;
 	case SF_CHAT_FORMAT_CONTENT:
 		break;
 	}
@@ -435,6 +446,31 @@ void sfcp_call_report(struct sf_chat_parser *p, const char *name, const char *id
 		ev->call_args(ev->arg, index, args, args_len);
 	if (ev->call_end)
 		ev->call_end(ev->arg, index);
+}
+
+void sfcp_call_array(struct sf_chat_parser *p, size_t from)
+{
+	const char *s = p->call.p + from;
+	size_t n = p->call.len - from, count = 0;
+	struct sfcp_span el[SF_CHAT_MAX_CALLS];
+	struct sfcp_call *calls = NULL;
+	bool ok = sfcp_json_array(s, n, el, SF_CHAT_MAX_CALLS, &count) && count &&
+		  count <= SF_CHAT_MAX_CALLS - p->n_calls &&
+		  (calls = calloc(count, sizeof(*calls)));
+	for (size_t i = 0; ok && i < count; i++)
+		ok = sfcp_call_parse(s + el[i].off, el[i].len, false, &calls[i]) &&
+		     sfcp_tool_known(p, calls[i].name);
+	if (ok)
+		for (size_t i = 0; i < count; i++)
+			sfcp_call_report(p, calls[i].name, calls[i].id, calls[i].args,
+					 calls[i].args_len);
+	for (size_t i = 0; calls && i < count; i++)
+		sfcp_call_clear(&calls[i]);
+	free(calls);
+	if (ok)
+		sfcp_call_done(p);
+	else
+		sfcp_call_fail(p);
 }
 
 void sfcp_call_done(struct sf_chat_parser *p)

@@ -14,6 +14,8 @@
  *            [TOOL_CALLS][{"name": N, "arguments": {...}, "id": "abc123def"}, ...]  or
  *            [TOOL_CALLS]N[CALL_ID]abc123def[ARGS]{...}  or  [TOOL_CALLS]N[ARGS]{...},
  *            the marker repeated before each call in the last two forms.
+ *   PHI4     Phi-4-mini: functools[{"name": N, "arguments": {...}}, ...], one array of calls
+ *            anywhere in the reply ("parameters" too), as vLLM's phi4_mini_json reads it.
  *   CONTENT  anything else: no tool calls.
  * Reasoning (flags): <think>...</think> (SF_CHAT_THINK) or [THINK]...[/THINK]
  * (SF_CHAT_THINK_BRACKETS), opened only as the first thing of the reply; or the reply starts
@@ -50,6 +52,7 @@ enum sf_chat_format {
 	SF_CHAT_FORMAT_HERMES,
 	SF_CHAT_FORMAT_LLAMA3,
 	SF_CHAT_FORMAT_MISTRAL,
+	SF_CHAT_FORMAT_PHI4,
 };
 
 /* Flags of sf_chat_parse_init. */
@@ -109,6 +112,7 @@ struct sf_chat_parser {
  *            "<invoke" (MiniMax), whose calls are written otherwise
  *   LLAMA3   "<|start_header_id|>" with "\"parameters\"" or "<|python_tag|>", and no
  *            "<function=" (Functionary)
+ *   PHI4     "<|tool|>" (Phi-4-mini's template writes a system message's tools there)
  *   CONTENT  otherwise, and for NULL. */
 enum sf_chat_format sf_chat_format_detect(const char *template_text);
 /* The reasoning flags of a chat template's text: SF_CHAT_THINK_BRACKETS when it has
@@ -117,7 +121,10 @@ unsigned sf_chat_think_detect(const char *template_text);
 /* Whether a rendered prompt leaves the reply inside the reasoning: it ends, but for
  * whitespace, with "<think>" or "[THINK]" (then pass SF_CHAT_IN_REASONING). */
 bool sf_chat_prompt_opens_reasoning(const char *prompt, size_t len);
-/* The format's name ("hermes", "llama3", "mistral", "content"). */
+/* Whether the format's templates read the tools from a system message's "tools" string rather
+ * than from a tools variable (PHI4: Phi-4-mini's; the head puts them there, chat_context.h). */
+bool sf_chat_format_tools_in_system(enum sf_chat_format f);
+/* The format's name ("hermes", "llama3", "mistral", "phi4", "content"). */
 const char *sf_chat_format_name(enum sf_chat_format f);
 
 /* Starts a reply's parse; flags as above (tool calls only with SF_CHAT_TOOLS). */

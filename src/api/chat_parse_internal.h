@@ -23,7 +23,7 @@ struct sfcp_family {
 	bool (*answer_start)(struct sf_chat_parser *p, uint8_t c);
 };
 
-extern const struct sfcp_family sfcp_hermes, sfcp_llama3, sfcp_mistral;
+extern const struct sfcp_family sfcp_hermes, sfcp_llama3, sfcp_mistral, sfcp_phi4;
 
 /* ---- the core's services (chat_parse.c) ---- */
 
@@ -40,6 +40,9 @@ void sfcp_call_report(struct sf_chat_parser *p, const char *name, const char *id
 		      const char *args, size_t args_len);
 /* Whether the caller knows the tool (tool_known). */
 bool sfcp_tool_known(const struct sf_chat_parser *p, const char *name);
+/* The JSON array p->call[from..] ended: every element a call to a known tool (each reported,
+ * then as sfcp_call_done), or all of the call's text is content (sfcp_call_fail). */
+void sfcp_call_array(struct sf_chat_parser *p, size_t from);
 /* The call was reported: back to content, blanks after it dropped. */
 void sfcp_call_done(struct sf_chat_parser *p);
 /* Whether the call's text ends with s. */

@@ -6,7 +6,6 @@
  * when they are 1-40 letters and digits. */
 #include "api/chat_parse_internal.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 static const char *const openers[] = { "[TOOL_CALLS]" };
@@ -56,32 +55,6 @@ static void one_call(struct sf_chat_parser *p)
 			id[0] = 0; /* not an id of letters and digits: one is made */
 	sfcp_call_report(p, name, id, args, n);
 	sfcp_call_done(p);
-}
-
-/* [{...}, ...] ended: every element a call, or all of it is content. */
-static void array_calls(struct sf_chat_parser *p)
-{
-	const char *s = p->call.p + p->m[5];
-	size_t n = p->call.len - p->m[5], count = 0;
-	struct sfcp_span el[SF_CHAT_MAX_CALLS];
-	struct sfcp_call *calls = NULL;
-	bool ok = sfcp_json_array(s, n, el, SF_CHAT_MAX_CALLS, &count) && count &&
-		  count <= SF_CHAT_MAX_CALLS - p->n_calls &&
-		  (calls = calloc(count, sizeof(*calls)));
-	for (size_t i = 0; ok && i < count; i++)
-		ok = sfcp_call_parse(s + el[i].off, el[i].len, false, &calls[i]) &&
-		     sfcp_tool_known(p, calls[i].name);
-	if (ok)
-		for (size_t i = 0; i < count; i++)
-			sfcp_call_report(p, calls[i].name, calls[i].id, calls[i].args,
-					 calls[i].args_len);
-	for (size_t i = 0; calls && i < count; i++)
-		sfcp_call_clear(&calls[i]);
-	free(calls);
-	if (ok)
-		sfcp_call_done(p);
-	else
-		sfcp_call_fail(p);
 }
 
 static void body(struct sf_chat_parser *p, uint8_t c)
@@ -137,7 +110,7 @@ static void body(struct sf_chat_parser *p, uint8_t c)
 		else if (r > 0 && p->sub == M_ARGS)
 			one_call(p);
 		else if (r > 0)
-			array_calls(p);
+			sfcp_call_array(p, p->m[5]);
 		return;
 	}
 	}

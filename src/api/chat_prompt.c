@@ -17,10 +17,10 @@ int sf_chat_prompt(const struct sf_jinja *t, const struct sf_chat_prompt_args *a
 	*len = 0;
 	bool parts = sf_jinja_walks_content(t);
 	json_t *ctx = a->later ? sf_chat_context_later(a->chat_json, a->bos, a->eos,
-						       a->generation_prompt, parts, USER_MARKER,
-						       REPLY_MARKER)
+						       a->generation_prompt, parts, a->tools_in_system,
+						       USER_MARKER, REPLY_MARKER)
 			       : sf_chat_context(a->chat_json, a->bos, a->eos, a->generation_prompt,
-						 parts);
+						 parts, a->tools_in_system);
 	if (!ctx)
 		return sf_err_set(err, SF_E_NOMEM, "no memory for the template's context");
 	struct sf_jinja_limits lim;

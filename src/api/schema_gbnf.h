@@ -61,13 +61,13 @@ struct sf_api_request;
 /* The grammar of a reply that is only tool calls, for tool_choice "required" or a named
  * function (else *out is NULL): in the model's format (format: enum sf_chat_format of
  * api/chat_parse.h; HERMES "<tool_call>\n{"name": N, "arguments": A}\n</tool_call>", LLAMA3
- * {"name": N, "parameters": A}), after the reasoning block its flags say the template has
- * (SF_CHAT_THINK...: "<think>...</think>", or the reply starting inside it), one call when
- * r->no_parallel_tool_calls, else up to 16; each call's arguments valid against its tool's
- * parameters (a schema that cannot be enforced: any JSON object). 0, or -1 with e set (413:
- * too large; 400 naming tool_choice: another format, MISTRAL's control-token marker or
- * CONTENT's no calls, where a forced call cannot be enforced, or a request that constrains its
- * output otherwise too, r->grammar). */
+ * {"name": N, "parameters": A}, PHI4 functools[{"name": N, "arguments": A}, ...]), after the
+ * reasoning block its flags say the template has (SF_CHAT_THINK...: "<think>...</think>", or
+ * the reply starting inside it), one call when r->no_parallel_tool_calls, else up to 16; each
+ * call's arguments valid against its tool's parameters (a schema that cannot be enforced: any
+ * JSON object). 0, or -1 with e set (413: too large; 400 naming tool_choice: another format,
+ * MISTRAL's control-token marker or CONTENT's no calls, where a forced call cannot be
+ * enforced, or a request that constrains its output otherwise too, r->grammar). */
 int sf_tool_call_gbnf(const struct sf_api_request *r, int format, unsigned flags, char **out,
 		      struct sf_api_error *e);
 

@@ -97,12 +97,13 @@ int sf_tool_call_gbnf(const struct sf_api_request *r, int format, unsigned flags
 	*out = NULL;
 	if (r->tool_choice != SF_TOOL_REQUIRED && r->tool_choice != SF_TOOL_NAMED)
 		return 0;
-	if (format != SF_CHAT_FORMAT_HERMES && format != SF_CHAT_FORMAT_LLAMA3)
+	if (format != SF_CHAT_FORMAT_HERMES && format != SF_CHAT_FORMAT_LLAMA3 &&
+	    format != SF_CHAT_FORMAT_PHI4)
 		return sf_api_fail(e, 400, "invalid_request_error", "unsupported_value",
 				   "tool_choice", "a forced tool call (tool_choice %s) cannot be "
 				   "enforced in this model's tool-call format, %s (%s): send "
-				   "tool_choice \"auto\", or use a model whose template writes hermes "
-				   "or llama3 calls",
+				   "tool_choice \"auto\", or use a model whose template writes hermes, "
+				   "llama3 or phi4 calls",
 				   r->tool_choice == SF_TOOL_NAMED ? "naming a function" : "\"required\"",
 				   sf_chat_format_name((enum sf_chat_format)format),
 				   format == SF_CHAT_FORMAT_MISTRAL
@@ -163,7 +164,7 @@ int sf_tool_call_gbnf(const struct sf_api_request *r, int format, unsigned flags
 	if (rc == -1)
 		goto out;
 	/* call ::= one alternative per tool: its name, its arguments. */
-	bool hermes = format == SF_CHAT_FORMAT_HERMES;
+	bool llama3 = format == SF_CHAT_FORMAT_LLAMA3;
 	rc = app(&b, "call ::= ");
 	for (uint32_t i = 0, j = 0; i < k && !rc; i++) {
 		char head[SF_CHAT_NAME_MAX + 64], args[32];
@@ -175,7 +176,7 @@ int sf_tool_call_gbnf(const struct sf_api_request *r, int format, unsigned flags
 			break;
 		}
 		snprintf(head, sizeof(head), "{\"name\": %s, \"%s\": ", nj,
-			 hermes ? "arguments" : "parameters");
+			 llama3 ? "parameters" : "arguments");
 		free(nj);
 		if (schemas[i])
 			snprintf(args, sizeof(args), "s%u", subr[j++]);
@@ -187,13 +188,18 @@ int sf_tool_call_gbnf(const struct sf_api_request *r, int format, unsigned flags
 	rc = rc || app(&b, "\n");
 	/* The reasoning first, where the template has it. */
 	rc = rc || lead_rules(&b, flags);
-	/* Hermes: <tool_call> blocks; Llama 3: bare objects. One, or several when parallel. */
-	if (hermes)
-		rc = rc || app(&b, "block ::= \"<tool_call>\\n\" call \"\\n</tool_call>\"\n");
+	/* Hermes: <tool_call> blocks; Llama 3: bare objects; Phi-4-mini: one functools[...]
+	 * array. One call, or up to 16 when parallel. */
+	if (format == SF_CHAT_FORMAT_PHI4)
+		rc = rc || app(&b, r->no_parallel_tool_calls
+				   ? "root ::= lead \"functools[\" call \"]\"\n"
+				   : "root ::= lead \"functools[\" call (\", \" call){0,15} \"]\"\n");
 	else
-		rc = rc || app(&b, "block ::= call\n");
-	rc = rc || app(&b, r->no_parallel_tool_calls ? "root ::= lead block\n"
-				: "root ::= lead block (\"\\n\"{1,2} block){0,15}\n");
+		rc = rc || app(&b, llama3 ? "block ::= call\n"
+				   : "block ::= \"<tool_call>\\n\" call \"\\n</tool_call>\"\n") ||
+		     app(&b, r->no_parallel_tool_calls
+				     ? "root ::= lead block\n"
+				     : "root ::= lead block (\"\\n\"{1,2} block){0,15}\n");
 	if (!rc && !(*out = malloc(sf_buf_used(&b) + 1)))
 		rc = 1;
 	if (!rc) {

@@ -164,6 +164,7 @@ void headd_chat_render_run(struct headd_render *j)
 		.chat_json = j->chat_json ? j->chat_json : "{}", .bos = j->bos, .eos = j->eos,
 		.generation_prompt = j->generation_prompt, .later = j->later, .now = j->now,
 		.max_bytes = j->max_bytes,
+		.tools_in_system = sf_chat_format_tools_in_system(sf_chat_format_detect(j->src)),
 	};
 	j->rc = sf_chat_prompt(tmpl, &a, &j->text, &j->len, &j->err);
 	if (!j->rc)

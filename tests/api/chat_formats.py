@@ -184,6 +184,37 @@ def family_cases(family):
             case("after a past call and its result", "[TOOL_CALLS][" + one + "]",
                  history=HISTORY, calls=[call("get_weather", PARIS, "abc123def")]),
         ]
+    if family == "phi-4-mini":
+        one = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
+        two = '{"name": "get_time", "arguments": {"tz": "Europe/Paris"}}'
+        # The system message's tools as Phi-4-mini's card writes them (json.dumps of the
+        # functions): what the head puts there from the request's tools, so the same prompt.
+        own = [{"role": "system", "content": "Be brief.",
+                "tools": json.dumps([t["function"] for t in TOOLS])}]
+        return [
+            case("one call", "functools[" + one + "]", calls=[call("get_weather", PARIS)]),
+            case("parallel calls", "functools[" + one + ", " + two + "]",
+                 calls=[call("get_weather", PARIS), call("get_time", TZ)]),
+            case("content then a call", "Let me check. functools[" + one + "]",
+                 content="Let me check.", calls=[call("get_weather", PARIS)]),
+            case("\"parameters\" for \"arguments\"",
+                 'functools[{"name": "get_time", "parameters": {"tz": "Europe/Paris"}}]',
+                 calls=[call("get_time", TZ)]),
+            case("a malformed call stays content", "functools[" + one, verbatim=True),
+            case("a call to an unknown tool stays content",
+                 'functools[{"name": "launch", "arguments": {}}]', verbatim=True),
+            case("no tools in the request: markup is content", "functools[" + one + "]",
+                 tools=False, verbatim=True),
+            case("plain content", "It is sunny in Paris.", content="It is sunny in Paris."),
+            case("after a past call and its result", "functools[" + one + "]",
+                 history=HISTORY, calls=[call("get_weather", PARIS)]),
+            case("the head puts the tools in the system message", "functools[" + one + "]",
+                 history=[{"role": "system", "content": "Be brief."}],
+                 calls=[call("get_weather", PARIS)],
+                 twin="the system message's own tools"),
+            case("the system message's own tools", "functools[" + one + "]", history=own,
+                 calls=[call("get_weather", PARIS)]),
+        ]
     if family == "r1-distill":
         return [
             case("the generation prompt opens the reasoning",
@@ -197,7 +228,8 @@ def family_cases(family):
 
 
 MARKER_CHARS = "<[{|"
-MARKERS = ("<tool_call>", "</tool_call>", "<think>", "</think>", "[TOOL_CALLS]", "<|python_tag|>")
+MARKERS = ("<tool_call>", "</tool_call>", "<think>", "</think>", "[TOOL_CALLS]", "<|python_tag|>",
+           "functools[")
 
 
 def split_markers(deltas, tools):

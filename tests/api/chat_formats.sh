@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Tool calls and reasoning in each model family's own markup, end to end through the official
 # openai npm client: a simulated node exporting a real model's chat template (llama.cpp's
-# models/templates: Qwen2.5, Qwen3, Llama 3.2, Mistral Nemo, a DeepSeek-R1 distill, Gemma 2; noded
-# --sim-chat-template) and answering each prompt's sim-reply line verbatim (--sim-script on)
+# models/templates: Qwen2.5, Qwen3, Llama 3.2, Mistral Nemo, a DeepSeek-R1 distill, Gemma 2; and
+# Phi-4-mini's from tests/chat/templates, which llama.cpp's lacks; noded --sim-chat-template) and answering each prompt's sim-reply line verbatim (--sim-script on)
 # behind a head, which picks the reply format from the template. Each case (chat_formats.py:
 # one call, parallel calls, content then a call, reasoning then content or a call, malformed
 # calls kept as content, past calls and results; content as text parts and an assistant's null
@@ -24,7 +24,8 @@ cp "$here/chat_formats.mjs" "$npm_dir/chat_formats.mjs"
 tmpl_dir=$LLAMA_SRC/models/templates
 export SF_JINJA_NOW=$(date +%s)
 
-for fam in qwen2.5 qwen3 llama-3.2 mistral-nemo r1-distill gemma-2; do
+for fam in qwen2.5 qwen3 llama-3.2 mistral-nemo r1-distill gemma-2 phi-4-mini; do
+	dir=$tmpl_dir
 	case $fam in
 	qwen2.5) t=Qwen-Qwen2.5-7B-Instruct ;;
 	qwen3) t=Qwen-Qwen3-0.6B ;;
@@ -32,9 +33,10 @@ for fam in qwen2.5 qwen3 llama-3.2 mistral-nemo r1-distill gemma-2; do
 	mistral-nemo) t=mistralai-Mistral-Nemo-Instruct-2407 ;;
 	r1-distill) t=deepseek-ai-DeepSeek-R1-Distill-Qwen-32B ;;
 	gemma-2) t=google-gemma-2-2b-it ;;
+	phi-4-mini) t=microsoft-Phi-4-mini-instruct dir=$src/tests/chat/templates ;;
 	esac
-	[ -f "$tmpl_dir/$t.jinja" ] || { fail "$fam: $tmpl_dir/$t.jinja is missing"; continue; }
-	start_node "n-$fam" --engine sim --sim-chat-template "$tmpl_dir/$t.jinja" --sim-script on \
+	[ -f "$dir/$t.jinja" ] || { fail "$fam: $dir/$t.jinja is missing"; continue; }
+	start_node "n-$fam" --engine sim --sim-chat-template "$dir/$t.jinja" --sim-script on \
 		--sim-tokens-per-s 400 ||
 		{ fail "$fam: the node did not start"; continue; }
 	np=$npid

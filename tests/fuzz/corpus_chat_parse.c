@@ -3,7 +3,7 @@
 #include "fuzz_common.h"
 
 enum { CONTENT = 0, HERMES = 1, LLAMA3 = 2, MISTRAL = 3, TOOLS = 4, THINK = 8, BRACKETS = 16,
-       INSIDE = 32, HOOKS = 64 };
+       INSIDE = 32, HOOKS = 64, PHI4 = 128 };
 
 void make_chat_parse(void)
 {
@@ -28,4 +28,7 @@ void make_chat_parse(void)
 	put_text("mistral-32", MISTRAL | TOOLS | BRACKETS | HOOKS,
 		 "[THINK]Hmm.[/THINK]Ok.[TOOL_CALLS]t3[CALL_ID]xyz987uvw[ARGS]{\"q\": \"]\"}"
 		 "[TOOL_CALLS]t2[ARGS]{}");
+	put_text("phi4", PHI4 | TOOLS | HOOKS,
+		 "Checking. functools[{\"name\": \"t3\", \"arguments\": {\"q\": \"]functools[\"}}, "
+		 "{\"name\": \"b\", \"parameters\": {\"x\": [[1]]}}] done functools[{\"name\": 1}]");
 }

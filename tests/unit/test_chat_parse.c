@@ -18,6 +18,7 @@
 #define HERMES SF_CHAT_FORMAT_HERMES
 #define LLAMA3 SF_CHAT_FORMAT_LLAMA3
 #define MISTRAL SF_CHAT_FORMAT_MISTRAL
+#define PHI4 SF_CHAT_FORMAT_PHI4
 #define CONTENT SF_CHAT_FORMAT_CONTENT
 #define TOOLS SF_CHAT_TOOLS
 #define THINK SF_CHAT_THINK
@@ -422,6 +423,64 @@ static void mistral_malformed(void **state)
 	}
 }
 
+/* ---- Phi-4-mini ---- */
+
+static void phi4_calls(void **state)
+{
+	check(PHI4, TOOLS, "functools[" WEATHER "]",
+	      lines("B0:call_0:get_weather", WEATHER_ARGS, "E0", NULL));
+	/* parallel, "parameters", brackets and the opener inside strings, content before */
+	check(PHI4, TOOLS,
+	      "Let me check. functools[{\"name\": \"a\", \"arguments\": {\"q\": \"]functools[\"}}, "
+	      "{\"name\": \"b\", \"parameters\": {\"x\": [[1], {\"y\": []}]}}]",
+	      lines("C:Let me check.", "B0:call_0:a", "A0:{\"q\": \"]functools[\"}", "E0",
+		    "B1:call_1:b", "A1:{\"x\": [[1], {\"y\": []}]}", "E1", NULL));
+	/* text after the calls is content; a second array is more calls */
+	check(PHI4, TOOLS,
+	      "functools[{\"name\": \"a\", \"arguments\": {}}]\nDone. functools[{\"name\": \"b\"}]",
+	      lines("B0:call_0:a", "A0:{}", "E0", "C:Done.", "B1:call_1:b", "A1:{}", "E1", NULL));
+	/* without tools in the request it is content */
+	check(PHI4, 0, "functools[" WEATHER "]", "C:functools[" WEATHER "]");
+}
+
+/* Hostile or broken arrays are content, verbatim: unterminated, not calls, one bad element,
+ * a closer with nothing open, nesting past 128, Python's functools. */
+static void phi4_malformed(void **state)
+{
+	char deep[600];
+	size_t k = 0;
+	k += (size_t)sprintf(deep, "functools[{\"name\": \"a\", \"arguments\": {\"x\": ");
+	for (int i = 0; i < 130; i++)
+		deep[k++] = '[';
+	for (int i = 0; i < 130; i++)
+		deep[k++] = ']';
+	strcpy(deep + k, "}}]");
+	const char *bad[] = {
+		"functools[" WEATHER,
+		"functools[{\"name\": \"a\", \"arguments\": {\"s\": \"]\"}",
+		"functools[]",
+		"functools[1, 2]",
+		"functools[" WEATHER ", {\"arguments\": {}}]",
+		"functools[{\"name\": \"a\", \"arguments\": {}}}]",
+		"functools[{\"name\": \"a\", \"arguments\": {\"x\": 1,}}]",
+		"functools[\"get_weather\"]",
+		"import functools\nfunctools.reduce(f, xs)",
+		"functools [" WEATHER "]",
+		deep,
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char want[1024];
+		snprintf(want, sizeof(want), "C:%s", bad[i]);
+		check(PHI4, TOOLS, bad[i], want);
+	}
+	/* one call to an unknown tool (the hooks know t0, not t1): all of it content */
+	const char *unknown = "functools[{\"name\": \"t0\"}, {\"name\": \"t1\"}]";
+	char want[128];
+	snprintf(want, sizeof(want), "C:%s", unknown);
+	check_len(PHI4, TOOLS, (struct opts){ .hooks = true, .known_mask = 1u }, unknown,
+		  strlen(unknown), want);
+}
+
 /* ---- limits ---- */
 
 static void limit_call_bytes(void **state)
@@ -476,6 +535,26 @@ static void limit_call_count(void **state)
 	check_len(MISTRAL, TOOLS, (struct opts){ .few_splits = true }, arr.p, arr.len, w);
 	free(w);
 	sf_str_free(&arr);
+	/* Phi-4-mini's array past the count, and one past the call's bytes: all content */
+	struct sf_str phi = { 0 };
+	sf_str_add(&phi, "functools[", 10);
+	for (size_t i = 0; i < SF_CHAT_MAX_CALLS + 1; i++)
+		sf_str_add(&phi, i ? ",{\"name\":\"f\"}" : "{\"name\":\"f\"}", i ? 13 : 12);
+	sf_str_add(&phi, "]", 1);
+	w = malloc(phi.len + 3);
+	sprintf(w, "C:%s", phi.p);
+	check_len(PHI4, TOOLS, (struct opts){ .few_splits = true }, phi.p, phi.len, w);
+	free(w);
+	phi.len = 10;
+	sf_str_add(&phi, "{\"name\": \"f\", \"arguments\": {\"s\": \"", 34);
+	for (size_t i = 0; i < SF_CHAT_MAX_CALL_BYTES; i += 64)
+		sf_str_add(&phi, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", 64);
+	sf_str_add(&phi, "\"}}]", 4);
+	w = malloc(phi.len + 3);
+	sprintf(w, "C:%s", phi.p);
+	check_len(PHI4, TOOLS, (struct opts){ .few_splits = true }, phi.p, phi.len, w);
+	free(w);
+	sf_str_free(&phi);
 }
 
 static void limit_blanks(void **state)
@@ -499,6 +578,9 @@ static void ids_and_hooks(void **state)
 		  "<tool_call>{\"name\": \"f\"}</tool_call>", 36,
 		  lines("B0:id_0:f", "A0:{}", "E0", NULL));
 	assert_string_equal(sf_chat_format_name(SF_CHAT_FORMAT_MISTRAL), "mistral");
+	assert_string_equal(sf_chat_format_name(SF_CHAT_FORMAT_PHI4), "phi4");
+	assert_true(sf_chat_format_tools_in_system(SF_CHAT_FORMAT_PHI4));
+	assert_false(sf_chat_format_tools_in_system(SF_CHAT_FORMAT_HERMES));
 	assert_string_equal(sf_chat_format_name(SF_CHAT_FORMAT_CONTENT), "content");
 }
 
@@ -560,6 +642,10 @@ static void detect(void **state)
 	assert_int_equal(sf_chat_format_detect(ministral), SF_CHAT_FORMAT_MISTRAL);
 	assert_int_equal(sf_chat_format_detect(r1), SF_CHAT_FORMAT_CONTENT);
 	assert_int_equal(sf_chat_format_detect(phi), SF_CHAT_FORMAT_CONTENT);
+	/* Phi-4-mini's (tests/chat/templates): the tools between <|tool|> and <|/tool|> */
+	const char *phi4 = "{{ '<|' + message['role'] + '|>' + message['content'] + '<|tool|>' + "
+			   "message['tools'] + '<|/tool|>' + '<|end|>' }}";
+	assert_int_equal(sf_chat_format_detect(phi4), SF_CHAT_FORMAT_PHI4);
 	assert_int_equal(sf_chat_format_detect(gemma), SF_CHAT_FORMAT_CONTENT);
 	assert_int_equal(sf_chat_format_detect(NULL), SF_CHAT_FORMAT_CONTENT);
 	assert_int_equal(sf_chat_think_detect(qwen25), 0);
@@ -597,6 +683,8 @@ int main(void)
 		cmocka_unit_test(mistral_devstral),
 		cmocka_unit_test(ministral_reasoning),
 		cmocka_unit_test(mistral_malformed),
+		cmocka_unit_test(phi4_calls),
+		cmocka_unit_test(phi4_malformed),
 		cmocka_unit_test(limit_call_bytes),
 		cmocka_unit_test(limit_call_count),
 		cmocka_unit_test(limit_blanks),

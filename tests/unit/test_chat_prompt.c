@@ -381,6 +381,76 @@ static void content_as_the_template_takes_it(void **state)
 	free(out);
 }
 
+/* Phi-4-mini's template (tests/chat/templates) reads the tools from a system message's "tools"
+ * string: with tools_in_system the request's tools go there as the JSON text of their
+ * function objects (into the first system message, or one of empty content put first); a
+ * system message's own "tools" is kept; without the flag the template sees none. */
+static void phi4_tools_in_system(void **state)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/tests/chat/templates/microsoft-Phi-4-mini-instruct.jinja",
+		 SF_SOURCE_DIR);
+	FILE *f = fopen(path, "rb");
+	assert_non_null(f);
+	char src[4096];
+	size_t len = fread(src, 1, sizeof(src) - 1, f);
+	fclose(f);
+	src[len] = 0;
+	struct sf_jinja *t;
+	struct sf_err e;
+	if (sf_jinja_parse(src, len, NULL, &t, &e))
+		fail_msg("parse %s: %s", path, e.msg);
+	const char *tools = "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\","
+			    "\"description\":\"d\",\"parameters\":{\"type\":\"object\"}}}]";
+	const char *fns = "[{\"name\": \"f\", \"description\": \"d\", \"parameters\": "
+			  "{\"type\": \"object\"}}]";
+	struct {
+		const char *messages;
+		bool in_system;
+		const char *head; /* the prompt before "<|user|>Hi<|end|><|assistant|>", with "%"
+				   * for the functions' text */
+	} cases[] = {
+		{ "[{\"role\":\"system\",\"content\":\"Be brief.\"},{\"role\":\"user\","
+		  "\"content\":\"Hi\"}]", true, "<|system|>Be brief.<|tool|>%<|/tool|><|end|>" },
+		{ "[{\"role\":\"user\",\"content\":\"Hi\"}]", true, "<|system|><|tool|>%<|/tool|><|end|>" },
+		{ "[{\"role\":\"system\",\"content\":\"S\",\"tools\":\"[own]\"},{\"role\":\"user\","
+		  "\"content\":\"Hi\"}]", true, "<|system|>S<|tool|>[own]<|/tool|><|end|>" },
+		{ "[{\"role\":\"system\",\"content\":\"Be brief.\"},{\"role\":\"user\","
+		  "\"content\":\"Hi\"}]", false, "<|system|>Be brief.<|end|>" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		char body[1024], want[1024], head[512];
+		snprintf(body, sizeof(body), "{\"model\":\"m\",\"messages\":%s,%s}",
+			 cases[i].messages, tools);
+		parse(body);
+		const char *cut = strchr(cases[i].head, '%');
+		if (cut)
+			snprintf(head, sizeof(head), "%.*s%s%s", (int)(cut - cases[i].head),
+				 cases[i].head, fns, cut + 1);
+		else
+			snprintf(head, sizeof(head), "%s", cases[i].head);
+		snprintf(want, sizeof(want), "%s<|user|>Hi<|end|><|assistant|>", head);
+		struct sf_chat_prompt_args a = { .chat_json = req.chat_json, .bos = "", .eos = "",
+						 .generation_prompt = true,
+						 .tools_in_system = cases[i].in_system };
+		char *out = NULL;
+		size_t n;
+		assert_int_equal(sf_chat_prompt(t, &a, &out, &n, &e), 0);
+		assert_string_equal(out, want);
+		free(out);
+	}
+	/* no tools in the request: nothing added */
+	parse("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}");
+	struct sf_chat_prompt_args a = { .chat_json = req.chat_json, .bos = "", .eos = "",
+					 .generation_prompt = true, .tools_in_system = true };
+	char *out = NULL;
+	size_t n;
+	assert_int_equal(sf_chat_prompt(t, &a, &out, &n, &e), 0);
+	assert_string_equal(out, "<|user|>Hi<|end|><|assistant|>");
+	free(out);
+	sf_jinja_free(t);
+}
+
 static int teardown(void **state)
 {
 	sf_api_request_free(&req);
@@ -395,6 +465,7 @@ int main(void)
 		cmocka_unit_test_teardown(plain_conversation, teardown),
 		cmocka_unit_test_teardown(tools_in_system_turn, teardown),
 		cmocka_unit_test_teardown(later_turn, teardown),
+		cmocka_unit_test_teardown(phi4_tools_in_system, teardown),
 		cmocka_unit_test_teardown(tool_calls_and_results, teardown),
 		cmocka_unit_test_teardown(kwargs_and_specials, teardown),
 		cmocka_unit_test_teardown(content_specials_are_parsed, teardown),

@@ -418,6 +418,24 @@ static void forced_tool_calls(void **state)
 	check(g, yes4, no4);
 	sf_grammar_unref(g);
 	free(gbnf);
+	/* Phi-4-mini: one functools[...] array of calls with "arguments". */
+	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_PHI4, 0, &gbnf, &e), 0);
+	g = compile_text(gbnf);
+	const char *yes6[] = {
+		"functools[{\"name\": \"get\", \"arguments\": {\"city\":\"Rome\"}}]",
+		"functools[{\"name\": \"odd\", \"arguments\": {\"n\": 3}}, {\"name\": \"get\", "
+		"\"arguments\": {\"city\": \"Oslo\"}}]",
+		NULL };
+	const char *no6[] = {
+		"functools[]",
+		"functools[{\"name\": \"get\", \"arguments\": {\"city\":\"Paris\"}}]",
+		"{\"name\": \"get\", \"arguments\": {\"city\":\"Rome\"}}",
+		"functools[{\"name\": \"get\", \"parameters\": {\"city\":\"Rome\"}}]",
+		"functools[{\"name\": \"get\", \"arguments\": {\"city\":\"Rome\"}}] ok",
+		NULL };
+	check(g, yes6, no6);
+	sf_grammar_unref(g);
+	free(gbnf);
 	/* Mistral (its [TOOL_CALLS] a control token) and content (no calls): a forced call
 	 * cannot be enforced there, a 400 naming tool_choice and the format, never taken. */
 	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_MISTRAL, 0, &gbnf, &e), -1);
@@ -460,6 +478,18 @@ static void forced_tool_calls(void **state)
 		"<tool_call>\n{\"name\": \"get\", \"arguments\": {\"city\":\"Oslo\"}}\n</tool_call>",
 		NULL };
 	check(g, yes5, no5);
+	sf_grammar_unref(g);
+	free(gbnf);
+	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_PHI4, 0, &gbnf, &e), 0);
+	g = compile_text(gbnf);
+	const char *yes7[] = {
+		"functools[{\"name\": \"get\", \"arguments\": {\"city\":\"Oslo\"}}]", NULL };
+	const char *no7[] = {
+		"functools[{\"name\": \"odd\", \"arguments\": {}}]",
+		"functools[{\"name\": \"get\", \"arguments\": {\"city\":\"Oslo\"}}, "
+		"{\"name\": \"get\", \"arguments\": {\"city\":\"Oslo\"}}]",
+		NULL };
+	check(g, yes7, no7);
 	sf_grammar_unref(g);
 	free(gbnf);
 	sf_api_request_free(&r);
