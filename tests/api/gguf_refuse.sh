@@ -3,9 +3,10 @@
 # 2 and one line on stderr naming why (a file cut short: the byte offsets; an architecture it
 # does not run; metadata asking for arithmetic it does not compute (sliding windows,
 # soft-capping, experts, rope scalings, ...); LongRoPE factors that are not finite and
-# positive, or not both there; a tensor it would not read; a tensor type it does not compute;
-# a tensor missing; not a GGUF file; no file), and superfluid model info says the same reason
-# with the same status (and that a good file runs).
+# positive, or not both there; a pre-tokenizer it does not split as llama.cpp does; a tensor it
+# would not read; a tensor type it does not compute; a tensor missing; not a GGUF file; no
+# file), and superfluid model info says the same reason with the same status (and that a good
+# file runs, as one with gpt-4o's pre-tokenizer does).
 # Also (issue 32): a FIFO named as the model is refused at once (it held the node in open(),
 # deaf to SIGTERM), a context length past 32 bits is a refused file (exit 2, not 1), and a
 # served file cut short makes the node stop with a sentence naming the file (it died of a bare
@@ -194,6 +195,15 @@ refused "Qwen3.5 with multi-token prediction layers" "$work/key.gguf" \
 	"qwen35.nextn_predict_layers = 1: multi-token prediction layers, which this engine does not compute"
 edit "$work/q35.gguf" "$work/key.gguf" --rename blk.0.ssm_a blk.0.ssm_aa
 refused "Qwen3.5 without a layer's ssm_a" "$work/key.gguf" "tensor blk.0.ssm_a is missing"
+# Pre-tokenizers: gpt-4o's (Phi-4-mini, gpt-oss) splits as llama.cpp does (tok.corpus) and
+# runs; one the engine does not split as llama.cpp does is refused by name.
+edit "$M" "$work/key.gguf" --set-str tokenizer.ggml.pre gpt-4o
+"$cli" model info "$work/key.gguf" >"$work/out" 2>&1
+r=$?; [ "$r" = 0 ] && grep -qx "the GGUF engine runs it" "$work/out" || r=1
+check "model info: a file with the gpt-4o pre-tokenizer (Phi-4-mini's) runs" $r
+edit "$M" "$work/key.gguf" --set-str tokenizer.ggml.pre kimi-k2
+refused "a pre-tokenizer it does not split" "$work/key.gguf" \
+	'tokenizer.ggml.pre "kimi-k2" is not a pre-tokenizer this engine has'
 edit "$M" "$work/missing.gguf" --rename blk.1.attn_q.weight blk.1.attn_qq.weight
 refused "a tensor missing" "$work/missing.gguf" "tensor blk.1.attn_q.weight is missing"
 printf 'This text is not a model.\n' >"$work/text.gguf"
