@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The head's own encodings (protocol 5: a node sends its tokenizer's file after its export)
 # against a node's: for three of llama.cpp's vocabularies (qwen2's and Llama 3's byte-level
-# BPE, Llama 2's SentencePiece), a random-weight model of one layer served by a node of
+# BPE, Llama 2's SentencePiece) and Llama 3's with gpt-4o's pre-tokenizer (Phi-4-mini's; its
+# texts also tests/tok/cased.txt), a random-weight model of one layer served by a node of
 # protocol 5 (head A: encodes itself) and by one at --version-max 4 (head B: asks the node,
 # as before). Every text of llama.cpp's tokenizer tests (models/ggml-vocab-*.gguf.inp)
 # through POST /v1/tokenize: the same tokens from both heads; a chat turn (qwen2's template):
@@ -17,10 +18,18 @@ unset SUPERFLUID_HEAD SUPERFLUID_API_KEY
 gguf_vocab "$src"
 
 metric() { curl -sS "http://127.0.0.1:$1/metrics" | sed -n "s/^$2 //p"; }
-for set in "qwen2 test-qwen2" "llama-bpe test-llama" "llama-spm test-llama"; do
+for set in "qwen2 test-qwen2" "llama-bpe test-llama" "llama-spm test-llama" "gpt-4o test-llama"; do
 	read -r vocab shape <<<"$set"
-	M=$work/$vocab.gguf
-	gguf_make "$M" "$vocab" "$shape" q8_0 --layers 1
+	M=$work/$vocab.gguf inp=$LLAMA_SRC/models/ggml-vocab-$vocab.gguf.inp
+	if [ "$vocab" = gpt-4o ]; then # the bundle has no o200k vocabulary
+		gguf_make "$work/base.gguf" llama-bpe "$shape" q8_0 --layers 1
+		python3 "$(dirname "$0")/gguf_edit.py" "$work/base.gguf" "$M" \
+			--set-str tokenizer.ggml.pre gpt-4o >/dev/null || fail "gguf_edit.py: pre gpt-4o"
+		inp=$work/gpt-4o.inp
+		cat "$LLAMA_SRC/models/ggml-vocab-llama-bpe.gguf.inp" "$src/tests/tok/cased.txt" >"$inp"
+	else
+		gguf_make "$M" "$vocab" "$shape" q8_0 --layers 1
+	fi
 	start_gguf_node "n5-$vocab" "$M" --threads 1 && p5=$port
 	start_gguf_node "n4-$vocab" "$M" --threads 1 --version-max 4 && p4=$port
 	start_head "a-$vocab" "127.0.0.1:$p5" && ha=$hport
@@ -31,7 +40,7 @@ for set in "qwen2 test-qwen2" "llama-bpe test-llama" "llama-spm test-llama"; do
 	head_encodes "$work/a-$vocab.err" || r=1 # every shard: one still loading asks the node
 	check "$vocab: head A loads the tokenizer's file and encodes with it" $r
 	r=0
-	python3 - "$LLAMA_SRC/models/ggml-vocab-$vocab.gguf.inp" "$ha" "$hb" "$work/tok-$vocab" <<'PY' || r=1
+	python3 - "$inp" "$ha" "$hb" "$work/tok-$vocab" <<'PY' || r=1
 import http.client, json, sys
 inp, ha, hb, out = sys.argv[1:]
 texts = open(inp, encoding="utf-8").read().split("\n__ggml_vocab_test__\n")
@@ -64,7 +73,7 @@ with open(out, "w") as f:
     f.write("%d texts\n" % n)
 assert n > 20, n
 PY
-	check "$vocab: llama.cpp's $(cat "$work/tok-$vocab" 2>/dev/null) encoded by head A itself are head B's node's" $r
+	check "$vocab: the $(cat "$work/tok-$vocab" 2>/dev/null) of ${inp##*/} encoded by head A itself are head B's node's" $r
 	body='"prompt":"Tell me about <|im_start|> <s> the fleet, and 🦙.","max_tokens":8,"temperature":0'
 	base="http://127.0.0.1:$ha"; req POST /v1/completions "{\"model\":\"$model\",$body}"; cp "$work/out" "$work/gen-a"
 	base="http://127.0.0.1:$hb"; req POST /v1/completions "{\"model\":\"$model\",$body}"
