@@ -8,10 +8,11 @@
 # completions with llama.cpp's json_schema and grammar fields and vLLM's structured_outputs
 # (choice, regex); a streamed sample equals the whole one; a named session, and a Responses
 # conversation continued from its latest, keep their first turn's schema (another one is a
-# 400), a fork from an earlier response takes its own; tool_choice required and a named function (with
-# parallel_tool_calls false) give only valid calls in the model's own format (Qwen2.5's); a schema keyword that cannot be
-# enforced, and a grammar that does not compile, are 400s naming the field; a fleet of protocol
-# 5 nodes refuses a schema with 400 unsupported_on_fleet naming response_format.
+# 400), a fork from an earlier response takes its own; tool_choice required and a named
+# function (with parallel_tool_calls false) give only valid calls in the model's own format
+# (Qwen2.5's, and Phi-4-mini's functools[...]); a schema keyword that cannot be enforced, and a
+# grammar that does not compile, are 400s naming the field; a fleet of protocol 5 nodes
+# refuses a schema with 400 unsupported_on_fleet naming response_format.
 # Usage: gguf_structured.sh NODED HEADD CLI SOURCE_DIR   (exit 77: no llama.cpp vocabulary)
 set -uo pipefail
 noded=$1 headd=$2 cli=$3 src=$4
@@ -181,6 +182,14 @@ check "tool_choice required (n = 4): tool calls only, each valid, finish_reason 
 req POST /v1/chat/completions "{\"model\":\"$model\",\"chat_template\":$tmpl,\"messages\":$msgs,\"tools\":$tools,\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}},\"parallel_tool_calls\":false,\"n\":4,\"seed\":12,\"max_tokens\":200}"
 r=0; [ "$status" = 200 ] && calls_ok get_weather 1 || r=1
 check "a named function with parallel_tool_calls false: one call to it, valid arguments" $r
+# The same with Phi-4-mini's template (tests/chat/templates): one functools[...] array.
+tmpl=$(python3 -S -c 'import json,sys; print(json.dumps(open(sys.argv[1]).read()))' "$src/tests/chat/templates/microsoft-Phi-4-mini-instruct.jinja")
+req POST /v1/chat/completions "{\"model\":\"$model\",\"chat_template\":$tmpl,\"messages\":$msgs,\"tools\":$tools,\"tool_choice\":\"required\",\"n\":4,\"seed\":13,\"max_tokens\":800}"
+r=0; [ "$status" = 200 ] && calls_ok "" 0 || r=1
+check "Phi-4-mini's template: tool_choice required (n = 4): functools calls only, each valid" $r
+req POST /v1/chat/completions "{\"model\":\"$model\",\"chat_template\":$tmpl,\"messages\":$msgs,\"tools\":$tools,\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}},\"parallel_tool_calls\":false,\"n\":4,\"seed\":14,\"max_tokens\":200}"
+r=0; [ "$status" = 200 ] && calls_ok get_weather 1 || r=1
+check "Phi-4-mini's template: a named function, parallel_tool_calls false: one call to it" $r
 
 # Refusals by name.
 req POST /v1/chat/completions "{\"model\":\"$model\",\"messages\":$msgs,\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\",\"schema\":{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"array\",\"uniqueItems\":true}}}}}}"
