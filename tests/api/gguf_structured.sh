@@ -153,10 +153,10 @@ turn four ""
 [ "$status" = 400 ] && err_is session invalid_value || r=1
 check "a named session: its first turn's schema again served, another grammar or none a 400" $r
 
-# Forced tool calls in the model's format (Qwen2.5's template: hermes <tool_call> blocks):
-# tool_choice "required" gives tool calls only, each to a tool with valid arguments; a named
-# function with parallel_tool_calls false gives exactly one call to it.
-tmpl=$(python3 -S -c 'import json,sys; print(json.dumps(open(sys.argv[1]).read()))' "$LLAMA_SRC/models/templates/Qwen-Qwen2.5-7B-Instruct.jinja")
+# Forced tool calls in the model's format (Qwen2.5's template: hermes <tool_call> blocks;
+# Phi-4-mini's, tests/chat/templates: one functools[...] array): tool_choice "required" gives
+# tool calls only, each to a tool with valid arguments; a named function with
+# parallel_tool_calls false gives exactly one call to it.
 tools='[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"enum":["Oslo","Rome"]},"days":{"type":"integer","minimum":1,"maximum":7}},"required":["city","days"],"additionalProperties":false}}},{"type":"function","function":{"name":"noop","parameters":{"type":"object","properties":{},"additionalProperties":false}}}]'
 calls_ok() { # WANT_NAME WANT_COUNT (0: any count of one or more)
 	python3 -S -c 'import json,sys
@@ -176,20 +176,19 @@ for c in d["choices"]:
         else:
             assert f["name"] == "noop" and a == {}, (f["name"], a)' "$work/out" "$1" "$2"
 }
-req POST /v1/chat/completions "{\"model\":\"$model\",\"chat_template\":$tmpl,\"messages\":$msgs,\"tools\":$tools,\"tool_choice\":\"required\",\"n\":4,\"seed\":11,\"max_tokens\":800}"
-r=0; [ "$status" = 200 ] && calls_ok "" 0 || r=1
-check "tool_choice required (n = 4): tool calls only, each valid, finish_reason tool_calls" $r
-req POST /v1/chat/completions "{\"model\":\"$model\",\"chat_template\":$tmpl,\"messages\":$msgs,\"tools\":$tools,\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}},\"parallel_tool_calls\":false,\"n\":4,\"seed\":12,\"max_tokens\":200}"
-r=0; [ "$status" = 200 ] && calls_ok get_weather 1 || r=1
-check "a named function with parallel_tool_calls false: one call to it, valid arguments" $r
-# The same with Phi-4-mini's template (tests/chat/templates): one functools[...] array.
-tmpl=$(python3 -S -c 'import json,sys; print(json.dumps(open(sys.argv[1]).read()))' "$src/tests/chat/templates/microsoft-Phi-4-mini-instruct.jinja")
-req POST /v1/chat/completions "{\"model\":\"$model\",\"chat_template\":$tmpl,\"messages\":$msgs,\"tools\":$tools,\"tool_choice\":\"required\",\"n\":4,\"seed\":13,\"max_tokens\":800}"
-r=0; [ "$status" = 200 ] && calls_ok "" 0 || r=1
-check "Phi-4-mini's template: tool_choice required (n = 4): functools calls only, each valid" $r
-req POST /v1/chat/completions "{\"model\":\"$model\",\"chat_template\":$tmpl,\"messages\":$msgs,\"tools\":$tools,\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}},\"parallel_tool_calls\":false,\"n\":4,\"seed\":14,\"max_tokens\":200}"
-r=0; [ "$status" = 200 ] && calls_ok get_weather 1 || r=1
-check "Phi-4-mini's template: a named function, parallel_tool_calls false: one call to it" $r
+seed=11
+for t in "Qwen2.5 $LLAMA_SRC/models/templates/Qwen-Qwen2.5-7B-Instruct.jinja" \
+	"Phi-4-mini $src/tests/chat/templates/microsoft-Phi-4-mini-instruct.jinja"; do
+	read -r fam file <<<"$t"
+	tmpl=$(python3 -S -c 'import json,sys; print(json.dumps(open(sys.argv[1]).read()))' "$file")
+	req POST /v1/chat/completions "{\"model\":\"$model\",\"chat_template\":$tmpl,\"messages\":$msgs,\"tools\":$tools,\"tool_choice\":\"required\",\"n\":4,\"seed\":$seed,\"max_tokens\":800}"
+	r=0; [ "$status" = 200 ] && calls_ok "" 0 || r=1
+	check "$fam: tool_choice required (n = 4): tool calls only, each valid, finish_reason tool_calls" $r
+	req POST /v1/chat/completions "{\"model\":\"$model\",\"chat_template\":$tmpl,\"messages\":$msgs,\"tools\":$tools,\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}},\"parallel_tool_calls\":false,\"n\":4,\"seed\":$((seed + 1)),\"max_tokens\":200}"
+	r=0; [ "$status" = 200 ] && calls_ok get_weather 1 || r=1
+	check "$fam: a named function with parallel_tool_calls false: one call to it, valid arguments" $r
+	seed=$((seed + 2))
+done
 
 # Refusals by name.
 req POST /v1/chat/completions "{\"model\":\"$model\",\"messages\":$msgs,\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\",\"schema\":{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"array\",\"uniqueItems\":true}}}}}}"
