@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# chat.templates: every chat template of llama.cpp's models/templates/ rendered on each
-# conversation of tests/chat/conversations/ by our renderer (jinja_render) and by Python's
-# jinja2 set up as transformers' apply_chat_template (hf_render.py), compared byte for byte.
+# chat.templates: every chat template of llama.cpp's models/templates/ (and of
+# tests/chat/templates/, those it lacks) rendered on each conversation of
+# tests/chat/conversations/ by our renderer (jinja_render) and by Python's jinja2 set up as
+# transformers' apply_chat_template (hf_render.py), compared byte for byte.
 # Where Python raises (raise_exception, or a template error), ours must fail too. Prints per
 # template "ok", "DIFF" (with the first difference), "unsupported: <feature>" or "refused" (both
 # refused every conversation: nothing rendered to compare, not a match), then the count that
@@ -24,13 +25,13 @@ must=(Qwen-Qwen2.5-7B-Instruct Qwen-Qwen3-0.6B meta-llama-Llama-3.1-8B-Instruct
 	meta-llama-Llama-3.2-3B-Instruct meta-llama-Llama-3.3-70B-Instruct HuggingFaceTB-SmolLM3-3B
 	mistralai-Mistral-Nemo-Instruct-2407 Mistral-Small-3.2-24B-Instruct-2506
 	deepseek-ai-DeepSeek-R1-Distill-Llama-8B deepseek-ai-DeepSeek-R1-Distill-Qwen-32B
-	microsoft-Phi-3.5-mini-instruct google-gemma-2-2b-it)
+	microsoft-Phi-3.5-mini-instruct microsoft-Phi-4-mini-instruct google-gemma-2-2b-it)
 min_match=64
 export SF_JINJA_NOW=1767225600 # 2026-01-01 00:00:00 UTC, for strftime_now on both sides
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-templates=("$tdir"/*.jinja)
+templates=("$tdir"/*.jinja "$here"/templates/*.jinja) # and ours that llama.cpp's lacks
 convs=("$here"/conversations/*.json)
 [ "${#templates[@]}" -gt 0 ] && [ -f "${templates[0]}" ] || { echo "FAIL: no templates in $tdir"; exit 1; }
 python3 "$here/hf_render.py" batch "$tmp/py" "${convs[@]}" -- "${templates[@]}" ||
