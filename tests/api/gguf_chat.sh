@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Chat with real models' own templates: random-weight GGUF files carrying Qwen2.5's, Llama
 # 3.2's, Gemma 2's, Qwen3's (on a Qwen3-MoE shape), Phi-3.5's (on a LongRoPE shape, by its
-# long factors), Granite 3.3's and Qwen3.5's (on a shape with Gated DeltaNet layers) chat
-# templates
+# long factors), Phi-4-mini's (tests/chat/templates, on the Phi-4 test shape with a gpt-4o
+# vocabulary: the tools in its system message), Granite 3.3's and Qwen3.5's (on a shape with
+# Gated DeltaNet layers) chat templates
 # (llama.cpp's models/templates, by superfluid model make --chat-template; Gemma's on a Gemma 3
 # shape with a Gemma-3-like vocabulary), one node each behind a head. The official openai npm
 # client's chat with tools (tests/chat/conversations/tools.json; Gemma: user, model, user
@@ -32,11 +33,13 @@ tmpl_dir=$LLAMA_SRC/models/templates
 conv=$src/tests/chat/conversations/tools.json
 N=12
 
-# render VOCAB_FILE TEMPLATE REQUEST OUT: python3-jinja2's rendering of REQUEST's conversation
-# (the context the head makes: tools/documents None when absent, the vocabulary's BOS/EOS
-# text) in OUT.txt and llama.cpp's tokens of it (specials parsed, no BOS added) in OUT.ids.
+# render VOCAB_FILE TEMPLATE REQUEST OUT [sys]: python3-jinja2's rendering of REQUEST's
+# conversation (the context the head makes: tools/documents None when absent, the vocabulary's
+# BOS/EOS text; with "sys", Phi-4-mini's way, as docs/API.md says: the tools' function objects
+# as JSON text in the first system message's "tools") in OUT.txt and llama.cpp's tokens of it
+# (specials parsed, no BOS added) in OUT.ids.
 render() {
-	python3 - "$1" "$3" >"$work/ctx.json" <<'PY' || return 1
+	python3 - "$1" "$3" "${5:-}" >"$work/ctx.json" <<'PY' || return 1
 import json, sys
 req = json.load(open(sys.argv[2]))
 # The vocabulary's BOS and EOS texts, read from the GGUF file's tokenizer pairs.
@@ -67,6 +70,14 @@ kv = gguf_tokens(sys.argv[1])
 toks = kv["tokenizer.ggml.tokens"]
 bos = toks[kv["tokenizer.ggml.bos_token_id"]] if "tokenizer.ggml.bos_token_id" in kv else ""
 eos = toks[kv["tokenizer.ggml.eos_token_id"]] if "tokenizer.ggml.eos_token_id" in kv else ""
+msgs = req["messages"]
+if sys.argv[3] == "sys" and req.get("tools"):
+    text = json.dumps([t["function"] for t in req["tools"]], ensure_ascii=False)
+    first = next((m for m in msgs if m["role"] == "system"), None)
+    if first is None:
+        first = {"role": "system", "content": ""}
+        msgs.insert(0, first)
+    first.setdefault("tools", text)
 ctx = dict(req.get("chat_template_kwargs", {}))
 ctx.update({"messages": req["messages"], "tools": req.get("tools"), "documents": None,
             "add_generation_prompt": True, "bos_token": bos, "eos_token": eos})
@@ -87,8 +98,14 @@ export SF_JINJA_NOW=$(date +%s) # strftime_now: the day the head renders in too
 # (tests/engine/gemma_vocab.py: <start_of_turn> and <end_of_turn> at Gemma 3's ids).
 python3 "$src/tests/engine/gemma_vocab.py" "$LLAMA_SRC/models/ggml-vocab-gemma-4.gguf" \
 	"$work/ggml-vocab-gemma.gguf" || { fail "gemma_vocab.py"; exit 1; }
-for fam in ${SF_FAMS:-gemma-3 qwen2.5 qwen3-moe phi-3.5 granite-3.3 qwen3.5 llama-3.2}; do # llama-3.2 last: its head is asked after
-	conv=$src/tests/chat/conversations/tools.json
+# Phi-4-mini's vocabulary: Llama 3's pieces with its gpt-4o pre-tokenizer and no BOS added (the
+# bundle has no o200k vocabulary).
+python3 "$src/tests/api/gguf_edit.py" "$LLAMA_SRC/models/ggml-vocab-llama-bpe.gguf" \
+	"$work/vocab-pre.gguf" --set-str tokenizer.ggml.pre gpt-4o >/dev/null &&
+	python3 "$src/tests/api/gguf_edit.py" "$work/vocab-pre.gguf" "$work/ggml-vocab-gpt-4o.gguf" \
+		--set-bool tokenizer.ggml.add_bos_token 0 >/dev/null || { fail "gguf_edit.py"; exit 1; }
+for fam in ${SF_FAMS:-gemma-3 qwen2.5 qwen3-moe phi-3.5 phi-4-mini granite-3.3 qwen3.5 llama-3.2}; do # llama-3.2 last: its head is asked after
+	conv=$src/tests/chat/conversations/tools.json tools_in=
 	case $fam in
 	qwen2.5) vocab=qwen2 shape=test-qwen2 tmpl=$tmpl_dir/Qwen-Qwen2.5-7B-Instruct.jinja ;;
 	llama-3.2) vocab=llama-bpe shape=test-llama tmpl=$tmpl_dir/meta-llama-Llama-3.2-3B-Instruct.jinja ;;
@@ -104,12 +121,16 @@ for fam in ${SF_FAMS:-gemma-3 qwen2.5 qwen3-moe phi-3.5 granite-3.3 qwen3.5 llam
 	# Phi-3.5 with LongRoPE (the node's context of 8192, past the original 4096: the long factors)
 	phi-3.5) vocab=phi-3 shape=test-phi3-longrope tmpl=$tmpl_dir/microsoft-Phi-3.5-mini-instruct.jinja
 		conv=$src/tests/chat/conversations/multiturn_no_prompt.json ;;
+	# Phi-4-mini's template (tests/chat/templates), which reads the tools from the system
+	# message, on the Phi-4 test shape with a gpt-4o vocabulary, with tools
+	phi-4-mini) vocab=gpt-4o shape=test-phi4 tools_in=sys
+		tmpl=$src/tests/chat/templates/microsoft-Phi-4-mini-instruct.jinja ;;
 	granite-3.3) vocab=refact shape=test-granite tmpl=$tmpl_dir/ibm-granite-granite-3.3-2B-Instruct.jinja ;;
 	# Gated DeltaNet layers (a recurrent state) with Qwen3.5's template, with tools
 	qwen3.5) vocab=qwen35 shape=test-qwen35 tmpl=$tmpl_dir/Qwen3.5-4B.jinja ;;
 	esac
 	V=$LLAMA_SRC/models/ggml-vocab-$vocab.gguf M=$work/$fam.gguf
-	[ $vocab = gemma ] && V=$work/ggml-vocab-gemma.gguf
+	[ $vocab = gemma ] || [ $vocab = gpt-4o ] && V=$work/ggml-vocab-$vocab.gguf
 	"$cli" model make --shape "$shape" --type q8_0 --vocab "$V" --chat-template "$tmpl" -o "$M" \
 		>"$work/make.out" 2>&1 || { fail "$fam: model make"; sed 's/^/     | /' "$work/make.out"; exit 1; }
 	model=random-$shape-q8_0
@@ -125,7 +146,7 @@ for fam in ${SF_FAMS:-gemma-3 qwen2.5 qwen3-moe phi-3.5 granite-3.3 qwen3.5 llam
 	# Turn 1: the conversation with tools, greedy.
 	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d.pop("add_generation_prompt",None); d.update(temperature=0, max_tokens=int(sys.argv[2])); print(json.dumps(d))' \
 		"$conv" "$N" >"$work/req1.json"
-	render "$V" "$tmpl" "$work/req1.json" "$work/p1" ||
+	render "$V" "$tmpl" "$work/req1.json" "$work/p1" $tools_in ||
 		{ fail "$fam: python3-jinja2 or llama-ref could not render: $(tail -1 "$work/render.err")"; continue; }
 	ids=$(cat "$work/p1.ids")
 	engine_says "$work/want" "$M" --tokens "$ids" --n "$N"
@@ -153,7 +174,7 @@ d["messages"] = [{"role": "user", "content": "sf-u"}, {"role": "assistant", "con
 d.pop("tools", None)  # as the second turn's request: no tools
 print(json.dumps(d))
 PY
-	render "$V" "$tmpl" "$work/req2full.json" "$work/p2" ||
+	render "$V" "$tmpl" "$work/req2full.json" "$work/p2" $tools_in ||
 		{ fail "$fam: turn 2 could not be rendered: $(tail -1 "$work/render.err")"; continue; }
 	python3 -c 'import sys; t=open(sys.argv[1]).read(); sys.stdout.write(t[t.index("sf-r")+4:])' "$work/p2.txt" >"$work/delta.txt"
 	delta_ids=$("$LLAMA_REF" tokenize "$V" --specials <"$work/delta.txt")
