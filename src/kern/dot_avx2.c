@@ -24,5 +24,8 @@ const struct sf__kern_set sf__kern_avx2 = {
 		[SF_KT_Q4_K_X16 - SF_GGUF_T_COUNT] = sf__mx_q4_k_avx2,
 		[SF_KT_Q6_K_X16 - SF_GGUF_T_COUNT] = sf__mx_q6_k_avx2,
 		[SF_KT_Q8_0_X16 - SF_GGUF_T_COUNT] = sf__mx_q8_0_avx2,
+		[SF_KT_IQ4_XS_X16 - SF_GGUF_T_COUNT] = sf__mx_iq4_xs_avx2,
+		[SF_KT_IQ4_NL_X16 - SF_GGUF_T_COUNT] = sf__mx_iq4_nl_avx2,
+		[SF_KT_MXFP4_X16 - SF_GGUF_T_COUNT] = sf__mx_mxfp4_avx2,
 	},
 };

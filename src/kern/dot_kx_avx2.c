@@ -1,5 +1,5 @@
-/* AVX2 products of packed K-quants (sf_kern_pack: sixteen rows interleaved) with Q8_K
- * activations, in the canonical order of kern_order.md. As dot_kx_avx512.c, with eight rows
+/* AVX2 products of packed K-quants and IQ4_XS (sf_kern_pack: sixteen rows interleaved) with
+ * Q8_K activations, in the canonical order of kern_order.md. As dot_kx_avx512.c, with eight rows
  * (one int32 lane each) per vector, a slab in two halves, and no VNNI: vpmaddubsw of four
  * elements of eight rows against the same four activations (broadcast), the int16 pair sums of
  * a sub-block's steps added in int16 (Q4_K: eight steps of at most 2 * 15 * 127; Q6_K: two of
@@ -175,7 +175,67 @@ AI void sb_k6(const struct sf__q6_kx *x, int h, const struct sf__q8_k *const *a,
 	}
 }
 
+/* ---- IQ4_XS ---- */
+
+/* Sub-block sb's six-bit scales of rows 8h..8h+7, less 32, in both int16 halves of each lane. */
+AI __m256i xs_scale_pair(const struct sf__iq4_xsx *x, int h, int sb)
+{
+	const __m256i l = _mm256_and_si256(_mm256_srli_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(
+		(const __m128i *)(x->scales_l[sb / 2] + 8 * h))), 4 * (sb & 1)), _mm256_set1_epi32(0xF));
+	const __m256i H = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(x->scales_h + 8 * h)));
+	const __m256i hb = _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(H, 2 * sb),
+							      _mm256_set1_epi32(3)), 4);
+	const __m256i sc = _mm256_sub_epi32(_mm256_or_si256(l, hb), _mm256_set1_epi32(32));
+	return _mm256_or_si256(_mm256_and_si256(sc, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(sc, 16));
+}
+
+/* Eight sub-blocks of 32: |level| by the activation with the level's sign (vpmaddubsw, pairs at
+ * most 2 * 127 * 127), each step's pairs by (sc, sc) (vpmaddwd) straight to the scaled int32. */
+AI void sb_xs(const struct sf__iq4_xsx *x, int h, const struct sf__q8_k *const *a,
+	      __m256 acc[][8], int lane, const int nt)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0F);
+	const __m256i tab = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)sf__kvalues_iq4nl));
+	__m256i isum[TILE];
+#pragma GCC unroll 4
+	for (int j = 0; j < nt; j++)
+		isum[j] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+	for (int sb = 0; sb < 8; sb++) {
+		const __m256i scp = xs_scale_pair(x, h, sb);
+#pragma GCC unroll 4
+		for (int t = 0; t < 4; t++) {
+			const __m256i v = _mm256_loadu_si256((const __m256i *)(x->qs[sb][t][8 * h]));
+			const __m256i lo = _mm256_shuffle_epi8(tab, _mm256_and_si256(v, m4));
+			const __m256i hi = _mm256_shuffle_epi8(tab, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+			const __m256i ulo = _mm256_abs_epi8(lo), uhi = _mm256_abs_epi8(hi);
+#pragma GCC unroll 4
+			for (int j = 0; j < nt; j++) {
+				const __m256i pl = _mm256_maddubs_epi16(
+					ulo, _mm256_sign_epi8(bcast32(a[j]->qs + 32 * sb + 4 * t), lo));
+				const __m256i ph = _mm256_maddubs_epi16(
+					uhi, _mm256_sign_epi8(bcast32(a[j]->qs + 32 * sb + 16 + 4 * t), hi));
+				isum[j] = _mm256_add_epi32(isum[j], _mm256_add_epi32(_mm256_madd_epi16(pl, scp),
+										     _mm256_madd_epi16(ph, scp)));
+			}
+		}
+	}
+	const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x->d + 8 * h)));
+#pragma GCC unroll 4
+	for (int j = 0; j < nt; j++) {
+		const __m256 dd = _mm256_mul_ps(_mm256_set1_ps(a[j]->d), dw);
+		acc[j][lane] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(isum[j]), acc[j][lane]);
+	}
+}
+
 /* ---- the slab loops ---- */
+
+static inline size_t sb_bytes(uint32_t type)
+{
+	return type == SF_KT_Q4_K_X16	 ? sizeof(struct sf__q4_kx)
+	       : type == SF_KT_Q6_K_X16 ? sizeof(struct sf__q6_kx)
+					: sizeof(struct sf__iq4_xsx);
+}
 
 static const int32_t lane8[8] = {0, 1, 2, 3, 4, 5, 6, 7};
 
@@ -189,7 +249,7 @@ AI void half_tile(uint32_t type, const uint8_t *w, int h, int64_t nsb, const uin
 #pragma GCC unroll 8
 		for (int l = 0; l < 8; l++)
 			acc[j][l] = _mm256_setzero_ps();
-	const size_t sbb = type == SF_KT_Q4_K_X16 ? sizeof(struct sf__q4_kx) : sizeof(struct sf__q6_kx);
+	const size_t sbb = sb_bytes(type);
 	for (int64_t s = 0; s < nsb; s++) {
 		const struct sf__q8_k *a[TILE];
 		/* The stream PREFETCH bytes ahead (as dot_kx_avx512.c); half 0 fetches, half 1
@@ -202,8 +262,10 @@ AI void half_tile(uint32_t type, const uint8_t *w, int h, int64_t nsb, const uin
 			a[j] = (const struct sf__q8_k *)(xr + (size_t)j * x_stride) + s;
 		if (type == SF_KT_Q4_K_X16)
 			sb_k4((const struct sf__q4_kx *)w + s, h, a, acc, (int)(s & 7), nt);
-		else
+		else if (type == SF_KT_Q6_K_X16)
 			sb_k6((const struct sf__q6_kx *)w + s, h, a, acc, (int)(s & 7), nt);
+		else
+			sb_xs((const struct sf__iq4_xsx *)w + s, h, a, acc, (int)(s & 7), nt);
 	}
 	const __m256i idx = _mm256_loadu_si256((const __m256i *)lane8);
 	const __m256i keep = _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(l1), idx),
@@ -217,8 +279,7 @@ AI void mx_k(uint32_t type, int64_t k, const uint8_t *W, int64_t r0, int64_t r1,
 	     const uint8_t *X, size_t x_stride, int64_t nb, float *Y, size_t ldy)
 {
 	const int64_t nsb = k / SF__QKK;
-	const size_t slab = (size_t)nsb * (type == SF_KT_Q4_K_X16 ? sizeof(struct sf__q4_kx)
-								  : sizeof(struct sf__q6_kx));
+	const size_t slab = (size_t)nsb * sb_bytes(type);
 	/* halves of slabs: rows 8i..8i+7 */
 	const int64_t h0 = r0 / 8, h1 = (r1 + 7) / 8;
 	int64_t hblk = nb <= TILE ? h1 - h0 : (int64_t)(2 * WBLOCK_BYTES / slab);
@@ -255,4 +316,10 @@ void sf__mx_q6_k_avx2(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, const
 		      size_t xs, int64_t nb, float *Y, size_t ldy)
 {
 	mx_k(SF_KT_Q6_K_X16, k, W, r0, r1, X, xs, nb, Y, ldy);
+}
+
+void sf__mx_iq4_xs_avx2(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, const uint8_t *X,
+			size_t xs, int64_t nb, float *Y, size_t ldy)
+{
+	mx_k(SF_KT_IQ4_XS_X16, k, W, r0, r1, X, xs, nb, Y, ldy);
 }

@@ -1,5 +1,5 @@
-/* AVX-512 (VNNI) products of packed K-quants (sf_kern_pack: sixteen rows interleaved) with
- * Q8_K activations, in the canonical order of kern_order.md. One int32 lane per weight row:
+/* AVX-512 (VNNI) products of packed K-quants and IQ4_XS (sf_kern_pack: sixteen rows
+ * interleaved) with Q8_K activations, in the canonical order of kern_order.md. One int32 lane per weight row:
  * vpdpbusd takes four elements of sixteen rows against the same four activations (broadcast),
  * so there are no horizontal sums; a sub-block's sums are scaled by vpmulld, the Q4_K mins
  * (and the Q6_K offset) go through vpdpwssd against the activations' bsums, and the epilogue
@@ -192,7 +192,82 @@ AI void sb_k6(const struct sf__q6_kx *x, const struct sf__q8_k *const *a, __m512
 	}
 }
 
+/* ---- IQ4_XS ---- */
+
+/* The levels + 128 as unsigned codes, for vpshufb. */
+static const uint8_t iq4nl_codes[16] = {1, 24, 45, 63, 79, 93, 106, 118, 129, 141, 153, 166, 181,
+					197, 217, 241};
+
+/* Eight sub-blocks of 32: the codes u = level + 128 by vpdpbusd (a sub-block's sum at most
+ * 32 * 241 * 127), times the sub-block's scale (vpmulld), less 128 * sum_j sc_j * (bsums[2j]
+ * + bsums[2j + 1]) (vpdpwssd of the pairs (sc_j, sc_j), after the quants' loop). */
+AI void sb_xs(const struct sf__iq4_xsx *x, const struct sf__q8_k *const *a, __m512 acc[][8],
+	      int lane, const int nt)
+{
+	const __m512i m4 = _mm512_set1_epi8(0x0F), k3 = _mm512_set1_epi32(3);
+	const __m512i tab = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)iq4nl_codes));
+	const __m512i L = _mm512_loadu_si512(x->scales_l);
+	const __m512i H = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)x->scales_h));
+	__m512i isum[TILE];
+#pragma GCC unroll 8
+	for (int j = 0; j < nt; j++)
+		isum[j] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+	for (int sb = 0; sb < 8; sb++) {
+		__m512i sa[TILE];
+#pragma GCC unroll 8
+		for (int j = 0; j < nt; j++)
+			sa[j] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+		for (int t = 0; t < 4; t++) {
+			const __m512i v = _mm512_loadu_si512(x->qs[sb][t]);
+			const __m512i lo = _mm512_shuffle_epi8(tab, _mm512_and_si512(v, m4));
+			const __m512i hi = _mm512_shuffle_epi8(tab, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+#pragma GCC unroll 8
+			for (int j = 0; j < nt; j++) {
+				sa[j] = _mm512_dpbusd_epi32(sa[j], lo, bcast32(a[j]->qs + 32 * sb + 4 * t));
+				sa[j] = _mm512_dpbusd_epi32(sa[j], hi, bcast32(a[j]->qs + 32 * sb + 16 + 4 * t));
+			}
+		}
+		const __m512i l = _mm512_and_si512(
+			_mm512_srli_epi32(_mm512_cvtepu8_epi32(lane128(L, sb / 2)), 4 * (sb & 1)), m4);
+		const __m512i h = _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(H, 2 * sb), k3), 4);
+		const __m512i sc = _mm512_sub_epi32(_mm512_or_si512(l, h), _mm512_set1_epi32(32));
+#pragma GCC unroll 8
+		for (int j = 0; j < nt; j++)
+			isum[j] = _mm512_add_epi32(isum[j], _mm512_mullo_epi32(sa[j], sc));
+	}
+	__m512i ss[8];
+#pragma GCC unroll 8
+	for (int sb = 0; sb < 8; sb++) {
+		const __m512i l = _mm512_and_si512(
+			_mm512_srli_epi32(_mm512_cvtepu8_epi32(lane128(L, sb / 2)), 4 * (sb & 1)), m4);
+		const __m512i h = _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(H, 2 * sb), k3), 4);
+		const __m512i sc = _mm512_sub_epi32(_mm512_or_si512(l, h), _mm512_set1_epi32(32));
+		ss[sb] = _mm512_or_si512(_mm512_and_si512(sc, _mm512_set1_epi32(0xFFFF)),
+					 _mm512_slli_epi32(sc, 16));
+	}
+	const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)x->d));
+#pragma GCC unroll 8
+	for (int j = 0; j < nt; j++) {
+		__m512i corr = _mm512_setzero_si512();
+#pragma GCC unroll 8
+		for (int sb = 0; sb < 8; sb++)
+			corr = _mm512_dpwssd_epi32(corr, ss[sb], bcast32((const int8_t *)(a[j]->bsums + 2 * sb)));
+		const __m512i is = _mm512_sub_epi32(isum[j], _mm512_slli_epi32(corr, 7));
+		const __m512 dd = _mm512_mul_ps(_mm512_set1_ps(a[j]->d), dw);
+		acc[j][lane] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(is), acc[j][lane]);
+	}
+}
+
 /* ---- the slab loops ---- */
+
+static inline size_t sb_bytes(uint32_t type)
+{
+	return type == SF_KT_Q4_K_X16	 ? sizeof(struct sf__q4_kx)
+	       : type == SF_KT_Q6_K_X16 ? sizeof(struct sf__q6_kx)
+					: sizeof(struct sf__iq4_xsx);
+}
 
 /* One slab (nsb super-blocks at w) against nt (a constant) activation rows at xr; row lanes
  * [l0, l1) stored at y (y[j * ldy + lane]). */
@@ -205,7 +280,7 @@ AI void slab_tile(uint32_t type, const uint8_t *w, int64_t nsb, const uint8_t *x
 #pragma GCC unroll 8
 		for (int l = 0; l < 8; l++)
 			acc[j][l] = _mm512_setzero_ps();
-	const size_t sbb = type == SF_KT_Q4_K_X16 ? sizeof(struct sf__q4_kx) : sizeof(struct sf__q6_kx);
+	const size_t sbb = sb_bytes(type);
 	for (int64_t s = 0; s < nsb; s++) {
 		const struct sf__q8_k *a[TILE];
 		/* The stream PREFETCH bytes ahead (the next slab's, past the last super-block):
@@ -217,8 +292,10 @@ AI void slab_tile(uint32_t type, const uint8_t *w, int64_t nsb, const uint8_t *x
 			a[j] = (const struct sf__q8_k *)(xr + (size_t)j * x_stride) + s;
 		if (type == SF_KT_Q4_K_X16)
 			sb_k4((const struct sf__q4_kx *)w + s, a, acc, (int)(s & 7), nt);
-		else
+		else if (type == SF_KT_Q6_K_X16)
 			sb_k6((const struct sf__q6_kx *)w + s, a, acc, (int)(s & 7), nt);
+		else
+			sb_xs((const struct sf__iq4_xsx *)w + s, a, acc, (int)(s & 7), nt);
 	}
 	const __mmask16 keep = (__mmask16)(((1u << l1) - 1) & ~((1u << l0) - 1));
 #pragma GCC unroll 8
@@ -230,8 +307,7 @@ AI void mx_k(uint32_t type, int64_t k, const uint8_t *W, int64_t r0, int64_t r1,
 	     const uint8_t *X, size_t x_stride, int64_t nb, float *Y, size_t ldy)
 {
 	const int64_t nsb = k / SF__QKK;
-	const size_t slab = (size_t)nsb * (type == SF_KT_Q4_K_X16 ? sizeof(struct sf__q4_kx)
-								  : sizeof(struct sf__q6_kx));
+	const size_t slab = (size_t)nsb * sb_bytes(type);
 	const int64_t s0 = r0 / 16, s1 = (r1 + 15) / 16;
 	int64_t sblk = nb <= TILE ? s1 - s0 : (int64_t)(WBLOCK_BYTES / slab);
 	sblk = sblk < 1 ? 1 : sblk;
@@ -271,4 +347,10 @@ void sf__mx_q6_k_avx512(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, con
 			size_t xs, int64_t nb, float *Y, size_t ldy)
 {
 	mx_k(SF_KT_Q6_K_X16, k, W, r0, r1, X, xs, nb, Y, ldy);
+}
+
+void sf__mx_iq4_xs_avx512(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, const uint8_t *X,
+			  size_t xs, int64_t nb, float *Y, size_t ldy)
+{
+	mx_k(SF_KT_IQ4_XS_X16, k, W, r0, r1, X, xs, nb, Y, ldy);
 }

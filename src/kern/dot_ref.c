@@ -89,9 +89,25 @@ static float q32_block(uint32_t type, const struct kw *w, int64_t r, int64_t b, 
 {
 	if (!w->packed)
 		return unpack_q32(type, w->W + (size_t)r * w->w_stride, b, out, m);
-	struct sf__q8_0 tmp;
-	sf__q80x_get((const struct sf__q8_0x *)w->W + (r / 16) * w->nsb + b, (int)(r % 16), &tmp);
-	return unpack_q32(SF_GGUF_T_Q8_0, (const uint8_t *)&tmp, 0, out, m);
+	const int64_t at = (r / 16) * w->nsb + b;
+	const int lane = (int)(r % 16);
+	switch (type) {
+	case SF_GGUF_T_IQ4_NL: {
+		struct sf__iq4_nl tmp;
+		sf__iq4nlx_get((const struct sf__iq4_nlx *)w->W + at, lane, &tmp);
+		return unpack_q32(type, (const uint8_t *)&tmp, 0, out, m);
+	}
+	case SF_GGUF_T_MXFP4: {
+		struct sf__mxfp4 tmp;
+		sf__mxfp4x_get((const struct sf__mxfp4x *)w->W + at, lane, &tmp);
+		return unpack_q32(type, (const uint8_t *)&tmp, 0, out, m);
+	}
+	default: {
+		struct sf__q8_0 tmp;
+		sf__q80x_get((const struct sf__q8_0x *)w->W + at, lane, &tmp);
+		return unpack_q32(SF_GGUF_T_Q8_0, (const uint8_t *)&tmp, 0, out, m);
+	}
+	}
 }
 
 /* Rows [r0, r1): Y[b * ldy + r]. Q4_1 and Q5_1 take Q8_1 activations: after the block's
@@ -137,12 +153,17 @@ static void mm_q32(uint32_t type, int64_t k, const uint8_t *W, size_t w_stride, 
 	q32_rows(type, &w, 0, nr, X, x_stride, nb, Y, ldy);
 }
 
-static void mx_q8_0(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, const uint8_t *X,
-		    size_t x_stride, int64_t nb, float *Y, size_t ldy)
-{
-	const struct kw w = {W, 0, k / SF__QK, true};
-	q32_rows(SF_GGUF_T_Q8_0, &w, r0, r1, X, x_stride, nb, Y, ldy);
-}
+#define MX_Q(name, type)                                                                        \
+	static void name(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, const uint8_t *X, \
+			 size_t xs, int64_t nb, float *Y, size_t ldy)                           \
+	{                                                                                       \
+		const struct kw w = {W, 0, k / SF__QK, true};                                   \
+		q32_rows(type, &w, r0, r1, X, xs, nb, Y, ldy);                                  \
+	}
+MX_Q(mx_q8_0, SF_GGUF_T_Q8_0)
+MX_Q(mx_iq4_nl, SF_GGUF_T_IQ4_NL)
+MX_Q(mx_mxfp4, SF_GGUF_T_MXFP4)
+#undef MX_Q
 
 #define MM_Q(name, type)                                                                        \
 	static void name(int64_t k, const uint8_t *W, size_t ws, int64_t nr, const uint8_t *X,  \
@@ -191,6 +212,12 @@ static void mx_q6_k(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, const u
 		    size_t x_stride, int64_t nb, float *Y, size_t ldy)
 {
 	sf__k_rows_ref(SF_GGUF_T_Q6_K, k, W, 0, true, r0, r1, X, x_stride, nb, Y, ldy);
+}
+
+static void mx_iq4_xs(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, const uint8_t *X,
+		      size_t x_stride, int64_t nb, float *Y, size_t ldy)
+{
+	sf__k_rows_ref(SF_GGUF_T_IQ4_XS, k, W, 0, true, r0, r1, X, x_stride, nb, Y, ldy);
 }
 
 /* ---- float types: 64 lanes, element i into lane i % 64 ---- */
@@ -275,5 +302,8 @@ const struct sf__kern_set sf__kern_scalar = {
 		[SF_KT_Q4_K_X16 - SF_GGUF_T_COUNT] = mx_q4_k,
 		[SF_KT_Q6_K_X16 - SF_GGUF_T_COUNT] = mx_q6_k,
 		[SF_KT_Q8_0_X16 - SF_GGUF_T_COUNT] = mx_q8_0,
+		[SF_KT_IQ4_XS_X16 - SF_GGUF_T_COUNT] = mx_iq4_xs,
+		[SF_KT_IQ4_NL_X16 - SF_GGUF_T_COUNT] = mx_iq4_nl,
+		[SF_KT_MXFP4_X16 - SF_GGUF_T_COUNT] = mx_mxfp4,
 	},
 };

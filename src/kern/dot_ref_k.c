@@ -124,9 +124,13 @@ static void k_block(uint32_t type, size_t bsize, const uint8_t *W, size_t w_stri
 		struct sf__q4_k tmp;
 		sf__q4kx_get((const struct sf__q4_kx *)W + (r / 16) * nsb + s, (int)(r % 16), &tmp);
 		sf__k_unpack(type, &tmp, u);
-	} else {
+	} else if (type == SF_GGUF_T_Q6_K) {
 		struct sf__q6_k tmp;
 		sf__q6kx_get((const struct sf__q6_kx *)W + (r / 16) * nsb + s, (int)(r % 16), &tmp);
+		sf__k_unpack(type, &tmp, u);
+	} else {
+		struct sf__iq4_xs tmp;
+		sf__iq4xsx_get((const struct sf__iq4_xsx *)W + (r / 16) * nsb + s, (int)(r % 16), &tmp);
 		sf__k_unpack(type, &tmp, u);
 	}
 }

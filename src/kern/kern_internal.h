@@ -136,6 +136,27 @@ struct sf__q8_0x {
 	int8_t qs[8][16][4]; /* [t][r][i]: the plain block's qs[4t + i] */
 };
 
+/* IQ4_XS: sub-block j's nibbles in four steps; a step's low nibbles are elements
+ * 32j + 4t .. +3 of its sixteen rows, its high nibbles 32j + 16 + 4t .. +3. */
+struct sf__iq4_xsx {
+	uint16_t d[16];
+	uint16_t scales_h[16];
+	uint8_t scales_l[4][16];  /* byte i of row r's four at [i][r] */
+	uint8_t qs[8][4][16][4];  /* [j][t][r][i]: the plain block's qs[16j + 4t + i] */
+};
+
+/* IQ4_NL, MXFP4: a block's nibbles in four steps (low nibbles elements 4t .. 4t + 3, high
+ * ones 16 + 4t .. +3). */
+struct sf__iq4_nlx {
+	uint16_t d[16];
+	uint8_t qs[4][16][4]; /* [t][r][i]: the plain block's qs[4t + i] */
+};
+
+struct sf__mxfp4x {
+	uint8_t e[16];
+	uint8_t qs[4][16][4]; /* as IQ4_NL's */
+};
+
 _Static_assert(sizeof(struct sf__q4_0) == 18, "q4_0 block");
 _Static_assert(sizeof(struct sf__q5_0) == 22, "q5_0 block");
 _Static_assert(sizeof(struct sf__q8_0) == 34, "q8_0 block");
@@ -167,11 +188,17 @@ static inline float sf__e8m0_half(uint8_t e)
 _Static_assert(sizeof(struct sf__q4_kx) == 16 * sizeof(struct sf__q4_k), "q4_K x16 block");
 _Static_assert(sizeof(struct sf__q6_kx) == 16 * sizeof(struct sf__q6_k), "q6_K x16 block");
 _Static_assert(sizeof(struct sf__q8_0x) == 16 * sizeof(struct sf__q8_0), "q8_0 x16 block");
+_Static_assert(sizeof(struct sf__iq4_xsx) == 16 * sizeof(struct sf__iq4_xs), "iq4_xs x16 block");
+_Static_assert(sizeof(struct sf__iq4_nlx) == 16 * sizeof(struct sf__iq4_nl), "iq4_nl x16 block");
+_Static_assert(sizeof(struct sf__mxfp4x) == 16 * sizeof(struct sf__mxfp4), "mxfp4 x16 block");
 
 /* Row `lane`'s super-block of a packed one, rebuilt byte for byte as the file held it. */
 void sf__q4kx_get(const struct sf__q4_kx *x, int lane, struct sf__q4_k *out);
 void sf__q6kx_get(const struct sf__q6_kx *x, int lane, struct sf__q6_k *out);
 void sf__q80x_get(const struct sf__q8_0x *x, int lane, struct sf__q8_0 *out);
+void sf__iq4xsx_get(const struct sf__iq4_xsx *x, int lane, struct sf__iq4_xs *out);
+void sf__iq4nlx_get(const struct sf__iq4_nlx *x, int lane, struct sf__iq4_nl *out);
+void sf__mxfp4x_get(const struct sf__mxfp4x *x, int lane, struct sf__mxfp4 *out);
 
 /* Scale and min j (0..7) of a Q4_K super-block, six bits each. */
 static inline void sf__k4_scale_min(const uint8_t *s, int j, uint8_t *sc, uint8_t *m)
@@ -328,6 +355,12 @@ SF__MX(sf__mx_q4_k_avx512);
 SF__MX(sf__mx_q6_k_avx512);
 SF__MX(sf__mx_q8_0_avx2);
 SF__MX(sf__mx_q8_0_avx512);
+SF__MX(sf__mx_iq4_xs_avx2);
+SF__MX(sf__mx_iq4_xs_avx512);
+SF__MX(sf__mx_iq4_nl_avx2);
+SF__MX(sf__mx_iq4_nl_avx512);
+SF__MX(sf__mx_mxfp4_avx2);
+SF__MX(sf__mx_mxfp4_avx512);
 #undef SF__MX
 
 /* Reference quantizers and dequantizers (quant_ref_*.c), for the traits table. */

@@ -1,5 +1,5 @@
 /* Weights repacked at load for the SIMD kernels (kern.h sf_kern_pack): sixteen rows of Q4_K,
- * Q6_K or Q8_0 interleaved per (super-)block, the bytes re-arranged and nothing else, so that
+ * Q6_K, Q8_0, IQ4_XS, IQ4_NL or MXFP4 interleaved per (super-)block, the bytes re-arranged and nothing else, so that
  * one vector holds the same four elements of sixteen rows (kern_order.md, "Packed weights"). */
 #include "kern/kern_internal.h"
 
@@ -12,6 +12,12 @@ uint32_t sf_kern_packed_type(uint32_t wtype)
 		return SF_KT_Q6_K_X16;
 	case SF_GGUF_T_Q8_0:
 		return SF_KT_Q8_0_X16;
+	case SF_GGUF_T_IQ4_XS:
+		return SF_KT_IQ4_XS_X16;
+	case SF_GGUF_T_IQ4_NL:
+		return SF_KT_IQ4_NL_X16;
+	case SF_GGUF_T_MXFP4:
+		return SF_KT_MXFP4_X16;
 	default:
 		return 0;
 	}
@@ -122,6 +128,53 @@ void sf__q80x_get(const struct sf__q8_0x *x, int r, struct sf__q8_0 *b)
 		memcpy(b->qs + 4 * t, x->qs[t][r], 4);
 }
 
+static void put_iq4xs(struct sf__iq4_xsx *x, int r, const struct sf__iq4_xs *b)
+{
+	x->d[r] = b->d;
+	x->scales_h[r] = b->scales_h;
+	for (int i = 0; i < 4; i++)
+		x->scales_l[i][r] = b->scales_l[i];
+	for (int j = 0; j < 8; j++)
+		for (int t = 0; t < 4; t++)
+			memcpy(x->qs[j][t][r], b->qs + 16 * j + 4 * t, 4);
+}
+
+void sf__iq4xsx_get(const struct sf__iq4_xsx *x, int r, struct sf__iq4_xs *b)
+{
+	b->d = x->d[r];
+	b->scales_h = x->scales_h[r];
+	for (int i = 0; i < 4; i++)
+		b->scales_l[i] = x->scales_l[i][r];
+	for (int j = 0; j < 8; j++)
+		for (int t = 0; t < 4; t++)
+			memcpy(b->qs + 16 * j + 4 * t, x->qs[j][t][r], 4);
+}
+
+/* IQ4_NL and MXFP4 differ only in the scale's bytes (a half, or one E8M0 byte). */
+static void put_nl(uint8_t qx[4][16][4], int r, const uint8_t *qs)
+{
+	for (int t = 0; t < 4; t++)
+		memcpy(qx[t][r], qs + 4 * t, 4);
+}
+
+static void get_nl(const uint8_t qx[4][16][4], int r, uint8_t *qs)
+{
+	for (int t = 0; t < 4; t++)
+		memcpy(qs + 4 * t, qx[t][r], 4);
+}
+
+void sf__iq4nlx_get(const struct sf__iq4_nlx *x, int r, struct sf__iq4_nl *b)
+{
+	b->d = x->d[r];
+	get_nl(x->qs, r, b->qs);
+}
+
+void sf__mxfp4x_get(const struct sf__mxfp4x *x, int r, struct sf__mxfp4 *b)
+{
+	b->e = x->e[r];
+	get_nl(x->qs, r, b->qs);
+}
+
 int sf_kern_pack(uint32_t wtype, int64_t k, const void *W, size_t w_stride, int64_t rows,
 		 void *dst)
 {
@@ -147,6 +200,21 @@ int sf_kern_pack(uint32_t wtype, int64_t k, const void *W, size_t w_stride, int6
 				case SF_GGUF_T_Q6_K:
 					put_q6k((struct sf__q6_kx *)x, r, (const struct sf__q6_k *)b);
 					break;
+				case SF_GGUF_T_IQ4_XS:
+					put_iq4xs((struct sf__iq4_xsx *)x, r, (const struct sf__iq4_xs *)b);
+					break;
+				case SF_GGUF_T_IQ4_NL: {
+					struct sf__iq4_nlx *o = (struct sf__iq4_nlx *)x;
+					o->d[r] = ((const struct sf__iq4_nl *)b)->d;
+					put_nl(o->qs, r, ((const struct sf__iq4_nl *)b)->qs);
+					break;
+				}
+				case SF_GGUF_T_MXFP4: {
+					struct sf__mxfp4x *o = (struct sf__mxfp4x *)x;
+					o->e[r] = ((const struct sf__mxfp4 *)b)->e;
+					put_nl(o->qs, r, ((const struct sf__mxfp4 *)b)->qs);
+					break;
+				}
 				default:
 					put_q80((struct sf__q8_0x *)x, r, (const struct sf__q8_0 *)b);
 					break;

@@ -1,4 +1,4 @@
-/* Packed weights (sf_kern_pack: Q4_K, Q6_K, Q8_0): the packing is an exact re-arrangement
+/* Packed weights (sf_kern_pack: Q4_K, Q6_K, Q8_0, IQ4_XS, IQ4_NL, MXFP4): the packing is an exact re-arrangement
  * (every row's blocks come back byte for byte), and the products over a packed matrix give,
  * under every instruction set, the scalar reference's bits over the plain one (memcmp) for
  * every batch size, tail shape, row range and partial last slab, writing only the rows asked
@@ -20,7 +20,8 @@
 #include "kern/kern_internal.h"
 #include "testutil.h"
 
-static const uint32_t ptypes[] = {SF_GGUF_T_Q4_K, SF_GGUF_T_Q6_K, SF_GGUF_T_Q8_0};
+static const uint32_t ptypes[] = {SF_GGUF_T_Q4_K,   SF_GGUF_T_Q6_K,   SF_GGUF_T_Q8_0,
+				  SF_GGUF_T_IQ4_XS, SF_GGUF_T_IQ4_NL, SF_GGUF_T_MXFP4};
 #define NPT (sizeof(ptypes) / sizeof(ptypes[0]))
 
 static uint64_t rng = 0x5eed;
@@ -69,6 +70,8 @@ static void prob_make(struct prob *p, uint32_t type, int64_t k, int64_t rows, in
 					blk[3] &= 0xBB;
 				} else if (type == SF_GGUF_T_Q6_K) {
 					blk[209] &= 0xBB;
+				} else if (type == SF_GGUF_T_MXFP4) {
+					blk[0] = (uint8_t)(blk[0] % 160); /* scales 2^-128 .. 2^31 */
 				} else {
 					blk[1] &= 0xBB; /* quants of -128 stay: a file may hold them */
 				}
@@ -171,6 +174,15 @@ static void pack_is_exact(void **state)
 					else if (p.type == SF_GGUF_T_Q6_K)
 						sf__q6kx_get((const struct sf__q6_kx *)x, (int)(r % 16),
 							     (struct sf__q6_k *)blk);
+					else if (p.type == SF_GGUF_T_IQ4_XS)
+						sf__iq4xsx_get((const struct sf__iq4_xsx *)x, (int)(r % 16),
+							       (struct sf__iq4_xs *)blk);
+					else if (p.type == SF_GGUF_T_IQ4_NL)
+						sf__iq4nlx_get((const struct sf__iq4_nlx *)x, (int)(r % 16),
+							       (struct sf__iq4_nl *)blk);
+					else if (p.type == SF_GGUF_T_MXFP4)
+						sf__mxfp4x_get((const struct sf__mxfp4x *)x, (int)(r % 16),
+							       (struct sf__mxfp4 *)blk);
 					else
 						sf__q80x_get((const struct sf__q8_0x *)x, (int)(r % 16),
 							     (struct sf__q8_0 *)blk);
@@ -250,8 +262,8 @@ static void long_rows_and_dot(void **state)
 	enum sf_kisa saved = sf_kern_isa();
 	for (size_t t = 0; t < NPT; t++) {
 		struct prob p;
-		/* Q8_0 past 1024 blocks: its prepared sums on the heap */
-		prob_make(&p, ptypes[t], ptypes[t] == SF_GGUF_T_Q8_0 ? 32 * 1100 : 256 * 230, 35, 11,
+		/* 32-element blocks past 1024: their prepared sums on the heap */
+		prob_make(&p, ptypes[t], sf_kt(ptypes[t])->block == 32 ? 32 * 1100 : 256 * 230, 35, 11,
 			  false);
 		for (int isa = SF_KISA_SCALAR; isa <= SF_KISA_AVX512; isa++)
 			if (sf_kern_isa_supported((enum sf_kisa)isa)) {
