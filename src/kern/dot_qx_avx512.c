@@ -16,8 +16,8 @@
 #define TILE 8
 #define WBLOCK_BYTES (256 << 10)
 #define PREFETCH 4096
-/* Prepared blocks per activation row on the stack (a tile's: 32 KiB): rows up to 32768. */
-#define PREP_STACK 1024
+/* Prepared blocks per activation row on the stack (a tile's: 32 KiB): rows up to 16384. */
+#define PREP_STACK 512
 #define AI static inline __attribute__((always_inline))
 
 AI __m512i bcast32(const int8_t *p)
@@ -27,8 +27,14 @@ AI __m512i bcast32(const int8_t *p)
 	return _mm512_set1_epi32(v);
 }
 
-/* -128 * sum(a) of each of nblk blocks of an activation row. */
-static void prep_row(const uint8_t *xr, int64_t nblk, int32_t *out)
+/* An activation block prepared: -128 * sum(a), and its scale widened. */
+struct prep {
+	int32_t nos;
+	float da;
+};
+
+/* Each of nblk blocks of an activation row prepared. */
+static void prep_row(const uint8_t *xr, int64_t nblk, struct prep *out)
 {
 	const __m256i k80 = _mm256_set1_epi8((char)0x80);
 	for (int64_t b = 0; b < nblk; b++) {
@@ -38,7 +44,8 @@ static void prep_row(const uint8_t *xr, int64_t nblk, int32_t *out)
 			_mm256_loadu_si256((const __m256i *)a->qs), k80), _mm256_setzero_si256());
 		const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
 		const int64_t u = _mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1);
-		out[b] = -128 * (int32_t)(u - 32 * 128);
+		out[b].nos = -128 * (int32_t)(u - 32 * 128);
+		out[b].da = _cvtsh_ss(a->d);
 	}
 }
 
@@ -67,14 +74,14 @@ AI __m512 e8m0_16(const uint8_t *e)
 }
 
 /* One packed block of a slab against nt (a constant) activation rows: a[j] their blocks,
- * nos[j] their -128 * sum(a). */
+ * p[j] them prepared. */
 AI void blk_q(uint32_t type, const uint8_t *xb, const struct sf__q8_0 *const *a,
-	      const int32_t *nos, __m512 acc[][16], int lane, const int nt)
+	      const struct prep *const *p, __m512 acc[][16], int lane, const int nt)
 {
 	__m512i s[TILE];
 #pragma GCC unroll 8
 	for (int j = 0; j < nt; j++)
-		s[j] = _mm512_set1_epi32(nos[j]);
+		s[j] = _mm512_set1_epi32(p[j]->nos);
 	__m512 dw;
 	if (type == SF_KT_Q8_0_X16) {
 		const struct sf__q8_0x *x = (const struct sf__q8_0x *)xb;
@@ -111,7 +118,7 @@ AI void blk_q(uint32_t type, const uint8_t *xb, const struct sf__q8_0 *const *a,
 	}
 #pragma GCC unroll 8
 	for (int j = 0; j < nt; j++) {
-		const __m512 c = _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(a[j]->d)));
+		const __m512 c = _mm512_mul_ps(dw, _mm512_set1_ps(p[j]->da));
 		acc[j][lane] = _mm512_fmadd_ps(c, _mm512_cvtepi32_ps(s[j]), acc[j][lane]);
 	}
 }
@@ -128,10 +135,10 @@ AI __m512 r16_lanes(const __m512 *acc)
 	return _mm512_add_ps(_mm512_add_ps(u0, u2), _mm512_add_ps(u1, u3));
 }
 
-/* One slab (nblk blocks at w) against nt (a constant) activation rows at xr, nos their
- * prepared sums (nblk apart); row lanes [l0, l1) stored at y. */
+/* One slab (nblk blocks at w) against nt (a constant) activation rows at xr, pr their
+ * prepared blocks (nblk apart); row lanes [l0, l1) stored at y. */
 AI void slab_tile(uint32_t type, const uint8_t *w, int64_t nblk, const uint8_t *xr,
-		  size_t x_stride, const int32_t *nos, float *y, size_t ldy, int l0, int l1,
+		  size_t x_stride, const struct prep *pr, float *y, size_t ldy, int l0, int l1,
 		  const int nt)
 {
 	const size_t xb = xblk_bytes(type);
@@ -143,16 +150,16 @@ AI void slab_tile(uint32_t type, const uint8_t *w, int64_t nblk, const uint8_t *
 			acc[j][l] = _mm512_setzero_ps();
 	for (int64_t b = 0; b < nblk; b++) {
 		const struct sf__q8_0 *a[TILE];
-		int32_t ns[TILE];
+		const struct prep *pp[TILE];
 #pragma GCC unroll 8
 		for (int j = 0; j < nt; j++) {
 			a[j] = (const struct sf__q8_0 *)(xr + (size_t)j * x_stride) + b;
-			ns[j] = nos[(size_t)j * (size_t)nblk + (size_t)b];
+			pp[j] = pr + (size_t)j * (size_t)nblk + (size_t)b;
 		}
 		/* the weight stream PREFETCH bytes ahead (as dot_kx_avx512.c) */
 		for (size_t o = 0; o < xb; o += 64)
 			_mm_prefetch((const char *)w + (size_t)b * xb + PREFETCH + o, _MM_HINT_T0);
-		blk_q(type, w + (size_t)b * xb, a, ns, acc, (int)(b & 15), nt);
+		blk_q(type, w + (size_t)b * xb, a, pp, acc, (int)(b & 15), nt);
 	}
 	const __mmask16 keep = (__mmask16)(((1u << l1) - 1) & ~((1u << l0) - 1));
 #pragma GCC unroll 8
@@ -165,10 +172,10 @@ AI void mx_q(uint32_t type, int64_t k, const uint8_t *W, int64_t r0, int64_t r1,
 {
 	const int64_t nblk = k / SF__QK;
 	const size_t slab = (size_t)nblk * xblk_bytes(type);
-	int32_t stack[TILE * PREP_STACK];
-	int32_t *nos = stack, *heap = NULL;
+	struct prep stack[TILE * PREP_STACK];
+	struct prep *nos = stack, *heap = NULL;
 	if (nblk > PREP_STACK) {
-		heap = malloc((size_t)TILE * (size_t)nblk * sizeof(int32_t));
+		heap = malloc((size_t)TILE * (size_t)nblk * sizeof(*heap));
 		if (!heap) { /* the reference: the same bits, slower */
 			sf__kern_scalar.mx[type - SF_GGUF_T_COUNT](k, W, r0, r1, X, x_stride, nb, Y, ldy);
 			return;

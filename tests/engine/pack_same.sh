@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Packed weights change nothing but speed: for random-weight models whose matrices the engine
-# packs at load (Q4_K, Q6_K, the Q4_K_M mix, Q8_0, a mixture of experts' stacked matrices too;
+# packs at load (Q4_K, Q6_K, the Q4_K_M mix, Q8_0; IQ4_XS, IQ4_NL, MXFP4 on the llama and
+# mixture-of-experts shapes; a mixture of experts' stacked matrices too;
 # src/engine/gguf_pack.c), a prompt's prefill
 # and 24 decode steps (superfluid model run) give the same token ids as the file's layout
 # (SF_ENGINE_PACK=0), greedy and with seeded draws (which follow every bit of the
@@ -22,7 +23,11 @@ for shape in test-llama test-qwen3 test-qwen3moe test-phi3; do
 	test-llama | test-phi3) vocab=llama-spm ;;
 	*) vocab=qwen2 ;;
 	esac
-	for type in q4_k q6_k q4_k_m q8_0; do
+	types="q4_k q6_k q4_k_m q8_0"
+	case $shape in
+	test-llama | test-qwen3moe) types="$types iq4_xs iq4_nl mxfp4" ;;
+	esac
+	for type in $types; do
 		m=$work/m.gguf
 		if ! "$sf" model make --shape "$shape" --type "$type" \
 			--vocab "$LLAMA_SRC/models/ggml-vocab-$vocab.gguf" -o "$m" >"$work/make.out" 2>&1; then

@@ -262,7 +262,7 @@ static void long_rows_and_dot(void **state)
 	enum sf_kisa saved = sf_kern_isa();
 	for (size_t t = 0; t < NPT; t++) {
 		struct prob p;
-		/* 32-element blocks past 1024: their prepared sums on the heap */
+		/* 32-element blocks past 512: their prepared sums on the heap */
 		prob_make(&p, ptypes[t], sf_kt(ptypes[t])->block == 32 ? 32 * 1100 : 256 * 230, 35, 11,
 			  false);
 		for (int isa = SF_KISA_SCALAR; isa <= SF_KISA_AVX512; isa++)
