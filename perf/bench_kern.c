@@ -4,8 +4,8 @@
  *              [--count]
  *
  * For each weight type and instruction set: a weight matrix of about MB MiB (rows of K
- * elements) against nb activation rows, nb = 1, 4, 16 (or only N); the *_x16 types (q4_K,
- * q6_K, q8_0, iq4_xs, iq4_nl, mxfp4) are the same rows packed (sf_kern_pack), as the engine
+ * elements) against nb activation rows, nb = 1, 4, 16 (or only N); the *_x16 types (q2_K,
+ * q4_K, q6_K, q8_0, iq4_xs, iq4_nl, mxfp4) are the same rows packed (sf_kern_pack), as the engine
  * holds them. One line per case:
  *   KERN type=q4_0 isa=avx512 nb=1 k=4096 rows=.. mem=dram|l2 GBps=.. GFLOPs=.. ns_per_row=..
  * GBps: weight bytes streamed per second; GFLOPs: 2 * k * rows * nb per second. mem=dram: the
@@ -57,6 +57,8 @@ static uint32_t plain_of(uint32_t type)
 		return SF_GGUF_T_IQ4_NL;
 	case SF_KT_MXFP4_X16:
 		return SF_GGUF_T_MXFP4;
+	case SF_KT_Q2_K_X16:
+		return SF_GGUF_T_Q2_K;
 	default:
 		return type;
 	}
@@ -114,7 +116,7 @@ int main(int argc, char **argv)
 					 SF_GGUF_T_Q4_K, SF_GGUF_T_Q5_K, SF_GGUF_T_Q6_K,
 					 SF_GGUF_T_IQ4_XS, SF_KT_Q4_K_X16, SF_KT_Q6_K_X16,
 					 SF_KT_Q8_0_X16, SF_KT_IQ4_XS_X16, SF_KT_IQ4_NL_X16,
-					 SF_KT_MXFP4_X16};
+					 SF_KT_MXFP4_X16, SF_KT_Q2_K_X16};
 	const int64_t NBMAX = only_nb > 16 ? only_nb : 16;
 	float *xf = malloc((size_t)k * 16 * sizeof(float));
 	for (int64_t i = 0; i < k * 16; i++)

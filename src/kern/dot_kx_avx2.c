@@ -1,4 +1,4 @@
-/* AVX2 products of packed K-quants and IQ4_XS (sf_kern_pack: sixteen rows interleaved) with
+/* AVX2 products of packed K-quants (Q2_K, Q4_K, Q6_K) and IQ4_XS (sf_kern_pack: sixteen rows interleaved) with
  * Q8_K activations, in the canonical order of kern_order.md. As dot_kx_avx512.c, with eight rows
  * (one int32 lane each) per vector, a slab in two halves, and no VNNI: vpmaddubsw of four
  * elements of eight rows against the same four activations (broadcast), the int16 pair sums of
@@ -228,12 +228,85 @@ AI void sb_xs(const struct sf__iq4_xsx *x, int h, const struct sf__q8_k *const *
 	}
 }
 
+/* ---- Q2_K ---- */
+
+/* Eight bytes (rows 8h..8h+7 of one scale byte) as int32 lanes: the low nibble (or the high
+ * one, hi) in both int16 halves. */
+AI __m256i q2_pair(const uint8_t *p, bool hi)
+{
+	__m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p));
+	v = hi ? _mm256_srli_epi32(v, 4) : _mm256_and_si256(v, _mm256_set1_epi32(0xF));
+	return _mm256_or_si256(v, _mm256_slli_epi32(v, 16));
+}
+
+/* Sixteen sub-blocks of 16: a step's two-bit field s by vpmaddubsw (pairs at most 2 * 3 * 127,
+ * a sub-block's four steps added in int16), vpmaddwd by (sc, sc); imin by vpmaddwd of the
+ * pairs (m_2p, m_2p+1) by (bsums[2p], bsums[2p + 1]). */
+AI void sb_q2(const struct sf__q2_kx *x, int hh, const struct sf__q8_k *const *a,
+	      __m256 acc[][8], int lane, const int nt)
+{
+	const __m256i m3 = _mm256_set1_epi8(3);
+	__m256i isum[TILE], imin[TILE];
+#pragma GCC unroll 4
+	for (int j = 0; j < nt; j++)
+		isum[j] = imin[j] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+	for (int p = 0; p < 8; p++) {
+		const __m256i m0 = _mm256_srli_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(
+			(const __m128i *)(x->scales[2 * p] + 8 * hh))), 4);
+		const __m256i m1 = _mm256_srli_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(
+			(const __m128i *)(x->scales[2 * p + 1] + 8 * hh))), 4);
+		const __m256i mm = _mm256_or_si256(m0, _mm256_slli_epi32(m1, 16));
+#pragma GCC unroll 4
+		for (int j = 0; j < nt; j++)
+			imin[j] = _mm256_add_epi32(imin[j], _mm256_madd_epi16(mm, bcast32(a[j]->bsums + 2 * p)));
+	}
+#pragma GCC unroll 2
+	for (int h = 0; h < 2; h++)
+#pragma GCC unroll 2
+		for (int u = 0; u < 2; u++) {
+			__m256i v[4];
+#pragma GCC unroll 4
+			for (int tt = 0; tt < 4; tt++)
+				v[tt] = _mm256_loadu_si256((const __m256i *)x->qs[h][4 * u + tt][8 * hh]);
+#pragma GCC unroll 4
+			for (int s = 0; s < 4; s++) {
+				__m256i s16[TILE];
+#pragma GCC unroll 4
+				for (int j = 0; j < nt; j++)
+					s16[j] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+				for (int tt = 0; tt < 4; tt++) {
+					const __m256i q = _mm256_and_si256(_mm256_srli_epi16(v[tt], 2 * s), m3);
+#pragma GCC unroll 4
+					for (int j = 0; j < nt; j++)
+						s16[j] = _mm256_add_epi16(s16[j], _mm256_maddubs_epi16(q,
+							bcast32(a[j]->qs + 128 * h + 32 * s + 4 * (4 * u + tt))));
+				}
+				const __m256i scp = q2_pair(x->scales[8 * h + 2 * s + u] + 8 * hh, false);
+#pragma GCC unroll 4
+				for (int j = 0; j < nt; j++)
+					isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(s16[j], scp));
+			}
+		}
+	const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x->d + 8 * hh)));
+	const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x->dmin + 8 * hh)));
+#pragma GCC unroll 4
+	for (int j = 0; j < nt; j++) {
+		const __m256 da = _mm256_set1_ps(a[j]->d);
+		const __m256 dd = _mm256_mul_ps(da, dw), dm = _mm256_mul_ps(da, dmin);
+		__m256 r = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(isum[j]), acc[j][lane]);
+		acc[j][lane] = _mm256_fnmadd_ps(dm, _mm256_cvtepi32_ps(imin[j]), r);
+	}
+}
+
 /* ---- the slab loops ---- */
 
 static inline size_t sb_bytes(uint32_t type)
 {
 	return type == SF_KT_Q4_K_X16	 ? sizeof(struct sf__q4_kx)
 	       : type == SF_KT_Q6_K_X16 ? sizeof(struct sf__q6_kx)
+	       : type == SF_KT_Q2_K_X16 ? sizeof(struct sf__q2_kx)
 					: sizeof(struct sf__iq4_xsx);
 }
 
@@ -264,6 +337,8 @@ AI void half_tile(uint32_t type, const uint8_t *w, int h, int64_t nsb, const uin
 			sb_k4((const struct sf__q4_kx *)w + s, h, a, acc, (int)(s & 7), nt);
 		else if (type == SF_KT_Q6_K_X16)
 			sb_k6((const struct sf__q6_kx *)w + s, h, a, acc, (int)(s & 7), nt);
+		else if (type == SF_KT_Q2_K_X16)
+			sb_q2((const struct sf__q2_kx *)w + s, h, a, acc, (int)(s & 7), nt);
 		else
 			sb_xs((const struct sf__iq4_xsx *)w + s, h, a, acc, (int)(s & 7), nt);
 	}
@@ -322,4 +397,10 @@ void sf__mx_iq4_xs_avx2(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, con
 			size_t xs, int64_t nb, float *Y, size_t ldy)
 {
 	mx_k(SF_KT_IQ4_XS_X16, k, W, r0, r1, X, xs, nb, Y, ldy);
+}
+
+void sf__mx_q2_k_avx2(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, const uint8_t *X,
+		      size_t xs, int64_t nb, float *Y, size_t ldy)
+{
+	mx_k(SF_KT_Q2_K_X16, k, W, r0, r1, X, xs, nb, Y, ldy);
 }

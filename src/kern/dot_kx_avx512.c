@@ -1,4 +1,4 @@
-/* AVX-512 (VNNI) products of packed K-quants and IQ4_XS (sf_kern_pack: sixteen rows
+/* AVX-512 (VNNI) products of packed K-quants (Q2_K, Q4_K, Q6_K) and IQ4_XS (sf_kern_pack: sixteen rows
  * interleaved) with Q8_K activations, in the canonical order of kern_order.md. One int32 lane per weight row:
  * vpdpbusd takes four elements of sixteen rows against the same four activations (broadcast),
  * so there are no horizontal sums; a sub-block's sums are scaled by vpmulld, the Q4_K mins
@@ -260,12 +260,86 @@ AI void sb_xs(const struct sf__iq4_xsx *x, const struct sf__q8_k *const *a, __m5
 	}
 }
 
+/* ---- Q2_K ---- */
+
+/* Sixteen sub-blocks of 16 with their scales (0..15) multiplied in: each 128-bit lane holds
+ * four rows, so one vpshufb of a sixteen-byte table per lane (row r' of the lane, code q at
+ * entry 4r' + q: q * sc of that row) turns a step's two-bit codes into q * sc (at most 45),
+ * and vpdpbusd adds them by the activations straight into the super-block's isum (at most
+ * 256 * 45 * 127). imin by vpdpwssd of the pairs (m_2p, m_2p+1) by (bsums[2p], bsums[2p + 1]),
+ * after the quants' loop. */
+AI void sb_q2(const struct sf__q2_kx *x, const struct sf__q8_k *const *a, __m512 acc[][8],
+	      int lane, const int nt)
+{
+	const __m512i m3 = _mm512_set1_epi8(3), mf = _mm512_set1_epi32(0xF);
+	/* byte b of a lane: 4 * (b % 16 / 4), the lane's row times four */
+	const __m512i rowoff = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8,
+								    8, 12, 12, 12, 12));
+	/* entries with q's bit 0 set, and with bit 1 */
+	const __m512i q1 = _mm512_set1_epi32(0xFF00FF00), q2 = _mm512_set1_epi32((int)0xFFFF0000);
+	__m512i isum[TILE];
+#pragma GCC unroll 8
+	for (int j = 0; j < nt; j++)
+		isum[j] = _mm512_setzero_si512();
+#pragma GCC unroll 2
+	for (int h = 0; h < 2; h++)
+#pragma GCC unroll 2
+		for (int u = 0; u < 2; u++) {
+			__m512i v[4];
+#pragma GCC unroll 4
+			for (int tt = 0; tt < 4; tt++)
+				v[tt] = _mm512_loadu_si512(x->qs[h][4 * u + tt]);
+#pragma GCC unroll 4
+			for (int s = 0; s < 4; s++) {
+				const __m512i sc = _mm512_and_si512(_mm512_cvtepu8_epi32(_mm_loadu_si128(
+					(const __m128i *)x->scales[8 * h + 2 * s + u])), mf);
+				const __m512i rep = _mm512_shuffle_epi8(sc, rowoff);
+				const __m512i tab = _mm512_add_epi8(_mm512_and_si512(rep, q1),
+								    _mm512_and_si512(_mm512_add_epi8(rep, rep), q2));
+#pragma GCC unroll 4
+				for (int tt = 0; tt < 4; tt++) {
+					/* (v >> 2s) & 3 | rowoff */
+					const __m512i idx = _mm512_ternarylogic_epi32(
+						_mm512_srli_epi16(v[tt], 2 * s), m3, rowoff, 0xEA);
+					const __m512i w = _mm512_shuffle_epi8(tab, idx);
+#pragma GCC unroll 8
+					for (int j = 0; j < nt; j++)
+						isum[j] = _mm512_dpbusd_epi32(isum[j], w,
+							bcast32(a[j]->qs + 128 * h + 32 * s + 4 * (4 * u + tt)));
+				}
+			}
+		}
+	__m512i mm[8];
+#pragma GCC unroll 8
+	for (int p = 0; p < 8; p++) {
+		const __m512i m0 = _mm512_srli_epi32(
+			_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)x->scales[2 * p])), 4);
+		const __m512i m1 = _mm512_srli_epi32(
+			_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)x->scales[2 * p + 1])), 4);
+		mm[p] = _mm512_or_si512(m0, _mm512_slli_epi32(m1, 16));
+	}
+	const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)x->d));
+	const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)x->dmin));
+#pragma GCC unroll 8
+	for (int j = 0; j < nt; j++) {
+		__m512i imin = _mm512_setzero_si512();
+#pragma GCC unroll 8
+		for (int p = 0; p < 8; p++)
+			imin = _mm512_dpwssd_epi32(imin, mm[p], bcast32((const int8_t *)(a[j]->bsums + 2 * p)));
+		const __m512 da = _mm512_set1_ps(a[j]->d);
+		const __m512 dd = _mm512_mul_ps(da, dw), dm = _mm512_mul_ps(da, dmin);
+		__m512 r = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(isum[j]), acc[j][lane]);
+		acc[j][lane] = _mm512_fnmadd_ps(dm, _mm512_cvtepi32_ps(imin), r);
+	}
+}
+
 /* ---- the slab loops ---- */
 
 static inline size_t sb_bytes(uint32_t type)
 {
 	return type == SF_KT_Q4_K_X16	 ? sizeof(struct sf__q4_kx)
 	       : type == SF_KT_Q6_K_X16 ? sizeof(struct sf__q6_kx)
+	       : type == SF_KT_Q2_K_X16 ? sizeof(struct sf__q2_kx)
 					: sizeof(struct sf__iq4_xsx);
 }
 
@@ -294,6 +368,8 @@ AI void slab_tile(uint32_t type, const uint8_t *w, int64_t nsb, const uint8_t *x
 			sb_k4((const struct sf__q4_kx *)w + s, a, acc, (int)(s & 7), nt);
 		else if (type == SF_KT_Q6_K_X16)
 			sb_k6((const struct sf__q6_kx *)w + s, a, acc, (int)(s & 7), nt);
+		else if (type == SF_KT_Q2_K_X16)
+			sb_q2((const struct sf__q2_kx *)w + s, a, acc, (int)(s & 7), nt);
 		else
 			sb_xs((const struct sf__iq4_xsx *)w + s, a, acc, (int)(s & 7), nt);
 	}
@@ -353,4 +429,10 @@ void sf__mx_iq4_xs_avx512(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, c
 			  size_t xs, int64_t nb, float *Y, size_t ldy)
 {
 	mx_k(SF_KT_IQ4_XS_X16, k, W, r0, r1, X, xs, nb, Y, ldy);
+}
+
+void sf__mx_q2_k_avx512(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, const uint8_t *X,
+			size_t xs, int64_t nb, float *Y, size_t ldy)
+{
+	mx_k(SF_KT_Q2_K_X16, k, W, r0, r1, X, xs, nb, Y, ldy);
 }

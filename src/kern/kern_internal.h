@@ -157,6 +157,14 @@ struct sf__mxfp4x {
 	uint8_t qs[4][16][4]; /* as IQ4_NL's */
 };
 
+/* Q2_K: a step's bytes hold four elements in each two-bit field s (0..3): elements
+ * 128h + 32s + 4t .. +3 (sub-block 8h + 2s + t / 4). */
+struct sf__q2_kx {
+	uint8_t qs[2][8][16][4]; /* [h][t][r][i]: the plain block's qs[32h + 4t + i] */
+	uint8_t scales[16][16];  /* scale (low nibble) and min of sub-block j of row r at [j][r] */
+	uint16_t d[16], dmin[16];
+};
+
 _Static_assert(sizeof(struct sf__q4_0) == 18, "q4_0 block");
 _Static_assert(sizeof(struct sf__q5_0) == 22, "q5_0 block");
 _Static_assert(sizeof(struct sf__q8_0) == 34, "q8_0 block");
@@ -191,6 +199,7 @@ _Static_assert(sizeof(struct sf__q8_0x) == 16 * sizeof(struct sf__q8_0), "q8_0 x
 _Static_assert(sizeof(struct sf__iq4_xsx) == 16 * sizeof(struct sf__iq4_xs), "iq4_xs x16 block");
 _Static_assert(sizeof(struct sf__iq4_nlx) == 16 * sizeof(struct sf__iq4_nl), "iq4_nl x16 block");
 _Static_assert(sizeof(struct sf__mxfp4x) == 16 * sizeof(struct sf__mxfp4), "mxfp4 x16 block");
+_Static_assert(sizeof(struct sf__q2_kx) == 16 * sizeof(struct sf__q2_k), "q2_K x16 block");
 
 /* Row `lane`'s super-block of a packed one, rebuilt byte for byte as the file held it. */
 void sf__q4kx_get(const struct sf__q4_kx *x, int lane, struct sf__q4_k *out);
@@ -199,6 +208,7 @@ void sf__q80x_get(const struct sf__q8_0x *x, int lane, struct sf__q8_0 *out);
 void sf__iq4xsx_get(const struct sf__iq4_xsx *x, int lane, struct sf__iq4_xs *out);
 void sf__iq4nlx_get(const struct sf__iq4_nlx *x, int lane, struct sf__iq4_nl *out);
 void sf__mxfp4x_get(const struct sf__mxfp4x *x, int lane, struct sf__mxfp4 *out);
+void sf__q2kx_get(const struct sf__q2_kx *x, int lane, struct sf__q2_k *out);
 
 /* Scale and min j (0..7) of a Q4_K super-block, six bits each. */
 static inline void sf__k4_scale_min(const uint8_t *s, int j, uint8_t *sc, uint8_t *m)
@@ -361,6 +371,8 @@ SF__MX(sf__mx_iq4_nl_avx2);
 SF__MX(sf__mx_iq4_nl_avx512);
 SF__MX(sf__mx_mxfp4_avx2);
 SF__MX(sf__mx_mxfp4_avx512);
+SF__MX(sf__mx_q2_k_avx2);
+SF__MX(sf__mx_q2_k_avx512);
 #undef SF__MX
 
 /* Reference quantizers and dequantizers (quant_ref_*.c), for the traits table. */

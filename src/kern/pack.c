@@ -1,5 +1,5 @@
-/* Weights repacked at load for the SIMD kernels (kern.h sf_kern_pack): sixteen rows of Q4_K,
- * Q6_K, Q8_0, IQ4_XS, IQ4_NL or MXFP4 interleaved per (super-)block, the bytes re-arranged and nothing else, so that
+/* Weights repacked at load for the SIMD kernels (kern.h sf_kern_pack): sixteen rows of Q2_K,
+ * Q4_K, Q6_K, Q8_0, IQ4_XS, IQ4_NL or MXFP4 interleaved per (super-)block, the bytes re-arranged and nothing else, so that
  * one vector holds the same four elements of sixteen rows (kern_order.md, "Packed weights"). */
 #include "kern/kern_internal.h"
 
@@ -18,6 +18,8 @@ uint32_t sf_kern_packed_type(uint32_t wtype)
 		return SF_KT_IQ4_NL_X16;
 	case SF_GGUF_T_MXFP4:
 		return SF_KT_MXFP4_X16;
+	case SF_GGUF_T_Q2_K:
+		return SF_KT_Q2_K_X16;
 	default:
 		return 0;
 	}
@@ -175,6 +177,28 @@ void sf__mxfp4x_get(const struct sf__mxfp4x *x, int r, struct sf__mxfp4 *b)
 	get_nl(x->qs, r, b->qs);
 }
 
+static void put_q2k(struct sf__q2_kx *x, int r, const struct sf__q2_k *b)
+{
+	for (int h = 0; h < 2; h++)
+		for (int t = 0; t < 8; t++)
+			memcpy(x->qs[h][t][r], b->qs + 32 * h + 4 * t, 4);
+	for (int j = 0; j < 16; j++)
+		x->scales[j][r] = b->scales[j];
+	x->d[r] = b->d;
+	x->dmin[r] = b->dmin;
+}
+
+void sf__q2kx_get(const struct sf__q2_kx *x, int r, struct sf__q2_k *b)
+{
+	for (int h = 0; h < 2; h++)
+		for (int t = 0; t < 8; t++)
+			memcpy(b->qs + 32 * h + 4 * t, x->qs[h][t][r], 4);
+	for (int j = 0; j < 16; j++)
+		b->scales[j] = x->scales[j][r];
+	b->d = x->d[r];
+	b->dmin = x->dmin[r];
+}
+
 int sf_kern_pack(uint32_t wtype, int64_t k, const void *W, size_t w_stride, int64_t rows,
 		 void *dst)
 {
@@ -199,6 +223,9 @@ int sf_kern_pack(uint32_t wtype, int64_t k, const void *W, size_t w_stride, int6
 					break;
 				case SF_GGUF_T_Q6_K:
 					put_q6k((struct sf__q6_kx *)x, r, (const struct sf__q6_k *)b);
+					break;
+				case SF_GGUF_T_Q2_K:
+					put_q2k((struct sf__q2_kx *)x, r, (const struct sf__q2_k *)b);
 					break;
 				case SF_GGUF_T_IQ4_XS:
 					put_iq4xs((struct sf__iq4_xsx *)x, r, (const struct sf__iq4_xs *)b);

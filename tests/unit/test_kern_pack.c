@@ -1,4 +1,4 @@
-/* Packed weights (sf_kern_pack: Q4_K, Q6_K, Q8_0, IQ4_XS, IQ4_NL, MXFP4): the packing is an exact re-arrangement
+/* Packed weights (sf_kern_pack: Q2_K, Q4_K, Q6_K, Q8_0, IQ4_XS, IQ4_NL, MXFP4): the packing is an exact re-arrangement
  * (every row's blocks come back byte for byte), and the products over a packed matrix give,
  * under every instruction set, the scalar reference's bits over the plain one (memcmp) for
  * every batch size, tail shape, row range and partial last slab, writing only the rows asked
@@ -21,7 +21,8 @@
 #include "testutil.h"
 
 static const uint32_t ptypes[] = {SF_GGUF_T_Q4_K,   SF_GGUF_T_Q6_K,   SF_GGUF_T_Q8_0,
-				  SF_GGUF_T_IQ4_XS, SF_GGUF_T_IQ4_NL, SF_GGUF_T_MXFP4};
+				  SF_GGUF_T_IQ4_XS, SF_GGUF_T_IQ4_NL, SF_GGUF_T_MXFP4,
+				  SF_GGUF_T_Q2_K};
 #define NPT (sizeof(ptypes) / sizeof(ptypes[0]))
 
 static uint64_t rng = 0x5eed;
@@ -70,6 +71,9 @@ static void prob_make(struct prob *p, uint32_t type, int64_t k, int64_t rows, in
 					blk[3] &= 0xBB;
 				} else if (type == SF_GGUF_T_Q6_K) {
 					blk[209] &= 0xBB;
+				} else if (type == SF_GGUF_T_Q2_K) {
+					blk[81] &= 0xBB;
+					blk[83] &= 0xBB;
 				} else if (type == SF_GGUF_T_MXFP4) {
 					blk[0] = (uint8_t)(blk[0] % 160); /* scales 2^-128 .. 2^31 */
 				} else {
@@ -174,6 +178,9 @@ static void pack_is_exact(void **state)
 					else if (p.type == SF_GGUF_T_Q6_K)
 						sf__q6kx_get((const struct sf__q6_kx *)x, (int)(r % 16),
 							     (struct sf__q6_k *)blk);
+					else if (p.type == SF_GGUF_T_Q2_K)
+						sf__q2kx_get((const struct sf__q2_kx *)x, (int)(r % 16),
+							     (struct sf__q2_k *)blk);
 					else if (p.type == SF_GGUF_T_IQ4_XS)
 						sf__iq4xsx_get((const struct sf__iq4_xsx *)x, (int)(r % 16),
 							       (struct sf__iq4_xs *)blk);
