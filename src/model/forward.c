@@ -86,7 +86,8 @@ int sf_fwd_new(const struct sf_model *m, uint32_t max_tokens, uint32_t max_ctx,
 	f->gate = buf(T * c->n_ff * sizeof(float), &ok);
 	f->up = buf(T * c->n_ff * sizeof(float), &ok);
 	f->qh = buf(T * qd * sizeof(uint16_t), &ok);
-	f->scores = buf((size_t)f->max_threads * (c->n_head / c->n_head_kv) * f->max_ctx *
+	/* a row of scores per query head of a group, one more for a sink's logit (gpt-oss) */
+	f->scores = buf((size_t)f->max_threads * (c->n_head / c->n_head_kv) * (f->max_ctx + 1) *
 			sizeof(float), &ok);
 	f->outs = buf(T * sizeof(uint32_t), &ok);
 	if (c->shared_expert)
@@ -219,10 +220,13 @@ static void qkv_finish(struct job *j, uint32_t il, uint32_t t)
 			memcpy(q + (size_t)h * hd, qg, hd * sizeof(float));
 			memcpy(f->ag + (size_t)t * qd + (size_t)h * hd, qg + hd, hd * sizeof(float));
 		}
-	if (l->bq) {
-		add(q, l->bq->data, qd);
-		add(k, l->bk->data, kvd);
-		add(v, l->bv->data, kvd);
+	if (l->bq || l->bk || l->bv) { /* qwen2's three; gpt-oss's each the file has */
+		if (l->bq)
+			add(q, l->bq->data, qd);
+		if (l->bk)
+			add(k, l->bk->data, kvd);
+		if (l->bv)
+			add(v, l->bv->data, kvd);
 	}
 	if (l->q_norm && c->qk_norm_whole) {
 		sf_op_rmsnorm(q, q, l->q_norm->data, qd, c->rms_eps);
@@ -316,7 +320,7 @@ static void attention(struct job *j, uint32_t il, unsigned ith, unsigned nth)
 		if (c->swa[il] && to > c->n_swa) /* the window: keys at pos - n_swa + 1 .. pos */
 			from = to - c->n_swa;
 		sf_op_attend(m, j->toks[t].kv, il, g, f->qh + q0, group, from, to,
-			     f->scores + (size_t)ith * group * f->max_ctx, f->att + q0);
+			     f->scores + (size_t)ith * group * (f->max_ctx + 1), f->att + q0);
 	}
 	sf_pool_barrier(p);
 	for (uint64_t t = lo; c->attn_gate && t < hi; t++) { /* Qwen3.5: times sigmoid(gate) */
@@ -352,6 +356,8 @@ static void dense(struct job *j, const struct sf_layer_w *l, float *out, unsigne
 	for (uint64_t t = lo; t < hi; t++) {
 		if (c->act == SF_ACT_GELU)
 			sf_op_geglu(f->gate + t * F, f->up + t * F, F);
+		else if (c->act == SF_ACT_SWIGLU_OAI)
+			sf_op_swiglu_oai(f->gate + t * F, f->up + t * F, F);
 		else
 			sf_op_swiglu(f->gate + t * F, f->up + t * F, F);
 	}

@@ -46,12 +46,16 @@ enum sf_arch {
 	SF_ARCH_PHI3 = 10,  /* fused q/k/v and gate/up matrices, queries pre-scaled */
 	SF_ARCH_QWEN35 = 11, /* Gated DeltaNet layers (a recurrent state) and gated attention */
 	SF_ARCH_QWEN35MOE = 12, /* Qwen3.5's layers, a mixture of experts with a shared expert */
+	SF_ARCH_GPTOSS = 13, /* gpt-oss: attention sinks, q/k/v/o biases, a window every other
+			      * layer, experts with biases, SwiGLU-OAI, softmax over the chosen */
 };
 
 /* The feed-forward's gate activation. */
 enum sf_act {
 	SF_ACT_SILU = 0, /* SwiGLU */
 	SF_ACT_GELU = 1, /* GeGLU: tanh GELU as ggml computes it (its F16 table) */
+	SF_ACT_SWIGLU_OAI = 2, /* gpt-oss's: g = min(gate, 7), u = clamp(up, -7, 7),
+				* g * sigmoid(1.702 g) * (u + 1) (ggml_swiglu_oai) */
 };
 
 struct sf_model_config {
@@ -98,6 +102,11 @@ struct sf_model_config {
 	uint32_t n_expert_used; /* chosen for each token */
 	uint32_t n_ff_exp;     /* an expert's feed-forward width */
 	bool expert_norm;      /* the chosen experts' weights divided by their sum */
+	bool expert_softmax_chosen; /* gpt-oss: the k best by their router logits (with the
+				     * router's bias), their weights the softmax of those k
+				     * logits (llama.cpp's SOFTMAX_WEIGHT gating) */
+	bool attn_sinks;       /* gpt-oss: a learned logit per query head (attn_sinks) joins each
+				* softmax's denominator */
 	bool shared_expert;    /* Qwen3.5-MoE: beside the experts a SwiGLU FFN of n_ff (the layer's
 				* ffn_gate/up/down, the *_shexp tensors) times sigmoid(ffn_gate_inp_shexp
 				* . x) */
@@ -124,6 +133,10 @@ struct sf_layer_w {
 	 * experts' matrices, expert e's rows after e x rows of the ones before */
 	const struct sf_gguf_tensor *ffn_gate_inp, *ffn_gate_exps, *ffn_up_exps, *ffn_down_exps;
 	const struct sf_gguf_tensor *ffn_gate_inp_shexp; /* the shared expert's gate (n_embd) */
+	/* gpt-oss: the router's bias (n_expert), the experts' biases (n_ff_exp, n_ff_exp, n_embd
+	 * for each expert, F32) and each query head's sink logit (n_head) */
+	const struct sf_gguf_tensor *ffn_gate_inp_b, *ffn_gate_exps_b, *ffn_up_exps_b,
+		*ffn_down_exps_b, *attn_sinks;
 	/* Gated DeltaNet (recurrent layers; wq..wo NULL): the q/k/v channels (attn_qkv), the
 	 * output gate z (attn_gate), beta and alpha per value head, the convolution
 	 * (ssm_conv1d: ssm_conv taps a channel, F32), the decay's bias (ssm_dt) and -exp(A_log)

@@ -217,10 +217,51 @@ static int bind_qwen35(struct sf_model *m, uint32_t il, struct sf_err *err)
 	return 0;
 }
 
+/* A gpt-oss layer (llama.cpp's openai-moe.cpp): q/k/v with their biases (each optional, as
+ * llama.cpp takes them), the output's bias, each query head's sink logit, the norm before the
+ * FFN named post_attention_norm, the router's bias and the experts' biases. */
+static int bind_gptoss(struct sf_model *m, uint32_t il, struct sf_err *err)
+{
+	const struct sf_model_config *c = &m->cfg;
+	struct sf_layer_w *l = &m->layers[il];
+	uint64_t E = c->n_embd, q = (uint64_t)c->n_head * c->head_dim;
+	uint64_t kv = (uint64_t)c->n_head_kv * c->head_dim;
+	static const char *const names[] = {
+		"attn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight",
+		"attn_output.weight", "attn_q.bias", "attn_k.bias", "attn_v.bias",
+		"attn_output.bias", "attn_sinks.weight", "post_attention_norm.weight",
+		"ffn_gate_inp.bias", "ffn_gate_exps.bias", "ffn_up_exps.bias", "ffn_down_exps.bias" };
+	char n[15][64];
+	for (int i = 0; i < 15; i++)
+		snprintf(n[i], sizeof(n[i]), "blk.%u.%s", il, names[i]);
+	int rc;
+	if ((rc = vec(m, n[0], true, E, &l->attn_norm, err)) ||
+	    (rc = mat(m, n[1], true, E, q, &l->wq, err)) ||
+	    (rc = mat(m, n[2], true, E, kv, &l->wk, err)) ||
+	    (rc = mat(m, n[3], true, E, kv, &l->wv, err)) ||
+	    (rc = mat(m, n[4], true, q, E, &l->wo, err)) ||
+	    (rc = vec(m, n[5], false, q, &l->bq, err)) ||
+	    (rc = vec(m, n[6], false, kv, &l->bk, err)) ||
+	    (rc = vec(m, n[7], false, kv, &l->bv, err)) ||
+	    (rc = vec(m, n[8], true, E, &l->bo, err)) ||
+	    (rc = vec(m, n[9], true, c->n_head, &l->attn_sinks, err)) ||
+	    (rc = vec(m, n[10], true, E, &l->ffn_norm, err)) ||
+	    (rc = bind_experts(m, il, err)) ||
+	    (rc = vec(m, n[11], true, c->n_expert, &l->ffn_gate_inp_b, err)) ||
+	    (rc = f32_mat(m, n[12], c->n_ff_exp, c->n_expert, &l->ffn_gate_exps_b, err)) ||
+	    (rc = f32_mat(m, n[13], c->n_ff_exp, c->n_expert, &l->ffn_up_exps_b, err)) ||
+	    (rc = f32_mat(m, n[14], E, c->n_expert, &l->ffn_down_exps_b, err)))
+		return rc;
+	m->weight_bytes += l->wq->size + l->wk->size + l->wv->size + l->wo->size;
+	return 0;
+}
+
 static int bind_layer(struct sf_model *m, uint32_t il, struct sf_err *err)
 {
 	if (sf__arch_is_qwen35(m->cfg.arch))
 		return bind_qwen35(m, il, err);
+	if (m->cfg.arch == SF_ARCH_GPTOSS)
+		return bind_gptoss(m, il, err);
 	const struct sf_model_config *c = &m->cfg;
 	struct sf_layer_w *l = &m->layers[il];
 	uint64_t q = (uint64_t)c->n_head * c->head_dim, kv = (uint64_t)c->n_head_kv * c->head_dim;

@@ -135,6 +135,16 @@ static const struct shape shapes[] = {
 	 * 256 gated by its own sigmoid */
 	{ "test-qwen35moe", "qwen35moe", 256, 4, 4, 2, 64, 256, 4096, 1e7f, 1e-6f, false, false,
 	  0, 0, 0, 0, 0, 0, 16, 4, 256, false, 0, 0 },
+	/* gpt-oss: attention sinks, biases, a window of 128 on every other layer, experts with
+	 * biases and SwiGLU-OAI, YaRN 32 over 4,096. gpt-oss-20b (2880 wide, 24 layers, 64/8 heads
+	 * of 64, 32 experts of 2880, 4 a token, untied), gpt-oss-120b (36 layers, 128 experts),
+	 * and a small shape with a window of 40 (crossed by a prompt and its stream). */
+	{ "gpt-oss-20b", "gpt-oss", 2880, 24, 64, 8, 64, 2880, 131072, 150000.0f, 1e-5f, false,
+	  false, 128, 0, 0, 0, 0, 32.0f, 32, 4, 2880, true, 0, 0 },
+	{ "gpt-oss-120b", "gpt-oss", 2880, 36, 64, 8, 64, 2880, 131072, 150000.0f, 1e-5f, false,
+	  false, 128, 0, 0, 0, 0, 32.0f, 128, 4, 2880, true, 0, 0 },
+	{ "test-gpt-oss", "gpt-oss", 256, 4, 4, 2, 64, 256, 131072, 150000.0f, 1e-5f, false, false,
+	  40, 0, 0, 0, 0, 32.0f, 16, 4, 256, true, 0, 0 },
 };
 
 /* The --type choices: one type for every matrix, or a mix (llama.cpp's *_M: its base type,
@@ -154,6 +164,8 @@ static const struct {
 	{ "q2_k", SF_GGUF_T_Q2_K, 10, false }, { "iq4_xs", SF_GGUF_T_IQ4_XS, 30, false },
 	{ "q4_1", SF_GGUF_T_Q4_1, 3, false },   { "q5_1", SF_GGUF_T_Q5_1, 9, false },
 	{ "iq4_nl", SF_GGUF_T_IQ4_NL, 25, false }, { "mxfp4", SF_GGUF_T_MXFP4, 38, false },
+	/* llama.cpp's MXFP4_MOE (gpt-oss's own files): experts MXFP4, other matrices Q8_0 */
+	{ "mxfp4_moe", SF_GGUF_T_Q8_0, 38, false },
 };
 
 static uint64_t mix(uint64_t x)
@@ -214,6 +226,7 @@ struct maker {
 	size_t n_bufs;
 	uint64_t bytes;
 	const char *chat_template;
+	uint32_t exps; /* the experts' type where the file type gives them another (0: none) */
 	struct sf_err *err;
 };
 
@@ -458,7 +471,8 @@ static int make_qwen35_layer(struct maker *mk, const struct shape *s, const stru
 		T("ffn_gate_inp.weight", SF_GGUF_T_F32, E, X, 0, aE);
 #define X3(role, suffix, cols, rows, a)                                                      \
 	(snprintf(n, sizeof(n), "blk.%u.%s", il, suffix),                                   \
-	 rc = rc ? rc : add_n(mk, n, pick(want, mix, role, il, n_layer, cols), cols, rows, X, 0, a))
+	 rc = rc ? rc : add_n(mk, n, mk->exps ? mk->exps : pick(want, mix, role, il, n_layer, cols), \
+			      cols, rows, X, 0, a))
 		X3("ffn_gate", "ffn_gate_exps.weight", E, FX, aE);
 		X3("ffn_up", "ffn_up_exps.weight", E, FX, aE);
 		X3("ffn_down", "ffn_down_exps.weight", FX, E, aX);
@@ -472,6 +486,53 @@ static int make_qwen35_layer(struct maker *mk, const struct shape *s, const stru
 		M("ffn_up", "ffn_up.weight", E, F, aE);
 		M("ffn_down", "ffn_down.weight", F, E, aF);
 	}
+#undef M
+#undef T
+	return rc;
+}
+
+/* A gpt-oss layer: q/k/v/o with biases, each query head's sink logit (-1 to 2: about the
+ * scores' own spread, so that a sink takes a real share), post_attention_norm before the
+ * experts, the router's and the experts' biases; the experts' gate and up three times the
+ * usual spread, so that SwiGLU-OAI's clamp at 7 bites (some 2% of them), their down a quarter
+ * of it. */
+static int make_gptoss_layer(struct maker *mk, const struct shape *s, uint32_t il,
+			     uint32_t n_layer, uint32_t want, bool mix)
+{
+	uint64_t E = s->n_embd, q = (uint64_t)s->n_head * s->head_dim;
+	uint64_t kv = (uint64_t)s->n_head_kv * s->head_dim, X = s->n_expert, FX = s->n_ff_exp;
+	float aE = sqrtf(3.0f / (float)E), aQ = sqrtf(3.0f / (float)q);
+	float aX = sqrtf(3.0f / (float)FX);
+	char n[96];
+	int rc = 0;
+#define T(suffix, type, cols, rows, center, a)                                              \
+	(snprintf(n, sizeof(n), "blk.%u.%s", il, suffix),                                   \
+	 rc = rc ? rc : add(mk, n, type, cols, rows, center, a))
+#define M(role, suffix, cols, rows, a) T(suffix, pick(want, mix, role, il, n_layer, cols), cols, rows, 0, a)
+#define X3(role, suffix, cols, rows, a)                                                      \
+	(snprintf(n, sizeof(n), "blk.%u.%s", il, suffix),                                   \
+	 rc = rc ? rc : add_n(mk, n, mk->exps ? mk->exps : pick(want, mix, role, il, n_layer, cols), \
+			      cols, rows, X, 0, a))
+	T("attn_norm.weight", SF_GGUF_T_F32, E, 1, 1.0f, 0.1f);
+	M("attn_q", "attn_q.weight", E, q, aE);
+	M("attn_k", "attn_k.weight", E, kv, aE);
+	M("attn_v", "attn_v.weight", E, kv, aE);
+	T("attn_q.bias", SF_GGUF_T_F32, q, 1, 0, 0.1f);
+	T("attn_k.bias", SF_GGUF_T_F32, kv, 1, 0, 0.1f);
+	T("attn_v.bias", SF_GGUF_T_F32, kv, 1, 0, 0.1f);
+	M("attn_output", "attn_output.weight", q, E, aQ);
+	T("attn_output.bias", SF_GGUF_T_F32, E, 1, 0, 0.1f);
+	T("attn_sinks.weight", SF_GGUF_T_F32, s->n_head, 1, 0.5f, 1.5f);
+	T("post_attention_norm.weight", SF_GGUF_T_F32, E, 1, 1.0f, 0.1f);
+	T("ffn_gate_inp.weight", SF_GGUF_T_F32, E, X, 0, aE);
+	T("ffn_gate_inp.bias", SF_GGUF_T_F32, X, 1, 0, 0.5f);
+	X3("ffn_gate", "ffn_gate_exps.weight", E, FX, aE);
+	X3("ffn_up", "ffn_up_exps.weight", E, FX, aE);
+	X3("ffn_down", "ffn_down_exps.weight", FX, E, aX / 2);
+	T("ffn_gate_exps.bias", SF_GGUF_T_F32, FX, X, 0, 0.5f);
+	T("ffn_up_exps.bias", SF_GGUF_T_F32, FX, X, 0, 0.5f);
+	T("ffn_down_exps.bias", SF_GGUF_T_F32, E, X, 0, 0.1f);
+#undef X3
 #undef M
 #undef T
 	return rc;
@@ -491,6 +552,8 @@ static int make_layer(struct maker *mk, const struct shape *s, uint32_t il, uint
 #define M(role, suffix, cols, rows, a) T(role, suffix, pick(want, mix, role, il, n_layer, cols), cols, rows, 0, a)
 	if (ssm_of(s))
 		return make_qwen35_layer(mk, s, ssm_of(s), il, n_layer, want, mix);
+	if (!strcmp(s->arch, "gpt-oss"))
+		return make_gptoss_layer(mk, s, il, n_layer, want, mix);
 	bool olmo2 = !strcmp(s->arch, "olmo2"); /* no pre-norms; q/k norms over all heads */
 	if (!olmo2)
 		T("", "attn_norm.weight", SF_GGUF_T_F32, E, 1, 1.0f, 0.1f);
@@ -525,7 +588,8 @@ static int make_layer(struct maker *mk, const struct shape *s, uint32_t il, uint
 		T("", "ffn_gate_inp.weight", SF_GGUF_T_F32, E, X, 0, aE);
 #define X3(role, suffix, cols, rows, a)                                                      \
 	(snprintf(n, sizeof(n), "blk.%u.%s", il, suffix),                                   \
-	 rc = rc ? rc : add_n(mk, n, pick(want, mix, role, il, n_layer, cols), cols, rows, X, 0, a))
+	 rc = rc ? rc : add_n(mk, n, mk->exps ? mk->exps : pick(want, mix, role, il, n_layer, cols), \
+			      cols, rows, X, 0, a))
 		X3("ffn_gate", "ffn_gate_exps.weight", E, FX, aE);
 		X3("ffn_up", "ffn_up_exps.weight", E, FX, aE);
 		X3("ffn_down", "ffn_down_exps.weight", FX, E, aX);
@@ -556,11 +620,12 @@ const char *const sf_model_gen_shapes[] = { "qwen2.5-0.5b", "qwen3-0.6b", "llama
 					    "test-granite", "phi-3-mini-4k", "test-phi3",
 					    "mistral-nemo-12b", "test-phi3-swa", "phi-3.5-mini",
 					    "phi-4-mini", "test-phi3-longrope", "test-phi4", "qwen3.5-0.8b",
-					    "test-qwen35", "test-qwen35moe", NULL };
+					    "test-qwen35", "test-qwen35moe", "gpt-oss-20b",
+					    "gpt-oss-120b", "test-gpt-oss", NULL };
 const char *const sf_model_gen_types[] = { "f32", "f16", "bf16", "q8_0", "q4_0", "q5_0",
 					   "q4_k", "q6_k", "q4_k_m", "q5_k", "q5_k_m", "q3_k",
 					   "q2_k", "iq4_xs", "q4_1", "q5_1", "iq4_nl", "mxfp4",
-					   NULL };
+					   "mxfp4_moe", NULL };
 
 static int add_rope_freqs(struct maker *mk, const struct shape *s)
 {
@@ -631,7 +696,8 @@ int sf_model_gen_write(const struct sf_model_gen *gen, const char *path, struct 
 	uint64_t n_vocab = toks->n;
 	uint32_t n_layer = gen->layers ? gen->layers : s->n_layer;
 	struct maker mk = { .w = sf_gguf_writer_new(), .pool = pool, .seed = mix(gen->seed),
-			    .chat_template = gen->chat_template, .err = err };
+			    .chat_template = gen->chat_template, .exps = !strcmp(types[ti].name, "mxfp4_moe") ? SF_GGUF_T_MXFP4 : 0,
+			    .err = err };
 	rc = mk.w ? 0 : sf_err_set(err, SF_E_NOMEM, "no memory");
 	rc = rc ? rc : write_meta(&mk, s, n_layer, gen->ctx ? gen->ctx : s->n_ctx, types[ti].ftype,
 				  types[ti].name, gen->vocab);

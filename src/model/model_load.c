@@ -29,6 +29,7 @@ static const struct {
 	{ "gemma3", SF_ARCH_GEMMA3, SF_COMPUTES_SWA | SF_COMPUTES_FINAL_SOFTCAP },
 	{ "qwen35", SF_ARCH_QWEN35, SF_COMPUTES_MROPE },
 	{ "qwen35moe", SF_ARCH_QWEN35MOE, SF_COMPUTES_MROPE | SF_COMPUTES_MOE | SF_COMPUTES_SHEXP },
+	{ "gpt-oss", SF_ARCH_GPTOSS, SF_COMPUTES_SWA | SF_COMPUTES_MOE },
 };
 
 bool sf__arch_is_qwen35(enum sf_arch a)
@@ -174,7 +175,8 @@ static int read_experts(const struct sf_gguf *g, struct sf_model_config *c, stru
 	if ((rc = opt_u32(g, c, "expert_count", 0, 0, SF_MODEL_MAX_EXPERTS, &c->n_expert, err)))
 		return rc;
 	if (!c->n_expert)
-		return c->arch == SF_ARCH_QWEN3MOE || c->arch == SF_ARCH_QWEN35MOE
+		return c->arch == SF_ARCH_QWEN3MOE || c->arch == SF_ARCH_QWEN35MOE ||
+				       c->arch == SF_ARCH_GPTOSS
 			       ? sf_err_set(err, SF_E_MODEL, "the file has no %s",
 					    akey(c, "expert_count"))
 			       : 0;
@@ -183,14 +185,17 @@ static int read_experts(const struct sf_gguf *g, struct sf_model_config *c, stru
 	if ((rc = need_u32(g, c, "expert_used_count", 1, top, &c->n_expert_used, err)))
 		return rc;
 	bool qwen = c->arch == SF_ARCH_QWEN3MOE || c->arch == SF_ARCH_QWEN35MOE;
-	uint32_t dflt = qwen ? c->n_ff / c->n_expert_used : c->n_ff;
+	/* gpt-oss: the key is required (as llama.cpp reads it) */
+	uint32_t dflt = c->arch == SF_ARCH_GPTOSS ? 0 : qwen ? c->n_ff / c->n_expert_used : c->n_ff;
 	if ((rc = opt_u32(g, c, "expert_feed_forward_length", dflt, 0, SF_MODEL_MAX_FF,
 			  &c->n_ff_exp, err)))
 		return rc;
 	if (!c->n_ff_exp)
 		return sf_err_set(err, SF_E_MODEL, "the file has no %s",
 				  akey(c, "expert_feed_forward_length"));
-	c->expert_norm = true;
+	/* gpt-oss: the k best router logits, then the softmax of those k (not normalised after) */
+	c->expert_norm = c->arch != SF_ARCH_GPTOSS;
+	c->expert_softmax_chosen = c->arch == SF_ARCH_GPTOSS;
 	if (c->arch != SF_ARCH_QWEN35MOE)
 		return 0;
 	/* Qwen3.5-MoE's shared expert: expert_shared_feed_forward_length wide (else the
@@ -319,6 +324,26 @@ static int read_qwen35(const struct sf_gguf *g, struct sf_model_config *c, struc
 		c->n_recur += c->recur[il];
 	c->attn_gate = true;
 	return read_mrope(g, c, err);
+}
+
+/* gpt-oss (llama.cpp's openai-moe.cpp): a sliding window (attention.sliding_window, required:
+ * 128 in gpt-oss-20b/120b) on every other layer from the first (the pattern's period 2 unless
+ * the file says), its rope the global one (rope.freq_base_swa if the file has it), the scores
+ * times 1/sqrt(rotary dimensions), each query head's sink logit in its softmax, SwiGLU-OAI. */
+static int read_gptoss(const struct sf_gguf *g, struct sf_model_config *c, struct sf_err *err)
+{
+	int rc;
+	if ((rc = need_u32(g, c, "attention.sliding_window", 1, 1u << 24, &c->n_swa, err)) ||
+	    (rc = read_swa_layers(g, c, 2 /* from the first, every other layer */, err)) ||
+	    (rc = opt_f32(g, c, "rope.freq_base_swa", c->rope_base, &c->rope_base_swa, err)))
+		return rc;
+	if (!(c->rope_base_swa > 1))
+		return sf_err_set(err, SF_E_MODEL, "%s = %g is out of range",
+				  akey(c, "rope.freq_base_swa"), (double)c->rope_base_swa);
+	c->attn_scale = 1.0f / sqrtf((float)c->n_rot);
+	c->act = SF_ACT_SWIGLU_OAI;
+	c->attn_sinks = true;
+	return 0;
 }
 
 static int read_config(const struct sf_gguf *g, struct sf_model_config *c, unsigned *computes,
@@ -463,6 +488,8 @@ static int read_config(const struct sf_gguf *g, struct sf_model_config *c, unsig
 		return rc;
 	c->rope_base_swa = c->rope_base;
 	c->rope_freq_scale_swa = c->rope_freq_scale;
+	if (c->arch == SF_ARCH_GPTOSS)
+		return read_gptoss(g, c, err);
 	return sf__arch_is_gemma(c->arch) ? read_gemma(g, c, err) : 0;
 }
 

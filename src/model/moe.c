@@ -19,6 +19,7 @@ struct sf_moe {
 	float *w;           /* tokens x k: their weights */
 	uint32_t *row;      /* tokens x k: each choice's row among the grouped rows */
 	uint32_t *tok;      /* grouped row -> its token */
+	uint32_t *exp;      /* grouped row -> its expert */
 	uint32_t *count, *start; /* rows of each expert, where they start */
 	uint8_t *xr;        /* the router's inputs, quantized for it */
 	uint8_t *xg[2];     /* grouped inputs quantized for gate (0) and up (1) */
@@ -60,6 +61,7 @@ int sf_moe_new(const struct sf_model *m, uint32_t max_tokens, struct sf_moe **ou
 	s->w = zalloc(R * sizeof(float), &ok);
 	s->row = zalloc(R * sizeof(uint32_t), &ok);
 	s->tok = zalloc(R * sizeof(uint32_t), &ok);
+	s->exp = zalloc(R * sizeof(uint32_t), &ok);
 	s->count = zalloc((c->n_expert + 1) * sizeof(uint32_t), &ok);
 	s->start = zalloc((c->n_expert + 1) * sizeof(uint32_t), &ok);
 	s->xr = zalloc(T * s->in_row, &ok);
@@ -87,6 +89,7 @@ void sf_moe_free(struct sf_moe *s)
 	free(s->w);
 	free(s->row);
 	free(s->tok);
+	free(s->exp);
 	free(s->count);
 	free(s->start);
 	free(s->xr);
@@ -122,13 +125,22 @@ static void expert_matmul(const struct sf_gguf_tensor *w, uint32_t e, const uint
 
 /* Token t's softmax over the experts, its k best (ties: the lower index) and their weights,
  * normalised as ggml's: their sum in double, rounded, at least 2^-14, each weight over it. */
-static void route(const struct sf_model_config *c, struct sf_moe *s, uint32_t t)
+static void route(const struct sf_model *m, uint32_t il, struct sf_moe *s, uint32_t t)
 {
+	const struct sf_model_config *c = &m->cfg;
+	const struct sf_layer_w *l = &m->layers[il];
 	float *p = s->logits + (size_t)t * c->n_expert;
-	double sum = sf_kern_softmax(p, c->n_expert, 1.0f);
-	float inv = (float)(1.0 / sum);
-	for (uint32_t e = 0; e < c->n_expert; e++)
-		p[e] = p[e] * inv;
+	if (l->ffn_gate_inp_b) { /* gpt-oss: the router's bias */
+		const float *b = l->ffn_gate_inp_b->data;
+		for (uint32_t e = 0; e < c->n_expert; e++)
+			p[e] = p[e] + b[e];
+	}
+	if (!c->expert_softmax_chosen) { /* the k best of the softmax over every expert */
+		double sum = sf_kern_softmax(p, c->n_expert, 1.0f);
+		float inv = (float)(1.0 / sum);
+		for (uint32_t e = 0; e < c->n_expert; e++)
+			p[e] = p[e] * inv;
+	}
 	uint32_t *sel = s->sel + (size_t)t * s->k;
 	float *w = s->w + (size_t)t * s->k;
 	double total = 0;
@@ -144,6 +156,12 @@ static void route(const struct sf_model_config *c, struct sf_moe *s, uint32_t t)
 		sel[j] = best;
 		w[j] = p[best];
 		total += (double)w[j];
+	}
+	if (c->expert_softmax_chosen) { /* gpt-oss: the softmax of the k chosen logits */
+		double sum = sf_kern_softmax(w, s->k, 1.0f);
+		float inv = (float)(1.0 / sum);
+		for (uint32_t j = 0; j < s->k; j++)
+			w[j] = w[j] * inv;
 	}
 	if (c->expert_norm) {
 		float d = (float)total;
@@ -170,6 +188,7 @@ static void group(struct sf_moe *s, uint32_t n)
 		uint32_t e = s->sel[i], r = s->start[e] + s->count[e]++;
 		s->row[i] = r;
 		s->tok[r] = i / s->k;
+		s->exp[r] = e;
 	}
 }
 
@@ -197,7 +216,7 @@ void sf_moe_ffn(const struct sf_model *m, uint32_t il, struct sf_moe *s, struct 
 			       (int64_t)ehi, s->xr, ar, n, s->logits, c->n_expert);
 	sf_pool_barrier(p);
 	for (uint64_t t = lo; t < hi; t++)
-		route(c, s, (uint32_t)t);
+		route(m, il, s, (uint32_t)t);
 	sf_pool_barrier(p);
 	/* 4-5. The choices grouped by expert, each one's input quantized into its row. */
 	if (ith == 0)
@@ -221,11 +240,21 @@ void sf_moe_ffn(const struct sf_model *m, uint32_t il, struct sf_moe *s, struct 
 			      s->up + (size_t)r0 * F, F, ith, nth);
 	}
 	sf_pool_barrier(p);
-	/* 7. The activation, quantized for down. */
+	/* 7. The experts' biases (gpt-oss), the activation, quantized for down. */
 	uint32_t ad = act_of(l->ffn_down_exps);
 	for (uint64_t r = rlo; r < rhi; r++) {
-		float *g = s->gate + r * F;
-		if (c->act == SF_ACT_GELU)
+		float *g = s->gate + r * F, *u = s->up + r * F;
+		if (l->ffn_gate_exps_b) {
+			const float *bg = (const float *)l->ffn_gate_exps_b->data + (size_t)s->exp[r] * F;
+			const float *bu = (const float *)l->ffn_up_exps_b->data + (size_t)s->exp[r] * F;
+			for (uint32_t i = 0; i < F; i++) {
+				g[i] = g[i] + bg[i];
+				u[i] = u[i] + bu[i];
+			}
+		}
+		if (c->act == SF_ACT_SWIGLU_OAI)
+			sf_op_swiglu_oai(g, u, F);
+		else if (c->act == SF_ACT_GELU)
 			sf_op_geglu(g, s->up + r * F, F);
 		else
 			sf_op_swiglu(g, s->up + r * F, F);
@@ -237,6 +266,15 @@ void sf_moe_ffn(const struct sf_model *m, uint32_t il, struct sf_moe *s, struct 
 		uint32_t r0 = s->start[e];
 		expert_matmul(l->ffn_down_exps, e, s->aq + r0 * s->ff_row, s->ff_row, s->count[e],
 			      s->down + (size_t)r0 * E, E, ith, nth);
+	}
+	if (l->ffn_down_exps_b) { /* gpt-oss: each expert's output bias, once down is whole */
+		sf_pool_barrier(p);
+		for (uint64_t r = rlo; r < rhi; r++) {
+			float *d = s->down + r * E;
+			const float *b = (const float *)l->ffn_down_exps_b->data + (size_t)s->exp[r] * E;
+			for (uint32_t i = 0; i < E; i++)
+				d[i] = d[i] + b[i];
+		}
 	}
 	sf_pool_barrier(p);
 	/* 9. Each token's outputs: the weighted experts' summed best first (each product

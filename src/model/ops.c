@@ -113,6 +113,17 @@ float sf_op_tanhf(float x)
 	return x < 0 ? -t : t;
 }
 
+void sf_op_swiglu_oai(float *gate, const float *up, uint32_t n)
+{
+	const float alpha = 1.702f, limit = 7.0f;
+	for (uint32_t i = 0; i < n; i++) {
+		float x = gate[i] < limit ? gate[i] : limit; /* a NaN passes as ggml's min */
+		float y = up[i] < -limit ? -limit : up[i] > limit ? limit : up[i];
+		float glu = x / (1.0f + sf_kern_expf(alpha * (-x)));
+		gate[i] = glu * (y + 1.0f);
+	}
+}
+
 /* ggml's GELU of each half float (its table: the input rounded to F16, GELU's tanh form in
  * float, the result rounded to F16), made once with our tanh. */
 static uint16_t gelu_table[1 << 16];
@@ -154,21 +165,32 @@ void sf_op_attend(const struct sf_model *m, const struct sf_kv *kv, uint32_t lay
 		  float *scores, float *out)
 {
 	uint32_t hd = m->cfg.head_dim, kvd = m->cfg.n_head_kv * hd, n = to - from;
+	/* gpt-oss: each row one longer, its last the head's sink logit (the scores scaled here,
+	 * the softmax's scale 1: the same bits as the softmax scaling them) */
+	const float *sink = m->cfg.attn_sinks ? (const float *)m->layers[layer].attn_sinks->data +
+							(size_t)kvh * n_q
+					      : NULL;
+	uint32_t ns = sink ? n + 1 : n; /* a row's stride */
 	/* Scores of the group's queries against each page's keys: one multi-row product per
 	 * page (each key row read once for the whole group), each score its own dot product. */
 	for (uint32_t p0 = from; p0 < to; p0 = (p0 / SF_KV_PAGE + 1) * SF_KV_PAGE) {
 		uint32_t end = (p0 / SF_KV_PAGE + 1) * SF_KV_PAGE, np = (end < to ? end : to) - p0;
 		const uint16_t *k = sf_kv_at(kv, layer, 0, p0) + (size_t)kvh * hd;
 		sf_kern_matmul(SF_GGUF_T_F16, hd, k, (size_t)kvd * sizeof(uint16_t), 0, np, qh,
-			       (size_t)hd * sizeof(uint16_t), n_q, scores + (p0 - from), n);
+			       (size_t)hd * sizeof(uint16_t), n_q, scores + (p0 - from), ns);
 	}
 	/* Scaled (unless the queries were), soft-capped as ggml's flash attention caps them
 	 * (cap * tanh(s * (scale / cap))), then the softmax's numerators. */
 	float scale = m->cfg.q_prescale ? 1.0f : m->cfg.attn_scale;
 	double sums[SF_MODEL_MAX_HEADS];
 	for (uint32_t b = 0; b < n_q; b++) {
-		float *s = scores + (size_t)b * n;
-		if (m->cfg.attn_softcap > 0) {
+		float *s = scores + (size_t)b * ns;
+		if (sink) {
+			for (uint32_t j = 0; j < n; j++)
+				s[j] *= scale;
+			s[n] = sink[b];
+			sums[b] = sf_kern_softmax(s, n + 1, 1.0f);
+		} else if (m->cfg.attn_softcap > 0) {
 			sf_op_softcap(s, n, m->cfg.attn_softcap, scale);
 			sums[b] = sf_kern_softmax(s, n, 1.0f);
 		} else {
@@ -180,7 +202,7 @@ void sf_op_attend(const struct sf_model *m, const struct sf_kv *kv, uint32_t lay
 	memset(out, 0, (size_t)n_q * hd * sizeof(float));
 	for (uint32_t p0 = from; p0 < to; p0 = (p0 / SF_KV_PAGE + 1) * SF_KV_PAGE) {
 		uint32_t end = (p0 / SF_KV_PAGE + 1) * SF_KV_PAGE, np = (end < to ? end : to) - p0;
-		sf_kern_attn_v_f16(out, hd, scores + (p0 - from), n, n_q,
+		sf_kern_attn_v_f16(out, hd, scores + (p0 - from), ns, n_q,
 				   sf_kv_at(kv, layer, 1, p0) + (size_t)kvh * hd, kvd, np, hd);
 	}
 	for (uint32_t b = 0; b < n_q; b++) {

@@ -25,6 +25,10 @@ void sf_op_rope(const struct sf_model *m, float *x, uint32_t n_heads, const floa
 /* gate[i] = silu(gate[i]) * up[i]. */
 void sf_op_swiglu(float *gate, const float *up, uint32_t n);
 
+/* gpt-oss's SwiGLU (ggml_swiglu_oai, alpha 1.702, limit 7): g = min(gate[i], 7),
+ * u = clamp(up[i], -7, 7), gate[i] = g / (1 + e^(-1.702 g)) * (u + 1). */
+void sf_op_swiglu_oai(float *gate, const float *up, uint32_t n);
+
 /* gate[i] = gelu(gate[i]) * up[i], GELU's tanh form as ggml's CPU backend computes it: 0 at
  * -10 and below, the input itself from 10 on, else its table of every half float (the input
  * rounded to F16, the GELU rounded to F16). */
@@ -39,8 +43,9 @@ void sf_op_softcap(float *x, uint32_t n, float cap, float scale);
 /* For each of the n_q query heads sharing key/value head kvh (their queries qh, rounded to half
  * floats, head_dim apart): out (head_dim floats each, head_dim apart) = softmax(s_j) . v_j over
  * positions j in [from, to) of layer's cache, s_j = scale * q . k_j, soft-capped when the model
- * caps (scale 1 when the queries were scaled). scores holds n_q x (to - from) floats of
- * scratch. Each score is its own dot product: nothing depends on n_q. */
+ * caps (scale 1 when the queries were scaled); with attention sinks (gpt-oss) the head's sink
+ * logit joins the softmax's denominator (its maximum too) and weighs no value. scores holds
+ * n_q x (to - from + 1) floats of scratch. Each score is its own dot product: nothing depends on n_q. */
 void sf_op_attend(const struct sf_model *m, const struct sf_kv *kv, uint32_t layer,
 		  uint32_t kvh, const uint16_t *qh, uint32_t n_q, uint32_t from, uint32_t to,
 		  float *scores, float *out);

@@ -51,7 +51,7 @@ head -c 7 "$M" >"$work/cut-magic.gguf"
 refused "cut short after 7 bytes" "$work/cut-magic.gguf" "7 bytes: too short for a GGUF file"
 edit "$M" "$work/arch.gguf" --arch gpt-j
 refused "an architecture it does not run" "$work/arch.gguf" \
-	"architecture 'gpt-j' is not one this engine runs \(llama, qwen2, qwen3, qwen3moe, smollm3, olmo2, granite, phi3, gemma, gemma2, gemma3, qwen35, qwen35moe\)"
+	"architecture 'gpt-j' is not one this engine runs \(llama, qwen2, qwen3, qwen3moe, smollm3, olmo2, granite, phi3, gemma, gemma2, gemma3, qwen35, qwen35moe, gpt-oss\)"
 for t in "16 IQ2_XXS" "19 IQ1_S" "34 TQ1_0" "28 F64"; do
 	set -- $t
 	edit "$M" "$work/type-$2.gguf" --type blk.1.ffn_down.weight "$1"
@@ -204,6 +204,20 @@ check "model info: a file with the gpt-4o pre-tokenizer (Phi-4-mini's) runs" $r
 edit "$M" "$work/key.gguf" --set-str tokenizer.ggml.pre kimi-k2
 refused "a pre-tokenizer it does not split" "$work/key.gguf" \
 	'tokenizer.ggml.pre "kimi-k2" is not a pre-tokenizer this engine has'
+# gpt-oss: a file runs (its sinks and activation named); its sinks, an expert bias or its
+# window missing are refused by name.
+gguf_make "$work/oss.gguf" qwen2 test-gpt-oss mxfp4_moe
+"$cli" model info "$work/oss.gguf" >"$work/out" 2>&1
+r=$?; [ "$r" = 0 ] && grep -q "attention sinks: a logit per query head" "$work/out" &&
+	grep -q "activation: SwiGLU-OAI" "$work/out" && grep -q "sliding window: 40 positions in 2 of 4 layers" "$work/out" || r=1
+check "model info: a gpt-oss file runs, its sinks, activation and window named" $r
+edit "$work/oss.gguf" "$work/key.gguf" --rename blk.0.attn_sinks.weight blk.0.attn_sinkz.weight
+refused "gpt-oss without a layer's attention sinks" "$work/key.gguf" "tensor blk.0.attn_sinks.weight is missing"
+edit "$work/oss.gguf" "$work/key.gguf" --rename blk.1.ffn_down_exps.bias blk.1.ffn_down_expz.bias
+refused "gpt-oss without an expert bias" "$work/key.gguf" "tensor blk.1.ffn_down_exps.bias is missing"
+edit "$work/oss.gguf" "$work/key.gguf" --set-u32 gpt-oss.attention.sliding_window 0
+refused "gpt-oss without its window" "$work/key.gguf" \
+	"gpt-oss.attention.sliding_window = 0 is outside \[1, 16777216\]"
 edit "$M" "$work/missing.gguf" --rename blk.1.attn_q.weight blk.1.attn_qq.weight
 refused "a tensor missing" "$work/missing.gguf" "tensor blk.1.attn_q.weight is missing"
 printf 'This text is not a model.\n' >"$work/text.gguf"

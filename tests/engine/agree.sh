@@ -79,7 +79,7 @@ tolerance() {
 	case $1 in
 	f32 | f16) echo "--noise-factor 1.5 --floor 0.001 --rms-ceiling 0.004 --max-ceiling 0.02" ;;
 	bf16) echo "--noise-factor 1.5 --floor 0.003 --rms-ceiling 0.012 --max-ceiling 0.06" ;;
-	q8_0 | q4_0 | q5_0 | q4_1 | q5_1 | iq4_nl | mxfp4)
+	q8_0 | q4_0 | q5_0 | q4_1 | q5_1 | iq4_nl | mxfp4 | mxfp4_moe)
 		echo "--noise-factor 1.5 --floor 0.01 --rms-ceiling 0.03 --max-ceiling 0.18" ;;
 	*) echo "--noise-factor 1.5 --floor 0.01 --rms-ceiling 0.04 --max-ceiling 0.24" ;;
 	esac
@@ -165,6 +165,14 @@ for set in "$@"; do
 		for t in f32 bf16 q8_0 q4_k_m q6_k; do
 			cases+=("test-qwen35moe/$t")
 		done ;;
+	# gpt-oss: attention sinks, biases, a window (40 here) on every other layer, experts with
+	# biases chosen by their logits and weighted by the softmax of those, SwiGLU-OAI, YaRN 32
+	# over 4,096; MXFP4 experts as gpt-oss's own files have them (mxfp4_moe: experts MXFP4,
+	# the rest Q8_0; llama.mxfp4_moe: llama.cpp's quantizer's MXFP4_MOE file of our F32 one)
+	gptoss)
+		for t in f32 f16 bf16 q8_0 mxfp4_moe llama.mxfp4_moe; do
+			cases+=("test-gpt-oss/$t")
+		done ;;
 	# YaRN (factor 4 over 32,768, as DeepSeek-R1-0528-Qwen3-8B's) on the Qwen3 test shape
 	yarn)
 		for t in f32 f16 q8_0 q4_k_m; do
@@ -218,6 +226,8 @@ run_case() {
 	test-gemma*) arch=gemma vocab=llama-spm ;;
 	test-mixtral | mixtral*) arch=llama vocab=llama-spm ;;
 	test-qwen3moe | qwen3-30b*) arch=qwen3 vocab=qwen2 ;;
+	# gpt-oss's o200k vocabulary (pre-tokenizer gpt-4o) is not in llama.cpp's bundle: Qwen2's
+	test-gpt-oss | gpt-oss-*) arch=qwen3 vocab=qwen2 ;;
 	test-qwen35 | test-qwen35moe | qwen3.5-*) arch=qwen3 vocab=qwen35 ;;
 	gemma*) arch=gemma vocab=gemma ;;
 	test-llama) arch=llama vocab=llama-spm ;;
@@ -258,7 +268,7 @@ run_case() {
 	local make_type=$type lt=
 	if [ "${type#llama.}" != "$type" ]; then
 		lt=${type#llama.} make_type=f32
-		declare -A ftypes=([q8_0]=7 [q4_0]=2 [q4_k_m]=15 [q5_k_m]=17 [q6_k]=18)
+		declare -A ftypes=([q8_0]=7 [q4_0]=2 [q4_k_m]=15 [q5_k_m]=17 [q6_k]=18 [mxfp4_moe]=38)
 		[ -n "${ftypes[$lt]:-}" ] || { echo "FAIL $name: no llama.cpp file type for $lt"; return 1; }
 	fi
 	if ! "$sf" model make --shape "$shape" --type "$make_type" --vocab "$vocab" \
@@ -305,7 +315,7 @@ run_case() {
 	# own two paths flip them too (a step in that row, not a drift): logits_cmp --parted.
 	local rc=0 verbose= parted=
 	[ "${SF_AGREE_VERBOSE:-}" = 1 ] && verbose=-v
-	case $shape in *moe* | *mixtral* | *-a3b) parted=--parted ;; esac
+	case $shape in *moe* | *mixtral* | *-a3b | *gpt-oss*) parted=--parted ;; esac
 	local tol
 	tol=$(tolerance "${type#llama.}")
 	# Qwen3.5: llama.cpp's batch and token-by-token paths run its recurrent layers (3 of 4)

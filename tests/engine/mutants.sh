@@ -16,7 +16,7 @@ src=$dir/src-copy
 # show where the tolerance of a rounded class stops seeing a small bug). TEXT occurs once.
 mutants=(
 	"rope-neox-flipped|src/model/model_load.c|c->rope_neox = !adjacent;|c->rope_neox = adjacent;|test-llama/f16 test-qwen2/q8_0 test-qwen3/q4_k_m"
-	"qkv-bias-dropped|src/model/forward.c|if (l->bq) {|if (0 && l->bq) {|test-qwen2/f32 test-qwen2/q4_k_m qwen2.5-0.5b/q8_0/2"
+	"qkv-bias-dropped|src/model/forward.c|if (l->bq || l->bk || l->bv) {|if (0 && (l->bq || l->bk || l->bv)) {|test-qwen2/f32 test-qwen2/q4_k_m qwen2.5-0.5b/q8_0/2"
 	"qk-norm-dropped|src/model/forward.c|if (l->q_norm) {|if (0 && l->q_norm) {|test-qwen3/f16 test-qwen3/q8_0"
 	"norm-scaled-2pct|src/model/ops.c|float scale = 1.0f / sqrtf(mean + eps);|float scale = 1.02f / sqrtf(mean + eps);|test-llama/f32 test-qwen2/q8_0 test-qwen3/q4_k_m"
 	"norm-eps-ignored|src/model/ops.c|float scale = 1.0f / sqrtf(mean + eps);|float scale = 1.0f / sqrtf(mean);|test-llama/f32"
@@ -27,7 +27,7 @@ mutants=(
 	"rope-freqs-ignored|src/model/model_load.c|		return m->rope_freqs;|		return NULL;|llama-3.2-1b/f16/2 ~llama-3.2-1b/q8_0/2"
 	"v-cache-bf16|src/model/forward.c|sf_kern_quantize_act(SF_GGUF_T_F16, v, sf_kv_at(tk->kv, il, 1, tk->pos), kvd);|{ uint16_t *vh_ = sf_kv_at(tk->kv, il, 1, tk->pos); for (uint32_t i_ = 0; i_ < kvd; i_++) { float r_; uint32_t u_; memcpy(&u_, v + i_, 4); u_ &= 0xffff0000u; memcpy(&r_, &u_, 4); v[i_] = r_; } sf_kern_quantize_act(SF_GGUF_T_F16, v, vh_, kvd); }|test-llama/f32 test-qwen3/f16 ~test-qwen2/q8_0"
 	# Mixtures of experts, YaRN, SmolLM3, OLMo 2, Granite, Phi-3 (each shown failing when it was written)
-	"moe-weights-unnormalised|src/model/model_load.c|c->expert_norm = true;|c->expert_norm = false;|test-qwen3moe/f32 test-mixtral/q8_0"
+	"moe-weights-unnormalised|src/model/model_load.c|c->expert_norm = c->arch != SF_ARCH_GPTOSS;|c->expert_norm = false;|test-qwen3moe/f32 test-mixtral/q8_0"
 	"yarn-ramp-dropped|src/model/ops.c|float mix = 1 - (y < 0 ? 0 : y > 1 ? 1 : y);|float mix = 0 * y;|test-qwen3-yarn/f32"
 	"olmo2-qk-norm-per-head|src/model/forward.c|if (l->q_norm && c->qk_norm_whole) {|if (0 && l->q_norm && c->qk_norm_whole) {|test-olmo2/f32"
 	"granite-residual-unscaled|src/model/forward.c|if (c->residual_scale) /* Granite */|if (0 && c->residual_scale) /* Granite */|test-granite/f32"
@@ -44,6 +44,12 @@ mutants=(
 	"gdn-conv-state-dropped|src/model/deltanet.c|		st[k - 2] = in;|		st[k - 2] = 0.0f;|test-qwen35/f32"
 	"qwen35-attn-gate-sign-flipped|src/model/forward.c|a[i] = a[i] * (1.0f / (1.0f + sf_kern_expf(-gt[i])));|a[i] = a[i] * (1.0f / (1.0f + sf_kern_expf(gt[i])));|test-qwen35/f32"
 	"qwen35moe-shared-expert-ungated|src/model/forward.c|float sg = 1.0f / (1.0f + sf_kern_expf(-dot));|float sg = 1.0f + 0.0f * dot;|test-qwen35moe/f32"
+	# gpt-oss: the sinks dropped, SwiGLU-OAI's + 1 dropped, the router's bias dropped, the
+	# window on every layer (each shown failing when it was written)
+	"gptoss-sinks-dropped|src/model/model_load.c|c->attn_sinks = true;|c->attn_sinks = false;|test-gpt-oss/f32 test-gpt-oss/mxfp4_moe"
+	"gptoss-oai-plus-one-dropped|src/model/ops.c|gate[i] = glu * (y + 1.0f);|gate[i] = glu * y;|test-gpt-oss/f32 test-gpt-oss/q8_0"
+	"gptoss-router-bias-dropped|src/model/moe.c|if (l->ffn_gate_inp_b) { /* gpt-oss: the router's bias */|if (0 && l->ffn_gate_inp_b) {|test-gpt-oss/f32"
+	"gptoss-window-every-layer|src/model/model_load.c|2 /* from the first, every other layer */|0 /* every layer */|test-gpt-oss/f32"
 	# Formats, in the AVX-512 kernels (those a CPU with AVX-512 runs; elsewhere these two
 	# change nothing that runs and are reported missed).
 	"q5_0-fifth-bit-dropped|src/kern/dot_q_avx512.c|const __m512i k10 = _mm512_set1_epi8(0x10);|const __m512i k10 = _mm512_set1_epi8(0x00);|test-llama/q5_0 test-qwen2/q5_0"

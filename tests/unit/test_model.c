@@ -3,6 +3,7 @@
  * chunks, beside another session's tokens, on 1 or 3 threads, with any kernel variant the CPU
  * has, split into pipeline stages); the cache's memory is bounded; files the engine cannot run
  * are refused naming why. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +18,7 @@
 
 #include "kern/kern.h"
 #include "model/model.h"
+#include "model/ops.h"
 
 #define N_TOK_MAX 80
 static int N_TOK = 20; /* positions each run computes (the Gemma tests: past a window) */
@@ -301,6 +303,41 @@ static void test_qwen35moe_q4_k_m(void **state)
 	N_LAYERS = layers;
 }
 static void test_qwen35_f16(void **state) { qwen35("f16"); }
+/* gpt-oss: sinks, biases, its window (40 here) on layer 0 and not layer 1, experts with
+ * biases, SwiGLU-OAI; 80 positions (past the window and a page), MXFP4 experts. */
+static void test_gptoss_mxfp4_moe(void **state)
+{
+	int was = N_TOK;
+	N_TOK = 80;
+	struct loaded l;
+	make(&l, "test-gpt-oss", "mxfp4_moe", 2);
+	const struct sf_model_config *c = &l.m->cfg;
+	assert_int_equal(c->n_swa, 40);
+	assert_true(c->swa[0] && !c->swa[1]);
+	assert_true(c->attn_sinks && c->expert_softmax_chosen && !c->expert_norm);
+	assert_int_equal(c->act, SF_ACT_SWIGLU_OAI);
+	assert_int_equal(l.m->layers[0].ffn_up_exps->type, SF_GGUF_T_MXFP4);
+	assert_int_equal(l.m->layers[0].wq->type, SF_GGUF_T_Q8_0);
+	unload(&l);
+	invariance("test-gpt-oss", "mxfp4_moe");
+	invariance("test-gpt-oss", "f16");
+	N_TOK = was;
+}
+/* SwiGLU-OAI against its definition (ggml_swiglu_oai): the gate clamped above at 7 only, up
+ * within +-7, x * sigmoid(1.702 x) * (up + 1). */
+static void test_swiglu_oai(void **state)
+{
+	float g[] = { -20.0f, -3.0f, -0.5f, 0.0f, 0.25f, 1.0f, 6.9f, 7.0f, 9.0f, 100.0f };
+	float u[] = { -9.0f, -1.0f, 8.0f, 3.0f, -7.5f, 0.5f, -0.25f, 7.0f, 2.0f, -100.0f };
+	float want[10];
+	for (int i = 0; i < 10; i++) {
+		double x = g[i] < 7 ? g[i] : 7, y = u[i] < -7 ? -7 : u[i] > 7 ? 7 : u[i];
+		want[i] = (float)(x / (1 + exp(-1.702 * x)) * (y + 1));
+	}
+	sf_op_swiglu_oai(g, u, 10);
+	for (int i = 0; i < 10; i++)
+		assert_true(fabs(g[i] - want[i]) <= 1e-6 * (1 + fabs(want[i])));
+}
 static void test_qwen3_yarn_f16(void **state) { invariance("test-qwen3-yarn", "f16"); }
 
 /* LongRoPE (test-phi4: tied, 48 of 64 dimensions rotated, factors over 4,096): the session's
@@ -462,7 +499,8 @@ int main(void)
 		cmocka_unit_test(test_qwen3_yarn_f16), cmocka_unit_test(test_longrope),
 		cmocka_unit_test(test_qwen35_q8_0),
 		cmocka_unit_test(test_qwen35_f16),
-		cmocka_unit_test(test_qwen35moe_q4_k_m),
+		cmocka_unit_test(test_qwen35moe_q4_k_m), cmocka_unit_test(test_gptoss_mxfp4_moe),
+		cmocka_unit_test(test_swiglu_oai),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	unlink(vocab_path);

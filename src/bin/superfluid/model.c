@@ -90,10 +90,19 @@ static int info(int argc, char **argv)
 		if (c->no_pre_norms)
 			printf("norms: after the attention and the FFN only; q/k normed %s\n",
 			       c->qk_norm_whole ? "over all heads" : "per head");
-		if (c->n_expert)
+		if (c->n_expert && c->expert_softmax_chosen)
+			printf("experts: %u of %u a token by their router logits (biased), each %u "
+			       "wide with biases, their weights the softmax of the chosen logits\n",
+			       c->n_expert_used, c->n_expert, c->n_ff_exp);
+		else if (c->n_expert)
 			printf("experts: %u of %u a token, each %u wide, their weights normalised: "
 			       "%s\n", c->n_expert_used, c->n_expert, c->n_ff_exp,
 			       c->expert_norm ? "yes" : "no");
+		if (c->attn_sinks)
+			printf("attention sinks: a logit per query head in each softmax's denominator\n");
+		if (c->act == SF_ACT_SWIGLU_OAI)
+			printf("activation: SwiGLU-OAI (gate up to 7, up within +-7, alpha 1.702, "
+			       "times up + 1)\n");
 		if (c->rope_yarn)
 			printf("rope scaling: YaRN, factor %g over a context of %u\n",
 			       (double)(1.0f / c->rope_freq_scale), c->yarn_orig_ctx);
