@@ -22,7 +22,8 @@
 #   test-phi4 and Phi-3.5-mini's and Phi-4-mini's widths, the last with a gpt-4o vocabulary,
 #   at contexts @4096 and @8192, which pick LongRoPE's short and long factors); qwen35
 #   (test-qwen35 in six types, Qwen3.5-0.8B's width with 4 layers); qwen35moe (test-qwen35moe
-#   in five types);
+#   in five types); gptoss (test-gpt-oss in five types and llama.cpp's own MXFP4_MOE file,
+#   gpt-oss-20b's width with 2 layers);
 #   qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b (that model at full width, 2 layers, in Q8_0 and
 #   Q4_K_M, and F16 for Llama-3.2-1B); real (those three); or one case
 #   SHAPE/TYPE[/LAYERS][@CTX] (CTX: the session's context on both sides).
@@ -172,7 +173,8 @@ for set in "$@"; do
 	gptoss)
 		for t in f32 f16 bf16 q8_0 mxfp4_moe llama.mxfp4_moe; do
 			cases+=("test-gpt-oss/$t")
-		done ;;
+		done
+		cases+=("gpt-oss-20b/mxfp4_moe/2") ;; # its width, 2 layers (some 90 s)
 	# YaRN (factor 4 over 32,768, as DeepSeek-R1-0528-Qwen3-8B's) on the Qwen3 test shape
 	yarn)
 		for t in f32 f16 q8_0 q4_k_m; do
