@@ -18,7 +18,7 @@ trap 'rm -rf "$work"' EXIT
 llama_ref_need "$root" "$work"
 fails=0
 toks="1 450 2030 3578 29884 13 29871 306 626 263 1243 310 278 4799 1788 29889 29871"
-for shape in test-llama test-qwen3 test-qwen3moe test-phi3; do
+for shape in test-llama test-qwen3 test-qwen3moe test-phi3 test-gpt-oss; do
 	case $shape in
 	test-llama | test-phi3) vocab=llama-spm ;;
 	*) vocab=qwen2 ;;
@@ -26,6 +26,8 @@ for shape in test-llama test-qwen3 test-qwen3moe test-phi3; do
 	types="q4_k q6_k q4_k_m q8_0"
 	case $shape in
 	test-llama | test-qwen3moe) types="$types iq4_xs iq4_nl mxfp4 q2_k" ;;
+	# gpt-oss: its experts with their biases packed (Q8_0), and beside MXFP4 experts
+	test-gpt-oss) types="q8_0 mxfp4_moe" ;;
 	esac
 	for type in $types; do
 		m=$work/m.gguf
