@@ -124,7 +124,8 @@ static void expert_matmul(const struct sf_gguf_tensor *w, uint32_t e, const uint
 }
 
 /* Token t's softmax over the experts, its k best (ties: the lower index) and their weights,
- * normalised as ggml's: their sum in double, rounded, at least 2^-14, each weight over it. */
+ * normalised as ggml's: their sum in double, rounded, at least 2^-14, each weight over it.
+ * gpt-oss: the router's bias added, the k best logits, their weights the softmax of those k. */
 static void route(const struct sf_model *m, uint32_t il, struct sf_moe *s, uint32_t t)
 {
 	const struct sf_model_config *c = &m->cfg;

@@ -117,7 +117,7 @@ void sf_op_swiglu_oai(float *gate, const float *up, uint32_t n)
 {
 	const float alpha = 1.702f, limit = 7.0f;
 	for (uint32_t i = 0; i < n; i++) {
-		float x = gate[i] < limit ? gate[i] : limit; /* a NaN passes as ggml's min */
+		float x = limit < gate[i] ? limit : gate[i]; /* std::min's: a NaN passes */
 		float y = up[i] < -limit ? -limit : up[i] > limit ? limit : up[i];
 		float glu = x / (1.0f + sf_kern_expf(alpha * (-x)));
 		gate[i] = glu * (y + 1.0f);
