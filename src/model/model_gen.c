@@ -493,11 +493,13 @@ static int make_qwen35_layer(struct maker *mk, const struct shape *s, const stru
 
 /* A gpt-oss layer: q/k/v/o with biases, each query head's sink logit (-1 to 2: about the
  * scores' own spread, so that a sink takes a real share), post_attention_norm before the
- * experts, the router's and the experts' biases, the experts' down at half the usual spread.
- * SwiGLU-OAI's clamp at 7 seldom bites here (test_model checks it against its definition):
- * gate and up at two or three times the spread made a model whose router flips on llama.cpp's
- * own rounding at most rows, a flip's step carried by the attention to every later row, so
- * its agreement checked nothing (F32: 46 of 105 rows parted between llama.cpp's own paths). */
+ * experts, the router's bias (+-3: the experts' order mostly the bias's, so that a near tie
+ * of the k-th and next expert, whose flip on a rounding the attention carries to every later
+ * row, is rare), the experts' biases, their down at half the usual spread. SwiGLU-OAI's clamp
+ * at 7 seldom bites here (test_model checks it against its definition): gate and up at two or
+ * three times the spread, or the router's bias +-0.5, made a model whose router flips on
+ * llama.cpp's own rounding at most rows, so its agreement checked little (F32: 46 of 105 rows
+ * parted between llama.cpp's own paths). */
 static int make_gptoss_layer(struct maker *mk, const struct shape *s, uint32_t il,
 			     uint32_t n_layer, uint32_t want, bool mix)
 {
@@ -527,7 +529,7 @@ static int make_gptoss_layer(struct maker *mk, const struct shape *s, uint32_t i
 	T("attn_sinks.weight", SF_GGUF_T_F32, s->n_head, 1, 0.5f, 1.5f);
 	T("post_attention_norm.weight", SF_GGUF_T_F32, E, 1, 1.0f, 0.1f);
 	T("ffn_gate_inp.weight", SF_GGUF_T_F32, E, X, 0, aE);
-	T("ffn_gate_inp.bias", SF_GGUF_T_F32, X, 1, 0, 0.5f);
+	T("ffn_gate_inp.bias", SF_GGUF_T_F32, X, 1, 0, 3.0f);
 	X3("ffn_gate", "ffn_gate_exps.weight", E, FX, aE);
 	X3("ffn_up", "ffn_up_exps.weight", E, FX, aE);
 	X3("ffn_down", "ffn_down_exps.weight", FX, E, aX / 2);

@@ -228,8 +228,9 @@ run_case() {
 	test-gemma*) arch=gemma vocab=llama-spm ;;
 	test-mixtral | mixtral*) arch=llama vocab=llama-spm ;;
 	test-qwen3moe | qwen3-30b*) arch=qwen3 vocab=qwen2 ;;
-	# gpt-oss's o200k vocabulary (pre-tokenizer gpt-4o) is not in llama.cpp's bundle: Qwen2's
-	test-gpt-oss | gpt-oss-*) arch=qwen3 vocab=qwen2 ;;
+	# gpt-oss's o200k vocabulary is not in llama.cpp's bundle: its pre-tokenizer (gpt-4o) on
+	# Llama 3's pieces, with the mixed text (CJK, a degree sign, digits)
+	test-gpt-oss | gpt-oss-*) arch=qwen3 vocab=gpt-4o ;;
 	test-qwen35 | test-qwen35moe | qwen3.5-*) arch=qwen3 vocab=qwen35 ;;
 	gemma*) arch=gemma vocab=gemma ;;
 	test-llama) arch=llama vocab=llama-spm ;;
