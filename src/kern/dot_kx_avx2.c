@@ -46,6 +46,23 @@ AI __m256 r8_lanes(const __m256 *acc)
 
 /* ---- Q4_K ---- */
 
+/* The tail of a K type with mins (Q4_K, Q2_K) for eight rows of a slab's super-block: each
+ * activation row j's lane += da * d * isum[j] - da * dmin * imin[j], d and dmin the eight rows'
+ * F16 scales. */
+AI void k_min_tail(const uint16_t *d, const uint16_t *dmin, const struct sf__q8_k *const *a,
+		   const __m256i *isum, const __m256i *imin, __m256 acc[][8], int lane, const int nt)
+{
+	const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)d));
+	const __m256 dm16 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)dmin));
+#pragma GCC unroll 4
+	for (int j = 0; j < nt; j++) {
+		const __m256 da = _mm256_set1_ps(a[j]->d);
+		const __m256 dd = _mm256_mul_ps(da, dw), dm = _mm256_mul_ps(da, dm16);
+		const __m256 v = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(isum[j]), acc[j][lane]);
+		acc[j][lane] = _mm256_fnmadd_ps(dm, _mm256_cvtepi32_ps(imin[j]), v);
+	}
+}
+
 /* Half h (rows 8h..8h+7) of a slab's super-block against nt (a constant) activation rows. */
 AI void sb_k4(const struct sf__q4_kx *x, int h, const struct sf__q8_k *const *a,
 	      __m256 acc[][8], int lane, const int nt)
@@ -100,15 +117,7 @@ AI void sb_k4(const struct sf__q4_kx *x, int h, const struct sf__q8_k *const *a,
 			isum[j] = _mm256_add_epi32(isum[j], _mm256_add_epi32(_mm256_madd_epi16(lo16[j], s0),
 									     _mm256_madd_epi16(hi16[j], s1)));
 	}
-	const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x->d + 8 * h)));
-	const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x->dmin + 8 * h)));
-#pragma GCC unroll 4
-	for (int j = 0; j < nt; j++) {
-		const __m256 da = _mm256_set1_ps(a[j]->d);
-		const __m256 dd = _mm256_mul_ps(da, dw), dm = _mm256_mul_ps(da, dmin);
-		__m256 v = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(isum[j]), acc[j][lane]);
-		acc[j][lane] = _mm256_fnmadd_ps(dm, _mm256_cvtepi32_ps(imin[j]), v);
-	}
+	k_min_tail(x->d + 8 * h, x->dmin + 8 * h, a, isum, imin, acc, lane, nt);
 }
 
 /* ---- Q6_K ---- */
@@ -289,15 +298,7 @@ AI void sb_q2(const struct sf__q2_kx *x, int hh, const struct sf__q8_k *const *a
 					isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(s16[j], scp));
 			}
 		}
-	const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x->d + 8 * hh)));
-	const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x->dmin + 8 * hh)));
-#pragma GCC unroll 4
-	for (int j = 0; j < nt; j++) {
-		const __m256 da = _mm256_set1_ps(a[j]->d);
-		const __m256 dd = _mm256_mul_ps(da, dw), dm = _mm256_mul_ps(da, dmin);
-		__m256 r = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(isum[j]), acc[j][lane]);
-		acc[j][lane] = _mm256_fnmadd_ps(dm, _mm256_cvtepi32_ps(imin[j]), r);
-	}
+	k_min_tail(x->d + 8 * hh, x->dmin + 8 * hh, a, isum, imin, acc, lane, nt);
 }
 
 /* ---- the slab loops ---- */

@@ -46,6 +46,28 @@ AI __m512 r8_lanes(const __m512 *acc)
 
 /* ---- Q4_K ---- */
 
+/* The tail of a K type with mins (Q4_K, Q2_K) for one slab's super-block: each activation row
+ * j's lane += da * d * isum[j] - da * dmin * (the eight pairs of sub-block mins mm . its bsums),
+ * d and dmin the sixteen rows' F16 scales. */
+AI void k_min_tail(const void *d, const void *dmin, const __m512i mm[8],
+		   const struct sf__q8_k *const *a, const __m512i *isum, __m512 acc[][8], int lane,
+		   const int nt)
+{
+	const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)d));
+	const __m512 dm16 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)dmin));
+#pragma GCC unroll 8
+	for (int j = 0; j < nt; j++) {
+		__m512i imin = _mm512_setzero_si512();
+#pragma GCC unroll 8
+		for (int p = 0; p < 8; p++)
+			imin = _mm512_dpwssd_epi32(imin, mm[p], bcast32((const int8_t *)(a[j]->bsums + 2 * p)));
+		const __m512 da = _mm512_set1_ps(a[j]->d);
+		const __m512 dd = _mm512_mul_ps(da, dw), dm = _mm512_mul_ps(da, dm16);
+		const __m512 v = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(isum[j]), acc[j][lane]);
+		acc[j][lane] = _mm512_fnmadd_ps(dm, _mm512_cvtepi32_ps(imin), v);
+	}
+}
+
 /* One slab's super-block against nt (a constant) activation rows; a[j]: row j's Q8_K block. */
 AI void sb_k4(const struct sf__q4_kx *x, const struct sf__q8_k *const *a, __m512 acc[][8],
 	      int lane, const int nt)
@@ -99,19 +121,7 @@ AI void sb_k4(const struct sf__q4_kx *x, const struct sf__q8_k *const *a, __m512
 		const __m512i m32 = _mm512_cvtepu8_epi32(lane128(p < 4 ? mn_lo : mn_hi, p & 3));
 		mm[p] = _mm512_or_si512(m32, _mm512_slli_epi32(m32, 16));
 	}
-	const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)x->d));
-	const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)x->dmin));
-#pragma GCC unroll 8
-	for (int j = 0; j < nt; j++) {
-		__m512i imin = _mm512_setzero_si512();
-#pragma GCC unroll 8
-		for (int p = 0; p < 8; p++)
-			imin = _mm512_dpwssd_epi32(imin, mm[p], bcast32((const int8_t *)(a[j]->bsums + 2 * p)));
-		const __m512 da = _mm512_set1_ps(a[j]->d);
-		const __m512 dd = _mm512_mul_ps(da, dw), dm = _mm512_mul_ps(da, dmin);
-		__m512 v = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(isum[j]), acc[j][lane]);
-		acc[j][lane] = _mm512_fnmadd_ps(dm, _mm512_cvtepi32_ps(imin), v);
-	}
+	k_min_tail(x->d, x->dmin, mm, a, isum, acc, lane, nt);
 }
 
 /* ---- Q6_K ---- */
@@ -318,19 +328,7 @@ AI void sb_q2(const struct sf__q2_kx *x, const struct sf__q8_k *const *a, __m512
 			_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)x->scales[2 * p + 1])), 4);
 		mm[p] = _mm512_or_si512(m0, _mm512_slli_epi32(m1, 16));
 	}
-	const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)x->d));
-	const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)x->dmin));
-#pragma GCC unroll 8
-	for (int j = 0; j < nt; j++) {
-		__m512i imin = _mm512_setzero_si512();
-#pragma GCC unroll 8
-		for (int p = 0; p < 8; p++)
-			imin = _mm512_dpwssd_epi32(imin, mm[p], bcast32((const int8_t *)(a[j]->bsums + 2 * p)));
-		const __m512 da = _mm512_set1_ps(a[j]->d);
-		const __m512 dd = _mm512_mul_ps(da, dw), dm = _mm512_mul_ps(da, dmin);
-		__m512 r = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(isum[j]), acc[j][lane]);
-		acc[j][lane] = _mm512_fnmadd_ps(dm, _mm512_cvtepi32_ps(imin), r);
-	}
+	k_min_tail(x->d, x->dmin, mm, a, isum, acc, lane, nt);
 }
 
 /* ---- the slab loops ---- */
