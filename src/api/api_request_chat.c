@@ -365,32 +365,73 @@ static int parse_tool_choice(const json_t *root, struct sf_api_request *r, struc
 	return sf__api_dup(name, &r->tool_choice_name, e);
 }
 
-/* The template's part of the request: chat_template, chat_template_kwargs,
- * add_generation_prompt (as vLLM takes them), and the JSON a template renders. */
+/* OpenAI's reasoning_effort, given to the template as its reasoning_effort (as vLLM does;
+ * gpt-oss's template writes it in the system message) unless chat_template_kwargs has one:
+ * *kw_out a new reference to the kwargs with it, or to kw. */
+static int reasoning_effort(const json_t *root, const json_t *kw, json_t **kw_out,
+			    struct sf_api_error *e)
+{
+	static const char *const efforts[] = { "none", "minimal", "low", "medium", "high", "xhigh" };
+	const json_t *v = sf__api_opt(root, "reasoning_effort");
+	*kw_out = kw ? json_incref((json_t *)kw) : NULL;
+	if (!v)
+		return 0;
+	bool ok = false;
+	for (size_t i = 0; json_is_string(v) && i < sizeof(efforts) / sizeof(efforts[0]); i++)
+		ok = ok || !strcmp(json_string_value(v), efforts[i]);
+	if (!ok) {
+		char got[64];
+		return sf_api_bad(e, "reasoning_effort", "reasoning_effort is %s: give one of none, "
+				  "minimal, low, medium, high, xhigh", sf__api_got(v, got, sizeof(got)));
+	}
+	if (kw && json_object_get(kw, "reasoning_effort"))
+		return 0;
+	json_t *k = kw ? json_copy((json_t *)kw) : json_object();
+	json_decref(*kw_out);
+	*kw_out = k;
+	if (!k || json_object_set(k, "reasoning_effort", (json_t *)v))
+		return sf__api_nomem(e);
+	return 0;
+}
+
+/* The template's part of the request: chat_template, chat_template_kwargs (reasoning_effort
+ * among them), add_generation_prompt (as vLLM takes them), and the JSON a template renders. */
 static int parse_template(const json_t *root, struct sf_api_request *r, struct sf_api_error *e)
 {
-	const json_t *kw = sf__api_opt(root, "chat_template_kwargs");
-	if (kw && !json_is_object(kw))
-		return sf__api_type(e, "chat_template_kwargs", "an object", kw);
+	const json_t *given = sf__api_opt(root, "chat_template_kwargs");
+	if (given && !json_is_object(given))
+		return sf__api_type(e, "chat_template_kwargs", "an object", given);
+	json_t *kw = NULL;
+	if (reasoning_effort(root, given, &kw, e)) {
+		json_decref(kw);
+		return -1;
+	}
+	int rc = 0;
 	const json_t *agp = sf__api_opt(root, "add_generation_prompt");
 	if (agp && !json_is_boolean(agp))
-		return sf__api_type(e, "add_generation_prompt", "a boolean", agp);
+		rc = sf__api_type(e, "add_generation_prompt", "a boolean", agp);
 	r->no_generation_prompt = agp && json_is_false(agp);
-	if (sf__api_opt_str(root, "chat_template", "chat_template", &r->chat_template, e))
-		return -1;
-	if (r->chat_template && strlen(r->chat_template) > SF_API_MAX_TEMPLATE)
-		return sf_api_fail(e, 413, "invalid_request_error", "template_too_large",
-				   "chat_template", "chat_template holds %zu bytes, past the %u a "
-				   "request's template may hold", strlen(r->chat_template),
-				   SF_API_MAX_TEMPLATE);
+	if (!rc && sf__api_opt_str(root, "chat_template", "chat_template", &r->chat_template, e))
+		rc = -1;
+	if (!rc && r->chat_template && strlen(r->chat_template) > SF_API_MAX_TEMPLATE)
+		rc = sf_api_fail(e, 413, "invalid_request_error", "template_too_large",
+				 "chat_template", "chat_template holds %zu bytes, past the %u a "
+				 "request's template may hold", strlen(r->chat_template),
+				 SF_API_MAX_TEMPLATE);
+	if (rc) {
+		json_decref(kw);
+		return rc;
+	}
 	json_t *o = json_object();
 	const json_t *tools = sf__api_opt(root, "tools");
 	if (!o || json_object_set(o, "messages", json_object_get(root, "messages")) ||
 	    (tools && json_object_set(o, "tools", (json_t *)tools)) ||
-	    (kw && json_object_set(o, "chat_template_kwargs", (json_t *)kw))) {
+	    (kw && json_object_set(o, "chat_template_kwargs", kw))) {
+		json_decref(kw);
 		json_decref(o);
 		return sf__api_nomem(e);
 	}
+	json_decref(kw);
 	r->chat_json = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return r->chat_json ? 0 : sf__api_nomem(e);

@@ -85,9 +85,23 @@ static int content_as(json_t *m, bool parts)
 	return v ? json_object_set_new(m, "content", v) : -1;
 }
 
+/* An assistant's reasoning_content as its "thinking" too (SF_CHAT_CTX_THINKING). */
+static int thinking_of(json_t *m)
+{
+	const char *role = json_string_value(json_object_get(m, "role"));
+	json_t *r = json_object_get(m, "reasoning_content");
+	const json_t *c = json_object_get(m, "content");
+	bool content = json_is_array(c) ? json_array_size(c) > 0 : json_string_length(c) > 0;
+	if (!role || strcmp(role, "assistant") || !json_is_string(r) ||
+	    json_object_get(m, "thinking") ||
+	    (json_array_size(json_object_get(m, "tool_calls")) && content))
+		return 0;
+	return json_object_set(m, "thinking", r);
+}
+
 /* A deep copy of messages with the tool calls' arguments as objects and the content as the
- * template takes it. */
-static json_t *messages_copy(const json_t *messages, bool parts)
+ * template takes it (and the reasoning as "thinking", SF_CHAT_CTX_THINKING). */
+static json_t *messages_copy(const json_t *messages, bool parts, unsigned how)
 {
 	json_t *out = json_deep_copy(messages);
 	if (!out)
@@ -95,7 +109,8 @@ static json_t *messages_copy(const json_t *messages, bool parts)
 	size_t i, k;
 	json_t *m, *c;
 	json_array_foreach(out, i, m) {
-		if (!json_is_object(m) || content_as(m, parts))
+		if (!json_is_object(m) || content_as(m, parts) ||
+		    ((how & SF_CHAT_CTX_THINKING) && thinking_of(m)))
 			goto fail;
 		json_t *calls = json_object_get(m, "tool_calls");
 		json_array_foreach(calls, k, c) {
@@ -152,13 +167,14 @@ out:
 }
 
 static json_t *context(const json_t *req, json_t *messages, const char *bos, const char *eos,
-		       bool add_generation_prompt, bool tools_in_system)
+		       bool add_generation_prompt, unsigned how)
 {
 	json_t *ctx = json_object();
 	if (!ctx || !messages)
 		goto fail;
 	const json_t *tools = json_object_get(req, "tools");
-	if (tools_in_system && json_array_size(tools) && tools_into_system(messages, tools))
+	if ((how & SF_CHAT_CTX_TOOLS_IN_SYSTEM) && json_array_size(tools) &&
+	    tools_into_system(messages, tools))
 		goto fail;
 	/* kwargs first: what the head sets below is not a client's to change. */
 	const json_t *kw = json_object_get(req, "chat_template_kwargs");
@@ -196,19 +212,19 @@ static json_t *load(const char *chat_json)
 }
 
 json_t *sf_chat_context(const char *chat_json, const char *bos, const char *eos,
-			bool add_generation_prompt, bool parts, bool tools_in_system)
+			bool add_generation_prompt, bool parts, unsigned how)
 {
 	json_t *req = load(chat_json);
 	if (!req)
 		return NULL;
-	json_t *ctx = context(req, messages_copy(json_object_get(req, "messages"), parts), bos, eos,
-			      add_generation_prompt, tools_in_system);
+	json_t *ctx = context(req, messages_copy(json_object_get(req, "messages"), parts, how), bos,
+			      eos, add_generation_prompt, how);
 	json_decref(req);
 	return ctx;
 }
 
 json_t *sf_chat_context_later(const char *chat_json, const char *bos, const char *eos,
-			      bool add_generation_prompt, bool parts, bool tools_in_system,
+			      bool add_generation_prompt, bool parts, unsigned how,
 			      const char *user_marker, const char *assistant_marker)
 {
 	json_t *req = load(chat_json);
@@ -218,13 +234,13 @@ json_t *sf_chat_context_later(const char *chat_json, const char *bos, const char
 				 "role", "assistant", "content", assistant_marker);
 	json_t *past = NULL;
 	if (msgs && !json_array_extend(msgs, json_object_get(req, "messages")))
-		past = messages_copy(msgs, parts);
+		past = messages_copy(msgs, parts, how);
 	json_decref(msgs);
 	if (!past) {
 		json_decref(req);
 		return NULL;
 	}
-	json_t *ctx = context(req, past, bos, eos, add_generation_prompt, tools_in_system);
+	json_t *ctx = context(req, past, bos, eos, add_generation_prompt, how);
 	json_decref(req);
 	return ctx;
 }

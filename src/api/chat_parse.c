@@ -11,27 +11,69 @@
 
 enum { K_THINK_OPEN = -1, K_THINK_CLOSE = -2 };
 
-/* ---- detection ---- */
+/* ---- the formats ---- */
+
+/* A reply format: the strings that tell it in a template's text, and how its replies are read.
+ * The first entry whose strings match is the template's format. */
+struct format_def {
+	enum sf_chat_format format;
+	const char *name;
+	const char *all[2];  /* each of these is in the text */
+	const char *any[2];  /* one of these is (none given: no such rule) */
+	const char *none[3]; /* none of these is (another family's calls, written otherwise) */
+	const struct sfcp_family *calls;  /* tool calls read in content (with SF_CHAT_TOOLS) */
+	const struct sfcp_reader *reader; /* or the whole reply read by the format */
+	bool tools_in_system;             /* its templates read the tools from a system message */
+	bool thinking_field;              /* and an assistant's reasoning from "thinking" */
+};
+
+static const struct format_def formats[] = {
+	{ .format = SF_CHAT_FORMAT_MISTRAL, .name = "mistral", .all = { "[TOOL_CALLS]" },
+	  .calls = &sfcp_mistral },
+	{ .format = SF_CHAT_FORMAT_HERMES, .name = "hermes", .all = { "<tool_call>" },
+	  .none = { "<function=", "<arg_key>", "<invoke" }, .calls = &sfcp_hermes },
+	{ .format = SF_CHAT_FORMAT_LLAMA3, .name = "llama3", .all = { "<|start_header_id|>" },
+	  .any = { "\"parameters\"", "<|python_tag|>" }, .none = { "<function=" },
+	  .calls = &sfcp_llama3 },
+	{ .format = SF_CHAT_FORMAT_PHI4, .name = "phi4", .all = { "<|tool|>" }, .calls = &sfcp_phi4,
+	  .tools_in_system = true },
+	{ .format = SF_CHAT_FORMAT_HARMONY, .name = "harmony", .all = { "<|channel|>", "<|message|>" },
+	  .reader = &sfcp_harmony, .thinking_field = true },
+};
+#define N_FORMATS (sizeof(formats) / sizeof(formats[0]))
 
 static bool has(const char *t, const char *s)
 {
 	return strstr(t, s) != NULL;
 }
 
+static bool matches(const struct format_def *d, const char *t)
+{
+	bool any = !d->any[0];
+	for (size_t i = 0; i < 2; i++) {
+		if (d->all[i] && !has(t, d->all[i]))
+			return false;
+		any = any || (d->any[i] && has(t, d->any[i]));
+	}
+	for (size_t i = 0; i < 3; i++)
+		if (d->none[i] && has(t, d->none[i]))
+			return false;
+	return any;
+}
+
+static const struct format_def *def_of(enum sf_chat_format f)
+{
+	for (size_t i = 0; i < N_FORMATS; i++)
+		if (formats[i].format == f)
+			return &formats[i];
+	return NULL;
+}
+
 enum sf_chat_format sf_chat_format_detect(const char *t)
 {
-	if (!t)
-		return SF_CHAT_FORMAT_CONTENT;
-	if (has(t, "[TOOL_CALLS]"))
-		return SF_CHAT_FORMAT_MISTRAL;
-	bool other_calls = has(t, "<function=") || has(t, "<arg_key>") || has(t, "<invoke");
-	if (has(t, "<tool_call>") && !other_calls)
-		return SF_CHAT_FORMAT_HERMES;
-	if (has(t, "<|start_header_id|>") && (has(t, "\"parameters\"") || has(t, "<|python_tag|>")) &&
-	    !has(t, "<function="))
-		return SF_CHAT_FORMAT_LLAMA3;
-	if (has(t, "<|tool|>"))
-		return SF_CHAT_FORMAT_PHI4;
+	for (size_t i = 0; t && i < N_FORMATS; i++)
+		if (matches(&formats[i], t))
+			return formats[i].format;
 	return SF_CHAT_FORMAT_CONTENT;
 }
 
@@ -61,45 +103,34 @@ bool sf_chat_prompt_opens_reasoning(const char *prompt, size_t len)
 
 bool sf_chat_format_tools_in_system(enum sf_chat_format f)
 {
-	return f == SF_CHAT_FORMAT_PHI4;
+	const struct format_def *d = def_of(f);
+	return d && d->tools_in_system;
+}
+
+bool sf_chat_format_thinking_field(enum sf_chat_format f)
+{
+	const struct format_def *d = def_of(f);
+	return d && d->thinking_field;
 }
 
 const char *sf_chat_format_name(enum sf_chat_format f)
 {
-	switch (f) {
-	case SF_CHAT_FORMAT_HERMES:
-		return "hermes";
-	case SF_CHAT_FORMAT_LLAMA3:
-		return "llama3";
-	case SF_CHAT_FORMAT_MISTRAL:
-		return "mistral";
-	case SF_CHAT_FORMAT_PHI4:
-		return "phi4";
-	case SF_CHAT_FORMAT_CONTENT:
-		break;
-	}
-	return "content";
+	const struct format_def *d = def_of(f);
+	return d ? d->name : "content";
 }
 
 /* ---- the parser ---- */
 
 static const struct sfcp_family *family(const struct sf_chat_parser *p)
 {
-	if (!(p->flags & SF_CHAT_TOOLS))
-		return NULL;
-	switch (p->format) {
-	case SF_CHAT_FORMAT_HERMES:
-		return &sfcp_hermes;
-	case SF_CHAT_FORMAT_LLAMA3:
-		return &sfcp_llama3;
-	case SF_CHAT_FORMAT_MISTRAL:
-		return &sfcp_mistral;
-	case SF_CHAT_FORMAT_PHI4:
-		return &sfcp_phi4;
-	case SF_CHAT_FORMAT_CONTENT:
-		break;
-	}
-	return NULL;
+	const struct format_def *d = p->flags & SF_CHAT_TOOLS ? def_of(p->format) : NULL;
+	return d ? d->calls : NULL;
+}
+
+static const struct sfcp_reader *reader(const struct sf_chat_parser *p)
+{
+	const struct format_def *d = def_of(p->format);
+	return d ? d->reader : NULL;
 }
 
 void sf_chat_parse_init(struct sf_chat_parser *p, enum sf_chat_format format, unsigned flags)
@@ -333,7 +364,10 @@ void sfcp_step(struct sf_chat_parser *p, uint8_t c)
 {
 	if (p->failed)
 		return;
-	if (p->state == SFCP_CALL)
+	const struct sfcp_reader *r = reader(p);
+	if (r)
+		r->step(p, c);
+	else if (p->state == SFCP_CALL)
 		family(p)->body(p, c);
 	else
 		scan(p, c);
@@ -363,6 +397,15 @@ int sf_chat_parse_finish(struct sf_chat_parser *p, const struct sf_chat_events *
 		return 0;
 	p->ev = out;
 	p->ending = true;
+	const struct sfcp_reader *r = reader(p);
+	if (r) {
+		r->finish(p);
+		if (!p->failed)
+			flush(p, true);
+		p->finished = true;
+		p->ev = NULL;
+		return p->failed ? -1 : 0;
+	}
 	/* Each round ends a call or reads the held bytes again, which can begin at most one. */
 	for (int round = 0; round < 8 && !p->failed; round++) {
 		if (p->state == SFCP_CALL) {
@@ -389,6 +432,11 @@ int sf_chat_parse_finish(struct sf_chat_parser *p, const struct sf_chat_events *
 }
 
 /* ---- services to the families ---- */
+
+void sfcp_text(struct sf_chat_parser *p, int ch, const void *s, size_t n)
+{
+	out_add(p, ch, s, n);
+}
 
 bool sfcp_call_add(struct sf_chat_parser *p, uint8_t c)
 {

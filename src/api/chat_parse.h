@@ -16,6 +16,18 @@
  *            the marker repeated before each call in the last two forms.
  *   PHI4     Phi-4-mini: functools[{"name": N, "arguments": {...}}, ...], one array of calls
  *            anywhere in the reply ("parameters" too), as vLLM's phi4_mini_json reads it.
+ *   HARMONY  gpt-oss (OpenAI's harmony): the reply is messages, each a header then a body,
+ *            the first header following the prompt's "<|start|>assistant":
+ *              [<|start|>assistant][ to=R]<|channel|>C[ to=R][ [<|constrain|>]TYPE]<|message|>
+ *              BODY  then <|end|> (more follow), <|return|> or <|call|> (the last; a node
+ *              leaves an end-of-generation token out, so the reply may just end).
+ *            C analysis: reasoning; final or commentary: content; to=functions.NAME (any
+ *            channel): a call, BODY its arguments, one JSON object (no id: made). A message to
+ *            another recipient (a builtin tool), or a call not taken (below), is content
+ *            verbatim, header and end marker included. A reply that does not start as a
+ *            header, or a header that does not parse (SF_CHAT_HARMONY_HEAD_MAX bytes at most),
+ *            is content verbatim from there on. Blanks between messages are dropped; bodies
+ *            are verbatim.
  *   CONTENT  anything else: no tool calls.
  * Reasoning (flags): <think>...</think> (SF_CHAT_THINK) or [THINK]...[/THINK]
  * (SF_CHAT_THINK_BRACKETS), opened only as the first thing of the reply; or the reply starts
@@ -53,6 +65,7 @@ enum sf_chat_format {
 	SF_CHAT_FORMAT_LLAMA3,
 	SF_CHAT_FORMAT_MISTRAL,
 	SF_CHAT_FORMAT_PHI4,
+	SF_CHAT_FORMAT_HARMONY,
 };
 
 /* Flags of sf_chat_parse_init. */
@@ -65,6 +78,7 @@ enum sf_chat_format {
 #define SF_CHAT_MAX_CALLS 64u             /* calls in one reply; later ones are content */
 #define SF_CHAT_ID_MAX 48                 /* bytes of an id, its NUL included */
 #define SF_CHAT_NAME_MAX 256              /* bytes of a tool's name */
+#define SF_CHAT_HARMONY_HEAD_MAX 512         /* bytes of a harmony message's header */
 
 /* Where the parser's findings go. Every callback may be NULL (that event is not wanted);
  * text is not NUL-terminated and valid only during the call. */
@@ -113,6 +127,7 @@ struct sf_chat_parser {
  *   LLAMA3   "<|start_header_id|>" with "\"parameters\"" or "<|python_tag|>", and no
  *            "<function=" (Functionary)
  *   PHI4     "<|tool|>" (Phi-4-mini's template writes a system message's tools there)
+ *   HARMONY  "<|channel|>" and "<|message|>" (gpt-oss)
  *   CONTENT  otherwise, and for NULL. */
 enum sf_chat_format sf_chat_format_detect(const char *template_text);
 /* The reasoning flags of a chat template's text: SF_CHAT_THINK_BRACKETS when it has
@@ -124,7 +139,10 @@ bool sf_chat_prompt_opens_reasoning(const char *prompt, size_t len);
 /* Whether the format's templates read the tools from a system message's "tools" string rather
  * than from a tools variable (PHI4: Phi-4-mini's; the head puts them there, chat_context.h). */
 bool sf_chat_format_tools_in_system(enum sf_chat_format f);
-/* The format's name ("hermes", "llama3", "mistral", "phi4", "content"). */
+/* Whether the format's templates read an assistant's reasoning from a "thinking" member
+ * (HARMONY: gpt-oss's; the head copies reasoning_content there, chat_context.h). */
+bool sf_chat_format_thinking_field(enum sf_chat_format f);
+/* The format's name ("hermes", "llama3", "mistral", "phi4", "harmony", "content"). */
 const char *sf_chat_format_name(enum sf_chat_format f);
 
 /* Starts a reply's parse; flags as above (tool calls only with SF_CHAT_TOOLS). */

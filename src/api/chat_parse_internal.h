@@ -25,8 +25,19 @@ struct sfcp_family {
 
 extern const struct sfcp_family sfcp_hermes, sfcp_llama3, sfcp_mistral, sfcp_phi4;
 
+/* A format whose reply is read whole by its own state machine (harmony's channels), with the
+ * core's services below; the core then only hands out text and calls. */
+struct sfcp_reader {
+	void (*step)(struct sf_chat_parser *p, uint8_t c); /* the next byte of the reply */
+	void (*finish)(struct sf_chat_parser *p);          /* the reply ended */
+};
+
+extern const struct sfcp_reader sfcp_harmony;
+
 /* ---- the core's services (chat_parse.c) ---- */
 
+/* Text of channel ch (SFCP_CONTENT or SFCP_REASONING) out, in order, as complete UTF-8. */
+void sfcp_text(struct sf_chat_parser *p, int ch, const void *s, size_t n);
 /* Processes byte c in the current state (a family hands back a byte it does not take). */
 void sfcp_step(struct sf_chat_parser *p, uint8_t c);
 /* Appends c to the call's text; false (the call became content) past SF_CHAT_MAX_CALL_BYTES. */

@@ -16,11 +16,13 @@ int sf_chat_prompt(const struct sf_jinja *t, const struct sf_chat_prompt_args *a
 	*out = NULL;
 	*len = 0;
 	bool parts = sf_jinja_walks_content(t);
+	unsigned how = (a->tools_in_system ? SF_CHAT_CTX_TOOLS_IN_SYSTEM : 0) |
+		       (a->thinking ? SF_CHAT_CTX_THINKING : 0);
 	json_t *ctx = a->later ? sf_chat_context_later(a->chat_json, a->bos, a->eos,
-						       a->generation_prompt, parts, a->tools_in_system,
-						       USER_MARKER, REPLY_MARKER)
+						       a->generation_prompt, parts, how, USER_MARKER,
+						       REPLY_MARKER)
 			       : sf_chat_context(a->chat_json, a->bos, a->eos, a->generation_prompt,
-						 parts, a->tools_in_system);
+						 parts, how);
 	if (!ctx)
 		return sf_err_set(err, SF_E_NOMEM, "no memory for the template's context");
 	struct sf_jinja_limits lim;

@@ -19,6 +19,7 @@ struct sf_chat_prompt_args {
 	bool generation_prompt; /* add_generation_prompt */
 	bool later;             /* a later turn: only what it adds after the session's reply */
 	bool tools_in_system;   /* the tools go to a system message too (chat_context.h) */
+	bool thinking;          /* reasoning_content is an assistant's "thinking" too (same) */
 	int64_t now;            /* seconds since the epoch, for strftime_now */
 	size_t max_output;      /* bytes the text may have (0: the renderer's default) */
 	size_t max_bytes;       /* bytes of values the rendering may hold (0: the default) */

@@ -61,9 +61,11 @@ struct sf_api_request;
 /* The grammar of a reply that is only tool calls, for tool_choice "required" or a named
  * function (else *out is NULL): in the model's format (format: enum sf_chat_format of
  * api/chat_parse.h; HERMES "<tool_call>\n{"name": N, "arguments": A}\n</tool_call>", LLAMA3
- * {"name": N, "parameters": A}, PHI4 functools[{"name": N, "arguments": A}, ...]), after the
- * reasoning block its flags say the template has (SF_CHAT_THINK...: "<think>...</think>", or
- * the reply starting inside it), one call when r->no_parallel_tool_calls, else up to 16; each
+ * {"name": N, "parameters": A}, PHI4 functools[{"name": N, "arguments": A}, ...], HARMONY
+ * <|channel|>commentary to=functions.N <|constrain|>json<|message|>A, one call as gpt-oss makes
+ * one a reply), after the reasoning block its flags say the template has (SF_CHAT_THINK...:
+ * "<think>...</think>", or the reply starting inside it; HARMONY: an analysis message then
+ * <|start|>assistant, or none), one call when r->no_parallel_tool_calls, else up to 16; each
  * call's arguments valid against its tool's parameters (a schema that cannot be enforced: any
  * JSON object). 0, or -1 with e set (413: too large; 400 naming tool_choice: another format,
  * MISTRAL's control-token marker or CONTENT's no calls, where a forced call cannot be
@@ -72,9 +74,10 @@ int sf_tool_call_gbnf(const struct sf_api_request *r, int format, unsigned flags
 		      struct sf_api_error *e);
 
 /* A grammar made here (its root one line "root ::= ...") to follow the reasoning block that
- * flags (SF_CHAT_THINK...) say the template has: *out the new text (malloc'd), or NULL when
- * the flags name no reasoning or the text has no such line. -1: no memory. */
-int sf_gbnf_after_reasoning(const char *grammar, unsigned flags, char **out);
+ * flags (SF_CHAT_THINK...) say the template has, or for format HARMONY an analysis message
+ * (or none) then the final message's header: *out the new text (malloc'd), or NULL when
+ * neither names reasoning or the text has no such line. -1: no memory. */
+int sf_gbnf_after_reasoning(const char *grammar, int format, unsigned flags, char **out);
 
 /* GBNF text (malloc'd into *out) of any JSON object (response_format json_object). -1: no
  * memory. */

@@ -47,10 +47,18 @@ static int text_until(struct sf_buf *b, const char *name, const char *closer)
 	return rc;
 }
 
+/* Harmony's (gpt-oss) analysis message, the reasoning, before the answer's header. */
+#define H_ANALYSIS "<|channel|>analysis<|message|>"
+#define H_NEXT "<|start|>assistant"
+
 /* lead ::= the reasoning block its flags say the template has (optional, or required when the
- * reply starts inside it), then blanks; "" without one. */
-static int lead_rules(struct sf_buf *b, unsigned flags)
+ * reply starts inside it), then blanks; "" without one. Harmony: an analysis message, or
+ * none. */
+static int lead_rules(struct sf_buf *b, int format, unsigned flags)
 {
+	if (format == SF_CHAT_FORMAT_HARMONY)
+		return text_until(b, "reasoning", "<|end|>") ||
+		       app(b, "lead ::= \"" H_ANALYSIS "\" reasoning \"" H_NEXT "\" | \"\"\n");
 	const char *open = NULL, *close = NULL;
 	if (flags & SF_CHAT_THINK_BRACKETS)
 		open = "[THINK]", close = "[/THINK]";
@@ -67,10 +75,11 @@ static int lead_rules(struct sf_buf *b, unsigned flags)
 	return rc || app(b, "\n");
 }
 
-int sf_gbnf_after_reasoning(const char *grammar, unsigned flags, char **out)
+int sf_gbnf_after_reasoning(const char *grammar, int format, unsigned flags, char **out)
 {
 	*out = NULL;
-	if (!(flags & (SF_CHAT_THINK | SF_CHAT_THINK_BRACKETS | SF_CHAT_IN_REASONING)))
+	bool harmony = format == SF_CHAT_FORMAT_HARMONY;
+	if (!harmony && !(flags & (SF_CHAT_THINK | SF_CHAT_THINK_BRACKETS | SF_CHAT_IN_REASONING)))
 		return 0;
 	/* Its one line "root ::= X": renamed, and a root of the reasoning then it. */
 	const char *at = strncmp(grammar, "root ::= ", 9) ? strstr(grammar, "\nroot ::= ") : grammar;
@@ -81,8 +90,9 @@ int sf_gbnf_after_reasoning(const char *grammar, unsigned flags, char **out)
 	struct sf_buf b;
 	sf_buf_init(&b, SF_GRAMMAR_MAX_TEXT + 4096);
 	int rc = sf_buf_append(&b, grammar, (size_t)(at - grammar)) || app(&b, "answer ::= ") ||
-		 app(&b, at + 9) || app(&b, "\n") || lead_rules(&b, flags) ||
-		 app(&b, "root ::= lead answer\n");
+		 app(&b, at + 9) || app(&b, "\n") || lead_rules(&b, format, flags) ||
+		 app(&b, harmony ? "root ::= lead \"<|channel|>final<|message|>\" answer\n"
+				 : "root ::= lead answer\n");
 	if (!rc && (*out = malloc(sf_buf_used(&b) + 1))) {
 		memcpy(*out, sf_buf_head(&b), sf_buf_used(&b));
 		(*out)[sf_buf_used(&b)] = 0;
@@ -98,12 +108,12 @@ int sf_tool_call_gbnf(const struct sf_api_request *r, int format, unsigned flags
 	if (r->tool_choice != SF_TOOL_REQUIRED && r->tool_choice != SF_TOOL_NAMED)
 		return 0;
 	if (format != SF_CHAT_FORMAT_HERMES && format != SF_CHAT_FORMAT_LLAMA3 &&
-	    format != SF_CHAT_FORMAT_PHI4)
+	    format != SF_CHAT_FORMAT_PHI4 && format != SF_CHAT_FORMAT_HARMONY)
 		return sf_api_fail(e, 400, "invalid_request_error", "unsupported_value",
 				   "tool_choice", "a forced tool call (tool_choice %s) cannot be "
 				   "enforced in this model's tool-call format, %s (%s): send "
 				   "tool_choice \"auto\", or use a model whose template writes hermes, "
-				   "llama3 or phi4 calls",
+				   "llama3, phi4 or harmony calls",
 				   r->tool_choice == SF_TOOL_NAMED ? "naming a function" : "\"required\"",
 				   sf_chat_format_name((enum sf_chat_format)format),
 				   format == SF_CHAT_FORMAT_MISTRAL
@@ -175,22 +185,30 @@ int sf_tool_call_gbnf(const struct sf_api_request *r, int format, unsigned flags
 			rc = 1;
 			break;
 		}
-		snprintf(head, sizeof(head), "{\"name\": %s, \"%s\": ", nj,
-			 llama3 ? "parameters" : "arguments");
+		if (format == SF_CHAT_FORMAT_HARMONY)
+			snprintf(head, sizeof(head), "<|channel|>commentary to=functions.%s "
+				 "<|constrain|>json<|message|>", r->tools[which[i]].name);
+		else
+			snprintf(head, sizeof(head), "{\"name\": %s, \"%s\": ", nj,
+				 llama3 ? "parameters" : "arguments");
 		free(nj);
 		if (schemas[i])
 			snprintf(args, sizeof(args), "s%u", subr[j++]);
 		else
 			snprintf(args, sizeof(args), "jobj");
 		rc = (i && app(&b, " | ")) || app(&b, "(") || lit(&b, head) || app(&b, " ") ||
-		     app(&b, args) || app(&b, " \"}\")");
+		     app(&b, args) ||
+		     app(&b, format == SF_CHAT_FORMAT_HARMONY ? ")" : " \"}\")");
 	}
 	rc = rc || app(&b, "\n");
 	/* The reasoning first, where the template has it. */
-	rc = rc || lead_rules(&b, flags);
+	rc = rc || lead_rules(&b, format, flags);
 	/* Hermes: <tool_call> blocks; Llama 3: bare objects; Phi-4-mini: one functools[...]
-	 * array. One call, or up to 16 when parallel. */
-	if (format == SF_CHAT_FORMAT_PHI4)
+	 * array. One call, or up to 16 when parallel. Harmony: one call, whose <|call|> ends the
+	 * reply (an end-of-generation token, drawn where the grammar ends). */
+	if (format == SF_CHAT_FORMAT_HARMONY)
+		rc = rc || app(&b, "root ::= lead call\n");
+	else if (format == SF_CHAT_FORMAT_PHI4)
 		rc = rc || app(&b, r->no_parallel_tool_calls
 				   ? "root ::= lead \"functools[\" call \"]\"\n"
 				   : "root ::= lead \"functools[\" call (\", \" call){0,15} \"]\"\n");

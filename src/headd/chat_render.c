@@ -160,11 +160,12 @@ void headd_chat_render_run(struct headd_render *j)
 		j->parse_failed = true;
 		return;
 	}
+	enum sf_chat_format f = sf_chat_format_detect(j->src);
 	struct sf_chat_prompt_args a = {
 		.chat_json = j->chat_json ? j->chat_json : "{}", .bos = j->bos, .eos = j->eos,
 		.generation_prompt = j->generation_prompt, .later = j->later, .now = j->now,
-		.max_bytes = j->max_bytes,
-		.tools_in_system = sf_chat_format_tools_in_system(sf_chat_format_detect(j->src)),
+		.max_bytes = j->max_bytes, .tools_in_system = sf_chat_format_tools_in_system(f),
+		.thinking = sf_chat_format_thinking_field(f),
 	};
 	j->rc = sf_chat_prompt(tmpl, &a, &j->text, &j->len, &j->err);
 	if (!j->rc)
@@ -204,7 +205,7 @@ int headd_chat_render_take(struct headd_req *q, struct headd_render *j, char **t
 	/* A structured output follows the reasoning block, where the template has one. */
 	char *g = NULL;
 	if (q->r.grammar && !q->r.grammar_raw) {
-		if (sf_gbnf_after_reasoning(q->r.grammar, q->chat_flags, &g)) {
+		if (sf_gbnf_after_reasoning(q->r.grammar, q->chat_format, q->chat_flags, &g)) {
 			free(*text);
 			*text = NULL;
 			return sf_api_fail(e, 500, "server_error", NULL, NULL, "the head is out of "

@@ -3,7 +3,7 @@
 #include "fuzz_common.h"
 
 enum { CONTENT = 0, HERMES = 1, LLAMA3 = 2, MISTRAL = 3, TOOLS = 4, THINK = 8, BRACKETS = 16,
-       INSIDE = 32, HOOKS = 64, PHI4 = 128 };
+       INSIDE = 32, HOOKS = 64, PHI4 = 128, HARMONY = 129 };
 
 void make_chat_parse(void)
 {
@@ -31,4 +31,12 @@ void make_chat_parse(void)
 	put_text("phi4", PHI4 | TOOLS | HOOKS,
 		 "Checking. functools[{\"name\": \"t3\", \"arguments\": {\"q\": \"]functools[\"}}, "
 		 "{\"name\": \"b\", \"parameters\": {\"x\": [[1]]}}] done functools[{\"name\": 1}]");
+	put_text("harmony", HARMONY | TOOLS | HOOKS,
+		 "<|channel|>analysis<|message|>Need t3.<|end|><|start|>assistant<|channel|>commentary"
+		 "<|message|>Checking.<|end|><|start|>assistant<|channel|>commentary to=functions.t3 "
+		 "<|constrain|>json<|message|>{\"q\": \"<|call|>\"}<|call|><|start|>assistant to="
+		 "functions.t1<|channel|>commentary json<|message|>{}<|call|>");
+	put_text("harmony-final", HARMONY,
+		 "<|channel|>analysis<|message|>Hm \xc3\xa9<|end|>\n<|start|>assistant<|channel|>final"
+		 "<|message|>Hi \xff<|return|><|channel|>bogus<|message|>x");
 }

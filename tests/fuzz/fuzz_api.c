@@ -136,7 +136,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(text);
 		/* A forced tool call's grammar (the formats it writes, the reasoning flags by the
 		 * input's first byte) always compiles, or is refused with a status. */
-		for (int f = SF_CHAT_FORMAT_HERMES; f <= SF_CHAT_FORMAT_LLAMA3 && r.n_tools; f++) {
+		static const int formats[] = { SF_CHAT_FORMAT_HERMES, SF_CHAT_FORMAT_LLAMA3,
+					       SF_CHAT_FORMAT_PHI4, SF_CHAT_FORMAT_HARMONY };
+		for (size_t fi = 0; fi < sizeof(formats) / sizeof(formats[0]) && r.n_tools; fi++) {
+			int f = formats[fi];
 			char *g = NULL;
 			struct sf_api_error ge;
 			unsigned flags = (data[0] & 4 ? SF_CHAT_THINK : 0) |

@@ -1,7 +1,7 @@
 /* The chat output parsers (src/api/chat_parse.h) on strangers' replies.
  *
  * Input: [cfg] text. cfg bits 0-1: the format (content, hermes, llama3, mistral; bit 7 set:
- * phi4); bits 2-5: the flags (TOOLS, THINK, THINK_BRACKETS, IN_REASONING); bit 6: the caller's
+ * phi4, or harmony when bit 0 is set too); bits 2-5: the flags (TOOLS, THINK, THINK_BRACKETS, IN_REASONING); bit 6: the caller's
  * make_id and tool_known (names t0..t31 known by a fixed mask).
  * Checked: the events follow the rules of tests/unit/chat_parse_rec.h (text valid UTF-8,
  * arguments JSON objects, calls in order); fed byte by byte and in four pseudo-random splits
@@ -26,7 +26,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!size)
 		return 0;
 	uint8_t cfg = data[0];
-	enum sf_chat_format f = cfg & 0x80 ? SF_CHAT_FORMAT_PHI4 : (enum sf_chat_format)(cfg & 3);
+	enum sf_chat_format f = !(cfg & 0x80) ? (enum sf_chat_format)(cfg & 3)
+			       : cfg & 1 ? SF_CHAT_FORMAT_HARMONY : SF_CHAT_FORMAT_PHI4;
 	unsigned flags = (cfg >> 2) & 15;
 	bool hooks = cfg & 0x40;
 	const unsigned mask = 0x5a5a5a5a;

@@ -19,6 +19,7 @@
 #define LLAMA3 SF_CHAT_FORMAT_LLAMA3
 #define MISTRAL SF_CHAT_FORMAT_MISTRAL
 #define PHI4 SF_CHAT_FORMAT_PHI4
+#define HARMONY SF_CHAT_FORMAT_HARMONY
 #define CONTENT SF_CHAT_FORMAT_CONTENT
 #define TOOLS SF_CHAT_TOOLS
 #define THINK SF_CHAT_THINK
@@ -570,6 +571,158 @@ static void limit_blanks(void **state)
 	check_len(HERMES, TOOLS, (struct opts){ .few_splits = true }, text, strlen(text), want);
 }
 
+/* ---- gpt-oss (harmony) ---- */
+
+#define H_ANALYSIS "<|channel|>analysis<|message|>"
+#define H_NEXT "<|end|><|start|>assistant"
+#define H_FINAL "<|channel|>final<|message|>"
+#define H_CALL(name) "<|channel|>commentary to=functions." name " <|constrain|>json<|message|>"
+#define PARIS "{\"location\": \"Paris, France\"}"
+
+static void harmony_channels(void **state)
+{
+	/* analysis is reasoning, final is content; the ends as the model writes them, or left out
+	 * (a node does not send its end-of-generation token) */
+	const char *want = lines("R:The user wants the weather.", "C:It is sunny.", NULL);
+	check(HARMONY, 0, H_ANALYSIS "The user wants the weather." H_NEXT H_FINAL "It is sunny.<|return|>",
+	      want);
+	check(HARMONY, TOOLS, H_ANALYSIS "The user wants the weather." H_NEXT H_FINAL "It is sunny.",
+	      want);
+	/* bodies verbatim (blanks, text that looks like markup, UTF-8); blanks between messages
+	 * dropped; an empty analysis says nothing */
+	check(HARMONY, 0,
+	      H_ANALYSIS " Zürich → 東京 🌸\n<|chan <|end <think> <|end|>\n <|start|>assistant"
+	      H_FINAL " 2 < 3 |> \n",
+	      lines("R: Zürich → 東京 🌸\n<|chan <|end <think> ", "C: 2 < 3 |> \n", NULL));
+	check(HARMONY, 0, H_ANALYSIS H_NEXT H_FINAL "x", "C:x");
+	/* a final answer alone; <|start|> without assistant's role first is not a header */
+	check(HARMONY, 0, H_FINAL "Hi.", "C:Hi.");
+	check(HARMONY, 0, "<|start|>user<|message|>Hi", "C:<|start|>user<|message|>Hi");
+	/* commentary without a recipient (a preamble) is content */
+	check(HARMONY, TOOLS, "<|channel|>commentary<|message|>Let me check.<|end|>",
+	      "C:Let me check.");
+}
+
+static void harmony_calls(void **state)
+{
+	const char *want = lines("R:Need the weather.", "B0:call_0:get_weather", "A0:" PARIS, "E0",
+				 NULL);
+	/* as gpt-oss writes a call, ended by <|call|> or by the reply's end */
+	check(HARMONY, TOOLS, H_ANALYSIS "Need the weather." H_NEXT H_CALL("get_weather") PARIS
+	      "<|call|>", want);
+	check(HARMONY, TOOLS, H_ANALYSIS "Need the weather." H_NEXT H_CALL("get_weather") PARIS,
+	      want);
+	/* the recipient in the role's part, as its template writes a past call; "json" bare */
+	check(HARMONY, TOOLS,
+	      " to=functions.get_weather<|channel|>commentary json<|message|>" PARIS "<|call|>",
+	      lines("B0:call_0:get_weather", "A0:" PARIS, "E0", NULL));
+	check(HARMONY, TOOLS, H_ANALYSIS "x" H_NEXT " to=functions.f<|channel|>commentary<|message|>{}",
+	      lines("R:x", "B0:call_0:f", "A0:{}", "E0", NULL));
+	/* a preamble, then two calls; blanks around the arguments trimmed; markers inside a
+	 * string do not end the call */
+	check(HARMONY, TOOLS,
+	      "<|channel|>commentary<|message|>Checking.<|end|>\n<|start|>assistant"
+	      H_CALL("a") " {\"s\": \"<|call|> \\\"<|end|>\"} <|call|>"
+	      "<|start|>assistant" H_CALL("b") "{\"x\": [1, {\"y\": {}}]}<|call|>",
+	      lines("C:Checking.", "B0:call_0:a", "A0:{\"s\": \"<|call|> \\\"<|end|>\"}", "E0",
+		    "B1:call_1:b", "A1:{\"x\": [1, {\"y\": {}}]}", "E1", NULL));
+	/* the caller's ids and known tools */
+	check_len(HARMONY, TOOLS, (struct opts){ .hooks = true, .known_mask = 1u << 3 },
+		  H_CALL("t3") "{}", strlen(H_CALL("t3") "{}"),
+		  lines("B0:id_0:t3", "A0:{}", "E0", NULL));
+}
+
+/* What is not a call is content, verbatim: no tools in the request, an unknown tool, a builtin
+ * tool's recipient, arguments that are not one JSON object (ended or cut short), a header that
+ * does not parse or is too long; the reasoning before stays reasoning. */
+static void harmony_not_calls(void **state)
+{
+	const char *call = H_CALL("get_weather") PARIS "<|call|>";
+	char want[4096];
+	snprintf(want, sizeof(want), "C:%s", call);
+	check(HARMONY, 0, call, want);
+	check_len(HARMONY, TOOLS, (struct opts){ .hooks = true, .known_mask = 0 },
+		  H_CALL("t1") "{}<|call|>", strlen(H_CALL("t1") "{}<|call|>"),
+		  "C:" H_CALL("t1") "{}<|call|>");
+	const char *bad[] = {
+		"<|channel|>analysis to=browser.search code<|message|>{\"query\": \"x\"}<|call|>",
+		H_CALL("f") "{\"a\": }<|call|>",
+		H_CALL("f") "[1]<|call|>",
+		H_CALL("f") "{} {}<|call|>",
+		H_CALL("f") "{\"a\": 1",
+		H_CALL("f") "{\"a\": \"<|call|>",
+		"<|channel|>commentary to=functions.<|message|>{}",
+		"<|channel|>commentary to=functions.f to=functions.g<|message|>{}",
+		"<|channel|>bogus<|message|>hi",
+		"<|channel|>final<|channel|>final<|message|>hi",
+		"<|channel|>final json json<|message|>hi",
+		"<|channel|>final\n<|message|>hi",
+		"Hello, world.",
+		"<|chan",
+		" to=",
+		"",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(want, sizeof(want), "C:%s", bad[i]);
+		check(HARMONY, TOOLS, bad[i], *bad[i] ? want : "");
+	}
+	check(HARMONY, TOOLS, H_ANALYSIS "Hm." H_NEXT H_CALL("f") "{\"a\": ",
+	      lines("R:Hm.", "C:<|start|>assistant" H_CALL("f") "{\"a\": ", NULL));
+	/* text after the last message's end: another header, or content from there */
+	check(HARMONY, 0, H_FINAL "x<|return|>y", "C:xy");
+	/* a header held to its limit */
+	char head[SF_CHAT_HARMONY_HEAD_MAX + 64];
+	int n = snprintf(head, sizeof(head), "<|channel|>final");
+	memset(head + n, ' ', SF_CHAT_HARMONY_HEAD_MAX);
+	strcpy(head + SF_CHAT_HARMONY_HEAD_MAX, "<|message|>x");
+	char whead[sizeof(head) + 8];
+	snprintf(whead, sizeof(whead), "C:%s", head);
+	check_len(HARMONY, 0, (struct opts){ .few_splits = true }, head, strlen(head), whead);
+}
+
+static void harmony_limits(void **state)
+{
+	/* a call's arguments past SF_CHAT_MAX_CALL_BYTES: content, verbatim */
+	size_t big = SF_CHAT_MAX_CALL_BYTES + 16;
+	const char *h = H_CALL("f");
+	size_t k = strlen(h);
+	char *text = malloc(k + big + 32);
+	assert_non_null(text);
+	memcpy(text, h, k);
+	text[k] = '{';
+	text[k + 1] = '"';
+	memset(text + k + 2, 'a', big);
+	strcpy(text + k + 2 + big, "\": 1}<|call|>");
+	size_t len = strlen(text);
+	char *want = malloc(len + 4);
+	assert_non_null(want);
+	sprintf(want, "C:%s", text);
+	same("a call past the limit", text, want, cp_run(HARMONY, TOOLS, false, 0, text, len, NULL, 0));
+	free(want);
+	free(text);
+	/* calls past SF_CHAT_MAX_CALLS: content, verbatim */
+	const char *one = "<|start|>assistant" H_CALL("f") "{}<|call|>";
+	size_t o = strlen(one), n = SF_CHAT_MAX_CALLS + 2;
+	text = malloc(o * n + 1);
+	assert_non_null(text);
+	for (size_t i = 0; i < n; i++)
+		memcpy(text + i * o, one, o);
+	text[o * n] = 0;
+	struct sf_str w = { 0 };
+	for (uint32_t i = 0; i < SF_CHAT_MAX_CALLS; i++) {
+		char l[64];
+		int m = snprintf(l, sizeof(l), "%sB%u:call_%u:f\nA%u:{}\nE%u", i ? "\n" : "", i, i,
+				 i, i);
+		sf_str_add(&w, l, (size_t)m);
+	}
+	sf_str_add(&w, "\nC:", 3);
+	sf_str_add(&w, one, o);
+	sf_str_add(&w, one, o);
+	check_len(HARMONY, TOOLS, (struct opts){ .few_splits = true }, text, o * n, w.p);
+	sf_str_free(&w);
+	free(text);
+}
+
 /* ---- ids, hooks, the API's edges ---- */
 
 static void ids_and_hooks(void **state)
@@ -582,6 +735,8 @@ static void ids_and_hooks(void **state)
 	assert_true(sf_chat_format_tools_in_system(SF_CHAT_FORMAT_PHI4));
 	assert_false(sf_chat_format_tools_in_system(SF_CHAT_FORMAT_HERMES));
 	assert_string_equal(sf_chat_format_name(SF_CHAT_FORMAT_CONTENT), "content");
+	assert_string_equal(sf_chat_format_name(SF_CHAT_FORMAT_HARMONY), "harmony");
+	assert_false(sf_chat_format_tools_in_system(SF_CHAT_FORMAT_HARMONY));
 }
 
 static void finish_once_and_plain(void **state)
@@ -647,6 +802,11 @@ static void detect(void **state)
 			   "message['tools'] + '<|/tool|>' + '<|end|>' }}";
 	assert_int_equal(sf_chat_format_detect(phi4), SF_CHAT_FORMAT_PHI4);
 	assert_int_equal(sf_chat_format_detect(gemma), SF_CHAT_FORMAT_CONTENT);
+	/* gpt-oss's (llama.cpp's openai-gpt-oss-120b.jinja) */
+	const char *gpt_oss = "{{- \"<|start|>assistant<|channel|>analysis<|message|>\" + "
+			      "message.thinking + \"<|end|>\" }}";
+	assert_int_equal(sf_chat_format_detect(gpt_oss), SF_CHAT_FORMAT_HARMONY);
+	assert_int_equal(sf_chat_think_detect(gpt_oss), 0);
 	assert_int_equal(sf_chat_format_detect(NULL), SF_CHAT_FORMAT_CONTENT);
 	assert_int_equal(sf_chat_think_detect(qwen25), 0);
 	assert_int_equal(sf_chat_think_detect(qwen3), SF_CHAT_THINK);
@@ -685,6 +845,10 @@ int main(void)
 		cmocka_unit_test(mistral_malformed),
 		cmocka_unit_test(phi4_calls),
 		cmocka_unit_test(phi4_malformed),
+		cmocka_unit_test(harmony_channels),
+		cmocka_unit_test(harmony_calls),
+		cmocka_unit_test(harmony_not_calls),
+		cmocka_unit_test(harmony_limits),
 		cmocka_unit_test(limit_call_bytes),
 		cmocka_unit_test(limit_call_count),
 		cmocka_unit_test(limit_blanks),

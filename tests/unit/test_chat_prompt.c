@@ -451,6 +451,90 @@ static void phi4_tools_in_system(void **state)
 	sf_jinja_free(t);
 }
 
+/* gpt-oss's template reads an assistant's reasoning from "thinking" (and reasoning_effort at
+ * the top level): with thinking, reasoning_content is copied there, but not over a message's
+ * own thinking, not beside tool calls with content (the template refuses both), and not for
+ * other roles; OpenAI's reasoning_effort reaches the template unless chat_template_kwargs has
+ * one. */
+static void thinking_and_effort(void **state)
+{
+	const char *src = "{%- for m in messages -%}{{ m.role }}:{{ m.thinking if m.thinking is "
+			  "defined else '-' }}|{%- endfor -%}{{ reasoning_effort if reasoning_effort "
+			  "is defined else 'none' }}";
+	struct sf_jinja *t;
+	struct sf_err e;
+	if (sf_jinja_parse(src, strlen(src), NULL, &t, &e))
+		fail_msg("parse: %s", e.msg);
+	const char *call = "\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\",\"function\":"
+			   "{\"name\":\"f\",\"arguments\":\"{}\"}}]";
+	char body[2048];
+	snprintf(body, sizeof(body),
+		 "{\"model\":\"m\",\"reasoning_effort\":\"high\",\"tools\":[{\"type\":"
+		 "\"function\",\"function\":{\"name\":\"f\"}}],\"messages\":["
+		 "{\"role\":\"user\",\"content\":\"Hi\",\"reasoning_content\":\"u\"},"
+		 "{\"role\":\"assistant\",\"content\":null,\"reasoning_content\":\"r1\",%s},"
+		 "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"ok\"},"
+		 "{\"role\":\"assistant\",\"content\":\"Sure.\",\"reasoning_content\":\"r2\",%s},"
+		 "{\"role\":\"assistant\",\"content\":\"x\",\"reasoning_content\":\"r3\","
+		 "\"thinking\":\"own\"},"
+		 "{\"role\":\"assistant\",\"content\":\"Done.\",\"reasoning_content\":\"r4\"}]}",
+		 call, call);
+	parse(body);
+	struct {
+		bool thinking;
+		const char *want;
+	} cases[] = {
+		{ true, "user:-|assistant:r1|tool:-|assistant:-|assistant:own|assistant:r4|high" },
+		{ false, "user:-|assistant:-|tool:-|assistant:-|assistant:own|assistant:-|high" },
+	};
+	for (size_t i = 0; i < 2; i++) {
+		struct sf_chat_prompt_args a = { .chat_json = req.chat_json, .bos = "", .eos = "",
+						 .thinking = cases[i].thinking };
+		char *out = NULL;
+		size_t n;
+		assert_int_equal(sf_chat_prompt(t, &a, &out, &n, &e), 0);
+		assert_string_equal(out, cases[i].want);
+		free(out);
+	}
+	/* chat_template_kwargs' own reasoning_effort wins; none: the template's default */
+	struct {
+		const char *fields, *want;
+	} effort[] = {
+		{ "\"reasoning_effort\":\"low\",\"chat_template_kwargs\":{\"reasoning_effort\":"
+		  "\"medium\",\"x\":1}", "user:-|medium" },
+		{ "\"chat_template_kwargs\":{}", "user:-|none" },
+		{ "\"reasoning_effort\":\"minimal\"", "user:-|minimal" },
+	};
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(body, sizeof(body), "{\"model\":\"m\",%s,\"messages\":[{\"role\":"
+			 "\"user\",\"content\":\"Hi\"}]}", effort[i].fields);
+		parse(body);
+		struct sf_chat_prompt_args a = { .chat_json = req.chat_json, .bos = "", .eos = "" };
+		char *out = NULL;
+		size_t n;
+		assert_int_equal(sf_chat_prompt(t, &a, &out, &n, &e), 0);
+		assert_string_equal(out, effort[i].want);
+		free(out);
+	}
+	/* a value OpenAI does not take, or not a string: a 400 naming it */
+	const char *bad[] = { "\"extreme\"", "3", "null" };
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(body, sizeof(body), "{\"model\":\"m\",\"reasoning_effort\":%s,"
+			 "\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}", bad[i]);
+		sf_api_request_free(&req);
+		int rc = sf_api_parse_request(SF_API_CHAT, (const uint8_t *)body, strlen(body), &req,
+					      &err);
+		if (i == 2) { /* null: absent, as OpenAI's optional fields */
+			assert_int_equal(rc, 0);
+			continue;
+		}
+		assert_int_not_equal(rc, 0);
+		assert_int_equal(err.status, 400);
+		assert_string_equal(err.param, "reasoning_effort");
+	}
+	sf_jinja_free(t);
+}
+
 static int teardown(void **state)
 {
 	sf_api_request_free(&req);
@@ -466,6 +550,7 @@ int main(void)
 		cmocka_unit_test_teardown(tools_in_system_turn, teardown),
 		cmocka_unit_test_teardown(later_turn, teardown),
 		cmocka_unit_test_teardown(phi4_tools_in_system, teardown),
+		cmocka_unit_test_teardown(thinking_and_effort, teardown),
 		cmocka_unit_test_teardown(tool_calls_and_results, teardown),
 		cmocka_unit_test_teardown(kwargs_and_specials, teardown),
 		cmocka_unit_test_teardown(content_specials_are_parsed, teardown),

@@ -436,6 +436,27 @@ static void forced_tool_calls(void **state)
 	check(g, yes6, no6);
 	sf_grammar_unref(g);
 	free(gbnf);
+	/* gpt-oss (harmony): one call, after an analysis message or none */
+	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_HARMONY, 0, &gbnf, &e), 0);
+	g = compile_text(gbnf);
+	const char *yes_h[] = {
+		"<|channel|>commentary to=functions.get <|constrain|>json<|message|>"
+		"{\"city\":\"Rome\"}",
+		"<|channel|>analysis<|message|>Need odd.<|end|><|start|>assistant<|channel|>commentary"
+		" to=functions.odd <|constrain|>json<|message|>{\"n\": 3}",
+		NULL };
+	const char *no_h[] = {
+		"<|channel|>commentary to=functions.get <|constrain|>json<|message|>"
+		"{\"city\":\"Paris\"}",
+		"<|channel|>commentary to=functions.put <|constrain|>json<|message|>{}",
+		"<|channel|>final<|message|>hi",
+		"<|channel|>commentary to=functions.odd <|constrain|>json<|message|>{\"n\": 3}"
+		"<|start|>assistant<|channel|>commentary to=functions.odd <|constrain|>json"
+		"<|message|>{\"n\": 3}",
+		NULL };
+	check(g, yes_h, no_h);
+	sf_grammar_unref(g);
+	free(gbnf);
 	/* Mistral (its [TOOL_CALLS] a control token) and content (no calls): a forced call
 	 * cannot be enforced there, a 400 naming tool_choice and the format, never taken. */
 	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_MISTRAL, 0, &gbnf, &e), -1);
@@ -509,21 +530,37 @@ static void after_reasoning(void **state)
 	struct sf_api_error e;
 	assert_int_equal(sf_schema_gbnf(s, "s", &gbnf, &e), 0);
 	json_decref(s);
-	assert_int_equal(sf_gbnf_after_reasoning(gbnf, 0, &wrapped), 0);
+	assert_int_equal(sf_gbnf_after_reasoning(gbnf, SF_CHAT_FORMAT_HERMES, 0, &wrapped), 0);
 	assert_null(wrapped); /* no reasoning: unchanged */
-	assert_int_equal(sf_gbnf_after_reasoning(gbnf, SF_CHAT_THINK, &wrapped), 0);
+	assert_int_equal(sf_gbnf_after_reasoning(gbnf, SF_CHAT_FORMAT_HERMES, SF_CHAT_THINK,
+						 &wrapped), 0);
 	struct sf_grammar *g = compile_text(wrapped);
 	const char *yes[] = { "1", "<think>hm, 3?</think>\n2", NULL };
 	const char *no[] = { "3", "<think>hm</think>3", "<think>hm", NULL };
 	check(g, yes, no);
 	sf_grammar_unref(g);
 	free(wrapped);
-	assert_int_equal(sf_gbnf_after_reasoning(gbnf, SF_CHAT_THINK | SF_CHAT_IN_REASONING,
-						 &wrapped), 0);
+	assert_int_equal(sf_gbnf_after_reasoning(gbnf, SF_CHAT_FORMAT_HERMES,
+						 SF_CHAT_THINK | SF_CHAT_IN_REASONING, &wrapped), 0);
 	g = compile_text(wrapped);
 	const char *yes2[] = { "so</think>\n\n1", NULL };
 	const char *no2[] = { "1", "so</think>3", NULL };
 	check(g, yes2, no2);
+	sf_grammar_unref(g);
+	free(wrapped);
+	/* gpt-oss (harmony): an analysis message or none, then the final message's header */
+	assert_int_equal(sf_gbnf_after_reasoning(gbnf, SF_CHAT_FORMAT_HARMONY, 0, &wrapped), 0);
+	g = compile_text(wrapped);
+	const char *yes_h[] = {
+		"<|channel|>final<|message|>1",
+		"<|channel|>analysis<|message|>a <|en <|end <|start|><|end|><|start|>assistant"
+		"<|channel|>final<|message|>2",
+		NULL };
+	const char *no_h[] = { "1", "<|channel|>final<|message|>3",
+		"<|channel|>analysis<|message|>a<|end|><|channel|>final<|message|>1",
+		"<|channel|>analysis<|message|>a<|end|>b<|end|><|start|>assistant"
+		"<|channel|>final<|message|>1", NULL };
+	check(g, yes_h, no_h);
 	sf_grammar_unref(g);
 	free(wrapped);
 	free(gbnf);
@@ -531,7 +568,8 @@ static void after_reasoning(void **state)
 	struct sf_api_request r = parse_ok(SF_API_COMPLETION, "{\"model\":\"m\",\"prompt\":\"p\","
 					   "\"structured_outputs\":{\"regex\":\"[0-9]{2}\"}}");
 	assert_false(r.grammar_raw);
-	assert_int_equal(sf_gbnf_after_reasoning(r.grammar, SF_CHAT_THINK_BRACKETS, &wrapped), 0);
+	assert_int_equal(sf_gbnf_after_reasoning(r.grammar, SF_CHAT_FORMAT_HERMES,
+						 SF_CHAT_THINK_BRACKETS, &wrapped), 0);
 	g = compile_text(wrapped);
 	const char *yes3[] = { "[THINK]x[/THINK]42", "42", NULL };
 	const char *no3[] = { "<think>x</think>42", NULL };
