@@ -33,7 +33,7 @@ def call(name, args, id_=None):
 
 
 def case(name, reply, content="", reasoning="", calls=(), tools=True, verbatim=False,
-         kwargs=None, history=(), parts=False, twin=None):
+         kwargs=None, history=(), parts=False, twin=None, extra=None):
     """verbatim: the reply comes back as content, markers included. parts: the last user
     message as two text parts (the question, the marker line). twin: the name of a case whose
     prompt must be this one's (the same usage.prompt_tokens)."""
@@ -50,6 +50,8 @@ def case(name, reply, content="", reasoning="", calls=(), tools=True, verbatim=F
         req["tools"] = TOOLS
     if kwargs:
         req["chat_template_kwargs"] = kwargs
+    if extra:
+        req.update(extra)
     return {"name": name, "request": req,
             "want": {"content": content, "reasoning": reasoning, "calls": list(calls),
                      "finish": "tool_calls" if calls else "stop", "tools": tools},
@@ -215,6 +217,8 @@ def family_cases(family):
             case("the system message's own tools", "functools[" + one + "]", history=own,
                  calls=[call("get_weather", PARIS)]),
         ]
+    if family == "gpt-oss":
+        return harmony_cases()
     if family == "r1-distill":
         return [
             case("the generation prompt opens the reasoning",
@@ -227,9 +231,63 @@ def family_cases(family):
     raise SystemExit("unknown family " + family)
 
 
+def harmony_cases():
+    """gpt-oss's harmony replies (after the prompt's <|start|>assistant): the analysis channel
+    as reasoning_content, the final channel as content, commentary to=functions.NAME as a tool
+    call (its <|call|> written, or left out as a node leaves its end-of-generation token out)."""
+    analysis = "<|channel|>analysis<|message|>"
+    nxt = "<|end|><|start|>assistant"
+    final = "<|channel|>final<|message|>"
+    w = "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"
+    t = "<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>"
+    # A past call with its reasoning given back: as reasoning_content (OpenAI's field, which
+    # the head gives the template as its thinking) and as the template's own thinking field.
+    past = [dict(HISTORY[0]), dict(HISTORY[1]), dict(HISTORY[2])]
+    past_rc = [past[0], dict(past[1], reasoning_content="Rome: call get_weather."), past[2]]
+    past_th = [past[0], dict(past[1], thinking="Rome: call get_weather."), past[2]]
+    return [
+        case("reasoning then content",
+             analysis + "The user wants the weather." + nxt + final + "It is sunny.<|return|>",
+             reasoning="The user wants the weather.", content="It is sunny."),
+        case("reasoning then a call",
+             analysis + "I should call get_weather." + nxt + w + PARIS + "<|call|>",
+             reasoning="I should call get_weather.", calls=[call("get_weather", PARIS)]),
+        case("a call, its <|call|> left out", w + PARIS, calls=[call("get_weather", PARIS)]),
+        case("a preamble then a call",
+             "<|channel|>commentary<|message|>Let me check.<|end|><|start|>assistant" + w + PARIS,
+             content="Let me check.", calls=[call("get_weather", PARIS)]),
+        case("the recipient before the channel (as its template writes a call)",
+             " to=functions.get_time<|channel|>commentary json<|message|>" + TZ + "<|call|>",
+             calls=[call("get_time", TZ)]),
+        case("reasoning, no tools", analysis + "Easy." + nxt + final + "Sunny.", tools=False,
+             reasoning="Easy.", content="Sunny."),
+        case("a malformed call stays content", w + '{"city": }<|call|>', verbatim=True),
+        case("a call to an unknown tool stays content",
+             "<|channel|>commentary to=functions.launch <|constrain|>json<|message|>{}<|call|>",
+             verbatim=True),
+        case("a builtin tool's call stays content",
+             "<|channel|>analysis to=browser.search code<|message|>{\"query\": \"x\"}<|call|>",
+             verbatim=True),
+        case("no tools in the request: a call is content", w + PARIS + "<|call|>", tools=False,
+             verbatim=True),
+        case("a reply not in harmony is content", "It is sunny in Paris.",
+             content="It is sunny in Paris."),
+        case("after a past call and its result", analysis + "Again." + nxt + t + TZ,
+             history=HISTORY, reasoning="Again.", calls=[call("get_time", TZ)]),
+        case("a past call's reasoning_content", final + "Fine.", history=past_rc,
+             content="Fine.", twin="a past call's thinking"),
+        case("a past call's thinking", final + "Fine.", history=past_th, content="Fine."),
+        case("reasoning_effort", final + "Fine.", content="Fine.",
+             extra={"reasoning_effort": "high"}, twin="reasoning_effort as a template kwarg"),
+        case("reasoning_effort as a template kwarg", final + "Fine.", content="Fine.",
+             kwargs={"reasoning_effort": "high"}),
+    ]
+
+
 MARKER_CHARS = "<[{|"
 MARKERS = ("<tool_call>", "</tool_call>", "<think>", "</think>", "[TOOL_CALLS]", "<|python_tag|>",
-           "functools[")
+           "functools[", "<|channel|>", "<|message|>", "<|end|>", "<|start|>", "<|call|>",
+           "<|return|>", "<|constrain|>")
 
 
 def split_markers(deltas, tools):

@@ -9,6 +9,8 @@
 # content, whose prompt must be its twin's of strings) is sent whole and streamed; the client must get
 # OpenAI's shapes: tool_calls, finish_reason "tool_calls", reasoning_content, content without
 # markers, tool_calls deltas with index, id and function, no markup in a content delta.
+# gpt-oss's harmony (llama.cpp's openai-gpt-oss-120b.jinja): channels, calls, a past call's
+# reasoning given back as reasoning_content (the template's thinking), reasoning_effort.
 # Usage: chat_formats.sh NODED HEADD SOURCE_DIR NPM_DIR   (exit 77: no llama.cpp; KEEP=DIR)
 set -uo pipefail
 noded=$1 headd=$2 src=$3 npm_dir=$4
@@ -24,7 +26,7 @@ cp "$here/chat_formats.mjs" "$npm_dir/chat_formats.mjs"
 tmpl_dir=$LLAMA_SRC/models/templates
 export SF_JINJA_NOW=$(date +%s)
 
-for fam in qwen2.5 qwen3 llama-3.2 mistral-nemo r1-distill gemma-2 phi-4-mini; do
+for fam in qwen2.5 qwen3 llama-3.2 mistral-nemo r1-distill gemma-2 phi-4-mini gpt-oss; do
 	dir=$tmpl_dir
 	case $fam in
 	qwen2.5) t=Qwen-Qwen2.5-7B-Instruct ;;
@@ -34,6 +36,7 @@ for fam in qwen2.5 qwen3 llama-3.2 mistral-nemo r1-distill gemma-2 phi-4-mini; d
 	r1-distill) t=deepseek-ai-DeepSeek-R1-Distill-Qwen-32B ;;
 	gemma-2) t=google-gemma-2-2b-it ;;
 	phi-4-mini) t=microsoft-Phi-4-mini-instruct dir=$src/tests/chat/templates ;;
+	gpt-oss) t=openai-gpt-oss-120b ;;
 	esac
 	[ -f "$dir/$t.jinja" ] || { fail "$fam: $dir/$t.jinja is missing"; continue; }
 	start_node "n-$fam" --engine sim --sim-chat-template "$dir/$t.jinja" --sim-script on \
@@ -64,7 +67,8 @@ for fam in qwen2.5 qwen3 llama-3.2 mistral-nemo r1-distill gemma-2 phi-4-mini; d
 	# tool_choice "required" is enforced by a grammar of the family's calls (hermes, llama3);
 	# where it cannot be (mistral's [TOOL_CALLS] is a control token; content has no calls) it
 	# is a 400 naming tool_choice and the format, never taken unenforced.
-	tools='[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]'
+	# (a description: gpt-oss's template writes it, undefined an error as in jinja2)
+	tools='[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object"}}}]'
 	req POST /v1/chat/completions "{\"model\":\"sim-1\",\"messages\":[{\"role\":\"user\",\"content\":\"x\\nsim-reply: \\\"ok\\\"\"}],\"tools\":$tools,\"tool_choice\":\"required\",\"max_tokens\":8}"
 	case $fam in
 	mistral-nemo) want=mistral ;;

@@ -3,7 +3,8 @@
 # 3.2's, Gemma 2's, Qwen3's (on a Qwen3-MoE shape), Phi-3.5's (on a LongRoPE shape, by its
 # long factors), Phi-4-mini's (tests/chat/templates, on the Phi-4 test shape with a gpt-4o
 # vocabulary: the tools in its system message), Granite 3.3's and Qwen3.5's (on a shape with
-# Gated DeltaNet layers) chat templates
+# Gated DeltaNet layers) and gpt-oss's (on the gpt-oss test shape, a gpt-4o vocabulary with
+# harmony's specials) chat templates
 # (llama.cpp's models/templates, by superfluid model make --chat-template; Gemma's on a Gemma 3
 # shape with a Gemma-3-like vocabulary), one node each behind a head. The official openai npm
 # client's chat with tools (tests/chat/conversations/tools.json; Gemma: user, model, user
@@ -104,7 +105,19 @@ python3 "$src/tests/api/gguf_edit.py" "$LLAMA_SRC/models/ggml-vocab-llama-bpe.gg
 	"$work/vocab-pre.gguf" --set-str tokenizer.ggml.pre gpt-4o >/dev/null &&
 	python3 "$src/tests/api/gguf_edit.py" "$work/vocab-pre.gguf" "$work/ggml-vocab-gpt-4o.gguf" \
 		--set-bool tokenizer.ggml.add_bos_token 0 >/dev/null || { fail "gguf_edit.py"; exit 1; }
-for fam in ${SF_FAMS:-gemma-3 qwen2.5 qwen3-moe phi-3.5 phi-4-mini granite-3.3 qwen3.5 llama-3.2}; do # llama-3.2 last: its head is asked after
+# gpt-oss's: that vocabulary with seven of Llama 3's reserved specials named as harmony's
+# (<|channel|>, <|message|>, <|start|> and <|constrain|> rendered as text, <|end|> not an end of
+# generation beside <|return|> and <|call|>, as llama.cpp takes them) and <|return|> its EOS.
+cp "$work/ggml-vocab-gpt-4o.gguf" "$work/vocab-h.gguf"
+id=128010
+for tok in '<|start|>' '<|channel|>' '<|message|>' '<|end|>' '<|return|>' '<|call|>' '<|constrain|>'; do
+	python3 "$src/tests/api/gguf_edit.py" "$work/vocab-h.gguf" "$work/vocab-h2.gguf" --token "$id" "$tok" \
+		>/dev/null && mv "$work/vocab-h2.gguf" "$work/vocab-h.gguf" || { fail "gguf_edit.py --token"; exit 1; }
+	id=$((id + 1))
+done
+python3 "$src/tests/api/gguf_edit.py" "$work/vocab-h.gguf" "$work/ggml-vocab-gpt-oss.gguf" \
+	--set-u32 tokenizer.ggml.eos_token_id 128014 >/dev/null || { fail "gguf_edit.py"; exit 1; }
+for fam in ${SF_FAMS:-gemma-3 qwen2.5 qwen3-moe phi-3.5 phi-4-mini granite-3.3 qwen3.5 gpt-oss llama-3.2}; do # llama-3.2 last: its head is asked after
 	conv=$src/tests/chat/conversations/tools.json tools_in=
 	case $fam in
 	qwen2.5) vocab=qwen2 shape=test-qwen2 tmpl=$tmpl_dir/Qwen-Qwen2.5-7B-Instruct.jinja ;;
@@ -128,9 +141,12 @@ for fam in ${SF_FAMS:-gemma-3 qwen2.5 qwen3-moe phi-3.5 phi-4-mini granite-3.3 q
 	granite-3.3) vocab=refact shape=test-granite tmpl=$tmpl_dir/ibm-granite-granite-3.3-2B-Instruct.jinja ;;
 	# Gated DeltaNet layers (a recurrent state) with Qwen3.5's template, with tools
 	qwen3.5) vocab=qwen35 shape=test-qwen35 tmpl=$tmpl_dir/Qwen3.5-4B.jinja ;;
+	# gpt-oss (attention sinks, MXFP4-free Q8_0 experts) with its harmony template, with tools:
+	# the reply read as harmony (a random model's text is content, verbatim)
+	gpt-oss) vocab=gpt-oss shape=test-gpt-oss tmpl=$tmpl_dir/openai-gpt-oss-120b.jinja ;;
 	esac
 	V=$LLAMA_SRC/models/ggml-vocab-$vocab.gguf M=$work/$fam.gguf
-	[ $vocab = gemma ] || [ $vocab = gpt-4o ] && V=$work/ggml-vocab-$vocab.gguf
+	[ $vocab = gemma ] || [ $vocab = gpt-4o ] || [ $vocab = gpt-oss ] && V=$work/ggml-vocab-$vocab.gguf
 	"$cli" model make --shape "$shape" --type q8_0 --vocab "$V" --chat-template "$tmpl" -o "$M" \
 		>"$work/make.out" 2>&1 || { fail "$fam: model make"; sed 's/^/     | /' "$work/make.out"; exit 1; }
 	model=random-$shape-q8_0

@@ -16,6 +16,7 @@
   gguf_edit.py IN OUT --copy TENSOR NAME    a copy of TENSOR added as NAME
   gguf_edit.py IN OUT --fill TENSOR BYTE    TENSOR's data every byte BYTE (0xff: an F32
                                             tensor all NaN)
+  gguf_edit.py IN OUT --token ID TEXT       token ID's text (tokenizer.ggml.tokens) set to TEXT
 The key/value pairs and the other tensors' bytes are copied unchanged; offsets are laid out
 again at the file's alignment."""
 import struct
@@ -85,6 +86,12 @@ def main():
             items = [m.value(et) for _ in range(n)]
             keep = items[:max(0, n - int(sys.argv[4]))]
             raw = struct.pack("<IQ", et, len(keep)) + b"".join(keep)
+        if what == "--token" and key == b"tokenizer.ggml.tokens":
+            m = Reader(raw)
+            et, n = m.take("<I"), m.take("<Q")
+            items = [m.value(et) for _ in range(n)]
+            items[int(sys.argv[4])] = pack_string(sys.argv[5].encode())
+            raw = struct.pack("<IQ", et, n) + b"".join(items)
         if what.startswith("--set-") and key == sys.argv[4].encode():
             continue  # set below
         kvs.append((key, t, raw))
