@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "api/chat_parse.h"
 #include "daemon/log.h"
 
 static struct headd_node *stage_node(struct headd *d, uint32_t k)
@@ -154,11 +155,16 @@ bool headd_pipeline_serves(const struct headd *d, const char *model)
 int headd_pipeline_start(struct headd_req *q, const struct sf_sampling *s, struct sf_err *err)
 {
 	struct headd *d = q->d;
-	uint32_t stop[2], n_stop = 0;
+	uint32_t stop[3], n_stop = 0;
 	if (q->vocab.eos != SF_OUT_NONE)
 		stop[n_stop++] = q->vocab.eos;
 	if (q->vocab.end_turn != SF_OUT_NONE)
 		stop[n_stop++] = q->vocab.end_turn;
+	/* gpt-oss (harmony) ends a reply that calls a tool with <|call|>, not its end of turn */
+	uint32_t call = q->chat_format == SF_CHAT_FORMAT_HARMONY && q->tok
+				? sf_tokenizer_special(q->tok, "<|call|>") : SF_TOKEN_NONE;
+	if (call != SF_TOKEN_NONE)
+		stop[n_stop++] = call;
 	q->session_id = headd_session_id_new(d); /* the request's own id: never in sf_head */
 	headd_req_index(q);
 	struct sf_pipe_gen_opts o = { .max_new = q->max_tokens, .sampling = s, .stop = stop,
