@@ -503,9 +503,10 @@ static void limit_call_bytes(void **state)
 	free(text);
 }
 
-static void limit_call_count(void **state)
+/* one, a call to f with no arguments, written SF_CHAT_MAX_CALLS + 2 times: the first
+ * SF_CHAT_MAX_CALLS are calls, the last two content, verbatim. */
+static void past_call_count(enum sf_chat_format f, const char *one)
 {
-	const char *one = "<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>";
 	size_t k = strlen(one), n = SF_CHAT_MAX_CALLS + 2;
 	char *text = malloc(k * n + 1);
 	assert_non_null(text);
@@ -522,9 +523,14 @@ static void limit_call_count(void **state)
 	sf_str_add(&want, "\nC:", 3);
 	sf_str_add(&want, one, k);
 	sf_str_add(&want, one, k);
-	check_len(HERMES, TOOLS, (struct opts){ .few_splits = true }, text, k * n, want.p);
+	check_len(f, TOOLS, (struct opts){ .few_splits = true }, text, k * n, want.p);
 	sf_str_free(&want);
 	free(text);
+}
+
+static void limit_call_count(void **state)
+{
+	past_call_count(HERMES, "<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>");
 	/* Mistral's array past the count: all content */
 	struct sf_str arr = { 0 };
 	sf_str_add(&arr, "[TOOL_CALLS][", 13);
@@ -701,26 +707,7 @@ static void harmony_limits(void **state)
 	free(want);
 	free(text);
 	/* calls past SF_CHAT_MAX_CALLS: content, verbatim */
-	const char *one = "<|start|>assistant" H_CALL("f") "{}<|call|>";
-	size_t o = strlen(one), n = SF_CHAT_MAX_CALLS + 2;
-	text = malloc(o * n + 1);
-	assert_non_null(text);
-	for (size_t i = 0; i < n; i++)
-		memcpy(text + i * o, one, o);
-	text[o * n] = 0;
-	struct sf_str w = { 0 };
-	for (uint32_t i = 0; i < SF_CHAT_MAX_CALLS; i++) {
-		char l[64];
-		int m = snprintf(l, sizeof(l), "%sB%u:call_%u:f\nA%u:{}\nE%u", i ? "\n" : "", i, i,
-				 i, i);
-		sf_str_add(&w, l, (size_t)m);
-	}
-	sf_str_add(&w, "\nC:", 3);
-	sf_str_add(&w, one, o);
-	sf_str_add(&w, one, o);
-	check_len(HARMONY, TOOLS, (struct opts){ .few_splits = true }, text, o * n, w.p);
-	sf_str_free(&w);
-	free(text);
+	past_call_count(HARMONY, "<|start|>assistant" H_CALL("f") "{}<|call|>");
 }
 
 /* ---- ids, hooks, the API's edges ---- */
