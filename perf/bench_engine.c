@@ -10,7 +10,7 @@
  * Each window runs once untimed (warm-up) and then --reps times; prints one JSON line with
  * every repetition's tokens/s and their median.
  * usage: bench_engine MODEL --only pp|ppd|tg|par|bw [--threads N] [--pp 512] [--tg 64]
- *        [--seqs 16] [--reps 3] [--depth D] */
+ *        [--seqs 16] [--reps 3] [--depth D] [--cache-type-k f16|q8_0] */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,7 +180,7 @@ static int by_value(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-	const char *model = NULL, *only = NULL;
+	const char *model = NULL, *only = NULL, *ctk = NULL;
 	unsigned threads = 0;
 	uint32_t pp = 512, tg = 64, seqs = 16, reps = 3, depth = 0;
 	for (int i = 1; i < argc; i++) {
@@ -199,11 +199,13 @@ int main(int argc, char **argv)
 			reps = (uint32_t)atoi(v), i++;
 		else if (!strcmp(a, "--depth"))
 			depth = (uint32_t)atoi(v), i++;
+		else if (!strcmp(a, "--cache-type-k"))
+			ctk = v, i++;
 		else if (a[0] != '-' && !model)
 			model = a;
 		else
 			die("usage: bench_engine MODEL --only pp|ppd|tg|par|bw [--threads N] [--pp N] "
-			    "[--tg N] [--seqs N] [--reps N] [--depth N]", NULL);
+			    "[--tg N] [--seqs N] [--reps N] [--depth N] [--cache-type-k f16|q8_0]", NULL);
 	}
 	if (!only || !model || reps < 1 || reps > 100 || seqs < 1 || seqs > 1024)
 		die("needs MODEL and --only pp|ppd|tg|par|bw (see the top of perf/bench_engine.c)", NULL);
@@ -215,7 +217,7 @@ int main(int argc, char **argv)
 	}
 	struct sf_gguf_engine_config cfg = { .path = model, .threads = threads,
 					     .batch = seqs > 16 ? seqs : 16,
-					     .ctx_len = depth + pp + tg + 64 };
+					     .ctx_len = depth + pp + tg + 64, .cache_type_k = ctk };
 	struct sf_engine *e;
 	struct sf_err err;
 	if (sf_gguf_engine_new(&cfg, &e, &err))

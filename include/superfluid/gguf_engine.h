@@ -24,6 +24,8 @@ struct sf_gguf_engine_config {
 				  * batch contexts of ctx_len tokens */
 	uint32_t batch;          /* contexts in one decode step; 0: 16 */
 	uint32_t chunk;          /* prompt tokens in one forward pass; 0: 256 */
+	const char *cache_type_k; /* the cached keys' type: "f16" (NULL) or "q8_0" (llama.cpp's
+				   * --cache-type-k: 47% less key memory, integer scores) */
 	/* Told how loading goes ("mapped 1.2 GiB", "touched 40%", "ready in 3.1 s"); may be NULL. */
 	void (*progress)(void *arg, const char *line);
 	void *progress_arg;

@@ -356,6 +356,11 @@ static int settle_config(struct ge *g, struct sf_err *err)
 	}
 	if (c->threads > 256)
 		return sf_err_set(err, SF_E_RANGE, "--threads %u is over 256", c->threads);
+	int rc = sf_model_cache_keys(g->model, c->cache_type_k, err);
+	if (rc) {
+		sf_err_prefix(err, "--cache-type-k");
+		return rc;
+	}
 	if (!c->ctx_len)
 		c->ctx_len = mc->n_ctx_train < 8192 ? mc->n_ctx_train : 8192;
 	if (c->ctx_len > (1u << 20))

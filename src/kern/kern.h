@@ -114,6 +114,12 @@ size_t sf_kern_packed_bytes(uint32_t wtype, int64_t k, int64_t rows);
 int sf_kern_pack(uint32_t wtype, int64_t k, const void *W, size_t w_stride, int64_t rows,
 		 void *dst);
 
+/* Quantizes x (k floats, a multiple of 32) as sf_kern_quantize_act makes Q8_0 activations
+ * and writes it as row r (< SF_KT_X16_ROWS) of a packed Q8_0 slab of k columns (sf_kern_pack's
+ * SF_KT_Q8_0_X16 layout; the slab's other rows untouched): keys cached as Q8_0, whose scores
+ * are then sf_kern_matmul(SF_KT_Q8_0_X16, ...) of the queries quantized the same way. */
+void sf_kern_pack_row_q8_0(void *slab, int64_t k, int r, const float *x);
+
 /* One dot product (the matmul's r = b = 0 case); NaN for a type not computed. */
 float sf_kern_dot(uint32_t wtype, int64_t k, const void *w, const void *x);
 

@@ -123,6 +123,15 @@ static void put_q80(struct sf__q8_0x *x, int r, const struct sf__q8_0 *b)
 		memcpy(x->qs[t][r], b->qs + 4 * t, 4);
 }
 
+void sf_kern_pack_row_q8_0(void *slab, int64_t k, int r, const float *x)
+{
+	struct sf__q8_0 b;
+	for (int64_t i = 0; i < k / SF__QK; i++) {
+		sf__quantize_act_q8_0(x + i * SF__QK, &b, SF__QK);
+		put_q80((struct sf__q8_0x *)slab + i, r, &b);
+	}
+}
+
 void sf__q80x_get(const struct sf__q8_0x *x, int r, struct sf__q8_0 *b)
 {
 	b->d = x->d[r];

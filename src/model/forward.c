@@ -21,7 +21,7 @@ struct sf_fwd {
 	float *x;     /* residual stream, max_tokens x n_embd */
 	float *xn;    /* normed, max_tokens x max(n_embd, q_dim) */
 	float *q, *k, *v, *att, *tmp, *gate, *up;
-	uint16_t *qh; /* queries rounded to half floats */
+	uint16_t *qh; /* queries in the keys' type (sf_op_query_round: halves or Q8_0) */
 	uint8_t *xq[N_ACT]; /* activations quantized for each type the weights ask */
 	size_t xq_bytes;    /* bytes of one slot */
 	float *scores;      /* max_threads x max_ctx */
@@ -246,9 +246,9 @@ static void qkv_finish(struct job *j, uint32_t il, uint32_t t)
 	if (c->q_prescale) /* Gemma: the queries scaled before they are rounded */
 		for (uint32_t i = 0; i < qd; i++)
 			q[i] *= c->attn_scale;
-	sf_kern_quantize_act(SF_GGUF_T_F16, q, f->qh + (size_t)t * qd, qd);
+	sf_op_query_round(m, q, (uint8_t *)f->qh + (size_t)t * c->n_head * sf_op_query_bytes(m), qd);
 	const struct sf_fwd_tok *tk = &j->toks[t];
-	sf_kern_quantize_act(SF_GGUF_T_F16, k, sf_kv_at(tk->kv, il, 0, tk->pos), kvd);
+	sf_kv_put_keys(tk->kv, il, tk->pos, k);
 	sf_kern_quantize_act(SF_GGUF_T_F16, v, sf_kv_at(tk->kv, il, 1, tk->pos), kvd);
 }
 
@@ -316,10 +316,11 @@ static void attention(struct job *j, uint32_t il, unsigned ith, unsigned nth)
 	for (uint64_t it = alo; it < ahi; it++) {
 		uint32_t t = (uint32_t)(it / c->n_head_kv), g = (uint32_t)(it % c->n_head_kv);
 		size_t q0 = (size_t)t * qd + (size_t)g * group * hd;
+		size_t qb = ((size_t)t * c->n_head + (size_t)g * group) * sf_op_query_bytes(m);
 		uint32_t to = j->toks[t].pos + 1, from = 0;
 		if (c->swa[il] && to > c->n_swa) /* the window: keys at pos - n_swa + 1 .. pos */
 			from = to - c->n_swa;
-		sf_op_attend(m, j->toks[t].kv, il, g, f->qh + q0, group, from, to,
+		sf_op_attend(m, j->toks[t].kv, il, g, (const uint8_t *)f->qh + qb, group, from, to,
 			     f->scores + (size_t)ith * group * (f->max_ctx + 1), f->att + q0);
 	}
 	sf_pool_barrier(p);

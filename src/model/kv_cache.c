@@ -4,6 +4,7 @@
  * cache whose tokens begin the same way adopts them instead of computing them, and when no
  * cache holds them any more they stay cached until their room is needed. */
 #include "model/model.h"
+#include "kern/kern.h"
 #include "prefix/prefix.h"
 
 #include <stdatomic.h>
@@ -13,9 +14,12 @@
 _Static_assert(SF_KV_PAGE == SF_PREFIX_PAGE, "a shared page is a cache page");
 
 struct sf_kv_arena {
-	uint32_t n_layer, kv_dim;
+	uint32_t n_layer, kv_dim, head_dim, n_head_kv;
+	bool k_q8;                /* keys as packed Q8_0 slabs (sf_model_cache_keys) */
 	uint64_t page_bytes;      /* a page of every layer with attention */
-	uint64_t layer_bytes;     /* one layer's keys and values of a page */
+	uint64_t layer_bytes;     /* one layer's keys and values of a page: keys, then values */
+	uint64_t k_row, v_row;    /* bytes of one position's keys, values of a layer */
+	uint64_t k_slab;          /* Q8_0 keys: a slab of SF_KT_X16_ROWS positions of one head */
 	uint16_t slot[SF_MODEL_MAX_LAYERS + 1]; /* the layers with attention before each layer */
 	uint64_t state_bytes;     /* a cache's recurrent state (0: the model has none) */
 	uint64_t state_off[SF_MODEL_MAX_LAYERS]; /* each recurrent layer's, in floats */
@@ -40,7 +44,13 @@ int sf_kv_arena_new(const struct sf_model *m, uint64_t limit_bytes, struct sf_kv
 	const struct sf_model_config *c = &m->cfg;
 	a->n_layer = c->n_layer;
 	a->kv_dim = c->n_head_kv * c->head_dim;
-	a->layer_bytes = 2 * SF_KV_PAGE * (uint64_t)a->kv_dim * sizeof(uint16_t);
+	a->head_dim = c->head_dim;
+	a->n_head_kv = c->n_head_kv;
+	a->k_q8 = m->k_q8;
+	a->k_row = sf_model_k_row_bytes(m);
+	a->v_row = (uint64_t)a->kv_dim * sizeof(uint16_t);
+	a->k_slab = SF_KT_X16_ROWS * sf_kt_row_bytes(SF_GGUF_T_Q8_0, c->head_dim);
+	a->layer_bytes = SF_KV_PAGE * (a->k_row + a->v_row);
 	/* the recurrent layers keep no keys and values: a state each, in the order of layers */
 	uint64_t ch = (uint64_t)c->ssm_state * (2 * c->ssm_group + c->ssm_heads), off = 0;
 	for (uint32_t il = 0; il < c->n_layer; il++) {
@@ -261,14 +271,25 @@ void sf_kv_fini(struct sf_kv *kv)
 	kv->cap_pages = 0;
 }
 
-/* Copies the first k positions of every layer's keys and values of page from into page to. */
+/* Copies the first k positions of every layer's keys and values of page from into page to
+ * (Q8_0 keys: the whole slabs holding them; a slab's later rows are written before they are
+ * read). */
 static void copy_positions(const struct sf_kv *kv, uint16_t *to, const uint16_t *from, uint32_t k)
 {
 	const struct sf_kv_arena *a = kv->arena;
-	size_t row = (size_t)a->kv_dim, block = (size_t)SF_KV_PAGE * row;
 	uint32_t cached = a->slot[kv->layer0 + kv->n_layer] - a->slot[kv->layer0];
-	for (uint32_t lw = 0; lw < 2 * cached; lw++)
-		memcpy(to + lw * block, from + lw * block, (size_t)k * row * sizeof(uint16_t));
+	size_t slabs = (k + SF_KT_X16_ROWS - 1) / SF_KT_X16_ROWS, keys = SF_KV_PAGE * a->k_row;
+	size_t head = SF_KV_PAGE / SF_KT_X16_ROWS * a->k_slab; /* a head's Q8_0 keys */
+	for (uint32_t l = 0; l < cached; l++) {
+		uint8_t *t = (uint8_t *)to + l * a->layer_bytes;
+		const uint8_t *f = (const uint8_t *)from + l * a->layer_bytes;
+		if (a->k_q8)
+			for (uint32_t h = 0; h < a->n_head_kv; h++)
+				memcpy(t + h * head, f + h * head, slabs * a->k_slab);
+		else
+			memcpy(t, f, k * a->k_row);
+		memcpy(t + keys, f + keys, k * a->v_row);
+	}
 }
 
 /* After the shared pages, the positions a kept tail shares with tokens[kv->n..n - 1). */
@@ -354,10 +375,41 @@ void sf_kv_publish(struct sf_kv *kv, const uint32_t *tokens)
 	}
 }
 
+/* Layer's keys and values in pos's page. */
+static uint8_t *layer_area(const struct sf_kv *kv, uint32_t layer, uint32_t pos)
+{
+	const struct sf_kv_arena *a = kv->arena;
+	return (uint8_t *)kv->pages[pos / SF_KV_PAGE] +
+	       (size_t)(a->slot[layer] - a->slot[kv->layer0]) * a->layer_bytes;
+}
+
 uint16_t *sf_kv_at(const struct sf_kv *kv, uint32_t layer, int which, uint32_t pos)
 {
 	const struct sf_kv_arena *a = kv->arena;
-	uint16_t *page = kv->pages[pos / SF_KV_PAGE];
-	return page + (((size_t)(a->slot[layer] - a->slot[kv->layer0]) * 2 + (size_t)which) * SF_KV_PAGE +
-		       pos % SF_KV_PAGE) * a->kv_dim;
+	return (uint16_t *)(layer_area(kv, layer, pos) + (which ? SF_KV_PAGE * a->k_row : 0)) +
+	       (size_t)(pos % SF_KV_PAGE) * a->kv_dim;
+}
+
+const uint8_t *sf_kv_keys_q8(const struct sf_kv *kv, uint32_t layer, uint32_t kvh, uint32_t pos)
+{
+	return layer_area(kv, layer, pos) + (size_t)kvh * SF_KV_PAGE / SF_KT_X16_ROWS * kv->arena->k_slab;
+}
+
+void sf_kv_put_keys(struct sf_kv *kv, uint32_t layer, uint32_t pos, const float *k)
+{
+	const struct sf_kv_arena *a = kv->arena;
+	if (!a->k_q8) {
+		sf_kern_quantize_act(SF_GGUF_T_F16, k, sf_kv_at(kv, layer, 0, pos), a->kv_dim);
+		return;
+	}
+	uint32_t r = pos % SF_KV_PAGE;
+	for (uint32_t h = 0; h < a->n_head_kv; h++)
+		sf_kern_pack_row_q8_0((uint8_t *)sf_kv_keys_q8(kv, layer, h, pos) +
+				      r / SF_KT_X16_ROWS * a->k_slab,
+				      a->head_dim, (int)(r % SF_KT_X16_ROWS), k + (size_t)h * a->head_dim);
+}
+
+bool sf_kv_arena_keys_q8(const struct sf_kv_arena *a)
+{
+	return a->k_q8;
 }

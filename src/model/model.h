@@ -163,6 +163,7 @@ struct sf_model {
 				     * rope [0] and the sliding-window layers' [1] */
 	float yarn_mscale[2];       /* YaRN: their cos and sin times it */
 	uint64_t weight_bytes;      /* bytes of every weight read for one token (the decode limit) */
+	bool k_q8;                  /* keys cached as Q8_0 (sf_model_cache_keys), else F16 */
 	uint8_t *bound;             /* while loading: which of the file's tensors are bound */
 };
 
@@ -178,9 +179,18 @@ void sf_model_free(struct sf_model *m);
  * choice llama.cpp makes from its context per sequence, n_ctx_seq); Llama 3's otherwise. */
 const float *sf_model_rope_factors(const struct sf_model *m, uint32_t ctx);
 
-/* Bytes of keys and values one token takes in a session's cache (F16 keys and values of the
- * layers with attention). */
+/* Bytes of keys and values one token takes in a session's cache (keys of the cache's type and
+ * F16 values of the layers with attention). */
 uint64_t sf_model_kv_bytes_per_token(const struct sf_model *m);
+
+/* The type of the keys in the model's caches: "f16" (the default) or "q8_0" (as llama.cpp's
+ * --cache-type-k q8_0: 34 bytes a 32 elements, scores by integer dot products); set before any
+ * arena is made. SF_E_RANGE naming what is wrong (another type, a head dimension that is not a
+ * multiple of 32). */
+int sf_model_cache_keys(struct sf_model *m, const char *type, struct sf_err *err);
+
+/* Bytes of one position's keys of one layer in a cache (every key/value head's). */
+uint64_t sf_model_k_row_bytes(const struct sf_model *m);
 
 /* Bytes of the recurrent state a session of the model carries whatever its length (F32: each
  * recurrent layer's convolution inputs and delta-rule matrices); 0 for models without. */
@@ -211,8 +221,9 @@ struct sf_prefix_cache *sf_kv_arena_prefix(const struct sf_kv_arena *a);
  * with other caches (immutable; src/prefix), the rest its own. */
 struct sf_kv {
 	struct sf_kv_arena *arena;
-	uint16_t **pages; /* each [layer][k, v][SF_KV_PAGE][n_head_kv * head_dim] half floats
-			   * (the layers with attention only) */
+	uint16_t **pages; /* each [layer][keys, values] (the layers with attention only): keys
+			   * [SF_KV_PAGE][n_head_kv * head_dim] half floats or Q8_0 slabs
+			   * (sf_kv_keys_q8), values [SF_KV_PAGE][n_head_kv * head_dim] halves */
 	struct sf_prefix_page **shared; /* pages[i]'s index entry, for i < n_shared */
 	uint32_t n_pages, cap_pages, n_shared;
 	uint32_t n;       /* positions whose keys and values are computed */
@@ -254,8 +265,18 @@ void sf_kv_publish(struct sf_kv *kv, const uint32_t *tokens);
  * in the index as a tail for a later context to copy from. */
 void sf_kv_retire(struct sf_kv *kv, const uint32_t *tokens);
 void sf_kv_fini(struct sf_kv *kv);
-/* The keys (which = 0) or values (1) of layer (one the cache keeps) at pos (reserved). */
+/* The F16 keys (which = 0) or the values (1) of layer (one the cache keeps) at pos (reserved):
+ * a row of n_head_kv * head_dim half floats. Q8_0 keys: sf_kv_keys_q8. */
 uint16_t *sf_kv_at(const struct sf_kv *kv, uint32_t layer, int which, uint32_t pos);
+/* Q8_0 keys (sf_model_cache_keys): key/value head kvh's keys of layer in pos's page, the
+ * page's SF_KV_PAGE positions as packed slabs of SF_KT_X16_ROWS (sf_kern_pack_row_q8_0),
+ * position p row p % SF_KV_PAGE of the slabs from here. */
+const uint8_t *sf_kv_keys_q8(const struct sf_kv *kv, uint32_t layer, uint32_t kvh, uint32_t pos);
+/* Writes the keys of layer at pos (reserved) from k (n_head_kv * head_dim floats), rounded to
+ * the cache's type. */
+void sf_kv_put_keys(struct sf_kv *kv, uint32_t layer, uint32_t pos, const float *k);
+/* Whether the arena's caches keep keys as Q8_0. */
+bool sf_kv_arena_keys_q8(const struct sf_kv_arena *a);
 /* Whether the arena's model has recurrent layers (their caches carry a state). */
 bool sf_kv_arena_recurrent(const struct sf_kv_arena *a);
 /* The recurrent state of layer (one with recur[layer]) of a reserved cache: its convolution's

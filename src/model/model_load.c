@@ -578,10 +578,31 @@ void sf_model_free(struct sf_model *m)
 	free(m);
 }
 
+uint64_t sf_model_k_row_bytes(const struct sf_model *m)
+{
+	uint64_t kvd = (uint64_t)m->cfg.n_head_kv * m->cfg.head_dim;
+	return m->k_q8 ? kvd / 32 * sf_kt_row_bytes(SF_GGUF_T_Q8_0, 32) : kvd * sizeof(uint16_t);
+}
+
 uint64_t sf_model_kv_bytes_per_token(const struct sf_model *m)
 {
-	return (uint64_t)(m->cfg.n_layer - m->cfg.n_recur) * 2 * m->cfg.n_head_kv *
-	       m->cfg.head_dim * sizeof(uint16_t);
+	return (uint64_t)(m->cfg.n_layer - m->cfg.n_recur) *
+	       (sf_model_k_row_bytes(m) + (uint64_t)m->cfg.n_head_kv * m->cfg.head_dim * sizeof(uint16_t));
+}
+
+int sf_model_cache_keys(struct sf_model *m, const char *type, struct sf_err *err)
+{
+	if (!type || !strcmp(type, "f16")) {
+		m->k_q8 = false;
+		return 0;
+	}
+	if (strcmp(type, "q8_0"))
+		return sf_err_set(err, SF_E_RANGE, "cache type of keys %s: f16 or q8_0", type);
+	if (m->cfg.head_dim % 32)
+		return sf_err_set(err, SF_E_RANGE, "cache type of keys q8_0: the head dimension %u "
+				  "is not a multiple of 32 (f16 only for this model)", m->cfg.head_dim);
+	m->k_q8 = true;
+	return 0;
 }
 
 uint64_t sf_model_state_bytes(const struct sf_model *m)

@@ -160,8 +160,19 @@ void sf_op_softcap(float *x, uint32_t n, float cap, float scale)
 		x[i] = cap * sf_op_tanhf(x[i] * s);
 }
 
+size_t sf_op_query_bytes(const struct sf_model *m)
+{
+	return m->k_q8 ? sf_kt_row_bytes(SF_GGUF_T_Q8_0, m->cfg.head_dim)
+		       : m->cfg.head_dim * sizeof(uint16_t);
+}
+
+void sf_op_query_round(const struct sf_model *m, const float *x, void *y, uint32_t n)
+{
+	sf_kern_quantize_act(m->k_q8 ? SF_GGUF_T_Q8_0 : SF_GGUF_T_F16, x, y, n);
+}
+
 void sf_op_attend(const struct sf_model *m, const struct sf_kv *kv, uint32_t layer,
-		  uint32_t kvh, const uint16_t *qh, uint32_t n_q, uint32_t from, uint32_t to,
+		  uint32_t kvh, const void *q, uint32_t n_q, uint32_t from, uint32_t to,
 		  float *scores, float *out)
 {
 	uint32_t hd = m->cfg.head_dim, kvd = m->cfg.n_head_kv * hd, n = to - from;
@@ -172,12 +183,20 @@ void sf_op_attend(const struct sf_model *m, const struct sf_kv *kv, uint32_t lay
 					      : NULL;
 	uint32_t ns = sink ? n + 1 : n; /* a row's stride */
 	/* Scores of the group's queries against each page's keys: one multi-row product per
-	 * page (each key row read once for the whole group), each score its own dot product. */
+	 * page (each key row read once for the whole group), each score its own dot product
+	 * (Q8_0 keys: the page's packed slabs, rows p0 % SF_KV_PAGE on, as Y's columns). */
+	size_t qb = sf_op_query_bytes(m);
 	for (uint32_t p0 = from; p0 < to; p0 = (p0 / SF_KV_PAGE + 1) * SF_KV_PAGE) {
 		uint32_t end = (p0 / SF_KV_PAGE + 1) * SF_KV_PAGE, np = (end < to ? end : to) - p0;
+		if (m->k_q8) {
+			uint32_t r0 = p0 % SF_KV_PAGE;
+			sf_kern_matmul(SF_KT_Q8_0_X16, hd, sf_kv_keys_q8(kv, layer, kvh, p0), 0, r0,
+				       r0 + np, q, qb, n_q, scores + (p0 - from) - r0, ns);
+			continue;
+		}
 		const uint16_t *k = sf_kv_at(kv, layer, 0, p0) + (size_t)kvh * hd;
-		sf_kern_matmul(SF_GGUF_T_F16, hd, k, (size_t)kvd * sizeof(uint16_t), 0, np, qh,
-			       (size_t)hd * sizeof(uint16_t), n_q, scores + (p0 - from), ns);
+		sf_kern_matmul(SF_GGUF_T_F16, hd, k, (size_t)kvd * sizeof(uint16_t), 0, np, q, qb,
+			       n_q, scores + (p0 - from), ns);
 	}
 	/* Scaled (unless the queries were), soft-capped as ggml's flash attention caps them
 	 * (cap * tanh(s * (scale / cap))), then the softmax's numerators. */

@@ -40,14 +40,21 @@ float sf_op_tanhf(float x);
 /* x[i] = cap * tanh(x[i] * (scale / cap)): soft-capping (Gemma 2's scores and logits). */
 void sf_op_softcap(float *x, uint32_t n, float cap, float scale);
 
-/* For each of the n_q query heads sharing key/value head kvh (their queries qh, rounded to half
- * floats, head_dim apart): out (head_dim floats each, head_dim apart) = softmax(s_j) . v_j over
+/* For each of the n_q query heads sharing key/value head kvh (their queries q in the cache's
+ * key type, sf_op_query_bytes apart: rounded to half floats, or Q8_0 blocks when the model's
+ * keys are Q8_0): out (head_dim floats each, head_dim apart) = softmax(s_j) . v_j over
  * positions j in [from, to) of layer's cache, s_j = scale * q . k_j, soft-capped when the model
  * caps (scale 1 when the queries were scaled); with attention sinks (gpt-oss) the head's sink
  * logit joins the softmax's denominator (its maximum too) and weighs no value. scores holds
  * n_q x (to - from + 1) floats of scratch. Each score is its own dot product: nothing depends on n_q. */
 void sf_op_attend(const struct sf_model *m, const struct sf_kv *kv, uint32_t layer,
-		  uint32_t kvh, const uint16_t *qh, uint32_t n_q, uint32_t from, uint32_t to,
+		  uint32_t kvh, const void *q, uint32_t n_q, uint32_t from, uint32_t to,
 		  float *scores, float *out);
+
+/* Bytes of one head's query as sf_op_attend takes it (the model's key type). */
+size_t sf_op_query_bytes(const struct sf_model *m);
+
+/* Rounds n floats of queries (whole heads) at x to the model's key type at y. */
+void sf_op_query_round(const struct sf_model *m, const float *x, void *y, uint32_t n);
 
 #endif

@@ -64,6 +64,7 @@ static int gguf_new(const struct noded_opts *o, struct sf_engine **out, struct s
 	struct sf_gguf_engine_config c = { .path = o->model, .name = o->model_name,
 					   .threads = o->threads, .ctx_len = o->ctx_len,
 					   .kv_mem = o->kv_mem, .batch = o->batch,
+					   .cache_type_k = o->cache_type_k,
 					   .progress = progress };
 	return sf_gguf_engine_new(&c, out, err);
 }

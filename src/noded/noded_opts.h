@@ -31,6 +31,7 @@ struct noded_opts {
 	uint32_t threads;      /* gguf: compute threads, 0: one per CPU */
 	uint32_t ctx_len;      /* gguf: 0: the model's, at most 8192 */
 	uint64_t kv_mem;       /* gguf: context memory in bytes, 0: batch x ctx-len */
+	const char *cache_type_k; /* gguf: f16 | q8_0, the cached keys' type (NULL: f16) */
 	uint32_t batch;        /* gguf: sessions in one decode step */
 	const char *identity;  /* NULL: the host name */
 	const char *config;

@@ -208,6 +208,36 @@ static void pack_is_exact(void **state)
 	assert_int_equal(sf_kern_packed_bytes(SF_GGUF_T_Q8_0, 48, 1), 0);
 }
 
+/* A row written into a slab by sf_kern_pack_row_q8_0 (keys cached as Q8_0) is the row
+ * sf_kern_pack makes of the same floats quantized as activations, the slab's other rows as
+ * they were. */
+static void pack_row_q8_0_is_pack(void **state)
+{
+	(void)state;
+	enum { K = 128, ROWS = 16 };
+	static float x[ROWS][K];
+	static struct sf__q8_0 q[ROWS][K / 32];
+	static uint8_t want[ROWS * K / 32 * sizeof(struct sf__q8_0)],
+		got[ROWS * K / 32 * sizeof(struct sf__q8_0)];
+	for (int r = 0; r < ROWS; r++) {
+		for (int i = 0; i < K; i++)
+			x[r][i] = gauss() * (r + 1);
+		sf_kern_quantize_act(SF_GGUF_T_Q8_0, x[r], q[r], K);
+	}
+	assert_int_equal(sf_kern_pack(SF_GGUF_T_Q8_0, K, q, sizeof(q[0]), ROWS, want), 0);
+	memset(got, 0xA5, sizeof(got));
+	for (int r = 0; r < ROWS; r++) {
+		sf_kern_pack_row_q8_0(got, K, (r * 7) % ROWS, x[(r * 7) % ROWS]);
+		if (r == 0) { /* only that row's bytes were written */
+			size_t changed = 0;
+			for (size_t i = 0; i < sizeof(got); i++)
+				changed += got[i] != 0xA5;
+			assert_true(changed <= K + K / 32 * 2);
+		}
+	}
+	assert_memory_equal(got, want, sizeof(want));
+}
+
 static void check_isa(enum sf_kisa isa)
 {
 	if (!sf_kern_isa_supported(isa)) {
@@ -349,6 +379,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(pack_is_exact),
+		cmocka_unit_test(pack_row_q8_0_is_pack),
 		cmocka_unit_test(scalar_packed_matches_plain),
 		cmocka_unit_test(avx2_packed_matches_scalar),
 		cmocka_unit_test(avx512_packed_matches_scalar),

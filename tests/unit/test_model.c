@@ -22,6 +22,7 @@
 
 #define N_TOK_MAX 80
 static int N_TOK = 20; /* positions each run computes (the Gemma tests: past a window) */
+static const char *CACHE_K = "f16"; /* the cached keys' type (sf_model_cache_keys) */
 static uint32_t N_LAYERS = 2; /* of the invariance tests' models (0: the shape's) */
 static uint32_t CTX = 0; /* each session's context, which picks LongRoPE's factors (0: N_TOK) */
 #define N_VOCAB 300
@@ -70,6 +71,8 @@ static void make(struct loaded *l, const char *shape, const char *type, uint32_t
 	assert_int_equal(sf_gguf_open(l->path, &l->file, &err), 0);
 	if (sf_model_load(l->file, &l->m, &err))
 		fail_msg("%s %s: %s", shape, type, err.msg);
+	if (sf_model_cache_keys(l->m, CACHE_K, &err))
+		fail_msg("%s %s: keys %s: %s", shape, type, CACHE_K, err.msg);
 	assert_int_equal(sf_kv_arena_new(l->m, 0, &l->arena), 0);
 }
 
@@ -384,6 +387,48 @@ static void test_qwen3_q4_k_m(void **state) { invariance("test-qwen3", "q4_k_m")
 static void test_qwen3_bf16(void **state) { invariance("test-qwen3", "bf16"); }
 static void test_llama_q6_k(void **state) { invariance("test-llama", "q6_k"); }
 
+/* Keys cached as Q8_0 (--cache-type-k q8_0): invariant over 80 positions (five slabs of 16,
+ * a second page) and with Gemma 3's window of 40 (it starts inside a slab), the cache's bytes,
+ * logits near the F16 keys' (the integer scores compute this attention: the difference's rms
+ * under 3% of the logits'), other types and head dimensions refused by name. */
+static void test_keys_q8_0(void **state)
+{
+	CACHE_K = "q8_0";
+	N_TOK = 80;
+	invariance("test-qwen2", "q8_0");
+	gemma("test-gemma3", "q4_k");
+	N_TOK = 80;
+	struct loaded q, h;
+	make(&q, "test-qwen2", "q8_0", 2);
+	CACHE_K = "f16";
+	make(&h, "test-qwen2", "q8_0", 2);
+	assert_int_equal(sf_model_kv_bytes_per_token(q.m),
+			 2u * (2 * 64 / 32 * 34 + 2 * 64 * sizeof(uint16_t)));
+	assert_true(sf_kv_arena_page_bytes(q.arena) < sf_kv_arena_page_bytes(h.arena));
+	float *x = run(&q, 7, false, 2), *y = run(&h, 7, false, 2);
+	size_t n = (size_t)N_TOK * q.m->cfg.n_vocab;
+	double d2 = 0, y2 = 0;
+	for (size_t i = 0; i < n; i++) {
+		d2 += ((double)x[i] - y[i]) * ((double)x[i] - y[i]);
+		y2 += (double)y[i] * y[i];
+	}
+	printf("        Q8_0 keys against F16 keys: rms of the difference %.5f of the logits'\n",
+	       sqrt(d2 / y2));
+	assert_true(d2 > 0 && sqrt(d2 / y2) < 0.03);
+	free(x);
+	free(y);
+	struct sf_err err;
+	assert_int_equal(sf_model_cache_keys(h.m, "q4_0", &err), SF_E_RANGE);
+	assert_non_null(strstr(err.msg, "q4_0"));
+	h.m->cfg.head_dim = 48;
+	assert_int_equal(sf_model_cache_keys(h.m, "q8_0", &err), SF_E_RANGE);
+	assert_non_null(strstr(err.msg, "head dimension 48"));
+	h.m->cfg.head_dim = 64;
+	unload(&q);
+	unload(&h);
+	N_TOK = 20;
+}
+
 static void test_kv_arena_bound(void **state)
 {
 	struct loaded l;
@@ -500,7 +545,7 @@ int main(void)
 		cmocka_unit_test(test_qwen35_q8_0),
 		cmocka_unit_test(test_qwen35_f16),
 		cmocka_unit_test(test_qwen35moe_q4_k_m), cmocka_unit_test(test_gptoss_mxfp4_moe),
-		cmocka_unit_test(test_swiglu_oai),
+		cmocka_unit_test(test_swiglu_oai),   cmocka_unit_test(test_keys_q8_0),
 	};
 	/* SF_TEST_FILTER: the cases to run (a cmocka glob): under ThreadSanitizer the compute
 	 * pool's threads are what is checked, which a few architectures exercise as all do. */

@@ -279,15 +279,21 @@ struct fx {
 	struct sf_engine *e;   /* unbounded context memory */
 };
 
-static struct sf_engine *gguf_engine(struct fx *f, uint64_t kv_mem)
+static struct sf_engine *gguf_engine_keys(struct fx *f, uint64_t kv_mem, const char *keys)
 {
 	struct sf_gguf_engine_config cfg = { .path = f->path, .threads = 1, .ctx_len = 1024,
-					     .batch = 4, .chunk = 48, .kv_mem = kv_mem };
+					     .batch = 4, .chunk = 48, .kv_mem = kv_mem,
+					     .cache_type_k = keys };
 	struct sf_engine *e;
 	struct sf_err err;
 	if (sf_gguf_engine_new(&cfg, &e, &err))
 		fail_msg("engine: %s", err.msg);
 	return e;
+}
+
+static struct sf_engine *gguf_engine(struct fx *f, uint64_t kv_mem)
+{
+	return gguf_engine_keys(f, kv_mem, NULL);
 }
 
 static int setup(void **state)
@@ -403,6 +409,17 @@ static void gguf_reuse_gives_the_same_stream(void **state)
 	assert_true(st.hits > 0);
 	assert_int_equal(st.idle_pages, st.pages); /* every context is gone */
 	assert_int_equal(sf_engine_mem_used(f->e), 0);
+}
+
+/* Keys cached as Q8_0 (--cache-type-k q8_0): the pages and a tail's first positions adopted
+ * (whole 16-position slabs copied) give the bits computing gives. */
+static void gguf_q8_0_keys_reuse_gives_the_same_stream(void **state)
+{
+	struct fx *f = *state;
+	struct sf_engine *e = gguf_engine_keys(f, 0, "q8_0");
+	engine_streams_are_the_same_with_reuse(e);
+	assert_int_equal(sf_engine_mem_used(e), 0);
+	sf_engine_free(e);
 }
 
 static void sim_reuse_gives_the_same_stream(void **state)
@@ -645,6 +662,8 @@ int main(void)
 		cmocka_unit_test(sim_reuse_gives_the_same_stream),
 		cmocka_unit_test(sim_evicts_cached_pages_for_room),
 		cmocka_unit_test_setup_teardown(gguf_reuse_gives_the_same_stream, setup, teardown),
+		cmocka_unit_test_setup_teardown(gguf_q8_0_keys_reuse_gives_the_same_stream, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(shared_pages_count_once_and_go_before_a_refusal,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(truncating_inside_a_shared_page, setup, teardown),
