@@ -246,6 +246,10 @@ static void qkv_finish(struct job *j, uint32_t il, uint32_t t)
 	if (c->q_prescale) /* Gemma: the queries scaled before they are rounded */
 		for (uint32_t i = 0; i < qd; i++)
 			q[i] *= c->attn_scale;
+	if (m->k_rot) { /* Q8_0 keys: queries and keys turned alike (their products unchanged) */
+		sf_op_hadamard(q, qd, m->k_rot);
+		sf_op_hadamard(k, kvd, m->k_rot);
+	}
 	sf_op_query_round(m, q, (uint8_t *)f->qh + (size_t)t * c->n_head * sf_op_query_bytes(m), qd);
 	const struct sf_fwd_tok *tk = &j->toks[t];
 	sf_kv_put_keys(tk->kv, il, tk->pos, k);

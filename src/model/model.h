@@ -164,6 +164,8 @@ struct sf_model {
 	float yarn_mscale[2];       /* YaRN: their cos and sin times it */
 	uint64_t weight_bytes;      /* bytes of every weight read for one token (the decode limit) */
 	bool k_q8;                  /* keys cached as Q8_0 (sf_model_cache_keys), else F16 */
+	uint32_t k_rot;             /* Q8_0 keys: queries and keys turned by the Walsh-Hadamard
+				     * rotation of this many elements (sf_op_hadamard), or 0 */
 	uint8_t *bound;             /* while loading: which of the file's tensors are bound */
 };
 

@@ -594,6 +594,7 @@ int sf_model_cache_keys(struct sf_model *m, const char *type, struct sf_err *err
 {
 	if (!type || !strcmp(type, "f16")) {
 		m->k_q8 = false;
+		m->k_rot = 0;
 		return 0;
 	}
 	if (strcmp(type, "q8_0"))
@@ -602,6 +603,13 @@ int sf_model_cache_keys(struct sf_model *m, const char *type, struct sf_err *err
 		return sf_err_set(err, SF_E_RANGE, "cache type of keys q8_0: the head dimension %u "
 				  "is not a multiple of 32 (f16 only for this model)", m->cfg.head_dim);
 	m->k_q8 = true;
+	/* As llama.cpp does for a quantized key cache: each head's queries and keys turned by an
+	 * orthonormal Walsh-Hadamard rotation before they are rounded (the scores are the same
+	 * in exact arithmetic; a few large elements no longer set a block's scale), over the
+	 * largest power of two from 64 that divides the head dimension (none when 64 does not). */
+	m->k_rot = 0;
+	for (uint32_t n = 64; m->cfg.head_dim % n == 0; n *= 2)
+		m->k_rot = n;
 	return 0;
 }
 

@@ -160,6 +160,23 @@ void sf_op_softcap(float *x, uint32_t n, float cap, float scale)
 		x[i] = cap * sf_op_tanhf(x[i] * s);
 }
 
+void sf_op_hadamard(float *x, uint32_t n, uint32_t w)
+{
+	const float s = 1.0f / sqrtf((float)w);
+	for (uint32_t c = 0; c < n; c += w) {
+		float *y = x + c;
+		for (uint32_t h = 1; h < w; h *= 2)
+			for (uint32_t i = 0; i < w; i += 2 * h)
+				for (uint32_t j = i; j < i + h; j++) {
+					float a = y[j], b = y[j + h];
+					y[j] = a + b;
+					y[j + h] = a - b;
+				}
+		for (uint32_t i = 0; i < w; i++)
+			y[i] *= s;
+	}
+}
+
 size_t sf_op_query_bytes(const struct sf_model *m)
 {
 	return m->k_q8 ? sf_kt_row_bytes(SF_GGUF_T_Q8_0, m->cfg.head_dim)

@@ -51,6 +51,10 @@ void sf_op_attend(const struct sf_model *m, const struct sf_kv *kv, uint32_t lay
 		  uint32_t kvh, const void *q, uint32_t n_q, uint32_t from, uint32_t to,
 		  float *scores, float *out);
 
+/* x (n floats, a multiple of w, a power of two) turned chunk by chunk of w by the orthonormal
+ * Walsh-Hadamard rotation: y[i] = sum_j (-1)^popcount(i & j) x[j] / sqrt(w), by butterflies. */
+void sf_op_hadamard(float *x, uint32_t n, uint32_t w);
+
 /* Bytes of one head's query as sf_op_attend takes it (the model's key type). */
 size_t sf_op_query_bytes(const struct sf_model *m);
 

@@ -24,9 +24,11 @@
 #   (test-qwen35 in six types, Qwen3.5-0.8B's width with 4 layers); qwen35moe (test-qwen35moe
 #   in five types); gptoss (test-gpt-oss in five types and llama.cpp's own MXFP4_MOE file,
 #   gpt-oss-20b's width with 2 layers);
+#   kq8 (keys cached as Q8_0 on both sides, --cache-type-k q8_0: five cases, SHAPE/TYPE+kq8);
 #   qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b (that model at full width, 2 layers, in Q8_0 and
 #   Q4_K_M, and F16 for Llama-3.2-1B); real (those three); or one case
-#   SHAPE/TYPE[/LAYERS][@CTX] (CTX: the session's context on both sides).
+#   SHAPE/TYPE[/LAYERS][@CTX][+kq8] (CTX: the session's context on both sides; +kq8: keys
+#   cached as Q8_0 on both sides).
 # Exit 0 all agree, 1 a case did not, 77 skipped: llama.cpp could not be fetched (under CI=true
 # that fails instead). The models live in WORKDIR/<pid> and are removed after (SF_AGREE_KEEP=1
 # keeps them). SF_AGREE_VERBOSE=1 prints every row's figures. SF_AGREE_VARIANTS="haswell x64"
@@ -193,6 +195,14 @@ for set in "$@"; do
 			cases+=("test-$set/$t")
 		done ;;
 	qwen2.5-0.5b | qwen3-0.6b) cases+=("$set/q8_0/2" "$set/q4_k_m/2") ;;
+	# Keys cached as Q8_0 (--cache-type-k q8_0; llama.cpp turns queries and keys by a
+	# Walsh-Hadamard rotation first, and so do we): float weights only. With keys unlike its
+	# values llama.cpp's flash attention takes one path for a batch and a token alike, so its
+	# own spread is zero and a rounded weight type's tolerance (its spread x 1.5) has nothing
+	# to go by; with float weights the floor (0.01 of a row's std) judges. Gemma 3's window,
+	# Qwen2.5-0.5B's width.
+	kq8) cases+=("test-qwen2/f32+kq8" "test-llama/f16+kq8" "test-qwen3/f32+kq8"
+		"test-gemma3/f16+kq8" "qwen2.5-0.5b/f16/2+kq8") ;;
 	# F16 too: the only shape with Llama 3's rope factors, seen best by the float tolerance.
 	llama-3.2-1b) cases+=("$set/q8_0/2" "$set/q4_k_m/2" "$set/f16/2") ;;
 	real)
@@ -217,7 +227,9 @@ same_prefix() {
 # One case: SHAPE/TYPE[/LAYERS].
 declare -A prompts # "VOCAB ARCH": the text's ids
 run_case() {
-	local shape=${1%%/*} rest=${1#*/} type layers arch vocab text ctx=
+	local shape=${1%%/*} rest=${1#*/} type layers arch vocab text ctx= kq8=
+	# +kq8: keys cached as Q8_0 on both sides (--cache-type-k q8_0).
+	case $rest in *+kq8) kq8=q8_0 rest=${rest%+kq8} ;; esac
 	# @CTX: the context of the session on both sides (llama-ref --ctx, superfluid --ctx-len),
 	# which picks LongRoPE's factors
 	case $rest in *@*) ctx=${rest##*@} rest=${rest%@*} ;; esac
@@ -244,7 +256,7 @@ run_case() {
 	test-qwen3 | test-qwen3-yarn | qwen3*) arch=qwen3 vocab=qwen2 ;;
 	*) echo "FAIL $1: unknown shape"; return 1 ;;
 	esac
-	local name="$shape/$type${layers:+/${layers}L}${ctx:+@$ctx}" m=$work/m.gguf t0=$SECONDS
+	local name="$shape/$type${layers:+/${layers}L}${ctx:+@$ctx}${kq8:++kq8}" m=$work/m.gguf t0=$SECONDS
 	vocab=$models/ggml-vocab-$vocab.gguf
 	if [ "${vocab##*-}" = gemma.gguf ]; then
 		# a Gemma-3-like SentencePiece vocabulary from the bundle's Gemma 4 pieces
@@ -294,14 +306,16 @@ run_case() {
 	fi
 	prompt=${prompts[$vocab $arch]}
 	stream=$("$LLAMA_REF" greedy "$m" --tokens "$prompt" --n 64 --threads 1 ${ctx:+--ctx "$ctx"} \
+		${kq8:+--cache-type-k $kq8} \
 		--logits-out "$work/ref.f32" --inc-out "$work/inc.f32" 2>"$work/err") &&
 		seq="$prompt $stream" ||
 		{ echo "FAIL $name: llama-ref: $(tail -1 "$work/err")"; return 1; }
 	# Without @CTX both sides' context is the sequence's (llama-ref's default; ours for logits,
 	# and given to run, whose own default is the model's trained context)
 	SF_MODEL_QUIET=1 "$sf" model logits "$m" --tokens "$seq" --threads 1 -o "$work/ours.f32" \
-		${ctx:+--ctx-len "$ctx"} 2>"$work/err" &&
+		${ctx:+--ctx-len "$ctx"} ${kq8:+--cache-type-k $kq8} 2>"$work/err" &&
 		ours=$(SF_MODEL_QUIET=1 "$sf" model run "$m" --tokens "$prompt" --n 64 --ids \
+			${kq8:+--cache-type-k $kq8} \
 			--threads 1 --ctx-len "${ctx:-$(wc -w <<<"$seq")}" 2>"$work/err") ||
 		{ echo "FAIL $name: superfluid: $(tail -1 "$work/err")"; return 1; }
 	n_prompt=$(wc -w <<<"$prompt")
@@ -320,7 +334,9 @@ run_case() {
 	[ "${SF_AGREE_VERBOSE:-}" = 1 ] && verbose=-v
 	case $shape in *moe* | *mixtral* | *-a3b | *gpt-oss*) parted=--parted ;; esac
 	local tol
-	tol=$(tolerance "${type#llama.}")
+	# Q8_0 keys: the scores are of quantized queries and keys, a rounded class whatever the
+	# weights' type
+	tol=$(tolerance "${kq8:-${type#llama.}}")
 	# Qwen3.5: llama.cpp's batch and token-by-token paths run its recurrent layers (3 of 4)
 	# through the same code (ggml_gated_delta_net, ggml_ssm_conv), so its own spread comes
 	# from the attention layer alone: a rounded class's noise is a third of other
@@ -357,7 +373,7 @@ run_case() {
 			"logits' argmax at token $miss: token by token is not the same as in one pass"
 		rc=1
 	fi
-	case $type in
+	case $type$kq8 in
 	f32 | f16)
 		# where llama.cpp's batch argmax is our token, llama.cpp's own paths part there
 		local at_miss

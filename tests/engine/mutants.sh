@@ -49,6 +49,7 @@ mutants=(
 	"gptoss-sinks-dropped|src/model/model_load.c|c->attn_sinks = true;|c->attn_sinks = false;|test-gpt-oss/f32 test-gpt-oss/mxfp4_moe"
 	"gptoss-oai-plus-one-dropped|src/model/ops.c|gate[i] = glu * (y + 1.0f);|gate[i] = glu * y;|test-gpt-oss/f32 test-gpt-oss/q8_0"
 	"gptoss-router-bias-dropped|src/model/moe.c|if (l->ffn_gate_inp_b) { /* gpt-oss: the router's bias */|if (0 && l->ffn_gate_inp_b) {|test-gpt-oss/f32"
+	"kq8-rotation-dropped|src/model/forward.c|if (m->k_rot) { /* Q8_0 keys|if (0 && m->k_rot) { /* Q8_0 keys|test-qwen2/f32+kq8 test-llama/f16+kq8"
 	"gptoss-window-every-layer|src/model/model_load.c|2 /* from the first, every other layer */|0 /* every layer */|test-gpt-oss/f32"
 	# Formats, in the AVX-512 kernels (those a CPU with AVX-512 runs; elsewhere these two
 	# change nothing that runs and are reported missed).

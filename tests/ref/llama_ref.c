@@ -217,6 +217,18 @@ struct llama_context *ref_context(struct llama_model *m, const struct ref_opts *
 		cp.n_batch = (uint32_t)n_batch;
 	if (o->ubatch)
 		cp.n_ubatch = (uint32_t)o->ubatch;
+	if (o->cache_k && !strcmp(o->cache_k, "q8_0"))
+		cp.type_k = GGML_TYPE_Q8_0;
+	else if (o->cache_k && strcmp(o->cache_k, "f16")) {
+		ref_fail("--cache-type-k is f16 or q8_0, not '%s'", o->cache_k);
+		return NULL;
+	}
+	if (o->cache_v && !strcmp(o->cache_v, "f32"))
+		cp.type_v = GGML_TYPE_F32;
+	else if (o->cache_v && strcmp(o->cache_v, "f16")) {
+		ref_fail("--cache-type-v is f16 or f32, not '%s'", o->cache_v);
+		return NULL;
+	}
 	cp.n_seq_max = (uint32_t)n_seq;
 	cp.n_threads = cp.n_threads_batch = (int32_t)o->threads;
 	if (!(ctx = llama_init_from_model(m, cp)))
@@ -679,6 +691,8 @@ static const struct ref_optdef ref_optdefs[] = {
 	OPT("--ubatch", CMD_LOGITS | CMD_GREEDY | CMD_BENCH | CMD_INFO | CMD_PERPLEXITY, 'n',
 	    ubatch, 1, 1 << 20),
 	OPT("--tokens", CMD_LOGITS | CMD_GREEDY | CMD_EMBED, 's', tokens, 0, 0),
+	OPT("--cache-type-k", CMD_LOGITS | CMD_GREEDY | CMD_BENCH, 's', cache_k, 0, 0),
+	OPT("--cache-type-v", CMD_LOGITS | CMD_GREEDY | CMD_BENCH, 's', cache_v, 0, 0),
 	OPT("--pooling", CMD_EMBED, 's', pooling, 0, 0),
 	OPT("--out", CMD_LOGITS | CMD_QUANTIZE | CMD_DEQUANT, 's', out, 0, 0),
 	OPT("--ftype", CMD_QUANTIZE, 'n', ftype, 0, 1023),
@@ -716,6 +730,8 @@ static int ref_usage(void)
 	      "  dequant MODEL --out FILE                          ggml's to_float of each tensor\n"
 	      "  embed MODEL --tokens \"1 2 3\"|- [--pooling mean|cls|last]   the pooled vector\n"
 	      "common: --threads N (default: online CPUs), --ubatch N, --cpu VARIANT, --verbose;\n"
+	      "logits, greedy, bench: --cache-type-k f16|q8_0, --cache-type-v f16|f32 (the cached\n"
+	      "  keys' and values' types);\n"
 	      "env: LLAMA_REF_CPU=VARIANT, LLAMA_REF_VERBOSE=1\n", stderr);
 	return 2;
 }

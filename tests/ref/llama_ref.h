@@ -28,6 +28,8 @@ struct ref_opts {
 	long threads, ctx, ubatch, n, pp, tg, seqs, reps, depth, ftype;
 	const char *tokens, *out, *only, *cpu, *sep, *logits_out, *inc_out, *pooling;
 	const char *grammar; /* bench: a GBNF file, sampled under (the "grammar" window) */
+	const char *cache_k; /* logits, greedy, bench: the cached keys' type, f16 or q8_0 */
+	const char *cache_v; /* and the values', f16 or f32 */
 	char **ids;          /* detok's ids given as arguments */
 	int n_ids;
 };

@@ -417,6 +417,24 @@ static void test_keys_q8_0(void **state)
 	assert_true(d2 > 0 && sqrt(d2 / y2) < 0.03);
 	free(x);
 	free(y);
+	/* The rotation: 64 for heads of 64 (llama.cpp's choice), the dense definition's values,
+	 * and turning twice gives the vector back. */
+	assert_int_equal(q.m->k_rot, 64);
+	assert_int_equal(h.m->k_rot, 0);
+	float v[128], w[128];
+	for (int i = 0; i < 128; i++)
+		v[i] = w[i] = (float)((i * 7919) % 23) - 11.0f;
+	sf_op_hadamard(w, 128, 64);
+	for (int c = 0; c < 128; c += 64)
+		for (int i = 0; i < 64; i++) {
+			double s = 0;
+			for (int j = 0; j < 64; j++)
+				s += (__builtin_popcount((unsigned)(i & j)) % 2 ? -1.0 : 1.0) * v[c + j] / 8;
+			assert_true(fabs(s - w[c + i]) < 1e-4);
+		}
+	sf_op_hadamard(w, 128, 64);
+	for (int i = 0; i < 128; i++)
+		assert_true(fabsf(w[i] - v[i]) < 1e-4f);
 	struct sf_err err;
 	assert_int_equal(sf_model_cache_keys(h.m, "q4_0", &err), SF_E_RANGE);
 	assert_non_null(strstr(err.msg, "q4_0"));

@@ -18,7 +18,9 @@
 static const char usage_text[] =
 	"usage: superfluid model run FILE (--prompt TEXT | --tokens \"ID ...\") [--n N] [--threads T]\n"
 	"                            [--ids] [--ctx-len N] [--temperature T] [--top-p P] [--seed S]\n"
-	"       superfluid model logits FILE --tokens \"ID ...\" [--threads T] [--ctx-len N] -o OUT\n"
+	"                            [--cache-type-k f16|q8_0]\n"
+	"       superfluid model logits FILE --tokens \"ID ...\" [--threads T] [--ctx-len N]\n"
+	"                               [--cache-type-k f16|q8_0] -o OUT\n"
 	"\n"
 	"run: the continuation of N tokens (default 32) after the prompt, as the GGUF engine\n"
 	"computes it on this machine: the text, or with --ids one line of token ids (the prompt's\n"
@@ -30,7 +32,8 @@ static const char usage_text[] =
 	"logits: the logits of every position of the token sequence, computed in one pass, written\n"
 	"to OUT as n_tokens rows of n_vocab little-endian floats.\n"
 	"--ctx-len: the context of a session (run: default the model's, at most 8192; logits: the\n"
-	"sequence's), which picks LongRoPE's factors (docs/ENGINE.md) as a node's --ctx-len does.\n";
+	"sequence's), which picks LongRoPE's factors (docs/ENGINE.md) as a node's --ctx-len does.\n"
+	"--cache-type-k: the cached keys' type, as a node's option (default f16).\n";
 
 static int parse_tokens(const char *s, uint32_t *out, size_t cap, size_t *n)
 {
@@ -51,7 +54,7 @@ static int parse_tokens(const char *s, uint32_t *out, size_t cap, size_t *n)
 }
 
 struct run_opts {
-	const char *file, *prompt, *tokens, *out;
+	const char *file, *prompt, *tokens, *out, *cache_k;
 	unsigned long n, threads, ctx_len, seed;
 	double temperature, top_p;
 	bool ids;
@@ -72,6 +75,8 @@ static int parse(int argc, char **argv, const char *cmd, struct run_opts *o)
 		} else if (!strcmp(argv[i], "--tokens") && (o->tokens = cli_arg_string(&a))) {
 			i++;
 		} else if (!strcmp(argv[i], "-o") && (o->out = cli_arg_string(&a))) {
+			i++;
+		} else if (!strcmp(argv[i], "--cache-type-k") && (o->cache_k = cli_arg_string(&a))) {
 			i++;
 		} else if (!strcmp(argv[i], "--n") && !cli_arg_whole(&a, &o->n)) {
 			i++;
@@ -117,6 +122,7 @@ int cli_model_run(int argc, char **argv)
 	}
 	struct sf_gguf_engine_config cfg = { .path = o.file, .threads = (unsigned)o.threads,
 					     .ctx_len = (uint32_t)o.ctx_len, .batch = 1,
+					     .cache_type_k = o.cache_k,
 					     .progress = getenv("SF_MODEL_QUIET") ? NULL : progress };
 	struct sf_engine *e;
 	struct sf_err err;
@@ -208,6 +214,7 @@ int cli_model_logits(int argc, char **argv)
 	struct sf_fwd_tok *ft = calloc(n, sizeof(*ft));
 	int rc = sf_gguf_open(o.file, &g, &err);
 	rc = rc ? rc : sf_model_load(g, &m, &err);
+	rc = rc ? rc : sf_model_cache_keys(m, o.cache_k, &err);
 	rc = rc ? rc : sf_kv_arena_new(m, 0, &arena);
 	uint32_t ctx = o.ctx_len > n ? (uint32_t)o.ctx_len : (uint32_t)n;
 	rc = rc ? rc : sf_fwd_new(m, (uint32_t)n, ctx, sf_pool_threads(pool), &f, &err);
