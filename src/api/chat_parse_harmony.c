@@ -24,12 +24,6 @@ static bool starts_with(const char *s, size_t n, const char *w)
 	return n >= k && !memcmp(s, w, k);
 }
 
-static bool name_byte(uint8_t c)
-{
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	       c == '_' || c == '-' || c == '.';
-}
-
 /* Everything from here on is content, verbatim: what is held first. */
 static void raw(struct sf_chat_parser *p)
 {
@@ -42,7 +36,7 @@ static void raw(struct sf_chat_parser *p)
 /* The end of a word of name bytes from i in h[0..n). */
 static size_t word_end(const char *h, size_t n, size_t i)
 {
-	while (i < n && name_byte((uint8_t)h[i]))
+	while (i < n && sfcp_name_byte((uint8_t)h[i]))
 		i++;
 	return i;
 }

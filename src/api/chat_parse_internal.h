@@ -58,6 +58,13 @@ void sfcp_call_array(struct sf_chat_parser *p, size_t from);
 void sfcp_call_done(struct sf_chat_parser *p);
 /* Whether the call's text ends with s. */
 bool sfcp_call_ends_with(const struct sf_chat_parser *p, const char *s);
+/* Whether c may be in a tool's name or an id as the families write them (letters, digits,
+ * "_", "-", "."). */
+static inline bool sfcp_name_byte(uint8_t c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       c == '_' || c == '-' || c == '.';
+}
 /* Whether c is blank (space, tab, CR, LF). */
 static inline bool sfcp_blank(uint8_t c)
 {

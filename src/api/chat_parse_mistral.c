@@ -14,12 +14,6 @@ static const char *const openers[] = { "[TOOL_CALLS]" };
 enum { M_START, M_NAME, M_ID, M_ARGS0, M_ARGS, M_ARRAY };
 #define SEGMENT_MAX 300 /* bytes of a name or an id with the marker after it */
 
-static bool name_byte(uint8_t c)
-{
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	       c == '_' || c == '-' || c == '.';
-}
-
 static void open(struct sf_chat_parser *p, unsigned which)
 {
 	p->sub = M_START;
@@ -31,7 +25,7 @@ static bool span_name(const struct sf_chat_parser *p, size_t from, size_t to, ch
 	if (to <= from || to - from >= cap)
 		return false;
 	for (size_t i = from; i < to; i++)
-		if (!name_byte((uint8_t)p->call.p[i]))
+		if (!sfcp_name_byte((uint8_t)p->call.p[i]))
 			return false;
 	memcpy(out, p->call.p + from, to - from);
 	out[to - from] = 0;
@@ -71,7 +65,7 @@ static void body(struct sf_chat_parser *p, uint8_t c)
 			p->sub = p->sub == M_START ? M_ARRAY : M_ARGS;
 			sfcp_json_track_reset(p);
 			sfcp_json_track(p, c);
-		} else if (p->sub == M_START && name_byte(c)) {
+		} else if (p->sub == M_START && sfcp_name_byte(c)) {
 			if (!sfcp_call_add(p, c))
 				return;
 			p->m[1] = p->call.len - 1;
@@ -84,7 +78,7 @@ static void body(struct sf_chat_parser *p, uint8_t c)
 	case M_ID: {
 		bool marker_byte = c == '[' || c == ']';
 		size_t from = p->sub == M_NAME ? p->m[1] : p->m[3];
-		if ((!name_byte(c) && !marker_byte) || p->call.len - from >= SEGMENT_MAX) {
+		if ((!sfcp_name_byte(c) && !marker_byte) || p->call.len - from >= SEGMENT_MAX) {
 			sfcp_call_fail_at(p, c);
 			return;
 		}
