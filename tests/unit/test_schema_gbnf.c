@@ -513,6 +513,16 @@ static void forced_tool_calls(void **state)
 	check(g, yes7, no7);
 	sf_grammar_unref(g);
 	free(gbnf);
+	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_HARMONY, 0, &gbnf, &e), 0);
+	g = compile_text(gbnf);
+	const char *yes8[] = {
+		"<|channel|>commentary to=functions.get <|constrain|>json<|message|>{\"city\":\"Oslo\"}",
+		NULL };
+	const char *no8[] = {
+		"<|channel|>commentary to=functions.odd <|constrain|>json<|message|>{}", NULL };
+	check(g, yes8, no8);
+	sf_grammar_unref(g);
+	free(gbnf);
 	sf_api_request_free(&r);
 	/* tool_choice auto: nothing forced. */
 	snprintf(body, sizeof(body), BODY_FMT, "\"tool_choice\":\"auto\"");
