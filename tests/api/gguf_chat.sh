@@ -14,8 +14,8 @@
 # encoded by llama.cpp (llama-ref tokenize --specials): usage.prompt_tokens is their count and
 # the reply is the engine's own greedy continuation of them (superfluid model run --tokens).
 # A named session's second turn appends the template's close of the reply and the new turn
-# after the reply's tokens. Qwen3.5's template opens a <think> block: its reply comes back as
-# reasoning_content (the reply compared is reasoning_content then content). SF_FAMS: some
+# after the reply's tokens. gpt-oss: tool_choice required and named enforced on the engine.
+# Qwen3.5's template opens a <think> block: its reply comes back as reasoning_content (the reply compared is reasoning_content then content). SF_FAMS: some
 # families only (the last check asks llama-3.2's head: it fails without that family). A template's raise_exception is a 400 with its message.
 # Usage: gguf_chat.sh NODED HEADD CLI SOURCE_DIR NPM_DIR   (exit 77: no llama.cpp; KEEP=DIR)
 set -uo pipefail
@@ -202,6 +202,66 @@ PY
 	jw "$work/got" "$work/out" "$reply"
 	cmp -s "$work/got" "$work/want" || r=1
 	check "$fam: a named session's second turn is the reply's tokens, the template's close and the new turn ($(wc -w <<<"$all") tokens), continued greedily" $r
+
+	# gpt-oss: tool_choice required, then named, enforced by harmony's grammar on the engine
+	# (its <|channel|>, <|message|> and <|constrain|> drawn as text): one call in the client's
+	# tool_calls, arguments by the tool's schema, the reply ended by the call. A random model
+	# never ends an analysis message, so the tokens spelling "analysis" (each a prefix of it)
+	# are banned by logit_bias: the grammar's other way, the call, is left.
+	if [ $fam = gpt-oss ]; then
+		for tc in '"required"' '{"type":"function","function":{"name":"set_unit"}}'; do
+			python3 - "$V" "$tc" >"$work/forced.json" <<'PY'
+import json, struct, sys
+d = open(sys.argv[1], "rb").read()
+n_t, n_kv = struct.unpack_from("<QQ", d, 8)
+p = 24
+def s():
+    global p
+    (n,) = struct.unpack_from("<Q", d, p); p += 8
+    v = d[p:p + n]; p += n; return v
+def skip(t):
+    global p
+    if t == 8: s(); return None
+    if t == 9:
+        (et, n) = struct.unpack_from("<IQ", d, p); p += 12
+        return [skip(et) if et != 8 else s() for _ in range(n)]
+    p += {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}[t]
+toks = None
+for _ in range(n_kv):
+    k = s(); (t,) = struct.unpack_from("<I", d, p); p += 4
+    v = skip(t)
+    if k == b"tokenizer.ggml.tokens":
+        toks = v
+ban = {str(i): -100 for i, x in enumerate(toks) if x and b"analysis".startswith(x)}
+unit = {"type": "object", "properties": {"unit": {"enum": ["celsius", "fahrenheit"]}},
+        "required": ["unit"], "additionalProperties": False}
+tools = [{"type": "function", "function": {"name": "set_unit", "description": "Set the unit.",
+                                           "parameters": unit}},
+         {"type": "function", "function": {"name": "reset", "description": "Reset.",
+                                           "parameters": {"type": "object", "properties": {},
+                                                          "additionalProperties": False}}}]
+print(json.dumps({"messages": [{"role": "user", "content": "Use Celsius."}], "tools": tools,
+                  "tool_choice": json.loads(sys.argv[2]), "temperature": 0, "max_tokens": 100,
+                  "logit_bias": ban}))
+PY
+			chat "$work/forced.json" "$model"
+			r=0
+			python3 - "$work/out" "$tc" <<'PY' || r=1
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = d["choices"][0]
+calls = c["message"]["tool_calls"]
+assert c["finish_reason"] == "tool_calls" and len(calls) == 1, d
+f = calls[0]["function"]
+a = json.loads(f["arguments"])
+named = sys.argv[2].startswith("{")
+assert f["name"] in (("set_unit",) if named else ("set_unit", "reset")), f
+assert (a == {} if f["name"] == "reset" else a in ({"unit": "celsius"}, {"unit": "fahrenheit"})), f
+assert d["usage"]["completion_tokens"] < 100, d["usage"]
+PY
+			check "$fam: tool_choice $tc is one call through harmony's grammar on the engine, ended by the call" $r
+		done
+	fi
 done
 
 # The Llama 3.2 template refuses two tool calls in one message: 400 with its message.
