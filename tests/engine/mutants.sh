@@ -60,10 +60,20 @@ mutants=(
 # --check: only that every edit still applies (its TEXT occurs once in its FILE), with no build:
 # ctest runs it (engine.mutants_apply), so an edit the source outgrew fails at once.
 if [ "${1:-}" = --check ]; then
-	bad=0
+	bad=0 i=0
+	# the counts of all the edits' texts from one python3 (one a mutant took 0.3 s on 2 busy cores)
+	mapfile -t counts < <(printf '%s\0' "${mutants[@]}" | python3 -c '
+import sys
+for spec in sys.stdin.buffer.read().decode().split("\0")[:-1]:
+    f, text = spec.split("|")[1:3]
+    try:
+        print(open(sys.argv[1] + "/" + f).read().count(text))
+    except OSError:
+        print("no")' "$root")
 	for spec in "${mutants[@]}"; do
 		IFS='|' read -r name file text _ _ <<<"$spec"
-		n=$(python3 -c 'import sys; print(open(sys.argv[1]).read().count(sys.argv[2]))' "$root/$file" "$text" 2>/dev/null)
+		n=${counts[i]:-}
+		i=$((i + 1))
 		if [ "$n" = 1 ]; then
 			echo "ok   $name: its edit applies to $file"
 		else
