@@ -29,6 +29,10 @@
 #   Q4_K_M, and F16 for Llama-3.2-1B); real (those three); or one case
 #   SHAPE/TYPE[/LAYERS][@CTX][+kq8] (CTX: the session's context on both sides; +kq8: keys
 #   cached as Q8_0 on both sides).
+# The default run (ctest, scripts/test) runs each set's default cases: every architecture and
+# shape in the float types and at least one type of each rounded class, and each type in at
+# least one set; SF_TEST_FULL=1 (scripts/test --full) adds the rounded types that other sets
+# already carry (the extended run; the last line counts the cases left to it).
 # Exit 0 all agree, 1 a case did not, 77 skipped: llama.cpp could not be fetched (under CI=true
 # that fails instead). The models live in WORKDIR/<pid> and are removed after (SF_AGREE_KEEP=1
 # keeps them). SF_AGREE_VERBOSE=1 prints every row's figures. SF_AGREE_VARIANTS="haswell x64"
@@ -88,7 +92,11 @@ tolerance() {
 	esac
 }
 
-cases=()
+# ext T...: the extended run's cases (SF_TEST_FULL=1), each named in the last line otherwise.
+cases=() left=()
+ext() {
+	if [ "${SF_TEST_FULL:-}" = 1 ]; then cases+=("$@"); else left+=("$@"); fi
+}
 for set in "$@"; do
 	case $set in
 	gemma | gemma2 | gemma3)
@@ -102,11 +110,16 @@ for set in "$@"; do
 		for t in f32 f16 q8_0 $more; do
 			cases+=("test-$set/$t")
 		done ;;
-	gemma-2-2b | gemma3-1b) cases+=("$set/q8_0/2" "$set/q4_k_m/2") ;;
+	# their width in Q8_0; Q4_K_M in the extended run (test-gemma2/3 carry it; its Q5_0/Q8_0
+	# stand-ins for gemma3-1b's rows of 1,152, not whole 256-blocks, qwen2.5-0.5b/q4_k_m's 896)
+	gemma-2-2b | gemma3-1b) cases+=("$set/q8_0/2"); ext "$set/q4_k_m/2" ;;
 	qwen3moe | mixtral)
 		more=
 		case $set in
-		qwen3moe) more="bf16 q4_0 q4_k_m q5_k mxfp4 llama.q4_k_m" ;;
+		# (the extended run: BF16 and Q4_K_M, which test-qwen35moe's experts carry, and
+		# llama.cpp's own Q4_K_M file; its own MoE files: mixtral's, gptoss's)
+		qwen3moe) more="q4_0 q5_k mxfp4"
+			ext test-$set/bf16 test-$set/q4_k_m test-$set/llama.q4_k_m ;;
 		mixtral) more="q6_k iq4_xs llama.q8_0" ;;
 		esac
 		for t in f32 f16 q8_0 $more; do
@@ -116,31 +129,35 @@ for set in "$@"; do
 	qwen3-30b-a3b) cases+=("$set/q4_k_m/1" "$set/q8_0/1") ;;
 	# SmolLM3: no rope on layer 3 (of 4); at SmolLM3-3B's width, 4 layers
 	smollm3)
-		for t in f32 f16 q8_0 q4_k_m q6_k; do
+		for t in f32 f16 q8_0 q4_k_m; do
 			cases+=("test-smollm3/$t")
 		done
-		cases+=("smollm3-3b/q8_0/4") ;;
+		cases+=("smollm3-3b/q8_0/4")
+		ext test-smollm3/q6_k ;;
 	# OLMo 2: post-norms only, q/k norms over all heads; at OLMo-2-1B's width, 2 layers
 	olmo2)
-		for t in f32 f16 q8_0 q4_k_m q5_0; do
+		for t in f32 f16 q8_0 q4_k_m; do
 			cases+=("test-olmo2/$t")
 		done
-		cases+=("olmo2-1b/q8_0/2") ;;
+		cases+=("olmo2-1b/q8_0/2")
+		ext test-olmo2/q5_0 ;;
 	# Granite: multipliers of the embeddings, residuals, scores and logits; at
 	# Granite-3.3-2B's width, 2 layers
 	granite)
-		for t in f32 f16 q8_0 q4_k_m q4_0; do
+		for t in f32 f16 q8_0 q4_k_m; do
 			cases+=("test-granite/$t")
 		done
-		cases+=("granite-3.3-2b/q8_0/2") ;;
+		cases+=("granite-3.3-2b/q8_0/2")
+		ext test-granite/q4_0 ;;
 	# Phi-3: fused q/k/v and gate/up, queries pre-scaled; at Phi-3-mini's width, 2 layers.
 	# No F16 here: its stream's token 40 is a tie (0.0014 std) where llama.cpp's own F32
 	# paths part, and our F16 takes the other side (every other check within the tolerance).
 	phi3)
-		for t in f32 bf16 q8_0 q4_k_m q6_k llama.q8_0; do
+		for t in f32 bf16 q8_0 q4_k_m llama.q8_0; do
 			cases+=("test-phi3/$t")
 		done
-		cases+=("phi-3-mini-4k/q8_0/2") ;;
+		cases+=("phi-3-mini-4k/q8_0/2")
+		ext test-phi3/q6_k ;;
 	# LongRoPE (factors over an original context of 4,096): each shape at a context within it
 	# (@4096: the short factors) and past it (@8192: the long ones), test-phi4 with 48 of 64
 	# dimensions rotated; Phi-3.5-mini's and Phi-4-mini's widths, 2 layers
@@ -157,10 +174,11 @@ for set in "$@"; do
 	# Qwen3.5: Gated DeltaNet layers (3 of 4) and a gated attention; at Qwen3.5-0.8B's width
 	# with 4 layers (the fourth the attention)
 	qwen35)
-		for t in f32 f16 bf16 q8_0 q4_k_m q6_k; do
+		for t in f32 f16 bf16 q8_0 q4_k_m; do
 			cases+=("test-qwen35/$t")
 		done
-		cases+=("qwen3.5-0.8b/q8_0/4") ;;
+		cases+=("qwen3.5-0.8b/q8_0/4")
+		ext test-qwen35/q6_k ;; # (test-qwen35moe/q6_k: the same layers)
 	# Qwen3.5-MoE: those layers with 16 experts (4 a token) and a gated shared expert. No F16
 	# here: its stream's token 7 is a tie (0.0016 std) where our F16 takes the other side
 	# (its logits within the tolerance: 0.00063 against llama.cpp's own 0.00068).
@@ -179,20 +197,30 @@ for set in "$@"; do
 		cases+=("gpt-oss-20b/mxfp4_moe/2") ;; # its width, 2 layers (some 90 s)
 	# YaRN (factor 4 over 32,768, as DeepSeek-R1-0528-Qwen3-8B's) on the Qwen3 test shape
 	yarn)
-		for t in f32 f16 q8_0 q4_k_m; do
+		for t in f32 f16 q8_0; do
 			cases+=("test-qwen3-yarn/$t")
-		done ;;
-	llama | qwen2 | qwen3)
-		# every type on each architecture, and the newer types spread over them (a tied
-		# vocabulary of 151,936 rows takes IQ4_XS's quantizer some 20 s on this machine)
-		more=
-		case $set in
-		llama) more="q5_k q3_k q2_k iq4_xs q4_1 mxfp4" ;;
-		qwen2) more="q5_k_m q3_k q5_1 iq4_nl" ;;
-		qwen3) more="q5_k q2_k q4_1 q5_1" ;;
-		esac
-		for t in f32 f16 bf16 q8_0 q4_0 q5_0 q4_k q6_k q4_k_m $more; do
+		done
+		ext test-qwen3-yarn/q4_k_m ;;
+	llama)
+		# every type (32,000 rows of vocabulary: a second or two a case)
+		for t in f32 f16 bf16 q8_0 q4_0 q5_0 q4_k q6_k q4_k_m q5_k q3_k q2_k iq4_xs q4_1 \
+			mxfp4; do
 			cases+=("test-$set/$t")
+		done ;;
+	qwen2 | qwen3)
+		# the float types, Q8_0, one K type and one Q8_1 type each (Q5_1: only here); every
+		# other type in the extended run (a tied vocabulary of 151,936 rows: some 10 s a case,
+		# where test-llama's take 2; those types' kernels are test-llama's every type)
+		more= more_ext=
+		case $set in
+		qwen2) more="q4_k_m q5_1" more_ext="q4_0 q5_0 q4_k q6_k q5_k_m q3_k iq4_nl" ;;
+		qwen3) more="q6_k q4_1" more_ext="q4_0 q5_0 q4_k q4_k_m q5_k q2_k q5_1" ;;
+		esac
+		for t in f32 f16 bf16 q8_0 $more; do
+			cases+=("test-$set/$t")
+		done
+		for t in $more_ext; do
+			ext "test-$set/$t"
 		done ;;
 	qwen2.5-0.5b | qwen3-0.6b) cases+=("$set/q8_0/2" "$set/q4_k_m/2") ;;
 	# Keys cached as Q8_0 (--cache-type-k q8_0; llama.cpp turns queries and keys by a
@@ -204,7 +232,8 @@ for set in "$@"; do
 	kq8) cases+=("test-qwen2/f32+kq8" "test-llama/f16+kq8" "test-qwen3/f32+kq8"
 		"test-gemma3/f16+kq8" "qwen2.5-0.5b/f16/2+kq8") ;;
 	# F16 too: the only shape with Llama 3's rope factors, seen best by the float tolerance.
-	llama-3.2-1b) cases+=("$set/q8_0/2" "$set/q4_k_m/2" "$set/f16/2") ;;
+	# (Q4_K_M at a real width with whole 256-blocks: qwen3-0.6b's; this one's extended.)
+	llama-3.2-1b) cases+=("$set/q8_0/2" "$set/f16/2"); ext "$set/q4_k_m/2" ;;
 	real)
 		for s in qwen2.5-0.5b qwen3-0.6b; do
 			cases+=("$s/q8_0/2" "$s/q4_k_m/2")
@@ -400,5 +429,6 @@ for c in "${cases[@]}"; do
 	run_case "$c" || fails=$((fails + 1))
 done
 rm -f "$work"/*.f32 "$work/m.gguf"
-echo "llama.cpp $LLAMA_COMMIT (node-llama-cpp $LLAMA_NLC_VERSION): ${#cases[@]} cases, $fails failed"
+echo "llama.cpp $LLAMA_COMMIT (node-llama-cpp $LLAMA_NLC_VERSION): ${#cases[@]} cases, $fails failed${left:+;\
+ ${#left[@]} more in the extended run (SF_TEST_FULL=1, scripts/test --full): ${left[*]}}"
 [ $fails -eq 0 ]
