@@ -493,9 +493,10 @@ int sf_gguf_engine_new(const struct sf_gguf_engine_config *cfg, struct sf_engine
 		    g->model->cfg.arch_name, mib(sf_model_state_bytes(g->model)),
 		    (unsigned long long)sf_model_kv_bytes_per_token(g->model));
 	if (!rc)
-		say(g, "%s: %s ready in %.1f s (%s, %u layers, %u threads, %s kernels)", cfg->path,
-		    g->name, now_s() - t0, g->model->cfg.arch_name, g->model->cfg.n_layer, c->threads,
-		    sf_kern_isa_name(sf_kern_isa()));
+		say(g, "%s: %s ready in %.1f s (%s, %u layers, %u threads, %s kernels, keys cached as "
+		    "%s)", cfg->path, g->name, now_s() - t0, g->model->cfg.arch_name,
+		    g->model->cfg.n_layer, c->threads, sf_kern_isa_name(sf_kern_isa()),
+		    g->model->k_q8 ? "Q8_0" : "F16");
 	return rc;
 }
 

@@ -9,6 +9,8 @@
 # stored responses (previous_response_id) computes only its new tokens and replies as the same
 # items sent fresh with reuse off. Head A's /metrics counts as reused
 # what its replies said was cached, and superfluid status shows the share.
+# PREFIX_CACHE_K=q8_0: both nodes keep their keys as Q8_0 (--cache-type-k; api.gguf_prefix.kq8),
+# which their start lines say.
 # Usage: gguf_prefix.sh NODED HEADD CLI SOURCE_DIR NPM_DIR   (exit 77: no llama.cpp; KEEP=DIR)
 set -uo pipefail
 noded=$1 headd=$2 cli=$3 src=$4 npm_dir=$5
@@ -26,8 +28,8 @@ M=$work/qwen2.gguf
 gguf_make "$M" qwen2 test-qwen2 q8_0 --ctx 4096 \
 	--chat-template "$LLAMA_SRC/models/templates/Qwen-Qwen2.5-7B-Instruct.jinja"
 model=random-test-qwen2-q8_0
-start_gguf_node n1 "$M" --threads 1 && p1=$port
-start_gguf_node n2 "$M" --threads 1 && p2=$port
+start_gguf_node n1 "$M" --threads 1 ${PREFIX_CACHE_K:+--cache-type-k $PREFIX_CACHE_K} && p1=$port
+start_gguf_node n2 "$M" --threads 1 ${PREFIX_CACHE_K:+--cache-type-k $PREFIX_CACHE_K} && p2=$port
 (umask 077; printf 'sk-prefix-one\nsk-prefix-two\n' >"$work/keys")
 fleet=127.0.0.1:$p1,127.0.0.1:$p2
 start_head hb "$fleet" --api-keys "$work/keys" --prefix-cache off && pb=$hport
@@ -39,6 +41,14 @@ for p in "$pa" "$pb" "$pc"; do
 	SUPERFLUID_API_KEY=sk-prefix-one nodes_up 2 || { check "three heads with two nodes each" 1; exit 1; }
 done
 base="http://127.0.0.1:$pa"
+keys=F16; [ "${PREFIX_CACHE_K:-}" = q8_0 ] && keys=Q8_0
+r=1
+for _ in $(seq 300); do
+	grep -q "keys cached as $keys)" "$work/n1.err" && grep -q "keys cached as $keys)" "$work/n2.err" && r=0 && break
+	sleep 0.1
+done
+cat "$work/n1.err" >"$work/out"
+check "both nodes say their keys are cached as $keys" $r
 (cd "$npm_dir" && node prefix_client.mjs "http://127.0.0.1:$pa/v1" "http://127.0.0.1:$pb/v1" \
 	"http://127.0.0.1:$pc/v1" sk-prefix-one sk-prefix-two "$model") >"$work/client.out" 2>&1
 rc=$?
