@@ -25,6 +25,8 @@ int sf_tok_client_new(struct sf_tok_client **out, const struct sf_tok_client_con
 	if (tc->cfg.max_nodes > 65536)
 		tc->cfg.max_nodes = 65536;
 	tc->cfg.timeout_ms = tc->cfg.timeout_ms ? tc->cfg.timeout_ms : SF_TOK_CLIENT_TIMEOUT_MS;
+	if (tc->cfg.export_delay_ms > SF_TOK_CLIENT_MAX_DELAY_MS)
+		tc->cfg.export_delay_ms = SF_TOK_CLIENT_MAX_DELAY_MS;
 	tc->io = *io;
 	tc->cache = sf_tok_cache_new(tc->cfg.cache_tokens);
 	tc->nodes = calloc(tc->cfg.max_nodes, sizeof(*tc->nodes));
@@ -124,10 +126,25 @@ static uint32_t model_get(struct sf_tok_client *tc, const char *name, size_t len
 	return tc->n_models++;
 }
 
+/* The export ask of md's fetch_node, sent now: 0, or a negative sf_code with md->why set. */
+static int fetch_send(struct sf_tok_client *tc, struct tc_model *md)
+{
+	struct sf_tokenizer_export_req x = { .request_id = md->fetch_id, .model = md->name,
+					     .model_len = (uint32_t)strlen(md->name) };
+	md->fetch_send_at = 0;
+	md->fetch_deadline = tc->now + tc->cfg.timeout_ms;
+	int rc = tc->io.send(tc->io.arg, md->fetch_node, SF_MSG_TOKENIZER_EXPORT_REQ, &x);
+	if (rc)
+		snprintf(md->why, sizeof(md->why), "node %s could not be sent the request (%s)",
+			 tc__node_name(tc, md->fetch_node), sf_code_name(rc));
+	return rc;
+}
+
 int tc__fetch(struct sf_tok_client *tc, uint32_t model, bool new_round, struct sf_err *err)
 {
 	struct tc_model *md = &tc->models[model];
 	md->fetch_node = TC_NONE;
+	md->fetch_send_at = 0;
 	for (uint32_t i = 0; new_round && i < tc->cfg.max_nodes; i++) {
 		struct tc_node_model *nm = tc__node_model(tc, i, model);
 		if (nm)
@@ -139,19 +156,16 @@ int tc__fetch(struct sf_tok_client *tc, uint32_t model, bool new_round, struct s
 		if (!n->up || n->version < 3 || !nm || nm->export_tried || nm->export_refused)
 			continue;
 		nm->export_tried = true;
-		uint64_t id = tc->seq++ << TC_SLOT_BITS | TC_EXPORT_SLOT;
-		struct sf_tokenizer_export_req x = { .request_id = id, .model = md->name,
-						     .model_len = (uint32_t)strlen(md->name) };
-		int rc = tc->io.send(tc->io.arg, i, SF_MSG_TOKENIZER_EXPORT_REQ, &x);
-		if (rc) {
-			snprintf(md->why, sizeof(md->why), "node %s could not be sent the request (%s)",
-				 n->name, sf_code_name(rc));
-			continue;
-		}
 		md->fetch_node = i;
-		md->fetch_id = id;
-		md->fetch_deadline = tc->now + tc->cfg.timeout_ms;
-		return 0;
+		md->fetch_id = tc->seq++ << TC_SLOT_BITS | TC_EXPORT_SLOT;
+		if (tc->cfg.export_delay_ms) { /* a test's knob: sent at the tick past it */
+			md->fetch_send_at = tc->now + tc->cfg.export_delay_ms;
+			md->fetch_deadline = md->fetch_send_at + tc->cfg.timeout_ms;
+			return 0;
+		}
+		if (!fetch_send(tc, md))
+			return 0;
+		md->fetch_node = TC_NONE;
 	}
 	struct sf_err e;
 	if (md->why[0])
@@ -321,6 +335,9 @@ void sf_tok_client_tick(struct sf_tok_client *tc, uint64_t now_ms)
 	tc__duration(tc->cfg.timeout_ms, limit, sizeof(limit));
 	for (uint32_t m = 0; m < tc->n_models; m++) {
 		struct tc_model *md = &tc->models[m];
+		if (md->fetch_node != TC_NONE && md->fetch_send_at && md->fetch_send_at <= now_ms &&
+		    fetch_send(tc, md))
+			(void)tc__fetch(tc, m, false, NULL);
 		if (md->fetch_node == TC_NONE || md->fetch_deadline > now_ms)
 			continue;
 		snprintf(md->why, sizeof(md->why), "node %s did not answer the tokenizer export "
@@ -334,10 +351,24 @@ void sf_tok_client_tick(struct sf_tok_client *tc, uint64_t now_ms)
 uint64_t sf_tok_client_deadline(const struct sf_tok_client *tc)
 {
 	uint64_t at = tc__reqs_deadline(tc);
-	for (uint32_t m = 0; m < tc->n_models; m++)
-		if (tc->models[m].fetch_node != TC_NONE && tc->models[m].fetch_deadline < at)
-			at = tc->models[m].fetch_deadline;
+	for (uint32_t m = 0; m < tc->n_models; m++) {
+		const struct tc_model *md = &tc->models[m];
+		uint64_t next = md->fetch_send_at ? md->fetch_send_at : md->fetch_deadline;
+		if (md->fetch_node != TC_NONE && next < at)
+			at = next;
+	}
 	return at;
+}
+
+bool sf_tok_client_tokenizer_coming(const struct sf_tok_client *tc, const char *model,
+				    const char **why)
+{
+	uint32_t m = model ? tc__find_model(tc, model, strlen(model)) : TC_NONE;
+	const struct tc_model *md = m == TC_NONE ? NULL : &tc->models[m];
+	*why = !md ? "no node serving it has been up" : md->tok ? "" : md->why;
+	if (md && !md->tok && md->fetch_node == TC_NONE && !md->why[0])
+		*why = "no node serving it is up";
+	return md && !md->tok && md->fetch_node != TC_NONE;
 }
 
 void sf_tok_client_cache_stats(const struct sf_tok_client *tc, struct sf_tok_cache_stats *out)

@@ -38,7 +38,12 @@ struct sf_tok_client_config {
 	uint32_t max_nodes;       /* 0: 64 */
 	uint64_t cache_tokens;    /* 0: SF_TOK_CACHE_DEFAULT_TOKENS */
 	uint32_t timeout_ms;      /* 0: SF_TOK_CLIENT_TIMEOUT_MS */
+	/* A test's knob (headd's SF_TEST_TOKENIZER_DELAY_MS): each export is asked for this long
+	 * after the node is chosen, so that requests meet a model whose tokenizer has not come;
+	 * at most SF_TOK_CLIENT_MAX_DELAY_MS. 0: at once. */
+	uint32_t export_delay_ms;
 };
+#define SF_TOK_CLIENT_MAX_DELAY_MS 10000
 
 struct sf_tok_client_io {
 	void *arg;
@@ -84,6 +89,12 @@ bool sf_tok_client_on_msg(struct sf_tok_client *tc, uint32_t node, const struct 
 /* The model's tokenizer, or NULL while none has arrived. */
 const struct sf_head_tokenizer *sf_tok_client_tokenizer(const struct sf_tok_client *tc,
 							const char *model);
+
+/* Whether model's tokenizer is on its way: true while a node is asked for its export (it may
+ * arrive); false once it has arrived (*why "") or while none is asked for (*why: a sentence on
+ * the last failure, or "no node serving it has been up"). */
+bool sf_tok_client_tokenizer_coming(const struct sf_tok_client *tc, const char *model,
+				    const char **why);
 
 /* Asks for the encoding of pieces[0..n) (mode SF_TOKENIZE_PIECES) or text (ENCODE, PLAIN) with
  * model's tokenizer. Returns 1 with *tokens and *n_tokens set on a cache hit (valid until the

@@ -42,6 +42,7 @@ struct tc_model {
 	char enc_why[256];             /* why there is no enc */
 	uint32_t fetch_node;           /* asked for its export; TC_NONE: not asking */
 	uint64_t fetch_id, fetch_deadline;
+	uint64_t fetch_send_at;        /* the ask goes out then (cfg.export_delay_ms); 0: sent */
 	uint32_t rr;                   /* the node the last encode went to */
 	char why[512];                 /* why the last export failed */
 };

@@ -58,6 +58,14 @@ struct headd_http {
 	uint32_t served;          /* responses ended on it */
 	bool durable_wait;        /* its answer waits for the log (headd_wal_answer_durable) */
 	char cors[400];           /* the CORS header lines of the current answer (api_cors.c) */
+	/* A generation parked until its model's tokenizer arrives (api_tok_wait.c): its request
+	 * (valid until its response ends), how it is started again, since and until when. */
+	bool tok_wait;
+	bool wait_count;
+	uint8_t wait_kind;        /* enum sf_api_kind */
+	const struct sf_http_request *wait_r;
+	uint64_t wait_since, wait_until;
+	char wait_model[SF_MAX_NAME + 1];
 	struct headd_http *next;
 };
 
@@ -195,6 +203,9 @@ struct headd_metrics {
 	uint64_t http_refused_full;   /* turned away: --http-max-conns, none idle to close */
 	uint64_t http_refused_budget; /* requests refused: --http-body-budget-mb */
 	uint64_t http_evicted;        /* idle connections closed to let a new one in */
+	uint32_t tok_waiting;         /* connections parked for a tokenizer (api_tok_wait.c) */
+	uint64_t tok_waits_served;    /* generations that waited for their model's tokenizer */
+	uint64_t tok_waits_failed;    /* ... and were answered 503 (its deadline, no node asked) */
 	struct headd_hist ttft, itl; /* seconds */
 };
 
@@ -303,6 +314,22 @@ int headd_tok_load(void *arg, const char *model, const uint8_t *file, size_t len
 void headd_tok_loads_poll(struct headd *d);
 /* Stops the thread (waiting for a load that runs) and drops what waits. */
 void headd_tok_loads_free(struct headd *d);
+
+/* api_tok_wait.c: a generation whose model's tokenizer is asked of a node but has not arrived
+ * waits for it (at most HEADD_TOK_WAIT_MS, HEADD_TOK_WAITS_MAX of them on a shard), instead of
+ * a 503 tokenizer_unavailable. Parks h's request r (answered nothing yet) to be started again
+ * as headd_gen_start (count: headd_gen_count) of kind: true; false when it cannot wait (no
+ * node is asked for the tokenizer, the head stops; past the bound, e says so). */
+#define HEADD_TOK_WAIT_MS 5000
+#define HEADD_TOK_WAITS_MAX 256
+bool headd_tok_wait_park(struct headd_http *h, const struct sf_http_request *r,
+			 enum sf_api_kind kind, bool count, const char *model, struct sf_api_error *e);
+/* After each turn: each parked request whose tokenizer came is started again, one past its
+ * deadline or whose tokenizer is asked of no node any more answered 503 naming why. Returns
+ * the next deadline (UINT64_MAX: none). */
+uint64_t headd_tok_wait_tick(struct headd *d);
+/* h's parked request let go of (its client went away); nothing when none. */
+void headd_tok_wait_drop(struct headd_http *h);
 
 /* http_server.c */
 int headd_api_start(struct headd *d);   /* 0 or -1 (logged) */

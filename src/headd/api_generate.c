@@ -608,7 +608,8 @@ static int running_for_key(struct headd_req *q, struct sf_api_error *e)
 					    d->opts->max_generations_per_key));
 }
 
-/* What the request asked for, checked against what this fleet can do. */
+/* What the request asked for, checked against what this fleet can do: 0, -1 with e set, or 1
+ * with e set when its model's tokenizer has not arrived. */
 static int check(struct headd_req *q, struct sf_api_error *e)
 {
 	struct headd *d = q->d;
@@ -617,10 +618,12 @@ static int check(struct headd_req *q, struct sf_api_error *e)
 	if (!q->pipeline && headd_model_check(d, q->r.model, e))
 		return -1;
 	q->tok = sf_tok_client_tokenizer(d->api.tok, q->tok_model);
-	if (!q->tok)
-		return sf_api_fail(e, 503, "service_unavailable", "tokenizer_unavailable", "model",
-				   "the tokenizer of model %.128s has not arrived from its nodes yet; "
-				   "try again in a moment", q->r.model);
+	if (!q->tok) { /* 1: it may wait for it (api_tok_wait.c) */
+		sf_api_fail(e, 503, "service_unavailable", "tokenizer_unavailable", "model",
+			    "the tokenizer of model %.128s has not arrived from its nodes yet; try "
+			    "again in a moment", q->r.model);
+		return 1;
+	}
 	uint32_t vocab = sf_tokenizer_vocab_size(q->tok);
 	for (uint32_t i = 0; i < q->r.n_logit_bias; i++)
 		if (q->r.logit_bias[i].token >= vocab)
@@ -727,11 +730,15 @@ static void gen_start(struct headd_http *h, enum sf_api_kind kind, const struct 
 		body = (const uint8_t *)resolved;
 		body_len = resolved_len;
 	}
-	if (sf_api_parse_request(kind, body, body_len, &q->r, &e) || check(q, &e) ||
+	int checked = 0;
+	if (sf_api_parse_request(kind, body, body_len, &q->r, &e) || (checked = check(q, &e)) ||
 	    (q->r.wire == SF_API_RESPONSES ? headd_responses_named(q, &e) : named_for(q, r, &e))) {
+		/* Before its model's tokenizer: parked to run again once it came (api_tok_wait.c). */
+		bool parked = checked == 1 && headd_tok_wait_park(h, r, kind, count, q->tok_model, &e);
 		free(resolved);
 		headd_gen_free(q);
-		headd_api_send_error(h, &e);
+		if (!parked)
+			headd_api_send_error(h, &e);
 		return;
 	}
 	kind = q->r.kind; /* Responses and Messages are chat requests from here on */

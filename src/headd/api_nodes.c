@@ -69,6 +69,7 @@ void headd_api_tick(struct headd *d)
 	headd_transcribe_tick(d);
 	uint64_t pipe_at = UINT64_MAX;
 	headd_pipeline_tick(d, now, &pipe_at); /* before the flush: a failed step is told now */
+	uint64_t wait_at = headd_tok_wait_tick(d); /* after the tokenizer client's turn */
 	headd_stream_flush(d);
 	headd_http_timeouts(d, now);
 	for (struct headd_http *h = d->api.conns; h; h = h->next)
@@ -81,6 +82,8 @@ void headd_api_tick(struct headd *d)
 		at = now + 1000;
 	if (pipe_at < at)
 		at = pipe_at;
+	if (wait_at < at)
+		at = wait_at;
 	if (a->ops && sf_state_ops_deadline(a->ops) < at)
 		at = sf_state_ops_deadline(a->ops);
 	if (a->tok_timer && at == a->tok_timer_at)

@@ -99,6 +99,9 @@ static void part_add(struct headd_part *a, const struct headd_part *b)
 	m->http_refused_full += b->m.http_refused_full;
 	m->http_refused_budget += b->m.http_refused_budget;
 	m->http_evicted += b->m.http_evicted;
+	m->tok_waiting += b->m.tok_waiting;
+	m->tok_waits_served += b->m.tok_waits_served;
+	m->tok_waits_failed += b->m.tok_waits_failed;
 	hist_add(&m->ttft, &b->m.ttft);
 	hist_add(&m->itl, &b->m.itl);
 	for (uint32_t i = 0; i < a->n_nodes && i < b->n_nodes; i++) {

@@ -82,7 +82,7 @@ static const struct sf_http_conn_ops http_ops = {
  * once ends inside the poll; the loop here (not a recursion) takes the one after it. */
 void headd_http_service(struct headd_http *h)
 {
-	while (h->conn && !h->req && h->ended) {
+	while (h->conn && !h->req && !h->tok_wait && h->ended) {
 		h->ended = false;
 		if (sf_http_conn_should_close(h->http)) {
 			if (h->tls)
@@ -164,12 +164,12 @@ static void on_eof(struct sf_conn *conn)
 	struct headd_http *h = sf_conn_user(conn);
 	if (!h)
 		return;
-	if (h->req && sf_http_conn_busy_keep_alive(h->http)) {
+	if ((h->req || h->tok_wait) && sf_http_conn_busy_keep_alive(h->http)) {
 		sf_conn_close(conn, false); /* on_closed tells the request */
 		return;
 	}
 	sf_http_conn_eof(h->http);
-	if (!h->req)
+	if (!h->req && !h->tok_wait)
 		h->ended = true; /* nothing running: the turn's service closes, or parses what is kept */
 }
 
@@ -179,6 +179,7 @@ static void on_closed(struct sf_conn *conn, int err)
 	if (!h)
 		return;
 	h->conn = NULL;
+	headd_tok_wait_drop(h);
 	if (h->gather)
 		headd_gather_client_gone(h);
 	if (h->durable_wait)
@@ -354,6 +355,23 @@ int headd_api_start(struct headd *d)
 	a->body_budget.max = (size_t)d->opts->http_body_budget_mb << 20;
 	a->m.link_opens = calloc(HEADD_NODE_SLOTS, sizeof(*a->m.link_opens)); /* NULL: not counted */
 	struct sf_tok_client_config tcfg = { .max_nodes = HEADD_NODE_SLOTS };
+	/* A test's knob (docs/OPERATIONS.md): each model's tokenizer asked for this much later,
+	 * so that a test's first requests come before it (tests/api/tok_wait.sh). */
+	const char *delay = getenv("SF_TEST_TOKENIZER_DELAY_MS");
+	if (delay && *delay) {
+		char *end;
+		unsigned long ms = strtoul(delay, &end, 10);
+		if (*end || ms > SF_TOK_CLIENT_MAX_DELAY_MS) {
+			if (d->shard == 0)
+				sfd_err_whole("SF_TEST_TOKENIZER_DELAY_MS=%.32s: give milliseconds, "
+					      "at most %u", delay, SF_TOK_CLIENT_MAX_DELAY_MS);
+			return -1;
+		}
+		tcfg.export_delay_ms = (uint32_t)ms;
+		if (d->shard == 0 && ms)
+			sfd_warn_whole("SF_TEST_TOKENIZER_DELAY_MS=%lu: each model's tokenizer is asked "
+				       "of its nodes %lu ms late (a test's knob, not for a fleet)", ms, ms);
+	}
 	struct sf_tok_client_io tio = { .arg = d, .done = headd_gen_tokenized,
 					.load = headd_tok_load, .warn = tok_warn };
 	tio.send = headd_tok_send;

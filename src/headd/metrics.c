@@ -275,6 +275,14 @@ void headd_metrics_page(struct headd_http *h, const struct headd_part *sum)
 	counter(&pg, "superfluid_http_evicted_total",
 		"Idle client connections closed to let a new one in (--http-max-conns).",
 		m->http_evicted);
+	put(&pg, "# HELP superfluid_tokenizer_waits_total Generations that came before their "
+		 "model's tokenizer had arrived at their shard and waited for it, by how they "
+		 "ended.\n# TYPE superfluid_tokenizer_waits_total counter\n"
+		 "superfluid_tokenizer_waits_total{result=\"served\"} %llu\n"
+		 "superfluid_tokenizer_waits_total{result=\"unavailable\"} %llu\n",
+	    (unsigned long long)m->tok_waits_served, (unsigned long long)m->tok_waits_failed);
+	gauge(&pg, "superfluid_tokenizer_waiting", "Generations waiting now for their model's "
+	      "tokenizer to arrive at their shard.", m->tok_waiting);
 	nodes(&pg, d, sum);
 	pipeline_stages(&pg, sum);
 	struct sf_head_stats own;

@@ -240,7 +240,7 @@ if [ -n "$headd" ]; then
 	start_head cut "127.0.0.1:$sp" && base="http://127.0.0.1:$hport"
 	model=
 	for _ in $(seq 400); do req GET /v1/models; model=$(j "$work/out" 'd["data"][0]["id"] if d["data"] else ""'); [ -n "$model" ] && break; sleep 0.05; done
-	head_encodes # listed before every shard has its tokenizer: a 503 tokenizer_unavailable
+	nodes_up 1 # listed by one shard: every shard's link open (its tokenizer is waited for)
 	req POST /v1/completions "{\"model\":\"$model\",\"prompt\":\"hello\",\"max_tokens\":2}"
 	check "a served file: answered before it is cut ($status)" "$([ "$status" = 200 ]; echo $?)"
 	truncate -s 100000 "$work/served.gguf"
@@ -259,7 +259,7 @@ if [ -n "$headd" ]; then
 	start_head nanh "127.0.0.1:$np" && base="http://127.0.0.1:$hport"
 	model=
 	for _ in $(seq 400); do req GET /v1/models; model=$(j "$work/out" 'd["data"][0]["id"] if d["data"] else ""'); [ -n "$model" ] && break; sleep 0.05; done
-	head_encodes # listed before every shard has its tokenizer: a 503 tokenizer_unavailable
+	nodes_up 1 # listed by one shard: every shard's link open (its tokenizer is waited for)
 	req POST /v1/completions "{\"model\":\"$model\",\"prompt\":\"hello\",\"max_tokens\":2}"
 	line=$(grep 'a generation ends in an error' "$work/nan.err")
 	check "weights of NaN: the request fails ($status) and the node's log says why: ${line:-nothing}" \

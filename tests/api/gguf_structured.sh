@@ -218,7 +218,6 @@ start_gguf_node n5 "$M" --threads 1 --version-max 5 && p5=$port
 start_head old "127.0.0.1:$p5"
 base="http://127.0.0.1:$hport"
 nodes_up 1
-head_encodes
 req POST /v1/chat/completions "{\"model\":\"$model\",\"messages\":$msgs,\"max_tokens\":5,\"response_format\":$rf}"
 r=0; [ "$status" = 400 ] && err_is response_format unsupported_on_fleet &&
 	grep -q 'node n5 runs an older superfluid (protocol 5)' "$work/out" || r=1

@@ -19,7 +19,7 @@ parts=("$@")
 # still_chats LABEL [curl options]: a normal chat is answered with the engine's reply.
 still_chats() {
 	chat_prompt 'still here?' | want --seed 3 --max-tokens 8
-	req_ready POST /v1/chat/completions '{"model":"sim-1","messages":[{"role":"user","content":"still here?"}],"seed":3,"max_tokens":8}' "${@:2}"
+	req POST /v1/chat/completions '{"model":"sim-1","messages":[{"role":"user","content":"still here?"}],"seed":3,"max_tokens":8}' "${@:2}"
 	local r=0
 	[ "$status" = 200 ] && [ "$(j "$work/out" 'd["choices"][0]["message"]["content"]')" = "$(cat "$work/want")" ] || r=1
 	check "$1: a normal chat is still answered" $r

@@ -52,19 +52,10 @@ start_head() { # log name, fleet, [more options]: sets $hport (the HTTP port) an
 	done
 	echo "     | head $1 did not start its API"; cat "$work/$1.err"; return 1
 }
-# req_ready METHOD PATH [BODY] [curl options...]: req, again (10 s at most) while the answer is
-# a 503 tokenizer_unavailable: a shard of the head takes its nodes' tokenizer on its own, so a
-# first request right after a node is up can come before it ("try again in a moment").
-req_ready() {
-	for _ in $(seq 100); do
-		req "$@"
-		[ "$status" = 503 ] && grep -q '"tokenizer_unavailable"' "$work/out" || return 0
-		sleep 0.1
-	done
-}
 # head_encodes [LOG]: waits (30 s at most) until every shard of the head whose log is LOG (the
 # last started) has loaded its model's tokenizer file and says it encodes prompts itself;
-# until then a shard still asks a node, or answers a chat 503 tokenizer_unavailable.
+# until then a shard asks a node to encode. (A generation that comes before a shard has its
+# model's tokenizer at all waits for it: api_tok_wait.c, tests/api/tok_wait.sh.)
 head_encodes() {
 	local log=${1:-$headlog} shards
 	shards=$(sed -n 's/.* \([0-9][0-9]*\) shards,.*/\1/p' "$log" | head -1)

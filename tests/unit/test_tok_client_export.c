@@ -1,7 +1,7 @@
 /* The head's remote tokenizer's copy of a model's tokenizer, against real node machines on the
  * simulated engine (tok_client_fx.h): the export asked on node up, version 2 nodes, digests
  * that differ, encodes waiting for the export, the export asked elsewhere or late, modes not
- * offered, and the exports the copy refuses. */
+ * offered, the exports the copy refuses, and whether one is on its way (asked late). */
 #include "tok_client_fx.h"
 
 static void export_on_node_up(void **state)
@@ -310,6 +310,53 @@ static void tokenizer_checks_the_export(void **state)
 	assert_non_null(strstr(err.msg, "token 1"));
 }
 
+/* sf_tok_client_tokenizer_coming (a generation waits while it is true), and the test knob
+ * export_delay_ms: the export asked for that much after the node is chosen, at a tick. */
+static void export_delayed_and_coming(void **state)
+{
+	struct fx *f = *state;
+	const char *why;
+	assert_false(sf_tok_client_tokenizer_coming(f->tc, "sim-1", &why));
+	assert_string_equal(why, "no node serving it has been up");
+	sf_tok_client_free(f->tc);
+	struct sf_tok_client_config cfg = { .max_nodes = 8, .export_delay_ms = 60000 };
+	struct sf_tok_client_io io = { .arg = f, .send = head_send, .done = on_done,
+				       .ready = on_ready, .load = on_load };
+	struct sf_err err;
+	assert_int_equal(sf_tok_client_new(&f->tc, &cfg, &io, &err), 0);
+	const uint64_t delay = SF_TOK_CLIENT_MAX_DELAY_MS; /* 60 s asked: bounded */
+	up(f, 0, 3);
+	assert_int_equal(pending(f), 0);
+	assert_true(sf_tok_client_tokenizer_coming(f->tc, "sim-1", &why));
+	assert_int_equal(sf_tok_client_deadline(f->tc), f->now + delay);
+	sf_tok_client_tick(f->tc, f->now + delay - 1);
+	assert_int_equal(pending(f), 0);
+	f->now += delay;
+	sf_tok_client_tick(f->tc, f->now);
+	uint32_t node;
+	const struct sf_msg *m = peek(f, &node);
+	assert_non_null(m);
+	assert_int_equal(m->type, SF_MSG_TOKENIZER_EXPORT_REQ);
+	assert_int_equal(node, 0);
+	assert_int_equal(sf_tok_client_deadline(f->tc), f->now + SF_TOK_CLIENT_TIMEOUT_MS);
+	assert_true(sf_tok_client_tokenizer_coming(f->tc, "sim-1", &why));
+	pump(f);
+	assert_non_null(sf_tok_client_tokenizer(f->tc, "sim-1"));
+	assert_false(sf_tok_client_tokenizer_coming(f->tc, "sim-1", &why));
+	assert_string_equal(why, "");
+	/* Another model's node goes while its ask waits: not coming, and why names it. */
+	f->info[1].name = "other";
+	f->info[1].name_len = 5;
+	f->digest[1].model = "other";
+	f->digest[1].model_len = 5;
+	up(f, 1, 3);
+	assert_true(sf_tok_client_tokenizer_coming(f->tc, "other", &why));
+	sf_tok_client_node_down(f->tc, 1, f->now);
+	assert_false(sf_tok_client_tokenizer_coming(f->tc, "other", &why));
+	assert_non_null(strstr(why, "node n1's link closed before it answered"));
+	assert_int_equal(pending(f), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -320,6 +367,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(export_asked_elsewhere, setup, teardown),
 		cmocka_unit_test_setup_teardown(export_late, setup, teardown),
 		cmocka_unit_test_setup_teardown(modes_not_offered, setup, teardown),
+		cmocka_unit_test_setup_teardown(export_delayed_and_coming, setup, teardown),
 		cmocka_unit_test(tokenizer_checks_the_export),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,119 @@
+/* Generations that came before their model's tokenizer (issue 32): a shard lists a model once
+ * a link to a node serving it opened, and asks that node for the tokenizer then; a request in
+ * between, the first of a fresh fleet's clients, was answered 503 tokenizer_unavailable. Now
+ * it waits, parked on its connection with nothing of it kept but its HTTP request (valid until
+ * its response ends), and runs again from the start once the tokenizer arrived: checked after
+ * every loop turn, so at the turn that took the export. Bounded: HEADD_TOK_WAIT_MS each,
+ * HEADD_TOK_WAITS_MAX on a shard; past the deadline, or when no node is asked for the
+ * tokenizer any more, the 503 as before, saying why. Nothing blocks the loop. */
+#include "headd.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "daemon/log.h"
+
+bool headd_tok_wait_park(struct headd_http *h, const struct sf_http_request *r,
+			 enum sf_api_kind kind, bool count, const char *model, struct sf_api_error *e)
+{
+	struct headd *d = h->d;
+	struct headd_api *a = &d->api;
+	const char *why;
+	if (!h->conn || h->tok_wait || h->req || d->stopping || strlen(model) > SF_MAX_NAME ||
+	    !sf_tok_client_tokenizer_coming(a->tok, model, &why))
+		return false;
+	if (a->m.tok_waiting >= HEADD_TOK_WAITS_MAX) {
+		sf_api_fail(e, 503, "service_unavailable", "tokenizer_unavailable", "model",
+			    "the tokenizer of model %.128s has not arrived from its nodes yet, and "
+			    "%u requests already wait for a tokenizer here; try again in a moment",
+			    model, a->m.tok_waiting);
+		return false;
+	}
+	uint64_t now = sf_loop_now(d->loop);
+	h->tok_wait = true;
+	h->wait_kind = (uint8_t)kind;
+	h->wait_count = count;
+	h->wait_since = now;
+	h->wait_until = now + HEADD_TOK_WAIT_MS;
+	snprintf(h->wait_model, sizeof(h->wait_model), "%s", model);
+	h->wait_r = r;
+	a->m.tok_waiting++;
+	return true;
+}
+
+void headd_tok_wait_drop(struct headd_http *h)
+{
+	if (!h->tok_wait)
+		return;
+	h->tok_wait = false;
+	h->wait_r = NULL;
+	h->d->api.m.tok_waiting--;
+}
+
+/* Runs h's request again (its tokenizer came), or answers it 503 saying why. */
+static void wake(struct headd_http *h, const char *why, uint64_t now)
+{
+	struct headd *d = h->d;
+	const struct sf_http_request *r = h->wait_r;
+	enum sf_api_kind kind = (enum sf_api_kind)h->wait_kind;
+	bool count = h->wait_count;
+	headd_tok_wait_drop(h);
+	if (!why) {
+		d->api.m.tok_waits_served++;
+		if (count)
+			headd_gen_count(h, kind, r);
+		else
+			headd_gen_start(h, kind, r);
+		return;
+	}
+	d->api.m.tok_waits_failed++;
+	char waited[32];
+	snprintf(waited, sizeof(waited), "%llu ms", (unsigned long long)(now - h->wait_since));
+	struct sf_api_error e;
+	sf_api_fail(&e, 503, "service_unavailable", "tokenizer_unavailable", "model",
+		    "the tokenizer of model %.128s has not arrived from its nodes (waited %s): %s; "
+		    "try again in a moment", h->wait_model, waited, why);
+	headd_api_send_error(h, &e);
+}
+
+uint64_t headd_tok_wait_tick(struct headd *d)
+{
+	struct headd_api *a = &d->api;
+	uint64_t now = sf_loop_now(d->loop), at = UINT64_MAX;
+	if (!a->m.tok_waiting)
+		return at;
+	char served[SF_MAX_NAME + 1] = "";
+	uint32_t n_served = 0;
+	uint64_t longest = 0;
+	for (struct headd_http *h = a->conns; h && a->m.tok_waiting; h = h->next) {
+		if (!h->tok_wait)
+			continue;
+		const char *why;
+		bool coming = sf_tok_client_tokenizer_coming(a->tok, h->wait_model, &why);
+		if (!coming && sf_tok_client_tokenizer(a->tok, h->wait_model)) {
+			n_served++;
+			if (now - h->wait_since >= longest)
+				longest = now - h->wait_since;
+			snprintf(served, sizeof(served), "%s", h->wait_model);
+			wake(h, NULL, now);
+		} else if (d->stopping) {
+			wake(h, "the head is stopping", now);
+		} else if (!coming) {
+			wake(h, why, now);
+		} else if (now >= h->wait_until) {
+			char lim[32];
+			snprintf(lim, sizeof(lim), "%u ms", (unsigned)HEADD_TOK_WAIT_MS);
+			char msg[600];
+			snprintf(msg, sizeof(msg), "a request waits for it %s at most, and its node "
+				 "has not answered yet%s%s", lim, why[0] ? ": " : "", why);
+			wake(h, msg, now);
+		} else if (h->wait_until < at) {
+			at = h->wait_until;
+		}
+	}
+	if (n_served) /* the test of it (tests/api/tok_wait.sh) reads this line */
+		sfd_info("model %s: %u request%s that came before its tokenizer waited for it, "
+			 "%llu ms at most", served, n_served, n_served == 1 ? "" : "s",
+			 (unsigned long long)longest);
+	return at;
+}
