@@ -63,6 +63,7 @@ struct headd_http {
 	bool tok_wait;
 	bool wait_count;
 	uint8_t wait_kind;        /* enum sf_api_kind */
+	uint16_t wait_resume;     /* a follow (headd_resume): where its id starts in the path */
 	const struct sf_http_request *wait_r;
 	uint64_t wait_since, wait_until;
 	char wait_model[SF_MAX_NAME + 1];
@@ -318,12 +319,14 @@ void headd_tok_loads_free(struct headd *d);
 /* api_tok_wait.c: a generation whose model's tokenizer is asked of a node but has not arrived
  * waits for it (at most HEADD_TOK_WAIT_MS, HEADD_TOK_WAITS_MAX of them on a shard), instead of
  * a 503 tokenizer_unavailable. Parks h's request r (answered nothing yet) to be started again
- * as headd_gen_start (count: headd_gen_count) of kind: true; false when it cannot wait (no
- * node is asked for the tokenizer, the head stops; past the bound, e says so). */
+ * as headd_gen_start (count: headd_gen_count; resume_id, in r's path: headd_resume) of kind:
+ * true; false when it cannot wait (no node is asked for the tokenizer, the head stops; past
+ * the bound, e says so). */
 #define HEADD_TOK_WAIT_MS 5000
 #define HEADD_TOK_WAITS_MAX 256
 bool headd_tok_wait_park(struct headd_http *h, const struct sf_http_request *r,
-			 enum sf_api_kind kind, bool count, const char *model, struct sf_api_error *e);
+			 enum sf_api_kind kind, bool count, const char *resume_id, const char *model,
+			 struct sf_api_error *e);
 /* After each turn: each parked request whose tokenizer came is started again, one past its
  * deadline or whose tokenizer is asked of no node any more answered 503 naming why. Returns
  * the next deadline (UINT64_MAX: none). */

@@ -734,7 +734,8 @@ static void gen_start(struct headd_http *h, enum sf_api_kind kind, const struct 
 	if (sf_api_parse_request(kind, body, body_len, &q->r, &e) || (checked = check(q, &e)) ||
 	    (q->r.wire == SF_API_RESPONSES ? headd_responses_named(q, &e) : named_for(q, r, &e))) {
 		/* Before its model's tokenizer: parked to run again once it came (api_tok_wait.c). */
-		bool parked = checked == 1 && headd_tok_wait_park(h, r, kind, count, q->tok_model, &e);
+		bool parked = checked == 1 && headd_tok_wait_park(h, r, kind, count, NULL, q->tok_model,
+								   &e);
 		free(resolved);
 		headd_gen_free(q);
 		if (!parked)

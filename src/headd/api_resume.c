@@ -138,9 +138,10 @@ static struct sf_wal_gen *followable(struct headd *d, enum sf_api_kind kind, con
 }
 
 /* The request the log kept, parsed again with its tokenizer and decoder; NULL with e set when
- * it cannot be answered. */
+ * it cannot be answered (late: its model, when that is because its tokenizer has not come). */
 static struct headd_req *rebuild(struct headd_http *h, const struct sf_wal_session *s,
-				 const struct sf_wal_gen *g, struct sf_api_error *e)
+				 const struct sf_wal_gen *g, char late[SF_MAX_NAME + 1],
+				 struct sf_api_error *e)
 {
 	struct headd *d = h->d;
 	struct headd_req *q = calloc(1, sizeof(*q));
@@ -158,6 +159,7 @@ static struct headd_req *rebuild(struct headd_http *h, const struct sf_wal_sessi
 	}
 	q->tok = sf_tok_client_tokenizer(d->api.tok, q->r.model);
 	if (!q->tok) {
+		snprintf(late, SF_MAX_NAME + 1, "%s", q->r.model);
 		headd_gen_free(q);
 		sf_api_fail(e, 503, "service_unavailable", "tokenizer_unavailable", NULL,
 			    "the tokenizer of model %.128s has not arrived from its nodes since the "
@@ -285,9 +287,12 @@ void headd_resume(struct headd_http *h, enum sf_api_kind kind, const char *id,
 	}
 	struct sf_wal_session *s = NULL;
 	struct sf_wal_gen *g = followable(d, kind, id, h->owner, last != NULL, after, &s, &e);
-	struct headd_req *q = g ? rebuild(h, s, g, &e) : NULL;
+	char late[SF_MAX_NAME + 1] = "";
+	struct headd_req *q = g ? rebuild(h, s, g, late, &e) : NULL;
 	if (!q) {
-		headd_api_send_error(h, &e);
+		/* Its model's tokenizer not here yet (a restarted head): it may wait for it. */
+		if (!late[0] || !headd_tok_wait_park(h, hr, kind, false, id, late, &e))
+			headd_api_send_error(h, &e);
 		return;
 	}
 	q->follow_after = after;

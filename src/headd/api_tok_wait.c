@@ -2,7 +2,8 @@
  * a link to a node serving it opened, and asks that node for the tokenizer then; a request in
  * between, the first of a fresh fleet's clients, was answered 503 tokenizer_unavailable. Now
  * it waits, parked on its connection with nothing of it kept but its HTTP request (valid until
- * its response ends), and runs again from the start once the tokenizer arrived: checked after
+ * its response ends), and runs again from the start once the tokenizer arrived (so does a
+ * client following a generation again, GET .../{id}, after a head restart): checked after
  * every loop turn, so at the turn that took the export. Bounded: HEADD_TOK_WAIT_MS each,
  * HEADD_TOK_WAITS_MAX on a shard; past the deadline, or when no node is asked for the
  * tokenizer any more, the 503 as before, saying why. Nothing blocks the loop. */
@@ -14,12 +15,15 @@
 #include "daemon/log.h"
 
 bool headd_tok_wait_park(struct headd_http *h, const struct sf_http_request *r,
-			 enum sf_api_kind kind, bool count, const char *model, struct sf_api_error *e)
+			 enum sf_api_kind kind, bool count, const char *resume_id, const char *model,
+			 struct sf_api_error *e)
 {
 	struct headd *d = h->d;
 	struct headd_api *a = &d->api;
 	const char *why;
+	size_t at = resume_id ? (size_t)(resume_id - r->path) : 0;
 	if (!h->conn || h->tok_wait || h->req || d->stopping || strlen(model) > SF_MAX_NAME ||
+	    (resume_id && (resume_id < r->path || at > strlen(r->path) || at > UINT16_MAX)) ||
 	    !sf_tok_client_tokenizer_coming(a->tok, model, &why))
 		return false;
 	if (a->m.tok_waiting >= HEADD_TOK_WAITS_MAX) {
@@ -33,6 +37,7 @@ bool headd_tok_wait_park(struct headd_http *h, const struct sf_http_request *r,
 	h->tok_wait = true;
 	h->wait_kind = (uint8_t)kind;
 	h->wait_count = count;
+	h->wait_resume = (uint16_t)at;
 	h->wait_since = now;
 	h->wait_until = now + HEADD_TOK_WAIT_MS;
 	snprintf(h->wait_model, sizeof(h->wait_model), "%s", model);
@@ -57,10 +62,13 @@ static void wake(struct headd_http *h, const char *why, uint64_t now)
 	const struct sf_http_request *r = h->wait_r;
 	enum sf_api_kind kind = (enum sf_api_kind)h->wait_kind;
 	bool count = h->wait_count;
+	uint16_t resume = h->wait_resume;
 	headd_tok_wait_drop(h);
 	if (!why) {
 		d->api.m.tok_waits_served++;
-		if (count)
+		if (resume)
+			headd_resume(h, kind, r->path + resume, r);
+		else if (count)
 			headd_gen_count(h, kind, r);
 		else
 			headd_gen_start(h, kind, r);

@@ -5,8 +5,9 @@
 # the tokenizer (5 s at most, a bounded number of them on a shard) and is answered.
 # SF_TEST_TOKENIZER_DELAY_MS (docs/OPERATIONS.md) holds every ask back so that the requests
 # surely come first; the head's metric and log line say they waited. Then: a request that
-# waits past its bound, and one whose node goes away while it waits, each a 503 saying why;
-# and a fleet with no knob, asked the moment its node is up.
+# waits past its bound, and one whose node goes away while it waits, each a 503 saying why; a
+# generation followed again (GET /v1/completions/{id}) by the moment a restarted head's node
+# is up, before its tokenizer; and a fleet with no knob, asked the moment its node is up.
 # Usage: tok_wait.sh NODED HEADD SIM_EXPECT   (KEEP=DIR keeps the work folder)
 set -uo pipefail
 noded=$1 headd=$2 expect=$3
@@ -82,6 +83,29 @@ for _ in $(seq 500); do [ "$(metric superfluid_tokenizer_waiting)" = 1 ] && brea
 wait "${apids[@]}"
 r=0; [ "$(cat "$work/gone.status")" = 503 ] && grep -q "node n1's link closed before it answered" "$work/gone" || r=1
 check "a request whose node went while it waited: 503 naming it ($(cat "$work/gone.status"): $(j "$work/gone" 'd["error"]["message"]'))" $r
+kill -TERM "$hpid" 2>/dev/null; wait "$hpid" 2>/dev/null
+
+# ---- a restarted head (--wal-dir): a client following its generation again (GET
+# /v1/completions/{id}) the moment the node is up waits for the tokenizer too ----
+start_node paced --sim-tokens-per-s 20 && pp=$port
+start_head w1 "127.0.0.1:$pp" --shards 2 --wal-dir "$work/wal" && base="http://127.0.0.1:$hport" && wp=$hport
+seen
+curl -sN -m 30 -H 'Content-Type: application/json' --data-binary \
+	'{"model":"sim-1","prompt":"a long tale","seed":9,"max_tokens":120,"stream":true}' \
+	"$base/v1/completions" >"$work/stream" 2>/dev/null &
+spid=$!
+for _ in $(seq 300); do [ "$(grep -c '^data: {' "$work/stream")" -ge 5 ] && break; sleep 0.02; done
+id=$(sed -n 's/^data: {"id":"\(cmpl-[0-9a-f]*\)".*/\1/p' "$work/stream" | head -1)
+kill -9 "$hpid"; wait "$hpid" 2>/dev/null; wait "$spid" 2>/dev/null
+SF_TEST_TOKENIZER_DELAY_MS=2000 start_head w2 "127.0.0.1:$pp" --shards 2 --wal-dir "$work/wal" \
+	--listen-http "127.0.0.1:$wp" && base="http://127.0.0.1:$hport"
+seen
+req GET "/v1/completions/$id?stream=false"
+printf 'a long tale' | want --seed 9 --max-tokens 120
+r=0; [ -n "$id" ] && [ "$status" = 200 ] && [ "$(j "$work/out" 'd["choices"][0]["text"]')" = "$(cat "$work/want")" ] || r=1
+check "a generation followed again after a head restart, before the tokenizer came: answered whole ($status, ${id:-no id})" $r
+r=0; [ "$(waits served)" = 1 ] && [ "$(waits unavailable)" = 0 ] || r=1
+check "... having waited for it (served $(waits served))" $r
 kill -TERM "$hpid" 2>/dev/null; wait "$hpid" 2>/dev/null
 
 # ---- no knob: a fresh fleet asked the moment its node is up ----
