@@ -21,7 +21,7 @@ static int phase_of(const struct headd_http *h)
 {
 	if (h->tls && !sf_tls_handshake_done(h->tls))
 		return HP_TLS;
-	if (h->req || h->gather)
+	if (h->req || h->gather || h->tok_wait)
 		return HP_BUSY;
 	switch (sf_http_conn_phase(h->http)) {
 	case SF_HTTP_HEAD: return HP_HEAD;

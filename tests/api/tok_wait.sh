@@ -119,6 +119,14 @@ bad=0
 for i in 1 2 3; do [ "$(cat "$work/f$i.status")" = 200 ] || bad=$((bad + 1)); done
 check "a fresh fleet's first chats, sent the moment its node is up: all answered ($bad not; waited: $(waits served))" $bad
 
+# The knob is bounded: a value past it (or not a number) stops the head, saying so.
+SF_TEST_TOKENIZER_DELAY_MS=60000 "$headd" --fleet "127.0.0.1:$p2" --listen-http 127.0.0.1:0 \
+	--admin-socket "$work/knob.sock" 2>"$work/knob.log" </dev/null & kp=$!; pids+=("$kp")
+for _ in $(seq 200); do kill -0 "$kp" 2>/dev/null || break; sleep 0.05; done
+wait "$kp"; rc=$?
+r=0; [ "$rc" != 0 ] && grep -q 'SF_TEST_TOKENIZER_DELAY_MS=60000: give milliseconds, at most 10000' "$work/knob.log" || r=1
+check "SF_TEST_TOKENIZER_DELAY_MS past 10000: the head stops ($rc), saying so" $r
+
 kill -TERM "${pids[@]}" 2>/dev/null; sleep 0.3
 r=0; grep -l "AddressSanitizer\|runtime error\|LeakSanitizer" "$work"/*.err && r=1
 check "no daemon logged a sanitizer report" $r
