@@ -205,11 +205,12 @@ PY
 
 	# gpt-oss: tool_choice required, then named, enforced by harmony's grammar on the engine
 	# (its <|channel|>, <|message|> and <|constrain|> drawn as text): one call in the client's
-	# tool_calls, arguments by the tool's schema, the reply ended by the call. A random model
-	# never ends an analysis message, so the tokens spelling "analysis" (each a prefix of it)
-	# are banned by logit_bias: the grammar's other way, the call, is left.
+	# tool_calls, arguments by the tool's schema, the reply ended by the call; and a json_schema
+	# response_format: the final message's content by the schema. A random model never ends an
+	# analysis message, so the tokens spelling "analysis" (each a prefix of it) are banned by
+	# logit_bias: the grammar's other way is left.
 	if [ $fam = gpt-oss ]; then
-		for tc in '"required"' '{"type":"function","function":{"name":"set_unit"}}'; do
+		for tc in '"required"' '{"type":"function","function":{"name":"set_unit"}}' schema; do
 			python3 - "$V" "$tc" >"$work/forced.json" <<'PY'
 import json, struct, sys
 d = open(sys.argv[1], "rb").read()
@@ -240,9 +241,13 @@ tools = [{"type": "function", "function": {"name": "set_unit", "description": "S
          {"type": "function", "function": {"name": "reset", "description": "Reset.",
                                            "parameters": {"type": "object", "properties": {},
                                                           "additionalProperties": False}}}]
-print(json.dumps({"messages": [{"role": "user", "content": "Use Celsius."}], "tools": tools,
-                  "tool_choice": json.loads(sys.argv[2]), "temperature": 0, "max_tokens": 100,
-                  "logit_bias": ban}))
+req = {"messages": [{"role": "user", "content": "Use Celsius."}], "temperature": 0,
+       "max_tokens": 100, "logit_bias": ban}
+if sys.argv[2] == "schema":
+    req["response_format"] = {"type": "json_schema", "json_schema": {"name": "u", "schema": unit}}
+else:
+    req.update(tools=tools, tool_choice=json.loads(sys.argv[2]))
+print(json.dumps(req))
 PY
 			chat "$work/forced.json" "$model"
 			r=0
@@ -250,6 +255,12 @@ PY
 import json, sys
 d = json.load(open(sys.argv[1]))
 c = d["choices"][0]
+assert d["usage"]["completion_tokens"] < 100, d["usage"]
+if sys.argv[2] == "schema":
+    assert c["finish_reason"] == "stop" and not c["message"].get("tool_calls"), d
+    assert not c["message"].get("reasoning_content"), d
+    assert json.loads(c["message"]["content"]) in ({"unit": "celsius"}, {"unit": "fahrenheit"}), d
+    sys.exit(0)
 calls = c["message"]["tool_calls"]
 assert c["finish_reason"] == "tool_calls" and len(calls) == 1, d
 f = calls[0]["function"]
@@ -259,7 +270,11 @@ assert f["name"] in (("set_unit",) if named else ("set_unit", "reset")), f
 assert (a == {} if f["name"] == "reset" else a in ({"unit": "celsius"}, {"unit": "fahrenheit"})), f
 assert d["usage"]["completion_tokens"] < 100, d["usage"]
 PY
-			check "$fam: tool_choice $tc is one call through harmony's grammar on the engine, ended by the call" $r
+			if [ "$tc" = schema ]; then
+				check "$fam: a json_schema response_format is the final message's content by the schema (harmony's grammar on the engine)" $r
+			else
+				check "$fam: tool_choice $tc is one call through harmony's grammar on the engine, ended by the call" $r
+			fi
 		done
 	fi
 done

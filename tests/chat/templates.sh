@@ -25,7 +25,8 @@ must=(Qwen-Qwen2.5-7B-Instruct Qwen-Qwen3-0.6B meta-llama-Llama-3.1-8B-Instruct
 	meta-llama-Llama-3.2-3B-Instruct meta-llama-Llama-3.3-70B-Instruct HuggingFaceTB-SmolLM3-3B
 	mistralai-Mistral-Nemo-Instruct-2407 Mistral-Small-3.2-24B-Instruct-2506
 	deepseek-ai-DeepSeek-R1-Distill-Llama-8B deepseek-ai-DeepSeek-R1-Distill-Qwen-32B
-	microsoft-Phi-3.5-mini-instruct microsoft-Phi-4-mini-instruct google-gemma-2-2b-it)
+	microsoft-Phi-3.5-mini-instruct microsoft-Phi-4-mini-instruct google-gemma-2-2b-it
+	openai-gpt-oss-120b)
 min_match=64
 export SF_JINJA_NOW=1767225600 # 2026-01-01 00:00:00 UTC, for strftime_now on both sides
 
