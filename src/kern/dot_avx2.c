@@ -19,6 +19,11 @@ const struct sf__kern_set sf__kern_avx2 = {
 		[SF_GGUF_T_Q2_K] = sf__mm_q2_k_avx2,
 		[SF_GGUF_T_Q3_K] = sf__mm_q3_k_avx2,
 		[SF_GGUF_T_IQ4_XS] = sf__mm_iq4_xs_avx2,
+		[SF_GGUF_T_IQ2_XXS] = sf__mm_iq2_xxs_avx2,
+		[SF_GGUF_T_IQ2_XS] = sf__mm_iq2_xs_avx2,
+		[SF_GGUF_T_IQ2_S] = sf__mm_iq2_s_avx2,
+		[SF_GGUF_T_IQ3_XXS] = sf__mm_iq3_xxs_avx2,
+		[SF_GGUF_T_IQ3_S] = sf__mm_iq3_s_avx2,
 	},
 	.mx = {
 		[SF_KT_Q4_K_X16 - SF_GGUF_T_COUNT] = sf__mx_q4_k_avx2,

@@ -200,6 +200,11 @@ MM_K(mm_q6_k, SF_GGUF_T_Q6_K)
 MM_K(mm_q2_k, SF_GGUF_T_Q2_K)
 MM_K(mm_q3_k, SF_GGUF_T_Q3_K)
 MM_K(mm_iq4_xs, SF_GGUF_T_IQ4_XS)
+MM_K(mm_iq2_xxs, SF_GGUF_T_IQ2_XXS)
+MM_K(mm_iq2_xs, SF_GGUF_T_IQ2_XS)
+MM_K(mm_iq2_s, SF_GGUF_T_IQ2_S)
+MM_K(mm_iq3_xxs, SF_GGUF_T_IQ3_XXS)
+MM_K(mm_iq3_s, SF_GGUF_T_IQ3_S)
 #undef MM_K
 
 static void mx_q4_k(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, const uint8_t *X,
@@ -303,6 +308,11 @@ const struct sf__kern_set sf__kern_scalar = {
 		[SF_GGUF_T_Q2_K] = mm_q2_k,
 		[SF_GGUF_T_Q3_K] = mm_q3_k,
 		[SF_GGUF_T_IQ4_XS] = mm_iq4_xs,
+		[SF_GGUF_T_IQ2_XXS] = mm_iq2_xxs,
+		[SF_GGUF_T_IQ2_XS] = mm_iq2_xs,
+		[SF_GGUF_T_IQ2_S] = mm_iq2_s,
+		[SF_GGUF_T_IQ3_XXS] = mm_iq3_xxs,
+		[SF_GGUF_T_IQ3_S] = mm_iq3_s,
 	},
 	.mx = {
 		[SF_KT_Q4_K_X16 - SF_GGUF_T_COUNT] = mx_q4_k,

@@ -1,4 +1,5 @@
-/* The scalar reference products of the K-quants (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS) with
+/* The scalar reference products of the K-quants (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, and the
+ * grid types IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S) with
  * Q8_K activations: each super-block unpacked to signed quants, sub-block scales and mins
  * (sf__k_unpack), its exact int32 sums isum and imin, then the canonical epilogue into lane
  * (super-block % 8) and R8 (kern_order.md). One generic loop for every type: the sums are
@@ -90,6 +91,22 @@ void sf__k_unpack(uint32_t type, const void *blk, struct sf__kblk *u)
 		}
 		u->nsub = 16;
 		u->min = !three;
+		return;
+	}
+	case SF_GGUF_T_IQ2_XXS:
+	case SF_GGUF_T_IQ2_XS:
+	case SF_GGUF_T_IQ2_S:
+	case SF_GGUF_T_IQ3_XXS:
+	case SF_GGUF_T_IQ3_S: { /* grid magnitudes with their signs, odd scales 2s + 1 */
+		struct sf__kg g;
+		sf__kg_unpack(type, blk, &g);
+		for (int e = 0; e < SF__QKK; e++)
+			u->q[e] = (int16_t)((g.sign[e / 8] >> (e % 8)) & 1 ? -g.g[e] : g.g[e]);
+		for (int j = 0; j < g.nsub; j++)
+			u->sc[j] = g.ls[j];
+		u->nsub = g.nsub;
+		u->d = g.d;
+		u->min = false;
 		return;
 	}
 	default: { /* IQ4_XS */

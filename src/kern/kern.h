@@ -30,7 +30,8 @@ struct sf_kt {
 	uint32_t bytes;    /* bytes per block */
 	uint32_t act_type; /* what activations are quantized to for products with this type */
 	bool weight;       /* may hold weights (false: Q8_K, an activation-only type) */
-	/* Quantizes n floats (a multiple of block) as ggml's reference quantizer does. */
+	/* Quantizes n floats (a multiple of block) as ggml's reference quantizer does; NULL for the
+	 * grid types (IQ2_*, IQ3_*), which our tools do not write. */
 	void (*quantize)(const float *x, void *y, int64_t n);
 	/* Dequantizes n elements (a multiple of block). */
 	void (*dequantize)(const void *x, float *y, int64_t n);

@@ -475,4 +475,95 @@ static inline void sf__attn_v_tail(float *out, size_t out_stride, const float *s
 			}
 }
 
+/* ---- The grid types (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S): issue 36 ---- */
+
+/* Blocks of 256 elements, byte for byte as ggml stores them: indexes into a grid of 4 (IQ3) or
+ * 8 (IQ2) magnitudes (iq_grids.c), a sign per element, odd sub-block scales 2s + 1. */
+struct sf__iq2_xxs {
+	uint16_t d;
+	uint8_t qs[64]; /* sub-block j of 32: bytes 8j..8j+3 index elements 32j + 8l (grid of 8);
+			 * the word at 8j + 4: bits 7l..7l+6 the signs of those 8 (a parity bit
+			 * completes them), bits 28..31 the scale */
+} __attribute__((packed));
+
+struct sf__iq2_xs {
+	uint16_t d;
+	uint8_t qs[64];    /* halfword 4j + l: bits 0..8 the index of elements 32j + 8l, 9..15 signs */
+	uint8_t scales[8]; /* sub-block j of 32: its first 16 elements' scale in the low nibble */
+} __attribute__((packed));
+
+struct sf__iq2_s {
+	uint16_t d;
+	uint8_t qs[32];    /* low 8 bits of the index of elements 8i..8i+7 */
+	uint8_t signs[32]; /* bit e % 8 of byte e / 8: element e negative */
+	uint8_t qh[8];     /* bits 2l, 2l + 1 of byte j: index bits 8, 9 of elements 32j + 8l */
+	uint8_t scales[8]; /* as IQ2_XS's */
+} __attribute__((packed));
+
+struct sf__iq3_xxs {
+	uint16_t d;
+	uint8_t qs[64];  /* byte i: the index of elements 4i..4i+3 */
+	uint8_t sas[32]; /* the word at 4j (sub-block j of 32): signs as IQ2_XXS's, the scale in
+			  * bits 28..31 */
+} __attribute__((packed));
+
+struct sf__iq3_s {
+	uint16_t d;
+	uint8_t qs[64];    /* low 8 bits of the index of elements 4i..4i+3 */
+	uint8_t qh[8];     /* bit k of byte j: index bit 8 of qs[8j + k] */
+	uint8_t signs[32]; /* as IQ2_S's */
+	uint8_t scales[4]; /* sub-block j of 32: nibble j % 2 of byte j / 2 */
+} __attribute__((packed));
+
+_Static_assert(sizeof(struct sf__iq2_xxs) == 66, "iq2_xxs block");
+_Static_assert(sizeof(struct sf__iq2_xs) == 74, "iq2_xs block");
+_Static_assert(sizeof(struct sf__iq2_s) == 82, "iq2_s block");
+_Static_assert(sizeof(struct sf__iq3_xxs) == 98, "iq3_xxs block");
+_Static_assert(sizeof(struct sf__iq3_s) == 110, "iq3_s block");
+
+extern const uint64_t sf__iq2xxs_grid[256];
+extern const uint64_t sf__iq2xs_grid[512];
+extern const uint64_t sf__iq2s_grid[1024];
+extern const uint32_t sf__iq3xxs_grid[256];
+extern const uint32_t sf__iq3s_grid[512];
+
+/* A grid type's super-block unpacked (sf__kg_unpack): element e is (bit e % 8 of sign[e / 8]
+ * ? -1 : 1) * g[e] * ls[j] * d, j = e / (256 / nsub). */
+struct sf__kg {
+	uint8_t g[SF__QKK];
+	uint8_t sign[SF__QKK / 8];
+	int32_t ls[16];
+	int nsub; /* 8 or 16 */
+	float d;  /* h(d) times 1/4 (IQ3_XXS), 1/8 (IQ2) or 1 (IQ3_S): exact */
+};
+
+/* Whether type is one of the grid types. */
+static inline bool sf__kg_type(uint32_t type)
+{
+	return type == SF_GGUF_T_IQ2_XXS || type == SF_GGUF_T_IQ2_XS || type == SF_GGUF_T_IQ2_S ||
+	       type == SF_GGUF_T_IQ3_XXS || type == SF_GGUF_T_IQ3_S;
+}
+
+/* Unpacks one super-block of grid type (kern_kgrid.h has it inline for the kernels). */
+void sf__kg_unpack(uint32_t type, const void *blk, struct sf__kg *u);
+
+void sf__dequantize_iq2_xxs(const void *x, float *y, int64_t n);
+void sf__dequantize_iq2_xs(const void *x, float *y, int64_t n);
+void sf__dequantize_iq2_s(const void *x, float *y, int64_t n);
+void sf__dequantize_iq3_xxs(const void *x, float *y, int64_t n);
+void sf__dequantize_iq3_s(const void *x, float *y, int64_t n);
+
+#define SF__MM(name) sf__matmul_fn name
+SF__MM(sf__mm_iq2_xxs_avx2);
+SF__MM(sf__mm_iq2_xs_avx2);
+SF__MM(sf__mm_iq2_s_avx2);
+SF__MM(sf__mm_iq3_xxs_avx2);
+SF__MM(sf__mm_iq3_s_avx2);
+SF__MM(sf__mm_iq2_xxs_avx512);
+SF__MM(sf__mm_iq2_xs_avx512);
+SF__MM(sf__mm_iq2_s_avx512);
+SF__MM(sf__mm_iq3_xxs_avx512);
+SF__MM(sf__mm_iq3_s_avx512);
+#undef SF__MM
+
 #endif

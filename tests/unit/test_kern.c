@@ -24,6 +24,8 @@ static const uint32_t wtypes[] = {
 	SF_GGUF_T_Q5_0, SF_GGUF_T_Q8_0, SF_GGUF_T_Q4_K, SF_GGUF_T_Q6_K,
 	SF_GGUF_T_Q5_K, SF_GGUF_T_Q3_K, SF_GGUF_T_IQ4_XS, SF_GGUF_T_Q2_K,
 	SF_GGUF_T_Q4_1, SF_GGUF_T_Q5_1, SF_GGUF_T_IQ4_NL, SF_GGUF_T_MXFP4,
+	SF_GGUF_T_IQ3_XXS, SF_GGUF_T_IQ3_S, SF_GGUF_T_IQ2_XXS, SF_GGUF_T_IQ2_XS,
+	SF_GGUF_T_IQ2_S,
 };
 #define NTYPES (sizeof(wtypes) / sizeof(wtypes[0]))
 
@@ -91,6 +93,11 @@ static void fill_raw(uint32_t type, uint8_t *w, size_t bytes)
 			blk[109] &= 0xBB;
 			break;
 		case SF_GGUF_T_IQ4_XS:
+		case SF_GGUF_T_IQ3_XXS: /* the grid types: d first, every other byte valid */
+		case SF_GGUF_T_IQ3_S:
+		case SF_GGUF_T_IQ2_XXS:
+		case SF_GGUF_T_IQ2_XS:
+		case SF_GGUF_T_IQ2_S:
 			blk[1] &= 0xBB;
 			break;
 		case SF_GGUF_T_Q2_K:
@@ -124,7 +131,8 @@ struct prob {
 };
 
 /* Makes nb activation rows and `rows` weight rows of k elements; raw: weight bytes drawn at
- * random (quantized types) instead of quantized from floats. */
+ * random (quantized types) instead of quantized from floats (always for the grid types, which
+ * have no quantizer of ours: any index, sign and scale is a valid block). */
 static void prob_make(struct prob *p, uint32_t type, int64_t k, int64_t rows, int64_t nb, int kind,
 		      bool raw)
 {
@@ -142,7 +150,7 @@ static void prob_make(struct prob *p, uint32_t type, int64_t k, int64_t rows, in
 	assert_non_null(p->W);
 	assert_non_null(p->X);
 	for (int64_t r = 0; r < rows; r++) {
-		if (raw && t->block > 1) {
+		if ((raw || !t->quantize) && t->block > 1) {
 			fill_raw(type, p->W + r * p->w_stride, sf_kt_row_bytes(type, k));
 		} else {
 			fill(wf, k, kind + (int)r, huge_of(type));
@@ -288,6 +296,8 @@ static void long_rows(void **state)
 		{SF_GGUF_T_IQ4_XS, 256 * 230, 3, 9}, {SF_GGUF_T_Q2_K, 256 * 230, 3, 9},
 		{SF_GGUF_T_Q4_1, 32 * 1801, 3, 6},  {SF_GGUF_T_Q5_1, 32 * 900, 20, 5},
 		{SF_GGUF_T_IQ4_NL, 32 * 1801, 3, 6}, {SF_GGUF_T_MXFP4, 32 * 900, 20, 5},
+		{SF_GGUF_T_IQ3_XXS, 256 * 230, 3, 9}, {SF_GGUF_T_IQ3_S, 256 * 230, 3, 9},
+		{SF_GGUF_T_IQ2_XS, 256 * 230, 3, 9},
 	};
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
 		struct prob p;
