@@ -33,5 +33,6 @@ const struct sf__kern_set sf__kern_avx2 = {
 		[SF_KT_IQ4_NL_X16 - SF_GGUF_T_COUNT] = sf__mx_iq4_nl_avx2,
 		[SF_KT_MXFP4_X16 - SF_GGUF_T_COUNT] = sf__mx_mxfp4_avx2,
 		[SF_KT_Q2_K_X16 - SF_GGUF_T_COUNT] = sf__mx_q2_k_avx2,
+		[SF_KT_Q5_K_X16 - SF_GGUF_T_COUNT] = sf__mx_q5_k_avx2,
 	},
 };

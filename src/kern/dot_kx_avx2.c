@@ -1,4 +1,4 @@
-/* AVX2 products of packed K-quants (Q2_K, Q4_K, Q6_K) and IQ4_XS (sf_kern_pack: sixteen rows interleaved) with
+/* AVX2 products of packed K-quants (Q2_K, Q4_K, Q5_K, Q6_K) and IQ4_XS (sf_kern_pack: sixteen rows interleaved) with
  * Q8_K activations, in the canonical order of kern_order.md. As dot_kx_avx512.c, with eight rows
  * (one int32 lane each) per vector, a slab in two halves, and no VNNI: vpmaddubsw of four
  * elements of eight rows against the same four activations (broadcast), the int16 pair sums of
@@ -63,9 +63,23 @@ AI void k_min_tail(const uint16_t *d, const uint16_t *dmin, const struct sf__q8_
 	}
 }
 
-/* Half h (rows 8h..8h+7) of a slab's super-block against nt (a constant) activation rows. */
-AI void sb_k4(const struct sf__q4_kx *x, int h, const struct sf__q8_k *const *a,
-	      __m256 acc[][8], int lane, const int nt)
+/* Bit `bit` of each byte of v moved to bit 4 (the others clear). */
+AI __m256i bit_to4(__m256i v, const int bit)
+{
+	const __m256i m = _mm256_set1_epi8(0x10);
+	if (bit < 4)
+		return _mm256_and_si256(_mm256_slli_epi16(v, 4 - bit), m);
+	if (bit > 4)
+		return _mm256_and_si256(_mm256_srli_epi16(v, bit - 4), m);
+	return _mm256_and_si256(v, m);
+}
+
+/* Half h (rows 8h..8h+7) of a slab's super-block against nt (a constant) activation rows.
+ * qh: Q5_K's fifth bits (struct sf__q5_kx), NULL for Q4_K (a constant: the branches fold).
+ * Q5_K's codes (0..31) give int16 pairs of at most 2 * 31 * 127: four steps' sum fits int16,
+ * so its sums go to int32 every four steps (Q4_K's every eight). */
+AI void sb_k4(const struct sf__q4_kx *x, const uint8_t (*qh)[16][4], int h,
+	      const struct sf__q8_k *const *a, __m256 acc[][8], int lane, const int nt)
 {
 	const __m128i s4 = _mm_set1_epi8(0x0F), s6 = _mm_set1_epi8(0x3F), s30 = _mm_set1_epi8(0x30);
 	__m128i S[12];
@@ -94,6 +108,7 @@ AI void sb_k4(const struct sf__q4_kx *x, int h, const struct sf__q8_k *const *a,
 	}
 #pragma GCC unroll 4
 	for (int c = 0; c < 4; c++) {
+		const __m256i s0 = pair_u8(sc[2 * c], h), s1 = pair_u8(sc[2 * c + 1], h);
 		__m256i lo16[TILE], hi16[TILE];
 #pragma GCC unroll 4
 		for (int j = 0; j < nt; j++)
@@ -101,8 +116,13 @@ AI void sb_k4(const struct sf__q4_kx *x, int h, const struct sf__q8_k *const *a,
 #pragma GCC unroll 8
 		for (int t = 0; t < 8; t++) {
 			const __m256i v = _mm256_loadu_si256((const __m256i *)(x->qs[c][t][8 * h]));
-			const __m256i lo = _mm256_and_si256(v, m4);
-			const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+			__m256i lo = _mm256_and_si256(v, m4);
+			__m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+			if (qh) {
+				const __m256i hb = _mm256_loadu_si256((const __m256i *)qh[t][8 * h]);
+				lo = _mm256_or_si256(lo, bit_to4(hb, 2 * c));
+				hi = _mm256_or_si256(hi, bit_to4(hb, 2 * c + 1));
+			}
 #pragma GCC unroll 4
 			for (int j = 0; j < nt; j++) {
 				lo16[j] = _mm256_add_epi16(lo16[j], _mm256_maddubs_epi16(lo,
@@ -110,12 +130,16 @@ AI void sb_k4(const struct sf__q4_kx *x, int h, const struct sf__q8_k *const *a,
 				hi16[j] = _mm256_add_epi16(hi16[j], _mm256_maddubs_epi16(hi,
 							   bcast32(a[j]->qs + 64 * c + 32 + 4 * t)));
 			}
-		}
-		const __m256i s0 = pair_u8(sc[2 * c], h), s1 = pair_u8(sc[2 * c + 1], h);
+			if (t == 7 || (qh && t == 3)) {
 #pragma GCC unroll 4
-		for (int j = 0; j < nt; j++)
-			isum[j] = _mm256_add_epi32(isum[j], _mm256_add_epi32(_mm256_madd_epi16(lo16[j], s0),
-									     _mm256_madd_epi16(hi16[j], s1)));
+				for (int j = 0; j < nt; j++) {
+					isum[j] = _mm256_add_epi32(isum[j],
+						_mm256_add_epi32(_mm256_madd_epi16(lo16[j], s0),
+								 _mm256_madd_epi16(hi16[j], s1)));
+					lo16[j] = hi16[j] = _mm256_setzero_si256();
+				}
+			}
+		}
 	}
 	k_min_tail(x->d + 8 * h, x->dmin + 8 * h, a, isum, imin, acc, lane, nt);
 }
@@ -306,6 +330,7 @@ AI void sb_q2(const struct sf__q2_kx *x, int hh, const struct sf__q8_k *const *a
 static inline size_t sb_bytes(uint32_t type)
 {
 	return type == SF_KT_Q4_K_X16	 ? sizeof(struct sf__q4_kx)
+	       : type == SF_KT_Q5_K_X16 ? sizeof(struct sf__q5_kx)
 	       : type == SF_KT_Q6_K_X16 ? sizeof(struct sf__q6_kx)
 	       : type == SF_KT_Q2_K_X16 ? sizeof(struct sf__q2_kx)
 					: sizeof(struct sf__iq4_xsx);
@@ -334,14 +359,18 @@ AI void half_tile(uint32_t type, const uint8_t *w, int h, int64_t nsb, const uin
 #pragma GCC unroll 4
 		for (int j = 0; j < nt; j++)
 			a[j] = (const struct sf__q8_k *)(xr + (size_t)j * x_stride) + s;
-		if (type == SF_KT_Q4_K_X16)
-			sb_k4((const struct sf__q4_kx *)w + s, h, a, acc, (int)(s & 7), nt);
-		else if (type == SF_KT_Q6_K_X16)
+		if (type == SF_KT_Q4_K_X16) {
+			sb_k4((const struct sf__q4_kx *)w + s, NULL, h, a, acc, (int)(s & 7), nt);
+		} else if (type == SF_KT_Q5_K_X16) {
+			const struct sf__q5_kx *x5 = (const struct sf__q5_kx *)w + s;
+			sb_k4(&x5->k4, x5->qh, h, a, acc, (int)(s & 7), nt);
+		} else if (type == SF_KT_Q6_K_X16) {
 			sb_k6((const struct sf__q6_kx *)w + s, h, a, acc, (int)(s & 7), nt);
-		else if (type == SF_KT_Q2_K_X16)
+		} else if (type == SF_KT_Q2_K_X16) {
 			sb_q2((const struct sf__q2_kx *)w + s, h, a, acc, (int)(s & 7), nt);
-		else
+		} else {
 			sb_xs((const struct sf__iq4_xsx *)w + s, h, a, acc, (int)(s & 7), nt);
+		}
 	}
 	const __m256i idx = _mm256_loadu_si256((const __m256i *)lane8);
 	const __m256i keep = _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(l1), idx),
@@ -404,4 +433,10 @@ void sf__mx_q2_k_avx2(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, const
 		      size_t xs, int64_t nb, float *Y, size_t ldy)
 {
 	mx_k(SF_KT_Q2_K_X16, k, W, r0, r1, X, xs, nb, Y, ldy);
+}
+
+void sf__mx_q5_k_avx2(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, const uint8_t *X,
+		      size_t xs, int64_t nb, float *Y, size_t ldy)
+{
+	mx_k(SF_KT_Q5_K_X16, k, W, r0, r1, X, xs, nb, Y, ldy);
 }

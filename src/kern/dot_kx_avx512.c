@@ -1,4 +1,4 @@
-/* AVX-512 (VNNI) products of packed K-quants (Q2_K, Q4_K, Q6_K) and IQ4_XS (sf_kern_pack: sixteen rows
+/* AVX-512 (VNNI) products of packed K-quants (Q2_K, Q4_K, Q5_K, Q6_K) and IQ4_XS (sf_kern_pack: sixteen rows
  * interleaved) with Q8_K activations, in the canonical order of kern_order.md. One int32 lane per weight row:
  * vpdpbusd takes four elements of sixteen rows against the same four activations (broadcast),
  * so there are no horizontal sums; a sub-block's sums are scaled by vpmulld, the Q4_K mins
@@ -68,9 +68,21 @@ AI void k_min_tail(const void *d, const void *dmin, const __m512i mm[8],
 	}
 }
 
-/* One slab's super-block against nt (a constant) activation rows; a[j]: row j's Q8_K block. */
-AI void sb_k4(const struct sf__q4_kx *x, const struct sf__q8_k *const *a, __m512 acc[][8],
-	      int lane, const int nt)
+/* Bit `bit` of each byte of v moved to bit 4 (the others clear). */
+AI __m512i bit_to4(__m512i v, const int bit)
+{
+	const __m512i m = _mm512_set1_epi8(0x10);
+	if (bit < 4)
+		return _mm512_and_si512(_mm512_slli_epi16(v, 4 - bit), m);
+	if (bit > 4)
+		return _mm512_and_si512(_mm512_srli_epi16(v, bit - 4), m);
+	return _mm512_and_si512(v, m);
+}
+
+/* One slab's super-block against nt (a constant) activation rows; a[j]: row j's Q8_K block.
+ * qh: Q5_K's fifth bits (struct sf__q5_kx), NULL for Q4_K (a constant: the branch folds). */
+AI void sb_k4(const struct sf__q4_kx *x, const uint8_t (*qh)[16][4],
+	      const struct sf__q8_k *const *a, __m512 acc[][8], int lane, const int nt)
 {
 	const __m512i m4 = _mm512_set1_epi8(0x0F), m6 = _mm512_set1_epi8(0x3F);
 	const __m512i m30 = _mm512_set1_epi8(0x30);
@@ -95,8 +107,13 @@ AI void sb_k4(const struct sf__q4_kx *x, const struct sf__q8_k *const *a, __m512
 #pragma GCC unroll 8
 		for (int t = 0; t < 8; t++) {
 			const __m512i v = _mm512_loadu_si512(x->qs[c][t]);
-			const __m512i lo = _mm512_and_si512(v, m4);
-			const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+			__m512i lo = _mm512_and_si512(v, m4);
+			__m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+			if (qh) { /* Q5_K: codes 0..31 (a sub-block's sum at most 32 * 31 * 127) */
+				const __m512i h = _mm512_loadu_si512(qh[t]);
+				lo = _mm512_or_si512(lo, bit_to4(h, 2 * c));
+				hi = _mm512_or_si512(hi, bit_to4(h, 2 * c + 1));
+			}
 #pragma GCC unroll 8
 			for (int j = 0; j < nt; j++) {
 				lo_acc[j] = _mm512_dpbusd_epi32(lo_acc[j], lo, bcast32(a[j]->qs + 64 * c + 4 * t));
@@ -336,6 +353,7 @@ AI void sb_q2(const struct sf__q2_kx *x, const struct sf__q8_k *const *a, __m512
 static inline size_t sb_bytes(uint32_t type)
 {
 	return type == SF_KT_Q4_K_X16	 ? sizeof(struct sf__q4_kx)
+	       : type == SF_KT_Q5_K_X16 ? sizeof(struct sf__q5_kx)
 	       : type == SF_KT_Q6_K_X16 ? sizeof(struct sf__q6_kx)
 	       : type == SF_KT_Q2_K_X16 ? sizeof(struct sf__q2_kx)
 					: sizeof(struct sf__iq4_xsx);
@@ -362,14 +380,18 @@ AI void slab_tile(uint32_t type, const uint8_t *w, int64_t nsb, const uint8_t *x
 #pragma GCC unroll 8
 		for (int j = 0; j < nt; j++)
 			a[j] = (const struct sf__q8_k *)(xr + (size_t)j * x_stride) + s;
-		if (type == SF_KT_Q4_K_X16)
-			sb_k4((const struct sf__q4_kx *)w + s, a, acc, (int)(s & 7), nt);
-		else if (type == SF_KT_Q6_K_X16)
+		if (type == SF_KT_Q4_K_X16) {
+			sb_k4((const struct sf__q4_kx *)w + s, NULL, a, acc, (int)(s & 7), nt);
+		} else if (type == SF_KT_Q5_K_X16) {
+			const struct sf__q5_kx *x5 = (const struct sf__q5_kx *)w + s;
+			sb_k4(&x5->k4, x5->qh, a, acc, (int)(s & 7), nt);
+		} else if (type == SF_KT_Q6_K_X16) {
 			sb_k6((const struct sf__q6_kx *)w + s, a, acc, (int)(s & 7), nt);
-		else if (type == SF_KT_Q2_K_X16)
+		} else if (type == SF_KT_Q2_K_X16) {
 			sb_q2((const struct sf__q2_kx *)w + s, a, acc, (int)(s & 7), nt);
-		else
+		} else {
 			sb_xs((const struct sf__iq4_xsx *)w + s, a, acc, (int)(s & 7), nt);
+		}
 	}
 	const __mmask16 keep = (__mmask16)(((1u << l1) - 1) & ~((1u << l0) - 1));
 #pragma GCC unroll 8
@@ -433,4 +455,10 @@ void sf__mx_q2_k_avx512(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, con
 			size_t xs, int64_t nb, float *Y, size_t ldy)
 {
 	mx_k(SF_KT_Q2_K_X16, k, W, r0, r1, X, xs, nb, Y, ldy);
+}
+
+void sf__mx_q5_k_avx512(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, const uint8_t *X,
+			size_t xs, int64_t nb, float *Y, size_t ldy)
+{
+	mx_k(SF_KT_Q5_K_X16, k, W, r0, r1, X, xs, nb, Y, ldy);
 }

@@ -219,6 +219,12 @@ static void mx_q6_k(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, const u
 	sf__k_rows_ref(SF_GGUF_T_Q6_K, k, W, 0, true, r0, r1, X, x_stride, nb, Y, ldy);
 }
 
+static void mx_q5_k(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, const uint8_t *X,
+		    size_t x_stride, int64_t nb, float *Y, size_t ldy)
+{
+	sf__k_rows_ref(SF_GGUF_T_Q5_K, k, W, 0, true, r0, r1, X, x_stride, nb, Y, ldy);
+}
+
 static void mx_q2_k(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, const uint8_t *X,
 		    size_t x_stride, int64_t nb, float *Y, size_t ldy)
 {
@@ -322,5 +328,6 @@ const struct sf__kern_set sf__kern_scalar = {
 		[SF_KT_IQ4_NL_X16 - SF_GGUF_T_COUNT] = mx_iq4_nl,
 		[SF_KT_MXFP4_X16 - SF_GGUF_T_COUNT] = mx_mxfp4,
 		[SF_KT_Q2_K_X16 - SF_GGUF_T_COUNT] = mx_q2_k,
+		[SF_KT_Q5_K_X16 - SF_GGUF_T_COUNT] = mx_q5_k,
 	},
 };

@@ -141,6 +141,10 @@ static void k_block(uint32_t type, size_t bsize, const uint8_t *W, size_t w_stri
 		struct sf__q4_k tmp;
 		sf__q4kx_get((const struct sf__q4_kx *)W + (r / 16) * nsb + s, (int)(r % 16), &tmp);
 		sf__k_unpack(type, &tmp, u);
+	} else if (type == SF_GGUF_T_Q5_K) {
+		struct sf__q5_k tmp;
+		sf__q5kx_get((const struct sf__q5_kx *)W + (r / 16) * nsb + s, (int)(r % 16), &tmp);
+		sf__k_unpack(type, &tmp, u);
 	} else if (type == SF_GGUF_T_Q2_K) {
 		struct sf__q2_k tmp;
 		sf__q2kx_get((const struct sf__q2_kx *)W + (r / 16) * nsb + s, (int)(r % 16), &tmp);

@@ -49,7 +49,8 @@ struct sf_kt {
 #define SF_KT_IQ4_NL_X16 (SF_GGUF_T_COUNT + 4u)
 #define SF_KT_MXFP4_X16 (SF_GGUF_T_COUNT + 5u)
 #define SF_KT_Q2_K_X16 (SF_GGUF_T_COUNT + 6u)
-#define SF_KT_COUNT (SF_GGUF_T_COUNT + 7u) /* one past the highest type number of the kernels */
+#define SF_KT_Q5_K_X16 (SF_GGUF_T_COUNT + 7u) /* issue 36 */
+#define SF_KT_COUNT (SF_GGUF_T_COUNT + 8u) /* one past the highest type number of the kernels */
 #define SF_KT_X16_ROWS 16                  /* rows in a packed slab */
 
 /* The traits of type, or NULL when the kernels do not compute it. A packed type's quantize and
@@ -99,8 +100,8 @@ size_t sf_kern_act_row_bytes(uint32_t wtype, int64_t n);
 void sf_kern_matmul(uint32_t wtype, int64_t k, const void *W, size_t w_stride, int64_t r0,
 		    int64_t r1, const void *X, size_t x_stride, int64_t nb, float *Y, size_t ldy);
 
-/* The packed type sf_kern_pack makes of wtype, or 0 when it has none (Q2_K, Q4_K, Q6_K, Q8_0,
- * IQ4_XS, IQ4_NL and MXFP4 have). */
+/* The packed type sf_kern_pack makes of wtype, or 0 when it has none (Q2_K, Q4_K, Q5_K, Q6_K,
+ * Q8_0, IQ4_XS, IQ4_NL and MXFP4 have). */
 uint32_t sf_kern_packed_type(uint32_t wtype);
 
 /* Bytes sf_kern_pack writes for `rows` rows of k elements of wtype: whole slabs of

@@ -566,4 +566,22 @@ SF__MM(sf__mm_iq3_xxs_avx512);
 SF__MM(sf__mm_iq3_s_avx512);
 #undef SF__MM
 
+/* ---- Q5_K packed (issue 36) ---- */
+
+/* Q4_K's packed layout (the low four bits) and the fifth bits: a step's byte i of row r
+ * (qh[t][r][i], the plain block's qh[4t + i]) holds bit 2c for the low nibble's element of
+ * chunk c (64c + 4t + i) and bit 2c + 1 for the high one's (64c + 32 + 4t + i). */
+struct sf__q5_kx {
+	struct sf__q4_kx k4;
+	uint8_t qh[8][16][4];
+};
+_Static_assert(sizeof(struct sf__q5_kx) == 16 * sizeof(struct sf__q5_k), "q5_K x16 block");
+
+void sf__q5kx_get(const struct sf__q5_kx *x, int lane, struct sf__q5_k *out);
+
+#define SF__MX(name) sf__matmul_x_fn name
+SF__MX(sf__mx_q5_k_avx2);
+SF__MX(sf__mx_q5_k_avx512);
+#undef SF__MX
+
 #endif

@@ -1,5 +1,5 @@
 /* Weights repacked at load for the SIMD kernels (kern.h sf_kern_pack): sixteen rows of Q2_K,
- * Q4_K, Q6_K, Q8_0, IQ4_XS, IQ4_NL or MXFP4 interleaved per (super-)block, the bytes re-arranged and nothing else, so that
+ * Q4_K, Q5_K, Q6_K, Q8_0, IQ4_XS, IQ4_NL or MXFP4 interleaved per (super-)block, the bytes re-arranged and nothing else, so that
  * one vector holds the same four elements of sixteen rows (kern_order.md, "Packed weights"). */
 #include "kern/kern_internal.h"
 
@@ -20,6 +20,8 @@ uint32_t sf_kern_packed_type(uint32_t wtype)
 		return SF_KT_MXFP4_X16;
 	case SF_GGUF_T_Q2_K:
 		return SF_KT_Q2_K_X16;
+	case SF_GGUF_T_Q5_K:
+		return SF_KT_Q5_K_X16;
 	default:
 		return 0;
 	}
@@ -34,26 +36,59 @@ size_t sf_kern_packed_bytes(uint32_t wtype, int64_t k, int64_t rows)
 	return (size_t)((rows + SF_KT_X16_ROWS - 1) / SF_KT_X16_ROWS) * SF_KT_X16_ROWS * rb;
 }
 
-static void put_q4k(struct sf__q4_kx *x, int r, const struct sf__q4_k *b)
+/* Q4_K's fields (Q5_K's too, at other offsets in its block) into row r of a slab, and back. */
+static void put_k4(struct sf__q4_kx *x, int r, uint16_t d, uint16_t dmin, const uint8_t *scales,
+		   const uint8_t *qs)
 {
-	x->d[r] = b->d;
-	x->dmin[r] = b->dmin;
+	x->d[r] = d;
+	x->dmin[r] = dmin;
 	for (int i = 0; i < 12; i++)
-		x->scales[i][r] = b->scales[i];
+		x->scales[i][r] = scales[i];
 	for (int c = 0; c < 4; c++)
 		for (int t = 0; t < 8; t++)
-			memcpy(x->qs[c][t][r], b->qs + 32 * c + 4 * t, 4);
+			memcpy(x->qs[c][t][r], qs + 32 * c + 4 * t, 4);
+}
+
+static void get_k4(const struct sf__q4_kx *x, int r, uint16_t *d, uint16_t *dmin,
+		   uint8_t *scales, uint8_t *qs)
+{
+	*d = x->d[r];
+	*dmin = x->dmin[r];
+	for (int i = 0; i < 12; i++)
+		scales[i] = x->scales[i][r];
+	for (int c = 0; c < 4; c++)
+		for (int t = 0; t < 8; t++)
+			memcpy(qs + 32 * c + 4 * t, x->qs[c][t][r], 4);
+}
+
+static void put_q4k(struct sf__q4_kx *x, int r, const struct sf__q4_k *b)
+{
+	put_k4(x, r, b->d, b->dmin, b->scales, b->qs);
 }
 
 void sf__q4kx_get(const struct sf__q4_kx *x, int r, struct sf__q4_k *b)
 {
-	b->d = x->d[r];
-	b->dmin = x->dmin[r];
-	for (int i = 0; i < 12; i++)
-		b->scales[i] = x->scales[i][r];
-	for (int c = 0; c < 4; c++)
-		for (int t = 0; t < 8; t++)
-			memcpy(b->qs + 32 * c + 4 * t, x->qs[c][t][r], 4);
+	uint16_t d, dmin;
+	get_k4(x, r, &d, &dmin, b->scales, b->qs);
+	b->d = d;
+	b->dmin = dmin;
+}
+
+static void put_q5k(struct sf__q5_kx *x, int r, const struct sf__q5_k *b)
+{
+	put_k4(&x->k4, r, b->d, b->dmin, b->scales, b->qs);
+	for (int t = 0; t < 8; t++)
+		memcpy(x->qh[t][r], b->qh + 4 * t, 4);
+}
+
+void sf__q5kx_get(const struct sf__q5_kx *x, int r, struct sf__q5_k *b)
+{
+	uint16_t d, dmin;
+	get_k4(&x->k4, r, &d, &dmin, b->scales, b->qs);
+	b->d = d;
+	b->dmin = dmin;
+	for (int t = 0; t < 8; t++)
+		memcpy(b->qh + 4 * t, x->qh[t][r], 4);
 }
 
 static uint32_t word(const uint8_t *p)
@@ -235,6 +270,9 @@ int sf_kern_pack(uint32_t wtype, int64_t k, const void *W, size_t w_stride, int6
 					break;
 				case SF_GGUF_T_Q2_K:
 					put_q2k((struct sf__q2_kx *)x, r, (const struct sf__q2_k *)b);
+					break;
+				case SF_GGUF_T_Q5_K:
+					put_q5k((struct sf__q5_kx *)x, r, (const struct sf__q5_k *)b);
 					break;
 				case SF_GGUF_T_IQ4_XS:
 					put_iq4xs((struct sf__iq4_xsx *)x, r, (const struct sf__iq4_xs *)b);

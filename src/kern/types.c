@@ -61,6 +61,8 @@ static const struct sf_kt kts[] = {
 	 NULL},
 	{SF_KT_Q2_K_X16, "q2_K_x16", SF__QKK, sizeof(struct sf__q2_k), SF_GGUF_T_Q8_K, true, NULL,
 	 NULL},
+	{SF_KT_Q5_K_X16, "q5_K_x16", SF__QKK, sizeof(struct sf__q5_k), SF_GGUF_T_Q8_K, true, NULL,
+	 NULL},
 	{SF_GGUF_T_Q8_1, "q8_1", SF__QK, sizeof(struct sf__q8_1), SF_GGUF_T_Q8_1, false,
 	 sf__quantize_q8_1, sf__dequantize_q8_1},
 	{SF_GGUF_T_Q8_K, "q8_K", SF__QKK, sizeof(struct sf__q8_k), SF_GGUF_T_Q8_K, false,

@@ -309,10 +309,16 @@ run_case() {
 	rm -f "$work"/*.f32 "$m"
 	# TYPE llama.T: the file written by llama.cpp's own quantizer (llama_model_quantize, what
 	# llama-quantize runs) from our F32 one, so that our reader meets a file we did not write
-	local make_type=$type lt=
+	local make_type=$type lt= lt_opts=
 	if [ "${type#llama.}" != "$type" ]; then
 		lt=${type#llama.} make_type=f32
-		declare -A ftypes=([q8_0]=7 [q4_0]=2 [q4_k_m]=15 [q5_k_m]=17 [q6_k]=18 [mxfp4_moe]=38)
+		declare -A ftypes=([q8_0]=7 [q4_0]=2 [q4_k_m]=15 [q5_k_m]=17 [q6_k]=18 [mxfp4_moe]=38
+			[iq3_xxs]=23 [iq3_s]=26 [iq3_m]=27 [iq2_xxs]=19 [iq2_xs]=20 [iq2_s]=29 [iq2_m]=29)
+		# T.pure: every matrix in the type (IQ2_S: IQ2_M's pure file; IQ2_S's own is IQ2_XS);
+		# the IQ2/IQ3 types with a flat importance matrix (llama.cpp requires one for most)
+		lt_opts=
+		case $lt in *.pure) lt=${lt%.pure} lt_opts=--pure ;; esac
+		case $lt in iq2* | iq3*) lt_opts="$lt_opts --imatrix-flat" ;; esac
 		[ -n "${ftypes[$lt]:-}" ] || { echo "FAIL $name: no llama.cpp file type for $lt"; return 1; }
 	fi
 	if ! "$sf" model make --shape "$shape" --type "$make_type" --vocab "$vocab" \
@@ -321,7 +327,7 @@ run_case() {
 		return 1
 	fi
 	if [ -n "$lt" ]; then
-		"$LLAMA_REF" quantize "$m" --ftype "${ftypes[$lt]}" --out "$m.q" --threads 2 \
+		"$LLAMA_REF" quantize "$m" --ftype "${ftypes[$lt]}" $lt_opts --out "$m.q" --threads 2 \
 			>/dev/null 2>"$work/err" && mv "$m.q" "$m" ||
 			{ echo "FAIL $name: llama-ref quantize: $(tail -1 "$work/err")"; return 1; }
 	fi

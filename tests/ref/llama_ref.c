@@ -697,6 +697,7 @@ static const struct ref_optdef ref_optdefs[] = {
 	OPT("--out", CMD_LOGITS | CMD_QUANTIZE | CMD_DEQUANT, 's', out, 0, 0),
 	OPT("--ftype", CMD_QUANTIZE, 'n', ftype, 0, 1023),
 	OPT("--pure", CMD_QUANTIZE, 'b', pure, 0, 0),
+	OPT("--imatrix-flat", CMD_QUANTIZE, 'b', imatrix_flat, 0, 0),
 	OPT("--incremental", CMD_LOGITS, 'b', incremental, 0, 0),
 	OPT("--n", CMD_GREEDY, 'n', n, 1, REF_MAX_GEN),
 	OPT("--stop", CMD_GREEDY, 'b', stop, 0, 0),
@@ -726,7 +727,8 @@ static int ref_usage(void)
 	      "  bench MODEL [--pp 512] [--tg 128] [--seqs S] [--reps R] [--depth D] [--only pp|tg|par]\n"
 	      "  info MODEL [--full]                               JSON\n"
 	      "  perplexity MODEL --ctx N < text                   tokens=... ppl=P\n"
-	      "  quantize MODEL --ftype N [--pure] --out OUT       llama_model_quantize\n"
+	      "  quantize MODEL --ftype N [--pure] [--imatrix-flat] --out OUT\n"
+	      "                                                   llama_model_quantize\n"
 	      "  dequant MODEL --out FILE                          ggml's to_float of each tensor\n"
 	      "  embed MODEL --tokens \"1 2 3\"|- [--pooling mean|cls|last]   the pooled vector\n"
 	      "common: --threads N (default: online CPUs), --ubatch N, --cpu VARIANT, --verbose;\n"

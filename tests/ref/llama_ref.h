@@ -24,7 +24,7 @@ enum ref_cmd {
 struct ref_opts {
 	unsigned cmd;
 	const char *model;
-	bool specials, bos, all_modes, incremental, stop, full, verbose, pure;
+	bool specials, bos, all_modes, incremental, stop, full, verbose, pure, imatrix_flat;
 	long threads, ctx, ubatch, n, pp, tg, seqs, reps, depth, ftype;
 	const char *tokens, *out, *only, *cpu, *sep, *logits_out, *inc_out, *pooling;
 	const char *grammar; /* bench: a GBNF file, sampled under (the "grammar" window) */
@@ -81,7 +81,8 @@ int cmd_perplexity(const struct ref_opts *o, struct llama_model *m);
 int cmd_bench(const struct ref_opts *o, struct llama_model *m, const char *variant,
 	      const struct ref_log *log);
 
-/* quantize MODEL --ftype N [--pure] --out OUT: llama_model_quantize (llama_ref_quant.c). */
+/* quantize MODEL --ftype N [--pure] [--imatrix-flat] --out OUT: llama_model_quantize
+ * (llama_ref_quant.c); --imatrix-flat gives it an importance matrix of ones. */
 int cmd_quantize(const struct ref_opts *o);
 
 /* dequant MODEL --out FILE: each quantized tensor's rows as ggml's to_float gives them. */

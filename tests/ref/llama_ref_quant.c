@@ -12,18 +12,79 @@
 #include "gguf.h"
 #include "llama_ref.h"
 
+/* A flat importance matrix for every matrix of model (each column as important as the
+ * others: ne[0] x experts ones): llama.cpp refuses IQ3_XXS and the IQ2/IQ1 types without one,
+ * and with it quantizes as it would with a real one whose weights are all alike. NULL when
+ * the file cannot be read. The names and data live until free_flat. */
+static struct llama_model_imatrix_data *flat_imatrix(const char *model, float **ones)
+{
+	struct ggml_context *ctx = NULL;
+	struct gguf_init_params gp = {.no_alloc = true, .ctx = &ctx};
+	struct gguf_context *g = gguf_init_from_file(model, gp);
+	if (!g)
+		return NULL;
+	struct llama_model_imatrix_data *d = calloc((size_t)gguf_get_n_tensors(g) + 1, sizeof(*d));
+	size_t most = 0;
+	*ones = NULL;
+	if (!d) {
+		gguf_free(g);
+		ggml_free(ctx);
+		return NULL;
+	}
+	int k = 0;
+	for (struct ggml_tensor *t = ggml_get_first_tensor(ctx); t; t = ggml_get_next_tensor(ctx, t)) {
+		if (ggml_n_dims(t) < 2)
+			continue;
+		const size_t size = (size_t)(t->ne[0] * t->ne[2]);
+		d[k].name = strdup(t->name);
+		d[k].size = size;
+		most = size > most ? size : most;
+		k++;
+	}
+	gguf_free(g);
+	ggml_free(ctx);
+	if (!(*ones = malloc((most ? most : 1) * sizeof(float)))) {
+		for (int i = 0; i < k; i++)
+			free((char *)d[i].name);
+		free(d);
+		return NULL;
+	}
+	for (size_t i = 0; i < most; i++)
+		(*ones)[i] = 1.0f;
+	for (int i = 0; i < k; i++)
+		d[i].data = *ones;
+	return d;
+}
+
+static void free_flat(struct llama_model_imatrix_data *d, float *ones)
+{
+	for (struct llama_model_imatrix_data *p = d; p && p->name; p++)
+		free((char *)p->name);
+	free(d);
+	free(ones);
+}
+
 int cmd_quantize(const struct ref_opts *o)
 {
 	struct llama_model_quantize_params p = llama_model_quantize_default_params();
+	struct llama_model_imatrix_data *im = NULL;
+	float *ones = NULL;
+	int rc = 0;
 
 	if (!o->out)
 		return ref_fail("quantize: --out is required");
 	p.nthread = (int32_t)o->threads;
 	p.ftype = (enum llama_ftype)o->ftype;
 	p.pure = o->pure;
+	if (o->imatrix_flat) {
+		if (!(im = flat_imatrix(o->model, &ones)))
+			return ref_fail("quantize: cannot read the tensors of %s", o->model);
+		p.imatrix = im;
+	}
 	if (llama_model_quantize(o->model, o->out, &p))
-		return ref_fail("quantize: llama_model_quantize failed for %s", o->model);
-	return 0;
+		rc = ref_fail("quantize: llama_model_quantize failed for %s", o->model);
+	free_flat(im, ones);
+	return rc;
 }
 
 /* Writes one record: the name's length (u32), the name, the ggml type (u32), the element

@@ -1,4 +1,4 @@
-/* Packed weights (sf_kern_pack: Q2_K, Q4_K, Q6_K, Q8_0, IQ4_XS, IQ4_NL, MXFP4): the packing is an exact re-arrangement
+/* Packed weights (sf_kern_pack: Q2_K, Q4_K, Q5_K, Q6_K, Q8_0, IQ4_XS, IQ4_NL, MXFP4): the packing is an exact re-arrangement
  * (every row's blocks come back byte for byte), and the products over a packed matrix give,
  * under every instruction set, the scalar reference's bits over the plain one (memcmp) for
  * every batch size, tail shape, row range and partial last slab, writing only the rows asked
@@ -22,7 +22,7 @@
 
 static const uint32_t ptypes[] = {SF_GGUF_T_Q4_K,   SF_GGUF_T_Q6_K,   SF_GGUF_T_Q8_0,
 				  SF_GGUF_T_IQ4_XS, SF_GGUF_T_IQ4_NL, SF_GGUF_T_MXFP4,
-				  SF_GGUF_T_Q2_K};
+				  SF_GGUF_T_Q2_K,   SF_GGUF_T_Q5_K};
 #define NPT (sizeof(ptypes) / sizeof(ptypes[0]))
 
 static uint64_t rng = 0x5eed;
@@ -66,7 +66,7 @@ static void prob_make(struct prob *p, uint32_t type, int64_t k, int64_t rows, in
 				w[i] = (uint8_t)sf_test_rand(&rng);
 			for (int64_t b = 0; b < k / t->block; b++) {
 				uint8_t *blk = w + (size_t)b * t->bytes;
-				if (type == SF_GGUF_T_Q4_K) {
+				if (type == SF_GGUF_T_Q4_K || type == SF_GGUF_T_Q5_K) {
 					blk[1] &= 0xBB;
 					blk[3] &= 0xBB;
 				} else if (type == SF_GGUF_T_Q6_K) {
@@ -181,6 +181,9 @@ static void pack_is_exact(void **state)
 					else if (p.type == SF_GGUF_T_Q2_K)
 						sf__q2kx_get((const struct sf__q2_kx *)x, (int)(r % 16),
 							     (struct sf__q2_k *)blk);
+					else if (p.type == SF_GGUF_T_Q5_K)
+						sf__q5kx_get((const struct sf__q5_kx *)x, (int)(r % 16),
+							     (struct sf__q5_k *)blk);
 					else if (p.type == SF_GGUF_T_IQ4_XS)
 						sf__iq4xsx_get((const struct sf__iq4_xsx *)x, (int)(r % 16),
 							       (struct sf__iq4_xs *)blk);
@@ -338,6 +341,42 @@ static uint8_t *fenced(const uint8_t *bytes, size_t n, bool front, void **map, s
 
 /* No kernel reads outside the slabs holding the rows it was given, nor outside the
  * activations. */
+/* The largest codes against the largest activations: every quant byte (and Q5_K's fifth bits)
+ * all ones, every activation 127 or -127 in runs, so that any int16 sum a kernel keeps would
+ * overflow if it ran a step too long (Q5_K's codes 31: four steps of pairs fit int16, eight do
+ * not). */
+static void extreme_codes(void **state)
+{
+	(void)state;
+	enum sf_kisa saved = sf_kern_isa();
+	for (size_t t = 0; t < NPT; t++) {
+		const struct sf_kt *kt = sf_kt(ptypes[t]);
+		struct prob p;
+		prob_make(&p, ptypes[t], 512, 20, 3, true);
+		for (int64_t r = 0; r < p.rows; r++)
+			for (int64_t b = 0; b < p.k / kt->block; b++) {
+				uint8_t *blk = p.W + (size_t)r * p.w_stride + (size_t)b * kt->bytes;
+				if (ptypes[t] == SF_GGUF_T_Q5_K) /* qh and qs after d, dmin, scales */
+					memset(blk + 16, 0xFF, 32 + 128);
+				else if (ptypes[t] == SF_GGUF_T_Q4_K)
+					memset(blk + 16, 0xFF, 128);
+			}
+		float *f = malloc((size_t)p.k * sizeof(float));
+		for (int64_t b = 0; b < p.nb; b++) {
+			for (int64_t i = 0; i < p.k; i++)
+				f[i] = b == 1 && (i / 64) % 2 ? -1.0f : 1.0f;
+			sf_kern_quantize_act(kt->act_type, f, p.X + (size_t)b * p.x_stride, p.k);
+		}
+		free(f);
+		assert_int_equal(sf_kern_pack(p.type, p.k, p.W, p.w_stride, p.rows, p.P), 0);
+		for (int isa = SF_KISA_SCALAR; isa <= SF_KISA_AVX512; isa++)
+			if (sf_kern_isa_supported((enum sf_kisa)isa))
+				check_range(&p, (enum sf_kisa)isa, 0, p.rows);
+		prob_free(&p);
+	}
+	sf_kern_force_isa(saved);
+}
+
 static void reads_stay_in_slabs(void **state)
 {
 	(void)state;
@@ -385,6 +424,7 @@ int main(void)
 		cmocka_unit_test(avx512_packed_matches_scalar),
 		cmocka_unit_test(long_rows_and_dot),
 		cmocka_unit_test(reads_stay_in_slabs),
+		cmocka_unit_test(extreme_codes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

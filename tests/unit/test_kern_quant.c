@@ -85,7 +85,7 @@ static void traits(void **state)
 	const uint32_t packed[][2] = {{SF_KT_Q4_K_X16, SF_GGUF_T_Q4_K},     {SF_KT_Q6_K_X16, SF_GGUF_T_Q6_K},
 				      {SF_KT_Q8_0_X16, SF_GGUF_T_Q8_0},     {SF_KT_IQ4_XS_X16, SF_GGUF_T_IQ4_XS},
 				      {SF_KT_IQ4_NL_X16, SF_GGUF_T_IQ4_NL}, {SF_KT_MXFP4_X16, SF_GGUF_T_MXFP4},
-				      {SF_KT_Q2_K_X16, SF_GGUF_T_Q2_K}};
+				      {SF_KT_Q2_K_X16, SF_GGUF_T_Q2_K},     {SF_KT_Q5_K_X16, SF_GGUF_T_Q5_K}};
 	for (size_t i = 0; i < sizeof(packed) / sizeof(packed[0]); i++) {
 		const struct sf_kt *t = sf_kt(packed[i][0]), *p = sf_kt(packed[i][1]);
 		assert_non_null(t);
