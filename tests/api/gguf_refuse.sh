@@ -52,12 +52,25 @@ refused "cut short after 7 bytes" "$work/cut-magic.gguf" "7 bytes: too short for
 edit "$M" "$work/arch.gguf" --arch gpt-j
 refused "an architecture it does not run" "$work/arch.gguf" \
 	"architecture 'gpt-j' is not one this engine runs \(llama, qwen2, qwen3, qwen3moe, smollm3, olmo2, granite, phi3, gemma, gemma2, gemma3, qwen35, qwen35moe, gpt-oss\)"
-for t in "16 IQ2_XXS" "19 IQ1_S" "34 TQ1_0" "28 F64"; do
+for t in "19 IQ1_S" "29 IQ1_M" "34 TQ1_0" "28 F64"; do
 	set -- $t
 	edit "$M" "$work/type-$2.gguf" --type blk.1.ffn_down.weight "$1"
 	refused "a $2 tensor" "$work/type-$2.gguf" \
 		"tensor blk.1.ffn_down.weight is of type $2, which this engine does not compute"
 done
+# The grid types (issue 36): a matrix of each runs (any bytes are a valid block: indexes,
+# signs, scales), a tensor of one whose rows are not whole 256-element blocks is refused by
+# name (the reader's check, before any kernel could read past it).
+for t in "16 IQ2_XXS" "17 IQ2_XS" "22 IQ2_S" "18 IQ3_XXS" "21 IQ3_S"; do
+	set -- $t
+	edit "$M" "$work/type-$2.gguf" --type blk.1.ffn_down.weight "$1"
+	"$cli" model info "$work/type-$2.gguf" >"$work/out" 2>&1
+	r=$?; [ "$r" = 0 ] && grep -qx "the GGUF engine runs it" "$work/out" || r=1
+	check "model info: a $2 matrix is one the GGUF engine runs" $r
+done
+edit "$M" "$work/type-rows.gguf" --type blk.0.attn_k.bias 21
+refused "an IQ3_S tensor of 128-element rows" "$work/type-rows.gguf" \
+	"tensor 'blk.0.attn_k.bias': byte [0-9]+: a tensor's rows of 128 elements are not whole blocks of IQ3_S"
 # Metadata that changes the arithmetic in a way the architecture does not compute here, and
 # tensors the forward pass would not read: each refused by name, never run without it.
 # key NAME EDIT... PATTERN

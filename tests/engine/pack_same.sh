@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Packed weights change nothing but speed: for random-weight models whose matrices the engine
-# packs at load (Q4_K, Q6_K, the Q4_K_M mix, Q8_0; IQ4_XS, IQ4_NL, MXFP4, Q2_K on the llama and
+# packs at load (Q4_K, Q6_K, the Q4_K_M mix, Q8_0; IQ4_XS, IQ4_NL, MXFP4, Q2_K, Q5_K on the llama and
 # mixture-of-experts shapes; a mixture of experts' stacked matrices too;
 # src/engine/gguf_pack.c), a prompt's prefill
 # and 24 decode steps (superfluid model run) give the same token ids as the file's layout
@@ -21,7 +21,7 @@ toks="1 450 2030 3578 29884 13 29871 306 626 263 1243 310 278 4799 1788 29889 29
 for shape in test-llama test-qwen3 test-qwen3moe test-phi3 test-gpt-oss; do
 	types="q4_k q6_k q4_k_m q8_0"
 	case $shape in
-	test-llama | test-qwen3moe) types="$types iq4_xs iq4_nl mxfp4 q2_k" ;;
+	test-llama | test-qwen3moe) types="$types iq4_xs iq4_nl mxfp4 q2_k q5_k" ;;
 	# gpt-oss: its experts with their biases packed (Q8_0), and beside MXFP4 experts
 	test-gpt-oss) types="q8_0 mxfp4_moe" ;;
 	esac
