@@ -1,8 +1,8 @@
 /* The engine's weights repacked at load for the SIMD kernels (kern.h sf_kern_pack): every
- * layer matrix of a type with a packed form (Q2_K, Q4_K, Q6_K, Q8_0, IQ4_XS, IQ4_NL, MXFP4)
- * and the output matrix (even when it is the token embeddings, which are still looked up row
- * by row in the file) are copied, re-arranged, into one anonymous mapping (transparent huge
- * pages asked for), the model is pointed at the copies, and the file's pages under those
+ * layer matrix of a type with a packed form (Q2_K, Q4_K, Q5_K, Q6_K, Q8_0, IQ4_XS, IQ4_NL,
+ * MXFP4) and the output matrix (even when it is the token embeddings, which are still looked
+ * up row by row in the file) are copied, re-arranged, into one anonymous mapping (transparent
+ * huge pages asked for), the model is pointed at the copies, and the file's pages under those
  * tensors are dropped from the process (MADV_DONTNEED: they stay in the page cache, clean, for
  * the kernel to reclaim), so resident memory stays about one copy of the weights.
  * SF_ENGINE_PACK=0 in the environment keeps the file's layout (to measure the difference). The
