@@ -5,7 +5,7 @@
  *
  * For each weight type and instruction set: a weight matrix of about MB MiB (rows of K
  * elements) against nb activation rows, nb = 1, 4, 16 (or only N); the *_x16 types (q2_K,
- * q4_K, q6_K, q8_0, iq4_xs, iq4_nl, mxfp4) are the same rows packed (sf_kern_pack), as the engine
+ * q4_K, q5_K, q6_K, q8_0, iq4_xs, iq4_nl, mxfp4) are the same rows packed (sf_kern_pack), as the engine
  * holds them. One line per case:
  *   KERN type=q4_0 isa=avx512 nb=1 k=4096 rows=.. mem=dram|l2 GBps=.. GFLOPs=.. ns_per_row=..
  * GBps: weight bytes streamed per second; GFLOPs: 2 * k * rows * nb per second. mem=dram: the
@@ -47,6 +47,8 @@ static uint32_t plain_of(uint32_t type)
 	switch (type) {
 	case SF_KT_Q4_K_X16:
 		return SF_GGUF_T_Q4_K;
+	case SF_KT_Q5_K_X16:
+		return SF_GGUF_T_Q5_K;
 	case SF_KT_Q6_K_X16:
 		return SF_GGUF_T_Q6_K;
 	case SF_KT_Q8_0_X16:
@@ -116,7 +118,10 @@ int main(int argc, char **argv)
 					 SF_GGUF_T_Q4_K, SF_GGUF_T_Q5_K, SF_GGUF_T_Q6_K,
 					 SF_GGUF_T_IQ4_XS, SF_KT_Q4_K_X16, SF_KT_Q6_K_X16,
 					 SF_KT_Q8_0_X16, SF_KT_IQ4_XS_X16, SF_KT_IQ4_NL_X16,
-					 SF_KT_MXFP4_X16, SF_KT_Q2_K_X16};
+					 SF_KT_MXFP4_X16, SF_KT_Q2_K_X16, SF_KT_Q5_K_X16,
+					 SF_GGUF_T_IQ3_XXS, SF_GGUF_T_IQ3_S, SF_GGUF_T_IQ2_XXS,
+					 SF_GGUF_T_IQ2_XS, SF_GGUF_T_IQ2_S, SF_GGUF_T_IQ1_S,
+					 SF_GGUF_T_IQ1_M};
 	const int64_t NBMAX = only_nb > 16 ? only_nb : 16;
 	float *xf = malloc((size_t)k * 16 * sizeof(float));
 	for (int64_t i = 0; i < k * 16; i++)
@@ -146,7 +151,14 @@ int main(int argc, char **argv)
 			if (r < 64) {
 				for (int64_t i = 0; i < k; i++)
 					wf[i] = frand();
-				pk->quantize(wf, W + (size_t)r * rb, k);
+				if (pk->quantize) {
+					pk->quantize(wf, W + (size_t)r * rb, k);
+				} else { /* the grid types: random bytes are valid blocks; d kept finite */
+					for (size_t i = 0; i < rb; i++)
+						W[(size_t)r * rb + i] = (uint8_t)((frand() + 1.0f) * 127.0f);
+					for (int64_t b = 0; b < k / pk->block; b++)
+						W[(size_t)r * rb + (size_t)b * pk->bytes + 1] &= 0x3B;
+				}
 			} else {
 				memcpy(W + (size_t)r * rb, W + (size_t)(r % 64) * rb, rb);
 			}

@@ -24,6 +24,8 @@ const struct sf__kern_set sf__kern_avx512 = {
 		[SF_GGUF_T_IQ2_S] = sf__mm_iq2_s_avx512,
 		[SF_GGUF_T_IQ3_XXS] = sf__mm_iq3_xxs_avx512,
 		[SF_GGUF_T_IQ3_S] = sf__mm_iq3_s_avx512,
+		[SF_GGUF_T_IQ1_S] = sf__mm_iq1_s_avx512,
+		[SF_GGUF_T_IQ1_M] = sf__mm_iq1_m_avx512,
 	},
 	.mx = {
 		[SF_KT_Q4_K_X16 - SF_GGUF_T_COUNT] = sf__mx_q4_k_avx512,

@@ -1,4 +1,5 @@
-/* AVX2 products of the grid types (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S) with Q8_K
+/* AVX2 products of the grid types (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS,
+ * IQ3_S) with Q8_K
  * activations, in the canonical order of kern_order.md (as IQ4_XS's: per super-block the
  * exact int32 sum of scale x magnitude x sign x activation, then the epilogue eight lanes at a
  * time). A super-block is unpacked once per tile (kern_kgrid.h: its grid magnitudes as bytes,
@@ -7,6 +8,9 @@
  * sub-block scales. */
 #include "kern/kern_kgrid.h"
 #include "kern/kern_simd.h"
+/* Sixteen activation rows take each unpacked super-block: its unpacking (table lookups, sign
+ * bits) costs several times the products of one row. */
+#define TILE 16
 #include "kern/kern_khelp.h"
 
 #include <immintrin.h>
@@ -28,7 +32,8 @@ AI __m256i signs_of(uint32_t m)
 	return _mm256_or_si256(neg, _mm256_set1_epi8(1));
 }
 
-AI void unpack_kg(uint32_t type, const uint8_t *blk, struct kgv *v)
+/* Returns the block's d (struct sf__kg's: h(d) times the type's factor). */
+AI float unpack_kg(uint32_t type, const uint8_t *blk, struct kgv *v)
 {
 	struct sf__kg u;
 	sf__kg_unpack_inl(type, blk, &u);
@@ -42,6 +47,7 @@ AI void unpack_kg(uint32_t type, const uint8_t *blk, struct kgv *v)
 			v->sc16[i] = _mm256_set_m128i(_mm_set1_epi16((short)u.ls[2 * i + 1]),
 						      _mm_set1_epi16((short)u.ls[2 * i]));
 	}
+	return u.d;
 }
 
 AI void group(uint32_t type, const uint8_t *wb, const uint8_t *a, size_t x_stride, __m256 *acc,
@@ -49,6 +55,7 @@ AI void group(uint32_t type, const uint8_t *wb, const uint8_t *a, size_t x_strid
 {
 	const size_t bsize = sf__kg_bytes(type);
 	__m256i is[TILE][KG];
+	float dws[KG] = {0};
 	for (int i = 0; i < KG; i++) {
 		if (i >= n) {
 #pragma GCC unroll 4
@@ -57,7 +64,7 @@ AI void group(uint32_t type, const uint8_t *wb, const uint8_t *a, size_t x_strid
 			continue;
 		}
 		struct kgv u;
-		unpack_kg(type, wb + (size_t)i * bsize, &u);
+		dws[i] = unpack_kg(type, wb + (size_t)i * bsize, &u);
 #pragma GCC unroll 4
 		for (int j = 0; j < nt; j++) {
 			const struct sf__q8_k *x = (const struct sf__q8_k *)(a + (size_t)j * x_stride) + i;
@@ -71,9 +78,8 @@ AI void group(uint32_t type, const uint8_t *wb, const uint8_t *a, size_t x_strid
 			is[j][i] = s;
 		}
 	}
-	/* d: the block's first half, times the type's factor */
-	const __m256 dw = _mm256_mul_ps(halves_to_f32(gather_words(wb, (int)bsize, n), 0),
-					_mm256_set1_ps(sf__kg_factor(type)));
+	/* d: the blocks' (IQ1_M's is spread over its scales), times the type's factor */
+	const __m256 dw = _mm256_loadu_ps(dws);
 	epilogue(a, x_stride, acc, dw, NULL, is, is, n, nt);
 }
 
@@ -84,3 +90,5 @@ SF__KERN_K(sf__mm_iq2_xs_avx2, SF_GGUF_T_IQ2_XS, struct sf__iq2_xs)
 SF__KERN_K(sf__mm_iq2_s_avx2, SF_GGUF_T_IQ2_S, struct sf__iq2_s)
 SF__KERN_K(sf__mm_iq3_xxs_avx2, SF_GGUF_T_IQ3_XXS, struct sf__iq3_xxs)
 SF__KERN_K(sf__mm_iq3_s_avx2, SF_GGUF_T_IQ3_S, struct sf__iq3_s)
+SF__KERN_K(sf__mm_iq1_s_avx2, SF_GGUF_T_IQ1_S, struct sf__iq1_s)
+SF__KERN_K(sf__mm_iq1_m_avx2, SF_GGUF_T_IQ1_M, struct sf__iq1_m)

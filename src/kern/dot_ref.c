@@ -205,6 +205,8 @@ MM_K(mm_iq2_xs, SF_GGUF_T_IQ2_XS)
 MM_K(mm_iq2_s, SF_GGUF_T_IQ2_S)
 MM_K(mm_iq3_xxs, SF_GGUF_T_IQ3_XXS)
 MM_K(mm_iq3_s, SF_GGUF_T_IQ3_S)
+MM_K(mm_iq1_s, SF_GGUF_T_IQ1_S)
+MM_K(mm_iq1_m, SF_GGUF_T_IQ1_M)
 #undef MM_K
 
 static void mx_q4_k(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, const uint8_t *X,
@@ -319,6 +321,8 @@ const struct sf__kern_set sf__kern_scalar = {
 		[SF_GGUF_T_IQ2_S] = mm_iq2_s,
 		[SF_GGUF_T_IQ3_XXS] = mm_iq3_xxs,
 		[SF_GGUF_T_IQ3_S] = mm_iq3_s,
+		[SF_GGUF_T_IQ1_S] = mm_iq1_s,
+		[SF_GGUF_T_IQ1_M] = mm_iq1_m,
 	},
 	.mx = {
 		[SF_KT_Q4_K_X16 - SF_GGUF_T_COUNT] = mx_q4_k,

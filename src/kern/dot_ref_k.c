@@ -97,7 +97,9 @@ void sf__k_unpack(uint32_t type, const void *blk, struct sf__kblk *u)
 	case SF_GGUF_T_IQ2_XS:
 	case SF_GGUF_T_IQ2_S:
 	case SF_GGUF_T_IQ3_XXS:
-	case SF_GGUF_T_IQ3_S: { /* grid magnitudes with their signs, odd scales 2s + 1 */
+	case SF_GGUF_T_IQ3_S:
+	case SF_GGUF_T_IQ1_S:
+	case SF_GGUF_T_IQ1_M: { /* grid magnitudes with their signs, odd scales 2s + 1 */
 		struct sf__kg g;
 		sf__kg_unpack(type, blk, &g);
 		for (int e = 0; e < SF__QKK; e++)

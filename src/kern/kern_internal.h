@@ -475,7 +475,7 @@ static inline void sf__attn_v_tail(float *out, size_t out_stride, const float *s
 			}
 }
 
-/* ---- The grid types (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S): issue 36 ---- */
+/* ---- The grid types (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S): issue 36 ---- */
 
 /* Blocks of 256 elements, byte for byte as ggml stores them: indexes into a grid of 4 (IQ3) or
  * 8 (IQ2) magnitudes (iq_grids.c), a sign per element, odd sub-block scales 2s + 1. */
@@ -515,6 +515,25 @@ struct sf__iq3_s {
 	uint8_t scales[4]; /* sub-block j of 32: nibble j % 2 of byte j / 2 */
 } __attribute__((packed));
 
+/* IQ1_S, IQ1_M: indexes into a grid of 8 levels -1, 0, 1, each group of 8 shifted by +-1/8
+ * (its delta); element = d * ls * (level + delta). */
+struct sf__iq1_s {
+	uint16_t d;
+	uint8_t qs[32]; /* low 8 bits of the index of elements 8i..8i+7 */
+	uint8_t qh[16]; /* the halfword at 2j (sub-block j of 32): bits 3l..3l+2 index bits 8..10 of
+			 * qs[4j + l], 12..14 the scale, 15 the delta's sign (set: -1/8) */
+} __attribute__((packed));
+
+struct sf__iq1_m {
+	uint8_t qs[32];     /* as IQ1_S's */
+	uint8_t qh[16];     /* byte 2j + l / 2, nibble l % 2: bits 0..2 index bits 8..10 of
+			     * qs[4j + l], bit 3 the delta's sign */
+	uint8_t scales[8];  /* halfword k: scales of sub-blocks of 16 (3 bits each: 2k's two at
+			     * bits 0, 3; 2k + 1's at 6, 9), bits 12..15 a quarter of d's bits */
+} __attribute__((packed));
+
+_Static_assert(sizeof(struct sf__iq1_s) == 50, "iq1_s block");
+_Static_assert(sizeof(struct sf__iq1_m) == 56, "iq1_m block");
 _Static_assert(sizeof(struct sf__iq2_xxs) == 66, "iq2_xxs block");
 _Static_assert(sizeof(struct sf__iq2_xs) == 74, "iq2_xs block");
 _Static_assert(sizeof(struct sf__iq2_s) == 82, "iq2_s block");
@@ -526,22 +545,24 @@ extern const uint64_t sf__iq2xs_grid[512];
 extern const uint64_t sf__iq2s_grid[1024];
 extern const uint32_t sf__iq3xxs_grid[256];
 extern const uint32_t sf__iq3s_grid[512];
+extern const uint64_t sf__iq1s_grid[2048];
 
 /* A grid type's super-block unpacked (sf__kg_unpack): element e is (bit e % 8 of sign[e / 8]
- * ? -1 : 1) * g[e] * ls[j] * d, j = e / (256 / nsub). */
+ * ? -1 : 1) * g[e] * ls[j] * d, j = e / (256 / nsub). (IQ1: g is |8 level + 8 delta|, 1..9.) */
 struct sf__kg {
 	uint8_t g[SF__QKK];
 	uint8_t sign[SF__QKK / 8];
 	int32_t ls[16];
 	int nsub; /* 8 or 16 */
-	float d;  /* h(d) times 1/4 (IQ3_XXS), 1/8 (IQ2) or 1 (IQ3_S): exact */
+	float d;  /* h(d) times 1/4 (IQ3_XXS), 1/8 (IQ2, IQ1) or 1 (IQ3_S): exact */
 };
 
 /* Whether type is one of the grid types. */
 static inline bool sf__kg_type(uint32_t type)
 {
 	return type == SF_GGUF_T_IQ2_XXS || type == SF_GGUF_T_IQ2_XS || type == SF_GGUF_T_IQ2_S ||
-	       type == SF_GGUF_T_IQ3_XXS || type == SF_GGUF_T_IQ3_S;
+	       type == SF_GGUF_T_IQ3_XXS || type == SF_GGUF_T_IQ3_S || type == SF_GGUF_T_IQ1_S ||
+	       type == SF_GGUF_T_IQ1_M;
 }
 
 /* Unpacks one super-block of grid type (kern_kgrid.h has it inline for the kernels). */
@@ -552,6 +573,8 @@ void sf__dequantize_iq2_xs(const void *x, float *y, int64_t n);
 void sf__dequantize_iq2_s(const void *x, float *y, int64_t n);
 void sf__dequantize_iq3_xxs(const void *x, float *y, int64_t n);
 void sf__dequantize_iq3_s(const void *x, float *y, int64_t n);
+void sf__dequantize_iq1_s(const void *x, float *y, int64_t n);
+void sf__dequantize_iq1_m(const void *x, float *y, int64_t n);
 
 #define SF__MM(name) sf__matmul_fn name
 SF__MM(sf__mm_iq2_xxs_avx2);
@@ -564,6 +587,10 @@ SF__MM(sf__mm_iq2_xs_avx512);
 SF__MM(sf__mm_iq2_s_avx512);
 SF__MM(sf__mm_iq3_xxs_avx512);
 SF__MM(sf__mm_iq3_s_avx512);
+SF__MM(sf__mm_iq1_s_avx2);
+SF__MM(sf__mm_iq1_m_avx2);
+SF__MM(sf__mm_iq1_s_avx512);
+SF__MM(sf__mm_iq1_m_avx512);
 #undef SF__MM
 
 /* ---- Q5_K packed (issue 36) ---- */

@@ -32,15 +32,35 @@ static inline size_t sf__kg_bytes(uint32_t type)
 		return sizeof(struct sf__iq2_s);
 	case SF_GGUF_T_IQ3_XXS:
 		return sizeof(struct sf__iq3_xxs);
+	case SF_GGUF_T_IQ1_S:
+		return sizeof(struct sf__iq1_s);
+	case SF_GGUF_T_IQ1_M:
+		return sizeof(struct sf__iq1_m);
 	default:
 		return sizeof(struct sf__iq3_s);
 	}
 }
 
-/* What h(d) is multiplied by (exactly) to give struct sf__kg's d. */
+/* What h(d) is multiplied by (exactly) to give struct sf__kg's d (IQ1: 1/8, with levels and
+ * deltas times 8). */
 static inline float sf__kg_factor(uint32_t type)
 {
 	return type == SF_GGUF_T_IQ3_XXS ? 0.25f : type == SF_GGUF_T_IQ3_S ? 1.0f : 0.125f;
+}
+
+/* IQ1's eight elements of grid entry idx shifted by the delta (neg: -1/8), times 8: magnitudes
+ * (1, 7 or 9) into g, signs into the bits of *sign. */
+static inline __attribute__((always_inline)) void sf__kg_iq1(uint32_t idx, bool neg,
+							     uint8_t *g, uint8_t *sign)
+{
+	const uint64_t e = sf__iq1s_grid[idx];
+	uint8_t s = 0;
+	for (int j = 0; j < 8; j++) {
+		const int v = 8 * (int8_t)(e >> (8 * j)) + (neg ? -1 : 1);
+		g[j] = (uint8_t)(v < 0 ? -v : v);
+		s |= (uint8_t)((v < 0) << j);
+	}
+	*sign = s;
 }
 
 static inline __attribute__((always_inline)) void sf__kg_unpack_inl(uint32_t type,
@@ -103,6 +123,40 @@ static inline __attribute__((always_inline)) void sf__kg_unpack_inl(uint32_t typ
 		}
 		u->nsub = 16;
 		u->d = sf_f16_to_f32(b->d) * sf__kg_factor(type);
+		return;
+	}
+	case SF_GGUF_T_IQ1_S: {
+		const struct sf__iq1_s *b = blk;
+		for (int j = 0; j < 8; j++) {
+			const uint32_t h = (uint32_t)b->qh[2 * j] | (uint32_t)b->qh[2 * j + 1] << 8;
+			u->ls[j] = 2 * (int32_t)((h >> 12) & 7) + 1;
+			for (int l = 0; l < 4; l++)
+				sf__kg_iq1(b->qs[4 * j + l] | ((h >> (3 * l)) & 7) << 8, h & 0x8000,
+					   u->g + 32 * j + 8 * l, &u->sign[4 * j + l]);
+		}
+		u->nsub = 8;
+		u->d = sf_f16_to_f32(b->d) * sf__kg_factor(type);
+		return;
+	}
+	case SF_GGUF_T_IQ1_M: {
+		const struct sf__iq1_m *b = blk;
+		uint32_t sc[4];
+		for (int k = 0; k < 4; k++)
+			sc[k] = (uint32_t)b->scales[2 * k] | (uint32_t)b->scales[2 * k + 1] << 8;
+		const uint16_t d16 = (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) |
+						((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000));
+		for (int j = 0; j < 8; j++) {
+			const int sh = 6 * (j % 2);
+			u->ls[2 * j] = 2 * (int32_t)((sc[j / 2] >> sh) & 7) + 1;
+			u->ls[2 * j + 1] = 2 * (int32_t)((sc[j / 2] >> (sh + 3)) & 7) + 1;
+			for (int l = 0; l < 4; l++) {
+				const uint32_t nib = (uint32_t)(b->qh[2 * j + l / 2] >> (4 * (l % 2))) & 15;
+				sf__kg_iq1(b->qs[4 * j + l] | (nib & 7) << 8, nib & 8,
+					   u->g + 32 * j + 8 * l, &u->sign[4 * j + l]);
+			}
+		}
+		u->nsub = 16;
+		u->d = sf_f16_to_f32(d16) * sf__kg_factor(type);
 		return;
 	}
 	default: { /* IQ2_S */

@@ -8,7 +8,9 @@
 
 #include <immintrin.h>
 
+#ifndef TILE /* activation rows taking each unpacked super-block (a file may ask more: 16) */
 #define TILE 4
+#endif
 #define KG 8 /* super-blocks in a group */
 /* Bytes of weight rows taken by every tile of activations in turn. */
 #define WBLOCK_BYTES (128 << 10)

@@ -55,9 +55,18 @@ AI void mm_k(uint32_t type, size_t bsize, int64_t k, const uint8_t *W, size_t w_
 				case 3:
 					row_tile(type, bsize, wr, nsb, xr, x_stride, y, ldy, 3);
 					break;
+#if TILE > 4
+				case TILE:
+					row_tile(type, bsize, wr, nsb, xr, x_stride, y, ldy, TILE);
+					break;
+				default: /* a tail tile of 4 .. TILE - 1 rows */
+					row_tile(type, bsize, wr, nsb, xr, x_stride, y, ldy, nt);
+					break;
+#else
 				default:
 					row_tile(type, bsize, wr, nsb, xr, x_stride, y, ldy, 4);
 					break;
+#endif
 				}
 			}
 		}

@@ -1,10 +1,12 @@
-/* The grid types (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S): their super-blocks unpacked, and
- * the dequantizers, whose rows are ggml's bit for bit: ggml computes h(d) * (scale terms) *
- * grid value * sign, and every such product is exact in binary32 (an 11-bit half, a scale of
- * 5 bits, a level of at most 6), so h(d) / 4 or / 8 (exact) times the integer ls * g, then
- * the sign, gives the same bits; a zero d keeps ggml's sign of zero (the sign is applied
- * last, as ggml applies it). No quantizers: llama.cpp's need an importance matrix or a search
- * over the grid's neighbours; files of these types come from llama-quantize. */
+/* The grid types (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S): their super-blocks
+ * unpacked, and the dequantizers, whose rows are ggml's bit for bit: ggml computes h(d) *
+ * (scale terms) * grid value * sign (IQ1: d * ls * (level + delta)), and every such product is
+ * exact in binary32 (an 11-bit half, a scale of 5 bits, a level of at most 6; IQ1's level +
+ * delta 4 bits over 1/8), so h(d) / 4 or / 8 (exact) times the integer ls * g, then the
+ * sign, gives the same bits; a zero d keeps ggml's sign of zero (the sign is applied last, as
+ * ggml applies it; no element of these types is zero before d). No quantizers: llama.cpp's
+ * need an importance matrix or a search over the grid's neighbours; files of these types come
+ * from llama-quantize. */
 #include "kern/kern_kgrid.h"
 
 void sf__kg_unpack(uint32_t type, const void *blk, struct sf__kg *u)
@@ -49,4 +51,14 @@ void sf__dequantize_iq3_xxs(const void *x, float *y, int64_t n)
 void sf__dequantize_iq3_s(const void *x, float *y, int64_t n)
 {
 	dequantize_kg(SF_GGUF_T_IQ3_S, sizeof(struct sf__iq3_s), x, y, n);
+}
+
+void sf__dequantize_iq1_s(const void *x, float *y, int64_t n)
+{
+	dequantize_kg(SF_GGUF_T_IQ1_S, sizeof(struct sf__iq1_s), x, y, n);
+}
+
+void sf__dequantize_iq1_m(const void *x, float *y, int64_t n)
+{
+	dequantize_kg(SF_GGUF_T_IQ1_M, sizeof(struct sf__iq1_m), x, y, n);
 }

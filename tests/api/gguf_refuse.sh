@@ -52,7 +52,7 @@ refused "cut short after 7 bytes" "$work/cut-magic.gguf" "7 bytes: too short for
 edit "$M" "$work/arch.gguf" --arch gpt-j
 refused "an architecture it does not run" "$work/arch.gguf" \
 	"architecture 'gpt-j' is not one this engine runs \(llama, qwen2, qwen3, qwen3moe, smollm3, olmo2, granite, phi3, gemma, gemma2, gemma3, qwen35, qwen35moe, gpt-oss\)"
-for t in "19 IQ1_S" "29 IQ1_M" "34 TQ1_0" "28 F64"; do
+for t in "34 TQ1_0" "35 TQ2_0" "28 F64"; do
 	set -- $t
 	edit "$M" "$work/type-$2.gguf" --type blk.1.ffn_down.weight "$1"
 	refused "a $2 tensor" "$work/type-$2.gguf" \
@@ -61,7 +61,7 @@ done
 # The grid types (issue 36): a matrix of each runs (any bytes are a valid block: indexes,
 # signs, scales), a tensor of one whose rows are not whole 256-element blocks is refused by
 # name (the reader's check, before any kernel could read past it).
-for t in "16 IQ2_XXS" "17 IQ2_XS" "22 IQ2_S" "18 IQ3_XXS" "21 IQ3_S"; do
+for t in "16 IQ2_XXS" "17 IQ2_XS" "22 IQ2_S" "18 IQ3_XXS" "21 IQ3_S" "19 IQ1_S" "29 IQ1_M"; do
 	set -- $t
 	edit "$M" "$work/type-$2.gguf" --type blk.1.ffn_down.weight "$1"
 	"$cli" model info "$work/type-$2.gguf" >"$work/out" 2>&1

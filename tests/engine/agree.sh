@@ -313,12 +313,13 @@ run_case() {
 	if [ "${type#llama.}" != "$type" ]; then
 		lt=${type#llama.} make_type=f32
 		declare -A ftypes=([q8_0]=7 [q4_0]=2 [q4_k_m]=15 [q5_k_m]=17 [q6_k]=18 [mxfp4_moe]=38
-			[iq3_xxs]=23 [iq3_s]=26 [iq3_m]=27 [iq2_xxs]=19 [iq2_xs]=20 [iq2_s]=29 [iq2_m]=29)
+			[iq3_xxs]=23 [iq3_s]=26 [iq3_m]=27 [iq2_xxs]=19 [iq2_xs]=20 [iq2_s]=29 [iq2_m]=29
+			[iq1_s]=24 [iq1_m]=31)
 		# T.pure: every matrix in the type (IQ2_S: IQ2_M's pure file; IQ2_S's own is IQ2_XS);
 		# the IQ2/IQ3 types with a flat importance matrix (llama.cpp requires one for most)
 		lt_opts=
 		case $lt in *.pure) lt=${lt%.pure} lt_opts=--pure ;; esac
-		case $lt in iq2* | iq3*) lt_opts="$lt_opts --imatrix-flat" ;; esac
+		case $lt in iq1* | iq2* | iq3*) lt_opts="$lt_opts --imatrix-flat" ;; esac
 		[ -n "${ftypes[$lt]:-}" ] || { echo "FAIL $name: no llama.cpp file type for $lt"; return 1; }
 	fi
 	if ! "$sf" model make --shape "$shape" --type "$make_type" --vocab "$vocab" \

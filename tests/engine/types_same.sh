@@ -7,10 +7,10 @@
 #     bit, and our quantizer wrote the same bytes as llama.cpp's;
 #   - our engine loads llama.cpp's file and runs it (8 greedy tokens);
 # and llama.cpp's own mixes of the type (Q5_K_M, Q3_K_M...: its choices per tensor) load and
-# run in our engine. The grid types (IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S) have no quantizer
-# of ours: llama.cpp's file alone (quantized with a flat importance matrix, which it requires
-# for most of them), its dequantized rows ours bit for bit, and our engine runs it (agreement:
-# agree.sh's grid set).
+# run in our engine. The grid types (IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M) have
+# no quantizer of ours: llama.cpp's file alone (quantized with a flat importance matrix, which
+# it requires for most of them), its dequantized rows ours bit for bit, and our engine runs it
+# (agreement: agree.sh's grid set).
 # Usage: types_same.sh SUPERFLUID TYPES_CMP REPO_ROOT WORKDIR [TYPE|MIX...]
 # Exit 0 all the same, 1 a type was not, 77 skipped: llama.cpp could not be fetched (under
 # CI=true that fails instead).
@@ -32,7 +32,8 @@ declare -A mixes=([q5_k_m]=17 [q5_k_s]=16 [q3_k_s]=11 [q3_k_m]=12 [q3_k_l]=13 [q
 	[iq4_xs_mix]=30 [q4_k_s]=14 [iq3_xxs_mix]=23 [iq3_m]=27 [iq2_m]=29)
 # The grid types: llama.cpp's ftype whose --pure file is all that type (IQ2_S: IQ2_M's; IQ2_S's
 # own is IQ2_XS).
-declare -A grid=([iq3_xxs]=23 [iq3_s]=26 [iq2_xxs]=19 [iq2_xs]=20 [iq2_s]=29)
+declare -A grid=([iq3_xxs]=23 [iq3_s]=26 [iq2_xxs]=19 [iq2_xs]=20 [iq2_s]=29 [iq1_s]=24
+	[iq1_m]=31)
 list=("$@")
 [ ${#list[@]} -gt 0 ] || list=("${!pure[@]}" "${!grid[@]}" "${!mixes[@]}")
 

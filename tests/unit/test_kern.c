@@ -25,7 +25,7 @@ static const uint32_t wtypes[] = {
 	SF_GGUF_T_Q5_K, SF_GGUF_T_Q3_K, SF_GGUF_T_IQ4_XS, SF_GGUF_T_Q2_K,
 	SF_GGUF_T_Q4_1, SF_GGUF_T_Q5_1, SF_GGUF_T_IQ4_NL, SF_GGUF_T_MXFP4,
 	SF_GGUF_T_IQ3_XXS, SF_GGUF_T_IQ3_S, SF_GGUF_T_IQ2_XXS, SF_GGUF_T_IQ2_XS,
-	SF_GGUF_T_IQ2_S,
+	SF_GGUF_T_IQ2_S, SF_GGUF_T_IQ1_S, SF_GGUF_T_IQ1_M,
 };
 #define NTYPES (sizeof(wtypes) / sizeof(wtypes[0]))
 
@@ -98,7 +98,12 @@ static void fill_raw(uint32_t type, uint8_t *w, size_t bytes)
 		case SF_GGUF_T_IQ2_XXS:
 		case SF_GGUF_T_IQ2_XS:
 		case SF_GGUF_T_IQ2_S:
+		case SF_GGUF_T_IQ1_S:
 			blk[1] &= 0xBB;
+			break;
+		case SF_GGUF_T_IQ1_M: /* d's high byte: the top nibbles of scales[5], scales[7] */
+			blk[53] &= 0xBF;
+			blk[55] &= 0xBF;
 			break;
 		case SF_GGUF_T_Q2_K:
 			blk[81] &= 0xBB;
@@ -297,7 +302,7 @@ static void long_rows(void **state)
 		{SF_GGUF_T_Q4_1, 32 * 1801, 3, 6},  {SF_GGUF_T_Q5_1, 32 * 900, 20, 5},
 		{SF_GGUF_T_IQ4_NL, 32 * 1801, 3, 6}, {SF_GGUF_T_MXFP4, 32 * 900, 20, 5},
 		{SF_GGUF_T_IQ3_XXS, 256 * 230, 3, 9}, {SF_GGUF_T_IQ3_S, 256 * 230, 3, 9},
-		{SF_GGUF_T_IQ2_XS, 256 * 230, 3, 9},
+		{SF_GGUF_T_IQ2_XS, 256 * 230, 3, 9}, {SF_GGUF_T_IQ1_M, 256 * 230, 3, 9},
 	};
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
 		struct prob p;
@@ -343,8 +348,16 @@ static void nonfinite_scales_agree(void **state)
 			     : wtypes[t] == SF_GGUF_T_Q2_K ? 80
 							   : 0;
 		uint16_t inf = 0x7c00, nan = 0x7e00;
-		memcpy(p.W + 2 * kt->bytes + off, &inf, 2);			/* row 0 */
-		memcpy(p.W + p.w_stride + 5 * kt->bytes + off, &nan, 2);	/* row 1 */
+		if (wtypes[t] == SF_GGUF_T_IQ1_M) { /* d in the top nibbles of its four scale halfwords */
+			uint8_t *b0 = p.W + 2 * kt->bytes + 48, *b1 = p.W + p.w_stride + 5 * kt->bytes + 48;
+			for (int q = 0; q < 4; q++) {
+				b0[2 * q + 1] = (uint8_t)((b0[2 * q + 1] & 0x0F) | ((inf >> (4 * q)) & 15) << 4);
+				b1[2 * q + 1] = (uint8_t)((b1[2 * q + 1] & 0x0F) | ((nan >> (4 * q)) & 15) << 4);
+			}
+		} else {
+			memcpy(p.W + 2 * kt->bytes + off, &inf, 2);			/* row 0 */
+			memcpy(p.W + p.w_stride + 5 * kt->bytes + off, &nan, 2);	/* row 1 */
+		}
 		for (int isa = SF_KISA_AVX2; isa <= SF_KISA_AVX512; isa++) {
 			if (!sf_kern_isa_supported((enum sf_kisa)isa))
 				continue;

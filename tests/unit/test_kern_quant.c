@@ -56,6 +56,8 @@ static void traits(void **state)
 		{SF_GGUF_T_IQ2_XXS, 256, 66, SF_GGUF_T_Q8_K, true},
 		{SF_GGUF_T_IQ2_XS, 256, 74, SF_GGUF_T_Q8_K, true},
 		{SF_GGUF_T_IQ2_S, 256, 82, SF_GGUF_T_Q8_K, true},
+		{SF_GGUF_T_IQ1_S, 256, 50, SF_GGUF_T_Q8_K, true},
+		{SF_GGUF_T_IQ1_M, 256, 56, SF_GGUF_T_Q8_K, true},
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		const struct sf_kt *t = sf_kt(want[i].type);
@@ -67,7 +69,8 @@ static void traits(void **state)
 		assert_int_equal(t->weight, want[i].weight);
 		/* the grid types have no quantizer of ours (quant_ref_iq.c) */
 		if (t->type == SF_GGUF_T_IQ3_XXS || t->type == SF_GGUF_T_IQ3_S ||
-		    t->type == SF_GGUF_T_IQ2_XXS || t->type == SF_GGUF_T_IQ2_XS || t->type == SF_GGUF_T_IQ2_S)
+		    t->type == SF_GGUF_T_IQ2_XXS || t->type == SF_GGUF_T_IQ2_XS || t->type == SF_GGUF_T_IQ2_S ||
+		    t->type == SF_GGUF_T_IQ1_S || t->type == SF_GGUF_T_IQ1_M)
 			assert_null(t->quantize);
 		else
 			assert_non_null(t->quantize);
@@ -78,8 +81,8 @@ static void traits(void **state)
 		assert_int_equal(sf_kern_act_row_bytes(t->type, 4096),
 				 sf_kt_row_bytes(t->act_type, 4096));
 	}
-	assert_null(sf_kt(SF_GGUF_T_IQ1_S));
-	assert_null(sf_kt(SF_GGUF_T_IQ1_M));
+	assert_null(sf_kt(SF_GGUF_T_TQ1_0));
+	assert_null(sf_kt(SF_GGUF_T_TQ2_0));
 	assert_null(sf_kt(SF_KT_COUNT));
 	/* The packed types (kernels only): their plain type's sizes, no quantizer. */
 	const uint32_t packed[][2] = {{SF_KT_Q4_K_X16, SF_GGUF_T_Q4_K},     {SF_KT_Q6_K_X16, SF_GGUF_T_Q6_K},
@@ -99,9 +102,9 @@ static void traits(void **state)
 		assert_int_equal(sf_kern_act_row_bytes(t->type, 4096), sf_kern_act_row_bytes(p->type, 4096));
 	}
 	assert_null(sf_kt(12345));
-	assert_int_equal(sf_kt_row_bytes(SF_GGUF_T_IQ1_M, 256), 0);
-	assert_int_equal(sf_kern_act_row_bytes(SF_GGUF_T_IQ1_S, 256), 0);
-	assert_true(isnan(sf_kern_dot(SF_GGUF_T_IQ1_S, 256, "", "")));
+	assert_int_equal(sf_kt_row_bytes(SF_GGUF_T_TQ1_0, 256), 0);
+	assert_int_equal(sf_kern_act_row_bytes(SF_GGUF_T_TQ2_0, 256), 0);
+	assert_true(isnan(sf_kern_dot(SF_GGUF_T_TQ1_0, 256, "", "")));
 }
 
 static void isa_choice(void **state)
