@@ -25,6 +25,7 @@
 #   in five types); gptoss (test-gpt-oss in five types and llama.cpp's own MXFP4_MOE file,
 #   gpt-oss-20b's width with 2 layers);
 #   kq8 (keys cached as Q8_0 on both sides, --cache-type-k q8_0: five cases, SHAPE/TYPE+kq8);
+#   grid (the IQ1/IQ2/IQ3 grid types: llama.cpp's files of them, alone and its mixes);
 #   qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b (that model at full width, 2 layers, in Q8_0 and
 #   Q4_K_M, and F16 for Llama-3.2-1B); real (those three); or one case
 #   SHAPE/TYPE[/LAYERS][@CTX][+kq8] (CTX: the session's context on both sides; +kq8: keys
@@ -222,6 +223,17 @@ for set in "$@"; do
 		for t in $more_ext; do
 			ext "test-$set/$t"
 		done ;;
+	# The grid types (IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M: no quantizer of
+	# ours): llama.cpp's files of our F32 one, with a flat importance matrix: its IQ3_XXS mix
+	# (what people pull; it holds IQ3_XXS and IQ3_S) and each IQ2, IQ1 type alone (.pure: every
+	# matrix, the embeddings too); its IQ3_M mix and a pure IQ3_S in the extended run
+	# (iq3_xxs.pure, iq2_m, test-qwen3/llama.iq3_s.pure agreed as well, by hand:
+	# docs/ENGINE_AGREEMENT.md)
+	grid)
+		for t in iq3_xxs iq2_xxs.pure iq2_xs.pure iq2_s.pure iq1_s.pure iq1_m.pure; do
+			cases+=("test-llama/llama.$t")
+		done
+		ext test-llama/llama.iq3_m test-llama/llama.iq3_s.pure ;;
 	qwen2.5-0.5b | qwen3-0.6b) cases+=("$set/q8_0/2" "$set/q4_k_m/2") ;;
 	# Keys cached as Q8_0 (--cache-type-k q8_0; llama.cpp turns queries and keys by a
 	# Walsh-Hadamard rotation first, and so do we): float weights only. With keys unlike its
