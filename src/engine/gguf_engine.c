@@ -373,10 +373,11 @@ static int settle_config(struct ge *g, struct sf_err *err)
 		c->chunk = 256;
 	if (c->chunk > 8192)
 		return sf_err_set(err, SF_E_RANGE, "prefill chunk %u is over 8192", c->chunk);
-	if (!c->kv_mem) /* a full batch of full contexts (and their recurrent states) */
+	if (!c->kv_mem) /* a full batch of full contexts (and their recurrent states, and the
+			 * checkpoint of a page each holds) */
 		c->kv_mem = (uint64_t)c->batch * ((uint64_t)c->ctx_len *
 						 sf_model_kv_bytes_per_token(g->model) +
-						 sf_model_state_bytes(g->model));
+						 2 * sf_model_state_bytes(g->model));
 	return 0;
 }
 
@@ -487,11 +488,13 @@ int sf_gguf_engine_new(const struct sf_gguf_engine_config *cfg, struct sf_engine
 	if (!rc && g->model->cfg.n_recur)
 		say(g, "%s: %u of %u layers are recurrent (%s): each context carries a state of "
 		    "%.1f MiB beside %llu bytes a token of keys and values (--kv-mem counts both); "
-		    "prefix reuse is off for this model (a shared page holds no state), cutting a "
-		    "context back recomputes it from its start, pipeline stages are refused",
+		    "prefix reuse starts from state checkpoints (one a prompt, at its last page "
+		    "end, %.1f MiB each, counted too), cutting a context back goes to the last "
+		    "checkpoint before it, pipeline stages are refused",
 		    cfg->path, g->model->cfg.n_recur, g->model->cfg.n_layer,
 		    g->model->cfg.arch_name, mib(sf_model_state_bytes(g->model)),
-		    (unsigned long long)sf_model_kv_bytes_per_token(g->model));
+		    (unsigned long long)sf_model_kv_bytes_per_token(g->model),
+		    mib(sf_model_state_bytes(g->model)));
 	if (!rc)
 		say(g, "%s: %s ready in %.1f s (%s, %u layers, %u threads, %s kernels, keys cached as "
 		    "%s)", cfg->path, g->name, now_s() - t0, g->model->cfg.arch_name,

@@ -205,7 +205,8 @@ static bool follows(const struct ge_ctx *a, const struct ge_ctx *b)
 {
 	const struct sf_kv *x = &a->kv, *y = &b->kv;
 	uint32_t at = x->n;
-	return x->root && x->root == y->root && at == y->n && at % SF_KV_PAGE == 0 &&
+	/* (a recurrent model's page of another prompt holds no checkpoint to go on from) */
+	return x->root && x->root == y->root && !x->state && at == y->n && at % SF_KV_PAGE == 0 &&
 	       x->n_shared * SF_KV_PAGE == at && y->n_shared == x->n_shared &&
 	       (!at || x->shared[x->n_shared - 1] == y->shared[y->n_shared - 1]) &&
 	       a->n >= at + SF_KV_PAGE && b->n > at + SF_KV_PAGE &&
@@ -261,6 +262,14 @@ int ge_decode(void *impl, struct sf_engine_step *steps, size_t n, struct sf_err 
 			extra += c->kv.n + k - end;
 			k = end - c->kv.n;
 		}
+		/* A recurrent model's shared prompt stops at the last page end before its last
+		 * token, where its state is kept with the page (sf_kv_checkpoint): a later prompt
+		 * that begins the same way (the conversation sent again) starts from it. */
+		uint32_t at = (c->n - 1) / SF_KV_PAGE * SF_KV_PAGE;
+		if (c->kv.root && c->kv.state && c->kv.n < at && c->kv.n + k > at) {
+			extra += c->kv.n + k - at;
+			k = at - c->kv.n;
+		}
 		for (uint32_t j = 0; j < k; j++) {
 			uint32_t pos = c->kv.n + j;
 			g->toks[nt++] = (struct sf_fwd_tok){ &c->kv, pos, c->tokens[pos],
@@ -275,9 +284,14 @@ int ge_decode(void *impl, struct sf_engine_step *steps, size_t n, struct sf_err 
 				  NULL, g->logits, err);
 	if (rc)
 		return rc;
-	for (size_t i = 0; i < n; i++)
-		if (want[i] > 0) /* its full pages computed now are indexed for other contexts */
-			sf_kv_publish(&ge_ctx(steps[i].ctx)->kv, ge_ctx(steps[i].ctx)->tokens);
+	for (size_t i = 0; i < n; i++) {
+		struct ge_ctx *c = ge_ctx(steps[i].ctx);
+		if (want[i] <= 0)
+			continue;
+		sf_kv_publish(&c->kv, c->tokens); /* its full pages computed now, for others */
+		if (want[i] > 1 && c->kv.n == (c->n - 1) / SF_KV_PAGE * SF_KV_PAGE)
+			sf_kv_checkpoint(&c->kv); /* a prompt stopped for it (above) */
+	}
 	/* Logits rows come in the order of the tokens that asked for them. */
 	size_t row = 0;
 	for (uint32_t t = 0; t < nt; t++) {

@@ -2,7 +2,9 @@
  * counts every byte, so that a node's context memory is what it reports and refuses past.
  * Full pages of caches that share (sf_kv_share) are indexed by content (src/prefix): another
  * cache whose tokens begin the same way adopts them instead of computing them, and when no
- * cache holds them any more they stay cached until their room is needed. */
+ * cache holds them any more they stay cached until their room is needed. A model with
+ * recurrent layers checkpoints its state on a few of those pages (sf_kv_checkpoint): another
+ * cache adopts pages only up to one with a checkpoint, and starts from its state. */
 #include "model/model.h"
 #include "kern/kern.h"
 #include "prefix/prefix.h"
@@ -36,6 +38,14 @@ static void drop_page(void *arg, void *data)
 	atomic_fetch_sub(&a->used, a->page_bytes);
 }
 
+/* An evicted page's checkpoint too. */
+static void drop_state(void *arg, void *state)
+{
+	struct sf_kv_arena *a = arg;
+	free(state);
+	atomic_fetch_sub(&a->used, a->state_bytes);
+}
+
 int sf_kv_arena_new(const struct sf_model *m, uint64_t limit_bytes, struct sf_kv_arena **out)
 {
 	struct sf_kv_arena *a = calloc(1, sizeof(*a));
@@ -64,7 +74,8 @@ int sf_kv_arena_new(const struct sf_model *m, uint64_t limit_bytes, struct sf_kv
 	a->page_bytes = a->slot[a->n_layer] * a->layer_bytes;
 	a->limit = limit_bytes;
 	struct sf_prefix_cache_config pcfg = { .page_bytes = a->page_bytes, .drop = drop_page,
-					       .arg = a };
+					       .arg = a, .state_bytes = a->state_bytes,
+					       .drop_state = drop_state };
 	if (sf_prefix_cache_new(&pcfg, &a->pc)) {
 		free(a);
 		return SF_E_NOMEM;
@@ -124,7 +135,7 @@ void sf_kv_init_layers(struct sf_kv *kv, struct sf_kv_arena *a, uint32_t l0, uin
 
 void sf_kv_share(struct sf_kv *kv, uint64_t root)
 {
-	if (kv->n_layer == kv->arena->n_layer && !kv->n && !kv->arena->state_bytes)
+	if (kv->n_layer == kv->arena->n_layer && !kv->n)
 		kv->root = root;
 }
 
@@ -160,6 +171,17 @@ static void give(struct sf_kv_arena *a, uint16_t *page, uint64_t bytes)
 	atomic_fetch_sub(&a->used, bytes);
 }
 
+/* A recurrent state's memory from the arena (64-byte aligned), or NULL: nothing taken. */
+static float *state_new(struct sf_kv_arena *a)
+{
+	if (!take(a, a->state_bytes))
+		return NULL;
+	float *s = aligned_alloc(64, (a->state_bytes + 63) / 64 * 64);
+	if (!s)
+		atomic_fetch_sub(&a->used, a->state_bytes);
+	return s;
+}
+
 /* Room in the page table for n pages. */
 static int table(struct sf_kv *kv, uint32_t need, struct sf_err *err)
 {
@@ -189,19 +211,13 @@ int sf_kv_reserve(struct sf_kv *kv, uint32_t n, struct sf_err *err)
 		return rc;
 	if (a->state_bytes && !kv->state && n) {
 		/* the recurrent state, before any position: zeros */
-		if (!take(a, a->state_bytes))
+		if (!(kv->state = state_new(a)))
 			return sf_err_set(err, SF_E_NOMEM,
 					  "context memory full: %llu of %llu bytes in use (--kv-mem) "
 					  "for a recurrent state of %llu bytes",
 					  (unsigned long long)atomic_load(&a->used),
 					  (unsigned long long)a->limit,
 					  (unsigned long long)a->state_bytes);
-		kv->state = aligned_alloc(64, (a->state_bytes + 63) / 64 * 64);
-		if (!kv->state) {
-			atomic_fetch_sub(&a->used, a->state_bytes);
-			return sf_err_set(err, SF_E_NOMEM, "no memory for a recurrent state of %llu "
-					  "bytes", (unsigned long long)a->state_bytes);
-		}
 		memset(kv->state, 0, a->state_bytes);
 	}
 	while (kv->n_pages < need) {
@@ -253,9 +269,21 @@ void sf_kv_truncate(struct sf_kv *kv, uint32_t n)
 		atomic_fetch_sub(&kv->arena->used, kv->arena->state_bytes);
 		kv->state = NULL;
 	} else if (kv->state && kv->n < n_before) {
-		/* the state of position n is gone with the later ones': all computed again */
-		kv->n = 0;
-		memset(kv->state, 0, kv->arena->state_bytes);
+		/* The state of position n is gone with the later ones': from the last checkpoint
+		 * of a shared page before n (every page after it let go of: a shared page is never
+		 * written), or from the start. */
+		struct sf_prefix_cache *pc = kv->arena->pc;
+		uint32_t i = n / SF_KV_PAGE < kv->n_shared ? n / SF_KV_PAGE : kv->n_shared;
+		const void *st = NULL;
+		while (i && !(st = sf_prefix_state(pc, kv->shared[i - 1])))
+			i--;
+		while (kv->n_pages > i)
+			pop(kv);
+		kv->n = i * SF_KV_PAGE;
+		if (st)
+			memcpy(kv->state, st, kv->arena->state_bytes);
+		else
+			memset(kv->state, 0, kv->arena->state_bytes);
 	}
 }
 
@@ -316,7 +344,9 @@ static uint32_t adopt_tail(struct sf_kv *kv, const uint32_t *tokens, uint32_t n)
 void sf_kv_retire(struct sf_kv *kv, const uint32_t *tokens)
 {
 	uint32_t m = kv->n % SF_KV_PAGE, i = kv->n / SF_KV_PAGE;
-	if (!kv->root || !m || !i || i != kv->n_shared || i >= kv->n_pages)
+	/* (a recurrent model's tail would need its state at each of its positions) */
+	if (!kv->root || !m || !i || i != kv->n_shared || i >= kv->n_pages ||
+	    kv->arena->state_bytes)
 		return;
 	while (kv->n_pages > i + 1)
 		pop(kv); /* reserved past what it computed */
@@ -327,30 +357,68 @@ void sf_kv_retire(struct sf_kv *kv, const uint32_t *tokens)
 
 uint32_t sf_kv_adopt(struct sf_kv *kv, const uint32_t *tokens, uint32_t n)
 {
+	struct sf_kv_arena *a = kv->arena;
 	uint32_t from = kv->n;
 	if (!kv->root || kv->n % SF_KV_PAGE || kv->n / SF_KV_PAGE != kv->n_shared)
 		return 0;
-	while (kv->n + SF_KV_PAGE < n) {
-		uint32_t i = kv->n / SF_KV_PAGE;
+	/* The pages indexed next, held in shared[] past n_shared; a recurrent model's up to the
+	 * last with a checkpoint (its state) are adopted, the others let go of. */
+	uint32_t i0 = kv->n_shared, i = i0, last = i0;
+	const void *st = NULL;
+	while ((i + 1) * SF_KV_PAGE < n) {
 		struct sf_err err;
 		if (table(kv, i + 1, &err))
 			break;
 		struct sf_prefix_page *parent = i ? kv->shared[i - 1] : NULL;
-		struct sf_prefix_page *p = sf_prefix_get(kv->arena->pc, parent, kv->root,
-							 tokens + kv->n);
+		struct sf_prefix_page *p = sf_prefix_get(a->pc, parent, kv->root,
+							 tokens + (size_t)i * SF_KV_PAGE);
 		if (!p)
 			break;
-		if (i < kv->n_pages)
-			give(kv->arena, kv->pages[i], kv->page_bytes); /* reserved, not computed */
+		kv->shared[i++] = p;
+		const void *s = a->state_bytes ? sf_prefix_state(a->pc, p) : NULL;
+		if (!a->state_bytes || s) {
+			last = i;
+			st = s;
+		}
+	}
+	if (st && !kv->state && !(kv->state = state_new(a)))
+		last = i0; /* no room for a state to start from */
+	for (uint32_t j = i0; j < i; j++) {
+		if (j >= last) {
+			sf_prefix_unref(a->pc, kv->shared[j]);
+			continue;
+		}
+		if (j < kv->n_pages)
+			give(a, kv->pages[j], kv->page_bytes); /* reserved, not computed */
 		else
 			kv->n_pages++;
-		kv->pages[i] = sf_prefix_data(p);
-		kv->shared[i] = p;
+		kv->pages[j] = sf_prefix_data(kv->shared[j]);
 		kv->n_shared++;
 		kv->n += SF_KV_PAGE;
 	}
-	adopt_tail(kv, tokens, n);
+	if (st && last > i0)
+		memcpy(kv->state, st, a->state_bytes);
+	if (!a->state_bytes)
+		adopt_tail(kv, tokens, n);
 	return kv->n - from;
+}
+
+bool sf_kv_checkpoint(struct sf_kv *kv)
+{
+	struct sf_kv_arena *a = kv->arena;
+	uint32_t i = kv->n / SF_KV_PAGE;
+	if (!a->state_bytes || !kv->root || !kv->state || !i || kv->n % SF_KV_PAGE ||
+	    kv->n_shared != i || sf_prefix_state(a->pc, kv->shared[i - 1]))
+		return false;
+	float *s = state_new(a);
+	if (!s)
+		return false; /* (no room: the prompt goes on without) */
+	memcpy(s, kv->state, a->state_bytes);
+	if (sf_prefix_set_state(a->pc, kv->shared[i - 1], s))
+		return true;
+	free(s);
+	atomic_fetch_sub(&a->used, a->state_bytes);
+	return false;
 }
 
 void sf_kv_publish(struct sf_kv *kv, const uint32_t *tokens)

@@ -246,23 +246,30 @@ void sf_kv_init_layers(struct sf_kv *kv, struct sf_kv_arena *a, uint32_t l0, uin
 int sf_kv_reserve(struct sf_kv *kv, uint32_t n, struct sf_err *err);
 /* Forgets positions from n on, returning whole pages past them to the arena (a shared page
  * n falls inside is let go of too, so the positions of it before n are computed again). A
- * cache with a recurrent state cut before n forgets every position (the state of an earlier
- * position is not kept: they are all computed again); cut to 0, its state's memory goes back
- * to the arena (the next reserve takes it again). */
+ * cache with a recurrent state cut before what it computed goes back to the last checkpoint
+ * of its shared pages at or before n (sf_kv_checkpoint), letting go of the pages after it,
+ * or to nothing (every position computed again); cut to 0, its state's memory goes back to
+ * the arena (the next reserve takes it again). */
 void sf_kv_truncate(struct sf_kv *kv, uint32_t n);
 /* Shares the cache's full pages under the prefix chain of root (a cache of every layer only;
- * 0: none). Set before anything is computed. Nothing for a model with recurrent layers (a
- * page holds no state: a context adopting it would go on from a state it does not have). */
+ * 0: none). Set before anything is computed. A model with recurrent layers shares them too,
+ * but a page holds no state: another cache adopts its pages only up to a checkpoint. */
 void sf_kv_share(struct sf_kv *kv, uint64_t root);
 /* Takes from the index the pages that come next in tokens[0..n) (the cache's tokens: the
  * first kv->n computed), then the first positions of a kept tail it shares (copied into a page
  * of its own), leaving at least the last token to compute: kv->n grows by the positions
  * adopted (returned). Nothing when kv->n is not where a page starts, or a page before it is
- * the cache's own. */
+ * the cache's own. A model with recurrent layers adopts pages only up to the last one with a
+ * checkpoint, and its state becomes that one's (no tails: they hold no state). */
 uint32_t sf_kv_adopt(struct sf_kv *kv, const uint32_t *tokens, uint32_t n);
 /* Indexes the cache's full pages computed since the last call (tokens: its tokens), each
  * replaced by an equal page already indexed when there is one. */
 void sf_kv_publish(struct sf_kv *kv, const uint32_t *tokens);
+/* A model with recurrent layers: a copy of the cache's state, which must be that after its
+ * last shared page (kv->n at that page's end), kept with the page as its checkpoint (its bytes
+ * taken from the arena, evicted with the page). False when not taken: no recurrent layers, not
+ * shared, kv->n not the end of its last shared page, a checkpoint there already, no room. */
+bool sf_kv_checkpoint(struct sf_kv *kv);
 /* The cache goes (tokens: its tokens): its partial last page, after pages all shared, is kept
  * in the index as a tail for a later context to copy from. */
 void sf_kv_retire(struct sf_kv *kv, const uint32_t *tokens);

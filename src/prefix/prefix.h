@@ -17,7 +17,12 @@
  * conversation's turn ends mid-page), under the full page before it, so that the next turn,
  * sent whole, copies the positions it shares with a tail (or with a full page after the same
  * page) instead of computing them. Tails are the node's own business (never reported), at most
- * SF_PREFIX_TAILS per page, evicted as pages are. */
+ * SF_PREFIX_TAILS per page, evicted as pages are.
+ *
+ * A full page may also carry a *checkpoint*: a model with recurrent layers' state after the
+ * page's last position (sf_prefix_set_state), so that a context adopting the pages up to it
+ * restores that state instead of computing them. Checkpoints are sparse (their owner decides
+ * which pages get one), immutable once set, and go with their page. */
 #ifndef SF_PREFIX_PREFIX_H
 #define SF_PREFIX_PREFIX_H
 
@@ -57,6 +62,9 @@ struct sf_prefix_cache_config {
 	 * the cache's lock held: it must not call back into the cache. */
 	void (*drop)(void *arg, void *data);
 	void *arg;
+	uint64_t state_bytes; /* memory one checkpoint takes (reported) */
+	/* Frees an evicted page's checkpoint, as drop (NULL state never passed); may be NULL. */
+	void (*drop_state)(void *arg, void *state);
 };
 
 /* One change to what the cache indexes, for the node's report to heads. */
@@ -70,7 +78,8 @@ struct sf_prefix_stats {
 	uint64_t idle_pages;   /* of those, held by no context: all of them can be evicted (the
 				* pages after one first) */
 	uint64_t tails;        /* partial pages kept */
-	uint64_t idle_bytes;   /* the idle pages' and the tails' data bytes */
+	uint64_t idle_bytes;   /* the idle pages' (with their checkpoints) and the tails' bytes */
+	uint64_t states;       /* checkpoints kept (on indexed pages) */
 	uint64_t added, evicted, hits, misses; /* since the cache was made */
 	uint64_t partial_hits; /* first positions copied from a tail or a full page */
 };
@@ -103,6 +112,11 @@ bool sf_prefix_put_tail(struct sf_prefix_cache *pc, struct sf_prefix_page *paren
 struct sf_prefix_page *sf_prefix_get_partial(struct sf_prefix_cache *pc,
 					     struct sf_prefix_page *parent,
 					     const uint32_t *tokens, uint32_t n, uint32_t *common);
+/* Attaches the checkpoint state (handed over) to full page p (held by the caller); false when
+ * p has one already or is a tail: state stays the caller's. */
+bool sf_prefix_set_state(struct sf_prefix_cache *pc, struct sf_prefix_page *p, void *state);
+/* p's checkpoint (held by the caller), or NULL: immutable while p is held. */
+const void *sf_prefix_state(struct sf_prefix_cache *pc, const struct sf_prefix_page *p);
 /* Lets go of a held page: with no holder left it stays cached, the most recently used. */
 void sf_prefix_unref(struct sf_prefix_cache *pc, struct sf_prefix_page *p);
 /* Evicts the least recently used page nobody holds and no page follows, freeing its data

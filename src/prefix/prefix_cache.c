@@ -22,6 +22,7 @@ struct sf_prefix_page {
 	struct sf_prefix_page *kid_next, *kid_prev;
 	uint32_t valid;                 /* positions it holds: SF_PREFIX_PAGE, or a tail's */
 	void *data;
+	void *state;                    /* a checkpoint after its last position, or NULL */
 	uint32_t tokens[SF_PREFIX_PAGE];
 };
 
@@ -32,12 +33,15 @@ struct sf_prefix_cache {
 	uint32_t n_buckets; /* a power of two */
 	uint64_t pages, unheld; /* indexed; of those, held by no context */
 	uint64_t n_tails;
+	uint64_t states, idle_states; /* checkpoints; of those, on pages held by no context */
 	struct sf_prefix_page lru; /* sentinel: lru.next is the least recently used */
 	struct sf_prefix_change *changes; /* a ring of SF_PREFIX_MAX_CHANGES */
 	uint32_t ch_head, ch_n;
 	bool lost;
 	struct sf_prefix_stats st;
 };
+
+static void drop_state(struct sf_prefix_cache *pc, struct sf_prefix_page *p);
 
 int sf_prefix_cache_new(const struct sf_prefix_cache_config *cfg, struct sf_prefix_cache **out)
 {
@@ -78,6 +82,7 @@ void sf_prefix_cache_free(struct sf_prefix_cache *pc)
 			}
 			if (p->data && pc->cfg.drop)
 				pc->cfg.drop(pc->cfg.arg, p->data);
+			drop_state(pc, p);
 			free(p);
 			p = next;
 		}
@@ -86,6 +91,14 @@ void sf_prefix_cache_free(struct sf_prefix_cache *pc)
 	free(pc->buckets);
 	free(pc->changes);
 	free(pc);
+}
+
+/* Frees p's checkpoint, if any. */
+static void drop_state(struct sf_prefix_cache *pc, struct sf_prefix_page *p)
+{
+	if (p->state && pc->cfg.drop_state)
+		pc->cfg.drop_state(pc->cfg.arg, p->state);
+	p->state = NULL;
 }
 
 static void note(struct sf_prefix_cache *pc, uint64_t hash, bool added)
@@ -128,8 +141,10 @@ static void hold(struct sf_prefix_cache *pc, struct sf_prefix_page *p)
 {
 	if (evictable(p))
 		lru_remove(pc, p);
-	if (!p->holders++ && p->valid == SF_PREFIX_PAGE)
+	if (!p->holders++ && p->valid == SF_PREFIX_PAGE) {
 		pc->unheld--;
+		pc->idle_states -= p->state != NULL;
+	}
 }
 
 /* A full page joins (or leaves) its parent's list of pages after it. */
@@ -232,6 +247,11 @@ static bool evict_locked(struct sf_prefix_cache *pc)
 		pc->n_tails--;
 	} else {
 		pc->unheld--;
+		if (p->state) {
+			pc->idle_states--;
+			pc->states--;
+		}
+		drop_state(pc, p);
 		at = bucket(pc, p->hash);
 		while (*at != p)
 			at = &(*at)->hnext;
@@ -293,8 +313,10 @@ void sf_prefix_unref(struct sf_prefix_cache *pc, struct sf_prefix_page *p)
 {
 	pthread_mutex_lock(&pc->mu);
 	if (!--p->holders) {
-		if (p->valid == SF_PREFIX_PAGE)
+		if (p->valid == SF_PREFIX_PAGE) {
 			pc->unheld++;
+			pc->idle_states += p->state != NULL;
+		}
 		if (!p->children)
 			lru_insert(pc, p, true);
 	}
@@ -400,6 +422,26 @@ struct sf_prefix_page *sf_prefix_get_partial(struct sf_prefix_cache *pc,
 	return best;
 }
 
+bool sf_prefix_set_state(struct sf_prefix_cache *pc, struct sf_prefix_page *p, void *state)
+{
+	pthread_mutex_lock(&pc->mu);
+	bool taken = !p->state && p->valid == SF_PREFIX_PAGE && state;
+	if (taken) {
+		p->state = state; /* held by the caller: not idle */
+		pc->states++;
+	}
+	pthread_mutex_unlock(&pc->mu);
+	return taken;
+}
+
+const void *sf_prefix_state(struct sf_prefix_cache *pc, const struct sf_prefix_page *p)
+{
+	pthread_mutex_lock(&pc->mu);
+	const void *s = p->state;
+	pthread_mutex_unlock(&pc->mu);
+	return s;
+}
+
 bool sf_prefix_evict(struct sf_prefix_cache *pc)
 {
 	pthread_mutex_lock(&pc->mu);
@@ -452,6 +494,8 @@ void sf_prefix_stats(struct sf_prefix_cache *pc, struct sf_prefix_stats *out)
 	out->pages = pc->pages;
 	out->idle_pages = pc->unheld;
 	out->tails = pc->n_tails;
-	out->idle_bytes = (pc->unheld + pc->n_tails) * pc->cfg.page_bytes;
+	out->idle_bytes = (pc->unheld + pc->n_tails) * pc->cfg.page_bytes +
+			  pc->idle_states * pc->cfg.state_bytes;
+	out->states = pc->states;
 	pthread_mutex_unlock(&pc->mu);
 }

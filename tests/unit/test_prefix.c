@@ -5,7 +5,9 @@
  * as one that computes them (greedy and seeded; on a random-weight GGUF model and on the
  * simulated engine), other namespaces share nothing, shared pages count once, cached pages
  * are evicted before a prefill is refused, and truncating inside a shared page computes the
- * rest again. */
+ * rest again. A model with recurrent layers (test-qwen35): the pages up to a state checkpoint
+ * adopted, the same streams, a conversation sent again whole each turn starting from the last
+ * turn's checkpoint, checkpoints counted and evicted with their pages. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -366,8 +368,10 @@ static void same_run(const struct run *a, const struct run *b, const char *what)
 }
 
 /* Reuse on or off, the same stream: greedy and seeded, for another context's prompt, for a
- * longer one that goes on from it, and not across namespaces. */
-static void engine_streams_are_the_same_with_reuse(struct sf_engine *e)
+ * longer one that goes on from it, and not across namespaces. recurrent: a model with
+ * recurrent layers, whose contexts adopt pages up to a checkpoint only (a prompt keeps one at
+ * its last page end), no tails. */
+static void engine_streams_are_the_same_with_reuse(struct sf_engine *e, bool recurrent)
 {
 	uint32_t prompt[300];
 	fill(prompt, 300, 3);
@@ -383,19 +387,35 @@ static void engine_streams_are_the_same_with_reuse(struct sf_engine *e)
 		same_run(&ref, &first, "the first shared context");
 		draw(e, ns, s, prompt, 200, &again, NULL);
 		/* Of 200: three full pages, then 7 positions of the first context's last page
-		 * (kept as a tail when it went): all but the last token. */
-		assert_int_equal(again.reused, 3 * P + 7);
+		 * (kept as a tail when it went): all but the last token. A recurrent model: the
+		 * three pages, the third with the first prompt's checkpoint (192, its last page end
+		 * before its last token). */
+		assert_int_equal(again.reused, recurrent ? 3 * P : 3 * P + 7);
 		same_run(&ref, &again, "a context that adopted three pages");
 		draw(e, ns + 1000, s, prompt, 200, &other, NULL);
 		assert_int_equal(other.reused, 0); /* another namespace shares nothing */
 		same_run(&ref, &other, "another namespace");
 		/* A prompt of exactly three pages: two adopted, then the first 63 positions of the
-		 * third copied; the last token is always computed. */
+		 * third copied; the last token is always computed. A recurrent model: the second
+		 * page has no checkpoint, so nothing, and this prompt keeps one there (128). */
+		struct run short_ref;
+		draw(e, 0, s, prompt, 3 * P, &short_ref, NULL);
 		draw(e, ns, s, prompt, 3 * P, &other, NULL);
-		assert_int_equal(other.reused, 3 * P - 1);
+		assert_int_equal(other.reused, recurrent ? 0 : 3 * P - 1);
+		same_run(&short_ref, &other, "a prompt of three pages");
+		if (recurrent) {
+			draw(e, ns, s, prompt, 3 * P, &other, NULL);
+			assert_int_equal(other.reused, 2 * P);
+			same_run(&short_ref, &other, "a prompt of three pages, from a checkpoint");
+		}
 		draw(e, 0, s, prompt, 290, &longer_ref, NULL);
 		draw(e, ns, s, prompt, 290, &longer, NULL);
-		assert_true(longer.reused >= 3 * P + 8); /* the tail's prompt positions too */
+		/* the tail's prompt positions too; a recurrent model's from the third page's
+		 * checkpoint (its fourth was not full when the first context went) */
+		if (recurrent)
+			assert_int_equal(longer.reused, 3 * P);
+		else
+			assert_true(longer.reused >= 3 * P + 8);
 		same_run(&longer_ref, &longer, "a longer prompt");
 	}
 }
@@ -403,7 +423,7 @@ static void engine_streams_are_the_same_with_reuse(struct sf_engine *e)
 static void gguf_reuse_gives_the_same_stream(void **state)
 {
 	struct fx *f = *state;
-	engine_streams_are_the_same_with_reuse(f->e);
+	engine_streams_are_the_same_with_reuse(f->e, false);
 	struct sf_prefix_stats st;
 	sf_prefix_stats(sf_engine_prefix_cache(f->e), &st);
 	assert_true(st.hits > 0);
@@ -417,7 +437,7 @@ static void gguf_q8_0_keys_reuse_gives_the_same_stream(void **state)
 {
 	struct fx *f = *state;
 	struct sf_engine *e = gguf_engine_keys(f, 0, "q8_0");
-	engine_streams_are_the_same_with_reuse(e);
+	engine_streams_are_the_same_with_reuse(e, false);
 	assert_int_equal(sf_engine_mem_used(e), 0);
 	sf_engine_free(e);
 }
@@ -430,7 +450,7 @@ static void sim_reuse_gives_the_same_stream(void **state)
 	struct sf_engine *e;
 	struct sf_err err;
 	assert_int_equal(sf_sim_engine_new(&cfg, &e, &err), 0);
-	engine_streams_are_the_same_with_reuse(e);
+	engine_streams_are_the_same_with_reuse(e, false);
 	sf_engine_free(e);
 }
 
@@ -651,6 +671,104 @@ static void appends_beside_a_decoding_thread(void **state)
 	sf_engine_free(e);
 }
 
+/* ---- a model with recurrent layers (test-qwen35: 3 Gated DeltaNet layers, 1 attention) ---- */
+
+/* test-qwen35's state (3 layers of 512 channels x 3 taps and 4 heads of 64 x 64, F32) and
+ * page (1 attention layer of 2 x 64 keys and values a position, F16) */
+#define STATE_BYTES (3 * (512 * 3 + 4 * 64 * 64) * 4)
+#define PAGE_BYTES (64 * 2 * 128 * 2)
+
+static int setup_recurrent(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	*state = f;
+	f->pool = sf_pool_new(1);
+	assert_int_equal(sf_test_make_model("prefix_recurrent", N_VOCAB, "test-qwen35", 4, 5,
+					    f->pool, f->path, sizeof(f->path)), 0);
+	f->e = gguf_engine(f, 0);
+	return 0;
+}
+
+static void recurrent_reuse_gives_the_same_stream(void **state)
+{
+	struct fx *f = *state;
+	engine_streams_are_the_same_with_reuse(f->e, true);
+	struct sf_prefix_stats st;
+	sf_prefix_stats(sf_engine_prefix_cache(f->e), &st);
+	assert_true(st.hits > 0);
+	assert_int_equal(st.tails, 0); /* (a tail holds no state) */
+	assert_true(st.states >= 2);
+	assert_int_equal(st.idle_pages, st.pages); /* every context is gone */
+	assert_int_equal(st.idle_bytes, st.pages * PAGE_BYTES + st.states * STATE_BYTES);
+	assert_int_equal(sf_engine_mem_used(f->e), 0);
+}
+
+/* An ordinary client's conversation: each turn sends the whole text again (the last reply
+ * and a new question after it). Each turn starts from the checkpoint the turn before kept at
+ * its prompt's last page end, and draws what a context computing everything draws. */
+static void a_conversation_sent_again_starts_from_the_last_turn(void **state)
+{
+	struct fx *f = *state;
+	struct sf_sampling samplings[2] = { { 0 }, { .temperature = 0.9f, .top_p = 0.95f,
+						     .seed = 5 } };
+	for (int k = 0; k < 2; k++) {
+		uint32_t text[400], n = 150;
+		fill(text, n, 20 + (uint64_t)k);
+		uint32_t want_reused = 0;
+		for (int turn = 0; turn < 4; turn++) {
+			struct run ref, got;
+			draw(f->e, 0, &samplings[k], text, n, &ref, NULL);
+			draw(f->e, 40 + (uint64_t)k, &samplings[k], text, n, &got, NULL);
+			if (got.reused != want_reused)
+				fail_msg("turn %d of %u tokens reused %u, not %u", turn + 1, n,
+					 got.reused, want_reused);
+			same_run(&ref, &got, "a turn of a conversation");
+			want_reused = (n - 1) / P * P; /* this turn's checkpoint */
+			memcpy(text + n, got.tokens, sizeof(got.tokens));
+			fill(text + n + N_GEN, 30, 30 + (uint64_t)turn);
+			n += N_GEN + 30;
+		}
+	}
+}
+
+/* Checkpoints count in the engine's memory while a context holds their page, are reclaimable
+ * once none does, and go with their page to make room before a prefill is refused. */
+static void checkpoints_count_and_go_before_a_refusal(void **state)
+{
+	struct fx *f = *state;
+	const uint64_t S = STATE_BYTES, p = PAGE_BYTES;
+	assert_int_equal(sf_engine_info(f->e)->ctx_bytes_per_token * P, p);
+	struct sf_engine *e = gguf_engine(f, 2 * S + 6 * p);
+	uint32_t prompt[500];
+	fill(prompt, 500, 9);
+	struct run a;
+	struct sf_engine_ctx *ca;
+	draw(e, 9, NULL, prompt, 200, &a, &ca); /* 219 positions: 4 pages, 3 shared */
+	/* its state, its pages and the checkpoint at 192 (on a page it holds) */
+	assert_int_equal(sf_engine_mem_used(e), 2 * S + 4 * p);
+	sf_engine_ctx_free(e, ca);
+	assert_int_equal(sf_engine_mem_used(e), 0);
+	struct sf_prefix_stats st;
+	sf_prefix_stats(sf_engine_prefix_cache(e), &st);
+	assert_int_equal(st.pages, 3);
+	assert_int_equal(st.states, 1);
+	assert_int_equal(st.idle_bytes, 3 * p + S);
+	/* Six pages of a prompt of its own and a state: the last cached page and its
+	 * checkpoint make room. */
+	struct sf_engine_ctx *c;
+	struct sf_err err;
+	assert_int_equal(sf_engine_ctx_new(e, &(struct sf_sampling){ 0 }, &c, &err), 0);
+	if (sf_engine_prefill(e, c, prompt + 80, 6 * P, &err))
+		fail_msg("the cached page and its checkpoint were not evicted for room: %s",
+			 err.msg);
+	sf_prefix_stats(sf_engine_prefix_cache(e), &st);
+	assert_int_equal(st.evicted, 1);
+	assert_int_equal(st.states, 0);
+	assert_int_equal(st.pages, 2);
+	sf_engine_ctx_free(e, c);
+	sf_engine_free(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -669,6 +787,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(truncating_inside_a_shared_page, setup, teardown),
 		cmocka_unit_test_setup_teardown(appends_beside_a_decoding_thread, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_burst_of_one_prompt_computes_it_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(recurrent_reuse_gives_the_same_stream,
+						setup_recurrent, teardown),
+		cmocka_unit_test_setup_teardown(a_conversation_sent_again_starts_from_the_last_turn,
+						setup_recurrent, teardown),
+		cmocka_unit_test_setup_teardown(checkpoints_count_and_go_before_a_refusal,
+						setup_recurrent, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

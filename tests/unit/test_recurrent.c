@@ -1,8 +1,9 @@
 /* A model with recurrent layers (Qwen3.5's Gated DeltaNet, test-qwen35) through the GGUF
  * engine: a context's state goes on from its last token, so a session's second turn draws
  * what one prefill of its whole text draws; cutting a context back recomputes it from its
- * start (the same stream again); its state is counted in the engine's memory; prefix reuse
- * adopts nothing (a page holds no state); pipeline stages are refused by name; the model's
+ * start (the same stream again), or, shared, from the last checkpoint before the cut; its
+ * state is counted in the engine's memory, and so is a prompt's checkpoint; prefix reuse
+ * adopts pages up to a checkpoint only; pipeline stages are refused by name; the model's
  * forward refuses positions that do not follow its state. The delta rule's and the
  * convolution's steps against their definitions written out. */
 #include <math.h>
@@ -160,9 +161,47 @@ static void truncation_recomputes(void **state)
 	sf_engine_ctx_free(f->e, b);
 }
 
-/* The state is taken with the context's first prefill and counted in the engine's memory;
- * prefix reuse adopts nothing; a pipeline stage is refused by name. */
-static void state_counted_reuse_off_stages_refused(void **state)
+/* A shared context cut back past its checkpoint (a prompt's, at its last page end) goes on
+ * from it, not from the start, and draws what a fresh context of the same tokens draws. */
+static void truncation_goes_back_to_a_checkpoint(void **state)
+{
+	struct fx *f = *state;
+	struct sf_err err;
+	uint32_t text[150 + N2], r[N_GEN], got[N_GEN], want[N_GEN];
+	for (uint32_t i = 0; i < 150; i++)
+		text[i] = (i * 53 + 7) % N_VOCAB;
+	memcpy(text + 140, turn2, sizeof(turn2));
+	struct sf_engine_ctx *a = fresh(f);
+	sf_engine_ctx_share(f->e, a, 78);
+	assert_int_equal(sf_engine_prefill(f->e, a, text, 150, &err), 0); /* a checkpoint at 128 */
+	gen(f, a, r, N_GEN);
+	assert_int_equal(sf_engine_ctx_truncate(f->e, a, 140, &err), 0);
+	assert_int_equal(sf_engine_prefill(f->e, a, turn2, N2, &err), 0);
+	/* from 128: 140 - 128 + N2 = 19 positions in chunks of 8 (3 steps), not 147 */
+	struct sf_engine_step st = { .ctx = a };
+	int steps = 0;
+	do {
+		st.more = false;
+		assert_int_equal(sf_engine_decode(f->e, &st, 1, &err), 0);
+		assert_int_equal(st.rc, 0);
+		steps++;
+	} while (st.more);
+	assert_int_equal(steps, 3);
+	got[0] = st.token;
+	gen(f, a, got + 1, N_GEN - 1);
+	struct sf_engine_ctx *b = fresh(f);
+	assert_int_equal(sf_engine_prefill(f->e, b, text, 140 + N2, &err), 0);
+	gen(f, b, want, N_GEN);
+	if (memcmp(got, want, sizeof(got)))
+		fail_msg("after a cut to a checkpoint the stream differs from a fresh context's");
+	sf_engine_ctx_free(f->e, a);
+	sf_engine_ctx_free(f->e, b);
+}
+
+/* The state is taken with the context's first prefill and counted in the engine's memory,
+ * with a shared prompt's checkpoint; another prompt adopts the pages up to it; a pipeline
+ * stage is refused by name. */
+static void state_counted_reuse_from_checkpoints_stages_refused(void **state)
 {
 	struct fx *f = *state;
 	struct sf_err err;
@@ -177,15 +216,17 @@ static void state_counted_reuse_off_stages_refused(void **state)
 	uint32_t r[2];
 	gen(f, a, r, 2);
 	/* test-qwen35: 3 recurrent layers of 512 channels x 3 taps and 4 heads of 64 x 64,
-	 * F32; 1 attention layer of 2 x 64 keys and values a position, F16, in pages of 64 */
+	 * F32; 1 attention layer of 2 x 64 keys and values a position, F16, in pages of 64;
+	 * and the prompt's checkpoint at 128 */
 	uint64_t state_bytes = 3 * (512 * 3 + 4 * 64 * 64) * 4, page = 64 * 2 * 128 * 2;
-	assert_int_equal(sf_engine_mem_used(f->e) - before, state_bytes + 3 * page);
+	assert_int_equal(sf_engine_mem_used(f->e) - before, 2 * state_bytes + 3 * page);
 	assert_int_equal(sf_engine_prefill(f->e, b, text, 130, &err), 0);
-	assert_int_equal(sf_engine_ctx_reused(f->e, b), 0);
-	/* a context cut to nothing (a node freeing an idle one) gives its state back too */
+	assert_int_equal(sf_engine_ctx_reused(f->e, b), 128);
+	/* a context cut to nothing (a node freeing an idle one) gives its state back too, and
+	 * its own page; the two shared ones (and the checkpoint) b holds */
 	uint64_t both = sf_engine_mem_used(f->e);
 	assert_int_equal(sf_engine_ctx_truncate(f->e, a, 0, &err), 0);
-	assert_int_equal(both - sf_engine_mem_used(f->e), state_bytes + 3 * page);
+	assert_int_equal(both - sf_engine_mem_used(f->e), state_bytes + page);
 	sf_engine_ctx_free(f->e, a);
 	sf_engine_ctx_free(f->e, b);
 	assert_int_equal(sf_engine_mem_used(f->e), before);
@@ -367,7 +408,8 @@ int main(void)
 		cmocka_unit_test(step_variants_same_bits),
 		cmocka_unit_test(second_turn_is_one_prefill),
 		cmocka_unit_test(truncation_recomputes),
-		cmocka_unit_test(state_counted_reuse_off_stages_refused),
+		cmocka_unit_test(truncation_goes_back_to_a_checkpoint),
+		cmocka_unit_test(state_counted_reuse_from_checkpoints_stages_refused),
 		cmocka_unit_test(state_refused_past_kv_mem),
 		cmocka_unit_test(forward_refuses_out_of_order),
 	};
