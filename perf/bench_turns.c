@@ -105,6 +105,7 @@ int main(int argc, char **argv)
 	double on[MAX_TURNS], ratio_sum = 0;
 	uint32_t computed_on = 0, computed_off = 0;
 	bool same_all = true;
+	setvbuf(stdout, NULL, _IOLBF, 0); /* a turn a line, as it goes */
 	printf("turn  prompt  computed(reuse)  computed(off)  ttft_reuse_s  ttft_off_s  ratio  same\n");
 	for (uint32_t t = 0; t < turns; t++) {
 		for (uint32_t i = 0; i < user; i++, seed = seed * 6364136223846793005ull + 1)

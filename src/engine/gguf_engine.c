@@ -373,11 +373,10 @@ static int settle_config(struct ge *g, struct sf_err *err)
 		c->chunk = 256;
 	if (c->chunk > 8192)
 		return sf_err_set(err, SF_E_RANGE, "prefill chunk %u is over 8192", c->chunk);
-	if (!c->kv_mem) /* a full batch of full contexts (and their recurrent states, and the
-			 * checkpoint of a page each holds) */
+	if (!c->kv_mem) /* a full batch of full contexts (and their recurrent states) */
 		c->kv_mem = (uint64_t)c->batch * ((uint64_t)c->ctx_len *
 						 sf_model_kv_bytes_per_token(g->model) +
-						 2 * sf_model_state_bytes(g->model));
+						 sf_model_state_bytes(g->model));
 	return 0;
 }
 

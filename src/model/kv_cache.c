@@ -274,15 +274,12 @@ void sf_kv_truncate(struct sf_kv *kv, uint32_t n)
 		 * written), or from the start. */
 		struct sf_prefix_cache *pc = kv->arena->pc;
 		uint32_t i = n / SF_KV_PAGE < kv->n_shared ? n / SF_KV_PAGE : kv->n_shared;
-		const void *st = NULL;
-		while (i && !(st = sf_prefix_state(pc, kv->shared[i - 1])))
+		while (i && !sf_prefix_copy_state(pc, kv->shared[i - 1], kv->state))
 			i--;
 		while (kv->n_pages > i)
 			pop(kv);
 		kv->n = i * SF_KV_PAGE;
-		if (st)
-			memcpy(kv->state, st, kv->arena->state_bytes);
-		else
+		if (!i)
 			memset(kv->state, 0, kv->arena->state_bytes);
 	}
 }
@@ -364,7 +361,6 @@ uint32_t sf_kv_adopt(struct sf_kv *kv, const uint32_t *tokens, uint32_t n)
 	/* The pages indexed next, held in shared[] past n_shared; a recurrent model's up to the
 	 * last with a checkpoint (its state) are adopted, the others let go of. */
 	uint32_t i0 = kv->n_shared, i = i0, last = i0;
-	const void *st = NULL;
 	while ((i + 1) * SF_KV_PAGE < n) {
 		struct sf_err err;
 		if (table(kv, i + 1, &err))
@@ -375,14 +371,18 @@ uint32_t sf_kv_adopt(struct sf_kv *kv, const uint32_t *tokens, uint32_t n)
 		if (!p)
 			break;
 		kv->shared[i++] = p;
-		const void *s = a->state_bytes ? sf_prefix_state(a->pc, p) : NULL;
-		if (!a->state_bytes || s) {
+		if (!a->state_bytes || sf_prefix_has_state(a->pc, p))
 			last = i;
-			st = s;
-		}
 	}
-	if (st && !kv->state && !(kv->state = state_new(a)))
-		last = i0; /* no room for a state to start from */
+	if (a->state_bytes && last > i0) {
+		/* the state of the last checkpoint still there (one may have gone since) */
+		if (!kv->state && (kv->state = state_new(a)))
+			memset(kv->state, 0, a->state_bytes); /* (before any position) */
+		if (!kv->state)
+			last = i0; /* no room for a state to start from */
+		while (last > i0 && !sf_prefix_copy_state(a->pc, kv->shared[last - 1], kv->state))
+			last--;
+	}
 	for (uint32_t j = i0; j < i; j++) {
 		if (j >= last) {
 			sf_prefix_unref(a->pc, kv->shared[j]);
@@ -396,8 +396,6 @@ uint32_t sf_kv_adopt(struct sf_kv *kv, const uint32_t *tokens, uint32_t n)
 		kv->n_shared++;
 		kv->n += SF_KV_PAGE;
 	}
-	if (st && last > i0)
-		memcpy(kv->state, st, a->state_bytes);
 	if (!a->state_bytes)
 		adopt_tail(kv, tokens, n);
 	return kv->n - from;
@@ -408,7 +406,7 @@ bool sf_kv_checkpoint(struct sf_kv *kv)
 	struct sf_kv_arena *a = kv->arena;
 	uint32_t i = kv->n / SF_KV_PAGE;
 	if (!a->state_bytes || !kv->root || !kv->state || !i || kv->n % SF_KV_PAGE ||
-	    kv->n_shared != i || sf_prefix_state(a->pc, kv->shared[i - 1]))
+	    kv->n_shared != i || sf_prefix_has_state(a->pc, kv->shared[i - 1]))
 		return false;
 	float *s = state_new(a);
 	if (!s)

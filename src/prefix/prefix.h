@@ -22,7 +22,9 @@
  * A full page may also carry a *checkpoint*: a model with recurrent layers' state after the
  * page's last position (sf_prefix_set_state), so that a context adopting the pages up to it
  * restores that state instead of computing them. Checkpoints are sparse (their owner decides
- * which pages get one), immutable once set, and go with their page. */
+ * which pages get one), immutable once set, and go with their page, or alone: a context
+ * that adopted or computed past one needs it no more, so every checkpoint can be evicted
+ * (least recently used first, set or copied, against the pages that can go). */
 #ifndef SF_PREFIX_PREFIX_H
 #define SF_PREFIX_PREFIX_H
 
@@ -78,7 +80,7 @@ struct sf_prefix_stats {
 	uint64_t idle_pages;   /* of those, held by no context: all of them can be evicted (the
 				* pages after one first) */
 	uint64_t tails;        /* partial pages kept */
-	uint64_t idle_bytes;   /* the idle pages' (with their checkpoints) and the tails' bytes */
+	uint64_t idle_bytes;   /* the idle pages', the tails' and every checkpoint's bytes */
 	uint64_t states;       /* checkpoints kept (on indexed pages) */
 	uint64_t added, evicted, hits, misses; /* since the cache was made */
 	uint64_t partial_hits; /* first positions copied from a tail or a full page */
@@ -112,11 +114,14 @@ bool sf_prefix_put_tail(struct sf_prefix_cache *pc, struct sf_prefix_page *paren
 struct sf_prefix_page *sf_prefix_get_partial(struct sf_prefix_cache *pc,
 					     struct sf_prefix_page *parent,
 					     const uint32_t *tokens, uint32_t n, uint32_t *common);
-/* Attaches the checkpoint state (handed over) to full page p (held by the caller); false when
- * p has one already or is a tail: state stays the caller's. */
+/* Attaches the checkpoint state (handed over; cfg.state_bytes) to full page p (held by the
+ * caller); false when p has one already or is a tail: state stays the caller's. */
 bool sf_prefix_set_state(struct sf_prefix_cache *pc, struct sf_prefix_page *p, void *state);
-/* p's checkpoint (held by the caller), or NULL: immutable while p is held. */
-const void *sf_prefix_state(struct sf_prefix_cache *pc, const struct sf_prefix_page *p);
+/* Whether p (held by the caller) has a checkpoint now (it may be evicted after). */
+bool sf_prefix_has_state(struct sf_prefix_cache *pc, const struct sf_prefix_page *p);
+/* Copies p's checkpoint (p held by the caller) into to (cfg.state_bytes), under the cache's
+ * lock, as its most recent use; false when it has none (never had, or evicted). */
+bool sf_prefix_copy_state(struct sf_prefix_cache *pc, struct sf_prefix_page *p, void *to);
 /* Lets go of a held page: with no holder left it stays cached, the most recently used. */
 void sf_prefix_unref(struct sf_prefix_cache *pc, struct sf_prefix_page *p);
 /* Evicts the least recently used page nobody holds and no page follows, freeing its data

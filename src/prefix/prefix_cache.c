@@ -23,6 +23,8 @@ struct sf_prefix_page {
 	uint32_t valid;                 /* positions it holds: SF_PREFIX_PAGE, or a tail's */
 	void *data;
 	void *state;                    /* a checkpoint after its last position, or NULL */
+	struct sf_prefix_page *sprev, *snext; /* the checkpoints' LRU, while it has one */
+	uint64_t tick, stick;           /* when it joined the LRU; its checkpoint last used */
 	uint32_t tokens[SF_PREFIX_PAGE];
 };
 
@@ -33,7 +35,9 @@ struct sf_prefix_cache {
 	uint32_t n_buckets; /* a power of two */
 	uint64_t pages, unheld; /* indexed; of those, held by no context */
 	uint64_t n_tails;
-	uint64_t states, idle_states; /* checkpoints; of those, on pages held by no context */
+	uint64_t states;  /* checkpoints (all of them can go: their holders are past them) */
+	uint64_t clock;   /* ticks of the LRUs */
+	struct sf_prefix_page slru; /* sentinel of the checkpoints' LRU: slru.snext the oldest */
 	struct sf_prefix_page lru; /* sentinel: lru.next is the least recently used */
 	struct sf_prefix_change *changes; /* a ring of SF_PREFIX_MAX_CHANGES */
 	uint32_t ch_head, ch_n;
@@ -62,6 +66,7 @@ int sf_prefix_cache_new(const struct sf_prefix_cache_config *cfg, struct sf_pref
 	}
 	pthread_mutex_init(&pc->mu, NULL);
 	pc->lru.next = pc->lru.prev = &pc->lru;
+	pc->slru.snext = pc->slru.sprev = &pc->slru;
 	*out = pc;
 	return 0;
 }
@@ -93,12 +98,31 @@ void sf_prefix_cache_free(struct sf_prefix_cache *pc)
 	free(pc);
 }
 
-/* Frees p's checkpoint, if any. */
+/* Frees p's checkpoint, if any, off the checkpoints' LRU. */
 static void drop_state(struct sf_prefix_cache *pc, struct sf_prefix_page *p)
 {
-	if (p->state && pc->cfg.drop_state)
+	if (!p->state)
+		return;
+	p->sprev->snext = p->snext;
+	p->snext->sprev = p->sprev;
+	pc->states--;
+	if (pc->cfg.drop_state)
 		pc->cfg.drop_state(pc->cfg.arg, p->state);
 	p->state = NULL;
+}
+
+/* p's checkpoint becomes the most recently used. */
+static void state_touch(struct sf_prefix_cache *pc, struct sf_prefix_page *p, bool linked)
+{
+	if (linked) {
+		p->sprev->snext = p->snext;
+		p->snext->sprev = p->sprev;
+	}
+	p->stick = ++pc->clock;
+	p->sprev = pc->slru.sprev;
+	p->snext = &pc->slru;
+	pc->slru.sprev->snext = p;
+	pc->slru.sprev = p;
 }
 
 static void note(struct sf_prefix_cache *pc, uint64_t hash, bool added)
@@ -125,6 +149,7 @@ static void lru_remove(struct sf_prefix_cache *pc, struct sf_prefix_page *p)
 static void lru_insert(struct sf_prefix_cache *pc, struct sf_prefix_page *p, bool newest)
 {
 	struct sf_prefix_page *at = newest ? pc->lru.prev : &pc->lru;
+	p->tick = newest ? ++pc->clock : 0;
 	p->prev = at;
 	p->next = at->next;
 	at->next->prev = p;
@@ -141,10 +166,8 @@ static void hold(struct sf_prefix_cache *pc, struct sf_prefix_page *p)
 {
 	if (evictable(p))
 		lru_remove(pc, p);
-	if (!p->holders++ && p->valid == SF_PREFIX_PAGE) {
+	if (!p->holders++ && p->valid == SF_PREFIX_PAGE)
 		pc->unheld--;
-		pc->idle_states -= p->state != NULL;
-	}
 }
 
 /* A full page joins (or leaves) its parent's list of pages after it. */
@@ -234,7 +257,13 @@ static void grow(struct sf_prefix_cache *pc)
 
 static bool evict_locked(struct sf_prefix_cache *pc)
 {
-	struct sf_prefix_page *p = pc->lru.next;
+	struct sf_prefix_page *p = pc->lru.next, *s = pc->slru.snext;
+	/* A checkpoint used less recently than any page that can go goes alone (its page stays:
+	 * it holds keys and values, and its holders' states are past it). */
+	if (s != &pc->slru && (p == &pc->lru || s->stick < p->tick)) {
+		drop_state(pc, s);
+		return true;
+	}
 	if (p == &pc->lru)
 		return false;
 	lru_remove(pc, p);
@@ -247,10 +276,6 @@ static bool evict_locked(struct sf_prefix_cache *pc)
 		pc->n_tails--;
 	} else {
 		pc->unheld--;
-		if (p->state) {
-			pc->idle_states--;
-			pc->states--;
-		}
 		drop_state(pc, p);
 		at = bucket(pc, p->hash);
 		while (*at != p)
@@ -313,10 +338,8 @@ void sf_prefix_unref(struct sf_prefix_cache *pc, struct sf_prefix_page *p)
 {
 	pthread_mutex_lock(&pc->mu);
 	if (!--p->holders) {
-		if (p->valid == SF_PREFIX_PAGE) {
+		if (p->valid == SF_PREFIX_PAGE)
 			pc->unheld++;
-			pc->idle_states += p->state != NULL;
-		}
 		if (!p->children)
 			lru_insert(pc, p, true);
 	}
@@ -427,19 +450,32 @@ bool sf_prefix_set_state(struct sf_prefix_cache *pc, struct sf_prefix_page *p, v
 	pthread_mutex_lock(&pc->mu);
 	bool taken = !p->state && p->valid == SF_PREFIX_PAGE && state;
 	if (taken) {
-		p->state = state; /* held by the caller: not idle */
+		p->state = state;
 		pc->states++;
+		state_touch(pc, p, false);
 	}
 	pthread_mutex_unlock(&pc->mu);
 	return taken;
 }
 
-const void *sf_prefix_state(struct sf_prefix_cache *pc, const struct sf_prefix_page *p)
+bool sf_prefix_has_state(struct sf_prefix_cache *pc, const struct sf_prefix_page *p)
 {
 	pthread_mutex_lock(&pc->mu);
-	const void *s = p->state;
+	bool has = p->state != NULL;
 	pthread_mutex_unlock(&pc->mu);
-	return s;
+	return has;
+}
+
+bool sf_prefix_copy_state(struct sf_prefix_cache *pc, struct sf_prefix_page *p, void *to)
+{
+	pthread_mutex_lock(&pc->mu);
+	bool has = p->state != NULL;
+	if (has) {
+		memcpy(to, p->state, pc->cfg.state_bytes);
+		state_touch(pc, p, true);
+	}
+	pthread_mutex_unlock(&pc->mu);
+	return has;
 }
 
 bool sf_prefix_evict(struct sf_prefix_cache *pc)
@@ -495,7 +531,7 @@ void sf_prefix_stats(struct sf_prefix_cache *pc, struct sf_prefix_stats *out)
 	out->idle_pages = pc->unheld;
 	out->tails = pc->n_tails;
 	out->idle_bytes = (pc->unheld + pc->n_tails) * pc->cfg.page_bytes +
-			  pc->idle_states * pc->cfg.state_bytes;
+			  pc->states * pc->cfg.state_bytes;
 	out->states = pc->states;
 	pthread_mutex_unlock(&pc->mu);
 }

@@ -15,7 +15,8 @@
 # the reply is the engine's own greedy continuation of them (superfluid model run --tokens).
 # A named session's second turn appends the template's close of the reply and the new turn
 # after the reply's tokens. gpt-oss: tool_choice required and named enforced on the engine.
-# Qwen3.5's template opens a <think> block: its reply comes back as reasoning_content (the reply compared is reasoning_content then content). SF_FAMS: some
+# Qwen3.5's template opens a <think> block: its reply comes back as reasoning_content (the reply compared is reasoning_content then content);
+# its conversation sent again reuses the pages up to its first prompt's state checkpoint. SF_FAMS: some
 # families only (the last check asks llama-3.2's head: it fails without that family). A template's raise_exception is a 400 with its message.
 # Usage: gguf_chat.sh NODED HEADD CLI SOURCE_DIR NPM_DIR   (exit 77: no llama.cpp; KEEP=DIR)
 set -uo pipefail
@@ -173,6 +174,17 @@ for fam in ${SF_FAMS:-gemma-3 qwen2.5 qwen3-moe phi-3.5 phi-4-mini granite-3.3 q
 	jw "$work/got" "$work/out" "$reply"
 	r=0; cmp -s "$work/got" "$work/want" || r=1
 	check "  ... its reply is the engine's greedy continuation of those tokens" $r
+	if [ $fam = qwen3.5 ]; then
+		# The same conversation sent again (as ordinary clients do): the pages up to the
+		# state checkpoint its first prompt kept at its last page end before its last token
+		# are reused (a recurrent model's prefix reuse), and the reply is the same.
+		n1=$(wc -w <"$work/p1.ids") c1=$(( ($(wc -w <"$work/p1.ids") - 1) / 64 * 64 ))
+		chat "$work/req1.json" "$model"
+		jw "$work/got" "$work/out" "$reply"
+		r=0; cmp -s "$work/got" "$work/want" || r=1
+		[ "$(j "$work/out" 'd["usage"]["prompt_tokens_details"]["cached_tokens"]')" = $c1 ] || r=1
+		check "$fam: the conversation sent again reuses $c1 of its $n1 tokens (the pages up to the state checkpoint), the same reply" $r
+	fi
 
 	# Turn 2 of a named session: the reply's tokens, then the template's close and the new turn.
 	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); x={"messages": d["messages"], "tools": d.get("tools"), "temperature": 0, "max_tokens": int(sys.argv[2]), "session": "s-'"$fam"'"}; print(json.dumps({k: v for k, v in x.items() if v is not None}))' \

@@ -731,8 +731,9 @@ static void a_conversation_sent_again_starts_from_the_last_turn(void **state)
 	}
 }
 
-/* Checkpoints count in the engine's memory while a context holds their page, are reclaimable
- * once none does, and go with their page to make room before a prefill is refused. */
+/* Checkpoints are never in use (a context holding their page is past them): they count as
+ * reclaimable, and go first, least recently used, to make room before a prefill is refused,
+ * their page staying. */
 static void checkpoints_count_and_go_before_a_refusal(void **state)
 {
 	struct fx *f = *state;
@@ -744,8 +745,8 @@ static void checkpoints_count_and_go_before_a_refusal(void **state)
 	struct run a;
 	struct sf_engine_ctx *ca;
 	draw(e, 9, NULL, prompt, 200, &a, &ca); /* 219 positions: 4 pages, 3 shared */
-	/* its state, its pages and the checkpoint at 192 (on a page it holds) */
-	assert_int_equal(sf_engine_mem_used(e), 2 * S + 4 * p);
+	/* its state and its pages; the checkpoint at 192 on a page it holds can go */
+	assert_int_equal(sf_engine_mem_used(e), S + 4 * p);
 	sf_engine_ctx_free(e, ca);
 	assert_int_equal(sf_engine_mem_used(e), 0);
 	struct sf_prefix_stats st;
@@ -753,18 +754,24 @@ static void checkpoints_count_and_go_before_a_refusal(void **state)
 	assert_int_equal(st.pages, 3);
 	assert_int_equal(st.states, 1);
 	assert_int_equal(st.idle_bytes, 3 * p + S);
-	/* Six pages of a prompt of its own and a state: the last cached page and its
-	 * checkpoint make room. */
+	/* Six pages of a prompt of its own and a state: the checkpoint makes room (used before
+	 * the pages were let go of), the pages stay. */
 	struct sf_engine_ctx *c;
 	struct sf_err err;
 	assert_int_equal(sf_engine_ctx_new(e, &(struct sf_sampling){ 0 }, &c, &err), 0);
 	if (sf_engine_prefill(e, c, prompt + 80, 6 * P, &err))
-		fail_msg("the cached page and its checkpoint were not evicted for room: %s",
-			 err.msg);
+		fail_msg("the checkpoint was not evicted for room: %s", err.msg);
 	sf_prefix_stats(sf_engine_prefix_cache(e), &st);
-	assert_int_equal(st.evicted, 1);
+	assert_int_equal(st.evicted, 0);
 	assert_int_equal(st.states, 0);
-	assert_int_equal(st.pages, 2);
+	assert_int_equal(st.pages, 3);
+	/* Past the limit with nothing cached but pages: they go too, then it is refused. */
+	struct sf_engine_ctx *d;
+	assert_int_equal(sf_engine_ctx_new(e, &(struct sf_sampling){ 0 }, &d, &err), 0);
+	assert_int_equal(sf_engine_prefill(e, d, prompt, 2 * P, &err), SF_E_NOMEM);
+	sf_prefix_stats(sf_engine_prefix_cache(e), &st);
+	assert_int_equal(st.pages, 0);
+	sf_engine_ctx_free(e, d);
 	sf_engine_ctx_free(e, c);
 	sf_engine_free(e);
 }
