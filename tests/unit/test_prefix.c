@@ -133,6 +133,79 @@ static void index_shares_checks_and_evicts_leaves_first(void **state)
 	sf_prefix_cache_free(pc);
 }
 
+static struct drops state_drops; /* (the callbacks share cfg.arg) */
+
+static void count_state_drop(void *arg, void *st)
+{
+	(void)arg;
+	count_drop(&state_drops, st);
+}
+
+/* Checkpoints on pages: one a page, copied while there, all counted as reclaimable; evicted
+ * alone when used less recently than any page that can go (the page stays, held or not),
+ * else with their page. */
+static void checkpoints_go_alone_or_with_their_page(void **state)
+{
+	(void)state;
+	struct drops d = { 0 }, *ds = &state_drops;
+	struct sf_prefix_cache_config cfg = { .page_bytes = 100, .drop = count_drop, .arg = &d,
+					      .state_bytes = sizeof(int),
+					      .drop_state = count_state_drop };
+	struct sf_prefix_cache *pc;
+	assert_int_equal(sf_prefix_cache_new(&cfg, &pc), 0);
+	uint64_t root = sf_prefix_root(1);
+	uint32_t t[3 * P];
+	fill(t, 3 * P, 12);
+	int data[2], st1 = 11, st2 = 22, st3 = 33, got = 0;
+	struct sf_prefix_page *a = sf_prefix_put(pc, NULL, root, t, &data[0]);
+	struct sf_prefix_page *b = sf_prefix_put(pc, a, root, t + P, &data[1]);
+	assert_false(sf_prefix_has_state(pc, a));
+	assert_false(sf_prefix_copy_state(pc, a, &got));
+	assert_true(sf_prefix_set_state(pc, a, &st1));
+	assert_false(sf_prefix_set_state(pc, a, &st2)); /* one a page */
+	assert_true(sf_prefix_set_state(pc, b, &st2));
+	assert_true(sf_prefix_copy_state(pc, a, &got)); /* a's now the most recently used */
+	assert_int_equal(got, 11);
+	struct sf_prefix_stats st;
+	sf_prefix_stats(pc, &st);
+	assert_int_equal(st.states, 2);
+	assert_int_equal(st.idle_bytes, 2 * sizeof(int)); /* pages held, checkpoints not */
+	/* Both pages held: b's checkpoint (used less recently) goes alone, then a's. */
+	assert_true(sf_prefix_evict(pc));
+	assert_int_equal(ds->n, 1);
+	assert_ptr_equal(ds->last, &st2);
+	assert_true(sf_prefix_has_state(pc, a));
+	assert_false(sf_prefix_has_state(pc, b));
+	assert_true(sf_prefix_evict(pc));
+	assert_ptr_equal(ds->last, &st1);
+	assert_false(sf_prefix_evict(pc)); /* held pages only */
+	assert_int_equal(d.n, 0);
+	/* Checkpoints set before the pages were let go of go first, oldest first. */
+	sf_prefix_unref(pc, b);
+	assert_true(sf_prefix_set_state(pc, a, &st3));
+	sf_prefix_unref(pc, a);
+	b = sf_prefix_get(pc, a, root, t + P);
+	assert_true(sf_prefix_set_state(pc, b, &st2));
+	sf_prefix_unref(pc, b);
+	assert_true(sf_prefix_evict(pc));
+	assert_ptr_equal(ds->last, &st3);
+	assert_true(sf_prefix_evict(pc));
+	assert_ptr_equal(ds->last, &st2);
+	assert_int_equal(d.n, 0);
+	assert_true(sf_prefix_evict(pc));
+	assert_ptr_equal(d.last, &data[1]);
+	/* a page let go of before its checkpoint was set goes with it */
+	assert_true(sf_prefix_set_state(pc, a, &st1));
+	assert_true(sf_prefix_evict(pc));
+	assert_ptr_equal(d.last, &data[0]);
+	assert_ptr_equal(ds->last, &st1);
+	assert_int_equal(ds->n, 5);
+	sf_prefix_stats(pc, &st);
+	assert_int_equal(st.states, 0);
+	assert_int_equal(st.pages, 0);
+	sf_prefix_cache_free(pc);
+}
+
 static void least_recently_used_goes_first(void **state)
 {
 	(void)state;
@@ -782,6 +855,7 @@ int main(void)
 		cmocka_unit_test(chain_is_the_pages_hashed_in_turn),
 		cmocka_unit_test(index_shares_checks_and_evicts_leaves_first),
 		cmocka_unit_test(least_recently_used_goes_first),
+		cmocka_unit_test(checkpoints_go_alone_or_with_their_page),
 		cmocka_unit_test(too_many_changes_ask_for_the_list),
 		cmocka_unit_test(tails_are_kept_under_their_page),
 		cmocka_unit_test(sim_reuse_gives_the_same_stream),
