@@ -20,9 +20,78 @@ struct kgv {
 	__m512i sc16[4]; /* the scale of each int16 lane of vpmaddubsw */
 };
 
+/* Scale vectors of one 64-element step z from the sub-block scales ls (nsub 8 or 16). */
+AI __m512i scales_of(const int32_t *ls, int nsub, int z)
+{
+	/* int16 lane i of vpmaddubsw: elements 2i, 2i + 1; a 128-bit lane is 16 elements */
+	__m128i q[4];
+#pragma GCC unroll 4
+	for (int k = 0; k < 4; k++)
+		q[k] = _mm_set1_epi16((short)(nsub == 8 ? ls[2 * z + k / 2] : ls[4 * z + k]));
+	return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(q[1], q[0])),
+				  _mm256_set_m128i(q[3], q[2]), 1);
+}
+
+/* IQ3_XXS, IQ3_S straight from the block: each step's sixteen grid words by one gather (no
+ * bytes through memory), IQ3_S's sign bits as they are, IQ3_XXS's completed by parity. The
+ * same magnitudes, signs, scales and d as kern_kgrid.h's unpacking (test_kern). */
+AI float unpack_iq3(uint32_t type, const uint8_t *blk, struct kgv *v)
+{
+	int32_t ls[8];
+	if (type == SF_GGUF_T_IQ3_XXS) {
+		const struct sf__iq3_xxs *b = (const struct sf__iq3_xxs *)blk;
+		/* sign byte 4j + l: the 7 bits at 7l of word j, completed by their parity (bit 7):
+		 * the four groups of each word into its four bytes, parity by two nibble lookups */
+		const __m256i aux = _mm256_loadu_si256((const __m256i *)b->sas);
+		const __m256i m7 = _mm256_set1_epi32(127);
+		__m256i sb = _mm256_and_si256(aux, m7);
+#pragma GCC unroll 3
+		for (int l = 1; l < 4; l++)
+			sb = _mm256_or_si256(sb, _mm256_slli_epi32(
+				_mm256_and_si256(_mm256_srli_epi32(aux, 7 * l), m7), 8 * l));
+		const __m256i par = _mm256_broadcastsi128_si256(_mm_setr_epi8(
+			0, -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0));
+		const __m256i m4 = _mm256_set1_epi8(0x0F);
+		sb = _mm256_or_si256(sb, _mm256_xor_si256(
+			_mm256_shuffle_epi8(par, _mm256_and_si256(sb, m4)),
+			_mm256_shuffle_epi8(par, _mm256_and_si256(_mm256_srli_epi16(sb, 4), m4))));
+		uint64_t m[4];
+		_mm256_storeu_si256((__m256i *)m, sb);
+#pragma GCC unroll 8
+		for (int j = 0; j < 8; j++)
+			ls[j] = 2 * (int32_t)(b->sas[4 * j + 3] >> 4) + 1;
+#pragma GCC unroll 4
+		for (int z = 0; z < 4; z++) {
+			const __m512i idx = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(b->qs + 16 * z)));
+			v->g[z] = _mm512_i32gather_epi32(idx, (const void *)sf__iq3xxs_grid, 4);
+			v->s[z] = (__mmask64)m[z];
+			v->sc16[z] = scales_of(ls, 8, z);
+		}
+		return sf_f16_to_f32(b->d) * sf__kg_factor(type);
+	}
+	const struct sf__iq3_s *b = (const struct sf__iq3_s *)blk;
+#pragma GCC unroll 8
+	for (int j = 0; j < 8; j++)
+		ls[j] = 2 * ((b->scales[j / 2] >> (4 * (j % 2))) & 15) + 1;
+#pragma GCC unroll 4
+	for (int z = 0; z < 4; z++) {
+		const __m512i lo = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(b->qs + 16 * z)));
+		const __mmask16 hi = (__mmask16)(b->qh[2 * z] | b->qh[2 * z + 1] << 8);
+		const __m512i idx = _mm512_mask_or_epi32(lo, hi, lo, _mm512_set1_epi32(256));
+		v->g[z] = _mm512_i32gather_epi32(idx, (const void *)sf__iq3s_grid, 4);
+		uint64_t m;
+		memcpy(&m, b->signs + 8 * z, 8);
+		v->s[z] = (__mmask64)m;
+		v->sc16[z] = scales_of(ls, 8, z);
+	}
+	return sf_f16_to_f32(b->d) * sf__kg_factor(type);
+}
+
 /* Returns the block's d (struct sf__kg's: h(d) times the type's factor). */
 AI float unpack_kg(uint32_t type, const uint8_t *blk, struct kgv *v)
 {
+	if (type == SF_GGUF_T_IQ3_XXS || type == SF_GGUF_T_IQ3_S)
+		return unpack_iq3(type, blk, v);
 	struct sf__kg u;
 	sf__kg_unpack_inl(type, blk, &u);
 #pragma GCC unroll 4
@@ -31,14 +100,7 @@ AI float unpack_kg(uint32_t type, const uint8_t *blk, struct kgv *v)
 		memcpy(&m, u.sign + 8 * z, 8);
 		v->s[z] = (__mmask64)m;
 		v->g[z] = _mm512_loadu_si512(u.g + 64 * z);
-		/* int16 lane i of vpmaddubsw: elements 2i, 2i + 1; a 128-bit lane is 16 elements */
-		__m128i q[4];
-#pragma GCC unroll 4
-		for (int k = 0; k < 4; k++)
-			q[k] = _mm_set1_epi16((short)(u.nsub == 8 ? u.ls[2 * z + k / 2] : u.ls[4 * z + k]));
-		v->sc16[z] = _mm512_inserti64x4(
-			_mm512_castsi256_si512(_mm256_set_m128i(q[1], q[0])), _mm256_set_m128i(q[3], q[2]),
-			1);
+		v->sc16[z] = scales_of(u.ls, u.nsub, z);
 	}
 	return u.d;
 }
