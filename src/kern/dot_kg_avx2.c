@@ -8,9 +8,10 @@
  * sub-block scales. */
 #include "kern/kern_kgrid.h"
 #include "kern/kern_simd.h"
-/* Sixteen activation rows take each unpacked super-block: its unpacking (table lookups, sign
- * bits) costs several times the products of one row. */
-#define TILE 16
+/* Eight activation rows take each unpacked super-block: its unpacking (table lookups, sign
+ * bits) costs several times the products of one row (sixteen: minutes more to compile under
+ * the sanitizers for little more). */
+#define TILE 8
 #include "kern/kern_khelp.h"
 
 #include <immintrin.h>

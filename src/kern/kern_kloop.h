@@ -45,6 +45,16 @@ AI void mm_k(uint32_t type, size_t bsize, int64_t k, const uint8_t *W, size_t w_
 			for (int64_t r = rb; r < re; r++) {
 				const uint8_t *wr = W + (size_t)r * w_stride;
 				float *y = Y + (size_t)t0 * ldy + (size_t)r;
+#if TILE > 4
+				/* one row (decode), a whole tile, and any other size at run time: three
+				 * copies of the group, not TILE (its compile time, under the sanitizers) */
+				if (nt == 1)
+					row_tile(type, bsize, wr, nsb, xr, x_stride, y, ldy, 1);
+				else if (nt == TILE)
+					row_tile(type, bsize, wr, nsb, xr, x_stride, y, ldy, TILE);
+				else
+					row_tile(type, bsize, wr, nsb, xr, x_stride, y, ldy, nt);
+#else
 				switch (nt) {
 				case 1:
 					row_tile(type, bsize, wr, nsb, xr, x_stride, y, ldy, 1);
@@ -55,19 +65,11 @@ AI void mm_k(uint32_t type, size_t bsize, int64_t k, const uint8_t *W, size_t w_
 				case 3:
 					row_tile(type, bsize, wr, nsb, xr, x_stride, y, ldy, 3);
 					break;
-#if TILE > 4
-				case TILE:
-					row_tile(type, bsize, wr, nsb, xr, x_stride, y, ldy, TILE);
-					break;
-				default: /* a tail tile of 4 .. TILE - 1 rows */
-					row_tile(type, bsize, wr, nsb, xr, x_stride, y, ldy, nt);
-					break;
-#else
 				default:
 					row_tile(type, bsize, wr, nsb, xr, x_stride, y, ldy, 4);
 					break;
-#endif
 				}
+#endif
 			}
 		}
 	}
