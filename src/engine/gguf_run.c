@@ -213,6 +213,14 @@ static bool follows(const struct ge_ctx *a, const struct ge_ctx *b)
 	       !memcmp(a->tokens + at, b->tokens + at, SF_KV_PAGE * sizeof(uint32_t));
 }
 
+/* Where a recurrent model's prompt (at least 2 tokens to go) keeps its next checkpoint: where
+ * it parts from another prompt, if still ahead, else its last page end before its last token. */
+static uint32_t checkpoint_at(const struct ge_ctx *c)
+{
+	uint32_t last = (c->n - 1) / SF_KV_PAGE * SF_KV_PAGE;
+	return c->kv.parting > c->kv.n && c->kv.parting < last ? c->kv.parting : last;
+}
+
 /* One forward pass for the step: every context with one pending token decodes; the contexts
  * with a prompt to compute share what is left of the pass's tokens, and those that finish it
  * sample too; the others say more. */
@@ -264,8 +272,10 @@ int ge_decode(void *impl, struct sf_engine_step *steps, size_t n, struct sf_err 
 		}
 		/* A recurrent model's shared prompt stops at the last page end before its last
 		 * token, where its state is kept with the page (sf_kv_checkpoint): a later prompt
-		 * that begins the same way (the conversation sent again) starts from it. */
-		uint32_t at = (c->n - 1) / SF_KV_PAGE * SF_KV_PAGE;
+		 * that begins the same way (the conversation sent again) starts from it. And first
+		 * where it parts from another prompt whose pages it found (after a shared system
+		 * prompt): the prompts after both start from there. */
+		uint32_t at = checkpoint_at(c);
 		if (c->kv.root && c->kv.state && c->kv.n < at && c->kv.n + k > at) {
 			extra += c->kv.n + k - at;
 			k = at - c->kv.n;
@@ -289,7 +299,8 @@ int ge_decode(void *impl, struct sf_engine_step *steps, size_t n, struct sf_err 
 		if (want[i] <= 0)
 			continue;
 		sf_kv_publish(&c->kv, c->tokens); /* its full pages computed now, for others */
-		if (want[i] > 1 && c->kv.n == (c->n - 1) / SF_KV_PAGE * SF_KV_PAGE)
+		if (want[i] > 1 && (c->kv.n == c->kv.parting ||
+				    c->kv.n == (c->n - 1) / SF_KV_PAGE * SF_KV_PAGE))
 			sf_kv_checkpoint(&c->kv); /* a prompt stopped for it (above) */
 	}
 	/* Logits rows come in the order of the tokens that asked for them. */

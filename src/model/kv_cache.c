@@ -374,6 +374,8 @@ uint32_t sf_kv_adopt(struct sf_kv *kv, const uint32_t *tokens, uint32_t n)
 		if (!a->state_bytes || sf_prefix_has_state(a->pc, p))
 			last = i;
 	}
+	if (i > last)
+		kv->parting = i * SF_KV_PAGE;
 	if (a->state_bytes && last > i0) {
 		/* the state of the last checkpoint still there (one may have gone since) */
 		if (!kv->state && (kv->state = state_new(a)))

@@ -235,6 +235,9 @@ struct sf_kv {
 	/* A model with recurrent layers: their state after positions [0, n) (sf_kv_state),
 	 * taken from the arena by the first reserve; NULL until then. */
 	float *state;
+	/* Its pages the index held past the last checkpoint it adopted (sf_kv_adopt): where its
+	 * prompt parts from another's, a position worth a checkpoint; 0: none. */
+	uint32_t parting;
 };
 
 void sf_kv_init(struct sf_kv *kv, struct sf_kv_arena *a);

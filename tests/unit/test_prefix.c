@@ -804,6 +804,25 @@ static void a_conversation_sent_again_starts_from_the_last_turn(void **state)
 	}
 }
 
+/* Users' own questions after one system prompt (not ending where a page does): the first
+ * prompt keeps a checkpoint at its own end only; the second, finding the system prompt's
+ * pages but no checkpoint, keeps one where it parts from the first (the system prompt's last
+ * full page); the third and later start from there. The same streams as without reuse. */
+static void prompts_parting_after_a_shared_prefix_keep_a_checkpoint_there(void **state)
+{
+	struct fx *f = *state;
+	uint32_t text[3 * P + 30 + 60];
+	fill(text, 3 * P + 30, 50);
+	for (uint64_t u = 0; u < 4; u++) {
+		fill(text + 3 * P + 30, 60, 60 + u);
+		struct run ref, got;
+		draw(f->e, 0, NULL, text, 3 * P + 90, &ref, NULL);
+		draw(f->e, 70, NULL, text, 3 * P + 90, &got, NULL);
+		assert_int_equal(got.reused, u < 2 ? 0 : 3 * P);
+		same_run(&ref, &got, "a user's question after the system prompt");
+	}
+}
+
 /* Checkpoints are never in use (a context holding their page is past them): they count as
  * reclaimable, and go first, least recently used, to make room before a prefill is refused,
  * their page staying. */
@@ -874,6 +893,9 @@ int main(void)
 						setup_recurrent, teardown),
 		cmocka_unit_test_setup_teardown(checkpoints_count_and_go_before_a_refusal,
 						setup_recurrent, teardown),
+		cmocka_unit_test_setup_teardown(
+			prompts_parting_after_a_shared_prefix_keep_a_checkpoint_there,
+			setup_recurrent, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
