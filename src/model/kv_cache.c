@@ -476,8 +476,3 @@ void sf_kv_put_keys(struct sf_kv *kv, uint32_t layer, uint32_t pos, const float 
 				      r / SF_KT_X16_ROWS * a->k_slab,
 				      a->head_dim, (int)(r % SF_KT_X16_ROWS), k + (size_t)h * a->head_dim);
 }
-
-bool sf_kv_arena_keys_q8(const struct sf_kv_arena *a)
-{
-	return a->k_q8;
-}

@@ -287,8 +287,6 @@ const uint8_t *sf_kv_keys_q8(const struct sf_kv *kv, uint32_t layer, uint32_t kv
 /* Writes the keys of layer at pos (reserved) from k (n_head_kv * head_dim floats), rounded to
  * the cache's type. */
 void sf_kv_put_keys(struct sf_kv *kv, uint32_t layer, uint32_t pos, const float *k);
-/* Whether the arena's caches keep keys as Q8_0. */
-bool sf_kv_arena_keys_q8(const struct sf_kv_arena *a);
 /* Whether the arena's model has recurrent layers (their caches carry a state). */
 bool sf_kv_arena_recurrent(const struct sf_kv_arena *a);
 /* The recurrent state of layer (one with recur[layer]) of a reserved cache: its convolution's
