@@ -103,6 +103,14 @@ int sf_tok_load(const struct sf_gguf *g, struct sf_tok **out, struct sf_err *err
  * (DESIGN.md fleet link point 3); libsodium must be initialised. */
 uint64_t sf_tok_digest(const struct sf_tok *t);
 
+/* t's full digest (protocol 7, PROTOCOL.md 6.6): SHA-256 over everything that changes an
+ * encoding: the kind, the pre-tokenizer and its name, each token's text, score and attributes,
+ * the role ids (BOS, EOS, ...), the add_bos/add_eos/add_space_prefix/ignore_merges flags and
+ * the merges in rank order; never 0 when it returns 0. Two tokenizers of one digest encode
+ * alike. O(tokens + merges); SF_E_NOMEM. libsodium must be initialised. */
+int sf_tok_digest_full(const struct sf_tok *t, uint64_t *digest, struct sf_err *err)
+	__attribute__((warn_unused_result));
+
 /* Frees t. NULL is a no-op. */
 void sf_tok_free(struct sf_tok *t);
 

@@ -2,7 +2,6 @@
  * added as llama.cpp's llama_tokenize does; and the tokenizer's getters. */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "tok/tok.h"
-#include "common/token_digest.h"
 
 #include <pcre2.h>
 #include <stdlib.h>
@@ -176,17 +175,4 @@ int sf_tok_encode_pieces(const struct sf_tok *t, const struct sf_piece *pieces, 
 	if (over)
 		return sf_err_set(err, SF_E_LIMIT, "pieces encode to %zu tokens, over %zu", at, cap);
 	return 0;
-}
-
-uint64_t sf_tok_digest(const struct sf_tok *t)
-{
-	struct sf_token_digest d;
-	uint32_t n = sf_tok_n_vocab(t);
-	sf_token_digest_init(&d, n);
-	for (uint32_t id = 0; id < n; id++) {
-		size_t len;
-		const uint8_t *b = sf_tok_token_bytes(t, id, &len);
-		sf_token_digest_add(&d, b ? b : (const uint8_t *)"", b ? len : 0);
-	}
-	return sf_token_digest_end(&d);
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <sodium.h>
 
 #include "tok/tok.h"
 
@@ -763,6 +764,110 @@ static void odd_but_valid_vocabularies(void **state)
 	sf_tok_free(t);
 }
 
+static uint64_t full(const struct sf_tok *t)
+{
+	uint64_t d = 0;
+	struct sf_err err = { 0 };
+	if (sf_tok_digest_full(t, &d, &err))
+		fail_msg("full digest: %s", err.msg);
+	assert_true(d != 0);
+	return d;
+}
+
+/* A byte-level BPE vocabulary with scores, types, roles and merges. */
+static void digest_vocab(void)
+{
+	uint32_t base;
+	vb_init("gpt2", "llama-bpe");
+	gpt2_chars(&base);
+	tok("ab", 1.5f, 1);
+	tok("bc", -2.0f, 1);
+	tok("<s>", 0, 3);
+	tok("</s>", 0, 3);
+	merge("a b");
+	merge("b c");
+	merge("ab c");
+	V.src.id[SF__ID_BOS] = 258;
+	V.src.id[SF__ID_EOS] = 259;
+}
+
+/* The full digest (protocol 7) changes with each thing that changes an encoding, and is the
+ * same for the same tokenizer built twice (its tables' random keys aside); the tokens' bytes
+ * digest does not see scores, types, merges or flags (issue 32). */
+static void full_digest_covers_everything(void **state)
+{
+	assert_true(sodium_init() >= 0);
+	digest_vocab();
+	struct sf_tok *t = build(), *u = build();
+	uint64_t d = full(t);
+	assert_true(full(u) == d);
+	assert_true(sf_tok_digest(u) == sf_tok_digest(t));
+	sf_tok_free(u);
+	/* Each field of the built tokenizer, changed and put back. */
+#define CHANGES(field, value)                                                               \
+	do {                                                                                \
+		__typeof__(t->field) keep_ = t->field;                                          \
+		t->field = (value);                                                             \
+		if (full(t) == d)                                                               \
+			fail_msg("changing " #field " left the full digest as it was");         \
+		t->field = keep_;                                                               \
+		assert_true(full(t) == d);                                                      \
+	} while (0)
+	CHANGES(kind, SF_TOK_SPM);
+	CHANGES(pre, SF__PRE_QWEN2);
+	CHANGES(pre_name[0], 'x');
+	CHANGES(n_vocab, t->n_vocab - 1);
+	CHANGES(score[256], 1.25f);
+	CHANGES(score[3], -0.5f);
+	CHANGES(attr[257], SF_TOK_ATTR_CONTROL);
+	for (int i = 0; i < SF__ID_COUNT; i++)
+		CHANGES(id[i], t->id[i] == 5 ? 6 : 5);
+	CHANGES(add_bos, !t->add_bos);
+	CHANGES(add_eos, !t->add_eos);
+	CHANGES(add_space_prefix, !t->add_space_prefix);
+	CHANGES(ignore_merges, !t->ignore_merges);
+#undef CHANGES
+	/* a score changes no token's bytes */
+	uint64_t bytes = sf_tok_digest(t);
+	t->score[256] += 1;
+	assert_true(sf_tok_digest(t) == bytes);
+	sf_tok_free(t);
+	/* Built otherwise: a token's text, a merge less, two merges in another order. */
+	V.tok[257] = (struct sf__str){ "bd", 2 };
+	t = build();
+	assert_true(full(t) != d);
+	sf_tok_free(t);
+	V.tok[257] = (struct sf__str){ "bc", 2 };
+	V.src.n_merges = 2;
+	t = build();
+	assert_true(full(t) != d);
+	assert_true(sf_tok_digest(t) == bytes);
+	sf_tok_free(t);
+	V.src.n_merges = 3;
+	V.merge[0] = (struct sf__str){ "b c", 3 };
+	V.merge[1] = (struct sf__str){ "a b", 3 };
+	t = build();
+	assert_true(full(t) != d);
+	sf_tok_free(t);
+	V.merge[0] = (struct sf__str){ "a b", 3 };
+	V.merge[1] = (struct sf__str){ "b c", 3 };
+	t = build();
+	assert_true(full(t) == d);
+	sf_tok_free(t);
+	/* A SentencePiece one: no merges, its scores count. */
+	vb_init("llama", NULL);
+	tok("<unk>", 0, 2);
+	tok(SP "a", -1.0f, 1);
+	tok("a", -2.0f, 1);
+	t = build();
+	d = full(t);
+	sf_tok_free(t);
+	V.score[1] = -3.0f;
+	t = build();
+	assert_true(full(t) != d);
+	sf_tok_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -783,6 +888,7 @@ int main(void)
 		cmocka_unit_test(long_inputs),
 		cmocka_unit_test(refuses_bad_vocabularies),
 		cmocka_unit_test(odd_but_valid_vocabularies),
+		cmocka_unit_test(full_digest_covers_everything),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
