@@ -1,8 +1,8 @@
 /* The GGUF engine's staged forward (--pipeline): layers [start, end) of a model over positions
  * a stage is given, stateless (the whole context each time, a cache for the call) or keeping
- * the stage's own layers' keys and values in a context between calls. The hidden blob between
- * stages is u32 n_tokens, u32 width, u32 next layer, then n_tokens x width floats
- * (little-endian): the residual stream of every position given. */
+ * the stage's own layers' keys and values (and recurrent layers' states) in a context between
+ * calls. The hidden blob between stages is u32 n_tokens, u32 width, u32 next layer, then
+ * n_tokens x width floats (little-endian): the residual stream of every position given. */
 #include "engine/gguf_internal.h"
 
 #include <stdlib.h>
@@ -117,12 +117,6 @@ int ge_stage_forward(void *impl, const struct sf_engine_stage_in *in, uint8_t *h
 	struct ge *g = impl;
 	uint32_t E = g->model->cfg.n_embd, n;
 	const float *hin;
-	if (g->model->cfg.n_recur)
-		return sf_err_set(err, SF_E_RANGE, "%s: a model with recurrent layers (%s: %u of its "
-				  "%u layers) does not run in pipeline stages (a stage would have "
-				  "to keep its layers' states: not done yet)", g->path,
-				  g->model->cfg.arch_name, g->model->cfg.n_recur,
-				  g->model->cfg.n_layer);
 	int rc = positions(g, in, &n, &hin, err);
 	if (rc)
 		return rc;
@@ -137,12 +131,23 @@ int ge_stage_forward(void *impl, const struct sf_engine_stage_in *in, uint8_t *h
 		c = &once;
 		sf_kv_init_layers(&c->kv, g->arena, in->start_layer, in->end_layer);
 	} else if (!c->n && !c->kv.n_pages) {
+		sf_kv_fini(&c->kv); /* (a state it still had from a cut: its memory back) */
 		sf_kv_init_layers(&c->kv, g->arena, in->start_layer, in->end_layer);
 	} else if (c->kv.layer0 != in->start_layer ||
 		   c->kv.layer0 + c->kv.n_layer != in->end_layer) {
 		return sf_err_set(err, SF_E_RANGE, "this context runs layers %u..%u, not %u..%u",
 				  c->kv.layer0, c->kv.layer0 + c->kv.n_layer, in->start_layer,
 				  in->end_layer);
+	} else if (c->kv.n < c->n) {
+		/* Cut back (sf_engine_stage_forward) inside what its recurrent state had gone
+		 * past: the state went back to the start (a stage keeps no checkpoints), and
+		 * so does what it holds; the head starts every stage again from there. */
+		c->n = c->kv.n;
+		if (c->n_gen > c->n)
+			c->n_gen = c->n;
+		out->kind = SF_STAGE_HELD;
+		out->held = c->n;
+		return 0;
 	}
 	float *h = malloc((size_t)n * E * sizeof(float));
 	rc = h ? ge_grow(c, (size_t)c->n + n + 1, err) : sf_err_set(err, SF_E_NOMEM, "no memory");

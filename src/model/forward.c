@@ -498,14 +498,17 @@ int sf_model_forward(const struct sf_model *m, struct sf_pool *pool, struct sf_f
 	if (l0 >= l1 || l1 > c->n_layer || (l0 > 0 && !hidden) || (l1 < c->n_layer && !hidden) ||
 	    (!logits && !hidden))
 		return sf_err_set(err, SF_E_RANGE, "layers [%u, %u) of %u", l0, l1, c->n_layer);
-	if (c->n_recur && (l0 != 0 || l1 != c->n_layer))
-		return sf_err_set(err, SF_E_RANGE, "layers [%u, %u) of %u: a model with recurrent "
-				  "layers (%s) runs whole, not in pipeline stages", l0, l1, c->n_layer,
-				  c->arch_name);
+	bool recur = false; /* (a stage of attention layers only keeps no state) */
+	for (uint32_t il = l0; il < l1; il++)
+		recur |= c->recur[il];
 	uint32_t n_out = 0;
 	for (uint32_t t = 0; t < n; t++) {
 		const struct sf_fwd_tok *tk = &toks[t];
-		if (c->n_recur) {
+		if (tk->kv->layer0 != l0 || tk->kv->n_layer != l1 - l0)
+			return sf_err_set(err, SF_E_RANGE, "a cache of layers [%u, %u) given layers "
+					  "[%u, %u)", tk->kv->layer0, tk->kv->layer0 + tk->kv->n_layer,
+					  l0, l1);
+		if (recur) {
 			/* A recurrent state goes on from its cache's last position only: the
 			 * context's tokens of the call follow it one after another. */
 			uint32_t want = tk->kv->n;

@@ -24,7 +24,7 @@ struct sf_kv_arena {
 	uint64_t k_slab;          /* Q8_0 keys: a slab of SF_KT_X16_ROWS positions of one head */
 	uint16_t slot[SF_MODEL_MAX_LAYERS + 1]; /* the layers with attention before each layer */
 	uint64_t state_bytes;     /* a cache's recurrent state (0: the model has none) */
-	uint64_t state_off[SF_MODEL_MAX_LAYERS]; /* each recurrent layer's, in floats */
+	uint64_t state_off[SF_MODEL_MAX_LAYERS + 1]; /* each layer's, in floats (and the end) */
 	uint64_t limit;           /* 0: unbounded */
 	_Atomic uint64_t used;
 	struct sf_prefix_cache *pc;
@@ -70,6 +70,7 @@ int sf_kv_arena_new(const struct sf_model *m, uint64_t limit_bytes, struct sf_kv
 			off += ch * (c->ssm_conv - 1) +
 			       (uint64_t)c->ssm_heads * c->ssm_state * c->ssm_state;
 	}
+	a->state_off[c->n_layer] = off;
 	a->state_bytes = off * sizeof(float);
 	a->page_bytes = a->slot[a->n_layer] * a->layer_bytes;
 	a->limit = limit_bytes;
@@ -131,6 +132,9 @@ void sf_kv_init_layers(struct sf_kv *kv, struct sf_kv_arena *a, uint32_t l0, uin
 	kv->layer0 = l0;
 	kv->n_layer = l1 - l0;
 	kv->page_bytes = (uint64_t)(a->slot[l1] - a->slot[l0]) * a->layer_bytes;
+	/* (a stage's state: its own recurrent layers', from the first of them) */
+	kv->state_base = a->state_off[l0];
+	kv->state_bytes = (a->state_off[l1] - a->state_off[l0]) * sizeof(float);
 }
 
 void sf_kv_share(struct sf_kv *kv, uint64_t root)
@@ -146,7 +150,7 @@ bool sf_kv_arena_recurrent(const struct sf_kv_arena *a)
 
 float *sf_kv_state(const struct sf_kv *kv, uint32_t layer)
 {
-	return kv->state + kv->arena->state_off[layer];
+	return kv->state + (kv->arena->state_off[layer] - kv->state_base);
 }
 
 /* Takes bytes from the arena, evicting cached pages no cache holds while that makes room. */
@@ -171,14 +175,15 @@ static void give(struct sf_kv_arena *a, uint16_t *page, uint64_t bytes)
 	atomic_fetch_sub(&a->used, bytes);
 }
 
-/* A recurrent state's memory from the arena (64-byte aligned), or NULL: nothing taken. */
-static float *state_new(struct sf_kv_arena *a)
+/* A recurrent state's memory of bytes from the arena (64-byte aligned), or NULL: nothing
+ * taken. */
+static float *state_new(struct sf_kv_arena *a, uint64_t bytes)
 {
-	if (!take(a, a->state_bytes))
+	if (!take(a, bytes))
 		return NULL;
-	float *s = aligned_alloc(64, (a->state_bytes + 63) / 64 * 64);
+	float *s = aligned_alloc(64, (bytes + 63) / 64 * 64);
 	if (!s)
-		atomic_fetch_sub(&a->used, a->state_bytes);
+		atomic_fetch_sub(&a->used, bytes);
 	return s;
 }
 
@@ -209,16 +214,16 @@ int sf_kv_reserve(struct sf_kv *kv, uint32_t n, struct sf_err *err)
 	int rc = table(kv, need, err);
 	if (rc)
 		return rc;
-	if (a->state_bytes && !kv->state && n) {
+	if (kv->state_bytes && !kv->state && n) {
 		/* the recurrent state, before any position: zeros */
-		if (!(kv->state = state_new(a)))
+		if (!(kv->state = state_new(a, kv->state_bytes)))
 			return sf_err_set(err, SF_E_NOMEM,
 					  "context memory full: %llu of %llu bytes in use (--kv-mem) "
 					  "for a recurrent state of %llu bytes",
 					  (unsigned long long)atomic_load(&a->used),
 					  (unsigned long long)a->limit,
-					  (unsigned long long)a->state_bytes);
-		memset(kv->state, 0, a->state_bytes);
+					  (unsigned long long)kv->state_bytes);
+		memset(kv->state, 0, kv->state_bytes);
 	}
 	while (kv->n_pages < need) {
 		if (!take(a, kv->page_bytes))
@@ -266,7 +271,7 @@ void sf_kv_truncate(struct sf_kv *kv, uint32_t n)
 	if (kv->state && !n) {
 		/* nothing kept: the state's memory goes back too (a node freeing idle contexts) */
 		free(kv->state);
-		atomic_fetch_sub(&kv->arena->used, kv->arena->state_bytes);
+		atomic_fetch_sub(&kv->arena->used, kv->state_bytes);
 		kv->state = NULL;
 	} else if (kv->state && kv->n < n_before) {
 		/* The state of position n is gone with the later ones': from the last checkpoint
@@ -280,7 +285,7 @@ void sf_kv_truncate(struct sf_kv *kv, uint32_t n)
 			pop(kv);
 		kv->n = i * SF_KV_PAGE;
 		if (!i)
-			memset(kv->state, 0, kv->arena->state_bytes);
+			memset(kv->state, 0, kv->state_bytes);
 	}
 }
 
@@ -378,7 +383,7 @@ uint32_t sf_kv_adopt(struct sf_kv *kv, const uint32_t *tokens, uint32_t n)
 		kv->parting = i * SF_KV_PAGE;
 	if (a->state_bytes && last > i0) {
 		/* the state of the last checkpoint still there (one may have gone since) */
-		if (!kv->state && (kv->state = state_new(a)))
+		if (!kv->state && (kv->state = state_new(a, a->state_bytes)))
 			memset(kv->state, 0, a->state_bytes); /* (before any position) */
 		if (!kv->state)
 			last = i0; /* no room for a state to start from */
@@ -410,7 +415,7 @@ bool sf_kv_checkpoint(struct sf_kv *kv)
 	if (!a->state_bytes || !kv->root || !kv->state || !i || kv->n % SF_KV_PAGE ||
 	    kv->n_shared != i || sf_prefix_has_state(a->pc, kv->shared[i - 1]))
 		return false;
-	float *s = state_new(a);
+	float *s = state_new(a, a->state_bytes);
 	if (!s)
 		return false; /* (no room: the prompt goes on without) */
 	memcpy(s, kv->state, a->state_bytes);

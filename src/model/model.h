@@ -232,9 +232,11 @@ struct sf_kv {
 	uint32_t layer0, n_layer;
 	uint64_t page_bytes;
 	uint64_t root;    /* sf_prefix_root of its namespace; 0: it shares nothing */
-	/* A model with recurrent layers: their state after positions [0, n) (sf_kv_state),
-	 * taken from the arena by the first reserve; NULL until then. */
+	/* A model with recurrent layers: the state of its recurrent layers (a stage's own only)
+	 * after positions [0, n) (sf_kv_state), state_bytes taken from the arena by the first
+	 * reserve; NULL until then (and always for a stage of attention layers only). */
 	float *state;
+	uint64_t state_bytes, state_base; /* (state_base: its first layer's offset, in floats) */
 	/* Its pages the index held past the last checkpoint it adopted (sf_kv_adopt): where its
 	 * prompt parts from another's, a position worth a checkpoint; 0: none. */
 	uint32_t parting;
@@ -321,9 +323,9 @@ uint32_t sf_fwd_max_tokens(const struct sf_fwd *f);
  * want them go to logits (one row of n_vocab per such token, in order), or with logits NULL
  * their hidden states after the final norm to hidden (one row of n_embd each, in order: what
  * embeddings pool), otherwise the hidden state goes out to hidden. Writes each token's keys and values into its cache (which must be
- * reserved past pos) and sets kv->n past the highest position computed. A model with recurrent
- * layers runs all its layers in one call (SF_E_RANGE for a stage's range), each context's
- * tokens at kv->n, kv->n + 1, ... in call order (its state goes on from kv->n only). */
+ * reserved past pos, and of layers [l0, l1): SF_E_RANGE otherwise) and sets kv->n past the
+ * highest position computed. Through recurrent layers each context's tokens come at kv->n,
+ * kv->n + 1, ... in call order (its state goes on from kv->n only). */
 int sf_model_forward(const struct sf_model *m, struct sf_pool *pool, struct sf_fwd *f,
 		     const struct sf_fwd_tok *toks, uint32_t n, uint32_t l0, uint32_t l1,
 		     float *hidden, float *logits, struct sf_err *err);

@@ -4,8 +4,12 @@
 # pipeline's completions, whole, streamed and through the CLI, and its chat replies equal the
 # unsplit engine's greedy output computed here alone (superfluid model run), and the whole
 # node's, also for a prompt of several of the stages' chunks; seeded sampling gives the whole
-# node's stream, and its logprobs the whole node's; a stage killed with a step in flight and started again on its port (its kept
-# context gone: the step runs again from the start): the generation completes, equal still.
+# node's stream, and its logprobs the whole node's; a stage killed with a step in flight and
+# started again on its port (its kept context gone: the step runs again from the start): the
+# generation completes, equal still. Then Qwen3.5 (test-qwen35: three Gated DeltaNet layers and
+# a gated attention) split over two stages (layers 0..2, 2..4), each keeping its own layers'
+# recurrent states: greedy, a prompt of several chunks and seeded sampling give the unsplit
+# engine's stream, also with its first stage killed with a step in flight and started again.
 # Usage: gguf_pipeline.sh NODED HEADD CLI SOURCE_DIR   (exit 77: no llama.cpp vocabulary;
 # KEEP=DIR keeps the work folder)
 set -uo pipefail
@@ -80,31 +84,64 @@ req POST /v1/chat/completions "{\"model\":\"$pmodel\",\"messages\":[{\"role\":\"
 jw "$work/got" "$work/out" 'd["choices"][0]["message"]["content"]'
 same "a chat reply through the pipeline: the engine's greedy reply to the model's own template"
 
-# Stage 2 stopped before the request: its first step waits; killed with the step in flight,
-# then started again on its port: the head dials it again and asks the step again.
-engine_says "$work/want" "$M" --prompt "$p" --n 40
-kill -STOP "${stage_pids[1]}"
-"$cli" generate "${H[@]}" --model "$pmodel" --temperature 0 --stream --max-tokens 40 "$p" >"$work/late" 2>"$work/late.err" &
-gpid=$!
-sleep 0.5
-kill -9 "${stage_pids[1]}"; kill -CONT "${stage_pids[1]}" 2>/dev/null
-wait "${stage_pids[1]}" 2>/dev/null
-for _ in $(seq 20); do # a port just freed may still be refused for a moment: try again
-	"$noded" --listen "127.0.0.1:${stage_ports[1]}" --blob-dir "$work/blobs-stage-2b" --identity stage-2b \
-		--model "$M" --threads 1 2>"$work/stage-2b.err" &
-	np=$! up=1
-	for _ in $(seq 1200); do
-		grep -q "listening on" "$work/stage-2b.err" && { up=0; break; }
-		kill -0 "$np" 2>/dev/null || break
-		sleep 0.05
+# restart_mid NAME PID PORT MODEL PIPELINE_MODEL PROMPT OPTIONS...: the stage PID stopped
+# before a generation: its first step waits; killed with the step in flight, then started
+# again on its port as NAME: the head dials it again and asks the step again. The stream in
+# $work/got.
+restart_mid() {
+	local name=$1 spid=$2 sport=$3 model=$4 pm=$5 prompt=$6 np up
+	kill -STOP "$spid"
+	"$cli" generate "${H[@]}" --model "$pm" --stream "${@:7}" "$prompt" >"$work/late" 2>"$work/late.err" &
+	gpid=$!
+	sleep 0.5
+	kill -9 "$spid"; kill -CONT "$spid" 2>/dev/null
+	wait "$spid" 2>/dev/null
+	for _ in $(seq 20); do # a port just freed may still be refused for a moment: try again
+		"$noded" --listen "127.0.0.1:$sport" --blob-dir "$work/blobs-$name" --identity "$name" \
+			--model "$model" --threads 1 2>"$work/$name.err" &
+		np=$! up=1
+		for _ in $(seq 1200); do
+			grep -q "listening on" "$work/$name.err" && { up=0; break; }
+			kill -0 "$np" 2>/dev/null || break
+			sleep 0.05
+		done
+		[ "$up" = 0 ] && break
+		wait "$np" 2>/dev/null; sleep 0.1
 	done
-	[ "$up" = 0 ] && break
-	wait "$np" 2>/dev/null; sleep 0.1
-done
-pids+=($np)
-wait "$gpid"; rc=$?
-cp "$work/late" "$work/got"; cp "$work/late.err" "$work/err"
+	pids+=($np)
+	wait "$gpid"; rc=$?
+	cp "$work/late" "$work/got"; cp "$work/late.err" "$work/err"
+}
+engine_says "$work/want" "$M" --prompt "$p" --n 40
+restart_mid stage-2b "${stage_pids[1]}" "${stage_ports[1]}" "$M" "$pmodel" "$p" --temperature 0 --max-tokens 40
 same "a stage killed with a step in flight and started again: the generation completes, equal"
+kill -TERM "$hpid" 2>/dev/null
+
+# ---- Qwen3.5: recurrent states kept per stage ----
+Q=$work/qwen35-4.gguf
+gguf_make "$Q" qwen35 test-qwen35 q8_0 --layers 4
+qmodel=random-test-qwen35-q8_0 qpmodel=random-test-qwen35-q8_0-pipeline
+qports=() qpids=()
+start_gguf_node q-whole "$Q" --threads 1 && qw=$port
+for k in 1 2; do start_gguf_node "q-stage-$k" "$Q" --threads 1 && qports+=("$port") && qpids+=("$npid"); done
+start_head qhead "127.0.0.1:$qw" --pipeline "127.0.0.1:${qports[0]},127.0.0.1:${qports[1]}" --silence-ms 10000
+base="http://127.0.0.1:$hport"
+H=(--head "$base")
+for _ in $(seq 600); do req GET /v1/models; grep -q "$qpmodel" "$work/out" && break; sleep 0.05; done
+r=0
+grep -qF "layers 0..2 of $qmodel's 4" "$work/qhead.err" && grep -qF "layers 2..4 of $qmodel's 4" "$work/qhead.err" || r=1
+check "Qwen3.5 over two stages: layers 0..2 and 2..4" $r
+engine_says "$work/want" "$Q" --prompt "$p" --n 40
+run generate "${H[@]}" --model "$qpmodel" --temperature 0 --max-tokens 40 "$p"
+same "  ... a completion through them is the unsplit engine's greedy text"
+engine_says "$work/want" "$Q" --prompt "$p3" --n 24
+run generate "${H[@]}" --model "$qpmodel" --temperature 0 --max-tokens 24 "$p3"
+same "  ... a prompt of several chunks: the engine's greedy text"
+engine_says "$work/want" "$Q" --prompt "$p" --n 40 --temperature 0.9 --top-p 0.95 --seed 11
+run generate "${H[@]}" --model "$qpmodel" --temperature 0.9 --top-p 0.95 --seed 11 --max-tokens 40 "$p"
+same "  ... seeded sampling: the unsplit engine's stream with that seed"
+restart_mid q-stage-1b "${qpids[0]}" "${qports[0]}" "$Q" "$qpmodel" "$p" --temperature 0.9 --top-p 0.95 --seed 11 --max-tokens 40
+same "  ... its first stage killed with a step in flight and started again: the stream completes, equal"
 
 kill -TERM "${pids[@]}" 2>/dev/null; sleep 0.3
 echo "$passes passed, $fails failed"

@@ -3,8 +3,9 @@
  * what one prefill of its whole text draws; cutting a context back recomputes it from its
  * start (the same stream again), or, shared, from the last checkpoint before the cut; its
  * state is counted in the engine's memory, and so is a prompt's checkpoint; prefix reuse
- * adopts pages up to a checkpoint only; pipeline stages are refused by name; the model's
- * forward refuses positions that do not follow its state. The delta rule's and the
+ * adopts pages up to a checkpoint only; pipeline stages keep their own layers' states (the
+ * unsplit stream, a cut inside them held from the start); the model's forward refuses
+ * positions that do not follow its state. The delta rule's and the
  * convolution's steps against their definitions written out. */
 #include <math.h>
 #include <setjmp.h>
@@ -200,9 +201,8 @@ static void truncation_goes_back_to_a_checkpoint(void **state)
 }
 
 /* The state is taken with the context's first prefill and counted in the engine's memory,
- * with a shared prompt's checkpoint; another prompt adopts the pages up to it; a pipeline
- * stage is refused by name. */
-static void state_counted_reuse_from_checkpoints_stages_refused(void **state)
+ * with a shared prompt's checkpoint; another prompt adopts the pages up to it. */
+static void state_counted_reuse_from_checkpoints(void **state)
 {
 	struct fx *f = *state;
 	struct sf_err err;
@@ -236,17 +236,105 @@ static void state_counted_reuse_from_checkpoints_stages_refused(void **state)
 	sf_engine_ctx_free(f->e, a);
 	sf_engine_ctx_free(f->e, b);
 	assert_int_equal(sf_engine_mem_used(f->e), before);
+}
 
-	struct sf_engine_ctx *c = fresh(f);
-	size_t cap = sf_engine_info(f->e)->stage_bytes;
-	uint8_t *h = malloc(cap);
-	struct sf_engine_stage_in in = { .start_layer = 0, .end_layer = 2, .tokens = turn1,
-					 .n_tokens = 4, .ctx = c, .from = 0 };
-	struct sf_engine_stage_out o;
-	assert_int_equal(sf_engine_stage_forward(f->e, &in, h, cap, &o, &err), SF_E_RANGE);
-	assert_non_null(strstr(err.msg, "does not run in pipeline stages"));
-	free(h);
+/* n_out tokens after prompt[0..n) drawn by one context of the unsplit engine with s. */
+static void unsplit(struct fx *f, const struct sf_sampling *s, const uint32_t *prompt, uint32_t n,
+		    uint32_t *out, uint32_t n_out)
+{
+	struct sf_engine_ctx *c;
+	struct sf_err err;
+	assert_int_equal(sf_engine_ctx_new(f->e, s, &c, &err), 0);
+	assert_int_equal(sf_engine_prefill(f->e, c, prompt, n, &err), 0);
+	for (uint32_t i = 0; i < n_out; i++) {
+		struct sf_engine_step st = { .ctx = c, .generated = i };
+		do {
+			st.more = false;
+			assert_int_equal(sf_engine_decode(f->e, &st, 1, &err), 0);
+			assert_int_equal(st.rc, 0);
+		} while (st.more);
+		out[i] = st.token;
+	}
 	sf_engine_ctx_free(f->e, c);
+}
+
+/* Pipeline stages keep their own layers' recurrent states between steps: split after layer
+ * 1, 2 or 3 (stages of recurrent layers only, of both, of attention only), a prompt of 130
+ * (past two pages) given 1, 7 or 64 positions a time, greedy and seeded, draw the unsplit
+ * engine's stream; two stages' contexts together take one state (each its own layers') and
+ * their pages; cut back inside what its state went past, a stage holds nothing (it keeps no
+ * checkpoints) and says so, and from there computes the same hidden state again. */
+static void stages_keep_their_layers_states(void **state)
+{
+	struct fx *f = *state;
+	struct sf_err err;
+	uint32_t text[130], want[N_GEN], got[N_GEN];
+	for (uint32_t i = 0; i < 130; i++)
+		text[i] = (i * 53 + 5) % N_VOCAB;
+	const struct sf_sampling samplings[] = { { .temperature = 0 },
+						 { .temperature = 0.9f, .top_p = 0.95f, .seed = 7 } };
+	const uint32_t chunks[] = { 1, 7, 64 };
+	for (uint32_t si = 0; si < 2; si++) {
+		unsplit(f, &samplings[si], text, 130, want, N_GEN);
+		for (uint32_t cut = 1; cut < 4; cut++)
+			for (uint32_t ci = 0; ci < 3; ci++) {
+				memset(got, 0xff, sizeof(got));
+				assert_int_equal(sf_test_kept_stream(f->e, &cut, 1, &samplings[si], text,
+								     130, chunks[ci], got, N_GEN), 0);
+				if (memcmp(got, want, sizeof(got)))
+					fail_msg("sampling %u, split after layer %u, %u positions a "
+						 "time: the stages drew another stream", si, cut,
+						 chunks[ci]);
+			}
+	}
+	/* Memory: stage [0, 2) two recurrent layers' states and pages of no bytes, stage [2, 4)
+	 * one state and the attention layer's pages (as in state_counted_reuse...). */
+	uint64_t layer_state = (512 * 3 + 4 * 64 * 64) * 4, page = 64 * 2 * 128 * 2;
+	uint64_t before = sf_engine_mem_used(f->e);
+	struct sf_engine_ctx *c1 = fresh(f), *c2 = fresh(f);
+	size_t cap = sf_engine_info(f->e)->stage_bytes;
+	uint8_t *h = malloc(cap), *h2 = malloc(cap);
+	struct sf_engine_stage_in in = { .start_layer = 0, .end_layer = 2, .tokens = text,
+					 .n_tokens = 70, .ctx = c1, .from = 0 };
+	struct sf_engine_stage_out o;
+	assert_int_equal(sf_engine_stage_forward(f->e, &in, h, cap, &o, &err), 0);
+	assert_int_equal(o.kind, SF_STAGE_HIDDEN);
+	size_t hlen = o.hidden_len;
+	assert_int_equal(sf_engine_mem_used(f->e) - before, 2 * layer_state);
+	struct sf_engine_stage_in in2 = { .start_layer = 2, .end_layer = 4, .tokens = text,
+					  .n_tokens = 70, .ctx = c2, .from = 0, .hidden = h,
+					  .hidden_len = hlen };
+	assert_int_equal(sf_engine_stage_forward(f->e, &in2, h2, cap, &o, &err), 0);
+	assert_int_equal(o.kind, SF_STAGE_TOKEN);
+	assert_int_equal(sf_engine_mem_used(f->e) - before, 3 * layer_state + 2 * page);
+	/* cut back to 40: its state is past it, so it holds nothing now */
+	in.tokens = text + 40;
+	in.n_tokens = 4;
+	in.from = 40;
+	assert_int_equal(sf_engine_stage_forward(f->e, &in, h2, cap, &o, &err), 0);
+	assert_int_equal(o.kind, SF_STAGE_HELD);
+	assert_int_equal(o.held, 0);
+	assert_int_equal(sf_engine_ctx_len(f->e, c1), 0);
+	/* again from 0: the same hidden state, bit for bit */
+	in.tokens = text;
+	in.n_tokens = 70;
+	in.from = 0;
+	assert_int_equal(sf_engine_stage_forward(f->e, &in, h2, cap, &o, &err), 0);
+	assert_int_equal(o.kind, SF_STAGE_HIDDEN);
+	assert_int_equal(o.hidden_len, hlen);
+	assert_memory_equal(h, h2, hlen);
+	/* a cut at what it holds keeps it */
+	in.tokens = text + 70;
+	in.n_tokens = 1;
+	in.from = 70;
+	assert_int_equal(sf_engine_stage_forward(f->e, &in, h2, cap, &o, &err), 0);
+	assert_int_equal(o.kind, SF_STAGE_HIDDEN);
+	assert_int_equal(sf_engine_ctx_len(f->e, c1), 71);
+	sf_engine_ctx_free(f->e, c1);
+	sf_engine_ctx_free(f->e, c2);
+	assert_int_equal(sf_engine_mem_used(f->e), before);
+	free(h);
+	free(h2);
 }
 
 /* --kv-mem too small for a context's state: its prompt is refused, naming the state. */
@@ -296,12 +384,12 @@ static void forward_refuses_out_of_order(void **state)
 	assert_int_equal(sf_model_forward(m, f->pool, fwd, t, 1, 0, m->cfg.n_layer, NULL, logits,
 					  &err), SF_E_RANGE);
 	assert_non_null(strstr(err.msg, "recurrent state"));
-	/* a stage of its layers */
+	/* layers [0, 2) of a cache of every layer */
 	float *hidden = malloc(8 * (size_t)m->cfg.n_embd * sizeof(float));
 	t[0] = (struct sf_fwd_tok){ &kv, 3, 2, true };
 	assert_int_equal(sf_model_forward(m, f->pool, fwd, t, 1, 0, 2, hidden, NULL, &err),
 			 SF_E_RANGE);
-	assert_non_null(strstr(err.msg, "pipeline stages"));
+	assert_non_null(strstr(err.msg, "a cache of layers [0, 4) given layers [0, 2)"));
 	/* cut back: everything forgotten, computed again from 0 */
 	sf_kv_truncate(&kv, 2);
 	assert_int_equal(kv.n, 0);
@@ -415,7 +503,8 @@ int main(void)
 		cmocka_unit_test(second_turn_is_one_prefill),
 		cmocka_unit_test(truncation_recomputes),
 		cmocka_unit_test(truncation_goes_back_to_a_checkpoint),
-		cmocka_unit_test(state_counted_reuse_from_checkpoints_stages_refused),
+		cmocka_unit_test(state_counted_reuse_from_checkpoints),
+		cmocka_unit_test(stages_keep_their_layers_states),
 		cmocka_unit_test(state_refused_past_kv_mem),
 		cmocka_unit_test(forward_refuses_out_of_order),
 	};
