@@ -5,7 +5,11 @@
 # (superfluid model run); then the same 12 again with the node carrying most of them
 # SIGKILLed once every stream has tokens: every stream completes on the other node, byte for
 # byte the undisturbed run's (the engine's draws are a function of seed and position, its
-# logits the same in any batch), none lost or repeated.
+# logits the same in any batch), none lost or repeated. Then a Qwen3.5 node (test-qwen35:
+# Gated DeltaNet layers, a recurrent state a session) alone, SIGKILLed with a greedy and a
+# seeded stream mid-way and started again on its port: the head gives it each session's text
+# so far again, its state is computed anew from it, and each stream goes on to the engine's
+# own text, byte for byte.
 # Usage: gguf_faults.sh NODED HEADD CLI SOURCE_DIR [STREAMS]   (exit 77: no llama.cpp
 # vocabulary; KEEP=DIR keeps the work folder)
 set -uo pipefail
@@ -82,6 +86,51 @@ r=0; [ "$mid" -ge $((streams / 4)) ] || r=1
 check "  ... the kill did come mid-stream ($mid streams unfinished at the kill)" $r
 grep -q "127.0.0.1:$( [ "$vname" = a ] && echo "$pa" || echo "$pb").*\(closed\|down\)" "$work/head.err"
 check "  ... the head saw node $vname go" $?
+
+kill -TERM "$hpid" 2>/dev/null
+
+# ---- Qwen3.5 alone, killed mid-stream and started again on its port ----
+Q=$work/qwen35.gguf
+gguf_make "$Q" qwen35 test-qwen35 q8_0
+qmax=240
+start_gguf_node q "$Q" --threads 1 && pq=$port && nq=$npid
+start_head qhead "127.0.0.1:$pq" --replace-after-ms 60000
+base="http://127.0.0.1:$hport"
+nodes_up 1
+check "a Qwen3.5 node is up" $?
+qpids=()
+for i in 1 2; do
+	"$cli" generate --head "$base" --stream $(sampling "$i") --max-tokens $qmax "story $i" \
+		>"$work/q.$i" 2>"$work/q.err.$i" &
+	qpids+=($!)
+done
+for _ in $(seq 600); do [ -s "$work/q.1" ] && [ -s "$work/q.2" ] && break; sleep 0.02; done
+kill -9 "$nq"; wait "$nq" 2>/dev/null
+at1=$(stat -c %s "$work/q.1") at2=$(stat -c %s "$work/q.2")
+for _ in $(seq 20); do # a port just freed may still be refused for a moment: try again
+	"$noded" --listen "127.0.0.1:$pq" --blob-dir "$work/blobs-q2" --identity q2 --model "$Q" \
+		--threads 1 2>"$work/q2.err" &
+	np=$! up=1
+	for _ in $(seq 1200); do
+		grep -q "listening on" "$work/q2.err" && { up=0; break; }
+		kill -0 "$np" 2>/dev/null || break
+		sleep 0.05
+	done
+	[ "$up" = 0 ] && break
+	wait "$np" 2>/dev/null; sleep 0.1
+done
+pids+=($np)
+r=0 mid=0
+for i in 1 2; do
+	wait "${qpids[$((i - 1))]}" || { r=1; sed 's/^/     |   /' "$work/q.err.$i" | head -3; }
+	engine_says "$work/want" "$Q" --prompt "story $i" --n $qmax $(sampling "$i")
+	cmp -s "$work/q.$i" "$work/want" || { r=1; echo "     | stream $i: $(head -c 80 "$work/q.$i")"; echo "     | engine:   $(head -c 80 "$work/want")"; }
+	at=$([ "$i" = 1 ] && echo "$at1" || echo "$at2")
+	[ "$at" -lt "$(stat -c %s "$work/want")" ] && mid=$((mid + 1))
+done
+check "Qwen3.5's node SIGKILLed mid-stream and started again: a greedy and a seeded stream go on to the engine's own text" $r
+r=0; [ "$mid" = 2 ] || r=1
+check "  ... the kill did come mid-stream ($at1 and $at2 bytes of each at the kill)" $r
 
 kill -TERM "${pids[@]}" 2>/dev/null; sleep 0.3
 echo "$passes passed, $fails failed"
