@@ -302,6 +302,8 @@ int ge_decode(void *impl, struct sf_engine_step *steps, size_t n, struct sf_err 
 		if (want[i] > 1 && (c->kv.n == c->kv.parting ||
 				    c->kv.n == (c->n - 1) / SF_KV_PAGE * SF_KV_PAGE))
 			sf_kv_checkpoint(&c->kv); /* a prompt stopped for it (above) */
+		else if (want[i] == 1 && c->kv.n % SF_KV_PAGE == 0)
+			sf_kv_checkpoint_step(&c->kv); /* a reply's page end: the next turn's start */
 	}
 	/* Logits rows come in the order of the tokens that asked for them. */
 	size_t row = 0;

@@ -248,6 +248,8 @@ static void pop(struct sf_kv *kv)
 {
 	uint32_t i = --kv->n_pages;
 	if (i < kv->n_shared) {
+		if (kv->shared[i] == kv->step_ckpt)
+			kv->step_ckpt = NULL; /* (no longer one it holds) */
 		sf_prefix_unref(kv->arena->pc, kv->shared[i]);
 		kv->n_shared = i;
 	} else {
@@ -424,6 +426,17 @@ bool sf_kv_checkpoint(struct sf_kv *kv)
 	free(s);
 	atomic_fetch_sub(&a->used, a->state_bytes);
 	return false;
+}
+
+bool sf_kv_checkpoint_step(struct sf_kv *kv)
+{
+	struct sf_prefix_page *was = kv->step_ckpt;
+	if (!sf_kv_checkpoint(kv))
+		return false;
+	kv->step_ckpt = kv->shared[kv->n / SF_KV_PAGE - 1];
+	if (was && was != kv->step_ckpt)
+		sf_prefix_drop_state(kv->arena->pc, was); /* (a page it still holds) */
+	return true;
 }
 
 void sf_kv_publish(struct sf_kv *kv, const uint32_t *tokens)

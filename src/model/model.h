@@ -240,6 +240,9 @@ struct sf_kv {
 	/* Its pages the index held past the last checkpoint it adopted (sf_kv_adopt): where its
 	 * prompt parts from another's, a position worth a checkpoint; 0: none. */
 	uint32_t parting;
+	/* The shared page its decode steps last kept a checkpoint on (sf_kv_checkpoint_step),
+	 * one it holds; NULL: none. */
+	struct sf_prefix_page *step_ckpt;
 };
 
 void sf_kv_init(struct sf_kv *kv, struct sf_kv_arena *a);
@@ -275,6 +278,10 @@ void sf_kv_publish(struct sf_kv *kv, const uint32_t *tokens);
  * taken from the arena, evicted with the page). False when not taken: no recurrent layers, not
  * shared, kv->n not the end of its last shared page, a checkpoint there already, no room. */
 bool sf_kv_checkpoint(struct sf_kv *kv);
+/* sf_kv_checkpoint after a decode step that ended a page (a reply longer than a page: the next
+ * turn, sent whole, starts from its last page end), the checkpoint the cache's steps kept
+ * before freed: one a reply, its last. */
+bool sf_kv_checkpoint_step(struct sf_kv *kv);
 /* The cache goes (tokens: its tokens): its partial last page, after pages all shared, is kept
  * in the index as a tail for a later context to copy from. */
 void sf_kv_retire(struct sf_kv *kv, const uint32_t *tokens);

@@ -122,6 +122,8 @@ bool sf_prefix_has_state(struct sf_prefix_cache *pc, const struct sf_prefix_page
 /* Copies p's checkpoint (p held by the caller) into to (cfg.state_bytes), under the cache's
  * lock, as its most recent use; false when it has none (never had, or evicted). */
 bool sf_prefix_copy_state(struct sf_prefix_cache *pc, struct sf_prefix_page *p, void *to);
+/* Frees p's checkpoint (p held by the caller), if it has one, as if evicted. */
+void sf_prefix_drop_state(struct sf_prefix_cache *pc, struct sf_prefix_page *p);
 /* Lets go of a held page: with no holder left it stays cached, the most recently used. */
 void sf_prefix_unref(struct sf_prefix_cache *pc, struct sf_prefix_page *p);
 /* Evicts the least recently used page nobody holds and no page follows, freeing its data

@@ -466,6 +466,13 @@ bool sf_prefix_has_state(struct sf_prefix_cache *pc, const struct sf_prefix_page
 	return has;
 }
 
+void sf_prefix_drop_state(struct sf_prefix_cache *pc, struct sf_prefix_page *p)
+{
+	pthread_mutex_lock(&pc->mu);
+	drop_state(pc, p);
+	pthread_mutex_unlock(&pc->mu);
+}
+
 bool sf_prefix_copy_state(struct sf_prefix_cache *pc, struct sf_prefix_page *p, void *to)
 {
 	pthread_mutex_lock(&pc->mu);

@@ -796,12 +796,58 @@ static void a_conversation_sent_again_starts_from_the_last_turn(void **state)
 				fail_msg("turn %d of %u tokens reused %u, not %u", turn + 1, n,
 					 got.reused, want_reused);
 			same_run(&ref, &got, "a turn of a conversation");
-			want_reused = (n - 1) / P * P; /* this turn's checkpoint */
+			/* this turn's checkpoint: its prompt's last page end, or its reply's (the
+			 * decode steps computed positions up to n + N_GEN - 2) */
+			want_reused = (n - 1) / P * P;
+			if ((n + N_GEN - 1) / P * P > n)
+				want_reused = (n + N_GEN - 1) / P * P;
 			memcpy(text + n, got.tokens, sizeof(got.tokens));
 			fill(text + n + N_GEN, 30, 30 + (uint64_t)turn);
 			n += N_GEN + 30;
 		}
 	}
+}
+
+/* A reply longer than a page: its decode steps keep a checkpoint at each page end, each in
+ * place of the one before, so the reply leaves one, at its last page end (beside its prompt's);
+ * the next turn, sent whole, starts from there and draws what computing everything draws. */
+static void a_long_reply_leaves_a_checkpoint_at_its_last_page_end(void **state)
+{
+	struct fx *f = *state;
+	struct sf_err err;
+	struct sf_prefix_stats st;
+	uint32_t text[70 + 150 + 30];
+	fill(text, 70, 77);
+	sf_prefix_stats(sf_engine_prefix_cache(f->e), &st);
+	uint64_t states = st.states;
+	struct sf_engine_ctx *c;
+	static const struct sf_sampling greedy = { 0 };
+	assert_int_equal(sf_engine_ctx_new(f->e, &greedy, &c, &err), 0);
+	sf_engine_ctx_share(f->e, c, 90);
+	assert_int_equal(sf_engine_prefill(f->e, c, text, 70, &err), 0);
+	for (uint32_t i = 0; i < 150; i++) {
+		struct sf_engine_step s = { .ctx = c };
+		do {
+			s.more = false;
+			assert_int_equal(sf_engine_decode(f->e, &s, 1, &err), 0);
+			assert_int_equal(s.rc, 0);
+		} while (s.more);
+		text[70 + i] = s.token;
+		if (i == 100) { /* past 128: the prompt's at 64 and the reply's at 128 */
+			sf_prefix_stats(sf_engine_prefix_cache(f->e), &st);
+			assert_int_equal(st.states, states + 2);
+		}
+	}
+	/* positions up to 218 computed: the reply's at 192 only (128's gone), the prompt's */
+	sf_prefix_stats(sf_engine_prefix_cache(f->e), &st);
+	assert_int_equal(st.states, states + 2);
+	sf_engine_ctx_free(f->e, c);
+	fill(text + 220, 30, 78);
+	struct run ref, got;
+	draw(f->e, 0, NULL, text, 250, &ref, NULL);
+	draw(f->e, 90, NULL, text, 250, &got, NULL);
+	assert_int_equal(got.reused, 192);
+	same_run(&ref, &got, "the turn after a long reply");
 }
 
 /* Users' own questions after one system prompt (not ending where a page does): the first
@@ -892,6 +938,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_conversation_sent_again_starts_from_the_last_turn,
 						setup_recurrent, teardown),
 		cmocka_unit_test_setup_teardown(checkpoints_count_and_go_before_a_refusal,
+						setup_recurrent, teardown),
+		cmocka_unit_test_setup_teardown(a_long_reply_leaves_a_checkpoint_at_its_last_page_end,
 						setup_recurrent, teardown),
 		cmocka_unit_test_setup_teardown(
 			prompts_parting_after_a_shared_prefix_keep_a_checkpoint_there,
