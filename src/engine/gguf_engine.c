@@ -487,9 +487,10 @@ int sf_gguf_engine_new(const struct sf_gguf_engine_config *cfg, struct sf_engine
 	if (!rc && g->model->cfg.n_recur)
 		say(g, "%s: %u of %u layers are recurrent (%s): each context carries a state of "
 		    "%.1f MiB beside %llu bytes a token of keys and values (--kv-mem counts both); "
-		    "prefix reuse starts from state checkpoints (at a prompt's last page end and "
-		    "where it parts from another's, %.1f MiB each, counted too), cutting a context "
-		    "back goes to the last checkpoint before it, pipeline stages are refused",
+		    "prefix reuse starts from state checkpoints (at a prompt's last page end, "
+		    "where it parts from another's and a reply's last page end, %.1f MiB each, "
+		    "counted too), cutting a context back goes to the last checkpoint before it, a "
+		    "pipeline stage keeps its own layers' states",
 		    cfg->path, g->model->cfg.n_recur, g->model->cfg.n_layer,
 		    g->model->cfg.arch_name, mib(sf_model_state_bytes(g->model)),
 		    (unsigned long long)sf_model_kv_bytes_per_token(g->model),
