@@ -198,15 +198,41 @@ static int64_t pending(struct ge *g, struct ge_ctx *c, struct sf_engine_step *st
 	return c->n - c->kv.n;
 }
 
+/* A recurrent model's b waits for a: in the same namespace, both before the last page end
+ * their tokens share (before b's last page, a's last page end before its last token); a keeps
+ * a checkpoint there (kv.parting, when none is set ahead of it or this one comes first) and b
+ * adopts the pages up to it at the step after a reaches it. */
+static bool follows_state(struct ge_ctx *a, const struct ge_ctx *b)
+{
+	struct sf_kv *x = &a->kv;
+	const struct sf_kv *y = &b->kv;
+	if (!x->root || x->root != y->root)
+		return false;
+	uint32_t m = a->n < b->n ? a->n : b->n, common = 0;
+	while (common < m && a->tokens[common] == b->tokens[common])
+		common++;
+	uint32_t p = common / SF_KV_PAGE * SF_KV_PAGE, la = (a->n - 1) / SF_KV_PAGE * SF_KV_PAGE;
+	if (p > la)
+		p = la;
+	if (p > (b->n - 1) / SF_KV_PAGE * SF_KV_PAGE)
+		p = (b->n - 1) / SF_KV_PAGE * SF_KV_PAGE;
+	if (x->n >= p || y->n >= p || y->n > x->n)
+		return false;
+	if (x->parting <= x->n || p < x->parting)
+		x->parting = p;
+	return true;
+}
+
 /* Whether b's next page is the one a computes now: the same namespace and pages before it,
  * both at that page's start, and its tokens; a completes it this step if its chunk reaches,
- * and b adopts it at the next (b must compute past it). */
-static bool follows(const struct ge_ctx *a, const struct ge_ctx *b)
+ * and b adopts it at the next (b must compute past it). A recurrent model's: follows_state. */
+static bool follows(struct ge_ctx *a, const struct ge_ctx *b)
 {
 	const struct sf_kv *x = &a->kv, *y = &b->kv;
 	uint32_t at = x->n;
-	/* (a recurrent model's page of another prompt holds no checkpoint to go on from) */
-	return x->root && x->root == y->root && !x->state && at == y->n && at % SF_KV_PAGE == 0 &&
+	if (x->state)
+		return follows_state(a, b);
+	return x->root && x->root == y->root && at == y->n && at % SF_KV_PAGE == 0 &&
 	       x->n_shared * SF_KV_PAGE == at && y->n_shared == x->n_shared &&
 	       (!at || x->shared[x->n_shared - 1] == y->shared[y->n_shared - 1]) &&
 	       a->n >= at + SF_KV_PAGE && b->n > at + SF_KV_PAGE &&

@@ -630,6 +630,30 @@ static void sim_evicts_cached_pages_for_room(void **state)
 	sf_engine_free(e);
 }
 
+/* N_GEN tokens of each of contexts c[0..3), decoded in the same steps, into got. */
+static void decode_together(struct sf_engine *e, struct sf_engine_ctx **c, uint32_t got[3][N_GEN])
+{
+	struct sf_err err;
+	uint32_t n_got[3] = { 0 }, steps = 0;
+	while (n_got[0] < N_GEN || n_got[1] < N_GEN || n_got[2] < N_GEN) {
+		struct sf_engine_step st[3];
+		size_t n = 0;
+		int who[3];
+		for (int k = 0; k < 3; k++)
+			if (n_got[k] < N_GEN) {
+				st[n] = (struct sf_engine_step){ .ctx = c[k] };
+				who[n++] = k;
+			}
+		assert_int_equal(sf_engine_decode(e, st, n, &err), 0);
+		for (size_t i = 0; i < n; i++) {
+			assert_int_equal(st[i].rc, 0);
+			if (!st[i].more)
+				got[who[i]][n_got[who[i]]++] = st[i].token;
+		}
+		assert_true(++steps < 200);
+	}
+}
+
 /* Three contexts given one prompt at once, decoded in the same steps: the first computes
  * each page, the others wait for it and adopt it (a burst costs the prefix once), and all
  * three draw the stream a context alone draws. */
@@ -653,24 +677,7 @@ static void a_burst_of_one_prompt_computes_it_once(void **state)
 		assert_int_equal(sf_engine_prefill(e, c[k], prompt, 300, &err), 0);
 		assert_int_equal(sf_engine_ctx_reused(e, c[k]), 0); /* nothing indexed yet */
 	}
-	uint32_t n_got[3] = { 0 }, steps = 0;
-	while (n_got[0] < N_GEN || n_got[1] < N_GEN || n_got[2] < N_GEN) {
-		struct sf_engine_step st[3];
-		size_t n = 0;
-		int who[3];
-		for (int k = 0; k < 3; k++)
-			if (n_got[k] < N_GEN) {
-				st[n] = (struct sf_engine_step){ .ctx = c[k] };
-				who[n++] = k;
-			}
-		assert_int_equal(sf_engine_decode(e, st, n, &err), 0);
-		for (size_t i = 0; i < n; i++) {
-			assert_int_equal(st[i].rc, 0);
-			if (!st[i].more)
-				got[who[i]][n_got[who[i]]++] = st[i].token;
-		}
-		assert_true(++steps < 200);
-	}
+	decode_together(e, c, got);
 	for (int k = 0; k < 3; k++) {
 		for (uint32_t i = 0; i < N_GEN; i++)
 			if (got[k][i] != ref.tokens[i])
@@ -850,6 +857,44 @@ static void a_long_reply_leaves_a_checkpoint_at_its_last_page_end(void **state)
 	same_run(&ref, &got, "the turn after a long reply");
 }
 
+/* A recurrent model's burst: three users' prompts at once, one 200-token system prompt and
+ * each its own 40-token question: the first computes the system prompt's pages and keeps a
+ * checkpoint where the prompts part (192, the last page end they share), the others wait for
+ * it and start from there; each stream what a context alone draws. */
+static void a_burst_after_one_system_prompt_computes_it_once(void **state)
+{
+	struct fx *f = *state;
+	struct sf_gguf_engine_config cfg = { .path = f->path, .threads = 1, .ctx_len = 1024,
+					     .batch = 4, .chunk = 128 };
+	struct sf_engine *e;
+	struct sf_err err;
+	assert_int_equal(sf_gguf_engine_new(&cfg, &e, &err), 0);
+	uint32_t prompt[3][240], got[3][N_GEN];
+	struct run ref[3];
+	struct sf_engine_ctx *c[3];
+	for (int k = 0; k < 3; k++) {
+		fill(prompt[k], 200, 17);
+		fill(prompt[k] + 200, 40, 18 + (uint64_t)k);
+		draw(e, 0, NULL, prompt[k], 240, &ref[k], NULL);
+	}
+	for (int k = 0; k < 3; k++) {
+		assert_int_equal(sf_engine_ctx_new(e, &(struct sf_sampling){ 0 }, &c[k], &err), 0);
+		sf_engine_ctx_share(e, c[k], 32);
+		assert_int_equal(sf_engine_prefill(e, c[k], prompt[k], 240, &err), 0);
+		assert_int_equal(sf_engine_ctx_reused(e, c[k]), 0); /* nothing indexed yet */
+	}
+	decode_together(e, c, got);
+	for (int k = 0; k < 3; k++) {
+		for (uint32_t i = 0; i < N_GEN; i++)
+			if (got[k][i] != ref[k].tokens[i])
+				fail_msg("user %d, token %u: %u, alone %u", k, i, got[k][i],
+					 ref[k].tokens[i]);
+		assert_int_equal(sf_engine_ctx_reused(e, c[k]), k ? 3 * P : 0);
+		sf_engine_ctx_free(e, c[k]);
+	}
+	sf_engine_free(e);
+}
+
 /* Users' own questions after one system prompt (not ending where a page does): the first
  * prompt keeps a checkpoint at its own end only; the second, finding the system prompt's
  * pages but no checkpoint, keeps one where it parts from the first (the system prompt's last
@@ -940,6 +985,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(checkpoints_count_and_go_before_a_refusal,
 						setup_recurrent, teardown),
 		cmocka_unit_test_setup_teardown(a_long_reply_leaves_a_checkpoint_at_its_last_page_end,
+						setup_recurrent, teardown),
+		cmocka_unit_test_setup_teardown(a_burst_after_one_system_prompt_computes_it_once,
 						setup_recurrent, teardown),
 		cmocka_unit_test_setup_teardown(
 			prompts_parting_after_a_shared_prefix_keep_a_checkpoint_there,
