@@ -34,6 +34,7 @@ struct sf_engine_info {
 	uint64_t ctx_bytes_per_token; /* context (KV) memory one token takes */
 	uint64_t ctx_mem_total;       /* context memory of all contexts together, 0: unbounded */
 	uint64_t tokenizer_digest;    /* DESIGN.md fleet link point 3; never 0 */
+	uint64_t tokenizer_full;      /* sf_tok_digest_full of its tokenizer (protocol 7); 0: none */
 	bool has_bos;
 	uint32_t bos;
 	uint32_t eos;

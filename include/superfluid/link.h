@@ -46,6 +46,9 @@ struct sf_link_config {
 	struct sf_capacity capacity;
 	const struct sf_model_info *models;
 	uint32_t n_models;
+	/* n_models entries or NULL: each model's full tokenizer digest (sf_tok_digest_full; 0
+	 * none), stated in TOKENIZER on version 7 links. Valid as models is. */
+	const uint64_t *tokenizer_full;
 };
 
 enum sf_link_state {
@@ -77,7 +80,7 @@ struct sf_link_peer {
 	struct sf_capacity capacity;       /* from the node */
 	const struct sf_model_info *models;
 	uint32_t n_models;
-	const struct sf_model_digest *digests; /* version 3 nodes' tokenizer digests */
+	const struct sf_model_digest *digests; /* version 3 nodes' tokenizer digests (full: 7) */
 	uint32_t n_digests;
 };
 

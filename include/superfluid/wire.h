@@ -20,7 +20,7 @@
 #define SF_FRAME_PAYLOAD_MAX (16u << 20)
 /* Protocol versions this build speaks. */
 #define SF_VERSION_MIN 2
-#define SF_VERSION_MAX 6
+#define SF_VERSION_MAX 7
 
 struct sf_frame_hdr {
 	uint32_t len;  /* payload bytes after the header */

@@ -168,9 +168,12 @@ enum { SF_STAGE_HIDDEN = 0, SF_STAGE_TOKEN = 1, SF_STAGE_ERROR = 2,
 	F(T, BOOL, held, 0, 0)                                                               \
 	F(T, ARR, ranges, retry_range, SF_MAX_RANGES)
 
+/* Version 7: full, the model's full tokenizer digest (sf_tok_digest_full, PROTOCOL.md 6.6) over
+ * everything that changes an encoding; 0: not stated (an engine without such a tokenizer). */
 #define SF_FIELDS_model_digest(F, W, T)                                                      \
 	F(T, STR, model, SF_MAX_NAME, 0)                                                     \
-	F(T, U64, digest, 0, 0)
+	F(T, U64, digest, 0, 0)                                                              \
+	W(T, since, 7, U64, full, 0, 0)
 
 #define SF_FIELDS_vocab_entry(F, W, T) F(T, BYTES, bytes, SF_MAX_TOKEN_BYTES, 0)
 

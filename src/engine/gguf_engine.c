@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -242,6 +244,7 @@ static void ge_info(void *impl, struct sf_engine_info *info)
 	info->has_bos = sf_tok_add_bos(g->tok) && bos != SF_TOK_NONE;
 	info->bos = info->has_bos ? bos : 0;
 	info->eos = g->eos;
+	info->tokenizer_full = g->tok_full;
 	info->encodes_plain = true;
 	info->encodes_pieces = true;
 }
@@ -438,6 +441,15 @@ int sf_gguf_engine_new(const struct sf_gguf_engine_config *cfg, struct sf_engine
 	size_t tf_len;
 	struct sf_err tf_err;
 	(void)ge_tokenizer_file(g, &tf, &tf_len, &tf_err);
+	/* The full digest its links state (protocol 7): what a head's load of that file gives. */
+	if (sodium_init() < 0)
+		rc = sf_err_set(err, SF_E_CRYPTO, "libsodium failed to initialise");
+	else
+		rc = sf_tok_digest_full(g->tok, &g->tok_full, err);
+	if (rc) {
+		ge_destroy(g);
+		return rc;
+	}
 	g->eos = sf_tok_eos(g->tok) != SF_TOK_NONE ? sf_tok_eos(g->tok) : sf_tok_eot(g->tok);
 	if (g->eos == SF_TOK_NONE || g->eos >= sf_tok_n_vocab(g->tok))
 		g->eos = 0; /* no end token: generations end by length or stop */

@@ -27,6 +27,7 @@ struct ge {
 	struct sf_gguf *file;
 	struct sf_model *model;
 	struct sf_tok *tok;
+	uint64_t tok_full;            /* sf_tok_digest_full(tok) */
 	struct sf_pool *pool;
 	struct sf_fwd *fwd;          /* chunk tokens a call */
 	struct sf_kv_arena *arena;

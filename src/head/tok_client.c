@@ -179,15 +179,19 @@ int tc__fetch(struct sf_tok_client *tc, uint32_t model, bool new_round, struct s
 	return e.code;
 }
 
-/* The node's digest for model: what TOKENIZER said, else its model_info. */
+/* The node's digest for model: what TOKENIZER said, else its model_info; *full: the full
+ * digest TOKENIZER stated (version 7), else 0. */
 static uint64_t digest_of(const struct sf_link_peer *p, const char *name,
-			  const struct sf_model_info *mi)
+			  const struct sf_model_info *mi, uint64_t *full)
 {
+	*full = 0;
 	if (p->version < 3)
 		return 0;
 	for (uint32_t i = 0; p->digests && i < p->n_digests; i++)
-		if (p->digests[i].model && !strcmp(p->digests[i].model, name))
+		if (p->digests[i].model && !strcmp(p->digests[i].model, name)) {
+			*full = p->version >= 7 ? p->digests[i].full : 0;
 			return p->digests[i].digest;
+		}
 	return mi->tokenizer_digest;
 }
 
@@ -220,10 +224,13 @@ void sf_tok_client_node_up(struct sf_tok_client *tc, uint32_t node, const struct
 		uint32_t m = model_get(tc, name, strlen(name));
 		if (m == TC_NONE || tc__node_model(tc, node, m))
 			continue;
-		uint64_t digest = digest_of(peer, name, mi);
-		n->models[n->n_models++] = (struct tc_node_model){ .model = m, .digest = digest };
+		uint64_t full, digest = digest_of(peer, name, mi, &full);
+		n->models[n->n_models++] = (struct tc_node_model){ .model = m, .digest = digest,
+								   .full = full };
 	}
 	n->up = true;
+	for (uint32_t i = 0; i < n->n_models; i++)
+		tc__full_check(tc, n->models[i].model, node);
 	/* A version 2 node has no tokenizer messages: it is known, never asked. */
 	for (uint32_t i = 0; n->version >= 3 && i < n->n_models; i++) {
 		struct tc_model *md = &tc->models[n->models[i].model];
@@ -284,10 +291,12 @@ static void on_export(struct sf_tok_client *tc, uint32_t node, const struct sf_t
 	} else {
 		md->tok = t;
 		md->tok_node = node;
+		md->full = nm->full;
 		md->fetch_node = TC_NONE;
 		md->why[0] = 0;
 		snprintf(md->enc_why, sizeof(md->enc_why), "its nodes sent no tokenizer file "
 			 "(protocol 4 or before, or an engine without one): nodes encode");
+		tc__full_check(tc, model, TC_NONE);
 		if (tc->io.ready)
 			tc->io.ready(tc->io.arg, md->name);
 		tc__tokenizer_arrived(tc, model);

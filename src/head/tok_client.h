@@ -13,8 +13,9 @@
  *
  * Which nodes: version 3 ones (a version 2 node is known, never asked). The first export that
  * arrives fixes the model's tokenizer; a node whose handshake stated another digest for the
- * model, or whose export said it lacks the model, is not used for its encodes (until its link
- * opens again). An export that is late, after its ask was given up on, is still taken. */
+ * model, or another full digest (version 7: sf_tok_digest_full, io.warn names both nodes), or
+ * whose export said it lacks the model, is not used for its encodes (until its link opens
+ * again). An export that is late, after its ask was given up on, is still taken. */
 #ifndef SF_HEAD_TOK_CLIENT_H
 #define SF_HEAD_TOK_CLIENT_H
 
@@ -117,12 +118,14 @@ uint64_t sf_tok_client_deadline(const struct sf_tok_client *tc); /* UINT64_MAX: 
 void sf_tok_client_cache_stats(const struct sf_tok_client *tc, struct sf_tok_cache_stats *out);
 
 struct sf_tok;
-/* What io.load made of model's file: enc (tc owns it from here) with its digest (sf_tok_digest),
- * or NULL and why. Kept when the digest is the model's tokenizer's: from then on the head
- * encodes model's texts of up to SF_TOK_CLIENT_LOCAL_MAX bytes itself, as its nodes would, with
- * no round trip; else freed, why said. */
+/* What io.load made of model's file: enc (tc owns it from here) with its digest (sf_tok_digest)
+ * and full digest (sf_tok_digest_full), or NULL and why. Kept when the digest is the model's
+ * tokenizer's and the full digest the one the node that sent the file stated (version 7; a
+ * node of an older version states none): from then on the head encodes model's texts of up to
+ * SF_TOK_CLIENT_LOCAL_MAX bytes itself, as its nodes would, with no round trip; else freed,
+ * why said. */
 void sf_tok_client_encoder(struct sf_tok_client *tc, const char *model, struct sf_tok *enc,
-			   uint64_t digest, const char *why);
+			   uint64_t digest, uint64_t full, const char *why);
 /* Whether the head encodes model's texts itself; when not, *why says why ("" while loading). */
 bool sf_tok_client_encodes(const struct sf_tok_client *tc, const char *model, const char **why);
 

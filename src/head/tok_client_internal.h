@@ -15,11 +15,13 @@
 struct tc_node_model {
 	uint32_t model;     /* index into tc->models */
 	uint64_t digest;    /* as the handshake stated it; 0 on version 2 */
+	uint64_t full;      /* its full digest, as TOKENIZER stated it (version 7); 0: none */
 	bool export_tried;   /* asked for the export in this round (it timed out, or the send
 			      * failed, or the link dropped) */
 	bool export_refused; /* its export was wrong or empty: not asked again on this link */
 	bool lacks;          /* its export said it does not have the model, or its tokenizer
-			      * encodes otherwise than the head's: not used for it */
+			      * differs from the fleet's (full digest) or encodes otherwise
+			      * than the head's (probe): not used for it */
 	uint64_t probe_id;   /* the probe asked of it (tok_client_local.c), 0 when none waits */
 	bool probed;         /* asked on this link */
 };
@@ -38,6 +40,9 @@ struct tc_model {
 	struct sf_tok *enc;            /* loaded from its file: the head encodes (tok_client_local.c) */
 	bool enc_loading;
 	uint32_t tok_node;             /* the node whose export the head took; TC_NONE: none yet */
+	uint64_t full;                 /* the fleet's full digest (sf_tok_digest_full): what
+					* tok_node stated (version 7), else its file's once loaded;
+					* 0: not known */
 	uint32_t enc_node;             /* the node whose file enc was loaded from */
 	char enc_why[256];             /* why there is no enc */
 	uint32_t fetch_node;           /* asked for its export; TC_NONE: not asking */
@@ -98,11 +103,16 @@ struct sf_tok_client {
  * model's tokenizer that arrived (its digest), sent by the node whose export the head took and
  * that serves the model, unless one is loaded or loading. */
 void tc__on_file(struct sf_tok_client *tc, uint32_t node, const struct sf_tokenizer_file *m);
+/* Once the model's full digest is known (md->full), a node up that serves it (node: that one,
+ * or TC_NONE for all) whose handshake stated another (version 7: the same tokens' bytes, other
+ * scores, merges, pre-tokenizer, types, special ids or flags) is not used for the model, and
+ * io.warn names it and the node whose tokenizer the head took. */
+void tc__full_check(struct sf_tok_client *tc, uint32_t model, uint32_t node);
 /* Once the head encodes a model itself, every other node up that serves it (version 3 and
- * later) is asked to encode a probe text (node: that one, or TC_NONE for all): one whose
- * tokens differ from the head's (scores, merges, pre-tokenizer, special handling other than
- * the head's file says) is not used for the model, and io.warn names it and the node whose
- * tokenizer the head has. */
+ * later) and whose full digest does not decide it (none stated, or none known) is asked to
+ * encode a probe text (node: that one, or TC_NONE for all): one whose tokens differ from the
+ * head's is not used for the model, and io.warn names it and the node whose tokenizer the
+ * head has. */
 void tc__probe(struct sf_tok_client *tc, uint32_t model, uint32_t node);
 /* A TOKENIZE_RESP to a probe (its id's slot TC_PROBE_SLOT). */
 void tc__on_probe(struct sf_tok_client *tc, uint32_t node, const struct sf_tokenize_resp *m);

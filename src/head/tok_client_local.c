@@ -56,8 +56,8 @@ void tc__probe(struct sf_tok_client *tc, uint32_t model, uint32_t node)
 		struct tc_node_model *nm = n->up && n->version >= 3 ? tc__node_model(tc, i, model)
 								    : NULL;
 		if (!nm || nm->lacks || nm->probed || i == md->enc_node ||
-		    nm->digest != sf_tokenizer_digest(md->tok))
-			continue;
+		    nm->digest != sf_tokenizer_digest(md->tok) || (nm->full && md->full))
+			continue; /* (the full digests decided: tc__full_check) */
 		uint64_t id = tc->seq++ << TC_SLOT_BITS | TC_PROBE_SLOT;
 		struct sf_tokenize_req m = { .request_id = id, .model = md->name,
 					     .model_len = (uint32_t)strlen(md->name),
@@ -66,6 +66,32 @@ void tc__probe(struct sf_tok_client *tc, uint32_t model, uint32_t node)
 		nm->probed = true;
 		if (!tc->io.send(tc->io.arg, i, SF_MSG_TOKENIZE_REQ, &m))
 			nm->probe_id = id;
+	}
+}
+
+void tc__full_check(struct sf_tok_client *tc, uint32_t model, uint32_t node)
+{
+	struct tc_model *md = &tc->models[model];
+	if (!md->tok || !md->full)
+		return;
+	for (uint32_t i = node == TC_NONE ? 0 : node;
+	     i < (node == TC_NONE ? tc->cfg.max_nodes : node + 1); i++) {
+		struct tc_node *n = &tc->nodes[i];
+		struct tc_node_model *nm = n->up ? tc__node_model(tc, i, model) : NULL;
+		if (!nm || nm->lacks || !nm->full || nm->full == md->full ||
+		    nm->digest != sf_tokenizer_digest(md->tok))
+			continue; /* (another tokens' digest is not used anyway) */
+		nm->lacks = true;
+		char msg[1024];
+		snprintf(msg, sizeof(msg), "node %s's tokenizer for model %s differs from the "
+			 "fleet's, node %s's (full tokenizer digest %016llx, not %016llx: the same "
+			 "tokens' bytes with other scores, merges, pre-tokenizer, token types, special "
+			 "ids or add flags): node %s is not used to encode for %s. Serve one model file "
+			 "on every node", n->name, md->name, tc__node_name(tc, md->tok_node),
+			 (unsigned long long)nm->full, (unsigned long long)md->full, n->name,
+			 md->name);
+		if (tc->io.warn)
+			tc->io.warn(tc->io.arg, msg);
 	}
 }
 
@@ -111,7 +137,7 @@ void tc__on_probe(struct sf_tok_client *tc, uint32_t node, const struct sf_token
 }
 
 void sf_tok_client_encoder(struct sf_tok_client *tc, const char *model, struct sf_tok *enc,
-			   uint64_t digest, const char *why)
+			   uint64_t digest, uint64_t full, const char *why)
 {
 	uint32_t m = tc__find_model(tc, model, strlen(model));
 	struct tc_model *md = m == TC_NONE ? NULL : &tc->models[m];
@@ -123,17 +149,35 @@ void sf_tok_client_encoder(struct sf_tok_client *tc, const char *model, struct s
 	if (!enc) {
 		snprintf(md->enc_why, sizeof(md->enc_why), "its tokenizer's file did not load (%s): "
 			 "nodes encode", why ? why : "?");
-	} else if (digest != sf_tokenizer_digest(md->tok)) {
+		return;
+	}
+	if (digest != sf_tokenizer_digest(md->tok)) {
 		snprintf(md->enc_why, sizeof(md->enc_why), "its tokenizer's file gives digest "
 			 "%016llx, not the model's %016llx: nodes encode",
 			 (unsigned long long)digest,
 			 (unsigned long long)sf_tokenizer_digest(md->tok));
 		sf_tok_free(enc);
-	} else {
-		md->enc = enc;
-		md->enc_why[0] = 0;
-		tc__probe(tc, m, TC_NONE);
+		return;
 	}
+	/* The file must be the tokenizer its node stated (version 7): one that is not is refused
+	 * (issue 32), whatever its tokens' bytes. */
+	const struct tc_node_model *nm = tc__node_model(tc, md->enc_node, m);
+	uint64_t stated = nm ? nm->full : 0;
+	if (stated && full != stated) {
+		snprintf(md->enc_why, sizeof(md->enc_why), "its tokenizer's file from node %s gives "
+			 "full digest %016llx, not the %016llx that node stated: nodes encode",
+			 tc__node_name(tc, md->enc_node), (unsigned long long)full,
+			 (unsigned long long)stated);
+		sf_tok_free(enc);
+		return;
+	}
+	md->enc = enc;
+	md->enc_why[0] = 0;
+	if (!md->full && full) { /* its node stated none: the file's is the fleet's */
+		md->full = full;
+		tc__full_check(tc, m, TC_NONE);
+	}
+	tc__probe(tc, m, TC_NONE);
 }
 
 bool sf_tok_client_encodes(const struct sf_tok_client *tc, const char *model, const char **why)

@@ -1,6 +1,6 @@
 /* Models' tokenizer files (protocol 5, PROTOCOL.md 9.7) loaded off the loop: the tokenizer
  * client hands one over when its export arrives; the shard's job thread opens it and builds
- * the tokenizer (a 150,000-token BPE one takes 0.1 to 0.2 s) and its digest; after a turn the
+ * the tokenizer (a 150,000-token BPE one takes 0.1 to 0.2 s) and its digests; after a turn the
  * loop hands the result back to the client, which keeps it when the digest is the model's.
  * Loads wait in order, one on the thread at a time. On a simulated loop they run inline, so
  * that a seed says everything that happens. */
@@ -20,7 +20,7 @@ struct headd_tok_load {
 	uint8_t *file;
 	size_t len;
 	struct sf_tok *tok;          /* the result, or NULL with err */
-	uint64_t digest;
+	uint64_t digest, full;
 	struct sf_err err;
 };
 
@@ -37,8 +37,13 @@ static void run(void *arg)
 	struct headd_tok_load *l = arg;
 	struct sf_gguf *g;
 	if (!sf_gguf_open_mem(l->file, l->len, &g, &l->err)) {
-		if (!sf_tok_load(g, &l->tok, &l->err))
+		if (!sf_tok_load(g, &l->tok, &l->err)) {
 			l->digest = sf_tok_digest(l->tok);
+			if (sf_tok_digest_full(l->tok, &l->full, &l->err)) {
+				sf_tok_free(l->tok);
+				l->tok = NULL;
+			}
+		}
 		sf_gguf_close(g);
 	}
 	free(l->file); /* the tokenizer keeps copies of what it needs */
@@ -48,7 +53,8 @@ static void run(void *arg)
 static void give(struct headd *d, struct headd_tok_load *l)
 {
 	const char *why;
-	sf_tok_client_encoder(d->api.tok, l->model, l->tok, l->digest, l->tok ? NULL : l->err.msg);
+	sf_tok_client_encoder(d->api.tok, l->model, l->tok, l->digest, l->full,
+			      l->tok ? NULL : l->err.msg);
 	if (sf_tok_client_encodes(d->api.tok, l->model, &why))
 		sfd_info("model %s: the head encodes its prompts itself", l->model);
 	else

@@ -241,10 +241,13 @@ static int node_preamble(struct sf_link *l)
 	return 1;
 }
 
-/* The next handshake frame, decoded into the arena kept for the link's life. */
+/* The next handshake frame, decoded into the arena kept for the link's life: at the version
+ * chosen once HELLO_ACK said it (TOKENIZER's entries gained a field in version 7), before
+ * that at this side's highest (HELLO and HELLO_ACK are the same in every version). */
 static int handshake_frame(struct sf_link *l, struct sf_msg *m)
 {
-	int rc = sf__link_read_msg(l, &l->peer_arena, l->cfg.version_max, m, " in the handshake");
+	int rc = sf__link_read_msg(l, &l->peer_arena, l->version ? l->version : l->cfg.version_max,
+				   m, " in the handshake");
 	if (rc <= 0)
 		return rc;
 	if (m->type == SF_MSG_GOODBYE)
@@ -328,6 +331,8 @@ static int node_hello(struct sf_link *l, uint64_t now, struct sf_link_event *ev)
 			d[i].model = l->cfg.models[i].name;
 			d[i].model_len = l->cfg.models[i].name_len;
 			d[i].digest = l->cfg.models[i].tokenizer_digest;
+			d[i].full = l->version >= 7 && l->cfg.tokenizer_full
+					    ? l->cfg.tokenizer_full[i] : 0;
 		}
 		struct sf_tokenizer t = { .models = d, .n_models = n };
 		if (sf__link_queue(l, SF_MSG_TOKENIZER, &t, l->version, now, &err))

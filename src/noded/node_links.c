@@ -23,6 +23,7 @@ static void link_config(struct noded *d, struct sf_link_config *cfg)
 	noded_proc_capacity(d, &cfg->capacity);
 	cfg->models = noded_proc_model(d);
 	cfg->n_models = 1;
+	cfg->tokenizer_full = noded_proc_tokenizer_full(d);
 	cfg->handshake_ms = d->opts->handshake_timeout_ms;
 }
 

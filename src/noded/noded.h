@@ -94,6 +94,8 @@ void noded_solo_free(struct noded_proc *p);
 /* What HELLO_ACK says on any shard: the engine's model, and the node's capacity as shard 0
  * last published it (noded_proc_publish, after each of its ticks). */
 const struct sf_model_info *noded_proc_model(const struct noded *d);
+/* Its full tokenizer digest (one entry, sf_link_config.tokenizer_full; 0: none). */
+const uint64_t *noded_proc_tokenizer_full(const struct noded *d);
 void noded_proc_capacity(struct noded *d, struct sf_capacity *out);
 void noded_proc_publish(struct noded *d);
 void noded_proc_alive(struct noded *d, uint64_t now);

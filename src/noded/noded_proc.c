@@ -35,6 +35,7 @@ struct noded_proc {
 	 * barrier): the model every link's HELLO_ACK names. */
 	struct sf_model_info model;
 	char model_name[SF_MAX_NAME + 1];
+	uint64_t tokenizer_full; /* the model's (protocol 7's TOKENIZER) */
 	/* Shard 0's capacity as last published: the other shards' HELLO_ACKs read it. Taken only
 	 * at a change and at a handshake, never per message. */
 	pthread_mutex_t cap_mu;
@@ -66,6 +67,11 @@ const struct sf_model_info *noded_proc_model(const struct noded *d)
 	return &d->proc->model;
 }
 
+const uint64_t *noded_proc_tokenizer_full(const struct noded *d)
+{
+	return &d->proc->tokenizer_full;
+}
+
 void noded_proc_capacity(struct noded *d, struct sf_capacity *out)
 {
 	struct noded_proc *p = d->proc;
@@ -86,6 +92,7 @@ void noded_proc_publish(struct noded *d)
 		snprintf(p->model_name, sizeof(p->model_name), "%.*s", (int)p->model.name_len,
 			 p->model.name);
 		p->model.name = p->model_name;
+		p->tokenizer_full = sf_engine_info(d->engine)->tokenizer_full;
 	}
 	if (p->n == 1)
 		return; /* shard 0 reads its own capacity */

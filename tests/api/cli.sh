@@ -27,8 +27,8 @@ H=(--head "$base")
 
 # ---- status, tokenize ----
 for _ in $(seq 100); do run status "${H[@]}"; [ "$(grep -c ' up ' "$work/out")" = 2 ] && break; sleep 0.05; done
-r=0; [ "$rc" = 0 ] && grep -q "^127.0.0.1:$p1 up version=6 identity=n1 free=[0-9]*/[0-9]* batch=[0-9]*/[0-9]* sessions=0 cached=- pages=0$" "$work/out" &&
-	grep -q "^127.0.0.1:$p2 up version=6 identity=n2 " "$work/out" || r=1
+r=0; [ "$rc" = 0 ] && grep -q "^127.0.0.1:$p1 up version=7 identity=n1 free=[0-9]*/[0-9]* batch=[0-9]*/[0-9]* sessions=0 cached=- pages=0$" "$work/out" &&
+	grep -q "^127.0.0.1:$p2 up version=7 identity=n2 " "$work/out" || r=1
 check "status: one line per node, both up, with identity and capacity" $r
 SUPERFLUID_HEAD="$base/v1/" run status --json
 r=0; [ "$rc" = 0 ] && [ "$(j "$work/out" 'sorted(n["identity"] for n in d["nodes"])')" = "['n1', 'n2']" ] || r=1

@@ -100,22 +100,31 @@ PY
 done
 
 # Issue 32: a node that serves the same model with the same tokens' bytes but another
-# tokenizer (its last 20,000 merges left out) is found by the probe text the head has every
-# other node encode once it encodes itself: it is not asked to encode for the model, and the
-# head says so naming both nodes (either may be the one whose file the head took).
+# tokenizer (its last 20,000 merges left out). Protocol 7: its TOKENIZER states another full
+# digest than the fleet's (the node whose export the head took): it is not used to encode for
+# the model, and the head says so naming both nodes (either may be the one whose export the
+# head took). Nodes of protocol 6 state none: the probe text the head has every other node
+# encode once it encodes itself still finds it (a rolling upgrade).
 M=$work/qwen2.gguf M2=$work/qwen2-fewer-merges.gguf
 python3 "$(dirname "$0")/gguf_edit.py" "$M" "$M2" --drop-merges 20000 || fail "gguf_edit.py --drop-merges"
 start_gguf_node "same" "$M" --threads 1 --model-name probe-model && pa=$port
 start_gguf_node "other" "$M2" --threads 1 --model-name probe-model && pb=$port
 start_head "probe" "127.0.0.1:$pa,127.0.0.1:$pb" && base="http://127.0.0.1:$hport"
 line=
-for _ in $(seq 600); do line=$(grep "encodes otherwise" "$work/probe.err") && break; sleep 0.05; done
-check "a node whose tokenizer differs (the same tokens, fewer merges) is named with the node whose file the head has: ${line:-no such line}" \
-	"$(echo "$line" | grep -qE "node (same|other)'s tokenizer for model probe-model encodes otherwise than node (other|same)'s, .* is not used to encode for probe-model"; echo $?)"
-r=0; grep -q "encodes its prompts itself" "$work/probe.err" || r=1
+for _ in $(seq 600); do line=$(grep "differs from the fleet's" "$work/probe.err") && break; sleep 0.05; done
+check "protocol 7: a node whose tokenizer differs (the same tokens, fewer merges) is refused by its full digest, named with the node whose export the head took: ${line:-no such line}" \
+	"$(echo "$line" | grep -qE "node (same|other)'s tokenizer for model probe-model differs from the fleet's, node (other|same)'s \(full tokenizer digest [0-9a-f]{16}, not [0-9a-f]{16}: .*\): node (same|other) is not used to encode for probe-model"; echo $?)"
+r=0; head_encodes "$work/probe.err" || r=1
 req POST /v1/tokenize '{"model":"probe-model","text":"antidisestablishmentarianism"}'
 [ "$status" = 200 ] || r=1
 check "... and the head encodes the model itself still ($status)" $r
+start_gguf_node "same6" "$M" --threads 1 --model-name probe-model --version-max 6 && pa=$port
+start_gguf_node "other6" "$M2" --threads 1 --model-name probe-model --version-max 6 && pb=$port
+start_head "probe6" "127.0.0.1:$pa,127.0.0.1:$pb" && base="http://127.0.0.1:$hport"
+line=
+for _ in $(seq 600); do line=$(grep "encodes otherwise" "$work/probe6.err") && break; sleep 0.05; done
+check "protocol 6 nodes (no full digest): the probe text still finds the one that differs: ${line:-no such line}" \
+	"$(echo "$line" | grep -qE "node (same6|other6)'s tokenizer for model probe-model encodes otherwise than node (other6|same6)'s, .* is not used to encode for probe-model"; echo $?)"
 
 # Issue 32: a model whose chat template is 8 MiB (the most a template may have) is served: its
 # export carries the template once (twice, it passed the 16 MiB frame and every request was a

@@ -98,7 +98,7 @@ start_node --auth-file "$work/t1" --identity gen-node
 head_run --fleet-auth "$work/t1" --model sim-1 --prompt "hello fleet" --max-tokens 12
 r=0
 [ "$(cat "$work/rc")" = 0 ] && [ -s "$work/out" ] || r=1
-grep -qF "head: node gen-node (sealed link, protocol 6" "$work/err" || r=1
+grep -qF "head: node gen-node (sealed link, protocol 7" "$work/err" || r=1
 grep -qE "head: [0-9]+ tokens generated" "$work/err" || r=1
 check "a sealed generation through noded" $r
 [ -s "$work/out" ] && cp "$work/out" "$work/gen1"
@@ -129,7 +129,7 @@ cp "$work/t2" "$work/hup"; kill -HUP "$npid"
 wait_log "SIGHUP: read $work/hup again: new links use the new token"
 check "SIGHUP re-reads the auth file" $?
 head_run --fleet-auth "$work/t2" --model sim-1 --max-tokens 2
-r=0; grep -qF "sealed link, protocol 6" "$work/err" || r=1
+r=0; grep -qF "sealed link, protocol 7" "$work/err" || r=1
 check "new links use the new token" $r
 chmod 644 "$work/hup"; kill -HUP "$npid"
 wait_log "SIGHUP: token file $work/hup may be read by others"
@@ -154,7 +154,7 @@ stop_node
 start_node --sim-tokens-per-s 10
 "$demo" head --connect "127.0.0.1:$port" --model sim-1 --max-tokens 500 >"$work/out" 2>"$work/err" &
 hpid=$!; pids+=("$hpid")
-wait_log "plain link, protocol 6"
+wait_log "plain link, protocol 7"
 sleep 0.3
 t0=$(now_ms); kill -TERM "$npid"; wait "$npid"; nrc=$?; t1=$(now_ms)
 wait "$hpid"
@@ -200,7 +200,7 @@ read -r jport port <"$work/ports"
 "$noded" --join "127.0.0.1:$jport" --identity joiner --blob-dir "$work/blobs" 2>"$work/node.err" & npid=$!; pids+=("$npid")
 sleep 0.2
 head_run --model sim-1 --max-tokens 8
-expect "a generation over a joined link" 0 "head: node joiner (plain link, protocol 6"
+expect "a generation over a joined link" 0 "head: node joiner (plain link, protocol 7"
 wait_log "join 127.0.0.1:$jport: head demo-head: ended the link: demo done (code 0); dialing again in"
 check "a dropped join link is dialed again, in one line" $?
 sleep 0.3

@@ -60,6 +60,8 @@ struct fx {
 	int n_loads;        /* io.load calls */
 	size_t load_len;
 	int load_rc;        /* what io.load answers */
+	char warned[1024];  /* io.warn's last sentence */
+	int n_warned;
 };
 
 static FX_UNUSED void push(struct fx *f, struct queue *q, uint32_t node, uint16_t type,
@@ -130,6 +132,13 @@ static FX_UNUSED int on_load(void *arg, const char *model, const uint8_t *file, 
 	return f->load_rc;
 }
 
+static FX_UNUSED void on_warn(void *arg, const char *msg)
+{
+	struct fx *f = arg;
+	f->n_warned++;
+	snprintf(f->warned, sizeof(f->warned), "%s", msg);
+}
+
 static FX_UNUSED int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
@@ -151,7 +160,7 @@ static FX_UNUSED int setup(void **state)
 	}
 	struct sf_tok_client_config cfg = { .max_nodes = 8 };
 	struct sf_tok_client_io io = { .arg = f, .send = head_send, .done = on_done,
-				       .ready = on_ready, .load = on_load };
+				       .ready = on_ready, .load = on_load, .warn = on_warn };
 	assert_int_equal(sf_tok_client_new(&f->tc, &cfg, &io, &err), 0);
 	*state = f;
 	return 0;
