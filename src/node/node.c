@@ -31,8 +31,9 @@ int sf_node_new(struct sf_node **out, const struct sf_node_config *cfg, struct s
 	while (n->n_buckets < 2 * n->cfg.max_sessions)
 		n->n_buckets *= 2;
 	n->buckets = calloc(n->n_buckets, sizeof(*n->buckets));
+	n->occupied = calloc(n->n_buckets / 64 + 1, sizeof(*n->occupied));
 	n->links = calloc(n->cfg.max_links, sizeof(*n->links));
-	if (!n->buckets || !n->links) {
+	if (!n->buckets || !n->occupied || !n->links) {
 		sf_node_free(n);
 		return sf_err_set(err, SF_E_NOMEM, "no memory for %u sessions", n->cfg.max_sessions);
 	}
@@ -80,6 +81,7 @@ void sf_node_free(struct sf_node *n)
 	}
 	free(n->links);
 	free(n->buckets);
+	free(n->occupied);
 	free(n);
 }
 

@@ -139,6 +139,7 @@ struct sf_node {
 	const struct sf_engine_info *info;
 	struct sf_node_io io;
 	struct node_session **buckets;
+	uint64_t *occupied; /* a bit a bucket holding a session: sf__node_each skips the empty */
 	uint32_t n_buckets, n_sessions;
 	struct node_outbox *links;
 	uint32_t n_links;

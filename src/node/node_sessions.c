@@ -1,5 +1,7 @@
 /* The session table: chained hashing by session id, a fixed bucket array sized from the
- * session limit, so it never rehashes under load. */
+ * session limit, so it never rehashes under load, and a bit a bucket saying it holds a
+ * session, so a walk of the table (every scheduling turn) costs the sessions held, not the
+ * limit: 8,192 buckets for the default 4,096 sessions took 59% of fleet-sim's time. */
 #include "node/node_internal.h"
 
 #include <stdlib.h>
@@ -30,6 +32,7 @@ struct node_session *sf__node_insert(struct sf_node *n, uint64_t id)
 	uint32_t b = bucket_of(n, id);
 	s->next = n->buckets[b];
 	n->buckets[b] = s;
+	n->occupied[b / 64] |= 1ULL << (b % 64);
 	n->n_sessions++;
 	n->status_dirty = true;
 	return s;
@@ -106,10 +109,13 @@ void sf__node_remove(struct sf_node *n, struct node_session *s)
 	sf__node_session_clear(n, s);
 	free(s->bias);
 	free(s->grammar);
-	struct node_session **pp = &n->buckets[bucket_of(n, s->id)];
+	uint32_t b = bucket_of(n, s->id);
+	struct node_session **pp = &n->buckets[b];
 	while (*pp != s)
 		pp = &(*pp)->next;
 	*pp = s->next;
+	if (!n->buckets[b])
+		n->occupied[b / 64] &= ~(1ULL << (b % 64));
 	n->n_sessions--;
 	free(s);
 }
@@ -117,12 +123,16 @@ void sf__node_remove(struct sf_node *n, struct node_session *s)
 void sf__node_each(struct sf_node *n, void (*fn)(struct sf_node *, struct node_session *, void *),
 		   void *arg)
 {
-	for (uint32_t b = 0; b < n->n_buckets; b++) {
-		struct node_session *s = n->buckets[b];
-		while (s) {
-			struct node_session *next = s->next;
-			fn(n, s, arg);
-			s = next;
+	/* Bucket order as before (a scheduling turn's ties keep their order); fn may remove the
+	 * session it is given, so each word's bits are read before its buckets are walked. */
+	for (uint32_t w = 0; w * 64 < n->n_buckets; w++) {
+		for (uint64_t bits = n->occupied[w]; bits; bits &= bits - 1) {
+			struct node_session *s = n->buckets[w * 64 + (uint32_t)__builtin_ctzll(bits)];
+			while (s) {
+				struct node_session *next = s->next;
+				fn(n, s, arg);
+				s = next;
+			}
 		}
 	}
 }
