@@ -4,6 +4,7 @@
  * reduction is ever split, so nothing depends on the thread count or the batch. */
 #include "model/model.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -243,6 +244,12 @@ static void qkv_finish(struct job *j, uint32_t il, uint32_t t)
 		sf_op_rope(m, q, c->n_head, cs);
 		sf_op_rope(m, k, c->n_head_kv, cs);
 	}
+	if (c->attn_temp) { /* Ministral 3: Llama 4's temperature, 1 up to the original context */
+		float pos = (float)j->toks[t].pos;
+		float ts = (float)(log((double)floorf(pos / (float)c->attn_temp_len) + 1.0) *
+				   (double)c->attn_temp + 1.0);
+		scale(q, ts, qd);
+	}
 	if (c->q_prescale) /* Gemma: the queries scaled before they are rounded */
 		for (uint32_t i = 0; i < qd; i++)
 			q[i] *= c->attn_scale;
@@ -402,13 +409,18 @@ static void ffn(struct job *j, uint32_t il, unsigned ith, unsigned nth)
 	}
 	if (l->ffn_gate_inp) {
 		sf_moe_ffn(m, il, f->moe, p, f->xn, f->tmp, n, ith, nth);
-		if (l->ffn_gate_inp_shexp) {
-			/* Qwen3.5-MoE: the shared expert times sigmoid(its gate . x), added */
+		if (c->shared_expert) {
+			/* the shared expert added: Qwen3.5-MoE's times sigmoid(its gate . x),
+			 * Granite MoE Shared's as it is */
 			dense(j, l, f->sx, ith, nth);
-			const float *gw = l->ffn_gate_inp_shexp->data;
+			const float *gw = l->ffn_gate_inp_shexp ? l->ffn_gate_inp_shexp->data : NULL;
 			for (uint64_t t = lo; t < hi; t++) {
 				const float *xn = f->xn + t * E, *sx = f->sx + t * E;
 				float *d = f->tmp + t * E, dot = 0.0f;
+				if (!gw) {
+					add(d, sx, E);
+					continue;
+				}
 				for (uint32_t i = 0; i < E; i++)
 					dot += gw[i] * xn[i];
 				float sg = 1.0f / (1.0f + sf_kern_expf(-dot));

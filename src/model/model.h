@@ -48,6 +48,10 @@ enum sf_arch {
 	SF_ARCH_QWEN35MOE = 12, /* Qwen3.5's layers, a mixture of experts with a shared expert */
 	SF_ARCH_GPTOSS = 13, /* gpt-oss: attention sinks, q/k/v/o biases, a window every other
 			      * layer, experts with biases, SwiGLU-OAI, softmax over the chosen */
+	SF_ARCH_MISTRAL3 = 14, /* Ministral 3: Llama's, YaRN's betas and log multiplier read, the
+				* queries times Llama 4's temperature by position */
+	SF_ARCH_GRANITEMOE = 15, /* Granite's multipliers, a mixture of experts (and a shared
+				  * expert, ungated) */
 };
 
 /* The feed-forward's gate activation. */
@@ -77,6 +81,16 @@ struct sf_model_config {
 	uint32_t yarn_orig_ctx; /* YaRN and LongRoPE: the context the model was trained with
 				 * before (rope.scaling.original_context_length) */
 	float rope_attn_factor; /* cos and sin times it (LongRoPE's rope.scaling.attn_factor; 1) */
+	float yarn_beta_fast, yarn_beta_slow; /* YaRN's ramp: from the pairs turning beta_fast
+					       * times over the original context to those turning
+					       * beta_slow times (32, 1) */
+	float yarn_log_mul;    /* YaRN's rope.scaling.yarn_log_multiplier (mscale_all_dim; 0:
+				* none): cos and sin times (1 + 0.1 ln f) / (1 + 0.1 x it x ln f)
+				* instead of 1 + 0.1 ln f */
+	float attn_temp;       /* Llama 4's temperature (Ministral 3's attention.temperature_scale;
+				* 0: none): the queries times 1 + it x ln(1 + floor(pos /
+				* attn_temp_len)) after the rope */
+	uint32_t attn_temp_len; /* the positions of one step of it (the original context) */
 	bool rope_neox;        /* rotate (i, i + n_rot/2) instead of (2i, 2i + 1) */
 	float attn_scale;      /* 1 / sqrt(head_dim) unless the file (or the family's rule) says */
 	bool q_prescale;       /* queries times attn_scale before they are rounded to F16 and the

@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kern/kern.h"
 
@@ -272,8 +273,9 @@ static int bind_layer(struct sf_model *m, uint32_t il, struct sf_err *err)
 	/* q/k norms per head, or (OLMo 2) over all the heads together */
 	uint64_t qn = c->qk_norm_whole ? q : c->head_dim, kn = c->qk_norm_whole ? kv : c->head_dim;
 	bool bo = c->arch == SF_ARCH_LLAMA || c->arch == SF_ARCH_QWEN2 || c->arch == SF_ARCH_QWEN3 ||
-		  c->arch == SF_ARCH_QWEN3MOE;
-	bool dense = !c->n_expert;
+		  c->arch == SF_ARCH_QWEN3MOE || c->arch == SF_ARCH_MISTRAL3;
+	/* a dense FFN, or (Granite MoE Shared) the shared expert's beside the experts */
+	bool dense = !c->n_expert || c->shared_expert;
 	char n[17][64];
 	const char *names[] = { "attn_norm.weight", "attn_q.weight", "attn_k.weight",
 				"attn_v.weight", "attn_output.weight", "attn_q.bias", "attn_k.bias",
@@ -283,6 +285,10 @@ static int bind_layer(struct sf_model *m, uint32_t il, struct sf_err *err)
 				"post_ffw_norm.weight" };
 	for (int i = 0; i < 17; i++)
 		snprintf(n[i], sizeof(n[i]), "blk.%u.%s", il, names[i]);
+	if (c->n_expert && c->shared_expert)
+		for (int i = 12; i < 15; i++)
+			snprintf(n[i], sizeof(n[i]), "blk.%u.%.*s_shexp.weight", il,
+				 (int)strlen(names[i]) - 7, names[i]);
 	int rc;
 	bool phi3 = c->arch == SF_ARCH_PHI3;
 	if ((pre && (rc = vec(m, n[0], true, c->n_embd, &l->attn_norm, err))) ||
@@ -301,7 +307,7 @@ static int bind_layer(struct sf_model *m, uint32_t il, struct sf_err *err)
 	    (dense && !phi3 && (rc = mat(m, n[12], true, c->n_embd, c->n_ff, &l->ffn_gate, err))) ||
 	    (dense && !phi3 && (rc = mat(m, n[13], true, c->n_embd, c->n_ff, &l->ffn_up, err))) ||
 	    (dense && (rc = mat(m, n[14], true, c->n_ff, c->n_embd, &l->ffn_down, err))) ||
-	    (!dense && (rc = bind_experts(m, il, err))) ||
+	    (c->n_expert && (rc = bind_experts(m, il, err))) ||
 	    (c->post_norms && (rc = vec(m, n[15], true, c->n_embd, &l->attn_post_norm, err))) ||
 	    (c->post_norms && (rc = vec(m, n[16], true, c->n_embd, &l->ffn_post_norm, err))))
 		return rc;

@@ -145,6 +145,24 @@ static const struct shape shapes[] = {
 	  false, 128, 0, 0, 0, 0, 32.0f, 128, 4, 2880, true, 0, 0 },
 	{ "test-gpt-oss", "gpt-oss", 256, 4, 4, 2, 64, 256, 131072, 150000.0f, 1e-5f, false, false,
 	  40, 0, 0, 0, 0, 32.0f, 16, 4, 256, true, 0, 0 },
+	/* Ministral 3 (mistral3): Llama's with YaRN (16 over 16,384, log multiplier 1) and Llama
+	 * 4's attention temperature (mistral3_keys). Ministral-3-3B (3072 wide, 26 layers, 32/8
+	 * heads of 128, tied); a small shape whose temperature steps every 32 positions (its
+	 * original context), YaRN's ramp moved by betas other than the defaults. */
+	{ "ministral-3-3b", "mistral3", 3072, 26, 32, 8, 128, 9216, 262144, 1e6f, 1e-5f, true,
+	  false, 0, 0, 0, 0, 0, 16.0f, 0, 0, 0, true, 0, 0 },
+	{ "test-mistral3", "mistral3", 256, 2, 4, 2, 64, 512, 512, 1e4f, 1e-5f, false, false,
+	  0, 0, 0, 0, 0, 16.0f, 0, 0, 0, true, 0, 0 },
+	/* Granite 3.x MoE (granitemoe): Granite's multipliers, experts as wide as the
+	 * feed-forward (Granite-3.1-3B-A800M: 1536 wide, 32 layers, 24/8 heads of 64, 40 experts
+	 * of 512, 8 a token, tied), small shapes without and with a shared expert
+	 * (granite_scales) */
+	{ "granite-3.1-3b-a800m", "granitemoe", 1536, 32, 24, 8, 64, 512, 131072, 1e7f, 1e-6f,
+	  true, false, 0, 0, 0, 0, 0, 0, 40, 8, 512, false, 0, 0 },
+	{ "test-granitemoe", "granitemoe", 256, 2, 4, 2, 64, 256, 4096, 1e4f, 1e-6f, false, false,
+	  0, 0, 0, 0, 0, 0, 8, 2, 256, false, 0, 0 },
+	{ "test-granitemoe-shared", "granitemoe", 256, 2, 4, 2, 64, 256, 4096, 1e4f, 1e-6f, false,
+	  false, 0, 0, 0, 0, 0, 0, 8, 2, 256, false, 0, 0 },
 };
 
 /* The --type choices: one type for every matrix, or a mix (llama.cpp's *_M: its base type,
@@ -312,25 +330,72 @@ static void llama3_factors(const struct shape *s, float *out)
 	}
 }
 
-/* Granite's multipliers by shape: embeddings, residuals, attention scores, logits (divided). */
-static const struct {
+/* Granite's multipliers by shape: embeddings, residuals, attention scores, logits (divided);
+ * Granite MoE Shared's shared expert's width (0: none). */
+static const struct granite_scale {
 	const char *shape;
 	float embd, resid, attn, logit;
+	uint32_t shexp;
 } granite_scales[] = {
-	{ "granite-3.3-2b", 12.0f, 0.22f, 0.015625f, 8.0f },
-	{ "test-granite", 12.0f, 0.22f, 0.03f, 8.0f }, /* a score scale not 1/sqrt(64) */
+	{ "granite-3.3-2b", 12.0f, 0.22f, 0.015625f, 8.0f, 0 },
+	{ "test-granite", 12.0f, 0.22f, 0.03f, 8.0f, 0 }, /* a score scale not 1/sqrt(64) */
+	{ "granite-3.1-3b-a800m", 12.0f, 0.22f, 0.015625f, 6.0f, 0 },
+	{ "test-granitemoe", 12.0f, 0.22f, 0.03f, 6.0f, 0 },
+	{ "test-granitemoe-shared", 12.0f, 0.22f, 0.03f, 6.0f, 384 },
 };
+
+static const struct granite_scale *granite_of(const struct shape *s)
+{
+	for (size_t i = 0; i < sizeof(granite_scales) / sizeof(granite_scales[0]); i++)
+		if (!strcmp(granite_scales[i].shape, s->name))
+			return &granite_scales[i];
+	return NULL;
+}
 
 static int write_granite(struct maker *mk, const struct shape *s)
 {
-	for (size_t i = 0; i < sizeof(granite_scales) / sizeof(granite_scales[0]); i++) {
-		if (strcmp(granite_scales[i].shape, s->name))
+	const struct granite_scale *gs = granite_of(s);
+	if (!gs)
+		return -1;
+	struct sf_gguf_writer *w = mk->w;
+	char k[128];
+#define KEY(suffix) (snprintf(k, sizeof(k), "%s.%s", s->arch, suffix), k)
+	int rc = sf_gguf_set_f32(w, KEY("embedding_scale"), gs->embd);
+	rc = rc ? rc : sf_gguf_set_f32(w, KEY("residual_scale"), gs->resid);
+	rc = rc ? rc : sf_gguf_set_f32(w, KEY("attention.scale"), gs->attn);
+	rc = rc ? rc : sf_gguf_set_f32(w, KEY("logit_scale"), gs->logit);
+	if (gs->shexp)
+		rc = rc ? rc : sf_gguf_set_u32(w, KEY("expert_shared_feed_forward_length"),
+					       gs->shexp);
+#undef KEY
+	return rc;
+}
+
+/* Ministral 3's keys by shape: YaRN's betas and log multiplier, the attention temperature
+ * (llama_4_scaling_beta), as llama.cpp's converter writes them. */
+static const struct {
+	const char *shape;
+	float beta_fast, beta_slow, log_mul, temp;
+} mistral3_keys[] = {
+	{ "ministral-3-3b", 32.0f, 1.0f, 1.0f, 0.1f },
+	/* the ramp over pairs 3-11 (the defaults': 0-6), a temperature that bites */
+	{ "test-mistral3", 2.0f, 0.25f, 1.0f, 0.3f },
+};
+
+static int write_mistral3(struct maker *mk, const struct shape *s)
+{
+	for (size_t i = 0; i < sizeof(mistral3_keys) / sizeof(mistral3_keys[0]); i++) {
+		if (strcmp(mistral3_keys[i].shape, s->name))
 			continue;
 		struct sf_gguf_writer *w = mk->w;
-		int rc = sf_gguf_set_f32(w, "granite.embedding_scale", granite_scales[i].embd);
-		rc = rc ? rc : sf_gguf_set_f32(w, "granite.residual_scale", granite_scales[i].resid);
-		rc = rc ? rc : sf_gguf_set_f32(w, "granite.attention.scale", granite_scales[i].attn);
-		rc = rc ? rc : sf_gguf_set_f32(w, "granite.logit_scale", granite_scales[i].logit);
+		int rc = sf_gguf_set_f32(w, "mistral3.rope.scaling.yarn_beta_fast",
+					 mistral3_keys[i].beta_fast);
+		rc = rc ? rc : sf_gguf_set_f32(w, "mistral3.rope.scaling.yarn_beta_slow",
+					       mistral3_keys[i].beta_slow);
+		rc = rc ? rc : sf_gguf_set_f32(w, "mistral3.rope.scaling.yarn_log_multiplier",
+					       mistral3_keys[i].log_mul);
+		rc = rc ? rc : sf_gguf_set_f32(w, "mistral3.attention.temperature_scale",
+					       mistral3_keys[i].temp);
 		return rc;
 	}
 	return -1;
@@ -359,7 +424,7 @@ static int write_meta(struct maker *mk, const struct shape *s, uint32_t n_layer,
 		rc = rc ? rc : sf_gguf_set_u32(w, KEY("attention.key_length"), s->head_dim);
 		rc = rc ? rc : sf_gguf_set_u32(w, KEY("attention.value_length"), s->head_dim);
 	}
-	if (!strcmp(s->arch, "llama") || s->n_rot)
+	if (!strcmp(s->arch, "llama") || !strcmp(s->arch, "mistral3") || s->n_rot)
 		rc = rc ? rc : sf_gguf_set_u32(w, KEY("rope.dimension_count"),
 					       s->n_rot ? s->n_rot : s->head_dim);
 	if (s->longrope_orig) {
@@ -370,8 +435,10 @@ static int write_meta(struct maker *mk, const struct shape *s, uint32_t n_layer,
 					       s->longrope_orig);
 		rc = rc ? rc : sf_gguf_set_f32(w, KEY("rope.scaling.attn_factor"), af);
 	}
-	if (!strcmp(s->arch, "granite"))
+	if (!strcmp(s->arch, "granite") || !strcmp(s->arch, "granitemoe"))
 		rc = rc ? rc : write_granite(mk, s);
+	if (!strcmp(s->arch, "mistral3"))
+		rc = rc ? rc : write_mistral3(mk, s);
 	const struct ssm_shape *ss = ssm_of(s);
 	if (ss) {
 		uint32_t inner = ss->ssm_state * ss->ssm_heads;
@@ -402,7 +469,8 @@ static int write_meta(struct maker *mk, const struct shape *s, uint32_t n_layer,
 	if (s->n_expert) {
 		rc = rc ? rc : sf_gguf_set_u32(w, KEY("expert_count"), s->n_expert);
 		rc = rc ? rc : sf_gguf_set_u32(w, KEY("expert_used_count"), s->n_expert_used);
-		if (strcmp(s->arch, "llama"))
+		/* (Mixtral's and Granite MoE's experts are the feed-forward's width) */
+		if (strcmp(s->arch, "llama") && strcmp(s->arch, "granitemoe"))
 			rc = rc ? rc : sf_gguf_set_u32(w, KEY("expert_feed_forward_length"),
 						       s->n_ff_exp);
 	}
@@ -598,6 +666,14 @@ static int make_layer(struct maker *mk, const struct shape *s, uint32_t il, uint
 		X3("ffn_up", "ffn_up_exps.weight", E, FX, aE);
 		X3("ffn_down", "ffn_down_exps.weight", FX, E, aX);
 #undef X3
+		const struct granite_scale *gs = granite_of(s);
+		if (gs && gs->shexp) { /* Granite MoE Shared: a shared expert, ungated */
+			uint64_t FS = gs->shexp;
+			float aS = sqrtf(3.0f / (float)FS);
+			M("ffn_gate", "ffn_gate_shexp.weight", E, FS, aE);
+			M("ffn_up", "ffn_up_shexp.weight", E, FS, aE);
+			M("ffn_down", "ffn_down_shexp.weight", FS, E, aS);
+		}
 	} else if (phi3) {
 		M("ffn_up", "ffn_up.weight", E, 2 * F, aE);
 		M("ffn_down", "ffn_down.weight", F, E, aF);
@@ -625,7 +701,9 @@ const char *const sf_model_gen_shapes[] = { "qwen2.5-0.5b", "qwen3-0.6b", "llama
 					    "mistral-nemo-12b", "test-phi3-swa", "phi-3.5-mini",
 					    "phi-4-mini", "test-phi3-longrope", "test-phi4", "qwen3.5-0.8b",
 					    "test-qwen35", "test-qwen35moe", "gpt-oss-20b",
-					    "gpt-oss-120b", "test-gpt-oss", NULL };
+					    "gpt-oss-120b", "test-gpt-oss", "ministral-3-3b",
+					    "test-mistral3", "granite-3.1-3b-a800m", "test-granitemoe",
+					    "test-granitemoe-shared", NULL };
 const char *const sf_model_gen_types[] = { "f32", "f16", "bf16", "q8_0", "q4_0", "q5_0",
 					   "q4_k", "q6_k", "q4_k_m", "q5_k", "q5_k_m", "q3_k",
 					   "q2_k", "iq4_xs", "q4_1", "q5_1", "iq4_nl", "mxfp4",

@@ -15,7 +15,9 @@ enum {
 	SF_COMPUTES_LONGROPE = 32, /* LongRoPE's factors and attention factor (Phi-3.5/4) */
 	SF_COMPUTES_MROPE = 64,  /* rope.dimension_sections: a text's positions in every section
 				  * (Qwen3.5's interleaved multi-section rope) */
-	SF_COMPUTES_SHEXP = 128, /* a shared expert beside the experts (Qwen3.5-MoE) */
+	SF_COMPUTES_SHEXP = 128, /* a shared expert beside the experts (Qwen3.5-MoE, Granite MoE) */
+	SF_COMPUTES_YARN_KEYS = 256, /* YaRN's betas and log multiplier as the file says, the
+				      * attention temperature (Ministral 3) */
 };
 
 /* Gemma, Gemma 2 or Gemma 3. */

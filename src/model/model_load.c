@@ -30,6 +30,8 @@ static const struct {
 	{ "qwen35", SF_ARCH_QWEN35, SF_COMPUTES_MROPE },
 	{ "qwen35moe", SF_ARCH_QWEN35MOE, SF_COMPUTES_MROPE | SF_COMPUTES_MOE | SF_COMPUTES_SHEXP },
 	{ "gpt-oss", SF_ARCH_GPTOSS, SF_COMPUTES_SWA | SF_COMPUTES_MOE },
+	{ "mistral3", SF_ARCH_MISTRAL3, SF_COMPUTES_YARN_KEYS },
+	{ "granitemoe", SF_ARCH_GRANITEMOE, SF_COMPUTES_SCALES | SF_COMPUTES_MOE | SF_COMPUTES_SHEXP },
 };
 
 bool sf__arch_is_qwen35(enum sf_arch a)
@@ -196,6 +198,16 @@ static int read_experts(const struct sf_gguf *g, struct sf_model_config *c, stru
 	/* gpt-oss: the k best router logits, then the softmax of those k (not normalised after) */
 	c->expert_norm = c->arch != SF_ARCH_GPTOSS;
 	c->expert_softmax_chosen = c->arch == SF_ARCH_GPTOSS;
+	if (c->arch == SF_ARCH_GRANITEMOE) {
+		/* Granite MoE Shared: a shared expert (ungated) when the file gives its width */
+		uint32_t w;
+		if ((rc = opt_u32(g, c, "expert_shared_feed_forward_length", 0, 0, SF_MODEL_MAX_FF,
+				  &w, err)))
+			return rc;
+		c->shared_expert = w != 0;
+		c->n_ff = w ? w : c->n_ff;
+		return 0;
+	}
 	if (c->arch != SF_ARCH_QWEN35MOE)
 		return 0;
 	/* Qwen3.5-MoE's shared expert: expert_shared_feed_forward_length wide (else the
@@ -231,7 +243,41 @@ static int read_granite(const struct sf_gguf *g, struct sf_model_config *c, stru
 		return err->code = SF_E_MODEL;
 	if (!roped)
 		return sf_err_set(err, SF_E_MODEL, "%s = false: layers without rope, which this "
-				  "engine does not compute for architecture 'granite'", k);
+				  "engine does not compute for architecture '%s'", k, c->arch_name);
+	return 0;
+}
+
+/* YaRN's ramp and magnitude (ggml's defaults: beta fast 32, slow 1, no log multiplier) and
+ * Llama 4's attention temperature: Ministral 3's files set them (llama.cpp's mistral3.cpp
+ * reads them), the other architectures' keys are refused (model_refuse.c). The temperature's
+ * step is the original context (rope.scaling.original_context_length, else the trained one),
+ * as llama.cpp takes it. */
+static int read_yarn_keys(const struct sf_gguf *g, struct sf_model_config *c, unsigned computes,
+			  struct sf_err *err)
+{
+	c->yarn_beta_fast = 32.0f;
+	c->yarn_beta_slow = 1.0f;
+	c->yarn_log_mul = 0.0f;
+	if (!(computes & SF_COMPUTES_YARN_KEYS))
+		return 0;
+	int rc;
+	if ((rc = opt_f32(g, c, "rope.scaling.yarn_beta_fast", 32.0f, &c->yarn_beta_fast, err)) ||
+	    (rc = opt_f32(g, c, "rope.scaling.yarn_beta_slow", 1.0f, &c->yarn_beta_slow, err)) ||
+	    (rc = opt_f32(g, c, "rope.scaling.yarn_log_multiplier", 0.0f, &c->yarn_log_mul, err)) ||
+	    (rc = opt_f32(g, c, "attention.temperature_scale", 0.0f, &c->attn_temp, err)) ||
+	    (rc = opt_u32(g, c, "rope.scaling.original_context_length", c->n_ctx_train, 1,
+			  1u << 24, &c->attn_temp_len, err)))
+		return rc;
+	if (!(c->yarn_beta_fast > 0 && c->yarn_beta_fast <= 1e4f) ||
+	    !(c->yarn_beta_slow > 0 && c->yarn_beta_slow <= 1e4f))
+		return sf_err_set(err, SF_E_MODEL, "%s = %g, %s = %g: YaRN's betas must be in "
+				  "(0, 10000]", "rope.scaling.yarn_beta_fast", (double)c->yarn_beta_fast,
+				  "yarn_beta_slow", (double)c->yarn_beta_slow);
+	if (!(c->yarn_log_mul >= 0 && c->yarn_log_mul <= 100) ||
+	    !(c->attn_temp >= 0 && c->attn_temp <= 100))
+		return sf_err_set(err, SF_E_MODEL, "%s = %g or %s = %g is outside [0, 100]",
+				  akey(c, "rope.scaling.yarn_log_multiplier"), (double)c->yarn_log_mul,
+				  "attention.temperature_scale", (double)c->attn_temp);
 	return 0;
 }
 
@@ -448,6 +494,8 @@ static int read_config(const struct sf_gguf *g, struct sf_model_config *c, unsig
 					  c->n_ctx_train, 1, 1u << 24, &c->yarn_orig_ctx, err)))
 			return rc;
 	}
+	if ((rc = read_yarn_keys(g, c, *computes, err)))
+		return rc;
 	/* cos and sin times rope.scaling.attn_factor (LongRoPE: sqrt(1 + ln(context / original
 	 * context) / ln(original context)), 1.19 in Phi-3.5-mini), whichever factors are picked,
 	 * as llama.cpp multiplies them; its factors picked by the original context */
@@ -463,12 +511,14 @@ static int read_config(const struct sf_gguf *g, struct sf_model_config *c, unsig
 				  (double)c->rope_attn_factor);
 	/* rope on adjacent pairs (llama.cpp's LLAMA_ROPE_TYPE_NORM) or on halves (NEOX) */
 	bool adjacent = c->arch == SF_ARCH_LLAMA || c->arch == SF_ARCH_SMOLLM3 ||
-			c->arch == SF_ARCH_GRANITE;
+			c->arch == SF_ARCH_GRANITE || c->arch == SF_ARCH_GRANITEMOE ||
+			c->arch == SF_ARCH_MISTRAL3;
 	c->rope_neox = !adjacent;
 	c->no_rope_step = c->arch == SF_ARCH_SMOLLM3 ? 4 : 0; /* as llama.cpp fixes it */
 	if (c->arch == SF_ARCH_OLMO2)
 		c->post_norms = c->no_pre_norms = c->qk_norm_whole = true;
-	if (c->arch == SF_ARCH_GRANITE && (rc = read_granite(g, c, err)))
+	if ((c->arch == SF_ARCH_GRANITE || c->arch == SF_ARCH_GRANITEMOE) &&
+	    (rc = read_granite(g, c, err)))
 		return rc;
 	if (c->arch == SF_ARCH_PHI3) {
 		/* queries times 1/sqrt(head_dim) before they are rounded (as Gemma's); a sliding
@@ -503,7 +553,20 @@ static int rope_check(struct sf_model *m, struct sf_err *err)
 		/* ggml's rope_yarn_corr_dims and the magnitude its rope_yarn scales by */
 		const float base[2] = { c->rope_base, c->rope_base_swa };
 		const float scale[2] = { c->rope_freq_scale, c->rope_freq_scale_swa };
-		const double beta[2] = { 32.0, 1.0 }, pi = 3.14159265358979323846;
+		const double beta[2] = { c->yarn_beta_fast, c->yarn_beta_slow };
+		const double pi = 3.14159265358979323846;
+		/* a log multiplier (Ministral 3's 1): llama.cpp's attention factor
+		 * (1 + 0.1 ln f) / (1 + 0.1 x mul x ln f), over the 1 + 0.1 ln f ggml's rope then
+		 * multiplies by, each step rounded as there */
+		float af = c->rope_attn_factor;
+		if (c->yarn_log_mul != 0) {
+			float f = 1.0f / c->rope_freq_scale;
+			float m1 = f <= 1 ? 1.0f : 0.1f * logf(f) + 1.0f;
+			float ml = f <= 1 ? 1.0f : 0.1f * c->yarn_log_mul * logf(f) + 1.0f;
+			af = m1 / ml;
+			af *= 1.0f / (1.0f + 0.1f * logf(f));
+			af *= c->rope_attn_factor;
+		}
 		for (int r = 0; r < 2; r++) {
 			double d[2];
 			for (int b = 0; b < 2; b++)
@@ -512,8 +575,7 @@ static int rope_check(struct sf_model *m, struct sf_err *err)
 			double lo = floor(d[0]), hi = ceil(d[1]);
 			m->yarn_corr[r][0] = (float)(lo > 0 ? lo : 0);
 			m->yarn_corr[r][1] = (float)(hi < c->n_rot - 1 ? hi : c->n_rot - 1);
-			m->yarn_mscale[r] = c->rope_attn_factor *
-					    (1.0f + 0.1f * (float)log((double)(1.0f / scale[r])));
+			m->yarn_mscale[r] = af * (1.0f + 0.1f * (float)log((double)(1.0f / scale[r])));
 		}
 	}
 	const struct {

@@ -40,6 +40,10 @@ static const struct {
 	{ "attention.clamp_kqv", "clamped queries, keys and values", 0, NONZERO },
 	{ "attention.shared_kv_layers", "layers sharing keys and values", 0, NONZERO },
 	{ "attention.causal", "non-causal attention", 0, IS_FALSE },
+	{ "attention.temperature_scale", "an attention temperature", SF_COMPUTES_YARN_KEYS,
+	  NONZERO },
+	{ "attention.temperature_length", "an attention temperature of its own length", 0,
+	  NONZERO },
 };
 
 /* Whether kv's value asks for something (an array: any element does). *v gets the value that
@@ -64,24 +68,28 @@ static bool active(const struct sf_gguf_kv *kv, enum when when, double *v)
 	return false;
 }
 
-/* YaRN's settings that no architecture here computes other than at their defaults (ggml's:
+/* YaRN's settings that the architectures here compute at their defaults only (ggml's:
  * extrapolation mix 1 (-1: unset), attention factor 1, ramp from 32 to 1 rotations, no log
- * multiplier); a value other than these (or than 0 where 0 is the default) is refused. */
+ * multiplier), but those that read the key (need): a value other than these (or than 0 where 0
+ * is the default) is refused. */
 static const struct {
 	const char *suffix;
 	float dflt, unset;
+	unsigned need;
 } yarn_keys[] = {
-	{ "rope.scaling.yarn_ext_factor", 1.0f, -1.0f },
-	{ "rope.scaling.yarn_attn_factor", 1.0f, 1.0f },
-	{ "rope.scaling.yarn_beta_fast", 32.0f, 32.0f },
-	{ "rope.scaling.yarn_beta_slow", 1.0f, 1.0f },
-	{ "rope.scaling.yarn_log_multiplier", 0.0f, 0.0f },
+	{ "rope.scaling.yarn_ext_factor", 1.0f, -1.0f, 0 },
+	{ "rope.scaling.yarn_attn_factor", 1.0f, 1.0f, 0 },
+	{ "rope.scaling.yarn_beta_fast", 32.0f, 32.0f, SF_COMPUTES_YARN_KEYS },
+	{ "rope.scaling.yarn_beta_slow", 1.0f, 1.0f, SF_COMPUTES_YARN_KEYS },
+	{ "rope.scaling.yarn_log_multiplier", 0.0f, 0.0f, SF_COMPUTES_YARN_KEYS },
 };
 
 static int refuse_yarn_keys(const struct sf_gguf *g, const struct sf_model_config *c,
-			    struct sf_err *err)
+			    unsigned computes, struct sf_err *err)
 {
 	for (size_t i = 0; i < sizeof(yarn_keys) / sizeof(yarn_keys[0]); i++) {
+		if (yarn_keys[i].need & computes)
+			continue;
 		char k[128];
 		snprintf(k, sizeof(k), "%s.%s", c->arch_name, yarn_keys[i].suffix);
 		const struct sf_gguf_kv *kv = sf_gguf_find(g, k);
@@ -104,7 +112,7 @@ static int refuse_yarn_keys(const struct sf_gguf *g, const struct sf_model_confi
 int sf__model_refuse_keys(const struct sf_gguf *g, const struct sf_model_config *c,
 			  unsigned computes, struct sf_err *err)
 {
-	int rc = refuse_yarn_keys(g, c, err);
+	int rc = refuse_yarn_keys(g, c, computes, err);
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {

@@ -51,7 +51,7 @@ head -c 7 "$M" >"$work/cut-magic.gguf"
 refused "cut short after 7 bytes" "$work/cut-magic.gguf" "7 bytes: too short for a GGUF file"
 edit "$M" "$work/arch.gguf" --arch gpt-j
 refused "an architecture it does not run" "$work/arch.gguf" \
-	"architecture 'gpt-j' is not one this engine runs \(llama, qwen2, qwen3, qwen3moe, smollm3, olmo2, granite, phi3, gemma, gemma2, gemma3, qwen35, qwen35moe, gpt-oss\)"
+	"architecture 'gpt-j' is not one this engine runs \(llama, qwen2, qwen3, qwen3moe, smollm3, olmo2, granite, phi3, gemma, gemma2, gemma3, qwen35, qwen35moe, gpt-oss, mistral3, granitemoe\)"
 for t in "34 TQ1_0" "35 TQ2_0" "28 F64"; do
 	set -- $t
 	edit "$M" "$work/type-$2.gguf" --type blk.1.ffn_down.weight "$1"
@@ -139,6 +139,28 @@ gguf_make "$work/gr.gguf" refact test-granite q4_0
 edit "$work/gr.gguf" "$work/key.gguf" --set-bool granite.rope.scaling.finetuned 0
 refused "Granite without rope" "$work/key.gguf" \
 	"granite.rope.scaling.finetuned = false: layers without rope, which this engine does not compute for architecture 'granite'"
+# Ministral 3 (mistral3) reads YaRN's betas and log multiplier and Llama 4's attention
+# temperature; another architecture's are refused (qwen2's beta above), and so is YaRN's
+# extrapolation mix, which no architecture here reads. Granite MoE: its experts and its shared
+# expert (granitemoeshared's) named.
+gguf_make "$work/m3.gguf" llama-spm test-mistral3 q4_0
+"$cli" model info "$work/m3.gguf" >"$work/out" 2>&1
+r=$?; [ "$r" = 0 ] && grep -q "ramp from 2 to 0.25 turns, log multiplier 1" "$work/out" &&
+	grep -q "attention temperature: queries times 1 + 0.3 ln(1 + floor(position / 32))" \
+		"$work/out" || r=1
+check "model info: a Ministral 3 file runs, its YaRN and temperature named" $r
+edit "$M" "$work/key.gguf" --set-f32 qwen2.attention.temperature_scale 0.1
+refused "an attention temperature in a qwen2 file" "$work/key.gguf" \
+	"qwen2.attention.temperature_scale = 0.1: an attention temperature, which this engine does not compute for architecture 'qwen2'"
+edit "$work/m3.gguf" "$work/key.gguf" --set-f32 mistral3.rope.scaling.yarn_ext_factor 0.5
+refused "Ministral 3 with a YaRN extrapolation mix" "$work/key.gguf" \
+	"mistral3.rope.scaling.yarn_ext_factor = 0.5: a YaRN setting other than its default \(1\)"
+gguf_make "$work/gm.gguf" refact test-granitemoe-shared q4_0
+"$cli" model info "$work/gm.gguf" >"$work/out" 2>&1
+r=$?; [ "$r" = 0 ] && grep -q "experts: 2 of 8 a token, each 256 wide" "$work/out" &&
+	grep -q "shared expert: 384 wide, ungated" "$work/out" &&
+	grep -q "multipliers: embeddings x12" "$work/out" || r=1
+check "model info: a Granite MoE file with a shared expert runs, its experts named" $r
 # What one family computes is not another's: Gemma 3 has no score soft-capping (Gemma 2 has).
 gguf_make "$work/g3.gguf" llama-spm test-gemma3 q4_0
 edit "$work/g3.gguf" "$work/key.gguf" --set-f32 gemma3.attn_logit_softcapping 50

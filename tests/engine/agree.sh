@@ -196,6 +196,24 @@ for set in "$@"; do
 			cases+=("test-gpt-oss/$t")
 		done
 		cases+=("gpt-oss-20b/mxfp4_moe/2") ;; # its width, 2 layers (some 90 s)
+	# Ministral 3 (mistral3): YaRN with its own betas (a ramp over pairs 3-11) and log
+	# multiplier, Llama 4's attention temperature stepping every 32 positions (the original
+	# context here), so over the prompt and stream it takes three values; at Ministral-3-3B's
+	# width (heads of 128 in 3072, tied, YaRN 16 over 16,384) with 2 layers in the extended run
+	mistral3)
+		for t in f32 f16 q8_0; do
+			cases+=("test-mistral3/$t")
+		done
+		ext test-mistral3/q4_k_m "ministral-3-3b/q8_0/2" ;;
+	# Granite MoE: Granite's multipliers with experts (8 of 256, 2 a token), and a shared
+	# expert beside them (granitemoeshared's, ungated); at Granite-3.1-3B-A800M's width
+	# (40 experts of 512, 8 a token) with 2 layers in the extended run
+	granitemoe)
+		for t in f32 f16 q8_0; do
+			cases+=("test-granitemoe/$t")
+		done
+		cases+=("test-granitemoe-shared/f32" "test-granitemoe-shared/q4_k_m")
+		ext test-granitemoe/q4_k_m "granite-3.1-3b-a800m/q8_0/2" ;;
 	# YaRN (factor 4 over 32,768, as DeepSeek-R1-0528-Qwen3-8B's) on the Qwen3 test shape
 	yarn)
 		for t in f32 f16 q8_0; do
@@ -288,7 +306,9 @@ run_case() {
 	gemma*) arch=gemma vocab=gemma ;;
 	test-llama) arch=llama vocab=llama-spm ;;
 	test-smollm3 | smollm3* | test-olmo2 | olmo2*) arch=llama vocab=llama-bpe ;;
-	test-granite | granite*) arch=llama vocab=refact ;;
+	test-granite | test-granitemoe* | granite*) arch=llama vocab=refact ;;
+	test-mistral3) arch=llama vocab=llama-spm ;;
+	ministral-*) arch=llama vocab=tekken ;;
 	phi-4-mini) arch=llama vocab=gpt-4o ;;
 	test-phi3 | test-phi3-* | test-phi4 | phi-*) arch=llama vocab=phi-3 ;;
 	mistral-*) arch=llama vocab=tekken ;;
@@ -380,7 +400,7 @@ run_case() {
 	# own two paths flip them too (a step in that row, not a drift): logits_cmp --parted.
 	local rc=0 verbose= parted=
 	[ "${SF_AGREE_VERBOSE:-}" = 1 ] && verbose=-v
-	case $shape in *moe* | *mixtral* | *-a3b | *gpt-oss*) parted=--parted ;; esac
+	case $shape in *moe* | *mixtral* | *-a3b | *gpt-oss* | *-a800m) parted=--parted ;; esac
 	local tol
 	# Q8_0 keys: the scores are of quantized queries and keys, a rounded class whatever the
 	# weights' type

@@ -51,6 +51,13 @@ mutants=(
 	"gptoss-router-bias-dropped|src/model/moe.c|if (l->ffn_gate_inp_b) { /* gpt-oss: the router's bias */|if (0 && l->ffn_gate_inp_b) {|test-gpt-oss/f32"
 	"kq8-rotation-dropped|src/model/forward.c|if (m->k_rot) { /* Q8_0 keys|if (0 && m->k_rot) { /* Q8_0 keys|test-qwen2/f32+kq8 test-llama/f16+kq8"
 	"gptoss-window-every-layer|src/model/model_load.c|2 /* from the first, every other layer */|0 /* every layer */|test-gpt-oss/f32"
+	# Ministral 3: the attention temperature dropped, YaRN's log multiplier dropped, YaRN's
+	# betas the defaults; Granite MoE Shared's shared expert dropped (each shown failing when it
+	# was written)
+	"mistral3-temperature-dropped|src/model/forward.c|if (c->attn_temp) { /* Ministral 3|if (0 && c->attn_temp) { /* Ministral 3|test-mistral3/f32 test-mistral3/q8_0"
+	"mistral3-yarn-log-mul-dropped|src/model/model_load.c|if (c->yarn_log_mul != 0) {|if (0 && c->yarn_log_mul != 0) {|test-mistral3/f32"
+	"mistral3-yarn-betas-default|src/model/model_load.c|const double beta[2] = { c->yarn_beta_fast, c->yarn_beta_slow };|const double beta[2] = { 32.0, 1.0 };|test-mistral3/f32"
+	"granitemoe-shared-expert-dropped|src/model/forward.c|					add(d, sx, E);|					(void)sx;|test-granitemoe-shared/f32 test-granitemoe-shared/q4_k_m"
 	# Formats, in the AVX-512 kernels (those a CPU with AVX-512 runs; elsewhere these two
 	# change nothing that runs and are reported missed).
 	"q5_0-fifth-bit-dropped|src/kern/dot_q_avx512.c|const __m512i k10 = _mm512_set1_epi8(0x10);|const __m512i k10 = _mm512_set1_epi8(0x00);|test-llama/q5_0 test-qwen2/q5_0"

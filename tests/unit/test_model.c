@@ -263,6 +263,16 @@ static void test_smollm3_q4_k(void **state) { invariance("test-smollm3", "q4_k")
 static void test_olmo2_q8_0(void **state) { invariance("test-olmo2", "q8_0"); }
 static void test_granite_q4_k_m(void **state) { invariance("test-granite", "q4_k_m"); }
 static void test_phi3_q6_k(void **state) { invariance("test-phi3", "q6_k"); }
+static void test_granitemoe_q8_0(void **state) { invariance("test-granitemoe-shared", "q8_0"); }
+/* Ministral 3: 80 positions, past two steps of its attention temperature (every 32) and a
+ * page */
+static void test_mistral3_q4_k_m(void **state)
+{
+	int was = N_TOK;
+	N_TOK = 80;
+	invariance("test-mistral3", "q4_k_m");
+	N_TOK = was;
+}
 
 /* Phi-3's window (every layer): the same weights with and without a window of 40 give the
  * same logits for positions 0-39 and others after; invariant past the window and a page. */
@@ -564,6 +574,7 @@ int main(void)
 		cmocka_unit_test(test_smollm3_q4_k), cmocka_unit_test(test_olmo2_q8_0),
 		cmocka_unit_test(test_granite_q4_k_m), cmocka_unit_test(test_phi3_q6_k),
 		cmocka_unit_test(test_phi3_window),
+		cmocka_unit_test(test_granitemoe_q8_0), cmocka_unit_test(test_mistral3_q4_k_m),
 		cmocka_unit_test(test_qwen3_yarn_f16), cmocka_unit_test(test_longrope),
 		cmocka_unit_test(test_qwen35_q8_0),
 		cmocka_unit_test(test_qwen35_f16),

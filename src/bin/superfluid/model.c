@@ -98,14 +98,22 @@ static int info(int argc, char **argv)
 			printf("experts: %u of %u a token, each %u wide, their weights normalised: "
 			       "%s\n", c->n_expert_used, c->n_expert, c->n_ff_exp,
 			       c->expert_norm ? "yes" : "no");
+		if (c->shared_expert)
+			printf("shared expert: %u wide, %s\n", c->n_ff,
+			       c->arch == SF_ARCH_QWEN35MOE ? "times its sigmoid gate" : "ungated");
+		if (c->attn_temp)
+			printf("attention temperature: queries times 1 + %g ln(1 + floor(position / %u))\n",
+			       (double)c->attn_temp, c->attn_temp_len);
 		if (c->attn_sinks)
 			printf("attention sinks: a logit per query head in each softmax's denominator\n");
 		if (c->act == SF_ACT_SWIGLU_OAI)
 			printf("activation: SwiGLU-OAI (gate up to 7, up within +-7, alpha 1.702, "
 			       "times up + 1)\n");
 		if (c->rope_yarn)
-			printf("rope scaling: YaRN, factor %g over a context of %u\n",
-			       (double)(1.0f / c->rope_freq_scale), c->yarn_orig_ctx);
+			printf("rope scaling: YaRN, factor %g over a context of %u (ramp from %g to %g "
+			       "turns, log multiplier %g)\n", (double)(1.0f / c->rope_freq_scale),
+			       c->yarn_orig_ctx, (double)c->yarn_beta_fast, (double)c->yarn_beta_slow,
+			       (double)c->yarn_log_mul);
 		else if (c->rope_freq_scale != 1.0f)
 			printf("rope scaling: linear, factor %g\n", (double)(1.0f / c->rope_freq_scale));
 		if (c->n_recur)
