@@ -62,6 +62,7 @@ struct headd_http {
 	 * (valid until its response ends), how it is started again, since and until when. */
 	bool tok_wait;
 	bool wait_count;
+	bool wait_for_model;      /* parked for the model itself (headd_model_coming) */
 	uint8_t wait_kind;        /* enum sf_api_kind */
 	uint16_t wait_resume;     /* a follow (headd_resume): where its id starts in the path */
 	const struct sf_http_request *wait_r;
@@ -372,6 +373,11 @@ uint32_t headd_model_ctx_len(struct headd *d, const char *model);
 /* 0 when a node up serves model; else -1 with e: 503 (Retry-After) while a node that served
  * it is dialed again, 404 model_not_found when none did. */
 int headd_model_check(struct headd *d, const char *model, struct sf_api_error *e);
+/* Whether model, not served here, may be in a moment: a link of another shard served it and
+ * this shard's link to a node open on another shard is being dialed or in its handshake (the
+ * kernel spreads connections over shards: a request that lands here then waits, as for a
+ * tokenizer, api_tok_wait.c, instead of a 404 for a model GET /v1/models may already list). */
+bool headd_model_coming(struct headd *d, const char *model);
 void headd_api_request(struct headd_http *h, const struct sf_http_request *r);
 /* A request's head, before its body is read: answers a missing or wrong key (401) at once. */
 void headd_api_head(struct headd_http *h, const struct sf_http_request *r);

@@ -609,14 +609,14 @@ static int running_for_key(struct headd_req *q, struct sf_api_error *e)
 }
 
 /* What the request asked for, checked against what this fleet can do: 0, -1 with e set, or 1
- * with e set when its model's tokenizer has not arrived. */
+ * with e set when its model's tokenizer has not arrived (or its model, headd_model_coming). */
 static int check(struct headd_req *q, struct sf_api_error *e)
 {
 	struct headd *d = q->d;
 	q->pipeline = headd_pipeline_serves(d, q->r.model);
 	q->tok_model = q->pipeline ? sf_pipe_model(d->fleet.pipe) : q->r.model;
 	if (!q->pipeline && headd_model_check(d, q->r.model, e))
-		return -1;
+		return headd_model_coming(d, q->r.model) ? 1 : -1;
 	q->tok = sf_tok_client_tokenizer(d->api.tok, q->tok_model);
 	if (!q->tok) { /* 1: it may wait for it (api_tok_wait.c) */
 		sf_api_fail(e, 503, "service_unavailable", "tokenizer_unavailable", "model",

@@ -148,6 +148,18 @@ uint32_t headd_model_ctx_len(struct headd *d, const char *model)
 	return best;
 }
 
+bool headd_model_coming(struct headd *d, const char *model)
+{
+	if (headd_model_served(d, model) || !headd_proc_model_known(d, headd_name_hash(model)))
+		return false;
+	for (uint32_t i = 0; i < d->fleet.n_nodes; i++) {
+		const struct headd_node *nd = &d->fleet.nodes[i];
+		if (!nd->open && !nd->is_stage && nd->link_id && headd_proc_node_links(d, i, 0))
+			return true; /* dialing or in its handshake here, open on another shard */
+	}
+	return false;
+}
+
 int headd_model_check(struct headd *d, const char *model, struct sf_api_error *e)
 {
 	if (headd_model_served(d, model))

@@ -6,7 +6,10 @@
  * client following a generation again, GET .../{id}, after a head restart): checked after
  * every loop turn, so at the turn that took the export. Bounded: HEADD_TOK_WAIT_MS each,
  * HEADD_TOK_WAITS_MAX on a shard; past the deadline, or when no node is asked for the
- * tokenizer any more, the 503 as before, saying why. Nothing blocks the loop. */
+ * tokenizer any more, the 503 as before, saying why. Nothing blocks the loop.
+ * A request for a model this shard does not serve yet while another shard does, its own link
+ * to that node still in its handshake (headd_model_coming), waits the same way for the model:
+ * else it was a 404 for a model GET /v1/models, answered by another shard, lists. */
 #include "headd.h"
 
 #include <stdio.h>
@@ -24,7 +27,7 @@ bool headd_tok_wait_park(struct headd_http *h, const struct sf_http_request *r,
 	size_t at = resume_id ? (size_t)(resume_id - r->path) : 0;
 	if (!h->conn || h->tok_wait || h->req || d->stopping || strlen(model) > SF_MAX_NAME ||
 	    (resume_id && (resume_id < r->path || at > strlen(r->path) || at > UINT16_MAX)) ||
-	    !sf_tok_client_tokenizer_coming(a->tok, model, &why))
+	    (!sf_tok_client_tokenizer_coming(a->tok, model, &why) && !headd_model_coming(d, model)))
 		return false;
 	if (a->m.tok_waiting >= HEADD_TOK_WAITS_MAX) {
 		sf_api_fail(e, 503, "service_unavailable", "tokenizer_unavailable", "model",
@@ -37,6 +40,7 @@ bool headd_tok_wait_park(struct headd_http *h, const struct sf_http_request *r,
 	h->tok_wait = true;
 	h->wait_kind = (uint8_t)kind;
 	h->wait_count = count;
+	h->wait_for_model = !headd_model_served(d, model);
 	h->wait_resume = (uint16_t)at;
 	h->wait_since = now;
 	h->wait_until = now + HEADD_TOK_WAIT_MS;
@@ -55,7 +59,8 @@ void headd_tok_wait_drop(struct headd_http *h)
 	h->d->api.m.tok_waiting--;
 }
 
-/* Runs h's request again (its tokenizer came), or answers it 503 saying why. */
+/* Runs h's request again (its tokenizer came), or answers it: 404 (or 503 model_unavailable)
+ * for a model this shard did not come to serve (headd_model_coming), else 503 saying why. */
 static void wake(struct headd_http *h, const char *why, uint64_t now)
 {
 	struct headd *d = h->d;
@@ -64,6 +69,12 @@ static void wake(struct headd_http *h, const char *why, uint64_t now)
 	bool count = h->wait_count;
 	uint16_t resume = h->wait_resume;
 	headd_tok_wait_drop(h);
+	struct sf_api_error e;
+	if (why && h->wait_for_model && headd_model_check(d, h->wait_model, &e)) {
+		d->api.m.tok_waits_failed++;
+		headd_api_send_error(h, &e);
+		return;
+	}
 	if (!why) {
 		d->api.m.tok_waits_served++;
 		if (resume)
@@ -77,7 +88,6 @@ static void wake(struct headd_http *h, const char *why, uint64_t now)
 	d->api.m.tok_waits_failed++;
 	char waited[32];
 	snprintf(waited, sizeof(waited), "%llu ms", (unsigned long long)(now - h->wait_since));
-	struct sf_api_error e;
 	sf_api_fail(&e, 503, "service_unavailable", "tokenizer_unavailable", "model",
 		    "the tokenizer of model %.128s has not arrived from its nodes (waited %s): %s; "
 		    "try again in a moment", h->wait_model, waited, why);
@@ -98,7 +108,8 @@ uint64_t headd_tok_wait_tick(struct headd *d)
 			continue;
 		const char *why;
 		bool coming = sf_tok_client_tokenizer_coming(a->tok, h->wait_model, &why);
-		if (!coming && sf_tok_client_tokenizer(a->tok, h->wait_model)) {
+		bool model_coming = headd_model_coming(d, h->wait_model); /* not served here yet */
+		if (!model_coming && !coming && sf_tok_client_tokenizer(a->tok, h->wait_model)) {
 			n_served++;
 			if (now - h->wait_since >= longest)
 				longest = now - h->wait_since;
@@ -106,7 +117,7 @@ uint64_t headd_tok_wait_tick(struct headd *d)
 			wake(h, NULL, now);
 		} else if (d->stopping) {
 			wake(h, "the head is stopping", now);
-		} else if (!coming) {
+		} else if (!coming && !model_coming) {
 			wake(h, why, now);
 		} else if (now >= h->wait_until) {
 			char lim[32];

@@ -192,8 +192,10 @@ void headd_node_opened(struct headd_node *n, struct sf_link_conn *lc)
 	n->cap = p->capacity;
 	n->n_served = 0;
 	for (uint32_t i = 0; i < p->n_models && n->n_served < HEADD_NODE_MODELS; i++)
-		if (p->models[i].name)
+		if (p->models[i].name) {
 			n->served[n->n_served++] = headd_name_hash(p->models[i].name);
+			headd_proc_model_seen(d, n->served[n->n_served - 1]);
+		}
 	char models[512] = "";
 	size_t at = 0;
 	for (uint32_t i = 0; i < p->n_models && at < sizeof(models) - 1; i++)

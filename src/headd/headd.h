@@ -308,6 +308,10 @@ int headd_proc_send(struct headd *d, unsigned k, struct headd_msg *m);
 /* --pipeline: whether it was asked for; shard 0 names its model once (the name, else NULL). */
 bool headd_proc_has_pipeline(const struct headd *d);
 void headd_proc_pipe_named(struct headd *d, const char *name);
+/* A model (headd_name_hash of its name) a link of this shard served: known to every shard
+ * from then on (HEADD_MAX_MODELS at most; past them forgotten). */
+void headd_proc_model_seen(struct headd *d, uint64_t hash);
+bool headd_proc_model_known(const struct headd *d, uint64_t hash);
 const char *headd_proc_pipe_name(const struct headd *d);
 /* Whether the process is stopping (any thread). */
 bool headd_proc_stopping(const struct headd *d);

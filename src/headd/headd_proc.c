@@ -39,6 +39,10 @@ struct headd_proc {
 	/* Of each node (its place in every shard's nodes[]), the shards whose link to it is
 	 * open: a node's coming up and going down is said once for the head, not per shard. */
 	atomic_uint links_up[HEADD_NODE_SLOTS];
+	/* The models (their names' hashes, headd_name_hash; 0 free) any shard's link served: a
+	 * shard whose own link to the node is still in its handshake parks their requests
+	 * (headd_model_coming) rather than answer 404. Set once each, by compare-and-swap. */
+	_Atomic uint64_t models_seen[HEADD_MAX_MODELS];
 	bool solo; /* headd_solo_new: shards its caller turns; no threads, no signals */
 	SFD_FIFO(struct headd_msg) inbox[SF_SHARDS_MAX]; /* solo: the shards' inboxes */
 };
@@ -51,6 +55,31 @@ unsigned headd_proc_node_links(struct headd *d, uint32_t i, int delta)
 	if (delta < 0)
 		return atomic_fetch_sub(c, 1) - 1;
 	return atomic_load(c);
+}
+
+void headd_proc_model_seen(struct headd *d, uint64_t hash)
+{
+	hash = hash ? hash : 1;
+	for (uint32_t i = 0; i < HEADD_MAX_MODELS; i++) {
+		uint64_t v = atomic_load(&d->proc->models_seen[i]);
+		if (v == hash ||
+		    (!v && (atomic_compare_exchange_strong(&d->proc->models_seen[i], &v, hash) ||
+			    v == hash)))
+			return;
+	}
+}
+
+bool headd_proc_model_known(const struct headd *d, uint64_t hash)
+{
+	hash = hash ? hash : 1;
+	for (uint32_t i = 0; i < HEADD_MAX_MODELS; i++) {
+		uint64_t v = atomic_load(&d->proc->models_seen[i]);
+		if (v == hash)
+			return true;
+		if (!v)
+			return false;
+	}
+	return false;
 }
 
 const struct headd_opts *headd_proc_given(const struct headd *d)
