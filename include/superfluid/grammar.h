@@ -7,8 +7,12 @@
  * \\ \" \' \[ \] \xHH \uHHHH \UHHHHHHHH), [character classes] with ranges and ^, `.` (any
  * character), rule names, (groups), and the postfix operators * + ? {m} {m,} {m,n}. The root
  * rule is `root`. Characters are Unicode code points, matched as their UTF-8 bytes (so output is
- * valid UTF-8). Refused, by name: undefined rules, left recursion, rules that can never finish,
- * llama.cpp's token references (<[id]>, <name>), and anything past the limits below.
+ * valid UTF-8), and <[id]>: the token id itself (llama.cpp's token reference; a control token,
+ * such as Mistral's [TOOL_CALLS], that no text element can write, or any other token, which is
+ * then taken by its id as well as by its text; an end-of-generation token never: the end is
+ * where the root may end). Refused, by name: undefined rules, left recursion, rules that can
+ * never finish, token references by name (<name>) or negated (!<[id]>), and anything past the
+ * limits below.
  *
  * The automaton: each rule is a nondeterministic automaton over bytes whose edges may call
  * another rule (push the place to return to). A matcher's state is a set of stacks (each the
@@ -17,8 +21,9 @@
  * alone (sf_gmatch_sync): a generation continued elsewhere (a node restarted, a head that
  * crashed) masks the same tokens.
  *
- * Masks: a token is allowed when all its bytes can be taken from the state; an end-of-generation
- * token only where the root may end; control tokens never. Each stack's top place is looked up
+ * Masks: a token is allowed when all its bytes can be taken from the state, or a token edge of
+ * the state names it; an end-of-generation token only where the root may end; other control
+ * tokens only where named. Each stack's top place is looked up
  * in the grammar's cache (built per place on first use, against one vocabulary's token trie):
  * the tokens taken without leaving that place's rule, and the trie nodes where that rule ends
  * (from which the rest of such a token is matched against the stack below). A mask then costs
@@ -54,7 +59,7 @@ struct sf_gmatch;        /* one generation's place in a grammar */
 enum sf_gtok {
 	SF_GTOK_TEXT = 0, /* its bytes are output text */
 	SF_GTOK_END = 1,  /* it ends the generation: allowed only where the root may end */
-	SF_GTOK_NEVER = 2 /* never allowed under a grammar (control tokens, unused, empty) */
+	SF_GTOK_NEVER = 2 /* control tokens, unused, empty: allowed only where named (<[id]>) */
 };
 
 /* Compiles GBNF text (len bytes, at most SF_GRAMMAR_MAX_TEXT) into *out, with one reference.
@@ -75,6 +80,10 @@ uint64_t sf_grammar_digest(const struct sf_grammar *g);
 /* A 64-bit digest of text[0..len), as sf_grammar_digest gives the grammar compiled from it
  * (but never 0: 0 is 1), without compiling it. */
 uint64_t sf_grammar_text_digest(const char *text, size_t len);
+
+/* Whether g names tokens by id (<[id]>): only an engine that takes them may be given it (a
+ * node of protocol 7). */
+bool sf_grammar_names_tokens(const struct sf_grammar *g);
 
 /* Automaton states and rules of g (sizes, for tests and logs). */
 void sf_grammar_size(const struct sf_grammar *g, uint32_t *n_states, uint32_t *n_rules);
@@ -114,7 +123,7 @@ int sf_gmatch_bytes(struct sf_gmatch *m, const uint8_t *bytes, size_t len, struc
 
 /* Brings m to the state after toks[0..n) from the start, taking only the tokens past those it
  * has taken when they begin the same way (else it starts over). An SF_GTOK_END token must be
- * the last and allowed where it is; SF_GTOK_NEVER tokens are refused. Errors as
+ * the last and allowed where it is; SF_GTOK_NEVER tokens only where a token edge names them. Errors as
  * sf_gmatch_bytes, naming the token; m is then at its start. */
 int sf_gmatch_sync(struct sf_gmatch *m, const struct sf_grammar_vocab *v, const uint32_t *toks,
 		   size_t n, struct sf_err *err);

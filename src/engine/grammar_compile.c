@@ -80,7 +80,7 @@ static int closures(struct cc *c)
 					}
 					continue;
 				}
-				if (ed->kind == GR_E_BYTES) {
+				if (ed->kind == GR_E_BYTES || ed->kind == GR_E_TOKEN) {
 					if (waits)
 						continue;
 					waits = true;
@@ -356,17 +356,23 @@ static int byte_edges(struct cc *c)
 {
 	const struct gr_build *b = c->b;
 	struct sf_grammar *g = c->g;
-	uint32_t n = 0;
-	for (uint32_t i = 0; i < b->n_edges; i++)
+	uint32_t n = 0, nt = 0;
+	for (uint32_t i = 0; i < b->n_edges; i++) {
 		n += b->edges[i].kind == GR_E_BYTES;
+		nt += b->edges[i].kind == GR_E_TOKEN;
+	}
 	g->edges = malloc(((size_t)n + 1) * sizeof(*g->edges));
-	if (!g->edges)
+	g->tedges = malloc(((size_t)nt + 1) * sizeof(*g->tedges));
+	if (!g->edges || !g->tedges)
 		return nomem(c->err);
-	uint32_t k = 0;
+	uint32_t k = 0, kt = 0;
 	for (uint32_t s = 0; s < b->n_states; s++) {
 		g->edge0[s] = k;
+		g->tedge0[s] = kt;
 		for (uint32_t j = c->out.off[s]; j < c->out.off[s + 1]; j++) {
 			const struct gr_bedge *e = &b->edges[c->out.idx[j]];
+			if (e->kind == GR_E_TOKEN)
+				g->tedges[kt++] = (struct gr_tok_edge){ e->rule, e->to };
 			if (e->kind != GR_E_BYTES)
 				continue;
 			g->edges[k++] = (struct gr_byte_edge){ e->lo, e->hi, e->to };
@@ -374,7 +380,9 @@ static int byte_edges(struct cc *c)
 				g->first[s][x >> 6] |= 1ull << (x & 63);
 		}
 		g->n_edge[s] = k - g->edge0[s];
+		g->n_tedge[s] = kt - g->tedge0[s];
 	}
+	g->n_tedges = nt;
 	return 0;
 }
 
@@ -390,11 +398,14 @@ static int flatten(struct cc *c)
 	c->rule_final = malloc((size_t)nr * sizeof(uint32_t));
 	g->edge0 = malloc((size_t)ns * sizeof(uint32_t));
 	g->n_edge = malloc((size_t)ns * sizeof(uint32_t));
+	g->tedge0 = malloc((size_t)ns * sizeof(uint32_t));
+	g->n_tedge = malloc((size_t)ns * sizeof(uint32_t));
 	g->clo0 = calloc(ns, sizeof(uint32_t));
 	g->n_clo = calloc(ns, sizeof(uint32_t));
 	g->first = calloc(ns, sizeof(*g->first));
 	c->entry = calloc(ns, sizeof(bool));
 	if (!g->rule_start || !g->rule_name || !c->rule_final || !g->edge0 || !g->n_edge ||
+	    !g->tedge0 || !g->n_tedge ||
 	    !g->clo0 || !g->n_clo || !g->first || !c->entry)
 		return nomem(c->err);
 	g->root = GR_NONE;
@@ -449,6 +460,9 @@ static void grammar_free(struct sf_grammar *g)
 	free(g->edge0);
 	free(g->n_edge);
 	free(g->edges);
+	free(g->tedge0);
+	free(g->n_tedge);
+	free(g->tedges);
 	free(g->clo0);
 	free(g->n_clo);
 	free(g->items);
@@ -501,6 +515,11 @@ void sf_grammar_size(const struct sf_grammar *g, uint32_t *n_states, uint32_t *n
 {
 	*n_states = g->n_states;
 	*n_rules = g->n_rules;
+}
+
+bool sf_grammar_names_tokens(const struct sf_grammar *g)
+{
+	return g->n_tedges > 0;
 }
 
 uint64_t sf_grammar_text_digest(const char *text, size_t len)

@@ -20,9 +20,10 @@
 
 /* ---- building (grammar_parse.c) ---- */
 
-enum { GR_E_BYTES = 0, GR_E_CALL = 1, GR_E_EPS = 2 };
+enum { GR_E_BYTES = 0, GR_E_CALL = 1, GR_E_EPS = 2, GR_E_TOKEN = 3 };
 
-/* An edge while building: bytes lo..hi, a call of rule (returning to `to`), or epsilon. */
+/* An edge while building: bytes lo..hi, a call of rule (returning to `to`), epsilon, or the
+ * token whose id is in rule (<[id]>). */
 struct gr_bedge {
 	uint32_t from, to, rule;
 	uint8_t kind, lo, hi;
@@ -65,7 +66,7 @@ int gr_edge(struct gr_build *b, uint8_t kind, uint32_t from, uint32_t to, uint32
 
 enum { GR_C_WAIT = 0, GR_C_CALL = 1, GR_C_FINAL = 2 };
 
-/* A closure item: a state waiting for a byte, a call of rule returning to state (tail: the
+/* A closure item: a state waiting for a byte or a token, a call of rule returning to state (tail: the
  * return would only end the caller: nothing is pushed), or the end of the rule. */
 struct gr_item {
 	uint32_t state;
@@ -77,6 +78,12 @@ struct gr_item {
 /* A byte edge of a waiting state. */
 struct gr_byte_edge {
 	uint8_t lo, hi;
+	uint32_t to; /* an entry state */
+};
+
+/* A token edge of a waiting state (<[id]>). */
+struct gr_tok_edge {
+	uint32_t tok;
 	uint32_t to; /* an entry state */
 };
 
@@ -95,6 +102,10 @@ struct sf_grammar {
 	uint32_t *clo0, *n_clo;
 	struct gr_item *items;
 	uint64_t (*first)[4];     /* by state: the bytes its edges take */
+	/* By state: its token edges (most states have none). */
+	uint32_t *tedge0, *n_tedge;
+	struct gr_tok_edge *tedges;
+	uint32_t n_tedges;        /* of all states */
 	struct gr_mask_cache *cache;
 };
 
@@ -152,6 +163,16 @@ int gr_expand(const struct sf_grammar *g, struct gr_arena *a, struct gr_work *w,
 /* out = the stacks of in after byte b (out cleared first). 0, or as gr_expand. */
 int gr_advance(const struct sf_grammar *g, struct gr_arena *a, struct gr_work *w,
 	       const struct gr_set *in, uint8_t b, struct gr_set *out, struct sf_err *err);
+/* out = the stacks of in after token tok taken by a token edge (<[tok]>; out cleared first).
+ * 0, or as gr_expand. */
+int gr_advance_token(const struct sf_grammar *g, struct gr_arena *a, struct gr_work *w,
+		     const struct gr_set *in, uint32_t tok, struct gr_set *out, struct sf_err *err);
+/* Whether a token edge of some stack top of s names tok. */
+bool gr_set_names(const struct sf_grammar *g, const struct gr_arena *a, const struct gr_set *s,
+		  uint32_t tok);
+/* Adds to dst the stacks of src it lacks, and src's accept. 0, or SF_E_LIMIT / SF_E_NOMEM. */
+int gr_set_union(struct gr_arena *a, struct gr_set *dst, const struct gr_set *src,
+		 struct sf_err *err);
 /* Whether some stack of s can take byte b. */
 static inline bool gr_set_takes(const struct sf_grammar *g, const struct gr_arena *a,
 				const struct gr_set *s, uint8_t b)
@@ -189,7 +210,7 @@ struct sf_gmatch {
 	struct sf_grammar *g;
 	struct gr_arena a;
 	struct gr_work w;
-	struct gr_set cur, tmp, cont;
+	struct gr_set cur, tmp, cont, alt;
 	bool ended;      /* took an end token */
 	uint32_t compact_at; /* arena nodes past which it is compacted */
 	uint32_t *taken; /* the tokens taken since the start (sf_gmatch_sync) */

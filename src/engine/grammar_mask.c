@@ -244,6 +244,32 @@ static int build_ci(struct sf_grammar *g, const struct sf_grammar_vocab *v,
 	return 0;
 }
 
+/* The tokens the stacks' token edges name (<[id]>) that lead somewhere, into mask (an end
+ * token never: it is allowed where the root may end). */
+static int named_tokens(struct sf_gmatch *m, const struct sf_grammar_vocab *v, uint64_t *mask,
+			struct sf_err *err)
+{
+	const struct sf_grammar *g = m->g;
+	for (uint32_t i = 0; i < m->cur.n; i++) {
+		uint32_t q = m->a.st[m->cur.ids[i]];
+		for (uint32_t k = 0; k < g->n_tedge[q]; k++) {
+			uint32_t t = g->tedges[g->tedge0[q] + k].tok;
+			if (t >= v->n_vocab || v->kind[t] == SF_GTOK_END ||
+			    (mask[t >> 6] >> (t & 63) & 1))
+				continue;
+			uint32_t mark = gr_arena_mark(&m->a);
+			int rc = gr_advance_token(g, &m->a, &m->w, &m->cur, t, &m->tmp, err);
+			bool ok = !rc && (m->tmp.n || m->tmp.accept);
+			gr_arena_release(&m->a, mark);
+			if (rc)
+				return rc;
+			if (ok)
+				mask[t >> 6] |= 1ull << (t & 63);
+		}
+	}
+	return 0;
+}
+
 int sf_gmatch_mask(struct sf_gmatch *m, const struct sf_grammar_vocab *v, uint64_t *mask,
 		   struct sf_err *err)
 {
@@ -281,6 +307,8 @@ int sf_gmatch_mask(struct sf_gmatch *m, const struct sf_grammar_vocab *v, uint64
 		gr_set_free(&k.t);
 		gr_arena_release(&m->a, mark);
 	}
+	if (!rc && g->n_tedges)
+		rc = named_tokens(m, v, mask, err);
 	if (rc) {
 		memset(mask, 0, words * sizeof(uint64_t));
 		return rc;

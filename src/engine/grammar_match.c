@@ -35,6 +35,7 @@ void sf_gmatch_free(struct sf_gmatch *m)
 	gr_set_free(&m->cur);
 	gr_set_free(&m->tmp);
 	gr_set_free(&m->cont);
+	gr_set_free(&m->alt);
 	free(m->taken);
 	free(m->pool);
 	free(m);
@@ -77,10 +78,11 @@ static int compact(struct sf_gmatch *m, struct sf_err *err)
 	return 0;
 }
 
-int sf_gmatch_bytes(struct sf_gmatch *m, const uint8_t *bytes, size_t len, struct sf_err *err)
+/* Takes len bytes into cur, without compacting: 0, or an error with cur and the arena as
+ * they were (the stacks before in cont when it took them). */
+static int advance_bytes(struct sf_gmatch *m, const uint8_t *bytes, size_t len,
+			 struct sf_err *err)
 {
-	if (m->ended)
-		return sf_err_set(err, SF_E_RANGE, "grammar: output after its end");
 	uint32_t mark = gr_arena_mark(&m->a);
 	int rc = gr_set_copy(&m->cont, &m->cur, err); /* kept to go back to */
 	for (size_t i = 0; !rc && i < len; i++) {
@@ -99,13 +101,77 @@ int sf_gmatch_bytes(struct sf_gmatch *m, const uint8_t *bytes, size_t len, struc
 		m->cur = m->cont;
 		m->cont = t;
 		gr_arena_release(&m->a, mark);
-		return rc;
 	}
+	return rc;
+}
+
+/* Compacts the arena when it grew mostly garbage. */
+static int settle(struct sf_gmatch *m, struct sf_err *err)
+{
 	if (m->a.n <= COMPACT_AT || m->a.n <= m->compact_at)
 		return 0;
-	rc = compact(m, err);
+	int rc = compact(m, err);
 	m->compact_at = 2 * m->a.n; /* live stacks this large wait for as many again */
 	return rc;
+}
+
+int sf_gmatch_bytes(struct sf_gmatch *m, const uint8_t *bytes, size_t len, struct sf_err *err)
+{
+	if (m->ended)
+		return sf_err_set(err, SF_E_RANGE, "grammar: output after its end");
+	int rc = advance_bytes(m, bytes, len, err);
+	return rc ? rc : settle(m, err);
+}
+
+/* Token t, neither an end token nor past the vocabulary: by its bytes (a text token) and by
+ * the token edges that name it (<[t]>), the stacks of both ways kept. */
+static int take_token(struct sf_gmatch *m, const struct sf_grammar_vocab *v, uint32_t t,
+		      size_t at, struct sf_err *err)
+{
+	bool text = v->kind[t] == SF_GTOK_TEXT;
+	bool named = gr_set_names(m->g, &m->a, &m->cur, t);
+	if (!text && !named)
+		return sf_err_set(err, SF_E_RANGE, "grammar: token %u (at %zu) is a control token "
+				  "the grammar does not name there", t, at);
+	uint32_t mark = gr_arena_mark(&m->a);
+	int rc = 0;
+	bool by_name = false, by_text = false;
+	if (named) {
+		rc = gr_advance_token(m->g, &m->a, &m->w, &m->cur, t, &m->tmp, err);
+		by_name = !rc && (m->tmp.n || m->tmp.accept);
+		if (by_name)
+			rc = gr_set_copy(&m->alt, &m->tmp, err);
+		if (rc) {
+			gr_arena_release(&m->a, mark);
+			return rc;
+		}
+	}
+	if (text) {
+		rc = advance_bytes(m, v->bytes + v->off[t], v->off[t + 1] - v->off[t], err);
+		by_text = !rc;
+		if (rc && rc != SF_E_RANGE) {
+			gr_arena_release(&m->a, mark);
+			return rc;
+		}
+	}
+	rc = 0;
+	if (by_text && by_name)
+		rc = gr_set_union(&m->a, &m->cur, &m->alt, err);
+	else if (by_name)
+		rc = gr_set_copy(&m->cur, &m->alt, err);
+	else if (!by_text)
+		rc = sf_err_set(err, SF_E_RANGE, "grammar: token %u (at %zu) is not allowed there",
+				t, at);
+	if (rc) {
+		if (by_text) { /* cur moved on: back to the stacks before */
+			struct gr_set s = m->cur;
+			m->cur = m->cont;
+			m->cont = s;
+		}
+		gr_arena_release(&m->a, mark);
+		return rc;
+	}
+	return settle(m, err);
 }
 
 static int take(struct sf_gmatch *m, const struct sf_grammar_vocab *v, uint32_t t, size_t at,
@@ -124,13 +190,7 @@ static int take(struct sf_gmatch *m, const struct sf_grammar_vocab *v, uint32_t 
 		m->ended = true;
 		return 0;
 	}
-	if (v->kind[t] != SF_GTOK_TEXT)
-		return sf_err_set(err, SF_E_RANGE, "grammar: token %u (at %zu) is a control token",
-				  t, at);
-	int rc = sf_gmatch_bytes(m, v->bytes + v->off[t], v->off[t + 1] - v->off[t], err);
-	if (rc)
-		sf_err_set(err, rc, "grammar: token %u (at %zu) is not allowed there", t, at);
-	return rc;
+	return take_token(m, v, t, at, err);
 }
 
 int sf_gmatch_sync(struct sf_gmatch *m, const struct sf_grammar_vocab *v, const uint32_t *toks,
@@ -178,19 +238,23 @@ bool sf_gmatch_allows(struct sf_gmatch *m, const struct sf_grammar_vocab *v, uin
 		return false;
 	if (v->kind[tok] == SF_GTOK_END)
 		return m->cur.accept;
-	if (v->kind[tok] != SF_GTOK_TEXT)
-		return false;
 	struct sf_err e;
 	uint32_t mark = gr_arena_mark(&m->a);
-	const uint8_t *b = v->bytes + v->off[tok];
-	size_t len = v->off[tok + 1] - v->off[tok];
-	bool ok = gr_set_copy(&m->cont, &m->cur, &e) == 0;
-	for (size_t i = 0; ok && i < len; i++) {
-		ok = !gr_advance(m->g, &m->a, &m->w, &m->cont, b[i], &m->tmp, &e) &&
-		     (m->tmp.n || (m->tmp.accept && i + 1 == len));
-		struct gr_set t = m->cont;
-		m->cont = m->tmp;
-		m->tmp = t;
+	bool ok = false;
+	if (gr_set_names(m->g, &m->a, &m->cur, tok))
+		ok = !gr_advance_token(m->g, &m->a, &m->w, &m->cur, tok, &m->tmp, &e) &&
+		     (m->tmp.n || m->tmp.accept);
+	if (!ok && v->kind[tok] == SF_GTOK_TEXT) {
+		const uint8_t *b = v->bytes + v->off[tok];
+		size_t len = v->off[tok + 1] - v->off[tok];
+		ok = gr_set_copy(&m->cont, &m->cur, &e) == 0;
+		for (size_t i = 0; ok && i < len; i++) {
+			ok = !gr_advance(m->g, &m->a, &m->w, &m->cont, b[i], &m->tmp, &e) &&
+			     (m->tmp.n || (m->tmp.accept && i + 1 == len));
+			struct gr_set t = m->cont;
+			m->cont = m->tmp;
+			m->tmp = t;
+		}
 	}
 	gr_arena_release(&m->a, mark);
 	return ok;

@@ -1,9 +1,12 @@
 /* GBNF text to automata: one per rule, built Thompson-style (groups, alternations and
- * repetitions inline in their rule's automaton; a rule name is a call edge). */
+ * repetitions inline in their rule's automaton; a rule name is a call edge, <[id]> a token
+ * edge). */
 #include "engine/grammar_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include <superfluid/wire.h>
 
 struct gp {
 	struct gr_build *b;
@@ -402,6 +405,29 @@ static int rule_id(struct gp *g, const char *name, size_t len, uint32_t *id)
 
 static int alternates(struct gp *g, bool nested, struct frag *f);
 
+/* <[id]>: the token id (a control token a text element cannot write), by one edge. */
+static int token_ref(struct gp *g, struct frag *f)
+{
+	if (g->end - g->p < 2 || g->p[1] != '[')
+		return fail(g, "a token reference by name (<name>) is not supported: name the "
+			       "token by its id, <[id]>, or write its text as a literal");
+	g->p += 2;
+	if (g->p >= g->end || *g->p < '0' || *g->p > '9')
+		return fail(g, "a token reference <[id]> needs a decimal id");
+	uint64_t id = 0;
+	while (g->p < g->end && *g->p >= '0' && *g->p <= '9') {
+		id = id * 10 + (uint64_t)(*g->p++ - '0');
+		if (id >= SF_MAX_VOCAB)
+			return sf_err_set(g->err, SF_E_LIMIT, "grammar: line %u: a token id past %u",
+					  g->line, SF_MAX_VOCAB - 1);
+	}
+	if (g->end - g->p < 2 || g->p[0] != ']' || g->p[1] != '>')
+		return fail(g, "a token reference <[id]> is not closed by ]>");
+	g->p += 2;
+	int rc = new_frag(g, f);
+	return rc ? rc : gr_edge(g->b, GR_E_TOKEN, f->start, f->end, (uint32_t)id, 0, 0, g->err);
+}
+
 /* One element (without its postfix operator). */
 static int element(struct gp *g, struct frag *f)
 {
@@ -430,9 +456,11 @@ static int element(struct gp *g, struct frag *f)
 		g->nest--;
 		return 0;
 	}
-	if (c == '<' || (c == '!' && g->end - g->p > 1 && g->p[1] == '<'))
-		return fail(g, "token references (<[id]>, <name>) are not supported: write the "
-			       "token's text as a literal");
+	if (c == '<')
+		return token_ref(g, f);
+	if (c == '!' && g->end - g->p > 1 && g->p[1] == '<')
+		return fail(g, "a negated token reference (!<[id]>) is not supported: name the "
+			       "tokens allowed");
 	if (word_char(c)) {
 		const char *name = g->p;
 		while (g->p < g->end && word_char(*g->p))
@@ -445,7 +473,7 @@ static int element(struct gp *g, struct frag *f)
 			rc = gr_edge(g->b, GR_E_CALL, f->start, f->end, id, 0, 0, g->err);
 		return rc;
 	}
-	return fail(g, "expected an element (a \"literal\", a [class], a rule name, ( or .)");
+	return fail(g, "expected an element (a \"literal\", a [class], a rule name, <[id]>, ( or .)");
 }
 
 /* Reads a decimal count of {m,n}. */

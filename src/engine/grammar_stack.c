@@ -329,3 +329,52 @@ int gr_start(const struct sf_grammar *g, struct gr_arena *a, struct gr_work *w, 
 {
 	return gr_expand(g, a, w, g->rule_start[g->root], GR_EMPTY, s, err);
 }
+
+int gr_advance_token(const struct sf_grammar *g, struct gr_arena *a, struct gr_work *w,
+		     const struct gr_set *in, uint32_t tok, struct gr_set *out, struct sf_err *err)
+{
+	begin(a, w, out);
+	for (uint32_t i = 0; i < in->n; i++) {
+		uint32_t x = in->ids[i], q = a->st[x];
+		const struct gr_tok_edge *ed = g->tedges + g->tedge0[q];
+		for (uint32_t k = 0; k < g->n_tedge[q]; k++)
+			if (ed[k].tok == tok) {
+				int rc = push(w, ed[k].to, a->par[x], err);
+				if (rc)
+					return rc;
+			}
+	}
+	return run(g, a, w, out, err);
+}
+
+bool gr_set_names(const struct sf_grammar *g, const struct gr_arena *a, const struct gr_set *s,
+		  uint32_t tok)
+{
+	if (!g->n_tedges)
+		return false;
+	for (uint32_t i = 0; i < s->n; i++) {
+		uint32_t q = a->st[s->ids[i]];
+		for (uint32_t k = 0; k < g->n_tedge[q]; k++)
+			if (g->tedges[g->tedge0[q] + k].tok == tok)
+				return true;
+	}
+	return false;
+}
+
+int gr_set_union(struct gr_arena *a, struct gr_set *dst, const struct gr_set *src,
+		 struct sf_err *err)
+{
+	if (++a->stamp == 0) {
+		memset(a->seen, 0, a->cap * sizeof(uint32_t));
+		a->stamp = 1;
+	}
+	for (uint32_t i = 0; i < dst->n; i++)
+		a->seen[dst->ids[i]] = a->stamp;
+	for (uint32_t i = 0; i < src->n; i++) {
+		int rc = add(a, dst, src->ids[i], err);
+		if (rc)
+			return rc;
+	}
+	dst->accept |= src->accept;
+	return 0;
+}

@@ -37,5 +37,11 @@ void make_grammar(void)
 	     "think ::= \"<think>\" ([^<] | \"<\" [^/])* \"</think>\\n\"\n"
 	     "call ::= \"{\\\"name\\\": \\\"f\\\", \\\"arguments\\\": {}}\"\n",
 	     "<think>hm</think>\n<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>");
+	/* Token terminals: the control token 46 (Mistral's [TOOL_CALLS] as it were), a text
+	 * token named by its id, an end token named. */
+	seed("tokens", 7,
+	     "root ::= <[46]> \"[\" call (\", \" call)* \"]\" | <[3]>+ <[47]>?\n"
+	     "call ::= \"{\\\"name\\\": \\\"f\\\"}\" | <[46]> [a-z]+\n",
+	     "[{\"name\": \"f\"}, {\"name\": \"f\"}]");
 	seed("bad", 6, "root ::= x\nx ::= x \"a\" | \"b\"\n", "ba");
 }

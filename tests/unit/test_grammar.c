@@ -95,7 +95,11 @@ static void syntax_and_refusals(void **state)
 	refused("root ::= \"a\"{3,1}\n", SF_E_RANGE, "n < m");
 	refused("root ::= \"a\"{99999}\n", SF_E_LIMIT, "repetition count over");
 	refused("root ::= \"a\"**\n", SF_E_RANGE, "two repetition operators");
-	refused("root ::= <[1234]>\n", SF_E_RANGE, "token references");
+	refused("root ::= <name>\n", SF_E_RANGE, "by name (<name>) is not supported");
+	refused("root ::= !<[12]>\n", SF_E_RANGE, "negated token reference");
+	refused("root ::= <[x]>\n", SF_E_RANGE, "needs a decimal id");
+	refused("root ::= <[12\n", SF_E_RANGE, "not closed by ]>");
+	refused("root ::= <[99999999]>\n", SF_E_LIMIT, "a token id past");
 	refused("root ::= \"\\q\"\n", SF_E_RANGE, "unknown escape");
 	refused("root ::= \"\\uD800\"\n", SF_E_RANGE, "surrogate");
 	refused("root ::= \"a\"\nroot ::= \"b\"\n", SF_E_RANGE, "root is defined twice");
@@ -266,7 +270,8 @@ static void walks(const char *grammar, const char *alpha, int n_walks, int max_l
 				if (bit)
 					allowed[na++] = t;
 			}
-			assert_false(mask[(tv.n - 3) >> 6] >> ((tv.n - 3) & 63) & 1);
+			if (!strstr(grammar, "<["))
+				assert_false(mask[(tv.n - 3) >> 6] >> ((tv.n - 3) & 63) & 1);
 			if (!na)
 				break;
 			/* Where the end is allowed, one time in four it is taken. */
@@ -293,7 +298,9 @@ static void walks(const char *grammar, const char *alpha, int n_walks, int max_l
 		/* A diverging history starts over and still agrees. */
 		if (n > 1) {
 			uint32_t keep = toks[n - 1];
-			toks[n - 1] = tv.n - 3; /* a control token: refused, m2 back at its start */
+			/* A control token (past the vocabulary where the grammar names it):
+			 * refused, m2 back at its start. */
+			toks[n - 1] = strstr(grammar, "<[") ? tv.n + 1 : tv.n - 3;
 			assert_int_equal(sf_gmatch_sync(m2, v, toks, (size_t)n, &err), SF_E_RANGE);
 			toks[n - 1] = keep;
 			assert_int_equal(sf_gmatch_sync(m2, v, toks, (size_t)n, &err), 0);
@@ -323,6 +330,62 @@ static void masks_match_brute_force(void **state)
 	walks("root ::= (\"ab\" | \"a\" \"b\" | [a-c]+ \"!\")* \"end\"\n", "abc!end", 30, 30, true);
 	/* Nullable calls and returns in a row. */
 	walks("root ::= a b c \"x\"\na ::= \"a\"?\nb ::= a a\nc ::= (b \"c\")*\n", "acx", 30, 20, true);
+}
+
+/* <[id]>: a control token the text cannot write, taken where named and only there (by the
+ * mask, the one-token check and a sync from the tokens alone), and a text token named by its
+ * id as well as by its text. */
+static void token_terminals(void **state)
+{
+	char gtext[512];
+	/* The vocabulary's 597 is a control token, 598 and 599 end tokens. */
+	snprintf(gtext, sizeof(gtext), "root ::= <[597]> \"[\" item (\",\" item)* \"]\"\n"
+		 "item ::= [a-c]+ | <[597]> \"c\"\n");
+	walks(gtext, "[],abc", 40, 30, true);
+	/* Token 3 ("a", text) named by its id too; an end token named never matches. */
+	snprintf(gtext, sizeof(gtext), "root ::= (<[3]> | \"b\" | <[597]>)+ \"!\" <[599]>?\n");
+	walks(gtext, "bcda!", 40, 20, true);
+
+	struct sf_grammar *g = compile("root ::= \"x\"? <[597]> [a-c]+\n");
+	assert_true(sf_grammar_names_tokens(g));
+	struct sf_grammar *plain = compile("root ::= \"<[597]>\"\n");
+	assert_false(sf_grammar_names_tokens(plain));
+	sf_grammar_unref(plain);
+	struct tvocab tv;
+	struct sf_grammar_vocab *v = random_vocab(&tv, 600, "xabc", 3);
+	uint64_t mask[10];
+	struct sf_gmatch *m;
+	struct sf_err err;
+	assert_int_equal(sf_gmatch_new(g, &m, &err), 0);
+	/* At the start: "x" or the control token, nothing else (no end). */
+	assert_int_equal(sf_gmatch_mask(m, v, mask, &err), 0);
+	for (uint32_t t = 0; t < 600; t++) {
+		bool want = t == 597 || (tv.len[t] == 1 && tv.bytes[t][0] == 'x');
+		assert_int_equal((int)(mask[t >> 6] >> (t & 63) & 1), want);
+		assert_int_equal(sf_gmatch_allows(m, v, t), want);
+	}
+	/* x, the control token, a, b: then [a-c] or the end. */
+	uint32_t toks[5] = { 0, 597, 1, 2, 599 };
+	assert_int_equal(sf_gmatch_sync(m, v, toks, 4, &err), 0);
+	assert_true(sf_gmatch_can_end(m));
+	assert_false(sf_gmatch_allows(m, v, 597));
+	assert_int_equal(sf_gmatch_sync(m, v, toks, 5, &err), 0);
+	assert_true(sf_gmatch_done(m));
+	/* Where it is not named, the control token is refused by name. */
+	uint32_t bad[3] = { 0, 597, 597 };
+	assert_int_equal(sf_gmatch_sync(m, v, bad, 3, &err), SF_E_RANGE);
+	assert_non_null(strstr(err.msg, "control token"));
+	uint32_t skip[2] = { 0, 1 };
+	assert_int_equal(sf_gmatch_sync(m, v, skip, 2, &err), SF_E_RANGE);
+	/* Bytes alone never make the control token: its text is not its bytes. */
+	struct sf_gmatch *mb;
+	assert_int_equal(sf_gmatch_new(g, &mb, &err), 0);
+	assert_int_equal(sf_gmatch_bytes(mb, (const uint8_t *)"x<|ctl|>a", 9, &err), SF_E_RANGE);
+	sf_gmatch_free(mb);
+	sf_gmatch_free(m);
+	sf_grammar_vocab_free(v);
+	tvocab_free(&tv);
+	sf_grammar_unref(g);
 }
 
 static void bounds_are_errors(void **state)
@@ -417,6 +480,7 @@ int main(void)
 		cmocka_unit_test(syntax_and_refusals),
 		cmocka_unit_test(bytes_taken),
 		cmocka_unit_test(masks_match_brute_force),
+		cmocka_unit_test(token_terminals),
 		cmocka_unit_test(bounds_are_errors),
 		cmocka_unit_test(cache_shares_grammars),
 		cmocka_unit_test(trie_holds_every_text_token),
