@@ -85,6 +85,11 @@ uint64_t sf_grammar_text_digest(const char *text, size_t len);
  * node of protocol 7). */
 bool sf_grammar_names_tokens(const struct sf_grammar *g);
 
+/* Whether GBNF text[0..len) names a token by id (<[id]>, or the refused !<[id]>) outside its
+ * literals, classes and comments, without compiling it: as sf_grammar_names_tokens of the
+ * grammar it compiles to. A pass over the text only where it holds "<[" at all. */
+bool sf_grammar_text_names_tokens(const char *text, size_t len);
+
 /* Automaton states and rules of g (sizes, for tests and logs). */
 void sf_grammar_size(const struct sf_grammar *g, uint32_t *n_states, uint32_t *n_rules);
 

@@ -89,7 +89,9 @@ enum { SF_STAGE_HIDDEN = 0, SF_STAGE_TOKEN = 1, SF_STAGE_ERROR = 2,
  * the first four; each is 0 when off (repetition_penalty 0 means 1, no penalty). Version 6:
  * ignore_eos (the end-of-generation tokens are never drawn: llama.cpp's and vLLM's ignore_eos)
  * and min_tokens (nor before a generation drew that many: vLLM's), grammar (GBNF text: each
- * draw only takes a token that continues a valid output, superfluid/grammar.h; "" none). */
+ * draw only takes a token that continues a valid output, superfluid/grammar.h; "" none).
+ * Version 7: grammar_tokens (the grammar names tokens by id, <[id]>: a control token such as
+ * Mistral's [TOOL_CALLS]; only a node of version 7 or later takes such a grammar). */
 #define SF_FIELDS_sampling(F, W, T)                                                          \
 	F(T, F32, temperature, 0, 0)                                                         \
 	F(T, F32, top_p, 0, 0)                                                               \
@@ -103,7 +105,8 @@ enum { SF_STAGE_HIDDEN = 0, SF_STAGE_TOKEN = 1, SF_STAGE_ERROR = 2,
 	W(T, since, 4, ARR, logit_bias, logit_bias, SF_MAX_LOGIT_BIAS)                     \
 	W(T, since, 6, BOOL, ignore_eos, 0, 0)                                               \
 	W(T, since, 6, U32, min_tokens, 0, 0)                                                \
-	W(T, since, 6, STR, grammar, SF_MAX_GRAMMAR, 0)
+	W(T, since, 6, STR, grammar, SF_MAX_GRAMMAR, 0)                                     \
+	W(T, since, 7, BOOL, grammar_tokens, 0, 0)
 
 #define SF_FIELDS_span(F, W, T)                                                              \
 	F(T, U32, start, 0, 0)                                                               \

@@ -24,6 +24,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
@@ -58,26 +59,54 @@ int sf_schemas_gbnf(const json_t *const *schemas, const char *const *params, siz
 
 struct sf_api_request;
 
+/* Markers that are control tokens in a model's vocabulary (Mistral's), which a grammar names by
+ * id (<[id]>, superfluid/grammar.h): each the token's id, or SF_GBNF_NO_TOKEN where the
+ * vocabulary has no such special token (the marker is then written as text); and the form of
+ * Mistral's calls the template writes. */
+#define SF_GBNF_NO_TOKEN UINT32_MAX
+enum sf_mistral_form {
+	SF_MISTRAL_ARRAY = 0, /* [TOOL_CALLS][{"name": N, "arguments": A, "id": I}, ...] (Nemo) */
+	SF_MISTRAL_ARGS,      /* [TOOL_CALLS]N[ARGS]A... (Devstral, Magistral, Ministral 3) */
+	SF_MISTRAL_CALL_ID,   /* [TOOL_CALLS]N[CALL_ID]I[ARGS]A... (Small 3.2) */
+};
+struct sf_gbnf_marks {
+	uint32_t tool_calls, args, call_id; /* [TOOL_CALLS] [ARGS] [CALL_ID] */
+	uint32_t think, think_end;          /* [THINK] [/THINK] */
+	int mistral_form;                   /* enum sf_mistral_form */
+};
+
+/* All markers text (SF_GBNF_NO_TOKEN), the array form. */
+void sf_gbnf_marks_none(struct sf_gbnf_marks *m);
+
+/* The form of Mistral's calls a chat template writes: SF_MISTRAL_CALL_ID where it has
+ * "[CALL_ID]", else SF_MISTRAL_ARGS where it has "[ARGS]", else SF_MISTRAL_ARRAY. */
+int sf_mistral_form(const char *template_text);
+
 /* The grammar of a reply that is only tool calls, for tool_choice "required" or a named
  * function (else *out is NULL): in the model's format (format: enum sf_chat_format of
  * api/chat_parse.h; HERMES "<tool_call>\n{"name": N, "arguments": A}\n</tool_call>", LLAMA3
  * {"name": N, "parameters": A}, PHI4 functools[{"name": N, "arguments": A}, ...], HARMONY
  * <|channel|>commentary to=functions.N <|constrain|>json<|message|>A, one call as gpt-oss makes
- * one a reply), after the reasoning block its flags say the template has (SF_CHAT_THINK...:
- * "<think>...</think>", or the reply starting inside it; HARMONY: an analysis message then
- * <|start|>assistant, or none), one call when r->no_parallel_tool_calls, else up to 16; each
- * call's arguments valid against its tool's parameters (a schema that cannot be enforced: any
- * JSON object). 0, or -1 with e set (413: too large; 400 naming tool_choice: another format,
- * MISTRAL's control-token marker or CONTENT's no calls, where a forced call cannot be
- * enforced, or a request that constrains its output otherwise too, r->grammar). */
-int sf_tool_call_gbnf(const struct sf_api_request *r, int format, unsigned flags, char **out,
-		      struct sf_api_error *e);
+ * one a reply; MISTRAL in mk's form, its markers mk's control tokens or text), after the
+ * reasoning block its flags say the template has (SF_CHAT_THINK...: "<think>...</think>" or
+ * [THINK]...[/THINK] (mk's tokens), or the reply starting inside it; HARMONY: an analysis
+ * message then <|start|>assistant, or none), one call when r->no_parallel_tool_calls, else up
+ * to 16; each call's arguments valid against its tool's parameters (a schema that cannot be
+ * enforced: any JSON object). mk NULL: sf_gbnf_marks_none's. 0, or -1 with e set (413: too
+ * large; 400 naming tool_choice: CONTENT's no calls, where a forced call cannot be enforced,
+ * or a request that constrains its output otherwise too, r->grammar). Reads only r's
+ * tool_choice, tool_choice_name, tools (names and parameters), n_tools,
+ * no_parallel_tool_calls, grammar (whether set) and grammar_param. */
+int sf_tool_call_gbnf(const struct sf_api_request *r, int format, unsigned flags,
+		      const struct sf_gbnf_marks *mk, char **out, struct sf_api_error *e);
 
 /* A grammar made here (its root one line "root ::= ...") to follow the reasoning block that
- * flags (SF_CHAT_THINK...) say the template has, or for format HARMONY an analysis message
+ * flags (SF_CHAT_THINK...) say the template has (its markers mk's control tokens or text; mk
+ * NULL: text), or for format HARMONY an analysis message
  * (or none) then the final message's header: *out the new text (malloc'd), or NULL when
  * neither names reasoning or the text has no such line. -1: no memory. */
-int sf_gbnf_after_reasoning(const char *grammar, int format, unsigned flags, char **out);
+int sf_gbnf_after_reasoning(const char *grammar, int format, unsigned flags,
+			    const struct sf_gbnf_marks *mk, char **out);
 
 /* GBNF text (malloc'd into *out) of any JSON object (response_format json_object). -1: no
  * memory. */

@@ -686,3 +686,26 @@ int gr_parse(struct gr_build *b, const char *text, size_t len, struct sf_err *er
 	}
 	return 0;
 }
+
+bool sf_grammar_text_names_tokens(const char *text, size_t len)
+{
+	if (!len || !memmem(text, len, "<[", 2))
+		return false;
+	/* The parser's lexing: comments to the line's end, literals and classes to their
+	 * unescaped closer. */
+	for (size_t i = 0; i < len; i++) {
+		char c = text[i];
+		if (c == '#') {
+			while (i + 1 < len && text[i + 1] != '\n' && text[i + 1] != '\r')
+				i++;
+		} else if (c == '"' || c == '\'' || c == '[') {
+			char close = c == '[' ? ']' : c;
+			for (i++; i < len && text[i] != close; i++)
+				if (text[i] == '\\')
+					i++;
+		} else if (c == '<' && i + 1 < len && text[i + 1] == '[') {
+			return true;
+		}
+	}
+	return false;
+}

@@ -256,7 +256,7 @@ int sf__head_old_node(struct sf_head *h, const struct head_session *s, uint32_t 
 	return sf_err_set(err, SF_E_UNSUPPORTED, "node %s runs an older superfluid (protocol %u) "
 			  "that cannot take this session's sampling (it needs protocol %u: 4 for "
 			  "min_p, the penalties and logit_bias, 6 for ignore_eos, min_tokens and "
-			  "grammar); "
+			  "grammar, 7 for a grammar naming tokens); "
 			  "update it", sf__head_node_name(h, node), h->nodes[node].version,
 			  s->needs_version);
 }

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <superfluid/grammar.h>
+
 static uint32_t bucket_of(const struct sf_head *h, uint64_t id)
 {
 	uint64_t x = id * 0x9e3779b97f4a7c15ULL;
@@ -94,6 +96,10 @@ int sf__head_keep_sampling(struct head_session *s, const struct sf_sampling *smp
 	s->sampling.logit_bias = bias;
 	s->sampling.grammar = grammar;
 	s->sampling.grammar_len = grammar ? smp->grammar_len : 0;
+	/* A grammar naming tokens (<[id]>) needs a node of protocol 7: said here from its text,
+	 * whoever made the sampling (a request, a session restored from the log). */
+	s->sampling.grammar_tokens = grammar && sf_grammar_text_names_tokens(grammar,
+									      smp->grammar_len);
 	struct sf_session_assign a = { .sampling = s->sampling };
 	s->needs_version = sf_msg_version_needed(SF_MSG_SESSION_ASSIGN, &a);
 	return 0;

@@ -14,6 +14,7 @@
 #include "api/api_request.h"
 #include "api/api_response.h"
 #include "api/chat_templates.h"
+#include "api/schema_gbnf.h"
 #include "head/state_ops.h"
 #include "head/tok_client.h"
 #include "head/head.h"
@@ -256,6 +257,7 @@ struct headd_render {
 	char *chat_json;               /* the request's conversation, lent: given back */
 	char bos[256], eos[256];
 	bool generation_prompt, later;
+	bool has_tools;                /* tools the model may call: their calls parsed */
 	int64_t now;
 	size_t max_bytes;              /* the rendering's budget of bytes (steps: the default) */
 	char *grammar;                 /* the request's structured output (a copy), or NULL: checked
@@ -263,9 +265,19 @@ struct headd_render {
 	const char *grammar_param;
 	struct sf_api_error grammar_err;
 	bool grammar_bad;
+	/* A forced tool call's grammar (tool_choice required or named), made here too: the
+	 * request's tool_choice and tools (names and parameters copied, its grammar lent) and the
+	 * vocabulary's marker tokens (Mistral's); what it made, or its refusal. */
+	struct sf_api_request tools;
+	struct sf_gbnf_marks marks;
+	char *tool_grammar;
+	struct sf_api_error tool_err;
+	bool tool_bad;
 	/* what it made */
 	int rc;
 	bool parse_failed;
+	int chat_format;               /* the reply's format and flags (chat_parse.h) */
+	unsigned chat_flags;
 	struct sf_err err;
 	char *text, *close;            /* the prompt; what follows a reply (or NULL) */
 	size_t len, close_len;
@@ -278,7 +290,8 @@ struct headd_render {
  * outcome into q (its end-of-turn token, its reply's format; the text, or -1 with e set: 400
  * what the template refused, 413 a budget it went past). chat_jobs.c runs them off the loop.
  * The request's grammar is compiled in the run too (its refusal in j->grammar_bad and
- * j->grammar_err); a completion's job (src NULL) does only that. */
+ * j->grammar_err), and a forced tool call's grammar made from the render (its refusal taken as
+ * the outcome's); a completion's job (src NULL) does only the first. */
 int headd_chat_render_job(struct headd_req *q, struct headd_render *j, struct sf_api_error *e);
 void headd_chat_render_run(struct headd_render *j);
 int headd_chat_render_take(struct headd_req *q, struct headd_render *j, char **text, size_t *len,

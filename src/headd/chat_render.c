@@ -110,6 +110,46 @@ static uint32_t end_turn_of(const struct sf_head_tokenizer *t, const char *close
 	return id;
 }
 
+/* The markers of the model's vocabulary that are special tokens (Mistral's). */
+static void marks_of(const struct sf_head_tokenizer *t, struct sf_gbnf_marks *m)
+{
+	sf_gbnf_marks_none(m);
+	m->tool_calls = sf_tokenizer_special(t, "[TOOL_CALLS]");
+	m->args = sf_tokenizer_special(t, "[ARGS]");
+	m->call_id = sf_tokenizer_special(t, "[CALL_ID]");
+	m->think = sf_tokenizer_special(t, "[THINK]");
+	m->think_end = sf_tokenizer_special(t, "[/THINK]");
+}
+
+/* What a forced tool call's grammar reads of q's request, into j->tools (its tools' names and
+ * parameters copied: the loop copies, the job compiles). -1: no memory. */
+static int tools_for(struct headd_req *q, struct headd_render *j)
+{
+	const struct sf_api_request *r = &q->r;
+	struct sf_api_request *t = &j->tools;
+	if (!r->n_tools || (r->tool_choice != SF_TOOL_REQUIRED && r->tool_choice != SF_TOOL_NAMED))
+		return 0;
+	t->tool_choice = r->tool_choice;
+	t->no_parallel_tool_calls = r->no_parallel_tool_calls;
+	t->grammar = j->grammar; /* lent: whether the request constrains its output otherwise */
+	t->grammar_param = r->grammar_param;
+	if (r->tool_choice_name && !(t->tool_choice_name = strdup(r->tool_choice_name)))
+		return -1;
+	if (!(t->tools = calloc(r->n_tools, sizeof(*t->tools))))
+		return -1;
+	for (uint32_t i = 0; i < r->n_tools; i++, t->n_tools++) {
+		t->tools[i].name = strdup(r->tools[i].name);
+		t->tools[i].parameters = r->tools[i].parameters ? strdup(r->tools[i].parameters)
+								: NULL;
+		if (!t->tools[i].name || (r->tools[i].parameters && !t->tools[i].parameters)) {
+			t->n_tools++;
+			return -1;
+		}
+	}
+	marks_of(q->tok, &j->marks);
+	return 0;
+}
+
 int headd_chat_render_job(struct headd_req *q, struct headd_render *j, struct sf_api_error *e)
 {
 	if (q->r.grammar && !(j->grammar = strdup(q->r.grammar)))
@@ -117,6 +157,8 @@ int headd_chat_render_job(struct headd_req *q, struct headd_render *j, struct sf
 	j->grammar_param = q->r.grammar_param;
 	if (q->r.kind != SF_API_CHAT)
 		return 0; /* a completion's: its grammar checked, nothing rendered */
+	if (tools_for(q, j))
+		return sf_api_fail(e, 500, "server_error", NULL, NULL, "the head is out of memory");
 	const char *src = template_of(q, e);
 	if (!src)
 		return -1;
@@ -139,6 +181,7 @@ int headd_chat_render_job(struct headd_req *q, struct headd_render *j, struct sf
 	token_text(q->tok, sf_tokenizer_bos(q->tok), j->bos, sizeof(j->bos));
 	token_text(q->tok, sf_tokenizer_eos(q->tok), j->eos, sizeof(j->eos));
 	j->generation_prompt = !q->r.no_generation_prompt;
+	j->has_tools = q->r.n_tools && q->r.tool_choice != SF_TOOL_NONE;
 	j->later = q->named && q->named->turns > 0;
 	j->now = (int64_t)time(NULL);
 	/* The conversation's own values take about three times its JSON's bytes. */
@@ -168,8 +211,24 @@ void headd_chat_render_run(struct headd_render *j)
 		.thinking = sf_chat_format_thinking_field(f),
 	};
 	j->rc = sf_chat_prompt(tmpl, &a, &j->text, &j->len, &j->err);
-	if (!j->rc)
-		j->close = close_text(j->cache, j->src, j->bos, j->eos, j->now, &j->close_len);
+	if (j->rc)
+		return;
+	j->close = close_text(j->cache, j->src, j->bos, j->eos, j->now, &j->close_len);
+	/* The reply's format: the template's family, tool calls only when the request has tools
+	 * it lets the model call. */
+	j->chat_format = (int)f;
+	j->chat_flags = sf_chat_think_detect(j->src);
+	if (j->has_tools)
+		j->chat_flags |= SF_CHAT_TOOLS;
+	if (j->chat_flags && sf_chat_prompt_opens_reasoning(j->text, j->len))
+		j->chat_flags |= SF_CHAT_IN_REASONING;
+	/* A forced tool call (tool_choice required or named): a grammar of the model's own call
+	 * format (a 400 where it cannot be enforced: no format, another structured output). */
+	if (j->tools.n_tools) {
+		j->marks.mistral_form = sf_mistral_form(j->src);
+		j->tool_bad = sf_tool_call_gbnf(&j->tools, j->chat_format, j->chat_flags, &j->marks,
+						&j->tool_grammar, &j->tool_err) != 0;
+	}
 }
 
 int headd_chat_render_take(struct headd_req *q, struct headd_render *j, char **text, size_t *len,
@@ -194,18 +253,14 @@ int headd_chat_render_take(struct headd_req *q, struct headd_render *j, char **t
 	*len = j->len;
 	j->text = NULL;
 	q->vocab.end_turn = end_turn_of(q->tok, j->close, j->close_len);
-	/* The reply's format: the template's family, tool calls only when the request has tools
-	 * it lets the model call. */
-	q->chat_format = (int)sf_chat_format_detect(j->src);
-	q->chat_flags = sf_chat_think_detect(j->src);
-	if (q->r.n_tools && q->r.tool_choice != SF_TOOL_NONE)
-		q->chat_flags |= SF_CHAT_TOOLS;
-	if (q->chat_flags && sf_chat_prompt_opens_reasoning(*text, *len))
-		q->chat_flags |= SF_CHAT_IN_REASONING;
+	q->chat_format = j->chat_format;
+	q->chat_flags = j->chat_flags;
 	/* A structured output follows the reasoning block, where the template has one. */
 	char *g = NULL;
 	if (q->r.grammar && !q->r.grammar_raw) {
-		if (sf_gbnf_after_reasoning(q->r.grammar, q->chat_format, q->chat_flags, &g)) {
+		struct sf_gbnf_marks mk;
+		marks_of(q->tok, &mk);
+		if (sf_gbnf_after_reasoning(q->r.grammar, q->chat_format, q->chat_flags, &mk, &g)) {
 			free(*text);
 			*text = NULL;
 			return sf_api_fail(e, 500, "server_error", NULL, NULL, "the head is out of "
@@ -217,16 +272,17 @@ int headd_chat_render_take(struct headd_req *q, struct headd_render *j, char **t
 			g = NULL;
 		}
 	}
-	/* A forced tool call (tool_choice required or named): a grammar of the model's own call
-	 * format (a 400 where it cannot be enforced: another format, another structured output). */
-	if (q->r.n_tools && sf_tool_call_gbnf(&q->r, q->chat_format, q->chat_flags, &g, e)) {
+	/* A forced tool call's grammar, made off the loop by the job (or its refusal). */
+	if (j->tool_bad) {
+		*e = j->tool_err;
 		free(*text);
 		*text = NULL;
 		return -1;
 	}
-	if (g) {
-		q->r.grammar = g;
+	if (j->tool_grammar) {
+		q->r.grammar = j->tool_grammar;
 		q->r.grammar_param = "tool_choice";
+		j->tool_grammar = NULL;
 	}
 	return 0;
 }
@@ -240,6 +296,9 @@ void headd_render_free(struct headd_render *j)
 	free(j->chat_json);
 	free(j->text);
 	free(j->close);
+	free(j->tool_grammar);
+	j->tools.grammar = NULL; /* lent: j->grammar */
+	sf_api_request_free(&j->tools);
 	free(j);
 }
 

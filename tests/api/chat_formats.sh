@@ -64,14 +64,14 @@ for fam in qwen2.5 qwen3 llama-3.2 mistral-nemo r1-distill gemma-2 phi-4-mini gp
 		[ "$crc" = 0 ] || [ "$(grep -c '^FAIL ' <<<"$out")" != 0 ] ||
 			fail "$fam: the checker exited $crc without a FAIL line"
 	fi
-	# tool_choice "required" is enforced by a grammar of the family's calls (hermes, llama3);
-	# where it cannot be (mistral's [TOOL_CALLS] is a control token; content has no calls) it
-	# is a 400 naming tool_choice and the format, never taken unenforced.
+	# tool_choice "required" is enforced by a grammar of the family's calls (hermes, llama3,
+	# mistral: its markers as text in the simulated vocabulary, as control tokens in a real
+	# one, api.gguf_structured); where it cannot be (content has no calls) it is a 400 naming
+	# tool_choice and the format, never taken unenforced.
 	# (a description: gpt-oss's template writes it, undefined an error as in jinja2)
 	tools='[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object"}}}]'
 	req POST /v1/chat/completions "{\"model\":\"sim-1\",\"messages\":[{\"role\":\"user\",\"content\":\"x\\nsim-reply: \\\"ok\\\"\"}],\"tools\":$tools,\"tool_choice\":\"required\",\"max_tokens\":8}"
 	case $fam in
-	mistral-nemo) want=mistral ;;
 	r1-distill | gemma-2) want=content ;;
 	*) want= ;;
 	esac

@@ -17,6 +17,8 @@
   gguf_edit.py IN OUT --fill TENSOR BYTE    TENSOR's data every byte BYTE (0xff: an F32
                                             tensor all NaN)
   gguf_edit.py IN OUT --token ID TEXT       token ID's text (tokenizer.ggml.tokens) set to TEXT
+  gguf_edit.py IN OUT --token-type ID TYPE  token ID's type (tokenizer.ggml.token_type) set to
+                                            TYPE (3: control, 4: user-defined)
 The key/value pairs and the other tensors' bytes are copied unchanged; offsets are laid out
 again at the file's alignment."""
 import struct
@@ -93,6 +95,12 @@ def main():
             et, n = m.take("<I"), m.take("<Q")
             items = [m.value(et) for _ in range(n)]
             items[int(sys.argv[4])] = pack_string(sys.argv[5].encode())
+            raw = struct.pack("<IQ", et, n) + b"".join(items)
+        if what == "--token-type" and key == b"tokenizer.ggml.token_type":
+            m = Reader(raw)
+            et, n = m.take("<I"), m.take("<Q")
+            items = [m.value(et) for _ in range(n)]
+            items[int(sys.argv[4])] = struct.pack("<i", int(sys.argv[5]))
             raw = struct.pack("<IQ", et, n) + b"".join(items)
         if what.startswith("--set-") and key == sys.argv[4].encode():
             continue  # set below

@@ -10,9 +10,11 @@
 # conversation continued from its latest, keep their first turn's schema (another one is a
 # 400), a fork from an earlier response takes its own; tool_choice required and a named
 # function (with parallel_tool_calls false) give only valid calls in the model's own format
-# (Qwen2.5's, and Phi-4-mini's functools[...]); a schema keyword that cannot be enforced, and a
-# grammar that does not compile, are 400s naming the field; a fleet of protocol 5 nodes
-# refuses a schema with 400 unsupported_on_fleet naming response_format.
+# (Qwen2.5's, Phi-4-mini's functools[...], and Mistral's three forms on a copy of the file
+# whose vocabulary has [TOOL_CALLS], [ARGS] and [CALL_ID] as control tokens); a schema keyword
+# that cannot be enforced, and a grammar that does not compile, are 400s naming the field; a
+# fleet of protocol 5 nodes refuses a schema with 400 unsupported_on_fleet naming
+# response_format, one of protocol 6 Mistral's forced call naming tool_choice.
 # Usage: gguf_structured.sh NODED HEADD CLI SOURCE_DIR   (exit 77: no llama.cpp vocabulary)
 set -uo pipefail
 noded=$1 headd=$2 cli=$3 src=$4
@@ -24,10 +26,24 @@ here=$(cd "$(dirname "$0")" && pwd)
 M=$work/qwen2.gguf
 gguf_make "$M" qwen2 test-qwen2 q8_0
 model=random-test-qwen2-q8_0
+# Mistral's markers as control tokens, as in its own vocabularies: the same file with
+# <|im_start|> (a control token) renamed [TOOL_CALLS], two unused tokens made the control
+# tokens [ARGS] and [CALL_ID], under another name.
+MM=$work/mistral.gguf
+python3 "$here/gguf_edit.py" "$M" "$work/e1.gguf" --token 151644 '[TOOL_CALLS]' &&
+	python3 "$here/gguf_edit.py" "$work/e1.gguf" "$work/e2.gguf" --token 151646 '[ARGS]' &&
+	python3 "$here/gguf_edit.py" "$work/e2.gguf" "$work/e1.gguf" --token-type 151646 3 &&
+	python3 "$here/gguf_edit.py" "$work/e1.gguf" "$work/e2.gguf" --token 151647 '[CALL_ID]' &&
+	python3 "$here/gguf_edit.py" "$work/e2.gguf" "$work/e1.gguf" --token-type 151647 3 &&
+	python3 "$here/gguf_edit.py" "$work/e1.gguf" "$MM" --set-str general.name random-mistral-q8_0 ||
+	{ fail "gguf_edit.py: the Mistral-marked copy"; exit 1; }
+rm -f "$work/e1.gguf" "$work/e2.gguf"
+mmodel=random-mistral-q8_0
 start_gguf_node n1 "$M" --threads 1 && p1=$port
-start_head head "127.0.0.1:$p1"
+start_gguf_node nm "$MM" --threads 1 && pm=$port
+start_head head "127.0.0.1:$p1,127.0.0.1:$pm"
 base="http://127.0.0.1:$hport"
-nodes_up 1
+nodes_up 2
 r=$?
 head_encodes || r=1
 check "a node on a GGUF model is up at the head, its tokenizer there" $r
@@ -193,6 +209,28 @@ for t in "Qwen2.5 $LLAMA_SRC/models/templates/Qwen-Qwen2.5-7B-Instruct.jinja" \
 	seed=$((seed + 2))
 done
 
+# Mistral's formats, their markers control tokens that no text writes (the grammar names
+# them by id, <[id]>: a node of protocol 7): Devstral's [TOOL_CALLS]name[ARGS]{...}, Small
+# 3.2's [TOOL_CALLS]name[CALL_ID]id[ARGS]{...}, Nemo's [TOOL_CALLS][{...}]; the calls parsed
+# into tool_calls, each valid.
+for t in "Devstral unsloth-mistral-Devstral-Small-2507 required" \
+	"Small-3.2 Mistral-Small-3.2-24B-Instruct-2506 named" \
+	"Nemo mistralai-Mistral-Nemo-Instruct-2407 required"; do
+	read -r fam file how <<<"$t"
+	tmpl=$(python3 -S -c 'import json,sys; print(json.dumps(open(sys.argv[1]).read()))' \
+		"$LLAMA_SRC/models/templates/$file.jinja")
+	if [ "$how" = required ]; then
+		req POST /v1/chat/completions "{\"model\":\"$mmodel\",\"chat_template\":$tmpl,\"messages\":$msgs,\"tools\":$tools,\"tool_choice\":\"required\",\"n\":3,\"seed\":$seed,\"max_tokens\":400}"
+		r=0; [ "$status" = 200 ] && calls_ok "" 0 || r=1
+	else
+		req POST /v1/chat/completions "{\"model\":\"$mmodel\",\"chat_template\":$tmpl,\"messages\":$msgs,\"tools\":$tools,\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}},\"parallel_tool_calls\":false,\"n\":3,\"seed\":$seed,\"max_tokens\":200}"
+		r=0; [ "$status" = 200 ] && calls_ok get_weather 1 || r=1
+	fi
+	check "$fam (Mistral, [TOOL_CALLS] a control token): tool_choice $how (n = 3): only valid calls, parsed" $r
+	[ "$r" = 0 ] || sed 's/^/     | /' "$work/out" | head -5
+	seed=$((seed + 1))
+done
+
 # Refusals by name.
 req POST /v1/chat/completions "{\"model\":\"$model\",\"messages\":$msgs,\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\",\"schema\":{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"array\",\"uniqueItems\":true}}}}}}"
 r=0; [ "$status" = 400 ] && err_is response_format.json_schema.schema.properties.a.uniqueItems unsupported_schema || r=1
@@ -213,11 +251,19 @@ req POST /v1/completions "{\"model\":\"$model\",\"prompt\":\"x\",\"seed\":6,\"ma
 r=0; [ "$status" = 200 ] && j "$work/out" 'd["choices"][0]["text"]' | grep -qxE '[a-c]{2,5}!' || r=1
 check "  ... and one past 16 KiB that compiles is served: $(j "$work/out" 'd["choices"][0]["text"]')" $r
 
-# A fleet of protocol 5 nodes cannot take a grammar.
+# A fleet of protocol 5 nodes cannot take a grammar, nor one of protocol 6 a grammar naming
+# tokens.
 start_gguf_node n5 "$M" --threads 1 --version-max 5 && p5=$port
-start_head old "127.0.0.1:$p5"
+start_gguf_node n6 "$MM" --threads 1 --version-max 6 && p6=$port
+start_head old "127.0.0.1:$p5,127.0.0.1:$p6"
 base="http://127.0.0.1:$hport"
-nodes_up 1
+nodes_up 2
+tmpl=$(python3 -S -c 'import json,sys; print(json.dumps(open(sys.argv[1]).read()))' \
+	"$LLAMA_SRC/models/templates/unsloth-mistral-Devstral-Small-2507.jinja")
+req POST /v1/chat/completions "{\"model\":\"$mmodel\",\"chat_template\":$tmpl,\"messages\":$msgs,\"tools\":$tools,\"tool_choice\":\"required\",\"max_tokens\":5}"
+r=0; [ "$status" = 400 ] && err_is tool_choice unsupported_on_fleet &&
+	grep -q 'node n6 runs an older superfluid (protocol 6)' "$work/out" || r=1
+check "Mistral's forced call on protocol 6 nodes: 400 unsupported_on_fleet naming tool_choice" $r
 req POST /v1/chat/completions "{\"model\":\"$model\",\"messages\":$msgs,\"max_tokens\":5,\"response_format\":$rf}"
 r=0; [ "$status" = 400 ] && err_is response_format unsupported_on_fleet &&
 	grep -q 'node n5 runs an older superfluid (protocol 5)' "$work/out" || r=1

@@ -137,7 +137,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* A forced tool call's grammar (the formats it writes, the reasoning flags by the
 		 * input's first byte) always compiles, or is refused with a status. */
 		static const int formats[] = { SF_CHAT_FORMAT_HERMES, SF_CHAT_FORMAT_LLAMA3,
-					       SF_CHAT_FORMAT_PHI4, SF_CHAT_FORMAT_HARMONY };
+					       SF_CHAT_FORMAT_PHI4, SF_CHAT_FORMAT_HARMONY,
+					       SF_CHAT_FORMAT_MISTRAL, SF_CHAT_FORMAT_MISTRAL,
+					       SF_CHAT_FORMAT_MISTRAL };
 		for (size_t fi = 0; fi < sizeof(formats) / sizeof(formats[0]) && r.n_tools; fi++) {
 			int f = formats[fi];
 			char *g = NULL;
@@ -145,7 +147,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			unsigned flags = (data[0] & 4 ? SF_CHAT_THINK : 0) |
 					 (data[0] & 64 ? SF_CHAT_IN_REASONING : 0) |
 					 (data[0] & 128 ? SF_CHAT_THINK_BRACKETS : 0);
-			if (sf_tool_call_gbnf(&r, f, flags, &g, &ge)) {
+			/* Mistral's three forms, its markers text or control tokens (by the
+			 * input's first byte). */
+			struct sf_gbnf_marks mk;
+			sf_gbnf_marks_none(&mk);
+			if (data[0] & 8)
+				mk = (struct sf_gbnf_marks){ 300, 301, 302, 303, 304, 0 };
+			mk.mistral_form = fi >= 4 ? (int)(fi - 4) : SF_MISTRAL_ARRAY;
+			if (sf_tool_call_gbnf(&r, f, flags, &mk, &g, &ge)) {
 				if (ge.status < 400)
 					fuzz_fail("a tool grammar refused without a status");
 				continue;

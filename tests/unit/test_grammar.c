@@ -351,6 +351,21 @@ static void token_terminals(void **state)
 	struct sf_grammar *plain = compile("root ::= \"<[597]>\"\n");
 	assert_false(sf_grammar_names_tokens(plain));
 	sf_grammar_unref(plain);
+	/* From the text alone, as the head says it (literals, classes, comments skipped). */
+	static const struct {
+		const char *text;
+		bool names;
+	} scan[] = {
+		{ "root ::= \"x\"? <[597]> [a-c]+\n", true },
+		{ "root ::= \"<[597]>\"\n", false },
+		{ "root ::= '<[' \"\\\"<[1]>\"\n", false },
+		{ "root ::= [<[] \"]\" # <[3]>\nx ::= \"a\"\n", false },
+		{ "root ::= [\\]<] <[3]>\n", true },
+		{ "# c\nroot ::= x\nx ::= (<[12]>)*\n", true },
+	};
+	for (size_t i = 0; i < sizeof(scan) / sizeof(scan[0]); i++)
+		if (sf_grammar_text_names_tokens(scan[i].text, strlen(scan[i].text)) != scan[i].names)
+			fail_msg("'%s' names tokens: want %d", scan[i].text, scan[i].names);
 	struct tvocab tv;
 	struct sf_grammar_vocab *v = random_vocab(&tv, 600, "xabc", 3);
 	uint64_t mask[10];

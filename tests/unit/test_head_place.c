@@ -301,7 +301,8 @@ static void whole_sampling_needs_version_4(void **state)
 	assert_string_equal(err.msg, "node node-0 runs an older superfluid (protocol 3) that "
 				     "cannot take this session's sampling (it needs protocol 4: 4 "
 				     "for min_p, the penalties and logit_bias, 6 for ignore_eos, "
-				     "min_tokens and grammar); update it");
+				     "min_tokens and grammar, 7 for a grammar naming tokens); "
+				     "update it");
 	struct sf_sampling plain = { .temperature = 0.7f, .top_p = 0.9f, .top_k = 5, .seed = 5 };
 	assert_int_equal(open_session(f, 9, "sim-1", &plain, &err), 0);
 	sf_fleet_sim_free(f);
@@ -326,6 +327,31 @@ static void whole_sampling_needs_version_4(void **state)
 	assert_int_equal(sf_head_generate(sf_fleet_sim_head(f), 1, 10, 0, NULL, sf_fleet_sim_now(f),
 					  &gid, &err), SF_E_UNSUPPORTED);
 	assert_non_null(strstr(err.msg, "node node-0 runs an older superfluid (protocol 3)"));
+	sf_fleet_sim_free(f);
+
+	/* A grammar naming a token (<[id]>: a forced call in Mistral's format) needs protocol 7:
+	 * placed on the version 7 node, refused by name where every node is older; one that
+	 * only writes "<[" as text does not. */
+	f = fleet(2, 0);
+	sf_fleet_sim_set_version(f, 0, 6);
+	connect_all(f, 2);
+	struct sf_sampling gs = { .temperature = 0.7f, .seed = 5,
+				  .grammar = (char *)"root ::= <[300]> [a-z]+",
+				  .grammar_len = 23 };
+	assert_int_equal(open_session(f, 1, "sim-1", &gs, &err), 0);
+	assert_int_equal(sf_head_session_node(sf_fleet_sim_head(f), 1), 1);
+	struct sf_sampling lit = gs;
+	lit.grammar = (char *)"root ::= \"<[300]>\"";
+	lit.grammar_len = 18;
+	for (uint64_t sid = 2; sid <= 4; sid++)
+		assert_int_equal(open_session(f, sid, "sim-1", &lit, &err), 0);
+	assert_int_equal(sf_head_session_node(sf_fleet_sim_head(f), 2) +
+			 sf_head_session_node(sf_fleet_sim_head(f), 3) +
+			 sf_head_session_node(sf_fleet_sim_head(f), 4) < 3, 1); /* node 0 too */
+	sf_fleet_sim_drop(f, 1);
+	assert_int_equal(open_session(f, 9, "sim-1", &gs, &err), SF_E_UNSUPPORTED);
+	assert_non_null(strstr(err.msg, "(protocol 6) that cannot take this session's sampling "
+				       "(it needs protocol 7"));
 	sf_fleet_sim_free(f);
 }
 

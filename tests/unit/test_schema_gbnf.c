@@ -352,6 +352,35 @@ static void request_fields(void **state)
 	}
 }
 
+/* A vocabulary of bytes 0-255 (text), Mistral's markers 300-304 as control tokens, 305 the
+ * end (the tokens between: never). */
+static int mistral_tok(void *arg, uint32_t t, const uint8_t **b, size_t *len)
+{
+	static uint8_t bytes[256];
+	for (int i = 0; i < 256; i++)
+		bytes[i] = (uint8_t)i;
+	*b = t < 256 ? &bytes[t] : NULL;
+	*len = t < 256;
+	return t < 256 ? SF_GTOK_TEXT : t == 305 ? SF_GTOK_END : SF_GTOK_NEVER;
+}
+
+/* Whether g takes the tokens: text between the markers (a marker: a byte 1-5 in text stands
+ * for token 299 + it), then the end. */
+static bool takes_tokens(struct sf_grammar *g, const struct sf_grammar_vocab *v, const char *s)
+{
+	uint32_t toks[512];
+	size_t n = 0;
+	for (; *s && n < 511; s++)
+		toks[n++] = (uint8_t)*s >= 1 && (uint8_t)*s <= 5 ? 299u + (uint8_t)*s : (uint8_t)*s;
+	toks[n++] = 305;
+	struct sf_gmatch *m;
+	struct sf_err err;
+	assert_int_equal(sf_gmatch_new(g, &m, &err), 0);
+	bool ok = !sf_gmatch_sync(m, v, toks, n, &err) && sf_gmatch_done(m);
+	sf_gmatch_free(m);
+	return ok;
+}
+
 /* A chat with two tools, tool_choice and the rest given by %s. */
 #define BODY_FMT "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":" \
 "\"w\"}],\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get\"," \
@@ -359,6 +388,98 @@ static void request_fields(void **state)
 "\"Rome\"]}},\"required\":[\"city\"],\"additionalProperties\":false}}},{\"type\":" \
 "\"function\",\"function\":{\"name\":\"odd\",\"parameters\":{\"type\":\"object\"," \
 "\"properties\":{\"n\":{\"type\":\"integer\",\"multipleOf\":2}}}}}],%s}"
+
+/* Mistral's forms: its markers as text where the vocabulary has no such tokens, by their ids
+ * (<[id]>) where they are control tokens; the template's form; one call when not parallel. */
+static void mistral_forced_calls(void **state)
+{
+	char body[1024];
+	snprintf(body, sizeof(body), BODY_FMT, "\"tool_choice\":\"required\"");
+	struct sf_api_request r = parse_ok(SF_API_CHAT, body);
+	char *gbnf;
+	struct sf_api_error e;
+	struct sf_gbnf_marks mk;
+	sf_gbnf_marks_none(&mk);
+	/* Nemo's array, markers as text. */
+	assert_int_equal(sf_mistral_form("{{ '[TOOL_CALLS][' }}"), SF_MISTRAL_ARRAY);
+	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_MISTRAL, 0, &mk, &gbnf, &e), 0);
+	assert_false(sf_grammar_text_names_tokens(gbnf, strlen(gbnf)));
+	struct sf_grammar *g = compile_text(gbnf);
+	const char *yes_a[] = {
+		"[TOOL_CALLS][{\"name\": \"get\", \"arguments\": {\"city\":\"Rome\"}}]",
+		"[TOOL_CALLS][{\"name\": \"get\", \"arguments\": {\"city\":\"Oslo\"}, \"id\": "
+		"\"a1b2c3d4e\"}, {\"name\": \"odd\", \"arguments\": {\"n\": 3}}]",
+		NULL };
+	const char *no_a[] = {
+		"[{\"name\": \"get\", \"arguments\": {\"city\":\"Rome\"}}]",
+		"[TOOL_CALLS][{\"name\": \"get\", \"arguments\": {\"city\":\"Paris\"}}]",
+		"[TOOL_CALLS][{\"name\": \"get\", \"arguments\": {\"city\":\"Rome\"}, \"id\": "
+		"\"a1\"}]",
+		"[TOOL_CALLS]get[ARGS]{\"city\":\"Rome\"}",
+		NULL };
+	check(g, yes_a, no_a);
+	sf_grammar_unref(g);
+	free(gbnf);
+	/* Devstral's [ARGS] form (the marker before each call), as text. */
+	mk.mistral_form = sf_mistral_form("{{- '[TOOL_CALLS]' + name + '[ARGS]' + arguments }}");
+	assert_int_equal(mk.mistral_form, SF_MISTRAL_ARGS);
+	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_MISTRAL, 0, &mk, &gbnf, &e), 0);
+	g = compile_text(gbnf);
+	const char *yes_b[] = { "[TOOL_CALLS]get[ARGS]{\"city\":\"Rome\"}",
+				"[TOOL_CALLS]get[ARGS]{\"city\":\"Oslo\"}[TOOL_CALLS]odd[ARGS]{}", NULL };
+	const char *no_b[] = { "[TOOL_CALLS]get[ARGS]{\"city\":\"Nice\"}", "get[ARGS]{}",
+			       "[TOOL_CALLS]put[ARGS]{}", "[TOOL_CALLS][{\"name\": \"odd\", "
+			       "\"arguments\": {}}]", NULL };
+	check(g, yes_b, no_b);
+	sf_grammar_unref(g);
+	free(gbnf);
+	/* Small 3.2's [CALL_ID] form. */
+	mk.mistral_form = sf_mistral_form("[TOOL_CALLS]{{ n }}[CALL_ID]{{ id }}[ARGS]");
+	assert_int_equal(mk.mistral_form, SF_MISTRAL_CALL_ID);
+	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_MISTRAL, 0, &mk, &gbnf, &e), 0);
+	g = compile_text(gbnf);
+	const char *yes_c[] = { "[TOOL_CALLS]get[CALL_ID]abc123def[ARGS]{\"city\":\"Rome\"}", NULL };
+	const char *no_c[] = { "[TOOL_CALLS]get[CALL_ID]abc12[ARGS]{\"city\":\"Rome\"}",
+			       "[TOOL_CALLS]get[ARGS]{\"city\":\"Rome\"}", NULL };
+	check(g, yes_c, no_c);
+	sf_grammar_unref(g);
+	free(gbnf);
+	sf_api_request_free(&r);
+
+	/* Control tokens (300 [TOOL_CALLS], 301 [ARGS], 302 [CALL_ID], 303 [THINK], 304
+	 * [/THINK]): named by id, never their text; a named function with parallel false: one
+	 * call to it; reasoning first where the prompt opened it. */
+	snprintf(body, sizeof(body), BODY_FMT, "\"tool_choice\":{\"type\":\"function\","
+		 "\"function\":{\"name\":\"get\"}},\"parallel_tool_calls\":false");
+	r = parse_ok(SF_API_CHAT, body);
+	mk = (struct sf_gbnf_marks){ 300, 301, 302, 303, 304, SF_MISTRAL_ARGS };
+	struct sf_grammar_vocab *v;
+	struct sf_err err;
+	assert_int_equal(sf_grammar_vocab_new(306, mistral_tok, NULL, &v, &err), 0);
+	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_MISTRAL, 0, &mk, &gbnf, &e), 0);
+	assert_true(sf_grammar_text_names_tokens(gbnf, strlen(gbnf)));
+	g = compile_text(gbnf);
+	assert_true(sf_grammar_names_tokens(g));
+	assert_true(takes_tokens(g, v, "\1get\2{\"city\":\"Rome\"}"));
+	assert_false(takes_tokens(g, v, "[TOOL_CALLS]get[ARGS]{\"city\":\"Rome\"}"));
+	assert_false(takes_tokens(g, v, "\1get\2{\"city\":\"Rome\"}\1get\2{\"city\":\"Rome\"}"));
+	assert_false(takes_tokens(g, v, "\1odd\2{}"));
+	sf_grammar_unref(g);
+	free(gbnf);
+	mk.mistral_form = SF_MISTRAL_ARRAY;
+	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_MISTRAL,
+					   SF_CHAT_THINK_BRACKETS | SF_CHAT_IN_REASONING, &mk, &gbnf,
+					   &e), 0);
+	g = compile_text(gbnf);
+	assert_true(takes_tokens(g, v, "hm, Rome.\5\1[{\"name\": \"get\", \"arguments\": "
+				 "{\"city\":\"Rome\"}, \"id\": \"abcdefghi\"}]"));
+	assert_false(takes_tokens(g, v, "hm[/THINK]\1[{\"name\": \"get\", \"arguments\": "
+				  "{\"city\":\"Rome\"}}]"));
+	sf_grammar_unref(g);
+	free(gbnf);
+	sf_grammar_vocab_free(v);
+	sf_api_request_free(&r);
+}
 
 /* tool_choice required / named: only calls in the model's format, arguments by schema. */
 static void forced_tool_calls(void **state)
@@ -369,7 +490,7 @@ static void forced_tool_calls(void **state)
 	struct sf_api_request r = parse_ok(SF_API_CHAT, body);
 	char *gbnf;
 	struct sf_api_error e;
-	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_HERMES, 0, &gbnf, &e), 0);
+	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_HERMES, 0, NULL, &gbnf, &e), 0);
 	struct sf_grammar *g = compile_text(gbnf);
 	const char *yes[] = {
 		"<tool_call>\n{\"name\": \"get\", \"arguments\": {\"city\":\"Oslo\"}}\n</tool_call>",
@@ -387,7 +508,7 @@ static void forced_tool_calls(void **state)
 	sf_grammar_unref(g);
 	free(gbnf);
 	/* The reasoning first (the template has it), or the reply starting inside it. */
-	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_HERMES, SF_CHAT_THINK, &gbnf, &e), 0);
+	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_HERMES, SF_CHAT_THINK, NULL, &gbnf, &e), 0);
 	g = compile_text(gbnf);
 	const char *yes2[] = {
 		"<think>a < b </thin</think>\n<tool_call>\n{\"name\": \"odd\", \"arguments\": {}}\n</tool_call>",
@@ -401,7 +522,7 @@ static void forced_tool_calls(void **state)
 	sf_grammar_unref(g);
 	free(gbnf);
 	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_HERMES,
-					   SF_CHAT_THINK | SF_CHAT_IN_REASONING, &gbnf, &e), 0);
+					   SF_CHAT_THINK | SF_CHAT_IN_REASONING, NULL, &gbnf, &e), 0);
 	g = compile_text(gbnf);
 	const char *yes3[] = {
 		"so</think>\n\n<tool_call>\n{\"name\": \"odd\", \"arguments\": {}}\n</tool_call>", NULL };
@@ -411,7 +532,7 @@ static void forced_tool_calls(void **state)
 	sf_grammar_unref(g);
 	free(gbnf);
 	/* Llama 3: the bare object with "parameters". */
-	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_LLAMA3, 0, &gbnf, &e), 0);
+	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_LLAMA3, 0, NULL, &gbnf, &e), 0);
 	g = compile_text(gbnf);
 	const char *yes4[] = { "{\"name\": \"get\", \"parameters\": {\"city\":\"Rome\"}}", NULL };
 	const char *no4[] = { "{\"name\": \"get\", \"arguments\": {\"city\":\"Rome\"}}", NULL };
@@ -419,7 +540,7 @@ static void forced_tool_calls(void **state)
 	sf_grammar_unref(g);
 	free(gbnf);
 	/* Phi-4-mini: one functools[...] array of calls with "arguments". */
-	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_PHI4, 0, &gbnf, &e), 0);
+	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_PHI4, 0, NULL, &gbnf, &e), 0);
 	g = compile_text(gbnf);
 	const char *yes6[] = {
 		"functools[{\"name\": \"get\", \"arguments\": {\"city\":\"Rome\"}}]",
@@ -437,7 +558,7 @@ static void forced_tool_calls(void **state)
 	sf_grammar_unref(g);
 	free(gbnf);
 	/* gpt-oss (harmony): one call, after an analysis message or none */
-	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_HARMONY, 0, &gbnf, &e), 0);
+	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_HARMONY, 0, NULL, &gbnf, &e), 0);
 	g = compile_text(gbnf);
 	const char *yes_h[] = {
 		"<|channel|>commentary to=functions.get <|constrain|>json<|message|>"
@@ -457,14 +578,9 @@ static void forced_tool_calls(void **state)
 	check(g, yes_h, no_h);
 	sf_grammar_unref(g);
 	free(gbnf);
-	/* Mistral (its [TOOL_CALLS] a control token) and content (no calls): a forced call
-	 * cannot be enforced there, a 400 naming tool_choice and the format, never taken. */
-	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_MISTRAL, 0, &gbnf, &e), -1);
-	assert_null(gbnf);
-	assert_int_equal(e.status, 400);
-	assert_string_equal(e.param, "tool_choice");
-	assert_non_null(strstr(e.message, "mistral (its [TOOL_CALLS] is a control token"));
-	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_CONTENT, SF_CHAT_THINK, &gbnf, &e),
+	/* Content (no calls): a forced call cannot be enforced there, a 400 naming tool_choice
+	 * and the format, never taken. */
+	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_CONTENT, SF_CHAT_THINK, NULL, &gbnf, &e),
 			 -1);
 	assert_null(gbnf);
 	assert_int_equal(e.status, 400);
@@ -476,7 +592,7 @@ static void forced_tool_calls(void **state)
 		 "{\"type\":\"json_object\"}");
 	r = parse_ok(SF_API_CHAT, body);
 	assert_non_null(r.grammar);
-	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_HERMES, 0, &gbnf, &e), -1);
+	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_HERMES, 0, NULL, &gbnf, &e), -1);
 	assert_null(gbnf);
 	assert_int_equal(e.status, 400);
 	assert_string_equal(e.param, "tool_choice");
@@ -488,7 +604,7 @@ static void forced_tool_calls(void **state)
 		 "\"function\":{\"name\":\"get\"}},\"parallel_tool_calls\":false");
 	r = parse_ok(SF_API_CHAT, body);
 	assert_true(r.no_parallel_tool_calls);
-	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_HERMES, 0, &gbnf, &e), 0);
+	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_HERMES, 0, NULL, &gbnf, &e), 0);
 	g = compile_text(gbnf);
 	const char *yes5[] = {
 		"<tool_call>\n{\"name\": \"get\", \"arguments\": {\"city\":\"Oslo\"}}\n</tool_call>",
@@ -501,7 +617,7 @@ static void forced_tool_calls(void **state)
 	check(g, yes5, no5);
 	sf_grammar_unref(g);
 	free(gbnf);
-	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_PHI4, 0, &gbnf, &e), 0);
+	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_PHI4, 0, NULL, &gbnf, &e), 0);
 	g = compile_text(gbnf);
 	const char *yes7[] = {
 		"functools[{\"name\": \"get\", \"arguments\": {\"city\":\"Oslo\"}}]", NULL };
@@ -513,7 +629,7 @@ static void forced_tool_calls(void **state)
 	check(g, yes7, no7);
 	sf_grammar_unref(g);
 	free(gbnf);
-	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_HARMONY, 0, &gbnf, &e), 0);
+	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_HARMONY, 0, NULL, &gbnf, &e), 0);
 	g = compile_text(gbnf);
 	const char *yes8[] = {
 		"<|channel|>commentary to=functions.get <|constrain|>json<|message|>{\"city\":\"Oslo\"}",
@@ -527,7 +643,7 @@ static void forced_tool_calls(void **state)
 	/* tool_choice auto: nothing forced. */
 	snprintf(body, sizeof(body), BODY_FMT, "\"tool_choice\":\"auto\"");
 	r = parse_ok(SF_API_CHAT, body);
-	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_HERMES, 0, &gbnf, &e), 0);
+	assert_int_equal(sf_tool_call_gbnf(&r, SF_CHAT_FORMAT_HERMES, 0, NULL, &gbnf, &e), 0);
 	assert_null(gbnf);
 	sf_api_request_free(&r);
 }
@@ -540,9 +656,9 @@ static void after_reasoning(void **state)
 	struct sf_api_error e;
 	assert_int_equal(sf_schema_gbnf(s, "s", &gbnf, &e), 0);
 	json_decref(s);
-	assert_int_equal(sf_gbnf_after_reasoning(gbnf, SF_CHAT_FORMAT_HERMES, 0, &wrapped), 0);
+	assert_int_equal(sf_gbnf_after_reasoning(gbnf, SF_CHAT_FORMAT_HERMES, 0, NULL, &wrapped), 0);
 	assert_null(wrapped); /* no reasoning: unchanged */
-	assert_int_equal(sf_gbnf_after_reasoning(gbnf, SF_CHAT_FORMAT_HERMES, SF_CHAT_THINK,
+	assert_int_equal(sf_gbnf_after_reasoning(gbnf, SF_CHAT_FORMAT_HERMES, SF_CHAT_THINK, NULL,
 						 &wrapped), 0);
 	struct sf_grammar *g = compile_text(wrapped);
 	const char *yes[] = { "1", "<think>hm, 3?</think>\n2", NULL };
@@ -551,7 +667,7 @@ static void after_reasoning(void **state)
 	sf_grammar_unref(g);
 	free(wrapped);
 	assert_int_equal(sf_gbnf_after_reasoning(gbnf, SF_CHAT_FORMAT_HERMES,
-						 SF_CHAT_THINK | SF_CHAT_IN_REASONING, &wrapped), 0);
+						 SF_CHAT_THINK | SF_CHAT_IN_REASONING, NULL, &wrapped), 0);
 	g = compile_text(wrapped);
 	const char *yes2[] = { "so</think>\n\n1", NULL };
 	const char *no2[] = { "1", "so</think>3", NULL };
@@ -559,7 +675,7 @@ static void after_reasoning(void **state)
 	sf_grammar_unref(g);
 	free(wrapped);
 	/* gpt-oss (harmony): an analysis message or none, then the final message's header */
-	assert_int_equal(sf_gbnf_after_reasoning(gbnf, SF_CHAT_FORMAT_HARMONY, 0, &wrapped), 0);
+	assert_int_equal(sf_gbnf_after_reasoning(gbnf, SF_CHAT_FORMAT_HARMONY, 0, NULL, &wrapped), 0);
 	g = compile_text(wrapped);
 	const char *yes_h[] = {
 		"<|channel|>final<|message|>1",
@@ -579,7 +695,7 @@ static void after_reasoning(void **state)
 					   "\"structured_outputs\":{\"regex\":\"[0-9]{2}\"}}");
 	assert_false(r.grammar_raw);
 	assert_int_equal(sf_gbnf_after_reasoning(r.grammar, SF_CHAT_FORMAT_HERMES,
-						 SF_CHAT_THINK_BRACKETS, &wrapped), 0);
+						 SF_CHAT_THINK_BRACKETS, NULL, &wrapped), 0);
 	g = compile_text(wrapped);
 	const char *yes3[] = { "[THINK]x[/THINK]42", "42", NULL };
 	const char *no3[] = { "<think>x</think>42", NULL };
@@ -600,6 +716,7 @@ int main(void)
 		cmocka_unit_test(regex_top_level),
 		cmocka_unit_test(request_fields),
 		cmocka_unit_test(forced_tool_calls),
+		cmocka_unit_test(mistral_forced_calls),
 		cmocka_unit_test(after_reasoning),
 	};
 	return cmocka_run_group_tests_name("schema_gbnf", tests, NULL, NULL);

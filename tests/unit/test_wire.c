@@ -260,7 +260,7 @@ static void fields_added_in_version_4(void **state)
 		.model = "m", .model_len = 1, .codec = "", .codec_len = 0,
 		.sampling = { .temperature = 0.5f, .top_p = 1, .top_k = 40, .seed = 99 },
 	};
-	assert_int_equal(sf_msg_fields_version(SF_MSG_SESSION_ASSIGN), 6); /* cache_ns */
+	assert_int_equal(sf_msg_fields_version(SF_MSG_SESSION_ASSIGN), 7); /* grammar_tokens */
 	assert_int_equal(sf_msg_fields_version(SF_MSG_CANCEL), 2);
 	assert_int_equal(sf_msg_fields_version(SF_MSG_GENERATE_OPTS), 3);
 	assert_int_equal(sf_msg_fields_version(0x7777), 0);
@@ -380,6 +380,21 @@ static void fields_added_in_version_4(void **state)
 				       &f->err), 0);
 	assert_true(sf_msg_equal(SF_MSG_SESSION_ASSIGN, &gr, &f->d.u));
 	assert_string_equal(f->d.u.session_assign.sampling.grammar, gbnf);
+	/* grammar_tokens (a grammar naming tokens by id): version 7, refused by name on a v6
+	 * link, one byte more. */
+	gr.sampling.grammar_tokens = true;
+	assert_int_equal(sf_msg_version_needed(SF_MSG_SESSION_ASSIGN, &gr), 7);
+	sf_buf_clear(&f->out);
+	assert_int_equal(sf_encode_session_assign(&f->out, &gr, 6, SF_FRAME_PAYLOAD_MAX, &f->err),
+			 SF_E_VERSION);
+	assert_non_null(strstr(f->err.msg, "grammar_tokens"));
+	sf_buf_clear(&f->out);
+	assert_int_equal(sf_encode_session_assign(&f->out, &gr, 7, SF_FRAME_PAYLOAD_MAX, &f->err), 0);
+	assert_int_equal(sf_msg_decode(SF_MSG_SESSION_ASSIGN, sf_buf_head(&f->out) + SF_FRAME_HDR_LEN,
+				       sf_buf_used(&f->out) - SF_FRAME_HDR_LEN, 7, &f->b, &f->d,
+				       &f->err), 0);
+	assert_true(f->d.u.session_assign.sampling.grammar_tokens);
+	gr.sampling.grammar_tokens = false;
 	char *huge = malloc(SF_MAX_GRAMMAR + 2);
 	memset(huge, 'x', SF_MAX_GRAMMAR + 1);
 	huge[SF_MAX_GRAMMAR + 1] = 0;
