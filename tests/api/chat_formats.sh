@@ -83,6 +83,13 @@ for fam in qwen2.5 qwen3 llama-3.2 mistral-nemo r1-distill gemma-2 phi-4-mini gp
 		[ "$status" = 200 ]
 		check "$fam: tool_choice required is taken (enforced by the format's grammar)" $?
 	fi
+	if [ "$fam" = qwen2.5 ]; then
+		# The forced call's grammar is made on the render thread: its refusals come back
+		# from there unchanged (beside another structured output: a 400 naming tool_choice).
+		req POST /v1/chat/completions "{\"model\":\"sim-1\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":$tools,\"tool_choice\":\"required\",\"response_format\":{\"type\":\"json_object\"},\"max_tokens\":8}"
+		[ "$status" = 400 ] && [ "$(j "$work/out" 'd["error"]["param"], d["error"]["code"]')" = "('tool_choice', 'invalid_value')" ]
+		check "$fam: tool_choice required beside response_format: a 400 naming tool_choice" $?
+	fi
 	kill "$hp" "$np" 2>/dev/null
 	wait "$hp" "$np" 2>/dev/null
 done
