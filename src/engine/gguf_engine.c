@@ -184,8 +184,9 @@ static int load_specials(struct ge *g, struct sf_err *err)
 }
 
 /* What a token is to a grammar: the end-of-generation tokens end it, control and unknown
- * tokens are never allowed, the others are their decoded bytes (user-defined tokens such as
- * "<tool_call>" or "</think>" are text). */
+ * tokens are allowed only where the grammar names them (<[id]>: Mistral's [TOOL_CALLS]), the
+ * others are their decoded bytes (user-defined tokens such as "<tool_call>" or "</think>" are
+ * text). */
 static int ge_gtok(void *arg, uint32_t t, const uint8_t **bytes, size_t *len)
 {
 	struct ge *g = arg;
