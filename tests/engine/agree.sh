@@ -23,7 +23,10 @@
 #   at contexts @4096 and @8192, which pick LongRoPE's short and long factors); qwen35
 #   (test-qwen35 in six types, Qwen3.5-0.8B's width with 4 layers); qwen35moe (test-qwen35moe
 #   in five types); gptoss (test-gpt-oss in five types and llama.cpp's own MXFP4_MOE file,
-#   gpt-oss-20b's width with 2 layers);
+#   gpt-oss-20b's width with 2 layers); mistral3 (test-mistral3 in three types: YaRN's betas
+#   and log multiplier, the attention temperature; extended: Ministral-3-3B's width, 2 layers);
+#   granitemoe (test-granitemoe in three types, test-granitemoe-shared in two; extended:
+#   Granite-3.1-3B-A800M's width, 2 layers);
 #   kq8 (keys cached as Q8_0 on both sides, --cache-type-k q8_0: five cases, SHAPE/TYPE+kq8);
 #   grid (the IQ1/IQ2/IQ3 grid types: llama.cpp's files of them, alone and its mixes);
 #   qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b (that model at full width, 2 layers, in Q8_0 and
