@@ -124,6 +124,7 @@ struct sf_link *fuzz_link_new(enum sf_role role, bool sealed, uint8_t flags, uin
 		{ .name = "fuzz-model", .name_len = 10, .tokenizer_digest = 0x1234, .n_layers = 2,
 		  .ctx_len = 4096, .vocab_size = 1000 },
 	};
+	static const uint64_t full[] = { 0x5678 }; /* version 7's full tokenizer digest */
 	struct sf_link_config cfg = {
 		.role = role,
 		.token = sealed ? (const uint8_t *)FUZZ_TOKEN : NULL,
@@ -133,6 +134,7 @@ struct sf_link *fuzz_link_new(enum sf_role role, bool sealed, uint8_t flags, uin
 		.capacity = { .max_sessions = 4, .free_sessions = 4 },
 		.models = models,
 		.n_models = 1,
+		.tokenizer_full = full,
 	};
 	struct sf_err err = { 0 };
 	fuzz_link_versions(flags, &cfg.version_min, &cfg.version_max);

@@ -54,6 +54,8 @@ static struct pair *pair_new(const char *htoken, const char *ntoken, uint32_t no
 	nc.capacity = (struct sf_capacity){ .max_sessions = 64, .free_sessions = 60, .batch_size = 8 };
 	nc.models = &p->model;
 	nc.n_models = 1;
+	static const uint64_t full = 0xf011;
+	nc.tokenizer_full = &full;
 	struct sf_err err;
 	p->head = sf_link_new(&hc, p->now, &err);
 	p->node = sf_link_new(&nc, p->now, &err);
@@ -159,6 +161,7 @@ static void opens_plain_and_sealed(void **state)
 			assert_string_equal(hp->models[0].name, "sim-1");
 			assert_int_equal(hp->n_digests, 1);
 			assert_int_equal(hp->digests[0].digest, 77);
+			assert_int_equal(hp->digests[0].full, 0xf011); /* version 7 */
 			pair_free(p);
 		}
 }
@@ -439,6 +442,16 @@ static void versions_are_negotiated(void **state)
 	struct sf_stage_forward_req fw = { .request_id = 1, .pipe_id = 9, .end_layer = 1 };
 	assert_int_not_equal(sf_link_send(p->head, SF_MSG_STAGE_FORWARD_REQ, &fw, p->now, &err), 0);
 	assert_non_null(strstr(err.msg, "protocol 4"));
+	pair_free(p);
+
+	/* A version 6 node states no full tokenizer digest (version 7), and a head of 7 reads
+	 * its TOKENIZER at 6 (it read it at its own highest and refused the link). */
+	p = pair_new(NULL, NULL, 6, 0);
+	expect_open(p);
+	assert_int_equal(sf_link_version(p->head), 6);
+	assert_int_equal(sf_link_peer(p->head)->n_digests, 1);
+	assert_int_equal(sf_link_peer(p->head)->digests[0].digest, 77);
+	assert_int_equal(sf_link_peer(p->head)->digests[0].full, 0);
 	pair_free(p);
 }
 
