@@ -5,6 +5,7 @@
  * round trip to a node. */
 #include "head/tok_client_internal.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,20 @@ void tc__probe(struct sf_tok_client *tc, uint32_t model, uint32_t node)
 	}
 }
 
+/* nm's node is not used to encode nm's model from here on; io.warn says why (printf-like). */
+static void __attribute__((format(printf, 3, 4)))
+refuse(struct sf_tok_client *tc, struct tc_node_model *nm, const char *fmt, ...)
+{
+	nm->lacks = true;
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (tc->io.warn)
+		tc->io.warn(tc->io.arg, msg);
+}
+
 void tc__full_check(struct sf_tok_client *tc, uint32_t model, uint32_t node)
 {
 	struct tc_model *md = &tc->models[model];
@@ -81,17 +96,13 @@ void tc__full_check(struct sf_tok_client *tc, uint32_t model, uint32_t node)
 		if (!nm || nm->lacks || !nm->full || nm->full == md->full ||
 		    nm->digest != sf_tokenizer_digest(md->tok))
 			continue; /* (another tokens' digest is not used anyway) */
-		nm->lacks = true;
-		char msg[1024];
-		snprintf(msg, sizeof(msg), "node %s's tokenizer for model %s differs from the "
-			 "fleet's, node %s's (full tokenizer digest %016llx, not %016llx: the same "
-			 "tokens' bytes with other scores, merges, pre-tokenizer, token types, special "
-			 "ids or add flags): node %s is not used to encode for %s. Serve one model file "
-			 "on every node", n->name, md->name, tc__node_name(tc, md->tok_node),
-			 (unsigned long long)nm->full, (unsigned long long)md->full, n->name,
-			 md->name);
-		if (tc->io.warn)
-			tc->io.warn(tc->io.arg, msg);
+		refuse(tc, nm, "node %s's tokenizer for model %s differs from the fleet's, node %s's "
+		       "(full tokenizer digest %016llx, not %016llx: the same tokens' bytes with "
+		       "other scores, merges, pre-tokenizer, token types, special ids or add "
+		       "flags): node %s is not used to encode for %s. Serve one model file on every "
+		       "node", n->name, md->name, tc__node_name(tc, md->tok_node),
+		       (unsigned long long)nm->full, (unsigned long long)md->full, n->name,
+		       md->name);
 	}
 }
 
@@ -123,17 +134,13 @@ void tc__on_probe(struct sf_tok_client *tc, uint32_t node, const struct sf_token
 		free(mine);
 		return;
 	}
-	nm->lacks = true;
-	char msg[1024];
-	snprintf(msg, sizeof(msg), "node %s's tokenizer for model %s encodes otherwise than node "
-		 "%s's, whose file the head encodes with (a probe text: %u tokens there, %zu here, "
-		 "the first difference at token %u; the tokens' bytes are the same, so its scores, "
-		 "merges, pre-tokenizer or special handling differ): node %s is not used to encode "
-		 "for %s. Serve one model file on every node", n->name, md->name,
-		 tc__node_name(tc, md->enc_node), m->n_tokens, got, at, n->name, md->name);
 	free(mine);
-	if (tc->io.warn)
-		tc->io.warn(tc->io.arg, msg);
+	refuse(tc, nm, "node %s's tokenizer for model %s encodes otherwise than node %s's, whose "
+	       "file the head encodes with (a probe text: %u tokens there, %zu here, the first "
+	       "difference at token %u; the tokens' bytes are the same, so its scores, merges, "
+	       "pre-tokenizer or special handling differ): node %s is not used to encode for %s. "
+	       "Serve one model file on every node", n->name, md->name,
+	       tc__node_name(tc, md->enc_node), m->n_tokens, got, at, n->name, md->name);
 }
 
 void sf_tok_client_encoder(struct sf_tok_client *tc, const char *model, struct sf_tok *enc,

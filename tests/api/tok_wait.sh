@@ -28,6 +28,20 @@ seen() {
 }
 waits() { metric "superfluid_tokenizer_waits_total{result=\"$1\"}"; }
 chat_body() { printf '{"model":"sim-1","messages":[{"role":"user","content":"%s"}],"seed":%s,"max_tokens":8}' "$1" "$2"; }
+# chats_answered PREFIX N WORD: how many of the chats answered into PREFIX1..PREFIXN (each
+# asked with chat_body "WORD i" i) were not 200 with the engine's reply; the first one said.
+chats_answered() {
+	local bad=0 got i
+	for i in $(seq "$2"); do
+		chat_prompt "$3 $i" | want --seed "$i" --max-tokens 8
+		got=$(j "$1$i" 'd["choices"][0]["message"]["content"]')
+		if [ "$(cat "$1$i.status")" != 200 ] || [ "$got" != "$(cat "$work/want")" ]; then
+			[ $bad = 0 ] && echo "     | chat $i: $(cat "$1$i.status") $(head -c 300 "$1$i")" >&2
+			bad=$((bad + 1))
+		fi
+	done
+	echo $bad
+}
 # ask OUT BODY [PATH]: one request in the background (its own connection), status in OUT.status.
 ask() {
 	curl -sS -m 30 -o "$1" -w '%{http_code}' -H 'Content-Type: application/json' \
@@ -46,15 +60,7 @@ for i in $(seq $n); do ask "$work/c$i" "$(chat_body "hello $i" "$i")"; done
 ask "$work/cmpl" '{"model":"sim-1","prompt":"once upon","seed":7,"max_tokens":8}' /v1/completions
 ask "$work/msg" '{"model":"sim-1","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}' /v1/messages
 wait "${apids[@]}"
-bad=0
-for i in $(seq $n); do
-	chat_prompt "hello $i" | want --seed "$i" --max-tokens 8
-	got=$(j "$work/c$i" 'd["choices"][0]["message"]["content"]')
-	if [ "$(cat "$work/c$i.status")" != 200 ] || [ "$got" != "$(cat "$work/want")" ]; then
-		[ $bad = 0 ] && { echo "     | chat $i: $(cat "$work/c$i.status") $(head -c 300 "$work/c$i")"; }
-		bad=$((bad + 1))
-	fi
-done
+bad=$(chats_answered "$work/c" $n hello)
 check "$n chats sent before the tokenizer came: each answered with the engine's reply ($bad not)" $bad
 printf 'once upon' | want --seed 7 --max-tokens 8
 r=0; [ "$(cat "$work/cmpl.status")" = 200 ] && [ "$(j "$work/cmpl" 'd["choices"][0]["text"]')" = "$(cat "$work/want")" ] || r=1
@@ -171,15 +177,7 @@ done
 waited=$(metric superfluid_tokenizer_waiting)
 touch "$work/gate"
 wait "${apids[@]}"
-bad=0
-for i in $(seq $n); do
-	chat_prompt "gated $i" | want --seed "$i" --max-tokens 8
-	got=$(j "$work/g$i" 'd["choices"][0]["message"]["content"]')
-	if [ "$(cat "$work/g$i.status")" != 200 ] || [ "$got" != "$(cat "$work/want")" ]; then
-		[ $bad = 0 ] && { echo "     | chat $i: $(cat "$work/g$i.status") $(head -c 300 "$work/g$i")"; }
-		bad=$((bad + 1))
-	fi
-done
+bad=$(chats_answered "$work/g" $n gated)
 check "$n chats spread over $shards shards while only one shard's link to the node was open: each answered with the engine's reply ($bad not; ${waited:-?} waited for their shard's link)" $bad
 kill -TERM "$hpid" 2>/dev/null; wait "$hpid" 2>/dev/null
 
