@@ -118,6 +118,21 @@ void headd_wal_orphan_end(struct headd *d, uint64_t sid, uint64_t gid)
 	n->used_ms = sf_loop_now(d->loop);
 	if (!g->code && g->reason != SF_FINISH_ERROR && g->reason != SF_FINISH_EXPIRED)
 		named_reply(d, n, s, g);
+	else if (s->n_content > n->n_content) /* the failed turn's prompt out of the log too */
+		headd_wal_content(d, s->rec.session_id, n->n_content, NULL, 0);
+}
+
+/* A named session whose last turn's reply is not kept yet (its generation restored running,
+ * or ended before the crash) holds the content from before that turn, as it did while the
+ * turn ran: a turn that then fails leaves the session as it was, and one asked again goes
+ * after the earlier turns, not after itself (seed 40,000,000,004,009: the restored session
+ * kept the failed turn's 81 tokens and the turn asked again ran after them, 162 tokens). The
+ * reply, when it comes, is kept from the log's whole content (named_reply, keep_named). */
+static void named_turn_open(struct headd_named *n, const struct sf_wal_session *s,
+			    const struct sf_wal_gen *g)
+{
+	if (g->rec.n_prompt == s->n_content && s->turn_base < s->n_content)
+		headd_named_set_content(n, s->content, s->turn_base);
 }
 
 static struct headd_named *restore_named(struct headd *d, const struct sf_wal_session *s)
@@ -164,12 +179,14 @@ static int restore_one(struct headd *d, const struct sf_wal_session *s)
 	const struct sf_wal_gen *last = s->n_gens ? s->gens[s->n_gens - 1] : NULL;
 	if (s->rec.name[0]) {
 		struct headd_named *n = restore_named(d, s);
-		if (n && running && node != SF_HEAD_NO_NODE)
+		if (n && running && node != SF_HEAD_NO_NODE) {
 			n->restoring = running->rec.generation_id;
-		else if (n && last && last->ended && s->n_content == last->rec.n_prompt) {
+			named_turn_open(n, s, running);
+		} else if (n && last && last->ended && s->n_content == last->rec.n_prompt) {
 			/* It ended before the crash, its reply not kept yet: keep it now (as a
 			 * generation restored running would when it ends). */
 			n->restoring = last->rec.generation_id;
+			named_turn_open(n, s, last);
 			headd_wal_orphan_end(d, s->rec.session_id, last->rec.generation_id);
 		}
 	} else if (!running || node == SF_HEAD_NO_NODE) {

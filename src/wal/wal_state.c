@@ -236,6 +236,7 @@ static int apply_content(struct sf_wal_state *st, const uint8_t *p, uint32_t len
 				  r.session_id);
 	sf_walrec_tokens(r.tokens, r.n_tokens, s->content + r.keep);
 	s->n_content = r.keep + r.n_tokens;
+	s->turn_base = r.keep;
 	return 0;
 }
 
@@ -507,10 +508,17 @@ int sf_wal_state_snapshot(const struct sf_wal_state *st, struct sf_buf *b, sf_wa
 	int rc = emit_buf(emit, arg, SF_WALREC_HEAD, sf_walrec_put_head(b, &h), b);
 	for (const struct sf_wal_session *s = st->first; s && !rc; s = s->next) {
 		rc = emit_buf(emit, arg, SF_WALREC_SESSION, sf_walrec_put_session(b, &s->rec), b);
-		if (!rc && s->n_content)
+		/* The content as two records where its last one kept some: a snapshot keeps
+		 * where the turn in flight began (turn_base) as the log did. */
+		if (!rc && s->turn_base)
 			rc = emit_buf(emit, arg, SF_WALREC_CONTENT,
 				      sf_walrec_put_content(b, s->rec.session_id, 0, s->content,
-							    s->n_content), b);
+							    s->turn_base), b);
+		if (!rc && (s->n_content > s->turn_base || s->turn_base))
+			rc = emit_buf(emit, arg, SF_WALREC_CONTENT,
+				      sf_walrec_put_content(b, s->rec.session_id, s->turn_base,
+							    s->content + s->turn_base,
+							    s->n_content - s->turn_base), b);
 		if (!rc && s->epoch) {
 			struct sf_walrec_placed pl = { .session_id = s->rec.session_id,
 						       .epoch = s->epoch };

@@ -41,6 +41,9 @@ struct sf_wal_session {
 	char *grammar;                     /* NUL-terminated; NULL: none */
 	uint32_t *content;
 	uint32_t n_content, cap_content;
+	uint32_t turn_base;                /* the content before its last CONTENT record's
+					    * tokens (that record's keep): where a named
+					    * session's turn whose reply is not kept began */
 	char node[SF_WALREC_MAX_NAME + 1]; /* "" when never placed */
 	uint64_t epoch;
 	struct sf_wal_gen *gens[SF_WAL_KEEP_GENS]; /* oldest first */
