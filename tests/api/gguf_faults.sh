@@ -107,19 +107,8 @@ done
 for _ in $(seq 600); do [ -s "$work/q.1" ] && [ -s "$work/q.2" ] && break; sleep 0.02; done
 kill -9 "$nq"; wait "$nq" 2>/dev/null
 at1=$(stat -c %s "$work/q.1") at2=$(stat -c %s "$work/q.2")
-for _ in $(seq 20); do # a port just freed may still be refused for a moment: try again
-	"$noded" --listen "127.0.0.1:$pq" --blob-dir "$work/blobs-q2" --identity q2 --model "$Q" \
-		--threads 1 2>"$work/q2.err" &
-	np=$! up=1
-	for _ in $(seq 1200); do
-		grep -q "listening on" "$work/q2.err" && { up=0; break; }
-		kill -0 "$np" 2>/dev/null || break
-		sleep 0.05
-	done
-	[ "$up" = 0 ] && break
-	wait "$np" 2>/dev/null; sleep 0.1
-done
-pids+=($np)
+noded_again "$work/q2.err" 1200 --listen "127.0.0.1:$pq" --blob-dir "$work/blobs-q2" --identity q2 \
+	--model "$Q" --threads 1
 r=0 mid=0
 for i in 1 2; do
 	wait "${qpids[$((i - 1))]}" || { r=1; sed 's/^/     |   /' "$work/q.err.$i" | head -3; }

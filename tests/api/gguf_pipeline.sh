@@ -96,19 +96,8 @@ restart_mid() {
 	sleep 0.5
 	kill -9 "$spid"; kill -CONT "$spid" 2>/dev/null
 	wait "$spid" 2>/dev/null
-	for _ in $(seq 20); do # a port just freed may still be refused for a moment: try again
-		"$noded" --listen "127.0.0.1:$sport" --blob-dir "$work/blobs-$name" --identity "$name" \
-			--model "$model" --threads 1 2>"$work/$name.err" &
-		np=$! up=1
-		for _ in $(seq 1200); do
-			grep -q "listening on" "$work/$name.err" && { up=0; break; }
-			kill -0 "$np" 2>/dev/null || break
-			sleep 0.05
-		done
-		[ "$up" = 0 ] && break
-		wait "$np" 2>/dev/null; sleep 0.1
-	done
-	pids+=($np)
+	noded_again "$work/$name.err" 1200 --listen "127.0.0.1:$sport" --blob-dir "$work/blobs-$name" \
+		--identity "$name" --model "$model" --threads 1
 	wait "$gpid"; rc=$?
 	cp "$work/late" "$work/got"; cp "$work/late.err" "$work/err"
 }

@@ -39,6 +39,26 @@ start_node() { # name [more options]: sets $port and $npid
 	echo "     | node $1 did not start"; return 1
 }
 # HEADD_SHARDS=N runs every head with --shards N (the *.shards tests).
+# noded_again ERRFILE TRIES ARGS...: superfluid-noded with ARGS on a port just freed (a killed
+# node's: the bind may be refused for a moment, so up to 20 tries), each waiting up to TRIES x
+# 50 ms for its "listening on" line; sets $np, its pid (also in pids).
+noded_again() {
+	local err=$1 tries=$2 up
+	shift 2
+	for _ in $(seq 20); do
+		"$noded" "$@" 2>"$err" &
+		np=$! up=1
+		for _ in $(seq "$tries"); do
+			grep -q "listening on" "$err" && { up=0; break; }
+			kill -0 "$np" 2>/dev/null || break # it could not bind: again
+			sleep 0.05
+		done
+		[ "$up" = 0 ] && break
+		wait "$np" 2>/dev/null
+		sleep 0.1
+	done
+	pids+=("$np")
+}
 start_head() { # log name, fleet, [more options]: sets $hport (the HTTP port) and $hpid
 	: >"$work/$1.err"
 	"$headd" --fleet "$2" --admin-socket "$work/$1.sock" --listen-http 127.0.0.1:0 \

@@ -108,18 +108,8 @@ sleep 0.5
 kill -9 "${stage_pids[1]}"; kill -CONT "${stage_pids[1]}" 2>/dev/null
 wait "${stage_pids[1]}" 2>/dev/null # gone, and its port with it, before the new one binds it
 wait_log() { for _ in $(seq 100); do grep -qF "$1" "$2" && return 0; sleep 0.05; done; return 1; }
-for _ in $(seq 20); do # a port just freed may still be refused for a moment: try again
-	"$noded" --listen "127.0.0.1:${stage_ports[1]}" --blob-dir "$work/blobs-stage-2b" --identity stage-2b 2>"$work/stage-2b.err" &
-	np=$! up=1
-	for _ in $(seq 100); do
-		grep -q "listening on" "$work/stage-2b.err" && { up=0; break; }
-		kill -0 "$np" 2>/dev/null || break # it could not bind: again
-		sleep 0.05
-	done
-	[ "$up" = 0 ] && break
-	wait "$np" 2>/dev/null; sleep 0.1
-done
-pids+=($np)
+noded_again "$work/stage-2b.err" 100 --listen "127.0.0.1:${stage_ports[1]}" --blob-dir "$work/blobs-stage-2b" \
+	--identity stage-2b
 wait "$gpid"; r=$?
 [ "$r" = 0 ] && cmp -s "$work/late" "$work/want" || r=1
 check "a stage killed with a step in flight and started again: the generation completes, equal" $r
