@@ -69,12 +69,13 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* Greedy tokens of c after what it holds. */
+/* n tokens of c drawn after what it holds (the i-th drawn as generation i: a seeded
+ * sampling's draws). */
 static void gen(struct fx *f, struct sf_engine_ctx *c, uint32_t *out, uint32_t n)
 {
 	struct sf_err err;
 	for (uint32_t i = 0; i < n; i++) {
-		struct sf_engine_step st = { .ctx = c };
+		struct sf_engine_step st = { .ctx = c, .generated = i };
 		do {
 			st.more = false;
 			assert_int_equal(sf_engine_decode(f->e, &st, 1, &err), 0);
@@ -246,15 +247,7 @@ static void unsplit(struct fx *f, const struct sf_sampling *s, const uint32_t *p
 	struct sf_err err;
 	assert_int_equal(sf_engine_ctx_new(f->e, s, &c, &err), 0);
 	assert_int_equal(sf_engine_prefill(f->e, c, prompt, n, &err), 0);
-	for (uint32_t i = 0; i < n_out; i++) {
-		struct sf_engine_step st = { .ctx = c, .generated = i };
-		do {
-			st.more = false;
-			assert_int_equal(sf_engine_decode(f->e, &st, 1, &err), 0);
-			assert_int_equal(st.rc, 0);
-		} while (st.more);
-		out[i] = st.token;
-	}
+	gen(f, c, out, n_out);
 	sf_engine_ctx_free(f->e, c);
 }
 
