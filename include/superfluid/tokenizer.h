@@ -104,10 +104,12 @@ int sf_tok_load(const struct sf_gguf *g, struct sf_tok **out, struct sf_err *err
 uint64_t sf_tok_digest(const struct sf_tok *t);
 
 /* t's full digest (protocol 7, PROTOCOL.md 6.6): SHA-256 over everything that changes an
- * encoding: the kind, the pre-tokenizer and its name, each token's text, score and attributes,
- * the role ids (BOS, EOS, ...), the add_bos/add_eos/add_space_prefix/ignore_merges flags and
- * the merges in rank order; never 0 when it returns 0. Two tokenizers of one digest encode
- * alike. O(tokens + merges); SF_E_NOMEM. libsodium must be initialised. */
+ * encoding: the kind and the pre-tokenizer (by their names: aliases of one pre-tokenizer
+ * agree), each token's text, score and attributes, the role ids held (BOS, EOS, ... by their
+ * GGUF keys), the add_bos/add_eos/add_space_prefix/ignore_merges flags and the merges in rank
+ * order; never 0 when it returns 0. Two tokenizers of one digest encode alike; no internal
+ * numbering enters it (a test pins its value). O(tokens + merges); SF_E_NOMEM. libsodium must
+ * be initialised. */
 int sf_tok_digest_full(const struct sf_tok *t, uint64_t *digest, struct sf_err *err)
 	__attribute__((warn_unused_result));
 

@@ -75,13 +75,15 @@ static int put_merges(crypto_hash_sha256_state *st, const struct sf_tok *t, stru
 int sf_tok_digest_full(const struct sf_tok *t, uint64_t *digest, struct sf_err *err)
 {
 	crypto_hash_sha256_state st;
-	static const char tag[] = "superfluid tokenizer 1";
+	static const char tag[] = "superfluid tokenizer 2";
 	*digest = 0;
 	crypto_hash_sha256_init(&st);
 	put_bytes(&st, tag, sizeof(tag) - 1);
-	put_u32(&st, (uint32_t)t->kind);
-	put_u32(&st, (uint32_t)t->pre);
-	put_bytes(&st, t->pre_name, strlen(t->pre_name));
+	/* Names, not this build's enum numbers: builds that number them otherwise agree. */
+	const char *kind = t->kind == SF_TOK_SPM ? "llama" : t->kind == SF_TOK_BPE ? "gpt2" : "?";
+	const char *pre = sf__pre_stable_name(t->pre);
+	put_bytes(&st, kind, strlen(kind));
+	put_bytes(&st, pre, strlen(pre));
 	put_u32(&st, t->n_vocab);
 	for (uint32_t id = 0; id < t->n_vocab; id++) {
 		uint32_t bits;
@@ -90,8 +92,12 @@ int sf_tok_digest_full(const struct sf_tok *t, uint64_t *digest, struct sf_err *
 		put_u32(&st, bits);
 		put_u32(&st, t->attr[id]);
 	}
-	for (int i = 0; i < SF__ID_COUNT; i++)
-		put_u32(&st, t->id[i]);
+	for (int i = 0; i < SF__ID_COUNT; i++) /* the roles held, each by its GGUF key */
+		if (t->id[i] != SF_TOK_NONE) {
+			put_bytes(&st, sf__tok_id_keys[i], strlen(sf__tok_id_keys[i]));
+			put_u32(&st, t->id[i]);
+		}
+	put_u32(&st, UINT32_MAX); /* (no key is that long: the roles' end) */
 	uint8_t flags[4] = { t->add_bos, t->add_eos, t->add_space_prefix, t->ignore_merges };
 	crypto_hash_sha256_update(&st, flags, sizeof(flags));
 	int rc = put_merges(&st, t, err);

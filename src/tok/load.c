@@ -7,7 +7,7 @@
 
 #include <superfluid/gguf.h>
 
-static const char *const id_keys[SF__ID_COUNT] = {
+const char *const sf__tok_id_keys[SF__ID_COUNT] = {
 	[SF__ID_BOS] = "tokenizer.ggml.bos_token_id",
 	[SF__ID_EOS] = "tokenizer.ggml.eos_token_id",
 	[SF__ID_EOT] = "tokenizer.ggml.eot_token_id",
@@ -171,7 +171,7 @@ int sf_tok_load(const struct sf_gguf *g, struct sf_tok **out, struct sf_err *err
 		goto done;
 	src.merges = merges;
 	for (int i = 0; i < SF__ID_COUNT; i++)
-		if ((rc = opt_id(g, id_keys[i], &src.id[i], err)))
+		if ((rc = opt_id(g, sf__tok_id_keys[i], &src.id[i], err)))
 			goto done;
 	for (int i = 0; i < 3; i++)
 		if ((rc = opt_id(g, old_id_keys[i], &src.id_old[i], err)))

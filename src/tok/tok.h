@@ -127,6 +127,9 @@ struct sf__pretok {
 };
 
 int sf__pretok_init(struct sf__pretok *p, enum sf__pre pre, struct sf_err *err);
+/* The pre-tokenizer's stable name (llama.cpp's first name for it): what the full digest
+ * states, so that renumbering enum sf__pre splits no fleet (tests pin the digest). */
+const char *sf__pre_stable_name(enum sf__pre pre);
 void sf__pretok_free(struct sf__pretok *p);
 
 struct sf__scratch;
@@ -156,6 +159,9 @@ enum sf__id {
 	SF__ID_FIM_SEP,
 	SF__ID_COUNT,
 };
+
+/* Each role's GGUF key (tokenizer.ggml.bos_token_id, ...): the file's names, stable. */
+extern const char *const sf__tok_id_keys[SF__ID_COUNT];
 
 /* A length class of the special tokens: those of one length, checked together. */
 struct sf__spclass {

@@ -106,6 +106,14 @@ void sf__tok_src_init(struct sf__tok_src *src)
 	src->add_bos = src->add_eos = src->add_space_prefix = -1;
 }
 
+const char *sf__pre_stable_name(enum sf__pre pre)
+{
+	for (size_t i = 0; i < sizeof(pres) / sizeof(pres[0]); i++)
+		if (pres[i].pre == pre)
+			return pres[i].name;
+	return "unnamed"; /* a pre-tokenizer no name selects: none today */
+}
+
 static int pick_kind(struct sf_tok *t, const struct sf__tok_src *src, unsigned *flags,
 		     struct sf_err *err)
 {
