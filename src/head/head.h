@@ -147,6 +147,10 @@ void sf_head_link_up(struct sf_head *h, uint32_t node, uint64_t link_id,
  * Its sessions wait for the node's next link, or move after replace_after_ms. */
 void sf_head_link_down(struct sf_head *h, uint32_t node, uint64_t link_id,
 		       const struct sf_err *why, uint64_t now_ms);
+/* Node's tokenizer for model differs from the fleet's, as the tokenizer client found it (its
+ * full digest, or its encoding of the probe text): no session of model is placed there until
+ * its link opens again (placement answers as for a node of another tokens' digest). */
+void sf_head_node_tok_differs(struct sf_head *h, uint32_t node, const char *model);
 
 /* One message node sent. Returns false for messages this machine does not take (tokenizer
  * answers, state operations, pipeline stages, blob results): the caller's. */

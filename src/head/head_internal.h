@@ -79,6 +79,8 @@ struct head_model {
 struct node_model {
 	char name[SF_MAX_NAME + 1];
 	uint64_t digest; /* 0: not stated (version 2) */
+	bool tok_differs; /* the tokenizer client found its tokenizer another (full digest,
+			   * probe): no session of the model goes there (until its link opens) */
 };
 
 /* One page hash of a node's view; until: 0 when the node reported it, else when the pending

@@ -80,13 +80,32 @@ void sf__head_node_models(struct sf_head *h, uint32_t node, const struct sf_mode
 				       sf__head_node_name(h, node), n, SF_HEAD_NODE_MODELS);
 		n = SF_HEAD_NODE_MODELS;
 	}
+	/* A status repeats the list: what the tokenizer client found holds for this link. */
+	uint32_t n_differs = 0;
+	char differs[SF_HEAD_NODE_MODELS][SF_MAX_NAME + 1];
+	for (uint32_t i = 0; i < hn->n_models; i++)
+		if (hn->models[i].tok_differs)
+			memcpy(differs[n_differs++], hn->models[i].name, sizeof(differs[0]));
 	hn->n_models = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		struct node_model *nm = &hn->models[hn->n_models++];
 		snprintf(nm->name, sizeof(nm->name), "%s", models[i].name ? models[i].name : "");
 		nm->digest = digest_of(nm->name, &models[i], digests, n_digests, stated);
+		nm->tok_differs = false;
+		for (uint32_t k = 0; k < n_differs && !nm->tok_differs; k++)
+			nm->tok_differs = !strcmp(differs[k], nm->name);
 		check_digest(h, node, nm, tell);
 	}
+}
+
+void sf_head_node_tok_differs(struct sf_head *h, uint32_t node, const char *model)
+{
+	if (node >= h->n_nodes || !h->nodes[node].up)
+		return;
+	struct head_node *hn = &h->nodes[node];
+	for (uint32_t i = 0; i < hn->n_models; i++)
+		if (!strcmp(hn->models[i].name, model))
+			hn->models[i].tok_differs = true;
 }
 
 /* The node that may still hold a live lease on session sid it was taken from (the head could
@@ -208,7 +227,7 @@ uint32_t sf__head_place(struct sf_head *h, const struct head_session *s, uint32_
 		if (!nm)
 			continue;
 		served = true;
-		if (fm && fm->digest && nm->digest && nm->digest != fm->digest) {
+		if (nm->tok_differs || (fm && fm->digest && nm->digest && nm->digest != fm->digest)) {
 			if (differs == SF_HEAD_NO_NODE)
 				differs = i;
 			continue;

@@ -66,6 +66,11 @@ struct sf_tok_client_io {
 	/* An operator's sentence about the fleet (a node whose tokenizer differs: not used for
 	 * that model), or NULL. */
 	void (*warn)(void *arg, const char *msg);
+	/* Node's tokenizer for model differs from the fleet's (another full digest, or it encodes
+	 * the probe text otherwise): nothing of model should run there until its link opens
+	 * again (the head places no session of model there: sf_head_node_tok_differs). Called
+	 * after warn; may be NULL. */
+	void (*differs)(void *arg, uint32_t node, const char *model);
 };
 
 struct sf_tok_client;

@@ -70,9 +70,10 @@ void tc__probe(struct sf_tok_client *tc, uint32_t model, uint32_t node)
 	}
 }
 
-/* nm's node is not used to encode nm's model from here on; io.warn says why (printf-like). */
-static void __attribute__((format(printf, 3, 4)))
-refuse(struct sf_tok_client *tc, struct tc_node_model *nm, const char *fmt, ...)
+/* Node's nm is not used to encode nm's model from here on; io.warn says why (printf-like),
+ * io.differs tells the caller (no session of the model goes there either). */
+static void __attribute__((format(printf, 4, 5)))
+refuse(struct sf_tok_client *tc, uint32_t node, struct tc_node_model *nm, const char *fmt, ...)
 {
 	nm->lacks = true;
 	char msg[1024];
@@ -82,6 +83,8 @@ refuse(struct sf_tok_client *tc, struct tc_node_model *nm, const char *fmt, ...)
 	va_end(ap);
 	if (tc->io.warn)
 		tc->io.warn(tc->io.arg, msg);
+	if (tc->io.differs)
+		tc->io.differs(tc->io.arg, node, tc->models[nm->model].name);
 }
 
 void tc__full_check(struct sf_tok_client *tc, uint32_t model, uint32_t node)
@@ -96,11 +99,11 @@ void tc__full_check(struct sf_tok_client *tc, uint32_t model, uint32_t node)
 		if (!nm || nm->lacks || !nm->full || nm->full == md->full ||
 		    nm->digest != sf_tokenizer_digest(md->tok))
 			continue; /* (another tokens' digest is not used anyway) */
-		refuse(tc, nm, "node %s's tokenizer for model %s differs from the fleet's, node %s's "
+		refuse(tc, i, nm, "node %s's tokenizer for model %s differs from the fleet's, node %s's "
 		       "(full tokenizer digest %016llx, not %016llx: the same tokens' bytes with "
 		       "other scores, merges, pre-tokenizer, token types, special ids or add "
-		       "flags): node %s is not used to encode for %s. Serve one model file on every "
-		       "node", n->name, md->name, tc__node_name(tc, md->tok_node),
+		       "flags): node %s is given no session of %s and not used to encode it. "
+		       "Serve one model file on every node", n->name, md->name, tc__node_name(tc, md->tok_node),
 		       (unsigned long long)nm->full, (unsigned long long)md->full, n->name,
 		       md->name);
 	}
@@ -135,11 +138,11 @@ void tc__on_probe(struct sf_tok_client *tc, uint32_t node, const struct sf_token
 		return;
 	}
 	free(mine);
-	refuse(tc, nm, "node %s's tokenizer for model %s encodes otherwise than node %s's, whose "
-	       "file the head encodes with (a probe text: %u tokens there, %zu here, the first "
-	       "difference at token %u; the tokens' bytes are the same, so its scores, merges, "
-	       "pre-tokenizer or special handling differ): node %s is not used to encode for %s. "
-	       "Serve one model file on every node", n->name, md->name,
+	refuse(tc, node, nm, "node %s's tokenizer for model %s encodes otherwise than node %s's, "
+	       "whose file the head encodes with (a probe text: %u tokens there, %zu here, the "
+	       "first difference at token %u; the tokens' bytes are the same, so its scores, "
+	       "merges, pre-tokenizer or special handling differ): node %s is given no session of "
+	       "%s and not used to encode it. Serve one model file on every node", n->name, md->name,
 	       tc__node_name(tc, md->enc_node), m->n_tokens, got, at, n->name, md->name);
 }
 

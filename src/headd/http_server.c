@@ -341,6 +341,13 @@ static void tok_warn(void *arg, const char *msg)
 	sfd_warn("%s", msg);
 }
 
+/* The tokenizer client found node's tokenizer for model another: placement keeps off it. */
+static void tok_differs(void *arg, uint32_t node, const char *model)
+{
+	struct headd *d = arg;
+	sf_head_node_tok_differs(d->head, node, model);
+}
+
 int headd_api_start(struct headd *d)
 {
 	struct headd_api *a = &d->api;
@@ -373,7 +380,8 @@ int headd_api_start(struct headd *d)
 				       "of its nodes %lu ms late (a test's knob, not for a fleet)", ms, ms);
 	}
 	struct sf_tok_client_io tio = { .arg = d, .done = headd_gen_tokenized,
-					.load = headd_tok_load, .warn = tok_warn };
+					.load = headd_tok_load, .warn = tok_warn,
+					.differs = tok_differs };
 	tio.send = headd_tok_send;
 	if (sf_tok_client_new(&a->tok, &tcfg, &tio, &err)) {
 		sfd_err("%s", err.msg);

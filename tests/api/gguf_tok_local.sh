@@ -113,18 +113,45 @@ start_head "probe" "127.0.0.1:$pa,127.0.0.1:$pb" && base="http://127.0.0.1:$hpor
 line=
 for _ in $(seq 600); do line=$(grep "differs from the fleet's" "$work/probe.err") && break; sleep 0.05; done
 check "protocol 7: a node whose tokenizer differs (the same tokens, fewer merges) is refused by its full digest, named with the node whose export the head took: ${line:-no such line}" \
-	"$(echo "$line" | grep -qE "node (same|other)'s tokenizer for model probe-model differs from the fleet's, node (other|same)'s \(full tokenizer digest [0-9a-f]{16}, not [0-9a-f]{16}: .*\): node (same|other) is not used to encode for probe-model"; echo $?)"
+	"$(echo "$line" | grep -qE "node (same|other)'s tokenizer for model probe-model differs from the fleet's, node (other|same)'s \(full tokenizer digest [0-9a-f]{16}, not [0-9a-f]{16}: .*\): node (same|other) is given no session of probe-model and not used to encode it"; echo $?)"
 r=0; head_encodes "$work/probe.err" || r=1
 req POST /v1/tokenize '{"model":"probe-model","text":"antidisestablishmentarianism"}'
 [ "$status" = 200 ] || r=1
 check "... and the head encodes the model itself still ($status)" $r
+# ... and runs no session of the model there (its end tokens or BOS flag may differ): a head of
+# one shard (one tokenizer client, one placement), eight completions at once (placement would
+# spread them over both nodes by their room), all on the other node.
+start_head "probe1" "127.0.0.1:$pa,127.0.0.1:$pb" --shards 1 && base="http://127.0.0.1:$hport"
+line=
+for _ in $(seq 600); do line=$(grep "differs from the fleet's" "$work/probe1.err") && break; sleep 0.05; done
+refused=$(echo "$line" | sed -nE "s/.*: node (same|other) is given no session of probe-model.*/\1/p")
+r=0; [ -n "$refused" ] || r=1
+head_encodes "$work/probe1.err" || r=1
+cpids=()
+for i in $(seq 8); do
+	curl -sS -o /dev/null -w '%{http_code}\n' -H 'Content-Type: application/json' --data-binary \
+		"{\"model\":\"probe-model\",\"prompt\":\"Session $i of eight, about the fleet\",\"max_tokens\":24}" \
+		"$base/v1/completions" >"$work/spread-$i" &
+	cpids+=($!)
+done
+wait "${cpids[@]}"
+for i in $(seq 8); do [ "$(cat "$work/spread-$i" 2>/dev/null)" = 200 ] || r=1; done
+computed() { curl -sS "$base/metrics" | sed -nE "s/^superfluid_node_prompt_tokens_computed_total\{.*identity=\"$1\"\} //p"; }
+used=0 idle=
+for _ in $(seq 200); do # the nodes' statuses carry their counts
+	for n in same other; do [ "$n" = "$refused" ] || used=$(computed "$n"); done
+	[ "${used:-0}" -gt 0 ] && break; sleep 0.05
+done
+idle=$(computed "${refused:-none}")
+[ "${used:-0}" -gt 0 ] && [ "$idle" = 0 ] || r=1
+check "... and is given no session of it: 8 completions, prompt tokens computed ${used:-?} on the other node, ${idle:-?} on node ${refused:-?}" $r
 start_gguf_node "same6" "$M" --threads 1 --model-name probe-model --version-max 6 && pa=$port
 start_gguf_node "other6" "$M2" --threads 1 --model-name probe-model --version-max 6 && pb=$port
 start_head "probe6" "127.0.0.1:$pa,127.0.0.1:$pb" && base="http://127.0.0.1:$hport"
 line=
 for _ in $(seq 600); do line=$(grep "encodes otherwise" "$work/probe6.err") && break; sleep 0.05; done
 check "protocol 6 nodes (no full digest): the probe text still finds the one that differs: ${line:-no such line}" \
-	"$(echo "$line" | grep -qE "node (same6|other6)'s tokenizer for model probe-model encodes otherwise than node (other6|same6)'s, .* is not used to encode for probe-model"; echo $?)"
+	"$(echo "$line" | grep -qE "node (same6|other6)'s tokenizer for model probe-model encodes otherwise than node (other6|same6)'s, .* is given no session of probe-model and not used to encode it"; echo $?)"
 
 # Issue 32: a model whose chat template is 8 MiB (the most a template may have) is served: its
 # export carries the template once (twice, it passed the 16 MiB frame and every request was a

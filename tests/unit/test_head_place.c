@@ -210,6 +210,29 @@ static void placement_refusals(void **state)
 	assert_int_equal(open_session(f, 7, "sim-1", NULL, &err), SF_E_RANGE);
 	assert_string_equal(err.msg, "node node-1's tokenizer for sim-1 differs");
 	sf_fleet_sim_free(f);
+
+	/* The same tokens' bytes, but the tokenizer client found node 1's tokenizer another (its
+	 * full digest, its probe): no session goes there, through its status repeats, until its
+	 * link opens again. */
+	f = fleet(2, 0);
+	connect_all(f, 2);
+	struct sf_head *h = sf_fleet_sim_head(f);
+	sf_head_node_tok_differs(h, 1, "sim-1");
+	sf_head_node_tok_differs(h, 1, "llama-9"); /* a model it does not serve: nothing */
+	sf_head_node_tok_differs(h, 7, "sim-1");   /* no such node: nothing */
+	for (uint64_t sid = 1; sid <= 6; sid++) {
+		assert_int_equal(open_session(f, sid, "sim-1", NULL, &err), 0);
+		assert_int_equal(sf_head_session_node(h, sid), 0);
+		sf_fleet_sim_run(f, 2000); /* statuses come and go */
+	}
+	sf_fleet_sim_drop(f, 0);
+	assert_int_equal(open_session(f, 7, "sim-1", NULL, &err), SF_E_RANGE);
+	assert_string_equal(err.msg, "node node-1's tokenizer for sim-1 differs");
+	sf_fleet_sim_drop(f, 1);
+	assert_int_equal(sf_fleet_sim_connect(f, 1), 0);
+	assert_int_equal(open_session(f, 7, "sim-1", NULL, &err), 0);
+	assert_int_equal(sf_head_session_node(h, 7), 1);
+	sf_fleet_sim_free(f);
 }
 
 /* A version 2 node runs plain generations but cannot take options. */

@@ -138,10 +138,13 @@ static void a_node_of_another_full_digest_is_refused_by_name(void **state)
 	assert_int_equal(f->n_warned, 1);
 	if (!strstr(f->warned, "node n1's tokenizer for model sim-1 differs from the fleet's, node "
 			       "n0's (full tokenizer digest 0000000000000b22, not 0000000000000a11") ||
-	    !strstr(f->warned, "node n1 is not used to encode for sim-1"))
+	    !strstr(f->warned, "node n1 is given no session of sim-1 and not used to encode it"))
 		fail_msg("warned: %s", f->warned);
+	assert_int_equal(f->n_differs, 1); /* and placement told: no session of it goes there */
+	assert_string_equal(f->differs, "1 sim-1");
 	up(f, 2, 7); /* the same full digest: used */
 	assert_int_equal(f->n_warned, 1);
+	assert_int_equal(f->n_differs, 1);
 	/* Misses go to n0 and n2, never to n1. */
 	static const char *texts[] = { "one", "two", "three", "four", "five", "six" };
 	for (int i = 0; i < 6; i++) {
@@ -217,6 +220,8 @@ static void an_older_node_is_still_probed(void **state)
 	if (!strstr(f->warned, "node n1's tokenizer for model sim-1 encodes otherwise than node "
 			       "n0's"))
 		fail_msg("warned: %s", f->warned);
+	assert_int_equal(f->n_differs, 1);
+	assert_string_equal(f->differs, "1 sim-1");
 	/* A version 7 node of another full digest than the file's is refused by name. */
 	sf_tok_client_node_down(f->tc, 2, f->now);
 	f->digest[2].full = full ^ 1;
@@ -224,6 +229,8 @@ static void an_older_node_is_still_probed(void **state)
 	assert_int_equal(f->n_warned, 2);
 	assert_non_null(strstr(f->warned, "node n2's tokenizer for model sim-1 differs from the "
 					  "fleet's, node n0's"));
+	assert_int_equal(f->n_differs, 2);
+	assert_string_equal(f->differs, "2 sim-1");
 	count_probes(f, probes);
 	assert_int_equal(probes[2], 0);
 }

@@ -62,6 +62,8 @@ struct fx {
 	int load_rc;        /* what io.load answers */
 	char warned[1024];  /* io.warn's last sentence */
 	int n_warned;
+	char differs[128];  /* io.differs's last call: "node model" */
+	int n_differs;
 };
 
 static FX_UNUSED void push(struct fx *f, struct queue *q, uint32_t node, uint16_t type,
@@ -139,6 +141,13 @@ static FX_UNUSED void on_warn(void *arg, const char *msg)
 	snprintf(f->warned, sizeof(f->warned), "%s", msg);
 }
 
+static FX_UNUSED void on_differs(void *arg, uint32_t node, const char *model)
+{
+	struct fx *f = arg;
+	f->n_differs++;
+	snprintf(f->differs, sizeof(f->differs), "%u %s", node, model);
+}
+
 static FX_UNUSED int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
@@ -160,7 +169,8 @@ static FX_UNUSED int setup(void **state)
 	}
 	struct sf_tok_client_config cfg = { .max_nodes = 8 };
 	struct sf_tok_client_io io = { .arg = f, .send = head_send, .done = on_done,
-				       .ready = on_ready, .load = on_load, .warn = on_warn };
+				       .ready = on_ready, .load = on_load, .warn = on_warn,
+				       .differs = on_differs };
 	assert_int_equal(sf_tok_client_new(&f->tc, &cfg, &io, &err), 0);
 	*state = f;
 	return 0;
