@@ -541,6 +541,9 @@ int sf_model_forward(const struct sf_model *m, struct sf_pool *pool, struct sf_f
 		if (tk->pos >= f->max_ctx || (uint64_t)tk->pos >= (uint64_t)tk->kv->n_pages * SF_KV_PAGE)
 			return sf_err_set(err, SF_E_RANGE, "position %u has no room in its cache",
 					  tk->pos);
+		if (!sf_kv_window_held(tk->kv, tk->pos))
+			return sf_err_set(err, SF_E_RANGE, "position %u reads window rows its cache "
+					  "let go of", tk->pos);
 		if (tk->pos > tk->kv->n) {
 			/* Its earlier positions must come earlier in this call. */
 			bool found = false;
@@ -562,5 +565,7 @@ int sf_model_forward(const struct sf_model *m, struct sf_pool *pool, struct sf_f
 	for (uint32_t t = 0; t < n; t++)
 		if (toks[t].pos + 1 > toks[t].kv->n)
 			toks[t].kv->n = toks[t].pos + 1;
+	for (uint32_t t = 0; t < n; t++)
+		sf_kv_slide(toks[t].kv); /* (window rows behind every cache's window) */
 	return 0;
 }

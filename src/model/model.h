@@ -222,6 +222,12 @@ int sf_kv_arena_new(const struct sf_model *m, uint64_t limit_bytes, struct sf_kv
 void sf_kv_arena_free(struct sf_kv_arena *a);
 uint64_t sf_kv_arena_limit(const struct sf_kv_arena *a);
 uint64_t sf_kv_arena_page_bytes(const struct sf_kv_arena *a);
+/* Of those, the bytes of a page's window block (its sliding-window layers' rows, kept apart
+ * and let go of behind the window); 0 for a model without window layers. */
+uint64_t sf_kv_arena_window_bytes(const struct sf_kv_arena *a);
+/* Pages of window blocks a cache keeps past its window (1 unless set; UINT32_MAX: every page
+ * keeps its window rows), for cut-backs: set before any cache is made. */
+void sf_kv_arena_window_slack(struct sf_kv_arena *a, uint32_t pages);
 
 /* Bytes of every page the arena's caches hold, counted once however many caches share them
  * (the reclaimable ones too: cached pages no cache holds, evicted before a reserve fails). */
@@ -237,9 +243,14 @@ struct sf_prefix_cache *sf_kv_arena_prefix(const struct sf_kv_arena *a);
  * with other caches (immutable; src/prefix), the rest its own. */
 struct sf_kv {
 	struct sf_kv_arena *arena;
-	uint16_t **pages; /* each [layer][keys, values] (the layers with attention only): keys
-			   * [SF_KV_PAGE][n_head_kv * head_dim] half floats or Q8_0 slabs
-			   * (sf_kv_keys_q8), values [SF_KV_PAGE][n_head_kv * head_dim] halves */
+	uint16_t **pages; /* each [layer][keys, values] (the layers with attention only, but the
+			   * sliding-window layers): keys [SF_KV_PAGE][n_head_kv * head_dim] half
+			   * floats or Q8_0 slabs (sf_kv_keys_q8), values [SF_KV_PAGE][n_head_kv *
+			   * head_dim] halves */
+	uint16_t **wpages; /* the sliding-window layers' likewise, a block of wbytes a page:
+			    * pages [wfrom, n_pages) have theirs, those before let go of */
+	uint64_t wbytes;
+	uint32_t wfrom;
 	struct sf_prefix_page **shared; /* pages[i]'s index entry, for i < n_shared */
 	uint32_t n_pages, cap_pages, n_shared;
 	uint32_t n;       /* positions whose keys and values are computed */
@@ -268,6 +279,8 @@ void sf_kv_init_layers(struct sf_kv *kv, struct sf_kv_arena *a, uint32_t l0, uin
 int sf_kv_reserve(struct sf_kv *kv, uint32_t n, struct sf_err *err);
 /* Forgets positions from n on, returning whole pages past them to the arena (a shared page
  * n falls inside is let go of too, so the positions of it before n are computed again). A
+ * cache whose window rows n reads were let go of (sf_kv_slide) goes back to the last page end
+ * whose window rows it or the index still has, or to nothing. A
  * cache with a recurrent state cut before what it computed goes back to the last checkpoint
  * of its shared pages at or before n (sf_kv_checkpoint), letting go of the pages after it,
  * or to nothing (every position computed again); cut to 0, its state's memory goes back to
@@ -282,7 +295,9 @@ void sf_kv_share(struct sf_kv *kv, uint64_t root);
  * of its own), leaving at least the last token to compute: kv->n grows by the positions
  * adopted (returned). Nothing when kv->n is not where a page starts, or a page before it is
  * the cache's own. A model with recurrent layers adopts pages only up to the last one with a
- * checkpoint, and its state becomes that one's (no tails: they hold no state). */
+ * checkpoint, and its state becomes that one's (no tails: they hold no state). A model with
+ * window layers adopts pages only up to the last page end whose window rows (those its next
+ * position reads) the index still has, pinning them (no tails either: they hold none). */
 uint32_t sf_kv_adopt(struct sf_kv *kv, const uint32_t *tokens, uint32_t n);
 /* Indexes the cache's full pages computed since the last call (tokens: its tokens), each
  * replaced by an equal page already indexed when there is one. */
@@ -300,6 +315,12 @@ bool sf_kv_checkpoint_step(struct sf_kv *kv);
  * in the index as a tail for a later context to copy from. */
 void sf_kv_retire(struct sf_kv *kv, const uint32_t *tokens);
 void sf_kv_fini(struct sf_kv *kv);
+/* Whether the window rows position pos of the cache reads are all held (always without window
+ * layers). */
+bool sf_kv_window_held(const struct sf_kv *kv, uint32_t pos);
+/* Lets go of the window blocks of the cache's pages a window and the arena's slack behind
+ * kv->n (sf_model_forward calls it; a sharing cache's once indexed, left to the index). */
+void sf_kv_slide(struct sf_kv *kv);
 /* The F16 keys (which = 0) or the values (1) of layer (one the cache keeps) at pos (reserved):
  * a row of n_head_kv * head_dim half floats. Q8_0 keys: sf_kv_keys_q8. */
 uint16_t *sf_kv_at(const struct sf_kv *kv, uint32_t layer, int which, uint32_t pos);

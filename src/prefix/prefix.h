@@ -24,7 +24,13 @@
  * restores that state instead of computing them. Checkpoints are sparse (their owner decides
  * which pages get one), immutable once set, and go with their page, or alone: a context
  * that adopted or computed past one needs it no more, so every checkpoint can be evicted
- * (least recently used first, set or copied, against the pages that can go). */
+ * (least recently used first, set or copied, against the pages that can go).
+ *
+ * The same slot holds a page's *window rows* for a model with sliding-window layers (the keys
+ * and values of those layers, kept apart from the page's other rows): its holders that still
+ * read them pin them (sf_prefix_offer_state, sf_prefix_pin_state); unpinned, they are evicted
+ * as checkpoints are, and a context adopts pages only up to where it finds the window rows it
+ * needs. */
 #ifndef SF_PREFIX_PREFIX_H
 #define SF_PREFIX_PREFIX_H
 
@@ -80,8 +86,10 @@ struct sf_prefix_stats {
 	uint64_t idle_pages;   /* of those, held by no context: all of them can be evicted (the
 				* pages after one first) */
 	uint64_t tails;        /* partial pages kept */
-	uint64_t idle_bytes;   /* the idle pages', the tails' and every checkpoint's bytes */
-	uint64_t states;       /* checkpoints kept (on indexed pages) */
+	uint64_t idle_bytes;   /* the idle pages', the tails' and every unpinned checkpoint's
+				* bytes */
+	uint64_t states;       /* checkpoints (or window rows) kept (on indexed pages) */
+	uint64_t pinned;       /* of those, pinned by holders */
 	uint64_t added, evicted, hits, misses; /* since the cache was made */
 	uint64_t partial_hits; /* first positions copied from a tail or a full page */
 };
@@ -122,8 +130,18 @@ bool sf_prefix_has_state(struct sf_prefix_cache *pc, const struct sf_prefix_page
 /* Copies p's checkpoint (p held by the caller) into to (cfg.state_bytes), under the cache's
  * lock, as its most recent use; false when it has none (never had, or evicted). */
 bool sf_prefix_copy_state(struct sf_prefix_cache *pc, struct sf_prefix_page *p, void *to);
-/* Frees p's checkpoint (p held by the caller), if it has one, as if evicted. */
+/* Frees p's checkpoint (p held by the caller), if it has one and it is not pinned, as if
+ * evicted. */
 void sf_prefix_drop_state(struct sf_prefix_cache *pc, struct sf_prefix_page *p);
+/* p's state (p a full page held by the caller) pinned for the caller: state (handed over) when
+ * p had none, else p's own (state stays the caller's to free: it holds the same bits); NULL
+ * when p has none and state is NULL. A pinned state is never evicted apart from its page. */
+void *sf_prefix_offer_state(struct sf_prefix_cache *pc, struct sf_prefix_page *p, void *state);
+/* p's state (p held by the caller) pinned for the caller, or NULL when it has none. */
+void *sf_prefix_pin_state(struct sf_prefix_cache *pc, struct sf_prefix_page *p);
+/* One pin of p's state let go of (p held by the caller): with none left it can be evicted,
+ * the most recently used. */
+void sf_prefix_unpin_state(struct sf_prefix_cache *pc, struct sf_prefix_page *p);
 /* Lets go of a held page: with no holder left it stays cached, the most recently used. */
 void sf_prefix_unref(struct sf_prefix_cache *pc, struct sf_prefix_page *p);
 /* Evicts the least recently used page nobody holds and no page follows, freeing its data

@@ -22,7 +22,9 @@ struct sf_prefix_page {
 	struct sf_prefix_page *kid_next, *kid_prev;
 	uint32_t valid;                 /* positions it holds: SF_PREFIX_PAGE, or a tail's */
 	void *data;
-	void *state;                    /* a checkpoint after its last position, or NULL */
+	void *state;                    /* a checkpoint after its last position (or the page's
+					 * window rows: sf_prefix_offer_state), or NULL */
+	uint32_t pins;                  /* holders reading its state: off the LRU while any */
 	struct sf_prefix_page *sprev, *snext; /* the checkpoints' LRU, while it has one */
 	uint64_t tick, stick;           /* when it joined the LRU; its checkpoint last used */
 	uint32_t tokens[SF_PREFIX_PAGE];
@@ -36,6 +38,7 @@ struct sf_prefix_cache {
 	uint64_t pages, unheld; /* indexed; of those, held by no context */
 	uint64_t n_tails;
 	uint64_t states;  /* checkpoints (all of them can go: their holders are past them) */
+	uint64_t pinned;  /* of those, pinned (sf_prefix_pin_state): not evictable alone */
 	uint64_t clock;   /* ticks of the LRUs */
 	struct sf_prefix_page slru; /* sentinel of the checkpoints' LRU: slru.snext the oldest */
 	struct sf_prefix_page lru; /* sentinel: lru.next is the least recently used */
@@ -98,13 +101,18 @@ void sf_prefix_cache_free(struct sf_prefix_cache *pc)
 	free(pc);
 }
 
-/* Frees p's checkpoint, if any, off the checkpoints' LRU. */
+/* Frees p's checkpoint, if any, off the checkpoints' LRU (or pinned, as the cache goes). */
 static void drop_state(struct sf_prefix_cache *pc, struct sf_prefix_page *p)
 {
 	if (!p->state)
 		return;
-	p->sprev->snext = p->snext;
-	p->snext->sprev = p->sprev;
+	if (p->pins) {
+		pc->pinned--;
+		p->pins = 0;
+	} else {
+		p->sprev->snext = p->snext;
+		p->snext->sprev = p->sprev;
+	}
 	pc->states--;
 	if (pc->cfg.drop_state)
 		pc->cfg.drop_state(pc->cfg.arg, p->state);
@@ -469,7 +477,54 @@ bool sf_prefix_has_state(struct sf_prefix_cache *pc, const struct sf_prefix_page
 void sf_prefix_drop_state(struct sf_prefix_cache *pc, struct sf_prefix_page *p)
 {
 	pthread_mutex_lock(&pc->mu);
-	drop_state(pc, p);
+	if (!p->pins)
+		drop_state(pc, p);
+	pthread_mutex_unlock(&pc->mu);
+}
+
+/* One more pin of p's state (which it has): off the LRU at the first. */
+static void pin(struct sf_prefix_cache *pc, struct sf_prefix_page *p)
+{
+	if (p->pins++)
+		return;
+	p->sprev->snext = p->snext;
+	p->snext->sprev = p->sprev;
+	pc->pinned++;
+}
+
+void *sf_prefix_offer_state(struct sf_prefix_cache *pc, struct sf_prefix_page *p, void *state)
+{
+	pthread_mutex_lock(&pc->mu);
+	if (!p->state && p->valid == SF_PREFIX_PAGE && state) {
+		p->state = state;
+		p->pins = 1;
+		pc->states++;
+		pc->pinned++;
+	} else if (p->state) {
+		pin(pc, p);
+	}
+	void *s = p->state;
+	pthread_mutex_unlock(&pc->mu);
+	return s;
+}
+
+void *sf_prefix_pin_state(struct sf_prefix_cache *pc, struct sf_prefix_page *p)
+{
+	pthread_mutex_lock(&pc->mu);
+	void *s = p->state;
+	if (s)
+		pin(pc, p);
+	pthread_mutex_unlock(&pc->mu);
+	return s;
+}
+
+void sf_prefix_unpin_state(struct sf_prefix_cache *pc, struct sf_prefix_page *p)
+{
+	pthread_mutex_lock(&pc->mu);
+	if (p->state && p->pins && !--p->pins) {
+		pc->pinned--;
+		state_touch(pc, p, false);
+	}
 	pthread_mutex_unlock(&pc->mu);
 }
 
@@ -479,7 +534,8 @@ bool sf_prefix_copy_state(struct sf_prefix_cache *pc, struct sf_prefix_page *p, 
 	bool has = p->state != NULL;
 	if (has) {
 		memcpy(to, p->state, pc->cfg.state_bytes);
-		state_touch(pc, p, true);
+		if (!p->pins)
+			state_touch(pc, p, true);
 	}
 	pthread_mutex_unlock(&pc->mu);
 	return has;
@@ -538,7 +594,8 @@ void sf_prefix_stats(struct sf_prefix_cache *pc, struct sf_prefix_stats *out)
 	out->idle_pages = pc->unheld;
 	out->tails = pc->n_tails;
 	out->idle_bytes = (pc->unheld + pc->n_tails) * pc->cfg.page_bytes +
-			  pc->states * pc->cfg.state_bytes;
+			  (pc->states - pc->pinned) * pc->cfg.state_bytes;
 	out->states = pc->states;
+	out->pinned = pc->pinned;
 	pthread_mutex_unlock(&pc->mu);
 }

@@ -20,7 +20,7 @@
 #include "model/model.h"
 #include "model/ops.h"
 
-#define N_TOK_MAX 80
+#define N_TOK_MAX 168
 static int N_TOK = 20; /* positions each run computes (the Gemma tests: past a window) */
 static const char *CACHE_K = "f16"; /* the cached keys' type (sf_model_cache_keys) */
 static uint32_t N_LAYERS = 2; /* of the invariance tests' models (0: the shape's) */
@@ -252,7 +252,102 @@ static void gemma(const char *shape, const char *type)
 	N_LAYERS = 2;
 }
 
+/* Logits of positions [from, to) of kv (session a's tokens, reserved) in one call into out
+ * (rows by position); the forward call's code. */
+static int compute(struct loaded *l, struct sf_kv *kv, uint32_t from, uint32_t to, float *out,
+		   struct sf_err *err)
+{
+	struct sf_pool *pool = sf_pool_new(1);
+	struct sf_fwd *f;
+	assert_int_equal(sf_fwd_new(l->m, N_TOK, (uint32_t)N_TOK, 1, &f, err), 0);
+	struct sf_fwd_tok toks[N_TOK_MAX];
+	for (uint32_t p = from; p < to; p++)
+		toks[p - from] = (struct sf_fwd_tok){ kv, p, tok_at((int)p, 0), true };
+	int rc = sf_model_forward(l->m, pool, f, toks, to - from, 0, l->m->cfg.n_layer, NULL,
+				  out + (size_t)from * l->m->cfg.n_vocab, err);
+	sf_fwd_free(f);
+	sf_pool_free(pool);
+	return rc;
+}
+
+/* Window layers keep only their window (the caches' window blocks let go of a window and the
+ * arena's slack behind): over the window of 40 and two pages (168 positions) the logits are
+ * those of caches keeping every row, with no slack and a page of it, token by token, in chunks
+ * beside another session, through two stages; a cache holds its global rows and the window
+ * blocks from the page its next position reads (less the slack); a position reading rows let
+ * go of is refused; a cut inside the slack keeps its rows and goes on with the same bits, a
+ * cut behind them goes back to 0 and computes everything again, the same bits. */
+static void window(const char *shape, const char *type)
+{
+	N_TOK = 168;
+	struct loaded l;
+	make(&l, shape, type, 0);
+	assert_int_equal(l.m->cfg.n_swa, 40);
+	size_t V = l.m->cfg.n_vocab, n = (size_t)N_TOK * V;
+	uint64_t wb = sf_kv_arena_window_bytes(l.arena), pb = sf_kv_arena_page_bytes(l.arena);
+	assert_true(wb > 0 && wb < pb);
+	sf_kv_arena_window_slack(l.arena, UINT32_MAX); /* (every row kept) */
+	float *ref = run(&l, N_TOK, false, 1), *x;
+	sf_kv_arena_window_slack(l.arena, 0);
+	x = run(&l, 1, false, 1);
+	same(ref, x, n, "window rows let go of, token by token");
+	free(x);
+	x = run(&l, 7, true, 3);
+	same(ref, x, n, "window rows let go of, chunks of 7 beside another session, 3 threads");
+	free(x);
+	x = staged(&l, 1, 5);
+	same(ref, x, n, "window rows let go of, two stages, 5 positions a time");
+	free(x);
+	sf_kv_arena_window_slack(l.arena, 1);
+	x = run(&l, 5, true, 2);
+	same(ref, x, n, "a page of slack, chunks of 5 beside another session");
+	free(x);
+	/* One cache of 168 positions: 3 pages of global rows, the window blocks of page 2 (its
+	 * next position, 168, reads 129 on) and page 1 (the slack). */
+	struct sf_kv kv;
+	struct sf_err err;
+	sf_kv_init(&kv, l.arena);
+	assert_int_equal(sf_kv_reserve(&kv, N_TOK, &err), 0);
+	x = calloc(n, sizeof(float));
+	assert_int_equal(compute(&l, &kv, 0, (uint32_t)N_TOK, x, &err), 0);
+	same(ref, x, n, "one call, a page of slack");
+	assert_int_equal(kv.wfrom, 1);
+	assert_int_equal(sf_kv_arena_used(l.arena), 3 * pb - wb);
+	/* position 100 reads 61 on (page 0's window rows are gone) */
+	assert_int_equal(compute(&l, &kv, 100, 101, x, &err), SF_E_RANGE);
+	assert_non_null(strstr(err.msg, "window rows"));
+	/* cut to 130 (reads 91 on: page 1, kept): the rest again, the same bits */
+	sf_kv_truncate(&kv, 130);
+	assert_int_equal(kv.n, 130);
+	memset(x + 130 * V, 0, (n - 130 * V) * sizeof(float));
+	assert_int_equal(compute(&l, &kv, 130, (uint32_t)N_TOK, x, &err), 0);
+	same(ref, x, n, "cut inside the slack");
+	/* cut to 100 (reads 61 on): nothing shared to find them in, so back to 0 */
+	sf_kv_truncate(&kv, 100);
+	assert_int_equal(kv.n, 0);
+	assert_int_equal(kv.n_pages, 0);
+	assert_int_equal(sf_kv_arena_used(l.arena), 0);
+	assert_int_equal(sf_kv_reserve(&kv, N_TOK, &err), 0);
+	memset(x, 0, n * sizeof(float));
+	assert_int_equal(compute(&l, &kv, 0, (uint32_t)N_TOK, x, &err), 0);
+	same(ref, x, n, "cut behind the window rows kept, from 0");
+	sf_kv_fini(&kv);
+	assert_int_equal(sf_kv_arena_used(l.arena), 0);
+	free(x);
+	free(ref);
+	unload(&l);
+	N_TOK = 20;
+}
+
 static void test_gemma2_q8_0(void **state) { gemma("test-gemma2", "q8_0"); }
+static void test_window_gemma2(void **state) { window("test-gemma2", "q8_0"); }
+static void test_window_gemma3_q8_keys(void **state)
+{
+	CACHE_K = "q8_0"; /* (the keys' slabs in window blocks) */
+	window("test-gemma3", "f16");
+	CACHE_K = "f16";
+}
+static void test_window_gptoss(void **state) { window("test-gpt-oss", "mxfp4_moe"); }
 static void test_gemma3_q4_k(void **state) { gemma("test-gemma3", "q4_k"); }
 static void test_gemma_f16(void **state) { gemma("test-gemma", "f16"); }
 /* Mixtures of experts: tokens beside others choose other experts, so a token's rows go to its
@@ -573,7 +668,8 @@ int main(void)
 		cmocka_unit_test(test_qwen3moe_q4_k_m), cmocka_unit_test(test_mixtral_q8_0),
 		cmocka_unit_test(test_smollm3_q4_k), cmocka_unit_test(test_olmo2_q8_0),
 		cmocka_unit_test(test_granite_q4_k_m), cmocka_unit_test(test_phi3_q6_k),
-		cmocka_unit_test(test_phi3_window),
+		cmocka_unit_test(test_phi3_window),   cmocka_unit_test(test_window_gemma2),
+		cmocka_unit_test(test_window_gemma3_q8_keys), cmocka_unit_test(test_window_gptoss),
 		cmocka_unit_test(test_granitemoe_q8_0), cmocka_unit_test(test_mistral3_q4_k_m),
 		cmocka_unit_test(test_qwen3_yarn_f16), cmocka_unit_test(test_longrope),
 		cmocka_unit_test(test_qwen35_q8_0),

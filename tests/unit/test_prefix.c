@@ -444,7 +444,8 @@ static void same_run(const struct run *a, const struct run *b, const char *what)
  * longer one that goes on from it, and not across namespaces. recurrent: a model with
  * recurrent layers, whose contexts adopt pages up to a checkpoint only (a prompt keeps one at
  * its last page end), no tails. */
-static void engine_streams_are_the_same_with_reuse(struct sf_engine *e, bool recurrent)
+static void engine_streams_are_the_same_with_reuse(struct sf_engine *e, bool recurrent,
+						   bool window)
 {
 	uint32_t prompt[300];
 	fill(prompt, 300, 3);
@@ -463,7 +464,7 @@ static void engine_streams_are_the_same_with_reuse(struct sf_engine *e, bool rec
 		 * (kept as a tail when it went): all but the last token. A recurrent model: the
 		 * three pages, the third with the first prompt's checkpoint (192, its last page end
 		 * before its last token). */
-		assert_int_equal(again.reused, recurrent ? 3 * P : 3 * P + 7);
+		assert_int_equal(again.reused, recurrent || window ? 3 * P : 3 * P + 7);
 		same_run(&ref, &again, "a context that adopted three pages");
 		draw(e, ns + 1000, s, prompt, 200, &other, NULL);
 		assert_int_equal(other.reused, 0); /* another namespace shares nothing */
@@ -485,7 +486,7 @@ static void engine_streams_are_the_same_with_reuse(struct sf_engine *e, bool rec
 		draw(e, ns, s, prompt, 290, &longer, NULL);
 		/* the tail's prompt positions too; a recurrent model's from the third page's
 		 * checkpoint (its fourth was not full when the first context went) */
-		if (recurrent)
+		if (recurrent || window) /* (a window model's: no tails) */
 			assert_int_equal(longer.reused, 3 * P);
 		else
 			assert_true(longer.reused >= 3 * P + 8);
@@ -496,7 +497,7 @@ static void engine_streams_are_the_same_with_reuse(struct sf_engine *e, bool rec
 static void gguf_reuse_gives_the_same_stream(void **state)
 {
 	struct fx *f = *state;
-	engine_streams_are_the_same_with_reuse(f->e, false);
+	engine_streams_are_the_same_with_reuse(f->e, false, false);
 	struct sf_prefix_stats st;
 	sf_prefix_stats(sf_engine_prefix_cache(f->e), &st);
 	assert_true(st.hits > 0);
@@ -510,7 +511,7 @@ static void gguf_q8_0_keys_reuse_gives_the_same_stream(void **state)
 {
 	struct fx *f = *state;
 	struct sf_engine *e = gguf_engine_keys(f, 0, "q8_0");
-	engine_streams_are_the_same_with_reuse(e, false);
+	engine_streams_are_the_same_with_reuse(e, false, false);
 	assert_int_equal(sf_engine_mem_used(e), 0);
 	sf_engine_free(e);
 }
@@ -523,7 +524,7 @@ static void sim_reuse_gives_the_same_stream(void **state)
 	struct sf_engine *e;
 	struct sf_err err;
 	assert_int_equal(sf_sim_engine_new(&cfg, &e, &err), 0);
-	engine_streams_are_the_same_with_reuse(e, false);
+	engine_streams_are_the_same_with_reuse(e, false, false);
 	sf_engine_free(e);
 }
 
@@ -772,7 +773,7 @@ static int setup_recurrent(void **state)
 static void recurrent_reuse_gives_the_same_stream(void **state)
 {
 	struct fx *f = *state;
-	engine_streams_are_the_same_with_reuse(f->e, true);
+	engine_streams_are_the_same_with_reuse(f->e, true, false);
 	struct sf_prefix_stats st;
 	sf_prefix_stats(sf_engine_prefix_cache(f->e), &st);
 	assert_true(st.hits > 0);
@@ -959,6 +960,160 @@ static void checkpoints_count_and_go_before_a_refusal(void **state)
 	sf_engine_free(e);
 }
 
+/* ---- a model with sliding-window layers (test-gemma3: 2 window layers of 40, 1 global) ---- */
+
+static int setup_window(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	*state = f;
+	f->pool = sf_pool_new(1);
+	assert_int_equal(sf_test_make_model("prefix_window", N_VOCAB, "test-gemma3", 3, 5, f->pool,
+					    f->path, sizeof(f->path)), 0);
+	f->e = gguf_engine(f, 0);
+	return 0;
+}
+
+/* The same streams with reuse: a context adopts pages up to where the index has the window
+ * rows its next position reads (kept with the pages, unpinned, when their contexts went past
+ * them or went), no tails. */
+static void window_reuse_gives_the_same_stream(void **state)
+{
+	struct fx *f = *state;
+	engine_streams_are_the_same_with_reuse(f->e, false, true);
+	struct sf_prefix_stats st;
+	sf_prefix_stats(sf_engine_prefix_cache(f->e), &st);
+	assert_true(st.hits > 0);
+	assert_int_equal(st.tails, 0);
+	assert_int_equal(st.states, st.pages); /* every page's window rows (nothing evicted) */
+	assert_int_equal(st.pinned, 0);
+	assert_int_equal(sf_engine_mem_used(f->e), 0);
+}
+
+/* Logits of positions [from, to) of kv (tokens t) in one call into out (rows by position),
+ * then its full pages indexed. */
+static void compute(struct sf_model *m, struct sf_kv *kv, const uint32_t *t, uint32_t from,
+		    uint32_t to, float *out)
+{
+	struct sf_pool *pool = sf_pool_new(1);
+	struct sf_fwd *fw;
+	struct sf_err err;
+	assert_int_equal(sf_fwd_new(m, 512, 512, 1, &fw, &err), 0);
+	assert_int_equal(sf_kv_reserve(kv, to, &err), 0);
+	struct sf_fwd_tok *toks = calloc(to - from, sizeof(*toks));
+	for (uint32_t p = from; p < to; p++)
+		toks[p - from] = (struct sf_fwd_tok){ kv, p, t[p], true };
+	if (sf_model_forward(m, pool, fw, toks, to - from, 0, m->cfg.n_layer, NULL,
+			     out + (size_t)from * m->cfg.n_vocab, &err))
+		fail_msg("forward: %s", err.msg);
+	sf_kv_publish(kv, t);
+	free(toks);
+	sf_fwd_free(fw);
+	sf_pool_free(pool);
+}
+
+/* Window blocks in the index: a cache past a page's window rows unpins them (reclaimable, not
+ * in use); with some of them evicted, a context adopts up to the last page end whose window
+ * rows are still there (past a gap, or behind it), and one cut back behind what it holds goes
+ * to the last page end whose rows it finds again; every logit is the one computing gives. */
+static void window_blocks_are_held_adopted_and_cut_back_to(void **state)
+{
+	struct fx *f = *state;
+	struct sf_gguf *file;
+	struct sf_model *m;
+	struct sf_kv_arena *a;
+	struct sf_err err;
+	assert_int_equal(sf_gguf_open(f->path, &file, &err), 0);
+	assert_int_equal(sf_model_load(file, &m, &err), 0);
+	assert_int_equal(sf_kv_arena_new(m, 0, &a), 0);
+	sf_kv_arena_window_slack(a, 0);
+	struct sf_prefix_cache *pc = sf_kv_arena_prefix(a);
+	uint64_t pb = sf_kv_arena_page_bytes(a), wb = sf_kv_arena_window_bytes(a), gb = pb - wb;
+	size_t V = m->cfg.n_vocab;
+	uint32_t t[300], u[300];
+	fill(t, 300, 12);
+	memcpy(u, t, 150 * sizeof(uint32_t));
+	fill(u + 150, 150, 13);
+	float *ref = calloc(300 * V, sizeof(float)), *x = calloc(300 * V, sizeof(float));
+	float *uref = calloc(300 * V, sizeof(float));
+	struct sf_kv r, s; /* references: not shared */
+	sf_kv_init(&r, a);
+	compute(m, &r, t, 0, 300, ref);
+	sf_kv_fini(&r);
+	sf_kv_init(&s, a);
+	compute(m, &s, u, 0, 300, uref);
+	sf_kv_fini(&s);
+	assert_int_equal(sf_kv_arena_used(a), 0);
+	/* A computes 300 positions shared: 4 full pages indexed with their window rows; 300
+	 * reads from 261 (page 4), so pages 0-3's window blocks are unpinned (reclaimable). */
+	uint64_t root = sf_prefix_root(77);
+	struct sf_kv ka, kb, kc;
+	sf_kv_init(&ka, a);
+	sf_kv_share(&ka, root);
+	compute(m, &ka, t, 0, 300, x);
+	assert_memory_equal(x, ref, 300 * V * sizeof(float));
+	assert_int_equal(ka.n_shared, 4);
+	assert_int_equal(ka.wfrom, 4);
+	struct sf_prefix_stats st;
+	sf_prefix_stats(pc, &st);
+	assert_int_equal(st.states, 4);
+	assert_int_equal(st.pinned, 0);
+	assert_int_equal(sf_kv_arena_used(a), 5 * pb);
+	assert_int_equal(sf_kv_arena_reclaimable(a), 4 * wb); /* in use: 5 pages' global rows, 1 window block */
+	/* Page 1's window rows evicted. */
+	sf_prefix_drop_state(pc, ka.shared[1]);
+	assert_int_equal(sf_kv_arena_used(a), 5 * pb - wb);
+	/* B, the same tokens: pages 0-3 (256 reads from 217: page 3's rows, there), past the gap */
+	sf_kv_init(&kb, a);
+	sf_kv_share(&kb, root);
+	assert_int_equal(sf_kv_adopt(&kb, t, 300), 4 * P);
+	assert_int_equal(kb.wfrom, 3);
+	memset(x, 0, 300 * V * sizeof(float));
+	compute(m, &kb, t, 4 * P, 300, x);
+	assert_memory_equal(x + 4 * P * V, ref + 4 * P * V, (300 - 4 * P) * V * sizeof(float));
+	/* C parts from them at 150: page 2 differs; 128 would read page 1's rows (gone), 64 reads
+	 * page 0's: one page adopted, behind the gap */
+	sf_kv_init(&kc, a);
+	sf_kv_share(&kc, root);
+	assert_int_equal(sf_kv_adopt(&kc, u, 300), P);
+	memset(x, 0, 300 * V * sizeof(float));
+	compute(m, &kc, u, P, 300, x);
+	assert_memory_equal(x + P * V, uref + P * V, (300 - P) * V * sizeof(float));
+	/* (C computed page 1 again: its window rows are the index's again) */
+	assert_true(sf_prefix_has_state(pc, ka.shared[1]));
+	sf_kv_fini(&kc);
+	sf_prefix_drop_state(pc, ka.shared[1]);
+	/* B cut back to 150 (reads from 111: page 1's rows, gone): to 64, whose rows (page 0's)
+	 * the index has; computing again gives the same logits */
+	sf_kv_truncate(&kb, 150);
+	assert_int_equal(kb.n, P);
+	assert_int_equal(kb.wfrom, 0);
+	memset(x, 0, 300 * V * sizeof(float));
+	compute(m, &kb, t, P, 300, x);
+	assert_memory_equal(x + P * V, ref + P * V, (300 - P) * V * sizeof(float));
+	/* A cut back to 290 (reads from 251: page 3's rows, unpinned but there): pinned again */
+	sf_kv_truncate(&ka, 290);
+	assert_int_equal(ka.n, 290);
+	assert_int_equal(ka.wfrom, 3);
+	compute(m, &ka, t, 290, 300, x);
+	assert_memory_equal(x + 290 * V, ref + 290 * V, 10 * V * sizeof(float));
+	sf_kv_fini(&ka);
+	sf_kv_fini(&kb);
+	/* every page idle: their global rows and every window block left are reclaimable */
+	sf_prefix_stats(pc, &st);
+	assert_int_equal(st.pinned, 0);
+	assert_int_equal(sf_kv_arena_used(a), sf_kv_arena_reclaimable(a));
+	assert_int_equal(sf_kv_arena_used(a), st.pages * gb + st.states * wb);
+	while (sf_prefix_evict(pc))
+		;
+	assert_int_equal(sf_kv_arena_used(a), 0);
+	free(ref);
+	free(uref);
+	free(x);
+	sf_kv_arena_free(a);
+	sf_model_free(m);
+	sf_gguf_close(file);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -991,6 +1146,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			prompts_parting_after_a_shared_prefix_keep_a_checkpoint_there,
 			setup_recurrent, teardown),
+		cmocka_unit_test_setup_teardown(window_reuse_gives_the_same_stream, setup_window,
+						teardown),
+		cmocka_unit_test_setup_teardown(window_blocks_are_held_adopted_and_cut_back_to,
+						setup_window, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
