@@ -64,6 +64,7 @@ struct headd_http {
 	bool tok_wait;
 	bool wait_count;
 	bool wait_for_model;      /* parked for the model itself (headd_model_coming) */
+	uint8_t wait_route;       /* enum headd_wait_route: what starts it again */
 	uint8_t wait_kind;        /* enum sf_api_kind */
 	uint16_t wait_resume;     /* a follow (headd_resume): where its id starts in the path */
 	const struct sf_http_request *wait_r;
@@ -341,6 +342,21 @@ void headd_tok_loads_free(struct headd *d);
 bool headd_tok_wait_park(struct headd_http *h, const struct sf_http_request *r,
 			 enum sf_api_kind kind, bool count, const char *resume_id, const char *model,
 			 struct sf_api_error *e);
+/* What a parked request is started again as: a generation (headd_tok_wait_park's), or one of
+ * the endpoints that need only the model served (headd_model_wait). */
+enum headd_wait_route {
+	HEADD_WAIT_GEN = 0,
+	HEADD_WAIT_TOKENIZE,   /* headd_tokenize_start */
+	HEADD_WAIT_EMBED,      /* headd_embeddings_start */
+	HEADD_WAIT_TRANSCRIBE, /* headd_transcribe_start */
+};
+/* A request of route for model, which this shard does not serve yet while another shard does
+ * (its own link to that node still in its handshake: headd_model_coming), waits for it as a
+ * generation waits for its tokenizer (same bounds) and is started again from the beginning
+ * once the model is served here or no longer coming: true when parked (nothing answered);
+ * false when it cannot wait (e: a 503 past the bound, else as it was). */
+bool headd_model_wait(struct headd_http *h, const struct sf_http_request *r,
+		      enum headd_wait_route route, const char *model, struct sf_api_error *e);
 /* After each turn: each parked request whose tokenizer came is started again, one past its
  * deadline or whose tokenizer is asked of no node any more answered 503 naming why. Returns
  * the next deadline (UINT64_MAX: none). */

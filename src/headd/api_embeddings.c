@@ -26,9 +26,13 @@ void headd_embeddings_start(struct headd_http *h, const struct sf_http_request *
 		sf_api_fail(&e, 500, "server_error", NULL, NULL, "the head is out of memory");
 		goto fail;
 	}
+	bool parked = false;
 	if (sf_api_parse_embeddings(r->body, r->body_len, er, &e) ||
-	    headd_model_check(d, er->model, &e))
+	    (headd_model_check(d, er->model, &e) &&
+	     !(parked = headd_model_wait(h, r, HEADD_WAIT_EMBED, er->model, &e))))
 		goto fail;
+	if (parked)
+		goto done; /* started again from r once the model is served here */
 	if (sf_embed_args_put(er->inputs, er->n, &args, &alen, &err)) {
 		sf_api_fail(&e, err.code == SF_E_NOMEM ? 500 : 413, "invalid_request_error",
 			    "request_too_large", "input", "%s", err.msg);
@@ -56,12 +60,13 @@ void headd_embeddings_start(struct headd_http *h, const struct sf_http_request *
 	d->api.reqs = q;
 	return;
 fail:
+	headd_api_send_error(h, &e);
+done:
 	free(args);
 	if (er)
 		sf_api_embed_req_free(er);
 	free(er);
 	free(q);
-	headd_api_send_error(h, &e);
 }
 
 void headd_embeddings_answer(struct headd_req *q, int rc, const uint8_t *result, size_t len,

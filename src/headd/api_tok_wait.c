@@ -9,7 +9,9 @@
  * tokenizer any more, the 503 as before, saying why. Nothing blocks the loop.
  * A request for a model this shard does not serve yet while another shard does, its own link
  * to that node still in its handshake (headd_model_coming), waits the same way for the model:
- * else it was a 404 for a model GET /v1/models, answered by another shard, lists. */
+ * else it was a 404 for a model GET /v1/models, answered by another shard, lists. So do
+ * /v1/tokenize, /v1/embeddings and transcriptions (headd_model_wait), which need only the
+ * model served here, and start again from their beginning. */
 #include "headd.h"
 
 #include <stdio.h>
@@ -17,18 +19,14 @@
 
 #include "daemon/log.h"
 
-bool headd_tok_wait_park(struct headd_http *h, const struct sf_http_request *r,
-			 enum sf_api_kind kind, bool count, const char *resume_id, const char *model,
-			 struct sf_api_error *e)
+/* Parks h's request r (answered nothing yet) for model, to be started again by route (a
+ * generation: kind, count, its follow's id at offset at of the path). */
+static bool park(struct headd_http *h, const struct sf_http_request *r,
+		 enum headd_wait_route route, enum sf_api_kind kind, bool count, size_t at,
+		 const char *model, struct sf_api_error *e)
 {
 	struct headd *d = h->d;
 	struct headd_api *a = &d->api;
-	const char *why;
-	size_t at = resume_id ? (size_t)(resume_id - r->path) : 0;
-	if (!h->conn || h->tok_wait || h->req || d->stopping || strlen(model) > SF_MAX_NAME ||
-	    (resume_id && (resume_id < r->path || at > strlen(r->path) || at > UINT16_MAX)) ||
-	    (!sf_tok_client_tokenizer_coming(a->tok, model, &why) && !headd_model_coming(d, model)))
-		return false;
 	if (a->m.tok_waiting >= HEADD_TOK_WAITS_MAX) {
 		sf_api_fail(e, 503, "service_unavailable", "tokenizer_unavailable", "model",
 			    "the tokenizer of model %.128s has not arrived from its nodes yet, and "
@@ -38,6 +36,7 @@ bool headd_tok_wait_park(struct headd_http *h, const struct sf_http_request *r,
 	}
 	uint64_t now = sf_loop_now(d->loop);
 	h->tok_wait = true;
+	h->wait_route = (uint8_t)route;
 	h->wait_kind = (uint8_t)kind;
 	h->wait_count = count;
 	h->wait_for_model = !headd_model_served(d, model);
@@ -48,6 +47,36 @@ bool headd_tok_wait_park(struct headd_http *h, const struct sf_http_request *r,
 	h->wait_r = r;
 	a->m.tok_waiting++;
 	return true;
+}
+
+/* Whether h may park at all (one request a connection, not while stopping). */
+static bool may_park(const struct headd_http *h, const char *model)
+{
+	return h->conn && !h->tok_wait && !h->req && !h->d->stopping &&
+	       strlen(model) <= SF_MAX_NAME;
+}
+
+bool headd_tok_wait_park(struct headd_http *h, const struct sf_http_request *r,
+			 enum sf_api_kind kind, bool count, const char *resume_id, const char *model,
+			 struct sf_api_error *e)
+{
+	struct headd *d = h->d;
+	const char *why;
+	size_t at = resume_id ? (size_t)(resume_id - r->path) : 0;
+	if (!may_park(h, model) ||
+	    (resume_id && (resume_id < r->path || at > strlen(r->path) || at > UINT16_MAX)) ||
+	    (!sf_tok_client_tokenizer_coming(d->api.tok, model, &why) &&
+	     !headd_model_coming(d, model)))
+		return false;
+	return park(h, r, HEADD_WAIT_GEN, kind, count, at, model, e);
+}
+
+bool headd_model_wait(struct headd_http *h, const struct sf_http_request *r,
+		      enum headd_wait_route route, const char *model, struct sf_api_error *e)
+{
+	if (!may_park(h, model) || !headd_model_coming(h->d, model))
+		return false;
+	return park(h, r, route, SF_API_CHAT, false, 0, model, e);
 }
 
 void headd_tok_wait_drop(struct headd_http *h)
@@ -67,6 +96,7 @@ static void wake(struct headd_http *h, const char *why, uint64_t now)
 	const struct sf_http_request *r = h->wait_r;
 	enum sf_api_kind kind = (enum sf_api_kind)h->wait_kind;
 	bool count = h->wait_count;
+	enum headd_wait_route route = (enum headd_wait_route)h->wait_route;
 	uint16_t resume = h->wait_resume;
 	headd_tok_wait_drop(h);
 	struct sf_api_error e;
@@ -77,7 +107,13 @@ static void wake(struct headd_http *h, const char *why, uint64_t now)
 	}
 	if (!why) {
 		d->api.m.tok_waits_served++;
-		if (resume)
+		if (route == HEADD_WAIT_TOKENIZE) /* each checks the model again: 404 when gone */
+			headd_tokenize_start(h, r);
+		else if (route == HEADD_WAIT_EMBED)
+			headd_embeddings_start(h, r);
+		else if (route == HEADD_WAIT_TRANSCRIBE)
+			headd_transcribe_start(h, r);
+		else if (resume)
 			headd_resume(h, kind, r->path + resume, r);
 		else if (count)
 			headd_gen_count(h, kind, r);
@@ -109,7 +145,10 @@ uint64_t headd_tok_wait_tick(struct headd *d)
 		const char *why;
 		bool coming = sf_tok_client_tokenizer_coming(a->tok, h->wait_model, &why);
 		bool model_coming = headd_model_coming(d, h->wait_model); /* not served here yet */
-		if (!model_coming && !coming && sf_tok_client_tokenizer(a->tok, h->wait_model)) {
+		bool ready = h->wait_route == HEADD_WAIT_GEN
+				     ? !coming && sf_tok_client_tokenizer(a->tok, h->wait_model)
+				     : true; /* needs the model only: served, or a 404 now */
+		if (!model_coming && ready) {
 			n_served++;
 			if (now - h->wait_since >= longest)
 				longest = now - h->wait_since;

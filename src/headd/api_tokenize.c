@@ -34,8 +34,13 @@ void headd_tokenize_start(struct headd_http *h, const struct sf_http_request *r)
 	}
 	model = json_string_value(m);
 	text = json_string_value(t);
-	if (headd_model_check(d, model, &e))
+	if (headd_model_check(d, model, &e)) {
+		if (headd_model_wait(h, r, HEADD_WAIT_TOKENIZE, model, &e)) {
+			json_decref(body); /* parked: r is read again when it starts again */
+			return;
+		}
 		goto fail;
+	}
 	struct headd_req *q = calloc(1, sizeof(*q));
 	char *model_copy = strdup(model);
 	if (!q || !model_copy) {

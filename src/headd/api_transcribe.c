@@ -552,8 +552,14 @@ void headd_transcribe_start(struct headd_http *h, const struct sf_http_request *
 	}
 	if (parse_form(d, r, t, model, sizeof(model), &file, parts, &np, &e))
 		goto fail;
-	if (headd_model_check(d, model, &e))
-		goto fail;
+	if (headd_model_check(d, model, &e)) {
+		if (!headd_model_wait(h, r, HEADD_WAIT_TRANSCRIBE, model, &e))
+			goto fail;
+		free(parts); /* parked: started again from r once the model is served here */
+		free(t);
+		free(q);
+		return;
+	}
 	if (!sf_state_ops_serves(d->api.ops, model)) {
 		sf_api_fail(&e, 404, "invalid_request_error", "model_not_found", "model",
 			    "The model '%.128s' does not exist: no node of this head serves it now",
