@@ -2,7 +2,10 @@
 # Chat with real models' own templates: random-weight GGUF files carrying Qwen2.5's, Llama
 # 3.2's, Gemma 2's, Qwen3's (on a Qwen3-MoE shape), Phi-3.5's (on a LongRoPE shape, by its
 # long factors), Phi-4-mini's (tests/chat/templates, on the Phi-4 test shape with a gpt-4o
-# vocabulary: the tools in its system message), Granite 3.3's and Qwen3.5's (on a shape with
+# vocabulary: the tools in its system message), Granite 3.3's (on Granite's dense and MoE
+# shapes), Ministral 3's reasoning template (on the Ministral 3 test shape: YaRN and the
+# attention temperature; a tekken stand-in vocabulary with Mistral's control tokens) and
+# Qwen3.5's (on a shape with
 # Gated DeltaNet layers) and gpt-oss's (on the gpt-oss test shape, a gpt-4o vocabulary with
 # harmony's specials) chat templates
 # (llama.cpp's models/templates, by superfluid model make --chat-template; Gemma's on a Gemma 3
@@ -118,7 +121,21 @@ for tok in '<|start|>' '<|channel|>' '<|message|>' '<|end|>' '<|return|>' '<|cal
 done
 python3 "$src/tests/api/gguf_edit.py" "$work/vocab-h.gguf" "$work/ggml-vocab-gpt-oss.gguf" \
 	--set-u32 tokenizer.ggml.eos_token_id 128014 >/dev/null || { fail "gguf_edit.py"; exit 1; }
-for fam in ${SF_FAMS:-gemma-3 qwen2.5 qwen3-moe phi-3.5 phi-4-mini granite-3.3 qwen3.5 gpt-oss llama-3.2}; do # llama-3.2 last: its head is asked after
+# Ministral 3's: Llama 3's pieces with the tekken pre-tokenizer (the bundle has no tekken
+# vocabulary) and twelve of its reserved specials named as Mistral's control tokens.
+cp "$LLAMA_SRC/models/ggml-vocab-llama-bpe.gguf" "$work/vocab-m.gguf"
+python3 "$src/tests/api/gguf_edit.py" "$work/vocab-m.gguf" "$work/vocab-m2.gguf" \
+	--set-str tokenizer.ggml.pre tekken >/dev/null && mv "$work/vocab-m2.gguf" "$work/vocab-m.gguf" ||
+	{ fail "gguf_edit.py --set-str"; exit 1; }
+id=128010
+for tok in '[INST]' '[/INST]' '[SYSTEM_PROMPT]' '[/SYSTEM_PROMPT]' '[AVAILABLE_TOOLS]' \
+	'[/AVAILABLE_TOOLS]' '[TOOL_RESULTS]' '[/TOOL_RESULTS]' '[TOOL_CALLS]' '[ARGS]' '[THINK]' '[/THINK]'; do
+	python3 "$src/tests/api/gguf_edit.py" "$work/vocab-m.gguf" "$work/vocab-m2.gguf" --token "$id" "$tok" \
+		>/dev/null && mv "$work/vocab-m2.gguf" "$work/vocab-m.gguf" || { fail "gguf_edit.py --token"; exit 1; }
+	id=$((id + 1))
+done
+mv "$work/vocab-m.gguf" "$work/ggml-vocab-tekken.gguf"
+for fam in ${SF_FAMS:-gemma-3 qwen2.5 qwen3-moe phi-3.5 phi-4-mini granite-3.3 granite-moe ministral-3 qwen3.5 gpt-oss llama-3.2}; do # llama-3.2 last: its head is asked after
 	conv=$src/tests/chat/conversations/tools.json tools_in=
 	case $fam in
 	qwen2.5) vocab=qwen2 shape=test-qwen2 tmpl=$tmpl_dir/Qwen-Qwen2.5-7B-Instruct.jinja ;;
@@ -140,6 +157,11 @@ for fam in ${SF_FAMS:-gemma-3 qwen2.5 qwen3-moe phi-3.5 phi-4-mini granite-3.3 q
 	phi-4-mini) vocab=gpt-4o shape=test-phi4 tools_in=sys
 		tmpl=$src/tests/chat/templates/microsoft-Phi-4-mini-instruct.jinja ;;
 	granite-3.3) vocab=refact shape=test-granite tmpl=$tmpl_dir/ibm-granite-granite-3.3-2B-Instruct.jinja ;;
+	# Granite MoE (experts, Granite's multipliers) with the Granite 3.x template its files carry
+	granite-moe) vocab=refact shape=test-granitemoe tmpl=$tmpl_dir/ibm-granite-granite-3.3-2B-Instruct.jinja ;;
+	# Ministral 3 (YaRN, attention temperature) with its reasoning template (its default system
+	# prompt, [AVAILABLE_TOOLS], [INST]), with tools, on the tekken stand-in vocabulary
+	ministral-3) vocab=tekken shape=test-mistral3 tmpl=$tmpl_dir/mistralai-Ministral-3-14B-Reasoning-2512.jinja ;;
 	# Gated DeltaNet layers (a recurrent state) with Qwen3.5's template, with tools
 	qwen3.5) vocab=qwen35 shape=test-qwen35 tmpl=$tmpl_dir/Qwen3.5-4B.jinja ;;
 	# gpt-oss (attention sinks, MXFP4-free Q8_0 experts) with its harmony template, with tools:
@@ -147,7 +169,8 @@ for fam in ${SF_FAMS:-gemma-3 qwen2.5 qwen3-moe phi-3.5 phi-4-mini granite-3.3 q
 	gpt-oss) vocab=gpt-oss shape=test-gpt-oss tmpl=$tmpl_dir/openai-gpt-oss-120b.jinja ;;
 	esac
 	V=$LLAMA_SRC/models/ggml-vocab-$vocab.gguf M=$work/$fam.gguf
-	[ $vocab = gemma ] || [ $vocab = gpt-4o ] || [ $vocab = gpt-oss ] && V=$work/ggml-vocab-$vocab.gguf
+	[ $vocab = gemma ] || [ $vocab = gpt-4o ] || [ $vocab = gpt-oss ] || [ $vocab = tekken ] &&
+		V=$work/ggml-vocab-$vocab.gguf
 	"$cli" model make --shape "$shape" --type q8_0 --vocab "$V" --chat-template "$tmpl" -o "$M" \
 		>"$work/make.out" 2>&1 || { fail "$fam: model make"; sed 's/^/     | /' "$work/make.out"; exit 1; }
 	model=random-$shape-q8_0
