@@ -378,8 +378,7 @@ static int settle_config(struct ge *g, struct sf_err *err)
 	if (c->chunk > 8192)
 		return sf_err_set(err, SF_E_RANGE, "prefill chunk %u is over 8192", c->chunk);
 	if (!c->kv_mem) /* a full batch of full contexts (and their recurrent states) */
-		c->kv_mem = (uint64_t)c->batch * ((uint64_t)c->ctx_len *
-						 sf_model_kv_bytes_per_token(g->model) +
+		c->kv_mem = (uint64_t)c->batch * (sf_model_kv_bytes(g->model, c->ctx_len) +
 						 sf_model_state_bytes(g->model));
 	return 0;
 }
@@ -508,6 +507,19 @@ int sf_gguf_engine_new(const struct sf_gguf_engine_config *cfg, struct sf_engine
 		    g->model->cfg.arch_name, mib(sf_model_state_bytes(g->model)),
 		    (unsigned long long)sf_model_kv_bytes_per_token(g->model),
 		    mib(sf_model_state_bytes(g->model)));
+	if (!rc && sf_model_kv_window_bytes_per_token(g->model))
+		say(g, "%s: layers with a sliding window of %u keep only it: a context of %u "
+		    "positions holds %.1f MiB of keys and values (%llu bytes a token of the other "
+		    "layers, %llu of these within the window; %.1f MiB if every row were kept; "
+		    "--kv-mem's default counts a batch of the first), cutting a context back behind its window goes to the last "
+		    "page end whose window rows it or the prefix cache still has, a pipeline stage "
+		    "keeps its own layers' rows",
+		    cfg->path, g->model->cfg.n_swa, c->ctx_len,
+		    mib(sf_model_kv_bytes(g->model, c->ctx_len)),
+		    (unsigned long long)sf_model_kv_bytes_per_token(g->model),
+		    (unsigned long long)sf_model_kv_window_bytes_per_token(g->model),
+		    mib((uint64_t)c->ctx_len * (sf_model_kv_bytes_per_token(g->model) +
+						sf_model_kv_window_bytes_per_token(g->model))));
 	if (!rc)
 		say(g, "%s: %s ready in %.1f s (%s, %u layers, %u threads, %s kernels, keys cached as "
 		    "%s)", cfg->path, g->name, now_s() - t0, g->model->cfg.arch_name,

@@ -94,7 +94,7 @@ int sf_kv_arena_new(const struct sf_model *m, uint64_t limit_bytes, struct sf_kv
 	a->wbytes = a->wslot[a->n_layer] * a->layer_bytes;
 	a->page_bytes = a->gbytes + a->wbytes;
 	a->n_swa = a->wbytes ? c->n_swa : 0;
-	a->wslack = 1;
+	a->wslack = SF_KV_WINDOW_SLACK;
 	a->side_bytes = a->state_bytes ? a->state_bytes : a->wbytes;
 	a->limit = limit_bytes;
 	struct sf_prefix_cache_config pcfg = { .page_bytes = a->gbytes, .drop = drop_page,

@@ -195,9 +195,16 @@ void sf_model_free(struct sf_model *m);
  * choice llama.cpp makes from its context per sequence, n_ctx_seq); Llama 3's otherwise. */
 const float *sf_model_rope_factors(const struct sf_model *m, uint32_t ctx);
 
-/* Bytes of keys and values one token takes in a session's cache (keys of the cache's type and
- * F16 values of the layers with attention). */
+/* Bytes of keys and values one token takes in a session's cache for as long as the session
+ * keeps it (keys of the cache's type and F16 values of the layers with attention, but the
+ * sliding-window layers': sf_model_kv_bytes). */
 uint64_t sf_model_kv_bytes_per_token(const struct sf_model *m);
+/* Of a token, the bytes of its sliding-window layers' keys and values (0: none kept apart). */
+uint64_t sf_model_kv_window_bytes_per_token(const struct sf_model *m);
+/* Bytes of keys and values a session of ctx positions holds at most: the pages of every
+ * position of its global layers, of its window layers the pages its window spans and the
+ * slack (SF_KV_WINDOW_SLACK). */
+uint64_t sf_model_kv_bytes(const struct sf_model *m, uint32_t ctx);
 
 /* The type of the keys in the model's caches: "f16" (the default) or "q8_0" (as llama.cpp's
  * --cache-type-k q8_0: 34 bytes a 32 elements, scores by integer dot products); set before any
@@ -215,6 +222,7 @@ uint64_t sf_model_state_bytes(const struct sf_model *m);
 /* ---- key/value caches ---- */
 
 #define SF_KV_PAGE 64 /* tokens per page */
+#define SF_KV_WINDOW_SLACK 1 /* pages of window rows a cache keeps past its window (cut-backs) */
 
 /* The memory every cache of a model draws from: bounded, counted. Thread-safe. */
 struct sf_kv_arena;

@@ -646,10 +646,39 @@ uint64_t sf_model_k_row_bytes(const struct sf_model *m)
 	return m->k_q8 ? kvd / 32 * sf_kt_row_bytes(SF_GGUF_T_Q8_0, 32) : kvd * sizeof(uint16_t);
 }
 
+/* The window layers a cache keeps apart (kv_cache.c: none beside recurrent layers). */
+static uint32_t window_layers(const struct sf_model *m)
+{
+	uint32_t n = 0;
+	for (uint32_t il = 0; m->cfg.n_swa && !m->cfg.n_recur && il < m->cfg.n_layer; il++)
+		n += m->cfg.swa[il] != 0;
+	return n;
+}
+
+/* One layer's keys and values of a token. */
+static uint64_t kv_row_bytes(const struct sf_model *m)
+{
+	return sf_model_k_row_bytes(m) + (uint64_t)m->cfg.n_head_kv * m->cfg.head_dim * sizeof(uint16_t);
+}
+
 uint64_t sf_model_kv_bytes_per_token(const struct sf_model *m)
 {
-	return (uint64_t)(m->cfg.n_layer - m->cfg.n_recur) *
-	       (sf_model_k_row_bytes(m) + (uint64_t)m->cfg.n_head_kv * m->cfg.head_dim * sizeof(uint16_t));
+	return (uint64_t)(m->cfg.n_layer - m->cfg.n_recur - window_layers(m)) * kv_row_bytes(m);
+}
+
+uint64_t sf_model_kv_window_bytes_per_token(const struct sf_model *m)
+{
+	return window_layers(m) * kv_row_bytes(m);
+}
+
+uint64_t sf_model_kv_bytes(const struct sf_model *m, uint32_t ctx)
+{
+	uint64_t pages = (ctx + SF_KV_PAGE - 1) / SF_KV_PAGE;
+	/* (a position's window reaches back n_swa - 1 from it: over at most (n_swa + 126) / 64
+	 * pages with the page the next position goes in) */
+	uint64_t w = (m->cfg.n_swa + 2 * SF_KV_PAGE - 2) / SF_KV_PAGE + SF_KV_WINDOW_SLACK;
+	return pages * SF_KV_PAGE * sf_model_kv_bytes_per_token(m) +
+	       (w < pages ? w : pages) * SF_KV_PAGE * sf_model_kv_window_bytes_per_token(m);
 }
 
 int sf_model_cache_keys(struct sf_model *m, const char *type, struct sf_err *err)

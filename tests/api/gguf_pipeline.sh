@@ -10,6 +10,8 @@
 # a gated attention) split over two stages (layers 0..2, 2..4), each keeping its own layers'
 # recurrent states: greedy, a prompt of several chunks and seeded sampling give the unsplit
 # engine's stream, also with its first stage killed with a step in flight and started again.
+# The same for Gemma 3 (test-gemma3, 4 layers: three with a window of 40), whose stages keep
+# only their window layers' window.
 # Usage: gguf_pipeline.sh NODED HEADD CLI SOURCE_DIR   (exit 77: no llama.cpp vocabulary;
 # KEEP=DIR keeps the work folder)
 set -uo pipefail
@@ -106,31 +108,35 @@ restart_mid stage-2b "${stage_pids[1]}" "${stage_ports[1]}" "$M" "$pmodel" "$p" 
 same "a stage killed with a step in flight and started again: the generation completes, equal"
 kill -TERM "$hpid" 2>/dev/null
 
-# ---- Qwen3.5: recurrent states kept per stage ----
-Q=$work/qwen35-4.gguf
-gguf_make "$Q" qwen35 test-qwen35 q8_0 --layers 4
-qmodel=random-test-qwen35-q8_0 qpmodel=random-test-qwen35-q8_0-pipeline
-qports=() qpids=()
-start_gguf_node q-whole "$Q" --threads 1 && qw=$port
-for k in 1 2; do start_gguf_node "q-stage-$k" "$Q" --threads 1 && qports+=("$port") && qpids+=("$npid"); done
-start_head qhead "127.0.0.1:$qw" --pipeline "127.0.0.1:${qports[0]},127.0.0.1:${qports[1]}" --silence-ms 10000
-base="http://127.0.0.1:$hport"
-H=(--head "$base")
-for _ in $(seq 600); do req GET /v1/models; grep -q "$qpmodel" "$work/out" && break; sleep 0.05; done
-r=0
-grep -qF "layers 0..2 of $qmodel's 4" "$work/qhead.err" && grep -qF "layers 2..4 of $qmodel's 4" "$work/qhead.err" || r=1
-check "Qwen3.5 over two stages: layers 0..2 and 2..4" $r
-engine_says "$work/want" "$Q" --prompt "$p" --n 40
-run generate "${H[@]}" --model "$qpmodel" --temperature 0 --max-tokens 40 "$p"
-same "  ... a completion through them is the unsplit engine's greedy text"
-engine_says "$work/want" "$Q" --prompt "$p3" --n 24
-run generate "${H[@]}" --model "$qpmodel" --temperature 0 --max-tokens 24 "$p3"
-same "  ... a prompt of several chunks: the engine's greedy text"
-engine_says "$work/want" "$Q" --prompt "$p" --n 40 --temperature 0.9 --top-p 0.95 --seed 11
-run generate "${H[@]}" --model "$qpmodel" --temperature 0.9 --top-p 0.95 --seed 11 --max-tokens 40 "$p"
-same "  ... seeded sampling: the unsplit engine's stream with that seed"
-restart_mid q-stage-1b "${qpids[0]}" "${qports[0]}" "$Q" "$qpmodel" "$p" --temperature 0.9 --top-p 0.95 --seed 11 --max-tokens 40
-same "  ... its first stage killed with a step in flight and started again: the stream completes, equal"
+# ---- two stages of layers 0..2 and 2..4, each keeping its own layers' context: Qwen3.5's
+# recurrent states; Gemma 3's window layers keeping only their window (a window of 40: the
+# prompt of several chunks goes two pages past it, so each stage lets go of window rows) ----
+two_stages() { # TAG FILE VOCAB SHAPE NAME
+	local tag=$1 Q=$2 qmodel=random-$4-q8_0 qpmodel=random-$4-q8_0-pipeline qw qports=() qpids=()
+	gguf_make "$Q" "$3" "$4" q8_0 --layers 4
+	start_gguf_node "$tag-whole" "$Q" --threads 1 && qw=$port
+	for k in 1 2; do start_gguf_node "$tag-stage-$k" "$Q" --threads 1 && qports+=("$port") && qpids+=("$npid"); done
+	start_head "${tag}head" "127.0.0.1:$qw" --pipeline "127.0.0.1:${qports[0]},127.0.0.1:${qports[1]}" --silence-ms 10000
+	base="http://127.0.0.1:$hport"
+	H=(--head "$base")
+	for _ in $(seq 600); do req GET /v1/models; grep -q "$qpmodel" "$work/out" && break; sleep 0.05; done
+	r=0
+	grep -qF "layers 0..2 of $qmodel's 4" "$work/${tag}head.err" && grep -qF "layers 2..4 of $qmodel's 4" "$work/${tag}head.err" || r=1
+	check "$5 over two stages: layers 0..2 and 2..4" $r
+	engine_says "$work/want" "$Q" --prompt "$p" --n 40
+	run generate "${H[@]}" --model "$qpmodel" --temperature 0 --max-tokens 40 "$p"
+	same "  ... a completion through them is the unsplit engine's greedy text"
+	engine_says "$work/want" "$Q" --prompt "$p3" --n 24
+	run generate "${H[@]}" --model "$qpmodel" --temperature 0 --max-tokens 24 "$p3"
+	same "  ... a prompt of several chunks: the engine's greedy text"
+	engine_says "$work/want" "$Q" --prompt "$p" --n 40 --temperature 0.9 --top-p 0.95 --seed 11
+	run generate "${H[@]}" --model "$qpmodel" --temperature 0.9 --top-p 0.95 --seed 11 --max-tokens 40 "$p"
+	same "  ... seeded sampling: the unsplit engine's stream with that seed"
+	restart_mid "$tag-stage-1b" "${qpids[0]}" "${qports[0]}" "$Q" "$qpmodel" "$p" --temperature 0.9 --top-p 0.95 --seed 11 --max-tokens 40
+	same "  ... its first stage killed with a step in flight and started again: the stream completes, equal"
+}
+two_stages q "$work/qwen35-4.gguf" qwen35 test-qwen35 Qwen3.5
+two_stages g "$work/gemma3-4.gguf" gpt-2 test-gemma3 "Gemma 3" # (GPT-2's vocabulary: smaller)
 
 kill -TERM "${pids[@]}" 2>/dev/null; sleep 0.3
 echo "$passes passed, $fails failed"

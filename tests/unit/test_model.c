@@ -286,6 +286,13 @@ static void window(const char *shape, const char *type)
 	size_t V = l.m->cfg.n_vocab, n = (size_t)N_TOK * V;
 	uint64_t wb = sf_kv_arena_window_bytes(l.arena), pb = sf_kv_arena_page_bytes(l.arena);
 	assert_true(wb > 0 && wb < pb);
+	/* the accounting: a page of the global layers' rows and one of the window layers', a
+	 * context's window rows over at most (40 + 126) / 64 pages and one of slack */
+	uint64_t g1 = sf_model_kv_bytes_per_token(l.m), w1 = sf_model_kv_window_bytes_per_token(l.m);
+	assert_int_equal(pb - wb, SF_KV_PAGE * g1);
+	assert_int_equal(wb, SF_KV_PAGE * w1);
+	assert_int_equal(sf_model_kv_bytes(l.m, 100), 2 * pb);
+	assert_int_equal(sf_model_kv_bytes(l.m, 4096), 4096 * g1 + 3 * wb);
 	sf_kv_arena_window_slack(l.arena, UINT32_MAX); /* (every row kept) */
 	float *ref = run(&l, N_TOK, false, 1), *x;
 	sf_kv_arena_window_slack(l.arena, 0);

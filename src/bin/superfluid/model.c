@@ -130,6 +130,14 @@ static int info(int argc, char **argv)
 		printf("weights read per token: %.1f MiB; keys and values: %llu bytes per token\n",
 		       (double)m->weight_bytes / (1 << 20),
 		       (unsigned long long)sf_model_kv_bytes_per_token(m));
+		if (sf_model_kv_window_bytes_per_token(m))
+			printf("window layers' keys and values: %llu bytes per token within the "
+			       "window; a context of 4,096 positions holds %.1f MiB (%.1f MiB with "
+			       "every row kept)\n",
+			       (unsigned long long)sf_model_kv_window_bytes_per_token(m),
+			       (double)sf_model_kv_bytes(m, 4096) / (1 << 20),
+			       4096.0 * (double)(sf_model_kv_bytes_per_token(m) +
+						 sf_model_kv_window_bytes_per_token(m)) / (1 << 20));
 		rc = sf_tok_load(g, &tok, &err);
 		if (rc)
 			sf_err_prefix(&err, "tokenizer");
