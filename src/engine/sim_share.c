@@ -103,7 +103,8 @@ void sim_share_ctx_free(struct sim *sim, struct sim_ctx *c)
 	uint32_t done = c->len ? c->len - 1 : 0, m = done % SF_PREFIX_PAGE;
 	if (c->root && m && c->n_shared && c->n_shared == done / SF_PREFIX_PAGE)
 		(void)sf_prefix_put_tail(sim->pc, c->shared[c->n_shared - 1],
-					 c->tokens + (size_t)c->n_shared * SF_PREFIX_PAGE, m, NULL);
+					 c->tokens + (size_t)c->n_shared * SF_PREFIX_PAGE, m, NULL,
+					 NULL);
 	sim_share_truncate(sim, c, 0);
 	free(c->shared);
 }

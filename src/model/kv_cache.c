@@ -12,7 +12,8 @@
  * stays in the index unpinned: reclaimable, as a checkpoint) once the cache is a window and a
  * slack past it; cutting back behind that goes to the last page end whose window rows are
  * still held or found in the index (else 0), and another cache adopts pages only up to where
- * the index still has the window rows its next position reads. */
+ * the index still has the window rows its next position reads (a tail keeps its window rows
+ * as its state). */
 #include "model/model.h"
 #include "kern/kern.h"
 #include "prefix/prefix.h"
@@ -448,7 +449,7 @@ static uint32_t adopt_tail(struct sf_kv *kv, const uint32_t *tokens, uint32_t n)
 						      tokens + kv->n, want, &k);
 	if (!t)
 		return 0;
-	/* (window rows too: a full page's, when the index still has them; tails keep none) */
+	/* (window rows too, when the index still has them) */
 	const uint16_t *w = kv->wbytes ? sf_prefix_pin_state(pc, t) : NULL;
 	struct sf_err err;
 	if ((kv->wbytes && !w) || sf_kv_reserve(kv, kv->n + k, &err)) {
@@ -473,15 +474,17 @@ void sf_kv_retire(struct sf_kv *kv, const uint32_t *tokens)
 {
 	uint32_t m = kv->n % SF_KV_PAGE, i = kv->n / SF_KV_PAGE;
 	/* (a recurrent model's tail would need its state at each of its positions; a window
-	 * model's keeps no window rows: tails hold one block) */
+	 * model's keeps its window rows as its state) */
 	if (!kv->root || !m || !i || i != kv->n_shared || i >= kv->n_pages ||
-	    kv->arena->state_bytes || kv->wbytes)
+	    kv->arena->state_bytes)
 		return;
 	while (kv->n_pages > i + 1)
 		pop(kv); /* reserved past what it computed */
 	if (sf_prefix_put_tail(kv->arena->pc, kv->shared[i - 1], tokens + (size_t)i * SF_KV_PAGE, m,
-			       kv->pages[i]))
+			       kv->pages[i], kv->wpages[i])) {
 		kv->n_pages = i; /* the tail's now, counted as the index's */
+		kv->wpages[i] = NULL;
+	}
 }
 
 uint32_t sf_kv_adopt(struct sf_kv *kv, const uint32_t *tokens, uint32_t n)

@@ -305,7 +305,7 @@ void sf_kv_share(struct sf_kv *kv, uint64_t root);
  * the cache's own. A model with recurrent layers adopts pages only up to the last one with a
  * checkpoint, and its state becomes that one's (no tails: they hold no state). A model with
  * window layers adopts pages only up to the last page end whose window rows (those its next
- * position reads) the index still has, pinning them (no tails either: they hold none). */
+ * position reads) the index still has, pinning them, and a tail only with its window rows. */
 uint32_t sf_kv_adopt(struct sf_kv *kv, const uint32_t *tokens, uint32_t n);
 /* Indexes the cache's full pages computed since the last call (tokens: its tokens), each
  * replaced by an equal page already indexed when there is one. */

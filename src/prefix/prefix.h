@@ -88,7 +88,7 @@ struct sf_prefix_stats {
 	uint64_t tails;        /* partial pages kept */
 	uint64_t idle_bytes;   /* the idle pages', the tails' and every unpinned checkpoint's
 				* bytes */
-	uint64_t states;       /* checkpoints (or window rows) kept (on indexed pages) */
+	uint64_t states;       /* checkpoints (or window rows) kept (on indexed pages and tails) */
 	uint64_t pinned;       /* of those, pinned by holders */
 	uint64_t added, evicted, hits, misses; /* since the cache was made */
 	uint64_t partial_hits; /* first positions copied from a tail or a full page */
@@ -111,10 +111,11 @@ struct sf_prefix_page *sf_prefix_get(struct sf_prefix_cache *pc, struct sf_prefi
 struct sf_prefix_page *sf_prefix_put(struct sf_prefix_cache *pc, struct sf_prefix_page *parent,
 				     uint64_t root, const uint32_t *tokens, void *data);
 /* Keeps the partial page of tokens[0..m) (0 < m < SF_PREFIX_PAGE) after parent (held by the
- * caller) as a tail, its data handed over; false when not taken (the same tail or a longer one
- * is kept already, or no room): data stays the caller's. */
+ * caller) as a tail, its data and its state (its window rows, or NULL; cfg.state_bytes,
+ * unpinned: evicted alone or with the tail) handed over; false when not taken (the same tail
+ * or a longer one is kept already, or no room): both stay the caller's. */
 bool sf_prefix_put_tail(struct sf_prefix_cache *pc, struct sf_prefix_page *parent,
-			const uint32_t *tokens, uint32_t m, void *data);
+			const uint32_t *tokens, uint32_t m, void *data, void *state);
 /* The tail or full page after parent sharing the longest run of first tokens with
  * tokens[0..n), held for the caller (unref it) with *common that run's length (> 0), to copy
  * those positions from; NULL when none shares one. (Many users' questions after one system

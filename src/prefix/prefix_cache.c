@@ -86,6 +86,7 @@ void sf_prefix_cache_free(struct sf_prefix_cache *pc)
 				tn = t->tail_next;
 				if (t->data && pc->cfg.drop)
 					pc->cfg.drop(pc->cfg.arg, t->data);
+				drop_state(pc, t);
 				free(t);
 			}
 			if (p->data && pc->cfg.drop)
@@ -282,6 +283,7 @@ static bool evict_locked(struct sf_prefix_cache *pc)
 			at = &(*at)->tail_next;
 		*at = p->tail_next;
 		pc->n_tails--;
+		drop_state(pc, p);
 	} else {
 		pc->unheld--;
 		drop_state(pc, p);
@@ -373,11 +375,12 @@ static void tail_drop(struct sf_prefix_cache *pc, struct sf_prefix_page *parent,
 	parent->children--;
 	if (o->data && pc->cfg.drop)
 		pc->cfg.drop(pc->cfg.arg, o->data);
+	drop_state(pc, o);
 	free(o);
 }
 
 bool sf_prefix_put_tail(struct sf_prefix_cache *pc, struct sf_prefix_page *parent,
-			const uint32_t *tokens, uint32_t m, void *data)
+			const uint32_t *tokens, uint32_t m, void *data, void *state)
 {
 	if (!parent || !m || m >= SF_PREFIX_PAGE)
 		return false;
@@ -406,8 +409,12 @@ bool sf_prefix_put_tail(struct sf_prefix_cache *pc, struct sf_prefix_page *paren
 		free(t);
 		return false;
 	}
-	*t = (struct sf_prefix_page){ .parent = parent, .valid = m, .data = data,
+	*t = (struct sf_prefix_page){ .parent = parent, .valid = m, .data = data, .state = state,
 				      .tail_next = parent->tails };
+	if (state) {
+		pc->states++;
+		state_touch(pc, t, false);
+	}
 	memcpy(t->tokens, tokens, m * sizeof(uint32_t));
 	parent->tails = t;
 	parent->children++; /* held by the caller: never in the LRU */

@@ -10,7 +10,9 @@
 # items sent fresh with reuse off. Head A's /metrics counts as reused
 # what its replies said was cached, and superfluid status shows the share.
 # PREFIX_CACHE_K=q8_0: both nodes keep their keys as Q8_0 (--cache-type-k; api.gguf_prefix.kq8),
-# which their start lines say.
+# which their start lines say. PREFIX_SHAPE=test-gemma3: the model is Gemma 3's test shape
+# (three layers, two of them a window of 40 keeping only their window; api.gguf_prefix.gemma3),
+# which the nodes' start lines say.
 # Usage: gguf_prefix.sh NODED HEADD CLI SOURCE_DIR NPM_DIR   (exit 77: no llama.cpp; KEEP=DIR)
 set -uo pipefail
 noded=$1 headd=$2 cli=$3 src=$4 npm_dir=$5
@@ -25,9 +27,10 @@ fi
 cp "$src/tests/api/prefix_client.mjs" "$npm_dir/prefix_client.mjs"
 
 M=$work/qwen2.gguf
-gguf_make "$M" qwen2 test-qwen2 q8_0 --ctx 4096 \
+shape=${PREFIX_SHAPE:-test-qwen2}
+gguf_make "$M" qwen2 "$shape" q8_0 --ctx 4096 \
 	--chat-template "$LLAMA_SRC/models/templates/Qwen-Qwen2.5-7B-Instruct.jinja"
-model=random-test-qwen2-q8_0
+model=random-$shape-q8_0
 start_gguf_node n1 "$M" --threads 1 ${PREFIX_CACHE_K:+--cache-type-k $PREFIX_CACHE_K} && p1=$port
 start_gguf_node n2 "$M" --threads 1 ${PREFIX_CACHE_K:+--cache-type-k $PREFIX_CACHE_K} && p2=$port
 (umask 077; printf 'sk-prefix-one\nsk-prefix-two\n' >"$work/keys")
@@ -49,6 +52,10 @@ for _ in $(seq 300); do
 done
 cat "$work/n1.err" >"$work/out"
 check "both nodes say their keys are cached as $keys" $r
+if [ "$shape" = test-gemma3 ]; then
+	r=0; grep -q "layers with a sliding window of 40 keep only it" "$work/n1.err" || r=1
+	check "Gemma 3: the node says its window layers keep only their window" $r
+fi
 (cd "$npm_dir" && node prefix_client.mjs "http://127.0.0.1:$pa/v1" "http://127.0.0.1:$pb/v1" \
 	"http://127.0.0.1:$pc/v1" sk-prefix-one sk-prefix-two "$model") >"$work/client.out" 2>&1
 rc=$?
