@@ -480,6 +480,12 @@ int sf_gguf_engine_new(const struct sf_gguf_engine_config *cfg, struct sf_engine
 		ge_destroy(g);
 		return sf_err_set(err, SF_E_NOMEM, "%s: no memory for the engine's buffers", cfg->path);
 	}
+	/* SF_KV_WINDOW_SLACK in the environment: pages of window rows a context keeps past its
+	 * window, or "all" (every row kept: to measure the difference) */
+	const char *slack = getenv("SF_KV_WINDOW_SLACK");
+	if (slack && *slack)
+		sf_kv_arena_window_slack(g->arena, !strcmp(slack, "all") ? UINT32_MAX
+							     : (uint32_t)strtoul(slack, NULL, 10));
 	double tp = now_s();
 	if ((rc = ge_pack_weights(g, err))) {
 		ge_destroy(g);
