@@ -31,7 +31,9 @@ struct sf_engine_info {
 	uint32_t stage_bytes;         /* size of the hidden-state blob between pipeline stages */
 	uint32_t ctx_len;             /* most tokens one context holds */
 	uint32_t batch_size;          /* most contexts in one decode step */
-	uint64_t ctx_bytes_per_token; /* context (KV) memory one token takes */
+	uint64_t ctx_bytes_per_token; /* context (KV) memory one token takes for good (a GGUF
+				       * model's sliding-window layers' rows are held within
+				       * their window only, beside it) */
 	uint64_t ctx_mem_total;       /* context memory of all contexts together, 0: unbounded */
 	uint64_t tokenizer_digest;    /* DESIGN.md fleet link point 3; never 0 */
 	uint64_t tokenizer_full;      /* sf_tok_digest_full of its tokenizer (protocol 7); 0: none */
