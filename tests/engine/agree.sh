@@ -137,10 +137,10 @@ for set in "$@"; do
 			cases+=("test-smollm3/$t")
 		done
 		cases+=("smollm3-3b/q8_0/4")
-		ext test-smollm3/q6_k ;;
+		ext test-smollm3/q6_k test-smollm3/llama.q8_0 ;;
 	# OLMo 2: post-norms only, q/k norms over all heads; at OLMo-2-1B's width, 2 layers
 	olmo2)
-		for t in f32 f16 q8_0 q4_k_m; do
+		for t in f32 f16 q8_0 q4_k_m llama.q8_0; do
 			cases+=("test-olmo2/$t")
 		done
 		cases+=("olmo2-1b/q8_0/2")
@@ -148,7 +148,7 @@ for set in "$@"; do
 	# Granite: multipliers of the embeddings, residuals, scores and logits; at
 	# Granite-3.3-2B's width, 2 layers
 	granite)
-		for t in f32 f16 q8_0 q4_k_m; do
+		for t in f32 f16 q8_0 q4_k_m llama.q8_0; do
 			cases+=("test-granite/$t")
 		done
 		cases+=("granite-3.3-2b/q8_0/2")
@@ -182,12 +182,12 @@ for set in "$@"; do
 			cases+=("test-qwen35/$t")
 		done
 		cases+=("qwen3.5-0.8b/q8_0/4")
-		ext test-qwen35/q6_k ;; # (test-qwen35moe/q6_k: the same layers)
+		ext test-qwen35/q6_k test-qwen35/llama.q8_0 ;; # (test-qwen35moe/q6_k, llama.q8_0: the same layers)
 	# Qwen3.5-MoE: those layers with 16 experts (4 a token) and a gated shared expert. No F16
 	# here: its stream's token 7 is a tie (0.0016 std) where our F16 takes the other side
 	# (its logits within the tolerance: 0.00063 against llama.cpp's own 0.00068).
 	qwen35moe)
-		for t in f32 bf16 q8_0 q4_k_m q6_k; do
+		for t in f32 bf16 q8_0 q4_k_m q6_k llama.q8_0; do
 			cases+=("test-qwen35moe/$t")
 		done ;;
 	# gpt-oss: attention sinks, biases, a window (40 here) on every other layer, experts with
@@ -204,7 +204,7 @@ for set in "$@"; do
 	# context here), so over the prompt and stream it takes three values; at Ministral-3-3B's
 	# width (heads of 128 in 3072, tied, YaRN 16 over 16,384) with 2 layers in the extended run
 	mistral3)
-		for t in f32 f16 q8_0; do
+		for t in f32 f16 q8_0 llama.q8_0; do
 			cases+=("test-mistral3/$t")
 		done
 		ext test-mistral3/q4_k_m "ministral-3-3b/q8_0/2" ;;
@@ -212,14 +212,14 @@ for set in "$@"; do
 	# expert beside them (granitemoeshared's, ungated); at Granite-3.1-3B-A800M's width
 	# (40 experts of 512, 8 a token) with 2 layers in the extended run
 	granitemoe)
-		for t in f32 f16 q8_0; do
+		for t in f32 f16 q8_0 llama.q8_0; do
 			cases+=("test-granitemoe/$t")
 		done
 		cases+=("test-granitemoe-shared/f32" "test-granitemoe-shared/q4_k_m")
 		ext test-granitemoe/q4_k_m "granite-3.1-3b-a800m/q8_0/2" ;;
 	# YaRN (factor 4 over 32,768, as DeepSeek-R1-0528-Qwen3-8B's) on the Qwen3 test shape
 	yarn)
-		for t in f32 f16 q8_0; do
+		for t in f32 f16 q8_0 llama.q8_0; do
 			cases+=("test-qwen3-yarn/$t")
 		done
 		ext test-qwen3-yarn/q4_k_m ;;
