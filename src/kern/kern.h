@@ -159,6 +159,14 @@ void sf_kern_swiglu(float *gate, const float *up, int64_t n);
 void sf_kern_gdn_step(float *m, const float *q, const float *k, const float *v, float decay,
 		      float beta, float scale, float *o, uint32_t S);
 
+/* One token's Mamba-2 selective scan over one head's state s (P rows of N floats: row i is
+ * channel i's state): for each channel i, with xdt = x[i] * dt, each element r[n] = r[n] * dA +
+ * B[n] * xdt, then y[i] = the row . C, summed as sf_kern_gdn_step's dot products are (element n
+ * into lane n % 8 in order, then the fixed tree; every product rounded, never fused). Every
+ * variant gives the same bits. */
+void sf_kern_ssm_step(float *s, const float *x, const float *B, const float *C, float dt,
+		      float dA, float *y, uint32_t P, uint32_t N);
+
 /* IEEE half and bfloat16 conversions (round to nearest even; NaN stays NaN). */
 float sf_f16_to_f32(uint16_t h);
 uint16_t sf_f32_to_f16(float f);

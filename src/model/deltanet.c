@@ -12,6 +12,7 @@
 
 #include "kern/kern.h"
 #include "model/ops.h"
+#include "model/recur.h"
 
 #define CONV_BLOCK 64 /* channels of one convolution work item */
 
@@ -25,9 +26,7 @@ struct sf_dn {
 	size_t in_row;  /* bytes of a quantized input row (an F32 row's and a block's scale) */
 	uint8_t *oq;    /* o quantized for ssm_out */
 	size_t o_row;
-	uint32_t *first, *tail; /* each context's first and last token */
-	uint32_t *next;         /* each token's next of its context (UINT32_MAX: none) */
-	uint32_t n_ctx;
+	struct sf_recur_groups grp; /* the call's tokens by context */
 };
 
 static void *zalloc(size_t n, bool *ok)
@@ -43,7 +42,7 @@ int sf_dn_new(const struct sf_model *m, uint32_t max_tokens, struct sf_dn **out,
 {
 	const struct sf_model_config *c = &m->cfg;
 	*out = NULL;
-	if (!c->n_recur)
+	if (!c->n_recur || c->mamba2) /* (Mamba-2's: mamba2.h) */
 		return 0;
 	struct sf_dn *s = calloc(1, sizeof(*s));
 	if (!s)
@@ -62,9 +61,8 @@ int sf_dn_new(const struct sf_model *m, uint32_t max_tokens, struct sf_dn **out,
 	for (int i = 0; i < 4; i++)
 		s->xq[i] = zalloc(T * s->in_row, &ok);
 	s->oq = zalloc(T * s->o_row, &ok);
-	s->first = zalloc(T * sizeof(uint32_t), &ok);
-	s->next = zalloc(T * sizeof(uint32_t), &ok);
-	s->tail = zalloc(T * sizeof(uint32_t), &ok);
+	if (sf_recur_groups_init(&s->grp, (uint32_t)T))
+		ok = false;
 	if (!ok) {
 		sf_dn_free(s);
 		return sf_err_set(err, SF_E_NOMEM, "no memory for recurrent scratch of %zu tokens",
@@ -86,27 +84,13 @@ void sf_dn_free(struct sf_dn *s)
 	for (int i = 0; i < 4; i++)
 		free(s->xq[i]);
 	free(s->oq);
-	free(s->first);
-	free(s->next);
-	free(s->tail);
+	sf_recur_groups_fini(&s->grp);
 	free(s);
 }
 
 void sf_dn_group(struct sf_dn *s, const struct sf_fwd_tok *toks, uint32_t n)
 {
-	/* (a linear search over the contexts seen: a call holds a batch of them) */
-	s->n_ctx = 0;
-	for (uint32_t t = 0; t < n; t++) {
-		s->next[t] = UINT32_MAX;
-		uint32_t c = 0;
-		while (c < s->n_ctx && toks[s->first[c]].kv != toks[t].kv)
-			c++;
-		if (c == s->n_ctx)
-			s->first[s->n_ctx++] = t;
-		else
-			s->next[s->tail[c]] = t;
-		s->tail[c] = t;
-	}
+	sf_recur_groups_make(&s->grp, toks, n);
 }
 
 static float silu(float x)
@@ -114,7 +98,7 @@ static float silu(float x)
 	return x / (1.0f + sf_kern_expf(-x));
 }
 
-void sf_dn_conv(float *x, float *state, const float *w, uint32_t n, uint32_t k)
+void sf_dn_conv(float *x, float *state, const float *w, const float *b, uint32_t n, uint32_t k)
 {
 	for (uint32_t c = 0; c < n; c++) {
 		float *st = state + (size_t)c * (k - 1);
@@ -126,7 +110,7 @@ void sf_dn_conv(float *x, float *state, const float *w, uint32_t n, uint32_t k)
 		for (uint32_t i = 0; i + 2 < k; i++)
 			st[i] = st[i + 1];
 		st[k - 2] = in;
-		x[c] = silu(sum);
+		x[c] = silu(b ? sum + b[c] : sum);
 	}
 }
 
@@ -201,14 +185,14 @@ void sf_dn_layer(const struct sf_model *m, uint32_t il, struct sf_dn *s, struct 
 	 * gates of each token. */
 	uint32_t blocks = (ch + CONV_BLOCK - 1) / CONV_BLOCK;
 	uint64_t wlo, whi;
-	sf_pool_split((uint64_t)s->n_ctx * blocks, ith, nth, 1, &wlo, &whi);
+	sf_pool_split((uint64_t)s->grp.n_ctx * blocks, ith, nth, 1, &wlo, &whi);
 	const float *cw = l->ssm_conv1d->data;
 	for (uint64_t it = wlo; it < whi; it++) {
 		uint32_t cx = (uint32_t)(it / blocks), c0 = (uint32_t)(it % blocks) * CONV_BLOCK;
 		uint32_t nc = ch - c0 < CONV_BLOCK ? ch - c0 : CONV_BLOCK;
-		float *st = sf_kv_state(toks[s->first[cx]].kv, il) + (size_t)c0 * (K - 1);
-		for (uint32_t t = s->first[cx]; t != UINT32_MAX; t = s->next[t])
-			sf_dn_conv(s->qkv + (size_t)t * ch + c0, st, cw + (size_t)c0 * K, nc, K);
+		float *st = sf_kv_state(toks[s->grp.first[cx]].kv, il) + (size_t)c0 * (K - 1);
+		for (uint32_t t = s->grp.first[cx]; t != UINT32_MAX; t = s->grp.next[t])
+			sf_dn_conv(s->qkv + (size_t)t * ch + c0, st, cw + (size_t)c0 * K, NULL, nc, K);
 	}
 	const float *dt = l->ssm_dt->data, *a = l->ssm_a->data;
 	for (uint64_t t = lo; t < hi; t++) {
@@ -216,8 +200,7 @@ void sf_dn_layer(const struct sf_model *m, uint32_t il, struct sf_dn *s, struct 
 		for (uint32_t h = 0; h < H; h++) {
 			b[h] = 1.0f / (1.0f + sf_kern_expf(-b[h]));
 			float x = g[h] + dt[h];
-			float sp = x > 20.0f ? x : (float)log((double)(1.0f + sf_kern_expf(x)));
-			g[h] = sp * a[h];
+			g[h] = sf_op_softplus(x) * a[h];
 		}
 	}
 	sf_pool_barrier(p);
@@ -231,12 +214,12 @@ void sf_dn_layer(const struct sf_model *m, uint32_t il, struct sf_dn *s, struct 
 	/* 5. The delta rule, by (context, value head), each context's tokens in order. */
 	float scale = 1.0f / sqrtf((float)S);
 	size_t conv_floats = (size_t)ch * (K - 1);
-	sf_pool_split((uint64_t)s->n_ctx * H, ith, nth, 1, &wlo, &whi);
+	sf_pool_split((uint64_t)s->grp.n_ctx * H, ith, nth, 1, &wlo, &whi);
 	for (uint64_t it = wlo; it < whi; it++) {
 		uint32_t cx = (uint32_t)(it / H), h = (uint32_t)(it % H), hk = h % G;
-		float *mat = sf_kv_state(toks[s->first[cx]].kv, il) + conv_floats +
+		float *mat = sf_kv_state(toks[s->grp.first[cx]].kv, il) + conv_floats +
 			     (size_t)h * S * S;
-		for (uint32_t t = s->first[cx]; t != UINT32_MAX; t = s->next[t]) {
+		for (uint32_t t = s->grp.first[cx]; t != UINT32_MAX; t = s->grp.next[t]) {
 			const float *row = s->qkv + (size_t)t * ch;
 			sf_dn_step(mat, row + (size_t)hk * S, row + kd + (size_t)hk * S,
 				   row + 2 * kd + (size_t)h * S, s->g[(size_t)t * H + h],

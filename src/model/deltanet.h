@@ -39,10 +39,11 @@ void sf_dn_layer(const struct sf_model *m, uint32_t il, struct sf_dn *s, struct 
 
 /* ---- the per-token steps (scalar references, in a fixed order; test_deltanet) ---- */
 
-/* One token's causal convolution of channels [0, n): x[c] = silu(sum over i of win_i * w[c][i])
- * where win is the state's k - 1 inputs of the channel then x[c] (w: k taps a channel); the
- * state moves on by x (state: k - 1 floats a channel, oldest first). */
-void sf_dn_conv(float *x, float *state, const float *w, uint32_t n, uint32_t k);
+/* One token's causal convolution of channels [0, n): x[c] = silu(sum over i of win_i * w[c][i]
+ * (+ b[c] when b is not NULL: Mamba-2's bias)) where win is the state's k - 1 inputs of the
+ * channel then x[c] (w: k taps a channel); the state moves on by x (state: k - 1 floats a
+ * channel, oldest first). */
+void sf_dn_conv(float *x, float *state, const float *w, const float *b, uint32_t n, uint32_t k);
 
 /* x (n floats) L2-normed as ggml's Gated DeltaNet norms it: x / sqrt(mean(x^2) + eps / n) /
  * sqrt(n). */

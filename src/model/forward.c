@@ -10,6 +10,7 @@
 
 #include "kern/kern.h"
 #include "model/deltanet.h"
+#include "model/mamba2.h"
 #include "model/moe.h"
 #include "model/ops.h"
 
@@ -29,6 +30,7 @@ struct sf_fwd {
 	uint32_t *outs;     /* tokens whose logits are wanted */
 	struct sf_moe *moe; /* the expert FFNs' scratch (models with experts) */
 	struct sf_dn *dn;   /* the recurrent layers' (models with Gated DeltaNet layers) */
+	struct sf_m2 *m2;   /* or (Granite 4's hybrid) with Mamba-2 layers */
 	float *qg, *ag;     /* gated attention: each head's queries and gate, the gates */
 	float *sx;          /* a shared expert's outputs (Qwen3.5-MoE) */
 	const float *rope_ff; /* the rope's frequency factors for sessions of max_ctx, or NULL */
@@ -121,6 +123,8 @@ int sf_fwd_new(const struct sf_model *m, uint32_t max_tokens, uint32_t max_ctx,
 	int rc = sf_moe_new(m, f->max_tokens, &f->moe, err);
 	if (!rc)
 		rc = sf_dn_new(m, f->max_tokens, &f->dn, err);
+	if (!rc)
+		rc = sf_m2_new(m, f->max_tokens, &f->m2, err);
 	if (rc) {
 		sf_fwd_free(f);
 		return rc;
@@ -149,6 +153,7 @@ void sf_fwd_free(struct sf_fwd *f)
 	free(f->ag);
 	free(f->sx);
 	sf_dn_free(f->dn);
+	sf_m2_free(f->m2);
 	for (int s = 0; s < N_ACT; s++)
 		free(f->xq[s]);
 	sf_moe_free(f->moe);
@@ -283,7 +288,9 @@ static void layer(struct job *j, uint32_t il, unsigned ith, unsigned nth)
 		else /* OLMo 2: the layer's input as it is */
 			memcpy(f->xn + t * E, f->x + t * E, E * sizeof(float));
 	}
-	if (c->recur[il]) /* a Gated DeltaNet layer: its state instead of attention */
+	if (c->recur[il] && c->mamba2) /* a Mamba-2 layer: its state instead of attention */
+		sf_m2_layer(m, il, f->m2, p, j->toks, f->xn, f->tmp, n, ith, nth);
+	else if (c->recur[il]) /* a Gated DeltaNet layer, likewise */
 		sf_dn_layer(m, il, f->dn, p, j->toks, f->xn, f->tmp, n, ith, nth);
 	else
 		attention(j, il, ith, nth);
@@ -561,6 +568,8 @@ int sf_model_forward(const struct sf_model *m, struct sf_pool *pool, struct sf_f
 	struct job j = { m, f, pool, toks, n, l0, l1, n_out, hidden, logits };
 	if (f->dn)
 		sf_dn_group(f->dn, toks, n);
+	if (f->m2)
+		sf_m2_group(f->m2, toks, n);
 	sf_pool_run(pool, run, &j);
 	for (uint32_t t = 0; t < n; t++)
 		if (toks[t].pos + 1 > toks[t].kv->n)

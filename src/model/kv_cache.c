@@ -78,7 +78,7 @@ int sf_kv_arena_new(const struct sf_model *m, uint64_t limit_bytes, struct sf_kv
 	a->k_slab = SF_KT_X16_ROWS * sf_kt_row_bytes(SF_GGUF_T_Q8_0, c->head_dim);
 	a->layer_bytes = SF_KV_PAGE * (a->k_row + a->v_row);
 	/* the recurrent layers keep no keys and values: a state each, in the order of layers */
-	uint64_t ch = (uint64_t)c->ssm_state * (2 * c->ssm_group + c->ssm_heads), off = 0;
+	uint64_t off = 0;
 	bool win = c->n_swa && !c->n_recur; /* (one side block a page: a checkpoint or these) */
 	for (uint32_t il = 0; il < c->n_layer; il++) {
 		bool w = win && c->swa[il];
@@ -86,8 +86,7 @@ int sf_kv_arena_new(const struct sf_model *m, uint64_t limit_bytes, struct sf_kv
 		a->wslot[il + 1] = (uint16_t)(a->wslot[il] + (!c->recur[il] && w));
 		a->state_off[il] = off;
 		if (c->recur[il])
-			off += ch * (c->ssm_conv - 1) +
-			       (uint64_t)c->ssm_heads * c->ssm_state * c->ssm_state;
+			off += sf_model_state_layer_floats(c);
 	}
 	a->state_off[c->n_layer] = off;
 	a->state_bytes = off * sizeof(float);

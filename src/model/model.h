@@ -52,6 +52,8 @@ enum sf_arch {
 				* queries times Llama 4's temperature by position */
 	SF_ARCH_GRANITEMOE = 15, /* Granite's multipliers, a mixture of experts (and a shared
 				  * expert, ungated) */
+	SF_ARCH_GRANITEHYBRID = 16, /* Granite 4: Mamba-2 layers (a recurrent state) and
+				     * attention layers, Granite's multipliers, optional experts */
 };
 
 /* The feed-forward's gate activation. */
@@ -132,6 +134,11 @@ struct sf_model_config {
 	 * q projection gives each head's queries and then its gate (attn_gate). */
 	uint32_t n_recur;      /* layers with a recurrent state (0: none) */
 	uint32_t ssm_conv, ssm_state, ssm_group, ssm_heads;
+	/* Mamba-2 (Granite 4; mamba2.h) instead of Gated DeltaNet: ssm_heads heads of
+	 * ssm_inner / ssm_heads channels, each a ssm_state-wide state per channel, B and C in
+	 * ssm_group groups of ssm_state; the convolution over the x, B and C channels */
+	bool mamba2;
+	uint32_t ssm_inner;    /* the heads' width together (Gated DeltaNet: the value heads') */
 	bool attn_gate;
 	uint8_t recur[SF_MODEL_MAX_LAYERS];
 };
@@ -157,6 +164,10 @@ struct sf_layer_w {
 	 * (ssm_a), the output's RMS norm (ssm_norm) and projection (ssm_out) */
 	const struct sf_gguf_tensor *ssm_in, *ssm_z, *ssm_beta, *ssm_alpha, *ssm_conv1d, *ssm_dt,
 		*ssm_a, *ssm_norm, *ssm_out;
+	/* Mamba-2 (ssm_in: z, then x, B and C, then dt; ssm_norm: each group's gated norm;
+	 * ssm_z, ssm_beta, ssm_alpha NULL): the convolution's bias (optional) and D, the skip of
+	 * each head's input */
+	const struct sf_gguf_tensor *ssm_conv1d_b, *ssm_d;
 	/* Phi-3: wq, wk, wv point at views of the rows of a fused attn_qkv (0-2), ffn_gate and
 	 * ffn_up at the halves of a fused ffn_up (3-4) */
 	struct sf_gguf_tensor views[5];
@@ -218,6 +229,11 @@ uint64_t sf_model_k_row_bytes(const struct sf_model *m);
 /* Bytes of the recurrent state a session of the model carries whatever its length (F32: each
  * recurrent layer's convolution inputs and delta-rule matrices); 0 for models without. */
 uint64_t sf_model_state_bytes(const struct sf_model *m);
+/* The channels of a recurrent layer's convolution (Gated DeltaNet: q, k and v; Mamba-2: x, B
+ * and C) and the floats of one such layer's state: the convolution's last ssm_conv - 1 inputs
+ * of each channel, then the heads' matrices. */
+uint64_t sf_model_ssm_channels(const struct sf_model_config *c);
+uint64_t sf_model_state_layer_floats(const struct sf_model_config *c);
 
 /* ---- key/value caches ---- */
 

@@ -218,6 +218,36 @@ static int bind_qwen35(struct sf_model *m, uint32_t il, struct sf_err *err)
 	return 0;
 }
 
+/* A Mamba-2 layer's mixer (Granite 4's hybrid, llama.cpp's mamba-base.cpp): ssm_in gives z
+ * (the heads' width), x, B and C (the convolution's channels) and dt (a number a head); the
+ * convolution (ssm_conv1d, F32) and its optional bias, dt's bias, A (-exp(A_log)) and D a head
+ * (1 x heads), the gated norm's weights (a row a group), ssm_out. */
+static int bind_mamba2(struct sf_model *m, uint32_t il, struct sf_err *err)
+{
+	const struct sf_model_config *c = &m->cfg;
+	struct sf_layer_w *l = &m->layers[il];
+	uint64_t E = c->n_embd, D = c->ssm_inner, H = c->ssm_heads, G = c->ssm_group;
+	uint64_t ch = sf_model_ssm_channels(c);
+	static const char *const names[] = { "ssm_in.weight", "ssm_conv1d.weight",
+					     "ssm_conv1d.bias", "ssm_dt.bias", "ssm_a", "ssm_d",
+					     "ssm_norm.weight", "ssm_out.weight" };
+	char n[8][64];
+	for (int i = 0; i < 8; i++)
+		snprintf(n[i], sizeof(n[i]), "blk.%u.%s", il, names[i]);
+	int rc;
+	if ((rc = mat(m, n[0], true, E, D + ch + H, &l->ssm_in, err)) ||
+	    (rc = f32_mat(m, n[1], c->ssm_conv, ch, &l->ssm_conv1d, err)) ||
+	    (rc = vec(m, n[2], false, ch, &l->ssm_conv1d_b, err)) ||
+	    (rc = vec(m, n[3], true, H, &l->ssm_dt, err)) ||
+	    (rc = f32_mat(m, n[4], 1, H, &l->ssm_a, err)) ||
+	    (rc = f32_mat(m, n[5], 1, H, &l->ssm_d, err)) ||
+	    (rc = f32_mat(m, n[6], D / G, G, &l->ssm_norm, err)) ||
+	    (rc = mat(m, n[7], true, D, E, &l->ssm_out, err)))
+		return rc;
+	m->weight_bytes += l->ssm_in->size + l->ssm_out->size;
+	return 0;
+}
+
 /* A gpt-oss layer (llama.cpp's openai-moe.cpp): q/k/v with their biases (each optional, as
  * llama.cpp takes them), the output's bias, each query head's sink logit, the norm before the
  * FFN named post_attention_norm, the router's bias and the experts' biases. */
@@ -273,7 +303,8 @@ static int bind_layer(struct sf_model *m, uint32_t il, struct sf_err *err)
 	/* q/k norms per head, or (OLMo 2) over all the heads together */
 	uint64_t qn = c->qk_norm_whole ? q : c->head_dim, kn = c->qk_norm_whole ? kv : c->head_dim;
 	bool bo = c->arch == SF_ARCH_LLAMA || c->arch == SF_ARCH_QWEN2 || c->arch == SF_ARCH_QWEN3 ||
-		  c->arch == SF_ARCH_QWEN3MOE || c->arch == SF_ARCH_MISTRAL3;
+		  c->arch == SF_ARCH_QWEN3MOE || c->arch == SF_ARCH_MISTRAL3 ||
+		  c->arch == SF_ARCH_GRANITEHYBRID;
 	/* a dense FFN, or (Granite MoE Shared) the shared expert's beside the experts */
 	bool dense = !c->n_expert || c->shared_expert;
 	char n[17][64];
@@ -291,8 +322,12 @@ static int bind_layer(struct sf_model *m, uint32_t il, struct sf_err *err)
 				 (int)strlen(names[i]) - 7, names[i]);
 	int rc;
 	bool phi3 = c->arch == SF_ARCH_PHI3;
-	if ((pre && (rc = vec(m, n[0], true, c->n_embd, &l->attn_norm, err))) ||
-	    (phi3 && (rc = bind_phi3(m, il, n[1], n[2], n[3], err))) ||
+	if ((pre && (rc = vec(m, n[0], true, c->n_embd, &l->attn_norm, err))))
+		return rc;
+	if (c->recur[il]) { /* (Granite 4's Mamba-2 layers) */
+		if ((rc = bind_mamba2(m, il, err)))
+			return rc;
+	} else if ((phi3 && (rc = bind_phi3(m, il, n[1], n[2], n[3], err))) ||
 	    (!phi3 && (rc = mat(m, n[1], true, c->n_embd, q, &l->wq, err))) ||
 	    (!phi3 && (rc = mat(m, n[2], true, c->n_embd, kv, &l->wk, err))) ||
 	    (!phi3 && (rc = mat(m, n[3], true, c->n_embd, kv, &l->wv, err))) ||
@@ -302,8 +337,10 @@ static int bind_layer(struct sf_model *m, uint32_t il, struct sf_err *err)
 	    (qwen2 && (rc = vec(m, n[7], true, kv, &l->bv, err))) ||
 	    (bo && (rc = vec(m, n[8], false, c->n_embd, &l->bo, err))) ||
 	    (qk_norm && (rc = vec(m, n[9], true, qn, &l->q_norm, err))) ||
-	    (qk_norm && (rc = vec(m, n[10], true, kn, &l->k_norm, err))) ||
-	    (pre && (rc = vec(m, n[11], true, c->n_embd, &l->ffn_norm, err))) ||
+	    (qk_norm && (rc = vec(m, n[10], true, kn, &l->k_norm, err)))) {
+		return rc;
+	}
+	if ((pre && (rc = vec(m, n[11], true, c->n_embd, &l->ffn_norm, err))) ||
 	    (dense && !phi3 && (rc = mat(m, n[12], true, c->n_embd, c->n_ff, &l->ffn_gate, err))) ||
 	    (dense && !phi3 && (rc = mat(m, n[13], true, c->n_embd, c->n_ff, &l->ffn_up, err))) ||
 	    (dense && (rc = mat(m, n[14], true, c->n_ff, c->n_embd, &l->ffn_down, err))) ||
@@ -311,7 +348,8 @@ static int bind_layer(struct sf_model *m, uint32_t il, struct sf_err *err)
 	    (c->post_norms && (rc = vec(m, n[15], true, c->n_embd, &l->attn_post_norm, err))) ||
 	    (c->post_norms && (rc = vec(m, n[16], true, c->n_embd, &l->ffn_post_norm, err))))
 		return rc;
-	m->weight_bytes += l->wq->size + l->wk->size + l->wv->size + l->wo->size;
+	if (!c->recur[il])
+		m->weight_bytes += l->wq->size + l->wk->size + l->wv->size + l->wo->size;
 	if (dense)
 		m->weight_bytes += l->ffn_gate->size + l->ffn_up->size + l->ffn_down->size;
 	return 0;

@@ -49,6 +49,37 @@ static const struct ssm_shape *ssm_of(const struct shape *s)
 	return NULL;
 }
 
+/* Granite 4's hybrids (granitehybrid): the Mamba-2 layers' convolution taps, state width,
+ * groups, heads and channels (ssm_inner), attention on layers il % attn_every == attn_at
+ * (the others Mamba-2), and whether the attention has rope (rope.scaling.finetuned; Granite
+ * 4.0-H's has none). */
+static const struct m2_shape {
+	const char *shape;
+	uint32_t ssm_conv, ssm_state, ssm_group, ssm_heads, ssm_inner, attn_every, attn_at;
+	bool roped;
+} m2_shapes[] = {
+	{ "granite-4.0-h-micro", 4, 128, 1, 64, 4096, 10, 5, false },
+	{ "granite-4.0-h-tiny", 4, 128, 1, 48, 3072, 10, 5, false },
+	{ "test-granitehybrid", 4, 64, 2, 8, 512, 4, 2, false },
+	{ "test-granitehybrid-moe", 4, 64, 2, 8, 512, 4, 2, true },
+};
+
+static const struct m2_shape *m2_of(const struct shape *s)
+{
+	for (size_t i = 0; i < sizeof(m2_shapes) / sizeof(m2_shapes[0]); i++)
+		if (!strcmp(m2_shapes[i].shape, s->name))
+			return &m2_shapes[i];
+	return NULL;
+}
+
+/* Whether layer il of n is an attention layer (else Mamba-2). A file of fewer layers than
+ * the shape's first attention layer has its last one attention: llama.cpp runs no hybrid
+ * without one (its key/value cache of no layer fails to allocate). */
+static bool m2_attn(const struct m2_shape *m2, uint32_t il, uint32_t n_layer)
+{
+	return il % m2->attn_every == m2->attn_at || (n_layer <= m2->attn_at && il == n_layer - 1);
+}
+
 #define NO_EXTRAS 0, 0, 0, 0, 0, 0, 0, 0, 0, false /* no Gemma keys, no experts, no YaRN */
 #define PLAIN NO_EXTRAS, 0, 0 /* nor LongRoPE */
 #define DENSE 0, 0, 0, false, 0, 0 /* no experts, no YaRN, no LongRoPE */
@@ -163,6 +194,20 @@ static const struct shape shapes[] = {
 	  0, 0, 0, 0, 0, 0, 8, 2, 256, false, 0, 0 },
 	{ "test-granitemoe-shared", "granitemoe", 256, 2, 4, 2, 64, 256, 4096, 1e4f, 1e-6f, false,
 	  false, 0, 0, 0, 0, 0, 0, 8, 2, 256, false, 0, 0 },
+	/* Granite 4.0-H (granitehybrid, m2_shapes): Mamba-2 layers and an attention layer in
+	 * ten without rope, Granite's multipliers. H-Micro's kind (2048 wide, 40 layers, 32/8
+	 * heads of 64, a dense FFN of 8192, 64 Mamba heads of 64 with states of 128, one group,
+	 * tied) and H-Tiny's (1536 wide, 12/4 heads of 128, 64 experts of 512, 6 a token, a
+	 * shared expert of 1024, 48 Mamba heads); small shapes of 4 layers (Mamba-2, Mamba-2,
+	 * attention, Mamba-2), dense and with experts, a shared expert and rope. */
+	{ "granite-4.0-h-micro", "granitehybrid", 2048, 40, 32, 8, 64, 8192, 1048576, 1e4f, 1e-5f,
+	  true, false, PLAIN },
+	{ "granite-4.0-h-tiny", "granitehybrid", 1536, 40, 12, 4, 128, 512, 1048576, 1e4f, 1e-5f,
+	  true, false, 0, 0, 0, 0, 0, 0, 64, 6, 512, false, 0, 0 },
+	{ "test-granitehybrid", "granitehybrid", 256, 4, 4, 2, 64, 512, 4096, 1e4f, 1e-5f, false,
+	  false, PLAIN },
+	{ "test-granitehybrid-moe", "granitehybrid", 256, 4, 4, 2, 64, 256, 4096, 1e4f, 1e-5f,
+	  false, false, 0, 0, 0, 0, 0, 0, 8, 2, 256, false, 0, 0 },
 };
 
 /* The --type choices: one type for every matrix, or a mix (llama.cpp's *_M: its base type,
@@ -342,6 +387,10 @@ static const struct granite_scale {
 	{ "granite-3.1-3b-a800m", 12.0f, 0.22f, 0.015625f, 6.0f, 0 },
 	{ "test-granitemoe", 12.0f, 0.22f, 0.03f, 6.0f, 0 },
 	{ "test-granitemoe-shared", 12.0f, 0.22f, 0.03f, 6.0f, 384 },
+	{ "granite-4.0-h-micro", 12.0f, 0.246f, 0.0078125f, 8.0f, 0 },
+	{ "granite-4.0-h-tiny", 12.0f, 0.22f, 0.0078125f, 6.0f, 1024 },
+	{ "test-granitehybrid", 12.0f, 0.22f, 0.03f, 8.0f, 0 },
+	{ "test-granitehybrid-moe", 12.0f, 0.22f, 0.03f, 6.0f, 384 },
 };
 
 static const struct granite_scale *granite_of(const struct shape *s)
@@ -417,7 +466,23 @@ static int write_meta(struct maker *mk, const struct shape *s, uint32_t n_layer,
 	rc = rc ? rc : sf_gguf_set_u32(w, KEY("block_count"), n_layer);
 	rc = rc ? rc : sf_gguf_set_u32(w, KEY("feed_forward_length"), s->n_ff);
 	rc = rc ? rc : sf_gguf_set_u32(w, KEY("attention.head_count"), s->n_head);
-	rc = rc ? rc : sf_gguf_set_u32(w, KEY("attention.head_count_kv"), s->n_head_kv);
+	const struct m2_shape *m2 = m2_of(s);
+	if (m2) {
+		/* 0 key/value heads: a Mamba-2 layer */
+		uint32_t kvh[SF_MODEL_MAX_LAYERS];
+		for (uint32_t il = 0; il < n_layer; il++)
+			kvh[il] = m2_attn(m2, il, n_layer) ? s->n_head_kv : 0;
+		rc = rc ? rc : sf_gguf_set_arr(w, KEY("attention.head_count_kv"), SF_GGUF_U32, kvh,
+					       n_layer);
+		rc = rc ? rc : sf_gguf_set_bool(w, KEY("rope.scaling.finetuned"), m2->roped);
+		rc = rc ? rc : sf_gguf_set_u32(w, KEY("ssm.conv_kernel"), m2->ssm_conv);
+		rc = rc ? rc : sf_gguf_set_u32(w, KEY("ssm.state_size"), m2->ssm_state);
+		rc = rc ? rc : sf_gguf_set_u32(w, KEY("ssm.group_count"), m2->ssm_group);
+		rc = rc ? rc : sf_gguf_set_u32(w, KEY("ssm.time_step_rank"), m2->ssm_heads);
+		rc = rc ? rc : sf_gguf_set_u32(w, KEY("ssm.inner_size"), m2->ssm_inner);
+	} else {
+		rc = rc ? rc : sf_gguf_set_u32(w, KEY("attention.head_count_kv"), s->n_head_kv);
+	}
 	rc = rc ? rc : sf_gguf_set_f32(w, KEY("rope.freq_base"), s->rope_base);
 	rc = rc ? rc : sf_gguf_set_f32(w, KEY("attention.layer_norm_rms_epsilon"), s->eps);
 	if (s->head_dim != s->n_embd / s->n_head) {
@@ -435,7 +500,7 @@ static int write_meta(struct maker *mk, const struct shape *s, uint32_t n_layer,
 					       s->longrope_orig);
 		rc = rc ? rc : sf_gguf_set_f32(w, KEY("rope.scaling.attn_factor"), af);
 	}
-	if (!strcmp(s->arch, "granite") || !strcmp(s->arch, "granitemoe"))
+	if (!strcmp(s->arch, "granite") || !strcmp(s->arch, "granitemoe") || m2)
 		rc = rc ? rc : write_granite(mk, s);
 	if (!strcmp(s->arch, "mistral3"))
 		rc = rc ? rc : write_mistral3(mk, s);
@@ -470,7 +535,7 @@ static int write_meta(struct maker *mk, const struct shape *s, uint32_t n_layer,
 		rc = rc ? rc : sf_gguf_set_u32(w, KEY("expert_count"), s->n_expert);
 		rc = rc ? rc : sf_gguf_set_u32(w, KEY("expert_used_count"), s->n_expert_used);
 		/* (Mixtral's and Granite MoE's experts are the feed-forward's width) */
-		if (strcmp(s->arch, "llama") && strcmp(s->arch, "granitemoe"))
+		if (strcmp(s->arch, "llama") && strcmp(s->arch, "granitemoe") && !m2)
 			rc = rc ? rc : sf_gguf_set_u32(w, KEY("expert_feed_forward_length"),
 						       s->n_ff_exp);
 	}
@@ -610,6 +675,34 @@ static int make_gptoss_layer(struct maker *mk, const struct shape *s, uint32_t i
 	return rc;
 }
 
+/* A Granite 4 Mamba-2 layer's mixer: its decays e^(softplus(dt + bias) * A) mostly 0.7 to
+ * 0.95 a token (A -0.1 to -0.9, softplus(dt + bias) about 0.3), so that the state remembers
+ * some tokens back; D about 1. */
+static int make_mamba2(struct maker *mk, const struct shape *s, const struct m2_shape *m2,
+		       uint32_t il, uint32_t n_layer, uint32_t want, bool mix)
+{
+	uint64_t E = s->n_embd, D = m2->ssm_inner, H = m2->ssm_heads, G = m2->ssm_group;
+	uint64_t ch = D + 2 * G * m2->ssm_state;
+	char n[96];
+	int rc = 0;
+#define T(suffix, type, cols, rows, center, a)                                              \
+	(snprintf(n, sizeof(n), "blk.%u.%s", il, suffix),                                   \
+	 rc = rc ? rc : add(mk, n, type, cols, rows, center, a))
+	T("ssm_in.weight", pick(want, mix, "ssm_in", il, n_layer, E), E, D + ch + H, 0,
+	  sqrtf(3.0f / (float)E));
+	T("ssm_conv1d.weight", SF_GGUF_T_F32, m2->ssm_conv, ch, 0,
+	  sqrtf(3.0f / (float)m2->ssm_conv));
+	T("ssm_conv1d.bias", SF_GGUF_T_F32, ch, 1, 0, 0.1f);
+	T("ssm_dt.bias", SF_GGUF_T_F32, H, 1, -1.0f, 0.5f);
+	T("ssm_a", SF_GGUF_T_F32, 1, H, -0.5f, 0.4f);
+	T("ssm_d", SF_GGUF_T_F32, 1, H, 1.0f, 0.5f);
+	T("ssm_norm.weight", SF_GGUF_T_F32, D / G, G, 1.0f, 0.1f);
+	T("ssm_out.weight", pick(want, mix, "ssm_out", il, n_layer, D), D, E, 0,
+	  sqrtf(3.0f / (float)D));
+#undef T
+	return rc;
+}
+
 static int make_layer(struct maker *mk, const struct shape *s, uint32_t il, uint32_t n_layer,
 		      uint32_t want, bool mix)
 {
@@ -630,14 +723,18 @@ static int make_layer(struct maker *mk, const struct shape *s, uint32_t il, uint
 	if (!olmo2)
 		T("", "attn_norm.weight", SF_GGUF_T_F32, E, 1, 1.0f, 0.1f);
 	bool phi3 = !strcmp(s->arch, "phi3"); /* q/k/v fused, gate and up fused */
-	if (phi3) {
+	const struct m2_shape *m2 = m2_of(s);
+	if (m2 && !m2_attn(m2, il, n_layer)) {
+		rc = make_mamba2(mk, s, m2, il, n_layer, want, mix);
+	} else if (phi3) {
 		M("attn_qkv", "attn_qkv.weight", E, q + 2 * kv, aE);
 	} else {
 		M("attn_q", "attn_q.weight", E, q, aE);
 		M("attn_k", "attn_k.weight", E, kv, aE);
 		M("attn_v", "attn_v.weight", E, kv, aE);
 	}
-	M("attn_output", "attn_output.weight", q, E, aQ);
+	if (!m2 || m2_attn(m2, il, n_layer))
+		M("attn_output", "attn_output.weight", q, E, aQ);
 	if (!strcmp(s->arch, "qwen2")) {
 		T("", "attn_q.bias", SF_GGUF_T_F32, q, 1, 0, 0.1f);
 		T("", "attn_k.bias", SF_GGUF_T_F32, kv, 1, 0, 0.1f);
@@ -703,7 +800,9 @@ const char *const sf_model_gen_shapes[] = { "qwen2.5-0.5b", "qwen3-0.6b", "llama
 					    "test-qwen35", "test-qwen35moe", "gpt-oss-20b",
 					    "gpt-oss-120b", "test-gpt-oss", "ministral-3-3b",
 					    "test-mistral3", "granite-3.1-3b-a800m", "test-granitemoe",
-					    "test-granitemoe-shared", NULL };
+					    "test-granitemoe-shared", "granite-4.0-h-micro",
+					    "granite-4.0-h-tiny", "test-granitehybrid",
+					    "test-granitehybrid-moe", NULL };
 const char *const sf_model_gen_types[] = { "f32", "f16", "bf16", "q8_0", "q4_0", "q5_0",
 					   "q4_k", "q6_k", "q4_k_m", "q5_k", "q5_k_m", "q3_k",
 					   "q2_k", "iq4_xs", "q4_1", "q5_1", "iq4_nl", "mxfp4",

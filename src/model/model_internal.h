@@ -22,6 +22,8 @@ enum {
 
 /* Gemma, Gemma 2 or Gemma 3. */
 bool sf__arch_is_gemma(enum sf_arch a);
+/* Granite, Granite MoE or Granite 4's hybrid (Granite's multipliers). */
+bool sf__arch_is_granite(enum sf_arch a);
 /* Qwen3.5 or Qwen3.5-MoE. */
 bool sf__arch_is_qwen35(enum sf_arch a);
 

@@ -32,11 +32,18 @@ static const struct {
 	{ "gpt-oss", SF_ARCH_GPTOSS, SF_COMPUTES_SWA | SF_COMPUTES_MOE },
 	{ "mistral3", SF_ARCH_MISTRAL3, SF_COMPUTES_YARN_KEYS },
 	{ "granitemoe", SF_ARCH_GRANITEMOE, SF_COMPUTES_SCALES | SF_COMPUTES_MOE | SF_COMPUTES_SHEXP },
+	{ "granitehybrid", SF_ARCH_GRANITEHYBRID,
+	  SF_COMPUTES_SCALES | SF_COMPUTES_MOE | SF_COMPUTES_SHEXP },
 };
 
 bool sf__arch_is_qwen35(enum sf_arch a)
 {
 	return a == SF_ARCH_QWEN35 || a == SF_ARCH_QWEN35MOE;
+}
+
+bool sf__arch_is_granite(enum sf_arch a)
+{
+	return a == SF_ARCH_GRANITE || a == SF_ARCH_GRANITEMOE || a == SF_ARCH_GRANITEHYBRID;
 }
 
 bool sf__arch_is_gemma(enum sf_arch a)
@@ -198,7 +205,7 @@ static int read_experts(const struct sf_gguf *g, struct sf_model_config *c, stru
 	/* gpt-oss: the k best router logits, then the softmax of those k (not normalised after) */
 	c->expert_norm = c->arch != SF_ARCH_GPTOSS;
 	c->expert_softmax_chosen = c->arch == SF_ARCH_GPTOSS;
-	if (c->arch == SF_ARCH_GRANITEMOE) {
+	if (c->arch == SF_ARCH_GRANITEMOE || c->arch == SF_ARCH_GRANITEHYBRID) {
 		/* Granite MoE Shared: a shared expert (ungated) when the file gives its width */
 		uint32_t w;
 		if ((rc = opt_u32(g, c, "expert_shared_feed_forward_length", 0, 0, SF_MODEL_MAX_FF,
@@ -223,7 +230,8 @@ static int read_experts(const struct sf_gguf *g, struct sf_model_config *c, stru
 }
 
 /* Granite's multipliers (0 or absent: none; the logits' is required, as llama.cpp reads it)
- * and its rope switch (rope.scaling.finetuned false: no rope, which is refused). */
+ * and its rope switch (rope.scaling.finetuned false: no rope, which is refused but for Granite
+ * 4's hybrid, whose attention layers have none). */
 static int read_granite(const struct sf_gguf *g, struct sf_model_config *c, struct sf_err *err)
 {
 	int rc;
@@ -241,9 +249,66 @@ static int read_granite(const struct sf_gguf *g, struct sf_model_config *c, stru
 	bool roped = true;
 	if (sf_gguf_find(g, k) && sf_gguf_get_bool(g, k, &roped, err))
 		return err->code = SF_E_MODEL;
-	if (!roped)
+	if (!roped && c->arch == SF_ARCH_GRANITEHYBRID)
+		c->no_rope_step = 1; /* no layer has rope */
+	else if (!roped)
 		return sf_err_set(err, SF_E_MODEL, "%s = false: layers without rope, which this "
 				  "engine does not compute for architecture '%s'", k, c->arch_name);
+	return 0;
+}
+
+/* Granite 4's hybrid (llama.cpp's granite-hybrid.cpp): attention.head_count_kv one number a
+ * layer, 0 for a Mamba-2 layer (recurrent), the same for every attention layer (per-layer
+ * head counts otherwise refused); a single number: every layer attention. */
+static int read_head_count_kv(const struct sf_gguf *g, struct sf_model_config *c,
+			      struct sf_err *err)
+{
+	const char *k = akey(c, "attention.head_count_kv");
+	const struct sf_gguf_kv *kv = sf_gguf_find(g, k);
+	if (c->arch != SF_ARCH_GRANITEHYBRID || !kv || kv->type != SF_GGUF_ARRAY)
+		return opt_u32(g, c, "attention.head_count_kv", c->n_head, 1, c->n_head,
+			       &c->n_head_kv, err);
+	if (kv->elem_type == SF_GGUF_STRING || kv->n != c->n_layer)
+		return sf_err_set(err, SF_E_MODEL, "%s is not an array of a number for each of the "
+				  "%u layers", k, c->n_layer);
+	c->n_head_kv = 0;
+	for (uint32_t il = 0; il < c->n_layer; il++) {
+		int64_t v = sf_gguf_arr_i64(kv, il);
+		if (v < 0 || v > c->n_head || (v && c->n_head_kv && v != c->n_head_kv))
+			return sf_err_set(err, SF_E_MODEL, "%s[%u] = %lld: per-layer head counts "
+					  "(other than 0 for a recurrent layer), which this engine "
+					  "does not compute", k, il, (long long)v);
+		c->recur[il] = v == 0;
+		c->n_recur += v == 0;
+		if (v)
+			c->n_head_kv = (uint32_t)v;
+	}
+	if (!c->n_head_kv)
+		c->n_head_kv = c->n_head; /* (no attention layer: the heads' width unused) */
+	return 0;
+}
+
+/* Mamba-2's keys (llama.cpp's mamba-base.cpp): ssm.conv_kernel taps, ssm.state_size, B and C
+ * in ssm.group_count groups, ssm.time_step_rank heads sharing ssm.inner_size channels. */
+static int read_mamba2(const struct sf_gguf *g, struct sf_model_config *c, struct sf_err *err)
+{
+	int rc;
+	if ((rc = need_u32(g, c, "ssm.conv_kernel", 2, SF_MODEL_MAX_SSM_CONV, &c->ssm_conv, err)) ||
+	    (rc = need_u32(g, c, "ssm.state_size", 1, SF_MODEL_MAX_SSM_STATE, &c->ssm_state,
+			   err)) ||
+	    (rc = need_u32(g, c, "ssm.group_count", 1, SF_MODEL_MAX_HEADS, &c->ssm_group, err)) ||
+	    (rc = need_u32(g, c, "ssm.time_step_rank", 1, SF_MODEL_MAX_HEADS, &c->ssm_heads,
+			   err)) ||
+	    (rc = need_u32(g, c, "ssm.inner_size", 1, SF_MODEL_MAX_EMBD * 4, &c->ssm_inner, err)))
+		return rc;
+	if (c->ssm_inner % c->ssm_heads || c->ssm_heads % c->ssm_group)
+		return sf_err_set(err, SF_E_MODEL, "%s = %u channels in %u heads (%s) in %u groups "
+				  "(%s): not evenly", akey(c, "ssm.inner_size"), c->ssm_inner,
+				  c->ssm_heads, "ssm.time_step_rank", c->ssm_group, "ssm.group_count");
+	if (sf_model_ssm_channels(c) > SF_MODEL_MAX_EMBD * 4)
+		return sf_err_set(err, SF_E_MODEL, "a Mamba-2 layer of %llu channels is over %u",
+				  (unsigned long long)sf_model_ssm_channels(c), SF_MODEL_MAX_EMBD * 4);
+	c->mamba2 = true;
 	return 0;
 }
 
@@ -369,6 +434,7 @@ static int read_qwen35(const struct sf_gguf *g, struct sf_model_config *c, struc
 	for (uint32_t il = 0; il < c->n_layer; il++)
 		c->n_recur += c->recur[il];
 	c->attn_gate = true;
+	c->ssm_inner = inner;
 	return read_mrope(g, c, err);
 }
 
@@ -424,8 +490,7 @@ static int read_config(const struct sf_gguf *g, struct sf_model_config *c, unsig
 	    (rc = need_u32(g, c, "block_count", 1, SF_MODEL_MAX_LAYERS, &c->n_layer, err)) ||
 	    (rc = opt_u32(g, c, "feed_forward_length", 0, 0, SF_MODEL_MAX_FF, &c->n_ff, err)) ||
 	    (rc = need_u32(g, c, "attention.head_count", 1, SF_MODEL_MAX_HEADS, &c->n_head, err)) ||
-	    (rc = opt_u32(g, c, "attention.head_count_kv", c->n_head, 1, c->n_head, &c->n_head_kv,
-			  err)) ||
+	    (rc = read_head_count_kv(g, c, err)) ||
 	    (rc = opt_u32(g, c, "context_length", 2048, 1, 1u << 24, &c->n_ctx_train, err)))
 		return rc;
 	if (c->n_head % c->n_head_kv)
@@ -511,14 +576,12 @@ static int read_config(const struct sf_gguf *g, struct sf_model_config *c, unsig
 				  (double)c->rope_attn_factor);
 	/* rope on adjacent pairs (llama.cpp's LLAMA_ROPE_TYPE_NORM) or on halves (NEOX) */
 	bool adjacent = c->arch == SF_ARCH_LLAMA || c->arch == SF_ARCH_SMOLLM3 ||
-			c->arch == SF_ARCH_GRANITE || c->arch == SF_ARCH_GRANITEMOE ||
-			c->arch == SF_ARCH_MISTRAL3;
+			sf__arch_is_granite(c->arch) || c->arch == SF_ARCH_MISTRAL3;
 	c->rope_neox = !adjacent;
 	c->no_rope_step = c->arch == SF_ARCH_SMOLLM3 ? 4 : 0; /* as llama.cpp fixes it */
 	if (c->arch == SF_ARCH_OLMO2)
 		c->post_norms = c->no_pre_norms = c->qk_norm_whole = true;
-	if ((c->arch == SF_ARCH_GRANITE || c->arch == SF_ARCH_GRANITEMOE) &&
-	    (rc = read_granite(g, c, err)))
+	if (sf__arch_is_granite(c->arch) && (rc = read_granite(g, c, err)))
 		return rc;
 	if (c->arch == SF_ARCH_PHI3) {
 		/* queries times 1/sqrt(head_dim) before they are rounded (as Gemma's); a sliding
@@ -532,6 +595,8 @@ static int read_config(const struct sf_gguf *g, struct sf_model_config *c, unsig
 	if ((*computes & SF_COMPUTES_MOE) && (rc = read_experts(g, c, err)))
 		return rc;
 	if (sf__arch_is_qwen35(c->arch) && (rc = read_qwen35(g, c, err)))
+		return rc;
+	if (c->arch == SF_ARCH_GRANITEHYBRID && (rc = read_mamba2(g, c, err)))
 		return rc;
 	if (!c->n_expert && !c->n_ff &&
 	    (rc = need_u32(g, c, "feed_forward_length", 1, SF_MODEL_MAX_FF, &c->n_ff, err)))
@@ -704,10 +769,24 @@ int sf_model_cache_keys(struct sf_model *m, const char *type, struct sf_err *err
 	return 0;
 }
 
+uint64_t sf_model_ssm_channels(const struct sf_model_config *c)
+{
+	return c->mamba2 ? c->ssm_inner + 2 * (uint64_t)c->ssm_group * c->ssm_state
+			 : (uint64_t)c->ssm_state * (2 * c->ssm_group + c->ssm_heads);
+}
+
+uint64_t sf_model_state_layer_floats(const struct sf_model_config *c)
+{
+	/* Mamba-2: a state of ssm_state for each of the heads' channels; Gated DeltaNet: a
+	 * matrix of ssm_state x ssm_state for each value head */
+	uint64_t mats = c->mamba2 ? (uint64_t)c->ssm_inner * c->ssm_state
+				  : (uint64_t)c->ssm_heads * c->ssm_state * c->ssm_state;
+	return sf_model_ssm_channels(c) * (c->ssm_conv - 1) + mats;
+}
+
 uint64_t sf_model_state_bytes(const struct sf_model *m)
 {
 	const struct sf_model_config *c = &m->cfg;
-	uint64_t ch = (uint64_t)c->ssm_state * (2 * c->ssm_group + c->ssm_heads);
-	uint64_t layer = ch * (c->ssm_conv - 1) + (uint64_t)c->ssm_heads * c->ssm_state * c->ssm_state;
-	return c->n_recur ? (uint64_t)c->n_recur * layer * sizeof(float) : 0;
+	return c->n_recur ? (uint64_t)c->n_recur * sf_model_state_layer_floats(c) * sizeof(float)
+			  : 0;
 }

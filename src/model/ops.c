@@ -84,6 +84,11 @@ void sf_op_swiglu(float *gate, const float *up, uint32_t n)
 	sf_kern_swiglu(gate, up, n);
 }
 
+float sf_op_softplus(float x)
+{
+	return x > 20.0f ? x : (float)log((double)(1.0f + sf_kern_expf(x)));
+}
+
 float sf_op_tanhf(float x)
 {
 	/* Odd: tanh(-x) = -tanh(x). Below 0.55 its Taylor series to x^21 in double (the next

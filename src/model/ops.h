@@ -37,6 +37,10 @@ void sf_op_geglu(float *gate, const float *up, uint32_t n);
 /* tanh in single precision, within 1.3 ulps, the same bits on every CPU (our e^x). */
 float sf_op_tanhf(float x);
 
+/* softplus: x above 20, else ln(1 + e^x) (our e^x, the log in double, rounded once): the
+ * Gated DeltaNet's decay and Mamba-2's time step, as ggml's (x > 20 ? x : log(1 + e^x)). */
+float sf_op_softplus(float x);
+
 /* x[i] = cap * tanh(x[i] * (scale / cap)): soft-capping (Gemma 2's scores and logits). */
 void sf_op_softcap(float *x, uint32_t n, float cap, float scale);
 

@@ -13,6 +13,7 @@
   gguf_edit.py IN OUT --set-str-esc KEY V   the same, V's backslash escapes undone (\\x00: NUL)
   gguf_edit.py IN OUT --set-u64 KEY VALUE   KEY set to the uint64 VALUE (added when absent)
   gguf_edit.py IN OUT --set-u32-arr KEY N V KEY set to an array of N uint32 V (added when absent)
+  gguf_edit.py IN OUT --set-u32-list KEY A,B,...  KEY set to the array of uint32 A, B, ...
   gguf_edit.py IN OUT --copy TENSOR NAME    a copy of TENSOR added as NAME
   gguf_edit.py IN OUT --fill TENSOR BYTE    TENSOR's data every byte BYTE (0xff: an F32
                                             tensor all NaN)
@@ -116,6 +117,9 @@ def main():
                     "--set-u64": lambda: (k, 10, struct.pack("<Q", int(v))),
                     "--set-u32-arr": lambda: (k, 9, struct.pack("<IQ", 4, int(v)) +
                                               struct.pack("<I", int(sys.argv[6])) * int(v)),
+                    "--set-u32-list": lambda: (k, 9, struct.pack("<IQ", 4, len(v.split(","))) +
+                                               b"".join(struct.pack("<I", int(x))
+                                                        for x in v.split(","))),
                     }[what]())
         n_kv = len(kvs)
     tensors = []

@@ -51,7 +51,7 @@ head -c 7 "$M" >"$work/cut-magic.gguf"
 refused "cut short after 7 bytes" "$work/cut-magic.gguf" "7 bytes: too short for a GGUF file"
 edit "$M" "$work/arch.gguf" --arch gpt-j
 refused "an architecture it does not run" "$work/arch.gguf" \
-	"architecture 'gpt-j' is not one this engine runs \(llama, qwen2, qwen3, qwen3moe, smollm3, olmo2, granite, phi3, gemma, gemma2, gemma3, qwen35, qwen35moe, gpt-oss, mistral3, granitemoe\)"
+	"architecture 'gpt-j' is not one this engine runs \(llama, qwen2, qwen3, qwen3moe, smollm3, olmo2, granite, phi3, gemma, gemma2, gemma3, qwen35, qwen35moe, gpt-oss, mistral3, granitemoe, granitehybrid\)"
 for t in "34 TQ1_0" "35 TQ2_0" "28 F64"; do
 	set -- $t
 	edit "$M" "$work/type-$2.gguf" --type blk.1.ffn_down.weight "$1"
@@ -230,6 +230,29 @@ refused "Qwen3.5 with multi-token prediction layers" "$work/key.gguf" \
 	"qwen35.nextn_predict_layers = 1: multi-token prediction layers, which this engine does not compute"
 edit "$work/q35.gguf" "$work/key.gguf" --rename blk.0.ssm_a blk.0.ssm_aa
 refused "Qwen3.5 without a layer's ssm_a" "$work/key.gguf" "tensor blk.0.ssm_a is missing"
+# Granite 4's hybrid: Mamba-2 layers (those of 0 key/value heads) and attention without rope
+# run; head counts that differ between attention layers, an array not one a layer, channels
+# that do not split evenly into heads, a layer without its D and a tensor llama.cpp would read
+# (an FFN bias) that the engine does not are refused by name.
+gguf_make "$work/gh.gguf" refact test-granitehybrid q4_0
+"$cli" model info "$work/gh.gguf" >"$work/out" 2>&1
+r=$?; [ "$r" = 0 ] && grep -q "recurrent layers (Mamba-2): 3 of 4, 8 heads of 64 channels" \
+	"$work/out" && grep -qx "no rope on any layer" "$work/out" || r=1
+check "model info: a Granite 4 hybrid file runs, its Mamba-2 layers named" $r
+edit "$work/gh.gguf" "$work/key.gguf" --set-u32-list granitehybrid.attention.head_count_kv 0,2,1,2
+refused "Granite 4 hybrid with per-layer head counts" "$work/key.gguf" \
+	"granitehybrid.attention.head_count_kv\[2\] = 1: per-layer head counts \(other than 0 for a recurrent layer\)"
+edit "$work/gh.gguf" "$work/key.gguf" --set-u32-arr granitehybrid.attention.head_count_kv 3 2
+refused "Granite 4 hybrid with head counts not one a layer" "$work/key.gguf" \
+	"granitehybrid.attention.head_count_kv is not an array of a number for each of the 4 layers"
+edit "$work/gh.gguf" "$work/key.gguf" --set-u32 granitehybrid.ssm.inner_size 500
+refused "Granite 4 hybrid with channels not split evenly" "$work/key.gguf" \
+	"granitehybrid.ssm.inner_size = 500 channels in 8 heads"
+edit "$work/gh.gguf" "$work/key.gguf" --rename blk.0.ssm_d blk.0.ssm_dd
+refused "Granite 4 hybrid without a layer's D" "$work/key.gguf" "tensor blk.0.ssm_d is missing"
+edit "$work/gh.gguf" "$work/key.gguf" --copy output_norm.weight blk.1.ffn_down.bias
+refused "Granite 4 hybrid with an FFN bias" "$work/key.gguf" \
+	"tensor blk.1.ffn_down.bias is not one this engine computes for architecture 'granitehybrid'"
 # Pre-tokenizers: gpt-4o's (Phi-4-mini, gpt-oss) splits as llama.cpp does (tok.corpus) and
 # runs; one the engine does not split as llama.cpp does is refused by name.
 edit "$M" "$work/key.gguf" --set-str tokenizer.ggml.pre gpt-4o

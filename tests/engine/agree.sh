@@ -26,7 +26,9 @@
 #   gpt-oss-20b's width with 2 layers); mistral3 (test-mistral3 in three types: YaRN's betas
 #   and log multiplier, the attention temperature; extended: Ministral-3-3B's width, 2 layers);
 #   granitemoe (test-granitemoe in three types, test-granitemoe-shared in two; extended:
-#   Granite-3.1-3B-A800M's width, 2 layers);
+#   Granite-3.1-3B-A800M's width, 2 layers); granitehybrid (Granite 4's Mamba-2 hybrid:
+#   test-granitehybrid in five types, test-granitehybrid-moe in two; extended: Q6_K and
+#   Granite-4.0-H-Micro's width, 2 layers);
 #   kq8 (keys cached as Q8_0 on both sides, --cache-type-k q8_0: five cases, SHAPE/TYPE+kq8);
 #   grid (the IQ1/IQ2/IQ3 grid types: llama.cpp's files of them, alone and its mixes);
 #   qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b (that model at full width, 2 layers, in Q8_0 and
@@ -217,6 +219,15 @@ for set in "$@"; do
 		done
 		cases+=("test-granitemoe-shared/f32" "test-granitemoe-shared/q4_k_m")
 		ext test-granitemoe/q4_k_m "granite-3.1-3b-a800m/q8_0/2" ;;
+	# Granite 4's hybrid: Mamba-2 layers (3 of 4) and an attention layer without rope,
+	# Granite's multipliers; with experts, a shared expert and rope; at Granite-4.0-H-Micro's
+	# width (64 Mamba heads of 64, states of 128) with 2 (Mamba-2) layers in the extended run
+	granitehybrid)
+		for t in f32 f16 bf16 q8_0 q4_k_m; do
+			cases+=("test-granitehybrid/$t")
+		done
+		cases+=("test-granitehybrid-moe/f32" "test-granitehybrid-moe/q8_0")
+		ext test-granitehybrid/q6_k "granite-4.0-h-micro/q8_0/2" ;;
 	# YaRN (factor 4 over 32,768, as DeepSeek-R1-0528-Qwen3-8B's) on the Qwen3 test shape
 	yarn)
 		for t in f32 f16 q8_0 llama.q8_0; do
@@ -309,7 +320,7 @@ run_case() {
 	gemma*) arch=gemma vocab=gemma ;;
 	test-llama) arch=llama vocab=llama-spm ;;
 	test-smollm3 | smollm3* | test-olmo2 | olmo2*) arch=llama vocab=llama-bpe ;;
-	test-granite | test-granitemoe* | granite*) arch=llama vocab=refact ;;
+	test-granite | test-granitemoe* | test-granitehybrid* | granite*) arch=llama vocab=refact ;;
 	test-mistral3) arch=llama vocab=llama-spm ;;
 	ministral-*) arch=llama vocab=tekken ;;
 	phi-4-mini) arch=llama vocab=gpt-4o ;;

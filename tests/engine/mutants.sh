@@ -58,6 +58,12 @@ mutants=(
 	"mistral3-yarn-log-mul-dropped|src/model/model_load.c|if (c->yarn_log_mul != 0) {|if (0 && c->yarn_log_mul != 0) {|test-mistral3/f32"
 	"mistral3-yarn-betas-default|src/model/model_load.c|const double beta[2] = { c->yarn_beta_fast, c->yarn_beta_slow };|const double beta[2] = { 32.0, 1.0 };|test-mistral3/f32"
 	"granitemoe-shared-expert-dropped|src/model/forward.c|					add(d, sx, E);|					(void)sx;|test-granitemoe-shared/f32 test-granitemoe-shared/q4_k_m"
+	# Granite 4's Mamba-2 layers: B and C's groups taken h mod G (not h / (H / G)), the D skip,
+	# the convolution's bias, dt's bias dropped (each shown failing when it was written)
+	"m2-groups-interleaved|src/model/mamba2.c|g = h / (H / G);|g = h % G;|test-granitehybrid/f32 test-granitehybrid/q8_0"
+	"m2-skip-dropped|src/model/mamba2.c|y[i] = y[i] + x[i] * Dk[i / P];|y[i] = y[i] + 0.0f * x[i] * Dk[i / P];|test-granitehybrid/f32"
+	"m2-conv-bias-dropped|src/model/mamba2.c|const float *cb = l->ssm_conv1d_b ? l->ssm_conv1d_b->data : NULL;|const float *cb = NULL;|test-granitehybrid/f32 test-granitehybrid/q8_0"
+	"m2-dt-bias-dropped|src/model/mamba2.c|+ dtb[h]);|+ 0.0f * dtb[h]);|test-granitehybrid/f32"
 	# Formats, in the AVX-512 kernels (those a CPU with AVX-512 runs; elsewhere these two
 	# change nothing that runs and are reported missed).
 	"q5_0-fifth-bit-dropped|src/kern/dot_q_avx512.c|const __m512i k10 = _mm512_set1_epi8(0x10);|const __m512i k10 = _mm512_set1_epi8(0x00);|test-llama/q5_0 test-qwen2/q5_0"

@@ -423,6 +423,24 @@ static void test_qwen35moe_q4_k_m(void **state)
 	N_LAYERS = layers;
 }
 static void test_qwen35_f16(void **state) { qwen35("f16"); }
+/* Granite 4's hybrid: Mamba-2, Mamba-2, attention (no rope), Mamba-2; with experts, a shared
+ * expert and rope; 80 positions (past a page): each context's scan token by token whatever
+ * the call holds. */
+static void granitehybrid(const char *shape, const char *type)
+{
+	int was = N_TOK;
+	uint32_t layers = N_LAYERS;
+	N_TOK = 80;
+	N_LAYERS = 4;
+	invariance(shape, type);
+	N_TOK = was;
+	N_LAYERS = layers;
+}
+static void test_granitehybrid_q8_0(void **state) { granitehybrid("test-granitehybrid", "q8_0"); }
+static void test_granitehybrid_moe_q4_k_m(void **state)
+{
+	granitehybrid("test-granitehybrid-moe", "q4_k_m");
+}
 /* gpt-oss: sinks, biases, its window (40 here) on layer 0 and not layer 1, experts with
  * biases, SwiGLU-OAI; 80 positions (past the window and a page), MXFP4 experts. */
 static void test_gptoss_mxfp4_moe(void **state)
@@ -682,6 +700,8 @@ int main(void)
 		cmocka_unit_test(test_qwen35_q8_0),
 		cmocka_unit_test(test_qwen35_f16),
 		cmocka_unit_test(test_qwen35moe_q4_k_m), cmocka_unit_test(test_gptoss_mxfp4_moe),
+		cmocka_unit_test(test_granitehybrid_q8_0),
+		cmocka_unit_test(test_granitehybrid_moe_q4_k_m),
 		cmocka_unit_test(test_swiglu_oai),   cmocka_unit_test(test_keys_q8_0),
 	};
 	/* SF_TEST_FILTER: the cases to run (a cmocka glob): under ThreadSanitizer the compute

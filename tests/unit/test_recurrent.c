@@ -1,11 +1,11 @@
-/* A model with recurrent layers (Qwen3.5's Gated DeltaNet, test-qwen35) through the GGUF
- * engine: a context's state goes on from its last token, so a session's second turn draws
+/* A model with recurrent layers (Qwen3.5's Gated DeltaNet, test-qwen35; then Granite 4's
+ * Mamba-2 hybrid, test-granitehybrid) through the GGUF engine: a context's state goes on from its last token, so a session's second turn draws
  * what one prefill of its whole text draws; cutting a context back recomputes it from its
  * start (the same stream again), or, shared, from the last checkpoint before the cut; its
  * state is counted in the engine's memory, and so is a prompt's checkpoint; prefix reuse
  * adopts pages up to a checkpoint only; pipeline stages keep their own layers' states (the
  * unsplit stream, a cut inside them held from the start); the model's forward refuses
- * positions that do not follow its state. The delta rule's and the
+ * positions that do not follow its state. The delta rule's, the selective scan's and the
  * convolution's steps against their definitions written out. */
 #include <math.h>
 #include <setjmp.h>
@@ -36,6 +36,20 @@ static const uint32_t turn2[] = { 8, 120, 33, 33, 201, 9, 77 };
 #define N1 (sizeof(turn1) / sizeof(turn1[0]))
 #define N2 (sizeof(turn2) / sizeof(turn2[0]))
 
+/* The models of the cases: 4 layers, 3 of them recurrent; the bytes of one recurrent layer's
+ * state (F32: each convolution channel's 3 last inputs, then the heads' states). */
+static const struct recur_case {
+	const char *shape;
+	uint64_t layer_state;
+} cases[] = {
+	/* three Gated DeltaNet layers then a gated attention: 512 channels, 4 heads of 64 x 64 */
+	{ "test-qwen35", (512 * 3 + 4 * 64 * 64) * 4 },
+	/* Mamba-2, Mamba-2, attention, Mamba-2: 768 channels (x 512, B and C 2 groups of 64),
+	 * 8 heads of 64 channels with states of 64 */
+	{ "test-granitehybrid", (768 * 3 + 512 * 64) * 4 },
+};
+static const struct recur_case *CASE = &cases[0];
+
 struct fx {
 	char path[128];
 	struct sf_engine *e;
@@ -48,8 +62,7 @@ static int setup(void **state)
 	*state = f;
 	struct sf_err err;
 	f->pool = sf_pool_new(2);
-	/* 4 layers: three Gated DeltaNet layers, then a gated attention */
-	assert_int_equal(sf_test_make_model("recurrent", N_VOCAB, "test-qwen35", 4, 5, f->pool,
+	assert_int_equal(sf_test_make_model("recurrent", N_VOCAB, CASE->shape, 4, 5, f->pool,
 					    f->path, sizeof(f->path)), 0);
 	/* chunks of 8: a turn's prompt takes several steps */
 	struct sf_gguf_engine_config cfg = { .path = f->path, .threads = 2, .ctx_len = 256,
@@ -220,10 +233,9 @@ static void state_counted_reuse_from_checkpoints(void **state)
 	assert_int_equal(sf_engine_prefill(f->e, a, text, 130, &err), 0);
 	uint32_t r[2];
 	gen(f, a, r, 2);
-	/* test-qwen35: 3 recurrent layers of 512 channels x 3 taps and 4 heads of 64 x 64,
-	 * F32; 1 attention layer of 2 x 64 keys and values a position, F16, in pages of 64
-	 * (the prompt's checkpoint at 128 is not in use: it can always go) */
-	uint64_t state_bytes = 3 * (512 * 3 + 4 * 64 * 64) * 4, page = 64 * 2 * 128 * 2;
+	/* 3 recurrent layers' states; 1 attention layer of 2 x 64 keys and values a position,
+	 * F16, in pages of 64 (the prompt's checkpoint at 128 is not in use: it can always go) */
+	uint64_t state_bytes = 3 * CASE->layer_state, page = 64 * 2 * 128 * 2;
 	assert_int_equal(sf_engine_mem_used(f->e) - before, state_bytes + 3 * page);
 	sf_prefix_stats(sf_engine_prefix_cache(f->e), &ps);
 	assert_int_equal(ps.states, states + 1);
@@ -282,7 +294,7 @@ static void stages_keep_their_layers_states(void **state)
 	}
 	/* Memory: stage [0, 2) two recurrent layers' states and pages of no bytes, stage [2, 4)
 	 * one state and the attention layer's pages (as in state_counted_reuse...). */
-	uint64_t layer_state = (512 * 3 + 4 * 64 * 64) * 4, page = 64 * 2 * 128 * 2;
+	uint64_t layer_state = CASE->layer_state, page = 64 * 2 * 128 * 2;
 	uint64_t before = sf_engine_mem_used(f->e);
 	struct sf_engine_ctx *c1 = fresh(f), *c2 = fresh(f);
 	size_t cap = sf_engine_info(f->e)->stage_bytes;
@@ -336,7 +348,8 @@ static void state_refused_past_kv_mem(void **state)
 	struct fx *f = *state;
 	struct sf_err err;
 	struct sf_engine *e;
-	/* room for pages, not for test-qwen35's 215,040-byte state */
+	/* room for pages, not for the 3 layers' state (test-qwen35's 215,040 bytes,
+	 * test-granitehybrid's 420,864) */
 	struct sf_gguf_engine_config cfg = { .path = f->path, .threads = 1, .ctx_len = 256,
 					     .batch = 2, .chunk = 8, .kv_mem = 200000 };
 	if (sf_gguf_engine_new(&cfg, &e, &err))
@@ -345,7 +358,10 @@ static void state_refused_past_kv_mem(void **state)
 	struct sf_engine_ctx *c;
 	assert_int_equal(sf_engine_ctx_new(e, &greedy, &c, &err), 0);
 	assert_int_equal(sf_engine_prefill(e, c, turn1, N1, &err), SF_E_NOMEM);
-	assert_non_null(strstr(err.msg, "recurrent state of 215040 bytes"));
+	char want[64];
+	snprintf(want, sizeof(want), "recurrent state of %llu bytes",
+		 (unsigned long long)(3 * CASE->layer_state));
+	assert_non_null(strstr(err.msg, want));
 	assert_int_equal(sf_engine_mem_used(e), 0);
 	sf_engine_ctx_free(e, c);
 	sf_engine_free(e);
@@ -434,7 +450,7 @@ static void steps_match_their_definitions(void **state)
 	for (int t = 0; t < 6; t++) {
 		for (int c = 0; c < C; c++)
 			x[c] = hist[t][c] = (float)sin(t * 0.9 + c);
-		sf_dn_conv(x, st, w, C, K);
+		sf_dn_conv(x, st, w, NULL, C, K);
 		for (int c = 0; c < C; c++) {
 			double sum = 0;
 			for (int i = 0; i < K; i++) {
@@ -443,6 +459,89 @@ static void steps_match_their_definitions(void **state)
 			}
 			assert_true(fabs(sum / (1 + exp(-sum)) - x[c]) < 1e-5);
 		}
+	}
+	(void)state;
+}
+
+/* Mamba-2's scan step against its definition in double: each channel's state row r = r * dA +
+ * B * x * dt, y = r . C. */
+static void scan_step_matches_its_definition(void **state)
+{
+	enum { P = 3, N = 13 };
+	float s[P * N], x[P], B[N], C[N], y[P];
+	double ref[P][N];
+	for (int n = 0; n < N; n++) {
+		B[n] = 0.4f * (float)cos(n * 0.7);
+		C[n] = 0.3f * (float)sin(n + 1.0);
+	}
+	for (int i = 0; i < P; i++) {
+		x[i] = 0.5f * (float)sin(i * 1.3 + 0.2);
+		for (int n = 0; n < N; n++)
+			ref[i][n] = s[i * N + n] = 0.1f * (float)cos(i * 3.0 + n);
+	}
+	float dt = 0.3f, dA = 0.85f;
+	for (int rep = 0; rep < 2; rep++) {
+		sf_kern_ssm_step(s, x, B, C, dt, dA, y, P, N);
+		for (int i = 0; i < P; i++) {
+			double sum = 0;
+			for (int n = 0; n < N; n++) {
+				ref[i][n] = ref[i][n] * dA + (double)B[n] * x[i] * dt;
+				sum += ref[i][n] * C[n];
+				assert_true(fabs(ref[i][n] - s[i * N + n]) < 1e-5);
+			}
+			assert_true(fabs(sum - y[i]) < 1e-5);
+		}
+	}
+	/* the convolution with Mamba-2's bias: added to the window's sum before the SiLU */
+	enum { K = 4, CH = 3 };
+	float st[CH * (K - 1)] = { 0 }, w[CH * K], b[CH] = { 0.1f, -0.2f, 0.3f }, in[CH];
+	for (int c = 0; c < CH; c++)
+		for (int i = 0; i < K; i++)
+			w[c * K + i] = 0.1f * (float)(i + c);
+	for (int c = 0; c < CH; c++)
+		in[c] = (float)c - 1.0f;
+	sf_dn_conv(in, st, w, b, CH, K);
+	for (int c = 0; c < CH; c++) {
+		double sum = ((double)c - 1.0) * w[c * K + K - 1] + b[c];
+		assert_true(fabs(sum / (1 + exp(-sum)) - in[c]) < 1e-6);
+	}
+	(void)state;
+}
+
+/* sf_kern_ssm_step: every kernel variant the CPU has gives the scalar reference's bits, for
+ * rows of whole vectors and not. */
+static void scan_variants_same_bits(void **state)
+{
+	static const uint32_t sizes[] = { 128, 64, 40, 13 };
+	enum { P = 5 };
+	enum sf_kisa was = sf_kern_isa();
+	for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+		uint32_t N = sizes[z];
+		float s0[P * 128], s[P * 128], x[P], B[128], C[128], y0[P], y[P];
+		for (uint32_t n = 0; n < N; n++) {
+			B[n] = (float)sin(n * 0.37 + N);
+			C[n] = (float)cos(n * 0.53) / 8;
+		}
+		for (uint32_t i = 0; i < P; i++)
+			x[i] = (float)sin(i * 1.7 + 0.3);
+		for (uint32_t i = 0; i < P * N; i++)
+			s0[i] = s[i] = (float)sin(i * 0.011 + N) / 4;
+		assert_int_equal(sf_kern_force_isa(SF_KISA_SCALAR), 0);
+		for (int rep = 0; rep < 3; rep++)
+			sf_kern_ssm_step(s0, x, B, C, 0.31f, 0.87f, y0, P, N);
+		for (int isa = SF_KISA_AVX2; isa <= SF_KISA_AVX512; isa++) {
+			if (!sf_kern_isa_supported(isa))
+				continue;
+			float ss[P * 128];
+			memcpy(ss, s, P * N * sizeof(float));
+			assert_int_equal(sf_kern_force_isa(isa), 0);
+			for (int rep = 0; rep < 3; rep++)
+				sf_kern_ssm_step(ss, x, B, C, 0.31f, 0.87f, y, P, N);
+			if (memcmp(ss, s0, P * N * sizeof(float)) || memcmp(y, y0, sizeof(y)))
+				fail_msg("%s: the scan of a %u-wide state differs from the reference",
+					 sf_kern_isa_name(isa), N);
+		}
+		sf_kern_force_isa(was);
 	}
 	(void)state;
 }
@@ -493,6 +592,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(steps_match_their_definitions),
 		cmocka_unit_test(step_variants_same_bits),
+		cmocka_unit_test(scan_step_matches_its_definition),
+		cmocka_unit_test(scan_variants_same_bits),
 		cmocka_unit_test(second_turn_is_one_prefill),
 		cmocka_unit_test(truncation_recomputes),
 		cmocka_unit_test(truncation_goes_back_to_a_checkpoint),
@@ -501,5 +602,10 @@ int main(void)
 		cmocka_unit_test(state_refused_past_kv_mem),
 		cmocka_unit_test(forward_refuses_out_of_order),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	/* each case the whole set but the steps (the model's own: the first four) */
+	int failed = cmocka_run_group_tests_name("test-qwen35", tests, setup, teardown);
+	CASE = &cases[1];
+	failed += _cmocka_run_group_tests("test-granitehybrid", tests + 4,
+					  sizeof(tests) / sizeof(tests[0]) - 4, setup, teardown);
+	return failed;
 }

@@ -84,7 +84,9 @@ static int info(int argc, char **argv)
 			printf("multipliers: embeddings x%g, residuals x%g, scores x%g, logits /%g\n",
 			       (double)c->embd_scale, (double)c->residual_scale,
 			       (double)c->attn_scale, (double)c->logit_scale);
-		if (c->no_rope_step)
+		if (c->no_rope_step == 1)
+			printf("no rope on any layer\n");
+		else if (c->no_rope_step)
 			printf("no rope on layer %u and each %u layers after it\n",
 			       c->no_rope_step - 1, c->no_rope_step);
 		if (c->no_pre_norms)
@@ -116,7 +118,13 @@ static int info(int argc, char **argv)
 			       (double)c->yarn_log_mul);
 		else if (c->rope_freq_scale != 1.0f)
 			printf("rope scaling: linear, factor %g\n", (double)(1.0f / c->rope_freq_scale));
-		if (c->n_recur)
+		if (c->n_recur && c->mamba2)
+			printf("recurrent layers (Mamba-2): %u of %u, %u heads of %u channels, states "
+			       "of %u, B and C in %u groups, convolutions of %u; a state of %llu bytes "
+			       "per context\n", c->n_recur, c->n_layer, c->ssm_heads,
+			       c->ssm_inner / c->ssm_heads, c->ssm_state, c->ssm_group, c->ssm_conv,
+			       (unsigned long long)sf_model_state_bytes(m));
+		else if (c->n_recur)
 			printf("recurrent layers (Gated DeltaNet): %u of %u, %u key and %u value "
 			       "heads of %u, convolutions of %u; a state of %llu bytes per context\n",
 			       c->n_recur, c->n_layer, c->ssm_group, c->ssm_heads, c->ssm_state,
