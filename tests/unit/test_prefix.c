@@ -7,7 +7,10 @@
  * are evicted before a prefill is refused, and truncating inside a shared page computes the
  * rest again. A model with recurrent layers (test-qwen35): the pages up to a state checkpoint
  * adopted, the same streams, a conversation sent again whole each turn starting from the last
- * turn's checkpoint, checkpoints counted and evicted with their pages. */
+ * turn's checkpoint, checkpoints counted and evicted with their pages. A model with
+ * sliding-window layers (test-gemma3): window blocks kept with their pages and tails, pinned
+ * while read, the same streams, adopters and cut-backs stopping where window rows are found,
+ * appends beside a decoding thread. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -1214,6 +1217,9 @@ int main(void)
 			prompts_parting_after_a_shared_prefix_keep_a_checkpoint_there,
 			setup_recurrent, teardown),
 		cmocka_unit_test_setup_teardown(window_reuse_gives_the_same_stream, setup_window,
+						teardown),
+		/* (window blocks pinned, unpinned and evicted beside a decoding thread: TSan) */
+		cmocka_unit_test_setup_teardown(appends_beside_a_decoding_thread, setup_window,
 						teardown),
 		cmocka_unit_test_setup_teardown(window_blocks_are_held_adopted_and_cut_back_to,
 						setup_window, teardown),
