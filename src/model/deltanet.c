@@ -93,11 +93,6 @@ void sf_dn_group(struct sf_dn *s, const struct sf_fwd_tok *toks, uint32_t n)
 	sf_recur_groups_make(&s->grp, toks, n);
 }
 
-static float silu(float x)
-{
-	return x / (1.0f + sf_kern_expf(-x));
-}
-
 void sf_dn_conv(float *x, float *state, const float *w, const float *b, uint32_t n, uint32_t k)
 {
 	for (uint32_t c = 0; c < n; c++) {
@@ -110,8 +105,17 @@ void sf_dn_conv(float *x, float *state, const float *w, const float *b, uint32_t
 		for (uint32_t i = 0; i + 2 < k; i++)
 			st[i] = st[i + 1];
 		st[k - 2] = in;
-		x[c] = silu(b ? sum + b[c] : sum);
+		x[c] = b ? sum + b[c] : sum;
 	}
+	/* SiLU: x / (1 + e^-x), as SwiGLU's gate times an up of ones (x 1 exact), so that the
+	 * kernel's vector variants take it (the same bits as the scalar formula): it was most of
+	 * a prompt's e^x, 7% of its time on Qwen3.5-0.8B's shape */
+	static const float ones[64] = { 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+					1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+					1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+					1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
+	for (uint32_t c = 0; c < n; c += 64)
+		sf_kern_swiglu(x + c, ones, n - c < 64 ? n - c : 64);
 }
 
 void sf_dn_l2norm(float *x, uint32_t n, float eps)
