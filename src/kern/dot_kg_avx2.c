@@ -5,7 +5,9 @@
  * time). A super-block is unpacked once per tile (kern_kgrid.h: its grid magnitudes as bytes,
  * its sign bits, its scales); the magnitudes (at most 62) by the activations with the
  * element's sign (vpsignb) by vpmaddubsw (pairs at most 2 * 62 * 127), vpmaddwd by the
- * sub-block scales. */
+ * sub-block scales. With more activation rows than a tile (prompts), strips of 16 rows are
+ * unpacked once for all of them and the packed kernels run over them (kern_order.md, "Grid
+ * strips"). */
 #include "kern/kern_kgrid.h"
 #include "kern/kern_simd.h"
 /* Eight activation rows take each unpacked super-block: its unpacking (table lookups, sign
@@ -84,12 +86,74 @@ AI void group(uint32_t type, const uint8_t *wb, const uint8_t *a, size_t x_strid
 	epilogue(a, x_stride, acc, dw, NULL, is, is, n, nt);
 }
 
+/* ---- prompts: strips (struct sf__kgx) ---- */
+
+/* Rows 16 at a time when this many activation rows take them (below, tiles unpack). */
+#define STRIP_NB (TILE + 1)
+
+/* Rows [0, n) (n <= 16, w_stride apart) of nsb super-blocks each into a strip at x; rows
+ * n..15 zero. */
+static void unpack_strip(uint32_t type, const uint8_t *W, size_t w_stride, int n, int64_t nsb,
+			 struct sf__kgx *x)
+{
+	const size_t bsize = sf__kg_bytes(type);
+	const __m256i m7 = _mm256_set1_epi8(7), eight = _mm256_set1_epi8(8);
+	const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2,
+						2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+	const __m256i bits = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+	uint8_t tab[64];
+	const int shift = sf__kg_nibbles(type, tab);
+	const __m128i sh = _mm_cvtsi32_si128(shift);
+	for (int64_t s = 0; s < nsb; s++) {
+		struct sf__kgx *o = x + s;
+		memcpy(o->tab, tab, sizeof(tab));
+		for (int r = 0; r < 16; r++) {
+			uint8_t pk[128]; /* sub-block j's 16 bytes at 16j: nibbles of e, e + 16 */
+			if (r >= n) {
+				o->d[r] = 0.0f;
+				for (int j = 0; j < 16; j++)
+					o->ls[j][r] = 0;
+				memset(pk, 0, sizeof(pk));
+			} else {
+				struct sf__kg u;
+				sf__kg_unpack_inl(type, W + (size_t)r * w_stride + (size_t)s * bsize, &u);
+				o->d[r] = u.d;
+				for (int j = 0; j < 16; j++)
+					o->ls[j][r] = (int8_t)(u.nsub == 8 ? u.ls[j / 2] : u.ls[j]);
+#pragma GCC unroll 8
+				for (int j = 0; j < 8; j++) {
+					const __m256i g = _mm256_loadu_si256((const __m256i *)(u.g + 32 * j));
+					const __m256i idx = _mm256_and_si256(_mm256_srl_epi16(g, sh), m7);
+					const __m256i v = _mm256_shuffle_epi8(
+						_mm256_set1_epi32((int)sf__kg_le32(u.sign + 4 * j)), spread);
+					const __m256i neg = _mm256_cmpeq_epi8(_mm256_and_si256(v, bits), bits);
+					const __m256i c = _mm256_or_si256(idx, _mm256_and_si256(neg, eight));
+					const __m128i p = _mm_or_si128(_mm256_castsi256_si128(c),
+								       _mm_slli_epi16(_mm256_extracti128_si256(c, 1), 4));
+					_mm_storeu_si128((__m128i *)(pk + 16 * j), p);
+				}
+			}
+			/* dword 4j + t of row r -> qs[j][t], row r */
+			for (int j = 0; j < 8; j++)
+				for (int t = 0; t < 4; t++)
+					memcpy(o->qs[j][t][r], pk + 16 * j + 4 * t, 4);
+		}
+	}
+}
+
 #include "kern/kern_kloop.h"
 
-SF__KERN_K(sf__mm_iq2_xxs_avx2, SF_GGUF_T_IQ2_XXS, struct sf__iq2_xxs)
-SF__KERN_K(sf__mm_iq2_xs_avx2, SF_GGUF_T_IQ2_XS, struct sf__iq2_xs)
-SF__KERN_K(sf__mm_iq2_s_avx2, SF_GGUF_T_IQ2_S, struct sf__iq2_s)
-SF__KERN_K(sf__mm_iq3_xxs_avx2, SF_GGUF_T_IQ3_XXS, struct sf__iq3_xxs)
-SF__KERN_K(sf__mm_iq3_s_avx2, SF_GGUF_T_IQ3_S, struct sf__iq3_s)
-SF__KERN_K(sf__mm_iq1_s_avx2, SF_GGUF_T_IQ1_S, struct sf__iq1_s)
-SF__KERN_K(sf__mm_iq1_m_avx2, SF_GGUF_T_IQ1_M, struct sf__iq1_m)
+SF__KERN_KG(sf__mm_iq2_xxs_avx2, SF_GGUF_T_IQ2_XXS, struct sf__iq2_xxs,
+	    sf__mx_kg_avx2, sf__mx_kg8_avx2)
+SF__KERN_KG(sf__mm_iq2_xs_avx2, SF_GGUF_T_IQ2_XS, struct sf__iq2_xs,
+	    sf__mx_kg_avx2, sf__mx_kg8_avx2)
+SF__KERN_KG(sf__mm_iq2_s_avx2, SF_GGUF_T_IQ2_S, struct sf__iq2_s,
+	    sf__mx_kg_avx2, sf__mx_kg8_avx2)
+SF__KERN_KG(sf__mm_iq3_xxs_avx2, SF_GGUF_T_IQ3_XXS, struct sf__iq3_xxs,
+	    sf__mx_kg_avx2, sf__mx_kg8_avx2)
+SF__KERN_KG(sf__mm_iq3_s_avx2, SF_GGUF_T_IQ3_S, struct sf__iq3_s,
+	    sf__mx_kg_avx2, sf__mx_kg8_avx2)
+SF__KERN_KG(sf__mm_iq1_s_avx2, SF_GGUF_T_IQ1_S, struct sf__iq1_s,
+	    sf__mx_kg_avx2, sf__mx_kg8_avx2)
+SF__KERN_KG(sf__mm_iq1_m_avx2, SF_GGUF_T_IQ1_M, struct sf__iq1_m,
+	    sf__mx_kg_avx2, sf__mx_kg8_avx2)

@@ -4,7 +4,8 @@
  * unpacked once per tile (kern_kgrid.h), the activations negated where the element's sign bit
  * is set (a masked subtraction: the 64 sign bits of a step are its mask), the magnitudes (at
  * most 62) by them by vpmaddubsw (pairs at most 2 * 62 * 127), vpdpwssd by the sub-block
- * scales. */
+ * scales. With more activation rows than a tile (prompts), strips of 16 rows are unpacked
+ * once for all of them and the packed kernels run over them (kern_order.md, "Grid strips"). */
 #include "kern/kern_kgrid.h"
 #include "kern/kern_simd.h"
 /* Sixteen activation rows take each unpacked super-block: its unpacking (table lookups, sign
@@ -18,6 +19,8 @@ struct kgv {
 	__m512i g[4];    /* elements 64z..64z+63: magnitudes */
 	__mmask64 s[4];  /* their signs: set for negative */
 	__m512i sc16[4]; /* the scale of each int16 lane of vpmaddubsw */
+	int32_t ls[16];  /* the sub-block scales (nsub of them) */
+	int nsub;
 };
 
 /* Scale vectors of one 64-element step z from the sub-block scales ls (nsub 8 or 16). */
@@ -67,6 +70,8 @@ AI float unpack_iq3(uint32_t type, const uint8_t *blk, struct kgv *v)
 			v->s[z] = (__mmask64)m[z];
 			v->sc16[z] = scales_of(ls, 8, z);
 		}
+		memcpy(v->ls, ls, sizeof(ls));
+		v->nsub = 8;
 		return sf_f16_to_f32(b->d) * sf__kg_factor(type);
 	}
 	const struct sf__iq3_s *b = (const struct sf__iq3_s *)blk;
@@ -84,6 +89,8 @@ AI float unpack_iq3(uint32_t type, const uint8_t *blk, struct kgv *v)
 		v->s[z] = (__mmask64)m;
 		v->sc16[z] = scales_of(ls, 8, z);
 	}
+	memcpy(v->ls, ls, sizeof(ls));
+	v->nsub = 8;
 	return sf_f16_to_f32(b->d) * sf__kg_factor(type);
 }
 
@@ -102,6 +109,8 @@ AI float unpack_kg(uint32_t type, const uint8_t *blk, struct kgv *v)
 		v->g[z] = _mm512_loadu_si512(u.g + 64 * z);
 		v->sc16[z] = scales_of(u.ls, u.nsub, z);
 	}
+	memcpy(v->ls, u.ls, sizeof(u.ls));
+	v->nsub = u.nsub;
 	return u.d;
 }
 
@@ -139,12 +148,103 @@ AI void group(uint32_t type, const uint8_t *wb, const uint8_t *a, size_t x_strid
 	epilogue(a, x_stride, acc, dw, NULL, is, is, n, nt);
 }
 
+/* ---- prompts: strips ---- */
+
+/* Rows 16 at a time (a strip, struct sf__kgx: the packed kernels' layout) when this many
+ * activation rows take them: below, each tile unpacks the super-blocks it needs. */
+#define STRIP_NB (TILE + 1)
+
+/* A 16 x 16 transpose of int32 elements: r[i] holds row i; afterwards r[i] holds column i. */
+AI void transpose16(__m512i r[16])
+{
+	__m512i a[16], c[16];
+#pragma GCC unroll 8
+	for (int i = 0; i < 8; i++) {
+		a[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+		a[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+	}
+	/* c[4i + q]: 128-bit lane L holds rows 4i..4i+3 of column 4L + q */
+#pragma GCC unroll 4
+	for (int i = 0; i < 4; i++) {
+		c[4 * i + 0] = _mm512_unpacklo_epi64(a[4 * i], a[4 * i + 2]);
+		c[4 * i + 1] = _mm512_unpackhi_epi64(a[4 * i], a[4 * i + 2]);
+		c[4 * i + 2] = _mm512_unpacklo_epi64(a[4 * i + 1], a[4 * i + 3]);
+		c[4 * i + 3] = _mm512_unpackhi_epi64(a[4 * i + 1], a[4 * i + 3]);
+	}
+#pragma GCC unroll 4
+	for (int q = 0; q < 4; q++) {
+		const __m512i p0 = _mm512_shuffle_i32x4(c[q], c[4 + q], 0x44);
+		const __m512i p1 = _mm512_shuffle_i32x4(c[q], c[4 + q], 0xEE);
+		const __m512i p2 = _mm512_shuffle_i32x4(c[8 + q], c[12 + q], 0x44);
+		const __m512i p3 = _mm512_shuffle_i32x4(c[8 + q], c[12 + q], 0xEE);
+		r[q] = _mm512_shuffle_i32x4(p0, p2, 0x88);
+		r[4 + q] = _mm512_shuffle_i32x4(p0, p2, 0xDD);
+		r[8 + q] = _mm512_shuffle_i32x4(p1, p3, 0x88);
+		r[12 + q] = _mm512_shuffle_i32x4(p1, p3, 0xDD);
+	}
+}
+
+/* Rows [0, n) (n <= 16, w_stride apart) of nsb super-blocks each into a strip at x; rows
+ * n..15 zero. */
+static void unpack_strip(uint32_t type, const uint8_t *W, size_t w_stride, int n, int64_t nsb,
+			 struct sf__kgx *x)
+{
+	const size_t bsize = sf__kg_bytes(type);
+	const __m512i zero = _mm512_setzero_si512(), m7 = _mm512_set1_epi8(7);
+	const __m512i eight = _mm512_set1_epi8(8);
+	uint8_t tab[64];
+	const int shift = sf__kg_nibbles(type, tab);
+	for (int64_t s = 0; s < nsb; s++) {
+		struct sf__kgx *o = x + s;
+		memcpy(o->tab, tab, sizeof(tab));
+		__m512i p[2][16]; /* p[h][r]: row r's bytes of sub-blocks 4h..4h+3 (16 each) */
+		for (int r = 0; r < 16; r++) {
+			if (r >= n) {
+				o->d[r] = 0.0f;
+				for (int j = 0; j < 16; j++)
+					o->ls[j][r] = 0;
+				p[0][r] = p[1][r] = zero;
+				continue;
+			}
+			struct kgv u;
+			o->d[r] = unpack_kg(type, W + (size_t)r * w_stride + (size_t)s * bsize, &u);
+			for (int j = 0; j < 16; j++)
+				o->ls[j][r] = (int8_t)(u.nsub == 8 ? u.ls[j / 2] : u.ls[j]);
+			__m512i pk[4];
+#pragma GCC unroll 4
+			for (int z = 0; z < 4; z++) {
+				/* nibbles: index | sign << 3; element e + 16 beside e (lanes 0, 2) */
+				const __m512i idx = _mm512_and_si512(_mm512_srli_epi16(u.g[z], shift), m7);
+				const __m512i cs = _mm512_mask_add_epi8(idx, u.s[z], idx, eight);
+				pk[z] = _mm512_or_si512(cs, _mm512_slli_epi16(_mm512_shuffle_i32x4(cs, cs, 0xF5), 4));
+			}
+			p[0][r] = _mm512_shuffle_i32x4(pk[0], pk[1], 0x88);
+			p[1][r] = _mm512_shuffle_i32x4(pk[2], pk[3], 0x88);
+		}
+#pragma GCC unroll 2
+		for (int h = 0; h < 2; h++) {
+			/* dword 4j + t of row r (sub-block 4h + j, step t) -> qs[4h + j][t], row r */
+			transpose16(p[h]);
+#pragma GCC unroll 16
+			for (int i = 0; i < 16; i++)
+				_mm512_store_si512(o->qs[4 * h + i / 4][i % 4], p[h][i]);
+		}
+	}
+}
+
 #include "kern/kern_kloop.h"
 
-SF__KERN_K(sf__mm_iq2_xxs_avx512, SF_GGUF_T_IQ2_XXS, struct sf__iq2_xxs)
-SF__KERN_K(sf__mm_iq2_xs_avx512, SF_GGUF_T_IQ2_XS, struct sf__iq2_xs)
-SF__KERN_K(sf__mm_iq2_s_avx512, SF_GGUF_T_IQ2_S, struct sf__iq2_s)
-SF__KERN_K(sf__mm_iq3_xxs_avx512, SF_GGUF_T_IQ3_XXS, struct sf__iq3_xxs)
-SF__KERN_K(sf__mm_iq3_s_avx512, SF_GGUF_T_IQ3_S, struct sf__iq3_s)
-SF__KERN_K(sf__mm_iq1_s_avx512, SF_GGUF_T_IQ1_S, struct sf__iq1_s)
-SF__KERN_K(sf__mm_iq1_m_avx512, SF_GGUF_T_IQ1_M, struct sf__iq1_m)
+SF__KERN_KG(sf__mm_iq2_xxs_avx512, SF_GGUF_T_IQ2_XXS, struct sf__iq2_xxs,
+	    sf__mx_kg_avx512, sf__mx_kg8_avx512)
+SF__KERN_KG(sf__mm_iq2_xs_avx512, SF_GGUF_T_IQ2_XS, struct sf__iq2_xs,
+	    sf__mx_kg_avx512, sf__mx_kg8_avx512)
+SF__KERN_KG(sf__mm_iq2_s_avx512, SF_GGUF_T_IQ2_S, struct sf__iq2_s,
+	    sf__mx_kg_avx512, sf__mx_kg8_avx512)
+SF__KERN_KG(sf__mm_iq3_xxs_avx512, SF_GGUF_T_IQ3_XXS, struct sf__iq3_xxs,
+	    sf__mx_kg_avx512, sf__mx_kg8_avx512)
+SF__KERN_KG(sf__mm_iq3_s_avx512, SF_GGUF_T_IQ3_S, struct sf__iq3_s,
+	    sf__mx_kg_avx512, sf__mx_kg8_avx512)
+SF__KERN_KG(sf__mm_iq1_s_avx512, SF_GGUF_T_IQ1_S, struct sf__iq1_s,
+	    sf__mx_kg_avx512, sf__mx_kg8_avx512)
+SF__KERN_KG(sf__mm_iq1_m_avx512, SF_GGUF_T_IQ1_M, struct sf__iq1_m,
+	    sf__mx_kg_avx512, sf__mx_kg8_avx512)

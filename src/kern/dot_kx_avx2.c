@@ -1,5 +1,5 @@
-/* AVX2 products of packed K-quants (Q2_K, Q4_K, Q5_K, Q6_K) and IQ4_XS (sf_kern_pack: sixteen rows interleaved) with
- * Q8_K activations, in the canonical order of kern_order.md. As dot_kx_avx512.c, with eight rows
+/* AVX2 products of packed K-quants (Q2_K, Q4_K, Q5_K, Q6_K), IQ4_XS (sf_kern_pack: sixteen rows interleaved) and
+ * the grid types' strips (struct sf__kgx, made per product by dot_kg_avx2.c) with Q8_K activations, in the canonical order of kern_order.md. As dot_kx_avx512.c, with eight rows
  * (one int32 lane each) per vector, a slab in two halves, and no VNNI: vpmaddubsw of four
  * elements of eight rows against the same four activations (broadcast), the int16 pair sums of
  * a sub-block's steps added in int16 (Q4_K: eight steps of at most 2 * 15 * 127; Q6_K: two of
@@ -261,6 +261,51 @@ AI void sb_xs(const struct sf__iq4_xsx *x, int h, const struct sf__q8_k *const *
 	}
 }
 
+/* ---- grid strips (struct sf__kgx) ---- */
+
+/* Sub-blocks of 16 (per = 4) or 32 (per = 8: sub-blocks 2j, 2j + 1 share their scale): the
+ * strip's table less 128 gives the signed value w of each nibble (vpshufb); |w| by the
+ * activation with w's sign (vpmaddubsw, pairs at most 2 * 62 * 127), vpmaddwd by (ls, ls)
+ * straight to the scaled int32; d as floats. */
+AI void sb_kg(const struct sf__kgx *x, int h, const struct sf__q8_k *const *a, __m256 acc[][8],
+	      int lane, const int nt, const int per)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0F);
+	const __m256i tab = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)x->tab),
+					     _mm256_set1_epi8((char)0x80));
+	__m256i isum[TILE];
+#pragma GCC unroll 4
+	for (int j = 0; j < nt; j++)
+		isum[j] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+	for (int sb = 0; sb < 8; sb++) {
+		const __m256i s0 = pair_i8(x->ls[2 * sb] + 8 * h);
+		const __m256i s1 = per == 8 ? s0 : pair_i8(x->ls[2 * sb + 1] + 8 * h);
+#pragma GCC unroll 4
+		for (int t = 0; t < 4; t++) {
+			const __m256i v = _mm256_loadu_si256((const __m256i *)(x->qs[sb][t][8 * h]));
+			const __m256i lo = _mm256_shuffle_epi8(tab, _mm256_and_si256(v, m4));
+			const __m256i hi = _mm256_shuffle_epi8(tab, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+			const __m256i ulo = _mm256_abs_epi8(lo), uhi = _mm256_abs_epi8(hi);
+#pragma GCC unroll 4
+			for (int j = 0; j < nt; j++) {
+				const __m256i pl = _mm256_maddubs_epi16(
+					ulo, _mm256_sign_epi8(bcast32(a[j]->qs + 32 * sb + 4 * t), lo));
+				const __m256i ph = _mm256_maddubs_epi16(
+					uhi, _mm256_sign_epi8(bcast32(a[j]->qs + 32 * sb + 16 + 4 * t), hi));
+				isum[j] = _mm256_add_epi32(isum[j], _mm256_add_epi32(_mm256_madd_epi16(pl, s0),
+										     _mm256_madd_epi16(ph, s1)));
+			}
+		}
+	}
+	const __m256 dw = _mm256_loadu_ps(x->d + 8 * h);
+#pragma GCC unroll 4
+	for (int j = 0; j < nt; j++) {
+		const __m256 dd = _mm256_mul_ps(_mm256_set1_ps(a[j]->d), dw);
+		acc[j][lane] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(isum[j]), acc[j][lane]);
+	}
+}
+
 /* ---- Q2_K ---- */
 
 /* Eight bytes (rows 8h..8h+7 of one scale byte) as int32 lanes: the low nibble (or the high
@@ -333,6 +378,7 @@ static inline size_t sb_bytes(uint32_t type)
 	       : type == SF_KT_Q5_K_X16 ? sizeof(struct sf__q5_kx)
 	       : type == SF_KT_Q6_K_X16 ? sizeof(struct sf__q6_kx)
 	       : type == SF_KT_Q2_K_X16 ? sizeof(struct sf__q2_kx)
+	       : type >= SF__KT_KG_X16	 ? sizeof(struct sf__kgx)
 					: sizeof(struct sf__iq4_xsx);
 }
 
@@ -368,6 +414,10 @@ AI void half_tile(uint32_t type, const uint8_t *w, int h, int64_t nsb, const uin
 			sb_k6((const struct sf__q6_kx *)w + s, h, a, acc, (int)(s & 7), nt);
 		} else if (type == SF_KT_Q2_K_X16) {
 			sb_q2((const struct sf__q2_kx *)w + s, h, a, acc, (int)(s & 7), nt);
+		} else if (type == SF__KT_KG_X16) {
+			sb_kg((const struct sf__kgx *)w + s, h, a, acc, (int)(s & 7), nt, 4);
+		} else if (type == SF__KT_KG8_X16) {
+			sb_kg((const struct sf__kgx *)w + s, h, a, acc, (int)(s & 7), nt, 8);
 		} else {
 			sb_xs((const struct sf__iq4_xsx *)w + s, h, a, acc, (int)(s & 7), nt);
 		}
@@ -439,4 +489,16 @@ void sf__mx_q5_k_avx2(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, const
 		      size_t xs, int64_t nb, float *Y, size_t ldy)
 {
 	mx_k(SF_KT_Q5_K_X16, k, W, r0, r1, X, xs, nb, Y, ldy);
+}
+
+void sf__mx_kg_avx2(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, const uint8_t *X,
+		    size_t xs, int64_t nb, float *Y, size_t ldy)
+{
+	mx_k(SF__KT_KG_X16, k, W, r0, r1, X, xs, nb, Y, ldy);
+}
+
+void sf__mx_kg8_avx2(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, const uint8_t *X,
+		     size_t xs, int64_t nb, float *Y, size_t ldy)
+{
+	mx_k(SF__KT_KG8_X16, k, W, r0, r1, X, xs, nb, Y, ldy);
 }

@@ -1,5 +1,7 @@
-/* AVX-512 (VNNI) products of packed K-quants (Q2_K, Q4_K, Q5_K, Q6_K) and IQ4_XS (sf_kern_pack: sixteen rows
- * interleaved) with Q8_K activations, in the canonical order of kern_order.md. One int32 lane per weight row:
+/* AVX-512 (VNNI) products of packed K-quants (Q2_K, Q4_K, Q5_K, Q6_K), IQ4_XS (sf_kern_pack:
+ * sixteen rows interleaved) and the grid types' strips (struct sf__kgx, made per product by
+ * dot_kg_avx512.c; the same layout) with Q8_K activations, in the canonical order of
+ * kern_order.md. One int32 lane per weight row:
  * vpdpbusd takes four elements of sixteen rows against the same four activations (broadcast),
  * so there are no horizontal sums; a sub-block's sums are scaled by vpmulld, the Q4_K mins
  * (and the Q6_K offset) go through vpdpwssd against the activations' bsums, and the epilogue
@@ -348,6 +350,76 @@ AI void sb_q2(const struct sf__q2_kx *x, const struct sf__q8_k *const *a, __m512
 	k_min_tail(x->d, x->dmin, mm, a, isum, acc, lane, nt);
 }
 
+/* ---- grid strips (struct sf__kgx) ---- */
+
+/* Sub-blocks of 16 (per = 4: a step's low and high nibbles each their own) or 32 (per = 8:
+ * sub-blocks 2j, 2j + 1 share their scale): the codes w + 128 by vpshufb of the strip's
+ * table, vpdpbusd (a sub-block's sum at most 32 * 190 * 127), times the sub-block's scale
+ * (vpmulld), less 128 * sum_j ls_j * bsums[j] (vpdpwssd of the pairs (ls_2p, ls_2p+1), after
+ * the quants' loop); d as floats. */
+AI void sb_kg(const struct sf__kgx *x, const struct sf__q8_k *const *a, __m512 acc[][8],
+	      int lane, const int nt, const int per)
+{
+	const __m512i m4 = _mm512_set1_epi8(0x0F);
+	const __m512i tab = _mm512_load_si512(x->tab);
+	__m512i isum[TILE];
+#pragma GCC unroll 8
+	for (int j = 0; j < nt; j++)
+		isum[j] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+	for (int sb = 0; sb < 8; sb++) {
+		__m512i sa[TILE], sh[TILE];
+#pragma GCC unroll 8
+		for (int j = 0; j < nt; j++)
+			sa[j] = sh[j] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+		for (int t = 0; t < 4; t++) {
+			const __m512i v = _mm512_load_si512(x->qs[sb][t]);
+			const __m512i lo = _mm512_shuffle_epi8(tab, _mm512_and_si512(v, m4));
+			const __m512i hi = _mm512_shuffle_epi8(tab, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+#pragma GCC unroll 8
+			for (int j = 0; j < nt; j++) {
+				sa[j] = _mm512_dpbusd_epi32(sa[j], lo, bcast32(a[j]->qs + 32 * sb + 4 * t));
+				if (per == 8)
+					sa[j] = _mm512_dpbusd_epi32(sa[j], hi, bcast32(a[j]->qs + 32 * sb + 16 + 4 * t));
+				else
+					sh[j] = _mm512_dpbusd_epi32(sh[j], hi, bcast32(a[j]->qs + 32 * sb + 16 + 4 * t));
+			}
+		}
+		const __m512i s0 = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i *)x->ls[2 * sb]));
+		if (per == 8) {
+#pragma GCC unroll 8
+			for (int j = 0; j < nt; j++)
+				isum[j] = _mm512_add_epi32(isum[j], _mm512_mullo_epi32(sa[j], s0));
+		} else {
+			const __m512i s1 = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i *)x->ls[2 * sb + 1]));
+#pragma GCC unroll 8
+			for (int j = 0; j < nt; j++)
+				isum[j] = _mm512_add_epi32(isum[j], _mm512_add_epi32(_mm512_mullo_epi32(sa[j], s0),
+										      _mm512_mullo_epi32(sh[j], s1)));
+		}
+	}
+	__m512i ss[8];
+#pragma GCC unroll 8
+	for (int p = 0; p < 8; p++) {
+		const __m512i s0 = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i *)x->ls[2 * p]));
+		const __m512i s1 = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i *)x->ls[2 * p + 1]));
+		ss[p] = _mm512_or_si512(_mm512_and_si512(s0, _mm512_set1_epi32(0xFFFF)),
+					_mm512_slli_epi32(s1, 16));
+	}
+	const __m512 dw = _mm512_load_ps(x->d);
+#pragma GCC unroll 8
+	for (int j = 0; j < nt; j++) {
+		__m512i corr = _mm512_setzero_si512();
+#pragma GCC unroll 8
+		for (int p = 0; p < 8; p++)
+			corr = _mm512_dpwssd_epi32(corr, ss[p], bcast32((const int8_t *)(a[j]->bsums + 2 * p)));
+		const __m512i is = _mm512_sub_epi32(isum[j], _mm512_slli_epi32(corr, 7));
+		const __m512 dd = _mm512_mul_ps(_mm512_set1_ps(a[j]->d), dw);
+		acc[j][lane] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(is), acc[j][lane]);
+	}
+}
+
 /* ---- the slab loops ---- */
 
 static inline size_t sb_bytes(uint32_t type)
@@ -356,6 +428,7 @@ static inline size_t sb_bytes(uint32_t type)
 	       : type == SF_KT_Q5_K_X16 ? sizeof(struct sf__q5_kx)
 	       : type == SF_KT_Q6_K_X16 ? sizeof(struct sf__q6_kx)
 	       : type == SF_KT_Q2_K_X16 ? sizeof(struct sf__q2_kx)
+	       : type >= SF__KT_KG_X16	 ? sizeof(struct sf__kgx)
 					: sizeof(struct sf__iq4_xsx);
 }
 
@@ -389,6 +462,10 @@ AI void slab_tile(uint32_t type, const uint8_t *w, int64_t nsb, const uint8_t *x
 			sb_k6((const struct sf__q6_kx *)w + s, a, acc, (int)(s & 7), nt);
 		} else if (type == SF_KT_Q2_K_X16) {
 			sb_q2((const struct sf__q2_kx *)w + s, a, acc, (int)(s & 7), nt);
+		} else if (type == SF__KT_KG_X16) {
+			sb_kg((const struct sf__kgx *)w + s, a, acc, (int)(s & 7), nt, 4);
+		} else if (type == SF__KT_KG8_X16) {
+			sb_kg((const struct sf__kgx *)w + s, a, acc, (int)(s & 7), nt, 8);
 		} else {
 			sb_xs((const struct sf__iq4_xsx *)w + s, a, acc, (int)(s & 7), nt);
 		}
@@ -461,4 +538,16 @@ void sf__mx_q5_k_avx512(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, con
 			size_t xs, int64_t nb, float *Y, size_t ldy)
 {
 	mx_k(SF_KT_Q5_K_X16, k, W, r0, r1, X, xs, nb, Y, ldy);
+}
+
+void sf__mx_kg_avx512(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, const uint8_t *X,
+		      size_t xs, int64_t nb, float *Y, size_t ldy)
+{
+	mx_k(SF__KT_KG_X16, k, W, r0, r1, X, xs, nb, Y, ldy);
+}
+
+void sf__mx_kg8_avx512(int64_t k, const uint8_t *W, int64_t r0, int64_t r1, const uint8_t *X,
+		       size_t xs, int64_t nb, float *Y, size_t ldy)
+{
+	mx_k(SF__KT_KG8_X16, k, W, r0, r1, X, xs, nb, Y, ldy);
 }

@@ -92,8 +92,10 @@ size_t sf_kern_act_row_bytes(uint32_t wtype, int64_t n);
  * wtype's block; nothing outside the rows is read. Weights stream from memory once per call
  * (with more than 4 activation rows, in blocks of weight rows kept in L2 while each tile of up
  * to 4 activation rows takes them); each weight block is unpacked once per tile. Uses up to
- * 72 KiB of stack (rows over 56K elements: the heap). A wtype that sf_kt does not compute as a
- * weight: nothing is written. A packed wtype (SF_KT_*_X16): W is the packed matrix's first slab
+ * 72 KiB of stack (rows over 56K elements: the heap); the grid types (IQ1/IQ2/IQ3), given
+ * more activation rows than a tile, unpack 16 weight rows at a time into a buffer of the
+ * calling thread's (304 KiB, made at its first such call, kept until it exits). A wtype that
+ * sf_kt does not compute as a weight: nothing is written. A packed wtype (SF_KT_*_X16): W is the packed matrix's first slab
  * and w_stride is not used (slabs are SF_KT_X16_ROWS * sf_kt_row_bytes(wtype, k) bytes apart);
  * the whole slabs holding rows [r0, r1) are read, in blocks kept in L2 while each tile of up
  * to 8 activation rows (AVX2: 4) takes them, each slab's weights unpacked once per tile. */

@@ -611,4 +611,46 @@ SF__MX(sf__mx_q5_k_avx2);
 SF__MX(sf__mx_q5_k_avx512);
 #undef SF__MX
 
+/* ---- The grid types' prompts: a strip of 16 rows unpacked once for every activation row
+ * (issue 36) ---- */
+
+/* One super-block of 16 grid-type rows unpacked (kern_order.md, "Grid strips"). Every grid
+ * type's magnitudes take at most 8 values (IQ3_XXS 4, 12, .., 52, 62; IQ3_S 1, 3, .., 15; IQ2
+ * 8, 25, 43; IQ1 1, 7, 9), so an element is a nibble: its magnitude's index (g >> 3, g >> 1,
+ * g >> 4, g >> 2) and its sign in bit 3; tab[c] is nibble c's signed value + 128 (at 16c'
+ * + c: four copies, a vector's worth). The nibbles sit as IQ4_XS's packed ones: sub-block j
+ * of 32, step t, row r, byte i (qs[j][t][r][i]) holds element 32j + 4t + i in its low nibble,
+ * 32j + 16 + 4t + i in its high one. Row r's d (struct sf__kg's) and the scale `2s + 1` of
+ * each sub-block of 16 elements (an 8-sub-block type's scale twice). A row past the strip's
+ * rows is all zero. */
+struct sf__kgx {
+	float d[16];
+	int8_t ls[16][16];
+	uint8_t tab[64];
+	uint8_t qs[8][4][16][4];
+};
+_Static_assert(sizeof(struct sf__kgx) % 64 == 0, "kg x16 block");
+
+/* The packed kernels' tag for a strip (not a type of sf_kt: a strip lives only inside one
+ * product). */
+#define SF__KT_KG_X16 SF_KT_COUNT         /* 16 sub-blocks of 16 */
+#define SF__KT_KG8_X16 (SF_KT_COUNT + 1u) /* 8 sub-blocks of 32 (each scale twice in ls) */
+
+/* The largest strip (16 rows of k / 256 super-blocks) the grid kernels unpack: rows longer
+ * than 128 super-blocks (32,768 elements) keep the per-tile unpacking. */
+#define SF__KG_STRIP_NSB 128
+#define SF__KG_STRIP_MAX (SF__KG_STRIP_NSB * sizeof(struct sf__kgx))
+
+/* This thread's strip buffer (SF__KG_STRIP_MAX bytes, 64-aligned; made at the thread's first
+ * call, freed when it exits), or NULL when it cannot be had. */
+void *sf__kg_strip_buf(void);
+
+/* The product of one unpacked strip (k / 256 struct sf__kgx at W, 64-aligned) over its rows
+ * [r0, r1) (r1 <= 16) and nb Q8_K activation rows, as sf__matmul_x_fn; kg8: a type of 8
+ * sub-blocks (the same bits: its scales pair up). AVX-512 VNNI and AVX2. */
+sf__matmul_x_fn sf__mx_kg_avx512;
+sf__matmul_x_fn sf__mx_kg8_avx512;
+sf__matmul_x_fn sf__mx_kg_avx2;
+sf__matmul_x_fn sf__mx_kg8_avx2;
+
 #endif

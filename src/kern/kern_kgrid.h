@@ -63,6 +63,27 @@ static inline __attribute__((always_inline)) void sf__kg_iq1(uint32_t idx, bool 
 	*sign = s;
 }
 
+/* A strip's nibble table for a grid type (struct sf__kgx's tab: the magnitude of index c at
+ * c, negated at c + 8, each + 128, four times); returns the shift that takes a magnitude to its
+ * index. */
+static inline int sf__kg_nibbles(uint32_t type, uint8_t tab[64])
+{
+	static const uint8_t l3xxs[8] = {4, 12, 20, 28, 36, 44, 52, 62};
+	static const uint8_t l3s[8] = {1, 3, 5, 7, 9, 11, 13, 15};
+	static const uint8_t l2[8] = {8, 25, 43};
+	static const uint8_t l1[8] = {1, 7, 9};
+	const uint8_t *l = type == SF_GGUF_T_IQ3_XXS ? l3xxs
+			   : type == SF_GGUF_T_IQ3_S ? l3s
+			   : type == SF_GGUF_T_IQ1_S || type == SF_GGUF_T_IQ1_M ? l1
+										: l2;
+	for (int c = 0; c < 64; c++)
+		tab[c] = (uint8_t)(c % 16 < 8 ? 128 + l[c % 8] : 128 - l[c % 8]);
+	return type == SF_GGUF_T_IQ3_XXS ? 3
+	       : type == SF_GGUF_T_IQ3_S ? 1
+	       : type == SF_GGUF_T_IQ1_S || type == SF_GGUF_T_IQ1_M ? 2
+								    : 4;
+}
+
 static inline __attribute__((always_inline)) void sf__kg_unpack_inl(uint32_t type,
 								    const void *blk,
 								    struct sf__kg *u)
@@ -177,5 +198,44 @@ static inline __attribute__((always_inline)) void sf__kg_unpack_inl(uint32_t typ
 	}
 	}
 }
+
+/* Rows 16 at a time unpacked into this thread's strip (unpack: rows [0, n) of nsb super-blocks
+ * w_stride apart, rows n..15 zero) and multiplied by every activation row (mx16: a type of 16
+ * sub-blocks, mx8: of 8), or false (nothing written) when the rows are longer than a strip or
+ * the thread has no buffer. The same loop for every instruction set. */
+static inline bool sf__kg_strips(uint32_t type, int64_t k, const uint8_t *W, size_t w_stride,
+				 int64_t nr, const uint8_t *X, size_t x_stride, int64_t nb,
+				 float *Y, size_t ldy,
+				 void (*unpack)(uint32_t type, const uint8_t *W, size_t w_stride,
+						int n, int64_t nsb, struct sf__kgx *x),
+				 sf__matmul_x_fn *mx16, sf__matmul_x_fn *mx8)
+{
+	const int64_t nsb = k / SF__QKK;
+	if (nsb > SF__KG_STRIP_NSB)
+		return false;
+	struct sf__kgx *buf = sf__kg_strip_buf();
+	if (!buf)
+		return false;
+	const bool sub16 = type == SF_GGUF_T_IQ2_XS || type == SF_GGUF_T_IQ2_S ||
+			   type == SF_GGUF_T_IQ1_M;
+	for (int64_t r = 0; r < nr; r += 16) {
+		const int n = nr - r < 16 ? (int)(nr - r) : 16;
+		unpack(type, W + (size_t)r * w_stride, w_stride, n, nsb, buf);
+		(sub16 ? mx16 : mx8)(k, (const uint8_t *)buf, 0, n, X, x_stride, nb, Y + r, ldy);
+	}
+	return true;
+}
+
+/* An exported kernel of one grid type (dot_kg_*.c, after kern_kloop.h and their STRIP_NB and
+ * unpack_strip): strips for prompts, tiles otherwise. */
+#define SF__KERN_KG(name, type, block, mx16, mx8)                                                \
+	void name(int64_t k, const uint8_t *W, size_t ws, int64_t nr, const uint8_t *X,           \
+		  size_t xs, int64_t nb, float *Y, size_t ldy)                                     \
+	{                                                                                          \
+		if (nb >= STRIP_NB &&                                                              \
+		    sf__kg_strips(type, k, W, ws, nr, X, xs, nb, Y, ldy, unpack_strip, mx16, mx8)) \
+			return;                                                                    \
+		mm_k(type, sizeof(block), k, W, ws, nr, X, xs, nb, Y, ldy);                        \
+	}
 
 #endif

@@ -332,6 +332,98 @@ static void avx512_matches_scalar(void **state)
 	check_isa(SF_KISA_AVX512);
 }
 
+/* The grid types' prompts: from 17 activation rows on (AVX2: 9), their SIMD kernels unpack
+ * each strip of 16 weight rows once for all the activation rows (kern_order.md, "Grid
+ * strips"): rows across several strips and a partial last one, odd row ranges, every tile
+ * tail, rows at the longest strip and past it (the per-tile unpacking again), weights and
+ * activations fenced by inaccessible pages. */
+static const uint32_t grid_types[] = {
+	SF_GGUF_T_IQ3_XXS, SF_GGUF_T_IQ3_S, SF_GGUF_T_IQ2_XXS, SF_GGUF_T_IQ2_XS,
+	SF_GGUF_T_IQ2_S, SF_GGUF_T_IQ1_S, SF_GGUF_T_IQ1_M,
+};
+
+static uint8_t *fenced(const uint8_t *bytes, size_t n, bool front, void **map, size_t *maplen);
+
+static void grid_strips(void **state)
+{
+	(void)state;
+	enum sf_kisa saved = sf_kern_isa();
+	const int64_t ks[] = {256, 768, 1280}, nbs_g[] = {9, 17, 24, 40};
+	int kind = 100, checked = 0;
+	printf("grid strips: comparing");
+	for (int isa = SF_KISA_AVX2; isa <= SF_KISA_AVX512; isa++)
+		if (sf_kern_isa_supported((enum sf_kisa)isa))
+			printf(" %s", sf_kern_isa_name((enum sf_kisa)isa));
+	printf(" against scalar for:");
+	for (size_t t = 0; t < sizeof(grid_types) / sizeof(grid_types[0]); t++)
+		printf(" %s", sf_kt(grid_types[t])->name);
+	printf(" (nb 9-40, rows 1..35 of 37; k up to 128 and 129 super-blocks; fenced)\n");
+	for (size_t t = 0; t < sizeof(grid_types) / sizeof(grid_types[0]); t++) {
+		const uint32_t type = grid_types[t];
+		for (size_t ki = 0; ki < 3; ki++)
+			for (size_t ni = 0; ni < 4; ni++, kind++) {
+				struct prob p;
+				prob_make(&p, type, ks[ki], 37, nbs_g[ni], kind, false);
+				for (int isa = SF_KISA_AVX2; isa <= SF_KISA_AVX512; isa++)
+					if (sf_kern_isa_supported((enum sf_kisa)isa)) {
+						check_prob(&p, (enum sf_kisa)isa);
+						checked++;
+					}
+				prob_free(&p);
+			}
+		/* the longest strip, and one super-block past it */
+		for (int64_t nsb = 128; nsb <= 129; nsb++) {
+			struct prob p;
+			prob_make(&p, type, 256 * nsb, 4, 18, kind++, false);
+			for (int isa = SF_KISA_AVX2; isa <= SF_KISA_AVX512; isa++)
+				if (sf_kern_isa_supported((enum sf_kisa)isa))
+					check_prob(&p, (enum sf_kisa)isa);
+			prob_free(&p);
+		}
+		/* 17 weight rows (a strip and one row) and 17 activation rows, each set fenced at
+		 * the front or the end of its mapping */
+		struct prob p;
+		prob_make(&p, type, 512, 17, 17, kind++, false);
+		const size_t wb = sf_kt_row_bytes(type, p.k), xb = sf_kern_act_row_bytes(type, p.k);
+		uint8_t *wc = malloc(17 * wb), *xc = malloc(17 * xb);
+		assert_non_null(wc);
+		assert_non_null(xc);
+		for (int r = 0; r < 17; r++) {
+			memcpy(wc + r * wb, p.W + r * p.w_stride, wb);
+			memcpy(xc + r * xb, p.X + r * p.x_stride, xb);
+		}
+		for (int front = 0; front < 2; front++) {
+			void *mw, *mx;
+			size_t lw, lx;
+			const uint8_t *w = fenced(wc, 17 * wb, front, &mw, &lw);
+			const uint8_t *x = fenced(xc, 17 * xb, !front, &mx, &lx);
+			float ref[17 * 17], got[17 * 17];
+			assert_int_equal(sf_kern_force_isa(SF_KISA_SCALAR), 0);
+			sf_kern_matmul(type, p.k, w, wb, 0, 17, x, xb, 17, ref, 17);
+			for (int isa = SF_KISA_AVX2; isa <= SF_KISA_AVX512; isa++) {
+				if (sf_kern_force_isa((enum sf_kisa)isa))
+					continue;
+				sf_kern_matmul(type, p.k, w, wb, 0, 17, x, xb, 17, got, 17);
+				for (int i = 0; i < 17 * 17; i++)
+					if (!same_bits(got[i], ref[i]))
+						fail_msg("%s %s fenced cell %d: %a, scalar %a",
+							 sf_kern_isa_name((enum sf_kisa)isa), sf_kt(type)->name, i,
+							 got[i], ref[i]);
+			}
+			munmap(mw, lw);
+			munmap(mx, lx);
+		}
+		free(wc);
+		free(xc);
+		prob_free(&p);
+	}
+	if (!checked) {
+		printf("[  SKIP    ] this CPU has neither AVX2 nor AVX-512\n");
+		skip();
+	}
+	sf_kern_force_isa(saved);
+}
+
 /* Infinite and NaN scales (a hostile file's) give NaN or infinity in every variant alike. */
 static void nonfinite_scales_agree(void **state)
 {
@@ -340,8 +432,9 @@ static void nonfinite_scales_agree(void **state)
 	for (size_t t = 3; t < NTYPES; t++) {
 		if (wtypes[t] == SF_GGUF_T_MXFP4)
 			continue; /* its E8M0 scales are all finite (2^-128..2^127) */
+		for (int64_t nb = 5; nb <= 20; nb += 15) { /* 20: the grid types' strips */
 		struct prob p;
-		prob_make(&p, wtypes[t], 8 * 256, 4, 5, 0, false);
+		prob_make(&p, wtypes[t], 8 * 256, 4, nb, 0, false);
 		const struct sf_kt *kt = sf_kt(wtypes[t]);
 		size_t off = wtypes[t] == SF_GGUF_T_Q6_K   ? 208
 			     : wtypes[t] == SF_GGUF_T_Q3_K ? 108
@@ -363,7 +456,7 @@ static void nonfinite_scales_agree(void **state)
 				continue;
 			float *ref = run_matmul(&p, SF_KISA_SCALAR, 0, 4, 4);
 			float *got = run_matmul(&p, (enum sf_kisa)isa, 0, 4, 4);
-			for (int i = 0; i < 5 * 4; i++) {
+			for (int i = 0; i < nb * 4; i++) {
 				if (isnan(ref[i]) != isnan(got[i]) || (!isnan(ref[i]) && !same_bits(ref[i], got[i])))
 					fail_msg("%s %s cell %d: %a vs scalar %a", kt->name,
 						 sf_kern_isa_name((enum sf_kisa)isa), i, got[i], ref[i]);
@@ -373,6 +466,7 @@ static void nonfinite_scales_agree(void **state)
 			free(got);
 		}
 		prob_free(&p);
+		}
 	}
 	sf_kern_force_isa(saved);
 }
@@ -539,6 +633,7 @@ int main(void)
 		cmocka_unit_test(avx512_matches_scalar),
 		cmocka_unit_test(nonfinite_scales_agree),
 		cmocka_unit_test(long_rows),
+		cmocka_unit_test(grid_strips),
 		cmocka_unit_test(negative_zero_lanes),
 		cmocka_unit_test(reads_stay_in_rows),
 		cmocka_unit_test(axpy_variants_agree),
