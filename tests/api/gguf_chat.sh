@@ -7,18 +7,27 @@
 # attention temperature; a tekken stand-in vocabulary with Mistral's control tokens) and
 # Qwen3.5's (on a shape with
 # Gated DeltaNet layers) and gpt-oss's (on the gpt-oss test shape, a gpt-4o vocabulary with
-# harmony's specials) chat templates
+# harmony's specials), SmolLM3's (on test-smollm3, Llama 3's vocabulary: its /think and
+# /no_think), Mistral Nemo's (on test-llama with the tekken stand-in vocabulary), OLMo 2's (its
+# published template, tests/chat/templates, on test-olmo2) and Mistral's v1 [INST] template
+# (Mistral-7B-Instruct-v0.2's, tests/chat/templates, on the Mixtral test shape with Llama 2's
+# SentencePiece vocabulary) chat templates
 # (llama.cpp's models/templates, by superfluid model make --chat-template; Gemma's on a Gemma 3
-# shape with a Gemma-3-like vocabulary), one node each behind a head. The official openai npm
+# shape with a Gemma-3-like vocabulary), one node each behind a head. The extended run
+# (SF_TEST_FULL=1, scripts/test --full; named in the last line otherwise) adds templates
+# checked here on another shape of their family: Gemma 2's on test-gemma2, Qwen3's on dense
+# test-qwen3 with tools, Qwen3.5's on test-qwen35moe with tools. The official openai npm
 # client's chat with tools (tests/chat/conversations/tools.json; Gemma: user, model, user
 # turns, its template takes no system message nor tools; Qwen3-MoE and Phi-3.5: a conversation
-# without tools) at temperature 0 reaches the node as exactly the
+# without tools; OLMo 2 and Mixtral: a system message and turns, their templates take no tools)
+# at temperature 0 reaches the node as exactly the
 # tokens of python3-jinja2's rendering (tests/chat/hf_render.py, as apply_chat_template)
 # encoded by llama.cpp (llama-ref tokenize --specials): usage.prompt_tokens is their count and
 # the reply is the engine's own greedy continuation of them (superfluid model run --tokens).
 # A named session's second turn appends the template's close of the reply and the new turn
 # after the reply's tokens. gpt-oss: tool_choice required and named enforced on the engine.
-# Qwen3.5's template opens a <think> block: its reply comes back as reasoning_content (the reply compared is reasoning_content then content);
+# Qwen3.5's template opens a <think> block: its reply comes back as reasoning_content (the reply compared is reasoning_content then content,
+# the engine's text without the blanks next to the think markers, as the head and llama.cpp strip them);
 # its conversation sent again reuses the pages up to its first prompt's state checkpoint. SF_FAMS: some
 # families only (the last check asks llama-3.2's head: it fails without that family). A template's raise_exception is a 400 with its message.
 # Usage: gguf_chat.sh NODED HEADD CLI SOURCE_DIR NPM_DIR   (exit 77: no llama.cpp; KEEP=DIR)
@@ -95,6 +104,23 @@ PY
 # The reply a chat gave: its reasoning_content (Qwen3.5's think block), then its content.
 reply='(d["choices"][0]["message"].get("reasoning_content") or "")'
 reply+=' + (d["choices"][0]["message"]["content"] or "")'
+# reasoned PROMPT_TXT WANT: where PROMPT_TXT's generation prompt opens a think block (ends, but
+# for blanks, in <think> or [THINK]), the engine's text in WANT as the head gives it back: the
+# reasoning without the blanks next to its markers (its first and last), as llama.cpp strips it,
+# then the content after the close marker without the blanks that follow it.
+reasoned() {
+	python3 - "$1" "$2" <<'PY'
+import sys
+b = " \t\r\n"
+p = open(sys.argv[1], encoding="utf-8", errors="replace").read().rstrip(b)
+if p.endswith("<think>") or p.endswith("[THINK]"):
+    close = "</think>" if p.endswith("<think>") else "[/THINK]"
+    t = open(sys.argv[2], encoding="utf-8", errors="replace").read()
+    r, c = (t.split(close, 1) + [None])[:2]
+    t = r.strip(b) + ("" if c is None else c.lstrip(b))
+    open(sys.argv[2], "w", encoding="utf-8").write(t)
+PY
+}
 # chat REQUEST MODEL: the openai client's answer in $work/out.
 chat() { node "$npm_dir/chat_client.mjs" "$base/v1" "$2" "$1" >"$work/out" 2>"$work/client.err"; }
 
@@ -135,7 +161,16 @@ for tok in '[INST]' '[/INST]' '[SYSTEM_PROMPT]' '[/SYSTEM_PROMPT]' '[AVAILABLE_T
 	id=$((id + 1))
 done
 mv "$work/vocab-m.gguf" "$work/ggml-vocab-tekken.gguf"
-for fam in ${SF_FAMS:-gemma-3 qwen2.5 qwen3-moe phi-3.5 phi-4-mini granite-3.3 granite-moe ministral-3 qwen3.5 gpt-oss llama-3.2}; do # llama-3.2 last: its head is asked after
+# The default run: each template on a shape of its own family. The extended run (SF_TEST_FULL=1,
+# scripts/test --full) adds templates checked above on another shape of their family, each named
+# in the last line otherwise.
+fams="gemma-3 qwen2.5 qwen3-moe phi-3.5 phi-4-mini granite-3.3 granite-moe ministral-3 qwen3.5 gpt-oss"
+fams+=" smollm3 mistral-nemo olmo-2 mixtral"
+ext_fams="gemma-2 qwen3 qwen3.5-moe" left=
+if [ -z "${SF_FAMS:-}" ]; then
+	if [ "${SF_TEST_FULL:-}" = 1 ]; then fams+=" $ext_fams"; else left=$ext_fams; fi
+fi
+for fam in ${SF_FAMS:-$fams llama-3.2}; do # llama-3.2 last: its head is asked after
 	conv=$src/tests/chat/conversations/tools.json tools_in=
 	case $fam in
 	qwen2.5) vocab=qwen2 shape=test-qwen2 tmpl=$tmpl_dir/Qwen-Qwen2.5-7B-Instruct.jinja ;;
@@ -167,6 +202,30 @@ for fam in ${SF_FAMS:-gemma-3 qwen2.5 qwen3-moe phi-3.5 phi-4-mini granite-3.3 g
 	# gpt-oss (attention sinks, MXFP4-free Q8_0 experts) with its harmony template, with tools:
 	# the reply read as harmony (a random model's text is content, verbatim)
 	gpt-oss) vocab=gpt-oss shape=test-gpt-oss tmpl=$tmpl_dir/openai-gpt-oss-120b.jinja ;;
+	# SmolLM3 (no rope every fourth layer) with its template (its reasoning mode from the
+	# system message's /think or /no_think; no tools in it), with tools
+	smollm3) vocab=llama-bpe shape=test-smollm3 tmpl=$tmpl_dir/HuggingFaceTB-SmolLM3-3B.jinja ;;
+	# Mistral Nemo's template ([AVAILABLE_TOOLS] before the last user turn) on a llama shape with
+	# the tekken stand-in vocabulary, with tools
+	mistral-nemo) vocab=tekken shape=test-llama tmpl=$tmpl_dir/mistralai-Mistral-Nemo-Instruct-2407.jinja ;;
+	# OLMo 2 (post-norms, Q/K norms over all heads) with its published template
+	# (tests/chat/templates: <|user|> and <|assistant|> as text), a system message and turns
+	olmo-2) vocab=llama-bpe shape=test-olmo2 tmpl=$src/tests/chat/templates/allenai-OLMo-2-1124-13B-Instruct.jinja
+		conv=$src/tests/chat/conversations/system_multiturn.json ;;
+	# Mixtral (llama with experts) with Mistral's v1 [INST] template (tests/chat/templates: the
+	# system message in the first user turn, roles alternating) on Llama 2's SentencePiece
+	# vocabulary, a system message and turns
+	mixtral) vocab=llama-spm shape=test-mixtral tmpl=$src/tests/chat/templates/mistralai-Mistral-7B-Instruct-v0.2.jinja
+		conv=$src/tests/chat/conversations/system_multiturn.json ;;
+	# The extended run: Gemma 2's template on the gemma2 shape (soft-capping, a window on every
+	# other layer), Qwen3's on dense Qwen3 with tools, Qwen3.5's on Qwen3.5-MoE with tools
+	gemma-2) vocab=gemma shape=test-gemma2 tmpl=$tmpl_dir/google-gemma-2-2b-it.jinja
+		python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["messages"]=d["messages"][:3]; print(json.dumps(d))' \
+			"$src/tests/chat/conversations/multiturn_no_prompt.json" >"$work/gemma-conv.json"
+		conv=$work/gemma-conv.json ;;
+	qwen3) vocab=qwen2 shape=test-qwen3 tmpl=$tmpl_dir/Qwen-Qwen3-0.6B.jinja ;;
+	qwen3.5-moe) vocab=qwen35 shape=test-qwen35moe tmpl=$tmpl_dir/Qwen3.5-4B.jinja ;;
+	*) fail "$fam: no such family here"; continue ;;
 	esac
 	V=$LLAMA_SRC/models/ggml-vocab-$vocab.gguf M=$work/$fam.gguf
 	[ $vocab = gemma ] || [ $vocab = gpt-4o ] || [ $vocab = gpt-oss ] || [ $vocab = tekken ] &&
@@ -190,6 +249,7 @@ for fam in ${SF_FAMS:-gemma-3 qwen2.5 qwen3-moe phi-3.5 phi-4-mini granite-3.3 g
 		{ fail "$fam: python3-jinja2 or llama-ref could not render: $(tail -1 "$work/render.err")"; continue; }
 	ids=$(cat "$work/p1.ids")
 	engine_says "$work/want" "$M" --tokens "$ids" --n "$N"
+	reasoned "$work/p1.txt" "$work/want"
 	chat "$work/req1.json" "$model"
 	r=0
 	[ "$(j "$work/out" 'd["usage"]["prompt_tokens"]')" = "$(wc -w <"$work/p1.ids")" ] || r=1
@@ -197,7 +257,7 @@ for fam in ${SF_FAMS:-gemma-3 qwen2.5 qwen3-moe phi-3.5 phi-4-mini granite-3.3 g
 	jw "$work/got" "$work/out" "$reply"
 	r=0; cmp -s "$work/got" "$work/want" || r=1
 	check "  ... its reply is the engine's greedy continuation of those tokens" $r
-	if [ $fam = qwen3.5 ]; then
+	if [ $fam = qwen3.5 ] || [ $fam = qwen3.5-moe ]; then
 		# The same conversation sent again (as ordinary clients do): the pages up to the
 		# state checkpoint its first prompt kept at its last page end before its last token
 		# are reused (a recurrent model's prefix reuse), and the reply is the same.
@@ -207,6 +267,26 @@ for fam in ${SF_FAMS:-gemma-3 qwen2.5 qwen3-moe phi-3.5 phi-4-mini granite-3.3 g
 		r=0; cmp -s "$work/got" "$work/want" || r=1
 		[ "$(j "$work/out" 'd["usage"]["prompt_tokens_details"]["cached_tokens"]')" = $c1 ] || r=1
 		check "$fam: the conversation sent again reuses $c1 of its $n1 tokens (the pages up to the state checkpoint), the same reply" $r
+	fi
+
+	if [ $fam = smollm3 ]; then
+		# /no_think in the system message: the template says so in its metadata, leaves the
+		# word out of the instructions and closes an empty think block in the generation
+		# prompt; the reply after it is content (no reasoning_content), the engine's own text.
+		python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["messages"][0]["content"]+=" /no_think"; print(json.dumps(d))' \
+			"$work/req1.json" >"$work/req3.json"
+		render "$V" "$tmpl" "$work/req3.json" "$work/p3" ||
+			{ fail "$fam: /no_think could not be rendered: $(tail -1 "$work/render.err")"; continue; }
+		engine_says "$work/want3" "$M" --tokens "$(cat "$work/p3.ids")" --n "$N"
+		chat "$work/req3.json" "$model"
+		r=0
+		grep -q "Reasoning Mode: /no_think" "$work/p3.txt" || r=1
+		python3 -c 'import sys; t=open(sys.argv[1]).read(); sys.exit(not t.endswith("<|im_start|>assistant\n<think>\n\n</think>\n"))' "$work/p3.txt" || r=1
+		[ "$(j "$work/out" 'd["usage"]["prompt_tokens"]')" = "$(wc -w <"$work/p3.ids")" ] || r=1
+		[ "$(j "$work/out" 'd["choices"][0]["message"].get("reasoning_content") or ""')" = "" ] || r=1
+		jw "$work/got" "$work/out" 'd["choices"][0]["message"]["content"] or ""'
+		cmp -s "$work/got" "$work/want3" || r=1
+		check "$fam: /no_think in the system message: the $(wc -w <"$work/p3.ids") tokens of jinja2's rendering (an empty think block closed), the reply content, the engine's own" $r
 	fi
 
 	# Turn 2 of a named session: the reply's tokens, then the template's close and the new turn.
@@ -231,6 +311,7 @@ PY
 	delta_ids=$("$LLAMA_REF" tokenize "$V" --specials <"$work/delta.txt")
 	all="$ids $reply_ids $delta_ids"
 	engine_says "$work/want" "$M" --tokens "$all" --n "$N"
+	reasoned "$work/p2.txt" "$work/want"
 	chat "$work/s2.json" "$model"
 	r=0
 	[ "$(j "$work/out" 'd["usage"]["prompt_tokens"]')" = "$(wc -w <<<"$all")" ] || r=1
@@ -321,5 +402,5 @@ r=0
 [ "$(j "$work/out" 'd["status"], d["error"]["code"]')" = "(400, 'template_error')" ] || r=1
 grep -q "single tool-calls" "$work/out" || r=1
 check "llama-3.2: a conversation its template refuses is a 400 template_error with the template's message" $r
-echo "$passes passed, $fails failed"
+echo "$passes passed, $fails failed${left:+; in the extended run (SF_TEST_FULL=1, scripts/test --full): $left}"
 [ "$fails" = 0 ]

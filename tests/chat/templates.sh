@@ -26,7 +26,7 @@ must=(Qwen-Qwen2.5-7B-Instruct Qwen-Qwen3-0.6B meta-llama-Llama-3.1-8B-Instruct
 	mistralai-Mistral-Nemo-Instruct-2407 Mistral-Small-3.2-24B-Instruct-2506
 	deepseek-ai-DeepSeek-R1-Distill-Llama-8B deepseek-ai-DeepSeek-R1-Distill-Qwen-32B
 	microsoft-Phi-3.5-mini-instruct microsoft-Phi-4-mini-instruct google-gemma-2-2b-it
-	openai-gpt-oss-120b)
+	openai-gpt-oss-120b allenai-OLMo-2-1124-13B-Instruct mistralai-Mistral-7B-Instruct-v0.2)
 min_match=64
 export SF_JINJA_NOW=1767225600 # 2026-01-01 00:00:00 UTC, for strftime_now on both sides
 
