@@ -65,6 +65,7 @@ struct headd_http {
 	bool wait_count;
 	bool wait_for_model;      /* parked for the model itself (headd_model_coming) */
 	uint8_t wait_route;       /* enum headd_wait_route: what starts it again */
+	bool no_wait;             /* its request waited once: it is answered now, not parked */
 	uint8_t wait_kind;        /* enum sf_api_kind */
 	uint16_t wait_resume;     /* a follow (headd_resume): where its id starts in the path */
 	const struct sf_http_request *wait_r;
@@ -349,6 +350,7 @@ enum headd_wait_route {
 	HEADD_WAIT_TOKENIZE,   /* headd_tokenize_start */
 	HEADD_WAIT_EMBED,      /* headd_embeddings_start */
 	HEADD_WAIT_TRANSCRIBE, /* headd_transcribe_start */
+	HEADD_WAIT_MODEL,      /* headd_models: GET /v1/models/{id} */
 };
 /* A request of route for model, which this shard does not serve yet while another shard does
  * (its own link to that node still in its handshake: headd_model_coming), waits for it as a
@@ -397,6 +399,9 @@ void headd_http_phase_start(struct headd_http *h, int phase);
 void headd_health_counts(struct headd *d, uint32_t *models, uint32_t *up);
 void headd_health_page(struct headd_http *h, const struct headd_part *sum);
 bool headd_model_served(struct headd *d, const char *model);
+/* GET /v1/models (the models this shard's nodes serve) and /v1/models/{id} (which waits for a
+ * model another shard serves while this shard's link is in its handshake: headd_model_wait). */
+void headd_models(struct headd_http *h, const struct sf_http_request *r);
 /* The longest context of a node up serving model (tokens); 0 when none says. */
 uint32_t headd_model_ctx_len(struct headd *d, const char *model);
 /* 0 when a node up serves model; else -1 with e: 503 (Retry-After) while a node that served

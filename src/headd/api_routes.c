@@ -179,9 +179,10 @@ int headd_model_check(struct headd *d, const char *model, struct sf_api_error *e
 			   "(GET /v1/models lists those that do)", model);
 }
 
-static void models(struct headd_http *h, const char *path)
+void headd_models(struct headd_http *h, const struct sf_http_request *r)
 {
 	struct headd *d = h->d;
+	const char *path = r->path;
 	const char *names[HEADD_MAX_MODELS + 1];
 	uint32_t n = served_models(d, names, sizeof(names) / sizeof(names[0]));
 	uint32_t ctx[HEADD_MAX_MODELS + 1];
@@ -200,6 +201,8 @@ static void models(struct headd_http *h, const char *path)
 			return;
 		}
 	struct sf_api_error e;
+	if (headd_model_wait(h, r, HEADD_WAIT_MODEL, want, &e))
+		return; /* another shard serves it; this one's link is in its handshake */
 	sf_api_fail(&e, 404, "invalid_request_error", "model_not_found", "model",
 		    "The model '%.128s' does not exist: no node of this head serves it "
 		    "(GET /v1/models lists those that do)", want);
@@ -321,6 +324,7 @@ void headd_api_request(struct headd_http *h, const struct sf_http_request *r)
 		return;
 	enum headd_endpoint ep = endpoint_of(r->path);
 	h->ep = (int)ep;
+	h->no_wait = false; /* (a parked request started again sets it: it waits once) */
 	if (ep == EP_HEALTH) {
 		if (is(r, "GET"))
 			headd_gather_start(h, EP_HEALTH);
@@ -441,7 +445,7 @@ void headd_api_request(struct headd_http *h, const struct sf_http_request *r)
 			not_allowed(h, r, "GET");
 			return;
 		}
-		models(h, r->path);
+		headd_models(h, r);
 		return;
 	case EP_SESSIONS: {
 		const char *name = r->path[12] == '/' ? r->path + 13 : "";

@@ -52,7 +52,7 @@ static bool park(struct headd_http *h, const struct sf_http_request *r,
 /* Whether h may park at all (one request a connection, not while stopping). */
 static bool may_park(const struct headd_http *h, const char *model)
 {
-	return h->conn && !h->tok_wait && !h->req && !h->d->stopping &&
+	return h->conn && !h->tok_wait && !h->req && !h->no_wait && !h->d->stopping &&
 	       strlen(model) <= SF_MAX_NAME;
 }
 
@@ -105,15 +105,25 @@ static void wake(struct headd_http *h, const char *why, uint64_t now)
 		headd_api_send_error(h, &e);
 		return;
 	}
-	if (!why) {
-		d->api.m.tok_waits_served++;
-		if (route == HEADD_WAIT_TOKENIZE) /* each checks the model again: 404 when gone */
+	h->no_wait = true; /* started again, it is answered: it does not park a second time */
+	if (route != HEADD_WAIT_GEN) { /* each checks the model again and answers for itself */
+		if (why)
+			d->api.m.tok_waits_failed++;
+		else
+			d->api.m.tok_waits_served++;
+		if (route == HEADD_WAIT_TOKENIZE)
 			headd_tokenize_start(h, r);
 		else if (route == HEADD_WAIT_EMBED)
 			headd_embeddings_start(h, r);
 		else if (route == HEADD_WAIT_TRANSCRIBE)
 			headd_transcribe_start(h, r);
-		else if (resume)
+		else
+			headd_models(h, r);
+		return;
+	}
+	if (!why) {
+		d->api.m.tok_waits_served++;
+		if (resume)
 			headd_resume(h, kind, r->path + resume, r);
 		else if (count)
 			headd_gen_count(h, kind, r);

@@ -174,6 +174,9 @@ for i in 1 2 3 4 5 6; do
 	curl -sS -m 30 -o "$work/ga$i" -w '%{http_code}' -F "file=@$work/gate.port" -F model=sim-1 \
 		"$base/v1/audio/transcriptions" >"$work/ga$i.status" 2>"$work/ga$i.err" &
 	apids+=($!)
+	curl -sS -m 30 -o "$work/gm$i" -w '%{http_code}' "$base/v1/models/sim-1" >"$work/gm$i.status" \
+		2>"$work/gm$i.err" &
+	apids+=($!)
 done
 # Released once a request waits (or every one was answered: all on the open shard).
 for _ in $(seq 500); do
@@ -188,14 +191,15 @@ wait "${apids[@]}"
 bad=$(chats_answered "$work/g" $n gated)
 check "$n chats spread over $shards shards while only one shard's link to the node was open: each answered with the engine's reply ($bad not; ${waited:-?} waited for their shard's link)" $bad
 bad=0 said=
-for f in "$work"/gt? "$work"/ge? "$work"/ga?; do
+for f in "$work"/gt? "$work"/ge? "$work"/ga? "$work"/gm?; do
 	if [ "$(cat "$f.status")" != 200 ]; then
 		bad=$((bad + 1)); [ -n "$said" ] || said=" (${f##*/}: $(cat "$f.status") $(head -c 200 "$f"))"
 	fi
 done
 r=0; [ $bad = 0 ] && [ "$(j "$work/gt1" 'd["count"]')" -gt 0 ] &&
-	[ "$(j "$work/ge1" 'len(d["data"][0]["embedding"])')" -gt 0 ] && [ -n "$(j "$work/ga1" 'd["text"]')" ] || r=1
-check "... and 6 tokenize, 6 embeddings and 6 transcription requests with them: each answered 200 with its tokens, vector or text ($bad not$said)" $r
+	[ "$(j "$work/ge1" 'len(d["data"][0]["embedding"])')" -gt 0 ] && [ -n "$(j "$work/ga1" 'd["text"]')" ] &&
+	[ "$(j "$work/gm1" 'd["id"]')" = sim-1 ] || r=1
+check "... and 6 tokenize, 6 embeddings, 6 transcription and 6 GET /v1/models/sim-1 requests with them: each answered 200 with its tokens, vector, text or model ($bad not$said)" $r
 kill -TERM "$hpid" 2>/dev/null; wait "$hpid" 2>/dev/null
 
 # The knob is bounded: a value past it (or not a number) stops the head, saying so.
