@@ -217,6 +217,25 @@ def family_cases(family):
             case("the system message's own tools", "functools[" + one + "]", history=own,
                  calls=[call("get_weather", PARIS)]),
         ]
+    if family == "smollm3":
+        # Its template (Unsloth's, llama.cpp's bundle) takes no tools and writes no call
+        # markup: a reply's <think> block is reasoning; its reasoning mode is /think unless the
+        # system message says /no_think (or enable_thinking is false), when the generation
+        # prompt closes an empty think block and the reply is the answer.
+        no_think = [{"role": "system", "content": "Be brief. /no_think"}]
+        return [
+            case("reasoning then content",
+                 "<think>\nThe user wants the weather.\n</think>\nIt is sunny.",
+                 reasoning="The user wants the weather.", content="It is sunny."),
+            case("reasoning, no tools", "<think>\nEasy.\n</think>\n\nSunny.", tools=False,
+                 reasoning="Easy.", content="Sunny."),
+            case("no think block: content", "It is sunny in Paris.",
+                 content="It is sunny in Paris."),
+            case("/no_think in the system message: the answer is content", "It is 4.",
+                 tools=False, history=no_think, content="It is 4."),
+            case("enable_thinking false: the answer is content", "It is 4.", tools=False,
+                 kwargs={"enable_thinking": False}, content="It is 4."),
+        ]
     if family == "gpt-oss":
         return harmony_cases()
     if family == "r1-distill":

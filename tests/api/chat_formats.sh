@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tool calls and reasoning in each model family's own markup, end to end through the official
 # openai npm client: a simulated node exporting a real model's chat template (llama.cpp's
-# models/templates: Qwen2.5, Qwen3, Llama 3.2, Mistral Nemo, a DeepSeek-R1 distill, Gemma 2; and
+# models/templates: Qwen2.5, Qwen3, Llama 3.2, Mistral Nemo, a DeepSeek-R1 distill, Gemma 2,
+# SmolLM3 (its /think and /no_think); and
 # Phi-4-mini's from tests/chat/templates, which llama.cpp's lacks; noded --sim-chat-template) and answering each prompt's sim-reply line verbatim (--sim-script on)
 # behind a head, which picks the reply format from the template. Each case (chat_formats.py:
 # one call, parallel calls, content then a call, reasoning then content or a call, malformed
@@ -26,7 +27,7 @@ cp "$here/chat_formats.mjs" "$npm_dir/chat_formats.mjs"
 tmpl_dir=$LLAMA_SRC/models/templates
 export SF_JINJA_NOW=$(date +%s)
 
-for fam in qwen2.5 qwen3 llama-3.2 mistral-nemo r1-distill gemma-2 phi-4-mini gpt-oss; do
+for fam in qwen2.5 qwen3 llama-3.2 mistral-nemo r1-distill gemma-2 phi-4-mini gpt-oss smollm3; do
 	dir=$tmpl_dir
 	case $fam in
 	qwen2.5) t=Qwen-Qwen2.5-7B-Instruct ;;
@@ -37,6 +38,7 @@ for fam in qwen2.5 qwen3 llama-3.2 mistral-nemo r1-distill gemma-2 phi-4-mini gp
 	gemma-2) t=google-gemma-2-2b-it ;;
 	phi-4-mini) t=microsoft-Phi-4-mini-instruct dir=$src/tests/chat/templates ;;
 	gpt-oss) t=openai-gpt-oss-120b ;;
+	smollm3) t=HuggingFaceTB-SmolLM3-3B ;;
 	esac
 	[ -f "$dir/$t.jinja" ] || { fail "$fam: $dir/$t.jinja is missing"; continue; }
 	start_node "n-$fam" --engine sim --sim-chat-template "$dir/$t.jinja" --sim-script on \
@@ -72,7 +74,7 @@ for fam in qwen2.5 qwen3 llama-3.2 mistral-nemo r1-distill gemma-2 phi-4-mini gp
 	tools='[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object"}}}]'
 	req POST /v1/chat/completions "{\"model\":\"sim-1\",\"messages\":[{\"role\":\"user\",\"content\":\"x\\nsim-reply: \\\"ok\\\"\"}],\"tools\":$tools,\"tool_choice\":\"required\",\"max_tokens\":8}"
 	case $fam in
-	r1-distill | gemma-2) want=content ;;
+	r1-distill | gemma-2 | smollm3) want=content ;;
 	*) want= ;;
 	esac
 	if [ -n "$want" ]; then
