@@ -15,7 +15,7 @@
 # (llama.cpp's models/templates, by superfluid model make --chat-template; Gemma's on a Gemma 3
 # shape with a Gemma-3-like vocabulary), one node each behind a head. The extended run
 # (SF_TEST_FULL=1, scripts/test --full; named in the last line otherwise) adds templates
-# checked here on another shape of their family: Gemma 2's on test-gemma2, Qwen3's on dense
+# checked here on another shape of their family: Gemma 2's on test-gemma and test-gemma2, Qwen3's on dense
 # test-qwen3 with tools, Qwen3.5's on test-qwen35moe with tools. The official openai npm
 # client's chat with tools (tests/chat/conversations/tools.json; Gemma: user, model, user
 # turns, its template takes no system message nor tools; Qwen3-MoE and Phi-3.5: a conversation
@@ -166,7 +166,7 @@ mv "$work/vocab-m.gguf" "$work/ggml-vocab-tekken.gguf"
 # in the last line otherwise.
 fams="gemma-3 qwen2.5 qwen3-moe phi-3.5 phi-4-mini granite-3.3 granite-moe ministral-3 qwen3.5 gpt-oss"
 fams+=" smollm3 mistral-nemo olmo-2 mixtral"
-ext_fams="gemma-2 qwen3 qwen3.5-moe" left=
+ext_fams="gemma gemma-2 qwen3 qwen3.5-moe" left=
 if [ -z "${SF_FAMS:-}" ]; then
 	if [ "${SF_TEST_FULL:-}" = 1 ]; then fams+=" $ext_fams"; else left=$ext_fams; fi
 fi
@@ -217,9 +217,10 @@ for fam in ${SF_FAMS:-$fams llama-3.2}; do # llama-3.2 last: its head is asked a
 	# vocabulary, a system message and turns
 	mixtral) vocab=llama-spm shape=test-mixtral tmpl=$src/tests/chat/templates/mistralai-Mistral-7B-Instruct-v0.2.jinja
 		conv=$src/tests/chat/conversations/system_multiturn.json ;;
-	# The extended run: Gemma 2's template on the gemma2 shape (soft-capping, a window on every
-	# other layer), Qwen3's on dense Qwen3 with tools, Qwen3.5's on Qwen3.5-MoE with tools
-	gemma-2) vocab=gemma shape=test-gemma2 tmpl=$tmpl_dir/google-gemma-2-2b-it.jinja
+	# The extended run: Gemma 2's template on the gemma shape (Gemma 1's format; the bundle has
+	# no Gemma 1 template) and the gemma2 shape (soft-capping, a window on every other layer),
+	# Qwen3's on dense Qwen3 with tools, Qwen3.5's on Qwen3.5-MoE with tools
+	gemma | gemma-2) vocab=gemma shape=test-$(tr -d - <<<"$fam") tmpl=$tmpl_dir/google-gemma-2-2b-it.jinja
 		python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["messages"]=d["messages"][:3]; print(json.dumps(d))' \
 			"$src/tests/chat/conversations/multiturn_no_prompt.json" >"$work/gemma-conv.json"
 		conv=$work/gemma-conv.json ;;
