@@ -5,9 +5,10 @@
  * as one that computes them (greedy and seeded; on a random-weight GGUF model and on the
  * simulated engine), other namespaces share nothing, shared pages count once, cached pages
  * are evicted before a prefill is refused, and truncating inside a shared page computes the
- * rest again. A model with recurrent layers (test-qwen35): the pages up to a state checkpoint
- * adopted, the same streams, a conversation sent again whole each turn starting from the last
- * turn's checkpoint, checkpoints counted and evicted with their pages. A model with
+ * rest again. A model with recurrent layers (test-qwen35; some cases on test-granitehybrid):
+ * the pages up to a state checkpoint adopted, the same streams, a conversation sent again
+ * whole each turn starting from the last turn's checkpoint, checkpoints counted and evicted
+ * with their pages. A model with
  * sliding-window layers (test-gemma3): window blocks kept with their pages and tails, pinned
  * while read, the same streams, adopters and cut-backs stopping where window rows are found,
  * appends beside a decoding thread. */
@@ -820,22 +821,35 @@ static void appends_beside_a_decoding_thread(void **state)
 	sf_engine_free(e);
 }
 
-/* ---- a model with recurrent layers (test-qwen35: 3 Gated DeltaNet layers, 1 attention) ---- */
+/* ---- a model with recurrent layers (test-qwen35: 3 Gated DeltaNet layers, 1 attention;
+ * some cases again on test-granitehybrid: 3 Mamba-2 layers, 1 attention) ---- */
 
-/* test-qwen35's state (3 layers of 512 channels x 3 taps and 4 heads of 64 x 64, F32) and
- * page (1 attention layer of 2 x 64 keys and values a position, F16) */
-#define STATE_BYTES (3 * (512 * 3 + 4 * 64 * 64) * 4)
+/* The model's state: test-qwen35's 3 layers of 512 channels x 3 taps and 4 heads of 64 x 64,
+ * or test-granitehybrid's 3 of 768 channels x 3 taps and 512 channels x 64, F32; either's page
+ * (1 attention layer of 2 x 64 keys and values a position, F16) */
+static uint64_t STATE_BYTES;
 #define PAGE_BYTES (64 * 2 * 128 * 2)
 
-static int setup_recurrent(void **state)
+static int setup_recurrent_of(void **state, const char *shape, uint64_t state_bytes)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	*state = f;
 	f->pool = sf_pool_new(1);
-	assert_int_equal(sf_test_make_model("prefix_recurrent", N_VOCAB, "test-qwen35", 4, 5,
-					    f->pool, f->path, sizeof(f->path)), 0);
+	assert_int_equal(sf_test_make_model("prefix_recurrent", N_VOCAB, shape, 4, 5, f->pool,
+					    f->path, sizeof(f->path)), 0);
 	f->e = gguf_engine(f, 0);
+	STATE_BYTES = state_bytes;
 	return 0;
+}
+
+static int setup_recurrent(void **state)
+{
+	return setup_recurrent_of(state, "test-qwen35", 3 * (512 * 3 + 4 * 64 * 64) * 4);
+}
+
+static int setup_granitehybrid(void **state)
+{
+	return setup_recurrent_of(state, "test-granitehybrid", 3 * (768 * 3 + 512 * 64) * 4);
 }
 
 static void recurrent_reuse_gives_the_same_stream(void **state)
@@ -1207,6 +1221,10 @@ int main(void)
 						setup_recurrent, teardown),
 		cmocka_unit_test_setup_teardown(a_conversation_sent_again_starts_from_the_last_turn,
 						setup_recurrent, teardown),
+		cmocka_unit_test_setup_teardown(recurrent_reuse_gives_the_same_stream,
+						setup_granitehybrid, teardown),
+		cmocka_unit_test_setup_teardown(a_conversation_sent_again_starts_from_the_last_turn,
+						setup_granitehybrid, teardown),
 		cmocka_unit_test_setup_teardown(checkpoints_count_and_go_before_a_refusal,
 						setup_recurrent, teardown),
 		cmocka_unit_test_setup_teardown(a_long_reply_leaves_a_checkpoint_at_its_last_page_end,
