@@ -137,18 +137,6 @@ static uint32_t act_of(const struct sf_gguf_tensor *w)
 	return sf_kt(w->type)->act_type;
 }
 
-/* This thread's rows of y = w . x for nb rows of x (x_row bytes apart). */
-static void matmul(const struct sf_gguf_tensor *w, const uint8_t *x, size_t x_row, uint32_t nb,
-		   float *y, size_t ldy, unsigned ith, unsigned nth)
-{
-	uint64_t rows = w->ne[1], k = w->ne[0], lo, hi;
-	sf_pool_split(rows, ith, nth, 16, &lo, &hi);
-	if (lo >= hi || !nb)
-		return;
-	sf_kern_matmul(w->type, (int64_t)k, w->data, sf_kt_row_bytes(w->type, (int64_t)k),
-		       (int64_t)lo, (int64_t)hi, x, x_row, nb, y, ldy);
-}
-
 void sf_dn_layer(const struct sf_model *m, uint32_t il, struct sf_dn *s, struct sf_pool *p,
 		 const struct sf_fwd_tok *toks, const float *xn, float *out, uint32_t n,
 		 unsigned ith, unsigned nth)
@@ -181,7 +169,7 @@ void sf_dn_layer(const struct sf_model *m, uint32_t il, struct sf_dn *s, struct 
 	}
 	sf_pool_barrier(p);
 	for (int i = 0; i < 4; i++)
-		matmul(in[i], s->xq[slot[i]], sf_kern_act_row_bytes(in[i]->type, E), n, y[i], ld[i],
+		sf_op_matmul(in[i], s->xq[slot[i]], sf_kern_act_row_bytes(in[i]->type, E), n, y[i], ld[i],
 		       ith, nth);
 	sf_pool_barrier(p);
 
@@ -244,6 +232,6 @@ void sf_dn_layer(const struct sf_model *m, uint32_t il, struct sf_dn *s, struct 
 		sf_kern_quantize_act(act_of(l->ssm_out), z, s->oq + t * orow, vd);
 	}
 	sf_pool_barrier(p);
-	matmul(l->ssm_out, s->oq, orow, n, out, E, ith, nth);
+	sf_op_matmul(l->ssm_out, s->oq, orow, n, out, E, ith, nth);
 	sf_pool_barrier(p);
 }

@@ -83,18 +83,6 @@ void sf_m2_group(struct sf_m2 *s, const struct sf_fwd_tok *toks, uint32_t n)
 	sf_recur_groups_make(&s->grp, toks, n);
 }
 
-/* This thread's rows of y = w . x for nb rows of x (x_row bytes apart). */
-static void matmul(const struct sf_gguf_tensor *w, const uint8_t *x, size_t x_row, uint32_t nb,
-		   float *y, size_t ldy, unsigned ith, unsigned nth)
-{
-	uint64_t rows = w->ne[1], k = w->ne[0], lo, hi;
-	sf_pool_split(rows, ith, nth, 16, &lo, &hi);
-	if (lo >= hi || !nb)
-		return;
-	sf_kern_matmul(w->type, (int64_t)k, w->data, sf_kt_row_bytes(w->type, (int64_t)k),
-		       (int64_t)lo, (int64_t)hi, x, x_row, nb, y, ldy);
-}
-
 void sf_m2_layer(const struct sf_model *m, uint32_t il, struct sf_m2 *s, struct sf_pool *p,
 		 const struct sf_fwd_tok *toks, const float *xn, float *out, uint32_t n,
 		 unsigned ith, unsigned nth)
@@ -114,7 +102,7 @@ void sf_m2_layer(const struct sf_model *m, uint32_t il, struct sf_m2 *s, struct 
 	for (uint64_t t = lo; t < hi; t++)
 		sf_kern_quantize_act(at, xn + t * E, s->xq + t * xrow, E);
 	sf_pool_barrier(p);
-	matmul(l->ssm_in, s->xq, xrow, n, s->zx, row, ith, nth);
+	sf_op_matmul(l->ssm_in, s->xq, xrow, n, s->zx, row, ith, nth);
 	sf_pool_barrier(p);
 
 	/* 3. The convolution, each context's tokens in order over a block of channels; each
@@ -173,6 +161,6 @@ void sf_m2_layer(const struct sf_model *m, uint32_t il, struct sf_m2 *s, struct 
 		sf_kern_quantize_act(sf_kt(l->ssm_out->type)->act_type, z, s->yq + t * orow, D);
 	}
 	sf_pool_barrier(p);
-	matmul(l->ssm_out, s->yq, orow, n, out, E, ith, nth);
+	sf_op_matmul(l->ssm_out, s->yq, orow, n, out, E, ith, nth);
 	sf_pool_barrier(p);
 }

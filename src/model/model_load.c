@@ -288,9 +288,10 @@ static int read_head_count_kv(const struct sf_gguf *g, struct sf_model_config *c
 	return 0;
 }
 
-/* Mamba-2's keys (llama.cpp's mamba-base.cpp): ssm.conv_kernel taps, ssm.state_size, B and C
- * in ssm.group_count groups, ssm.time_step_rank heads sharing ssm.inner_size channels. */
-static int read_mamba2(const struct sf_gguf *g, struct sf_model_config *c, struct sf_err *err)
+/* The recurrent layers' ssm.* keys (both kinds): convolution taps, state width, groups,
+ * heads, and the inner width (up to inner_max). */
+static int read_ssm_keys(const struct sf_gguf *g, struct sf_model_config *c, uint32_t inner_max,
+			 uint32_t *inner, struct sf_err *err)
 {
 	int rc;
 	if ((rc = need_u32(g, c, "ssm.conv_kernel", 2, SF_MODEL_MAX_SSM_CONV, &c->ssm_conv, err)) ||
@@ -298,8 +299,17 @@ static int read_mamba2(const struct sf_gguf *g, struct sf_model_config *c, struc
 			   err)) ||
 	    (rc = need_u32(g, c, "ssm.group_count", 1, SF_MODEL_MAX_HEADS, &c->ssm_group, err)) ||
 	    (rc = need_u32(g, c, "ssm.time_step_rank", 1, SF_MODEL_MAX_HEADS, &c->ssm_heads,
-			   err)) ||
-	    (rc = need_u32(g, c, "ssm.inner_size", 1, SF_MODEL_MAX_EMBD * 4, &c->ssm_inner, err)))
+			   err)))
+		return rc;
+	return need_u32(g, c, "ssm.inner_size", 1, inner_max, inner, err);
+}
+
+/* Mamba-2's keys (llama.cpp's mamba-base.cpp): ssm.conv_kernel taps, ssm.state_size, B and C
+ * in ssm.group_count groups, ssm.time_step_rank heads sharing ssm.inner_size channels. */
+static int read_mamba2(const struct sf_gguf *g, struct sf_model_config *c, struct sf_err *err)
+{
+	int rc = read_ssm_keys(g, c, SF_MODEL_MAX_EMBD * 4, &c->ssm_inner, err);
+	if (rc)
 		return rc;
 	if (c->ssm_inner % c->ssm_heads || c->ssm_heads % c->ssm_group)
 		return sf_err_set(err, SF_E_MODEL, "%s = %u channels in %u heads (%s) in %u groups "
@@ -391,13 +401,7 @@ static int read_qwen35(const struct sf_gguf *g, struct sf_model_config *c, struc
 {
 	int rc;
 	uint32_t inner, every;
-	if ((rc = need_u32(g, c, "ssm.conv_kernel", 2, SF_MODEL_MAX_SSM_CONV, &c->ssm_conv, err)) ||
-	    (rc = need_u32(g, c, "ssm.state_size", 1, SF_MODEL_MAX_SSM_STATE, &c->ssm_state,
-			   err)) ||
-	    (rc = need_u32(g, c, "ssm.group_count", 1, SF_MODEL_MAX_HEADS, &c->ssm_group, err)) ||
-	    (rc = need_u32(g, c, "ssm.time_step_rank", 1, SF_MODEL_MAX_HEADS, &c->ssm_heads,
-			   err)) ||
-	    (rc = need_u32(g, c, "ssm.inner_size", 1, SF_MODEL_MAX_EMBD, &inner, err)) ||
+	if ((rc = read_ssm_keys(g, c, SF_MODEL_MAX_EMBD, &inner, err)) ||
 	    (rc = opt_u32(g, c, "full_attention_interval", 4, 1, SF_MODEL_MAX_LAYERS, &every,
 			  err)))
 		return rc;

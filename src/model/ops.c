@@ -84,6 +84,17 @@ void sf_op_swiglu(float *gate, const float *up, uint32_t n)
 	sf_kern_swiglu(gate, up, n);
 }
 
+void sf_op_matmul(const struct sf_gguf_tensor *w, const uint8_t *x, size_t x_row, uint32_t nb,
+		  float *y, size_t ldy, unsigned ith, unsigned nth)
+{
+	uint64_t rows = w->ne[1], k = w->ne[0], lo, hi;
+	sf_pool_split(rows, ith, nth, 16, &lo, &hi);
+	if (lo >= hi || !nb)
+		return;
+	sf_kern_matmul(w->type, (int64_t)k, w->data, sf_kt_row_bytes(w->type, (int64_t)k),
+		       (int64_t)lo, (int64_t)hi, x, x_row, nb, y, ldy);
+}
+
 float sf_op_softplus(float x)
 {
 	return x > 20.0f ? x : (float)log((double)(1.0f + sf_kern_expf(x)));

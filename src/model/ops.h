@@ -37,6 +37,11 @@ void sf_op_geglu(float *gate, const float *up, uint32_t n);
 /* tanh in single precision, within 1.3 ulps, the same bits on every CPU (our e^x). */
 float sf_op_tanhf(float x);
 
+/* Inside a pool job: this thread's share (ith of nth, rows in steps of 16) of y = w . x for nb
+ * rows of x (x_row bytes apart, quantized for w's type), y's rows ldy floats apart. */
+void sf_op_matmul(const struct sf_gguf_tensor *w, const uint8_t *x, size_t x_row, uint32_t nb,
+		  float *y, size_t ldy, unsigned ith, unsigned nth);
+
 /* softplus: x above 20, else ln(1 + e^x) (our e^x, the log in double, rounded once): the
  * Gated DeltaNet's decay and Mamba-2's time step, as ggml's (x > 20 ? x : log(1 + e^x)). */
 float sf_op_softplus(float x);
