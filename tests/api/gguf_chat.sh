@@ -3,8 +3,9 @@
 # 3.2's, Gemma 2's, Qwen3's (on a Qwen3-MoE shape), Phi-3.5's (on a LongRoPE shape, by its
 # long factors), Phi-4-mini's (tests/chat/templates, on the Phi-4 test shape with a gpt-4o
 # vocabulary: the tools in its system message), Granite 3.3's (on Granite's dense and MoE
-# shapes), Ministral 3's reasoning template (on the Ministral 3 test shape: YaRN and the
-# attention temperature; a tekken stand-in vocabulary with Mistral's control tokens) and
+# shapes), Granite 4.0's (on Granite 4's Mamba-2 hybrid), Ministral 3's reasoning template
+# (on the Ministral 3 test shape: YaRN and the attention temperature; a tekken stand-in
+# vocabulary with Mistral's control tokens) and
 # Qwen3.5's (on a shape with
 # Gated DeltaNet layers) and gpt-oss's (on the gpt-oss test shape, a gpt-4o vocabulary with
 # harmony's specials), SmolLM3's (on test-smollm3, Llama 3's vocabulary: its /think and
@@ -164,7 +165,7 @@ mv "$work/vocab-m.gguf" "$work/ggml-vocab-tekken.gguf"
 # The default run: each template on a shape of its own family. The extended run (SF_TEST_FULL=1,
 # scripts/test --full) adds templates checked above on another shape of their family, each named
 # in the last line otherwise.
-fams="gemma-3 qwen2.5 qwen3-moe phi-3.5 phi-4-mini granite-3.3 granite-moe ministral-3 qwen3.5 gpt-oss"
+fams="gemma-3 qwen2.5 qwen3-moe phi-3.5 phi-4-mini granite-3.3 granite-moe granite-4 ministral-3 qwen3.5 gpt-oss"
 fams+=" smollm3 mistral-nemo olmo-2 mixtral"
 ext_fams="gemma gemma-2 qwen3 qwen3.5-moe" left=
 if [ -z "${SF_FAMS:-}" ]; then
@@ -194,6 +195,9 @@ for fam in ${SF_FAMS:-$fams llama-3.2}; do # llama-3.2 last: its head is asked a
 	granite-3.3) vocab=refact shape=test-granite tmpl=$tmpl_dir/ibm-granite-granite-3.3-2B-Instruct.jinja ;;
 	# Granite MoE (experts, Granite's multipliers) with the Granite 3.x template its files carry
 	granite-moe) vocab=refact shape=test-granitemoe tmpl=$tmpl_dir/ibm-granite-granite-3.3-2B-Instruct.jinja ;;
+	# Granite 4's hybrid (Mamba-2 layers: a recurrent state) with Granite 4.0's template, with
+	# tools
+	granite-4) vocab=refact shape=test-granitehybrid tmpl=$tmpl_dir/ibm-granite-granite-4.0.jinja ;;
 	# Ministral 3 (YaRN, attention temperature) with its reasoning template (its default system
 	# prompt, [AVAILABLE_TOOLS], [INST]), with tools, on the tekken stand-in vocabulary
 	ministral-3) vocab=tekken shape=test-mistral3 tmpl=$tmpl_dir/mistralai-Ministral-3-14B-Reasoning-2512.jinja ;;
