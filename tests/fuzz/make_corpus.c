@@ -737,9 +737,11 @@ static void gguf_seed(const char *name, uint32_t alignment, int n_tensors)
 	n_written++;
 }
 
-/* A whole model: a SentencePiece vocabulary of byte tokens, then one layer of each test shape
- * in a small quantized type, so the fuzzer starts from files the model and tokenizer load. */
-static void gguf_model_seed(const char *name, const char *shape, const char *type)
+/* A whole model: a SentencePiece vocabulary of byte tokens, then `layers` layers of each test
+ * shape in a small quantized type, so the fuzzer starts from files the model and tokenizer
+ * load. */
+static void gguf_model_seed(const char *name, const char *shape, const char *type,
+			    uint32_t layers)
 {
 	char vpath[4200], path[4200];
 	snprintf(vpath, sizeof(vpath), "%s/.vocab.tmp", out_dir);
@@ -771,7 +773,7 @@ static void gguf_model_seed(const char *name, const char *shape, const char *typ
 	struct sf_gguf *vocab;
 	if (sf_gguf_open(vpath, &vocab, &err))
 		fuzz_fail("%s", err.msg);
-	struct sf_model_gen gen = { .shape = shape, .type = type, .layers = 1, .seed = 3,
+	struct sf_model_gen gen = { .shape = shape, .type = type, .layers = layers, .seed = 3,
 				    .vocab = vocab };
 	struct sf_pool *pool = sf_pool_new(1);
 	if (!pool || sf_model_gen_write(&gen, path, pool, NULL, &err))
@@ -787,9 +789,12 @@ static void make_gguf(void)
 	gguf_seed("meta-only", SF_GGUF_DEFAULT_ALIGNMENT, 0);
 	gguf_seed("two-tensors", SF_GGUF_DEFAULT_ALIGNMENT, 2);
 	gguf_seed("align-64", 64, 2);
-	gguf_model_seed("model-llama-q4_0", "test-llama", "q4_0");
-	gguf_model_seed("model-qwen2-q8_0", "test-qwen2", "q8_0");
-	gguf_model_seed("model-qwen3-q4_k", "test-qwen3", "q4_k");
+	gguf_model_seed("model-llama-q4_0", "test-llama", "q4_0", 1);
+	gguf_model_seed("model-qwen2-q8_0", "test-qwen2", "q8_0", 1);
+	gguf_model_seed("model-qwen3-q4_k", "test-qwen3", "q4_k", 1);
+	/* Granite 4's hybrid: a Mamba-2 layer (its ssm.* keys, the per-layer head counts), then
+	 * an attention layer */
+	gguf_model_seed("model-granitehybrid-q4_0", "test-granitehybrid", "q4_0", 2);
 }
 
 /* ---- fuzz_gguf_split: [n - 2] (u32 LE length, part)... the last part ---- */
