@@ -58,8 +58,9 @@ static const struct m2_shape {
 	uint32_t ssm_conv, ssm_state, ssm_group, ssm_heads, ssm_inner, attn_every, attn_at;
 	bool roped;
 } m2_shapes[] = {
-	{ "granite-4.0-h-micro", 4, 128, 1, 64, 4096, 10, 5, false },
-	{ "granite-4.0-h-tiny", 4, 128, 1, 48, 3072, 10, 5, false },
+	/* (nine Mamba-2 layers, then an attention layer, four times: 9, 19, 29, 39) */
+	{ "granite-4.0-h-micro", 4, 128, 1, 64, 4096, 10, 9, false },
+	{ "granite-4.0-h-tiny", 4, 128, 1, 48, 3072, 10, 9, false },
 	{ "test-granitehybrid", 4, 64, 2, 8, 512, 4, 2, false },
 	{ "test-granitehybrid-moe", 4, 64, 2, 8, 512, 4, 2, true },
 };
