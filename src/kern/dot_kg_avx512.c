@@ -19,20 +19,140 @@ struct kgv {
 	__m512i g[4];    /* elements 64z..64z+63: magnitudes */
 	__mmask64 s[4];  /* their signs: set for negative */
 	__m512i sc16[4]; /* the scale of each int16 lane of vpmaddubsw */
-	int32_t ls[16];  /* the sub-block scales (nsub of them) */
+	__m256i ls;      /* the sub-block scales as int16 (nsub of them) */
 	int nsub;
 };
 
-/* Scale vectors of one 64-element step z from the sub-block scales ls (nsub 8 or 16). */
-AI __m512i scales_of(const int32_t *ls, int nsub, int z)
+static const int16_t lanes32[32] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10,
+				     11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
+				     22, 23, 24, 25, 26, 27, 28, 29, 30, 31};
+
+/* Scale vectors of one 64-element step z from the sub-block scales ls (int16, nsub 8 or 16):
+ * int16 lane i of vpmaddubsw (elements 64z + 2i, + 1) takes sub-block 2z + i / 16 (nsub 8) or
+ * 4z + i / 8 (nsub 16). */
+AI __m512i scales_of(__m256i ls, int nsub, int z)
 {
-	/* int16 lane i of vpmaddubsw: elements 2i, 2i + 1; a 128-bit lane is 16 elements */
-	__m128i q[4];
+	const __m512i lanes = _mm512_loadu_si512(lanes32);
+	const __m512i idx = nsub == 8
+		? _mm512_add_epi16(_mm512_set1_epi16((short)(2 * z)), _mm512_srli_epi16(lanes, 4))
+		: _mm512_add_epi16(_mm512_set1_epi16((short)(4 * z)), _mm512_srli_epi16(lanes, 3));
+	return _mm512_permutexvar_epi16(idx, _mm512_castsi256_si512(ls));
+}
+
+/* Eight int32 scales s as the int16 scales 2s + 1. */
+AI __m256i odd16(__m256i s)
+{
+	const __m128i v = _mm256_cvtepi32_epi16(s);
+	return _mm256_castsi128_si256(_mm_add_epi16(_mm_add_epi16(v, v), _mm_set1_epi16(1)));
+}
+
+/* 32 groups of 7 sign bits (bits 0..6 of each byte) completed by their parity (bit 7: an even
+ * count of minus signs), by two nibble lookups. */
+AI __m256i sign_parity(__m256i sb)
+{
+	const __m256i par = _mm256_broadcastsi128_si256(_mm_setr_epi8(
+		0, -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0));
+	const __m256i m4 = _mm256_set1_epi8(0x0F);
+	return _mm256_or_si256(sb, _mm256_xor_si256(
+		_mm256_shuffle_epi8(par, _mm256_and_si256(sb, m4)),
+		_mm256_shuffle_epi8(par, _mm256_and_si256(_mm256_srli_epi16(sb, 4), m4))));
+}
+
+/* IQ3_XXS's and IQ2_XXS's sign bytes 4j + l (the 7 bits at 7l of word j of aux, completed). */
+AI __m256i signs_of_words(__m256i aux)
+{
+	const __m256i m7 = _mm256_set1_epi32(127);
+	__m256i sb = _mm256_and_si256(aux, m7);
+#pragma GCC unroll 3
+	for (int l = 1; l < 4; l++)
+		sb = _mm256_or_si256(sb, _mm256_slli_epi32(
+			_mm256_and_si256(_mm256_srli_epi32(aux, 7 * l), m7), 8 * l));
+	return sign_parity(sb);
+}
+
+/* IQ2_XS's and IQ2_S's sixteen scales (two nibbles a byte, low first) as int16 2s + 1. */
+AI __m256i scales_iq2(const uint8_t *sc)
+{
+	const __m128i b = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc));
+	const __m128i m = _mm_set1_epi16(15);
+	const __m128i lo = _mm_and_si128(b, m), hi = _mm_srli_epi16(b, 4);
+	const __m256i v = _mm256_set_m128i(_mm_unpackhi_epi16(lo, hi), _mm_unpacklo_epi16(lo, hi));
+	return _mm256_add_epi16(_mm256_add_epi16(v, v), _mm256_set1_epi16(1));
+}
+
+/* IQ2_XXS, IQ2_XS, IQ2_S straight from the block: each step's eight 8-byte grid entries by one
+ * gather, the sign bits from the words (IQ2_XXS, completed by parity), the halfwords (IQ2_XS,
+ * likewise) or as they are (IQ2_S). The same magnitudes, signs, scales and d as kern_kgrid.h's
+ * unpacking (test_kern). */
+AI float unpack_iq2(uint32_t type, const uint8_t *blk, struct kgv *v)
+{
+	uint64_t m[4];
+	__m256i idx[4]; /* the grid indexes of step z's eight groups of 8 */
+	const uint64_t *grid;
+	uint16_t d;
+	if (type == SF_GGUF_T_IQ2_XXS) {
+		const struct sf__iq2_xxs *b = (const struct sf__iq2_xxs *)blk;
+		/* qword j: four index bytes, then the word of signs and scale */
+		const __m512i q = _mm512_loadu_si512(b->qs);
+		const __m256i aux = _mm512_cvtepi64_epi32(_mm512_srli_epi64(q, 32));
+		const __m256i ix = _mm512_cvtepi64_epi32(q); /* bytes 4j + l: index of group 4j + l */
+		_mm256_storeu_si256((__m256i *)m, signs_of_words(aux));
+		v->ls = odd16(_mm256_srli_epi32(aux, 28));
+		uint64_t ixq[4]; /* (an extract's lane is an immediate: not at -O1 in a loop) */
+		_mm256_storeu_si256((__m256i *)ixq, ix);
 #pragma GCC unroll 4
-	for (int k = 0; k < 4; k++)
-		q[k] = _mm_set1_epi16((short)(nsub == 8 ? ls[2 * z + k / 2] : ls[4 * z + k]));
-	return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(q[1], q[0])),
-				  _mm256_set_m128i(q[3], q[2]), 1);
+		for (int z = 0; z < 4; z++)
+			idx[z] = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(ixq + z)));
+		v->nsub = 8;
+		grid = sf__iq2xxs_grid;
+		d = b->d;
+	} else if (type == SF_GGUF_T_IQ2_XS) {
+		const struct sf__iq2_xs *b = (const struct sf__iq2_xs *)blk;
+		const __m512i q = _mm512_loadu_si512(b->qs); /* halfword i: index | signs << 9 */
+		_mm256_storeu_si256((__m256i *)m,
+				    sign_parity(_mm512_cvtepi16_epi8(_mm512_srli_epi16(q, 9))));
+		const __m512i i16 = _mm512_and_si512(q, _mm512_set1_epi16(511));
+		const __m512i lo = _mm512_cvtepu16_epi32(_mm512_castsi512_si256(i16));
+		const __m512i hi = _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(i16, 1));
+		idx[0] = _mm512_castsi512_si256(lo);
+		idx[1] = _mm512_extracti64x4_epi64(lo, 1);
+		idx[2] = _mm512_castsi512_si256(hi);
+		idx[3] = _mm512_extracti64x4_epi64(hi, 1);
+		v->ls = scales_iq2(b->scales);
+		v->nsub = 16;
+		grid = sf__iq2xs_grid;
+		d = b->d;
+	} else {
+		const struct sf__iq2_s *b = (const struct sf__iq2_s *)blk;
+		memcpy(m, b->signs, sizeof(m));
+		/* index i: qs[i] | bits 2 (i % 4), +1 of qh[i / 4] at 8 */
+		const __m128i qh = _mm_loadl_epi64((const __m128i *)b->qh);
+		const __m256i sh = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+#pragma GCC unroll 4
+		for (int z = 0; z < 4; z++) {
+			const __m128i rep = _mm_shuffle_epi8(qh, _mm_setr_epi8(
+				(char)(2 * z), (char)(2 * z), (char)(2 * z), (char)(2 * z), (char)(2 * z + 1),
+				(char)(2 * z + 1), (char)(2 * z + 1), (char)(2 * z + 1), -1, -1, -1, -1, -1,
+				-1, -1, -1));
+			const __m256i h = _mm256_and_si256(_mm256_srlv_epi32(_mm256_cvtepu8_epi32(rep), sh),
+							   _mm256_set1_epi32(3));
+			uint64_t lo8;
+			memcpy(&lo8, b->qs + 8 * z, 8);
+			idx[z] = _mm256_or_si256(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)lo8)),
+						 _mm256_slli_epi32(h, 8));
+		}
+		v->ls = scales_iq2(b->scales);
+		v->nsub = 16;
+		grid = sf__iq2s_grid;
+		d = b->d;
+	}
+#pragma GCC unroll 4
+	for (int z = 0; z < 4; z++) {
+		v->g[z] = _mm512_i32gather_epi64(idx[z], (const void *)grid, 8);
+		v->s[z] = (__mmask64)m[z];
+		v->sc16[z] = scales_of(v->ls, v->nsub, z);
+	}
+	return sf_f16_to_f32(d) * sf__kg_factor(type);
 }
 
 /* IQ3_XXS, IQ3_S straight from the block: each step's sixteen grid words by one gather (no
@@ -40,44 +160,31 @@ AI __m512i scales_of(const int32_t *ls, int nsub, int z)
  * same magnitudes, signs, scales and d as kern_kgrid.h's unpacking (test_kern). */
 AI float unpack_iq3(uint32_t type, const uint8_t *blk, struct kgv *v)
 {
-	int32_t ls[8];
 	if (type == SF_GGUF_T_IQ3_XXS) {
 		const struct sf__iq3_xxs *b = (const struct sf__iq3_xxs *)blk;
 		/* sign byte 4j + l: the 7 bits at 7l of word j, completed by their parity (bit 7):
 		 * the four groups of each word into its four bytes, parity by two nibble lookups */
-		const __m256i aux = _mm256_loadu_si256((const __m256i *)b->sas);
-		const __m256i m7 = _mm256_set1_epi32(127);
-		__m256i sb = _mm256_and_si256(aux, m7);
-#pragma GCC unroll 3
-		for (int l = 1; l < 4; l++)
-			sb = _mm256_or_si256(sb, _mm256_slli_epi32(
-				_mm256_and_si256(_mm256_srli_epi32(aux, 7 * l), m7), 8 * l));
-		const __m256i par = _mm256_broadcastsi128_si256(_mm_setr_epi8(
-			0, -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0));
-		const __m256i m4 = _mm256_set1_epi8(0x0F);
-		sb = _mm256_or_si256(sb, _mm256_xor_si256(
-			_mm256_shuffle_epi8(par, _mm256_and_si256(sb, m4)),
-			_mm256_shuffle_epi8(par, _mm256_and_si256(_mm256_srli_epi16(sb, 4), m4))));
 		uint64_t m[4];
-		_mm256_storeu_si256((__m256i *)m, sb);
-#pragma GCC unroll 8
-		for (int j = 0; j < 8; j++)
-			ls[j] = 2 * (int32_t)(b->sas[4 * j + 3] >> 4) + 1;
+		_mm256_storeu_si256((__m256i *)m,
+				    signs_of_words(_mm256_loadu_si256((const __m256i *)b->sas)));
+		v->ls = odd16(_mm256_srli_epi32(_mm256_loadu_si256((const __m256i *)b->sas), 28));
 #pragma GCC unroll 4
 		for (int z = 0; z < 4; z++) {
 			const __m512i idx = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(b->qs + 16 * z)));
 			v->g[z] = _mm512_i32gather_epi32(idx, (const void *)sf__iq3xxs_grid, 4);
 			v->s[z] = (__mmask64)m[z];
-			v->sc16[z] = scales_of(ls, 8, z);
+			v->sc16[z] = scales_of(v->ls, 8, z);
 		}
-		memcpy(v->ls, ls, sizeof(ls));
 		v->nsub = 8;
 		return sf_f16_to_f32(b->d) * sf__kg_factor(type);
 	}
 	const struct sf__iq3_s *b = (const struct sf__iq3_s *)blk;
-#pragma GCC unroll 8
-	for (int j = 0; j < 8; j++)
-		ls[j] = 2 * ((b->scales[j / 2] >> (4 * (j % 2))) & 15) + 1;
+	{ /* nibble j % 2 of byte j / 2 */
+		uint32_t w;
+		memcpy(&w, b->scales, 4);
+		v->ls = odd16(_mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)w),
+			_mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)), _mm256_set1_epi32(15)));
+	}
 #pragma GCC unroll 4
 	for (int z = 0; z < 4; z++) {
 		const __m512i lo = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(b->qs + 16 * z)));
@@ -87,9 +194,8 @@ AI float unpack_iq3(uint32_t type, const uint8_t *blk, struct kgv *v)
 		uint64_t m;
 		memcpy(&m, b->signs + 8 * z, 8);
 		v->s[z] = (__mmask64)m;
-		v->sc16[z] = scales_of(ls, 8, z);
+		v->sc16[z] = scales_of(v->ls, 8, z);
 	}
-	memcpy(v->ls, ls, sizeof(ls));
 	v->nsub = 8;
 	return sf_f16_to_f32(b->d) * sf__kg_factor(type);
 }
@@ -99,6 +205,8 @@ AI float unpack_kg(uint32_t type, const uint8_t *blk, struct kgv *v)
 {
 	if (type == SF_GGUF_T_IQ3_XXS || type == SF_GGUF_T_IQ3_S)
 		return unpack_iq3(type, blk, v);
+	if (type == SF_GGUF_T_IQ2_XXS || type == SF_GGUF_T_IQ2_XS || type == SF_GGUF_T_IQ2_S)
+		return unpack_iq2(type, blk, v);
 	struct sf__kg u;
 	sf__kg_unpack_inl(type, blk, &u);
 #pragma GCC unroll 4
@@ -107,10 +215,12 @@ AI float unpack_kg(uint32_t type, const uint8_t *blk, struct kgv *v)
 		memcpy(&m, u.sign + 8 * z, 8);
 		v->s[z] = (__mmask64)m;
 		v->g[z] = _mm512_loadu_si512(u.g + 64 * z);
-		v->sc16[z] = scales_of(u.ls, u.nsub, z);
 	}
-	memcpy(v->ls, u.ls, sizeof(u.ls));
+	v->ls = _mm512_cvtepi32_epi16(_mm512_maskz_loadu_epi32(u.nsub == 8 ? 0xFF : 0xFFFF, u.ls));
 	v->nsub = u.nsub;
+#pragma GCC unroll 4
+	for (int z = 0; z < 4; z++)
+		v->sc16[z] = scales_of(v->ls, u.nsub, z);
 	return u.d;
 }
 
@@ -208,8 +318,10 @@ static void unpack_strip(uint32_t type, const uint8_t *W, size_t w_stride, int n
 			}
 			struct kgv u;
 			o->d[r] = unpack_kg(type, W + (size_t)r * w_stride + (size_t)s * bsize, &u);
+			int16_t ls[16];
+			_mm256_storeu_si256((__m256i *)ls, u.ls);
 			for (int j = 0; j < 16; j++)
-				o->ls[j][r] = (int8_t)(u.nsub == 8 ? u.ls[j / 2] : u.ls[j]);
+				o->ls[j][r] = (int8_t)(u.nsub == 8 ? ls[j / 2] : ls[j]);
 			__m512i pk[4];
 #pragma GCC unroll 4
 			for (int z = 0; z < 4; z++) {
