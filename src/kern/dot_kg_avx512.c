@@ -200,6 +200,82 @@ AI float unpack_iq3(uint32_t type, const uint8_t *blk, struct kgv *v)
 	return sf_f16_to_f32(b->d) * sf__kg_factor(type);
 }
 
+/* IQ1_S, IQ1_M straight from the block: each step's eight grid entries (levels -1, 0, 1 as
+ * bytes) by one gather, 8 level + delta (+-1: the sub-block's (IQ1_S) or the group's (IQ1_M)
+ * delta sign) in bytes, its sign bits the mask and its magnitude the bytes. The same
+ * magnitudes, signs, scales and d as kern_kgrid.h's unpacking (test_kern). */
+AI float unpack_iq1(uint32_t type, const uint8_t *blk, struct kgv *v)
+{
+	const __m512i one = _mm512_set1_epi8(1);
+	__m256i idx[4];
+	__mmask8 neg[4]; /* bit g: group 8z + g's delta is -1/8 */
+	uint16_t d;
+	if (type == SF_GGUF_T_IQ1_S) {
+		const struct sf__iq1_s *b = (const struct sf__iq1_s *)blk;
+		/* halfword j: index bits 8..10 of group 4j + l at 3l, the scale at 12, the sign at 15 */
+		const __m256i hv = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)b->qh));
+		const __m256i sh = _mm256_setr_epi32(0, 3, 6, 9, 0, 3, 6, 9);
+		const __mmask8 sneg = _mm256_test_epi32_mask(hv, _mm256_set1_epi32(0x8000));
+#pragma GCC unroll 4
+		for (int z = 0; z < 4; z++) {
+			const __m256i rep = _mm256_permutevar8x32_epi32(
+				hv, _mm256_setr_epi32(2 * z, 2 * z, 2 * z, 2 * z, 2 * z + 1, 2 * z + 1,
+						      2 * z + 1, 2 * z + 1));
+			const __m256i hi = _mm256_and_si256(_mm256_srlv_epi32(rep, sh), _mm256_set1_epi32(7));
+			idx[z] = _mm256_or_si256(
+				_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(b->qs + 8 * z))),
+				_mm256_slli_epi32(hi, 8));
+			neg[z] = (__mmask8)(((sneg >> (2 * z)) & 1 ? 0x0F : 0) | ((sneg >> (2 * z + 1)) & 1 ? 0xF0 : 0));
+		}
+		v->ls = odd16(_mm256_and_si256(_mm256_srli_epi32(hv, 12), _mm256_set1_epi32(7)));
+		v->nsub = 8;
+		d = b->d;
+	} else {
+		const struct sf__iq1_m *b = (const struct sf__iq1_m *)blk;
+		/* nibble g of qh (low first): index bits 8..10 of group g, the delta's sign at 3 */
+		const __m128i qh = _mm_loadu_si128((const __m128i *)b->qh);
+		const __m256i sh = _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4);
+#pragma GCC unroll 4
+		for (int z = 0; z < 4; z++) {
+			const char q0 = (char)(4 * z), q1 = (char)(4 * z + 1), q2 = (char)(4 * z + 2),
+				   q3 = (char)(4 * z + 3);
+			const __m128i rep = _mm_shuffle_epi8(qh, _mm_setr_epi8(q0, q0, q1, q1, q2, q2, q3, q3,
+									  -1, -1, -1, -1, -1, -1, -1, -1));
+			const __m256i nib = _mm256_and_si256(_mm256_srlv_epi32(_mm256_cvtepu8_epi32(rep), sh),
+							     _mm256_set1_epi32(15));
+			idx[z] = _mm256_or_si256(
+				_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(b->qs + 8 * z))),
+				_mm256_slli_epi32(_mm256_and_si256(nib, _mm256_set1_epi32(7)), 8));
+			neg[z] = _mm256_test_epi32_mask(nib, _mm256_set1_epi32(8));
+		}
+		/* halfword k: scales 4k..4k+3 at 3 (i % 4), a quarter of d's bits at 12 */
+		uint16_t sc[4];
+		memcpy(sc, b->scales, sizeof(sc));
+		const __m512i s32 = _mm512_cvtepu16_epi32(_mm256_castsi128_si256(_mm_loadl_epi64((const __m128i *)sc)));
+		const __m512i rep = _mm512_permutexvar_epi32(
+			_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3), s32);
+		const __m512i ls = _mm512_and_si512(
+			_mm512_srlv_epi32(rep, _mm512_setr_epi32(0, 3, 6, 9, 0, 3, 6, 9, 0, 3, 6, 9, 0, 3, 6, 9)),
+			_mm512_set1_epi32(7));
+		const __m256i l16 = _mm512_cvtepi32_epi16(ls);
+		v->ls = _mm256_add_epi16(_mm256_add_epi16(l16, l16), _mm256_set1_epi16(1));
+		v->nsub = 16;
+		d = (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) |
+			       (sc[3] & 0xf000));
+	}
+#pragma GCC unroll 4
+	for (int z = 0; z < 4; z++) {
+		const __m512i l = _mm512_i32gather_epi64(idx[z], (const void *)sf__iq1s_grid, 8);
+		const __m512i l2 = _mm512_add_epi8(l, l), l4 = _mm512_add_epi8(l2, l2);
+		const __m512i delta = _mm512_or_si512(_mm512_movm_epi64(neg[z]), one);
+		const __m512i x = _mm512_add_epi8(_mm512_add_epi8(l4, l4), delta);
+		v->s[z] = _mm512_movepi8_mask(x);
+		v->g[z] = _mm512_abs_epi8(x);
+		v->sc16[z] = scales_of(v->ls, v->nsub, z);
+	}
+	return sf_f16_to_f32(d) * sf__kg_factor(type);
+}
+
 /* Returns the block's d (struct sf__kg's: h(d) times the type's factor). */
 AI float unpack_kg(uint32_t type, const uint8_t *blk, struct kgv *v)
 {
@@ -207,6 +283,8 @@ AI float unpack_kg(uint32_t type, const uint8_t *blk, struct kgv *v)
 		return unpack_iq3(type, blk, v);
 	if (type == SF_GGUF_T_IQ2_XXS || type == SF_GGUF_T_IQ2_XS || type == SF_GGUF_T_IQ2_S)
 		return unpack_iq2(type, blk, v);
+	if (type == SF_GGUF_T_IQ1_S || type == SF_GGUF_T_IQ1_M)
+		return unpack_iq1(type, blk, v);
 	struct sf__kg u;
 	sf__kg_unpack_inl(type, blk, &u);
 #pragma GCC unroll 4
