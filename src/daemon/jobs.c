@@ -13,7 +13,7 @@ struct sfd_jobs {
 	void *todo;                /* under mu */
 	bool stop;                 /* under mu */
 	_Atomic(void *) done;      /* for the loop to take */
-	struct sf_loop *loop;
+	struct sf_loop *loop;      /* under mu; NULL once unhooked */
 	void (*run)(void *job);
 };
 
@@ -31,8 +31,9 @@ static void *thread_main(void *arg)
 		pthread_mutex_unlock(&w->mu);
 		w->run(job);
 		atomic_store_explicit(&w->done, job, memory_order_release);
-		sf_loop_wake(w->loop);
 		pthread_mutex_lock(&w->mu);
+		if (w->loop) /* (not once unhooked: the loop may be freed) */
+			sf_loop_wake(w->loop);
 	}
 	pthread_mutex_unlock(&w->mu);
 	return NULL;
@@ -72,6 +73,15 @@ int sfd_jobs_submit(struct sfd_jobs *w, void *job)
 void *sfd_jobs_take(struct sfd_jobs *w)
 {
 	return w ? atomic_exchange_explicit(&w->done, NULL, memory_order_acquire) : NULL;
+}
+
+void sfd_jobs_unhook(struct sfd_jobs *w)
+{
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->mu);
+	w->loop = NULL;
+	pthread_mutex_unlock(&w->mu);
 }
 
 void sfd_jobs_stop(struct sfd_jobs *w)

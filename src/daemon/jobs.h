@@ -19,6 +19,11 @@ int sfd_jobs_submit(struct sfd_jobs *w, void *job);
 /* The job that ended since the last call, or NULL (the loop's thread). */
 void *sfd_jobs_take(struct sfd_jobs *w);
 
+/* The thread wakes its loop no more: a job that ends from here on is left for sfd_jobs_stop.
+ * Call it before the loop is freed (a job could end between that and the stop). NULL is a
+ * no-op. */
+void sfd_jobs_unhook(struct sfd_jobs *w);
+
 /* Waits for a job that runs, then stops and joins the thread. NULL is a no-op. */
 void sfd_jobs_stop(struct sfd_jobs *w);
 

@@ -12,6 +12,7 @@
 
 #include <sodium.h>
 
+#include "daemon/jobs.h"
 #include "daemon/log.h"
 
 int headd_shard_start(struct headd *d, struct sf_loop *loop)
@@ -99,6 +100,10 @@ void headd_shard_goodbye(struct headd *d)
 	while (headd_nodes_busy(d) && sf_loop_now(d->loop) < until)
 		if (sf_loop_turn(d->loop, 20))
 			break;
+	/* The loop is freed before headd_shard_fini stops the job threads: a load or render
+	 * ending in between must not wake it. */
+	sfd_jobs_unhook(d->api.tok_jobs);
+	sfd_jobs_unhook(d->api.render_jobs);
 }
 
 void headd_shard_fini(struct headd *d)

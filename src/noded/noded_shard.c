@@ -175,6 +175,10 @@ void noded_shard_goodbye(struct noded *d)
 	if (left)
 		sfd_warn("%u link%s did not take the goodbye in time; closing", left,
 			 left == 1 ? "" : "s");
+	/* The loop is freed before noded_shard_fini stops the threads: a step ending in between
+	 * must not wake it. */
+	sfd_jobs_unhook(d->worker);
+	sfd_jobs_unhook(d->blob_worker);
 }
 
 void noded_shard_msg(struct noded *d, struct noded_msg *m, bool stopping)
