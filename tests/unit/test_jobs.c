@@ -45,15 +45,22 @@ static struct sf_loop *new_loop(void)
 	return loop;
 }
 
+/* A job thread on loop with job a handed to it (a waits for its go). */
+static struct sfd_jobs *running(struct sf_loop *loop, struct job *a)
+{
+	struct sfd_jobs *w = sfd_jobs_start(loop, run);
+	assert_non_null(w);
+	sem_init(&a->go, 0, 0);
+	assert_int_equal(sfd_jobs_submit(w, a), 0);
+	return w;
+}
+
 static void an_ended_job_wakes_its_loop(void **state)
 {
 	(void)state;
 	struct sf_loop *loop = new_loop();
-	struct sfd_jobs *w = sfd_jobs_start(loop, run);
-	assert_non_null(w);
 	struct job a = { .ran = 0 };
-	sem_init(&a.go, 0, 0);
-	assert_int_equal(sfd_jobs_submit(w, &a), 0);
+	struct sfd_jobs *w = running(loop, &a);
 	assert_null(sfd_jobs_take(w)); /* (it waits for go) */
 	woken = 0;
 	sem_post(&a.go);
@@ -74,11 +81,8 @@ static void an_unhooked_thread_outlives_its_loop(void **state)
 {
 	(void)state;
 	struct sf_loop *loop = new_loop();
-	struct sfd_jobs *w = sfd_jobs_start(loop, run);
-	assert_non_null(w);
 	struct job a = { .ran = 0 };
-	sem_init(&a.go, 0, 0);
-	assert_int_equal(sfd_jobs_submit(w, &a), 0);
+	struct sfd_jobs *w = running(loop, &a);
 	/* The daemons' shutdown: the loop ends and is freed with a job still running, and the
 	 * thread is stopped after. */
 	sfd_jobs_unhook(w);
